@@ -1,0 +1,143 @@
+/* plan.h: the sweep planner. Pure C: no MPI, no curses, no clocks. Used by pdbx-engine and
+ * by tui/ (CLI `pdbx plan`, the new-sweep form), which must not include engine internals.
+ *
+ * Contract:
+ *  - Presets live under the configs directory (pdbx_configs_dir()): models/<name>.json
+ *    (HuggingFace config.json fields), gpus/<name>.json, sweeps/<name>.json. Anywhere a preset
+ *    name is accepted, a path to a file is accepted too (it contains '/' or ends in .json).
+ *  - Every error is one line naming the field, the value and what is allowed, e.g.
+ *      "tp: 3 does not divide num_attention_heads 64 (allowed: 1, 2, 4, 8, 16, 32, 64)"
+ *      "mbs_max: 100 is not a power of two (allowed: 1, 2, 4, ..., 1024)"
+ *      "unknown field 'seqlen' (did you mean 'seq_len'?)"
+ *    written into err (which may be NULL); functions return 0 on success, -1 on error.
+ *  - The spec JSON schema is documented in docs/spec.md; pdbx_spec_to_json() writes a spec
+ *    that pdbx_spec_from_json() reads back to an equal spec (the engine re-validates it).
+ */
+#ifndef PDBX_PLAN_H
+#define PDBX_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "store/ops.h"
+
+#define PDBX_MAX_CONFIGS 64
+#define PDBX_MAX_COLL_SIZES 40
+#define PDBX_PATH_MAX 1024
+
+typedef struct {
+    char name[64];            /* preset name or the file's model name */
+    char tag[32];             /* FASOP model type (llama70b, llama1b, ...), or the name */
+    char source[PDBX_PATH_MAX];
+    int hidden;               /* hidden_size */
+    int intermediate;         /* intermediate_size */
+    int heads;                /* num_attention_heads */
+    int kv_heads;             /* num_key_value_heads (default: heads) */
+    int head_dim;             /* head_dim (default: hidden / heads) */
+    int layers;               /* num_hidden_layers */
+    int vocab;                /* vocab_size */
+    int tie_embeddings;       /* tie_word_embeddings */
+} pdbx_model;
+
+typedef struct {
+    char name[32];            /* A40, A100-80G, H100-SXM, H100-PCIe, H200, cpu */
+    char tag[32];             /* FASOP gpu tag used in NPZ names (A40, A100, H100, ...) */
+    double mem_bytes;         /* device memory (cpu: host MemTotal unless overridden) */
+    double bw_gbs;            /* memory bandwidth, GB/s */
+    double peak_tflops_bf16, peak_tflops_fp16, peak_tflops_fp32;   /* dense */
+} pdbx_gpu;
+
+typedef enum { PDBX_DTYPE_BF16 = 0, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32 } pdbx_dtype;
+typedef enum { PDBX_BACKEND_AUTO = 0, PDBX_BACKEND_CPU, PDBX_BACKEND_CUDA } pdbx_backend_kind;
+
+const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" */
+int pdbx_dtype_bytes(pdbx_dtype d);
+const char *pdbx_backend_name(pdbx_backend_kind b);   /* "auto", "cpu", "cuda" */
+
+typedef struct { int tp, pp, dp; } pdbx_parallel;
+
+typedef struct {
+    char name[64];            /* sweep preset name, or "custom" */
+    pdbx_model model;
+    pdbx_gpu gpu;
+    int layers_profiled;      /* layers measured (FASOP: 8 of 80) */
+    int seq_len;
+    pdbx_dtype dtype;
+    pdbx_backend_kind backend;
+    int gpus_per_node, nodes;
+    pdbx_parallel configs[PDBX_MAX_CONFIGS];   /* in the order given (FASOP's order) */
+    int nconfigs;
+    int mbs_min, mbs_max;     /* powers of two, min <= max */
+    int warmup, steps;        /* discarded and measured steps per point */
+    uint32_t ops;             /* PDBX_OP_BIT mask of ops to measure */
+    int collectives;          /* run the collectives sweep */
+    double coll_sizes[PDBX_MAX_COLL_SIZES];    /* bytes, powers of two, ascending */
+    int ncoll_sizes;
+    int predict_oom;          /* stop a config's MBS sweep at the first predicted OOM */
+    double bytes_per_param;   /* weights+grads+Adam states, mixed precision (default 16) */
+    int zero1;                /* ZeRO-1: optimizer states divided by DP */
+    int flash_attention;      /* drop the 5as/h term from activation memory */
+    double timeout_s;         /* a collective not done within this fails the run */
+    int flush_l2;             /* cuda: flush L2 between repetitions */
+} pdbx_spec;
+
+/* Directory holding models/, gpus/, sweeps/: $PDBX_CONFIGS, else <exe dir>/../../configs
+ * (build tree), else <exe dir>/../share/pdbx/configs. */
+const char *pdbx_configs_dir(void);
+
+/* Names of the presets of one kind ("models", "gpus", "sweeps"), sorted; returns count. */
+size_t pdbx_preset_names(const char *kind, char (*out)[64], size_t cap);
+
+int pdbx_model_load(const char *name_or_path, pdbx_model *out, char *err, size_t errlen);
+int pdbx_model_from_json(const cJSON *hf_config, const char *origin, pdbx_model *out,
+                         char *err, size_t errlen);
+int pdbx_gpu_load(const char *name_or_path, pdbx_gpu *out, char *err, size_t errlen);
+
+/* Defaults for every field (quick-preset-like values on the cpu). */
+void pdbx_spec_defaults(pdbx_spec *spec);
+/* Loads a sweep preset name or a spec file; fields not in the file keep their defaults. */
+int pdbx_spec_load(const char *name_or_path, pdbx_spec *spec, char *err, size_t errlen);
+int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *spec,
+                        char *err, size_t errlen);
+/* Applies one override, by spec-file field name with a string value (as CLI flags do):
+ * e.g. ("seq_len","2048"), ("tp","1,2,4"), ("mbs","1:64"), ("model","llama1b"). */
+int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *err, size_t errlen);
+/* Names of the fields pdbx_spec_set accepts (NULL-terminated), for --help and did-you-mean. */
+const char *const *pdbx_spec_field_names(void);
+int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
+cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
+
+/* ---- memory model (design.md section 4) --------------------------------------------- */
+typedef struct {
+    double params_per_rank;       /* parameters held by one rank: layers/PP of the model / TP */
+    double weights, grads, optimizer;   /* bytes */
+    double activations;           /* bytes of the in-flight micro-batches on stage 0 */
+    double total;
+} pdbx_memory;
+void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mbs, pdbx_memory *out);
+
+/* ---- sweep points ---------------------------------------------------------------------- */
+typedef struct {
+    int index, config;            /* position in the plan; index into spec->configs */
+    int tp, pp, dp, mbs;
+    int ranks;                    /* tp * pp * dp */
+    pdbx_memory mem;
+    int predicted_oom;            /* mem.total > gpu.mem_bytes */
+} pdbx_plan_point;
+
+/* Expands the points in FASOP's order: per config as given, MBS ascending (mbs_min..mbs_max
+ * powers of two). *out is malloc'ed; the caller frees it. */
+int pdbx_plan_expand(const pdbx_spec *spec, pdbx_plan_point **out, size_t *n,
+                     char *err, size_t errlen);
+
+/* ---- per-op shapes on one TP rank (design.md section 3) ------------------------------- */
+typedef struct {
+    int64_t m, n, k;              /* GEMM: [m,k] x [k,n]; elementwise: m rows x n cols, k = 0 */
+    int64_t batch;                /* attn_core: sequences x heads on this rank; else 1 */
+    double flops;                 /* one execution on one TP rank */
+    double bytes;                 /* bytes read + written, minimal (roofline) */
+} pdbx_op_shape;
+int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+
+#endif

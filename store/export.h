@@ -1,0 +1,44 @@
+/* export.h: files other tools read, written from a loaded pdbx_run (docs/exports.md).
+ *
+ *  - FASOP NPZ: per TP degree one `{model_tag}_{gpu_tag}_{tp}.npz` in DIR: a stored ZIP with
+ *    member `data.npy` (npy v1.0, '<f8', C order, shape (M, 10), FASOP's columns, ms, forward
+ *    only, per micro-batch, layer ops averaged over profiled layers, row i = MBS 2^i from 1
+ *    with no gaps: rows stop before the first MBS that is missing or not ok) and a second
+ *    member `meta.json` (attribution, stat, run id, mbs list, units).
+ *    When several configs share a TP degree, the one with the most ok rows is exported.
+ *  - Vidur CSV: DIR/mlp.csv, DIR/all_reduce.csv, DIR/send_recv.csv (design.md section 6).
+ *  - Chrome trace: FILE, one complete ("ph":"X") event per op of one measured step per rank,
+ *    pid = rank, tid = point.
+ * Writes are durable (tmp -> fsync -> rename). Each call reports every file it wrote through
+ * `wrote` (may be NULL). Errors: -1 with one line naming the file or the reason (for example
+ * "no ok point at MBS 1 for TP 4: FASOP rows must start at MBS 1").
+ */
+#ifndef PDBX_EXPORT_H
+#define PDBX_EXPORT_H
+
+#include <stddef.h>
+#include "store/profiledb.h"
+
+typedef enum { PDBX_ATTR_FASOP = 0, PDBX_ATTR_PURE } pdbx_attribution;
+typedef void (*pdbx_wrote_fn)(const char *path, void *ctx);
+
+typedef struct {
+    const char *model_tag;        /* NULL: run->model.tag */
+    const char *gpu_tag;          /* NULL: run->gpu_tag */
+    pdbx_attribution attribution;
+    pdbx_stat_kind stat;          /* which statistic fills the cells (FASOP: mean) */
+} pdbx_npz_options;
+
+int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,
+                    pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen);
+int pdbx_export_csv(const pdbx_run *run, const char *dir,
+                    pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen);
+int pdbx_export_trace(const pdbx_run *run, const char *file,
+                      pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen);
+
+/* The FASOP row values of one config (tp, pp, dp), exactly as the NPZ holds them:
+ * rows x PDBX_FASOP_COLS doubles into out (row-major), returns rows (0..cap) or -1 with err. */
+int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attribution attr,
+                    pdbx_stat_kind stat, double *out, int cap, char *err, size_t errlen);
+
+#endif

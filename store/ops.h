@@ -1,0 +1,56 @@
+/* ops.h: the operators a sweep point measures, their names in files, their execution order
+ * and the FASOP column mapping. Shared vocabulary of engine/, store/ and tui/.
+ *
+ * Contract:
+ *  - pdbx_op values are in forward execution order of one Llama decoder layer, with the
+ *    once-per-step ops (embed before, final_norm and lm_head after) around the layer ops.
+ *  - pdbx_op_name() is the stable spelling used in events, CSV headers and JSON output;
+ *    pdbx_op_from_name() is its inverse (-1 when unknown).
+ *  - FASOP NPZ columns: PDBX_FASOP_COLS columns in FASOP's order. Under "fasop" attribution a
+ *    column also carries the ops FASOP's module timing folds into it (norms, the attention core
+ *    and TP all-reduces land in the following module), so a row's layer columns sum to the
+ *    layer's forward time; under "pure" attribution a column is its own op only.
+ */
+#ifndef PDBX_OPS_H
+#define PDBX_OPS_H
+
+#include <stdint.h>
+
+typedef enum {
+    PDBX_OP_EMBED = 0,          /* once per step: vocab-parallel gather of T rows */
+    PDBX_OP_INPUT_NORM,         /* per layer: RMSNorm [T,h] */
+    PDBX_OP_ATTN_Q,             /* GEMM [T,h] x [h, a*d/TP] */
+    PDBX_OP_ATTN_K,             /* GEMM [T,h] x [h, max(k/TP,1)*d] */
+    PDBX_OP_ATTN_V,
+    PDBX_OP_ATTN_CORE,          /* causal softmax(QK^T)V over a/TP heads */
+    PDBX_OP_ATTN_O,             /* GEMM [T, a*d/TP] x [a*d/TP, h] */
+    PDBX_OP_TP_ALLREDUCE_ATTN,  /* TP all-reduce of [T,h] after attn_o (TP > 1 only) */
+    PDBX_OP_POST_ATTN_NORM,     /* RMSNorm [T,h] */
+    PDBX_OP_MLP_GATE,           /* GEMM [T,h] x [h, I/TP] */
+    PDBX_OP_MLP_UP,             /* GEMM [T,h] x [h, I/TP] */
+    PDBX_OP_MLP_ACT_FN,         /* SiLU(gate) * up over [T, I/TP] */
+    PDBX_OP_MLP_DOWN,           /* GEMM [T, I/TP] x [I/TP, h] */
+    PDBX_OP_TP_ALLREDUCE_MLP,   /* TP all-reduce of [T,h] after mlp_down (TP > 1 only) */
+    PDBX_OP_FINAL_NORM,         /* once per step: RMSNorm [T,h] */
+    PDBX_OP_LM_HEAD,            /* once per step: GEMM [T,h] x [h, V/TP] */
+    PDBX_OP_COUNT
+} pdbx_op;
+
+#define PDBX_OP_BIT(op) (UINT32_C(1) << (op))
+#define PDBX_OPS_ALL ((UINT32_C(1) << PDBX_OP_COUNT) - 1u)
+
+const char *pdbx_op_name(pdbx_op op);
+int pdbx_op_from_name(const char *name);      /* -1 when unknown */
+int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_head */
+int pdbx_op_is_gemm(pdbx_op op);
+int pdbx_op_is_comm(pdbx_op op);              /* the two TP all-reduces */
+
+#define PDBX_FASOP_COLS 10
+/* FASOP's column names in order: embed, attn_q, attn_k, attn_v, attn_o, mlp_gate,
+ * mlp_act_fn, mlp_up, mlp_down, lm_head. */
+const char *pdbx_fasop_col_name(int col);
+/* The ops summed into FASOP column `col`: fasop=1 gives FASOP's attribution, fasop=0 the
+ * pure per-op one. Returned as a PDBX_OP_BIT mask. */
+uint32_t pdbx_fasop_col_ops(int col, int fasop);
+
+#endif

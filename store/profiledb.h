@@ -1,0 +1,149 @@
+/* profiledb.h: the in-memory ProfileDB of one run, folded from its event stream.
+ *
+ * Contract:
+ *  - A pdbx_run is built by pdbx_run_init() then pdbx_run_apply() once per event, in file
+ *    order (docs/events.md defines the events). The same folding serves a finished run, a
+ *    run still being written (the monitor applies new events as they arrive) and a replayed
+ *    recording. Unknown event types and unknown fields are ignored (forward compatible).
+ *  - Times are milliseconds; bandwidths GB/s (1e9 bytes/s); sizes bytes.
+ *  - A value that was never measured has valid == 0: views print N/A for it, never 0.
+ *  - pdbx_run_free() releases everything the run owns; the struct may then be re-inited.
+ *  - No I/O here: store.h reads files and calls these.
+ */
+#ifndef PDBX_PROFILEDB_H
+#define PDBX_PROFILEDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "store/ops.h"
+
+/* Per-cell statistics over the measured samples (Vidur keeps exactly these). */
+typedef struct {
+    int64_t count;
+    double min, max, mean, median, std;
+} pdbx_stats;
+
+typedef enum {
+    PDBX_STAT_MEAN = 0, PDBX_STAT_MEDIAN, PDBX_STAT_MIN, PDBX_STAT_MAX, PDBX_STAT_STD,
+    PDBX_STAT_COUNT_KINDS
+} pdbx_stat_kind;
+
+const char *pdbx_stat_name(pdbx_stat_kind k);          /* "mean", "median", ... */
+int pdbx_stat_from_name(const char *name);              /* -1 when unknown */
+double pdbx_stats_get(const pdbx_stats *s, pdbx_stat_kind k);
+/* Fills *out from n samples (sorts `samples` in place). std is the population std (ddof 0,
+ * numpy's default, as Vidur). n == 0 gives count 0 and NaNs. */
+void pdbx_stats_from_samples(double *samples, size_t n, pdbx_stats *out);
+cJSON *pdbx_stats_to_json(const pdbx_stats *s);
+int pdbx_stats_from_json(const cJSON *obj, pdbx_stats *out);   /* 0 ok, -1 malformed */
+
+typedef struct {
+    int valid;
+    pdbx_stats stats;        /* element-wise max across the TP ranks of the point */
+    int nranks;
+    pdbx_stats *rank;        /* per TP rank, nranks entries (owned), may be NULL */
+    double flops;            /* per TP rank, one execution of the op (0 when not a compute op) */
+    double bytes;            /* per TP rank, bytes moved by one execution (estimate from shapes) */
+} pdbx_cell;
+
+typedef struct {
+    int valid;
+    double bytes;            /* message size S as nccl-tests defines it */
+    int group_size;
+    pdbx_stats time;         /* ms */
+    double algbw, busbw;     /* GB/s, from the mean time */
+} pdbx_comm_cell;
+
+typedef enum {
+    PDBX_POINT_PENDING = 0, PDBX_POINT_RUNNING, PDBX_POINT_OK, PDBX_POINT_OOM,
+    PDBX_POINT_PREDICTED_OOM, PDBX_POINT_ERROR, PDBX_POINT_SKIPPED
+} pdbx_point_status;
+const char *pdbx_point_status_name(pdbx_point_status s);   /* "pending", "ok", "oom", ... */
+
+typedef struct {
+    int index;               /* position in the planned point list */
+    int tp, pp, dp, mbs;
+    int seq_len;
+    pdbx_point_status status;
+    char *message;           /* owned; reason for oom/error/skipped, else NULL */
+    double predicted_mem_bytes;
+    int predicted_oom;
+    double started, ended;   /* unix seconds, 0 when unknown */
+    pdbx_cell op[PDBX_OP_COUNT];
+    pdbx_comm_cell tp_allreduce, pp_sendrecv, dp_allreduce;
+} pdbx_point;
+
+/* One entry of the collectives sweep. */
+typedef struct {
+    char coll[16];           /* all_reduce, all_gather, reduce_scatter, send_recv */
+    double bytes;
+    int nranks, ranks_per_node;
+    pdbx_stats time;         /* ms */
+    double algbw, busbw;     /* GB/s */
+} pdbx_coll_result;
+
+/* One op of one measured step on one rank, for the Chrome trace export. */
+typedef struct {
+    int point, rank, layer;
+    pdbx_op op;
+    double start_us, dur_us; /* start relative to the step's start */
+} pdbx_trace_event;
+
+typedef enum {
+    PDBX_RUN_RUNNING = 0, PDBX_RUN_COMPLETE, PDBX_RUN_CANCELLED, PDBX_RUN_FAILED, PDBX_RUN_CORRUPT
+} pdbx_run_status;
+const char *pdbx_run_status_name(pdbx_run_status s);
+
+typedef struct {
+    char name[64];           /* e.g. Llama-3.3-70B-Instruct */
+    char tag[32];            /* FASOP model type, e.g. llama70b */
+    int hidden, intermediate, heads, kv_heads, head_dim, layers, vocab;
+} pdbx_model_info;
+
+#define PDBX_RUN_ID_MAX 64
+#define PDBX_WARN_RING 16
+
+typedef struct {
+    char id[PDBX_RUN_ID_MAX];
+    pdbx_model_info model;
+    int layers_profiled, seq_len, warmup, steps;
+    char dtype[8], backend[8], gpu[32], gpu_tag[32];
+    char device_name[128];    /* from the environment, e.g. "AMD EPYC 7B13" or "NVIDIA H100" */
+    int world_size, ranks_per_node;
+    cJSON *spec, *env;        /* owned copies of run_start's spec and env */
+    double created, last_event;   /* unix seconds */
+    char host[64];
+    long pid;                 /* launcher pid on `host` (liveness of a run without run_end) */
+    size_t npoints;
+    pdbx_point *points;
+    size_t ncoll, coll_cap;
+    pdbx_coll_result *coll;
+    size_t ntrace, trace_cap;
+    pdbx_trace_event *trace;
+    int have_end;
+    pdbx_run_status status;   /* RUNNING until run_end (store.h decides running vs failed) */
+    char end_reason[256];
+    int current_point;        /* -1 when none */
+    char current_op[32];
+    double progress_done, progress_total;   /* points, from the progress heartbeat */
+    char warnings[PDBX_WARN_RING][256];
+    int nwarnings;            /* total seen; the ring holds the last PDBX_WARN_RING */
+    int torn_tail;            /* the file ended in a partial frame (ignored) */
+} pdbx_run;
+
+void pdbx_run_init(pdbx_run *run);
+/* Applies one event. Returns 0, or -1 with a message naming the event and field when the
+ * event is malformed (the run stays consistent; callers may go on). */
+int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen);
+void pdbx_run_free(pdbx_run *run);
+
+/* Points of one parallel config (tp, pp, dp) in MBS order; returns the count written. */
+size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
+                              const pdbx_point **out, size_t cap);
+/* Distinct (tp, pp, dp) configs in plan order; returns the count written (3 ints each). */
+size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap);
+size_t pdbx_run_points_done(const pdbx_run *run);   /* points no longer pending/running */
+
+#endif

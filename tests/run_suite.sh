@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the whole suite for each build variant given (build, build-san): every cmocka binary in
+# <variant>/tests/, then every end-to-end script in tests/e2e/ with PDBX_BUILD=<variant>.
+# A script exiting 77 is a skip (it prints why). Ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+root=$(pwd)
+pass=0; fail=0; skip=0; failed=()
+export PDBX_SOURCE_DIR="$root"
+export PYTHON=/usr/bin/python3
+logdir=$(mktemp -d /tmp/pdbx-suite.XXXXXX)
+run_one() {   # name, command...
+    local name=$1; shift
+    local log="$logdir/$(echo "$name" | tr '/ ' '__').log"
+    local t0=$(date +%s%N)
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local ds=$(( ($(date +%s%N) - t0) / 100000000 )); local dt="$((ds/10)).$((ds%10))"
+    if [ $rc -eq 0 ]; then pass=$((pass+1)); printf 'PASS  %-55s %6ss\n' "$name" "$dt"
+    elif [ $rc -eq 77 ]; then skip=$((skip+1)); printf 'SKIP  %-55s %6ss  %s\n' "$name" "$dt" "$(grep -m1 -i skip "$log" | cut -c1-100)"
+    else fail=$((fail+1)); failed+=("$name"); printf 'FAIL  %-55s %6ss (rc=%d)\n' "$name" "$dt" $rc; tail -n 40 "$log" | sed 's/^/      | /'
+    fi
+}
+for v in "$@"; do
+    export PDBX_BUILD="$root/$v"
+    if [ "$v" = build-san ]; then
+        # OpenMPI and OpenBLAS keep allocations for the process lifetime; leak checks stay on
+        # for our own unit binaries through the suppressions file.
+        export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:suppressions=$root/tests/asan.supp"
+        export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
+        export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    else
+        unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+    fi
+    for t in "$v"/tests/test_*; do
+        [ -x "$t" ] || continue
+        run_one "$v/unit/$(basename "$t")" "$t"
+    done
+    for s in tests/e2e/*.sh; do
+        [ -f "$s" ] || continue
+        run_one "$v/e2e/$(basename "$s" .sh)" bash "$s"
+    done
+done
+echo
+[ ${#failed[@]} -gt 0 ] && printf 'failed: %s\n' "${failed[@]}"
+echo "logs: $logdir"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
