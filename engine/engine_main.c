@@ -145,7 +145,11 @@ int main(int argc, char **argv)
         if (pdbx_spec_load(args.spec_path, &e->spec, err, sizeof err) != 0 ||
             (args.backend && pdbx_spec_set(&e->spec, "backend", args.backend, err, sizeof err) != 0) ||
             pdbx_spec_validate(&e->spec, err, sizeof err) != 0) {
-            fprintf(stderr, "pdbx-engine: %s: %s\n", args.spec_path, err);
+            /* the planner's messages usually name the file already */
+            if (strstr(err, args.spec_path))
+                fprintf(stderr, "pdbx-engine: %s\n", err);
+            else
+                fprintf(stderr, "pdbx-engine: %s: %s\n", args.spec_path, err);
             bad = 1;
         }
         const char *fault = getenv("PDBX_FAULT");

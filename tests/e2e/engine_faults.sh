@@ -6,12 +6,12 @@
 source "$(dirname "$0")/engine_common.inc"
 
 # ---- injected allocation failure at point 1 (TP1, MBS 2) ----
-tiny_spec "$TMP/oom.json" 'configs=[{"tp":1,"pp":1,"dp":1},{"tp":1,"pp":1,"dp":1}]' 'mbs="1:4"' 'layers=1' 'steps=1'
-PDBX_FAULT=oom:rank=0:point=1 mpirun_np 1 -x PDBX_FAULT "$ENGINE" --spec "$TMP/oom.json" --store "$TMP/st1" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "oom run"; }
+tiny_spec "$TMP/oom.json" 'configs=[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1}]' 'mbs="1:4"' 'layers=1' 'steps=1'
+PDBX_FAULT=oom:rank=1:point=1 mpirun_np 2 -x PDBX_FAULT "$ENGINE" --spec "$TMP/oom.json" --store "$TMP/st1" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "oom run"; }
 ev_py "$(run_file "$TMP/st1")" '
 ends = {e["point"]: e for e in E if e["type"] == "point_end"}
 assert [ends[i]["status"] for i in range(6)] == ["ok", "oom", "skipped", "ok", "ok", "ok"], ends
-assert "allocation failed" in ends[1]["message"], ends[1]
+assert ends[1]["message"].startswith("rank 1: allocation failed"), ends[1]
 assert "OOM at MBS 2" in ends[2]["message"], ends[2]
 assert not any(e["type"] == "op" and e["point"] in (1, 2) for e in E)
 assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete"
