@@ -18,7 +18,7 @@ assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete"
 ' || fail "oom events"
 
 # ---- a real allocation refusal: the host-memory guard ("would exceed MemAvailable") ----
-tiny_spec "$TMP/big.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="1:2"' 'layers=1' 'steps=1' 'seq_len=4194304' 'predict_oom=false'
+tiny_spec "$TMP/big.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="128:256"' 'layers=1' 'steps=1' 'seq_len=131072' 'predict_oom=false'
 mpirun_np 1 "$ENGINE" --spec "$TMP/big.json" --store "$TMP/st2" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "guard run"; }
 ev_py "$(run_file "$TMP/st2")" '
 ends = [e for e in E if e["type"] == "point_end"]
