@@ -27,7 +27,7 @@ assert "MemAvailable" in ends[0]["message"], ends[0]
 ' || fail "memory guard events"
 
 # ---- predicted OOM against a GPU memory that fits nothing ----
-tiny_spec "$TMP/pred.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="1:4"' 'gpu_mem_gb=0.000001'
+tiny_spec "$TMP/pred.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="1:4"' 'gpu_mem_gb=0.001'
 mpirun_np 1 "$ENGINE" --spec "$TMP/pred.json" --store "$TMP/st3" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "predicted run"; }
 ev_py "$(run_file "$TMP/st3")" '
 ends = [e for e in E if e["type"] == "point_end"]
