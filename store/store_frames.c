@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_getFrameHeader */
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -235,7 +236,19 @@ static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, cJSON **
                         char *why, size_t whylen)
 {
     *ev = NULL;
-    size_t r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
+    /* Every event frame carries a content checksum; one without cannot be verified (and a
+     * flipped checksum flag would otherwise pass with the checksum left as stray bytes). */
+    ZSTD_frameHeader fh;
+    size_t r = ZSTD_getFrameHeader(&fh, src, n);
+    if (ZSTD_isError(r) || r != 0) {
+        snprintf(why, whylen, "zstd: %s", ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short frame header");
+        return 1;
+    }
+    if (!fh.checksumFlag) {
+        snprintf(why, whylen, "frame has no content checksum");
+        return 1;
+    }
+    r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
     if (ZSTD_isError(r)) {
         snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
         return 1;
