@@ -248,7 +248,8 @@ static int mlp_csv(const pdbx_run *run, csv_buf *b, char *err, size_t errlen)
 /* ---- collectives ---------------------------------------------------------------------- */
 
 /* Ranks of one group that share a node: a group of n ranks spaced `stride` apart, on nodes of
- * rpn consecutive ranks (pdbx places TP fastest, then DP, then PP, as Megatron does). */
+ * rpn consecutive ranks. The engine places ranks as Megatron does (engine/engine_grid.h:
+ * world_rank = tp_rank + TP * (dp_rank + DP * pp_rank)): TP stride 1, DP stride TP, PP TP*DP. */
 static int group_devices_per_node(int n, int stride, int rpn)
 {
     if (rpn <= 0)
@@ -288,18 +289,24 @@ static void coll_row(csv_buf *b, const pdbx_stats *t, int num_workers, double by
     buf_put(b, "\n", 1);
 }
 
-/* kind: "all_reduce" or "send_recv". */
+/* kind: "all_reduce" or "send_recv".
+ * Sweep entries: the engine's ranks_per_node is how many of the group's ranks share rank 0's
+ * node, i.e. Vidur's devices_per_node; max_devices_per_node is the launch's ranks per node.
+ * The engine's send_recv pairs neighbours (0-1, 2-3, ...) of a group; only the group of 2 is
+ * one pair alone, as Vidur measures it, so larger groups (concurrent pairs) are left out. */
 static void coll_csv(const pdbx_run *run, const char *kind, csv_buf *b)
 {
     coll_header(b, kind);
+    int send_recv = strcmp(kind, "send_recv") == 0;
     for (size_t i = 0; i < run->ncoll; i++) {
         const pdbx_coll_result *c = &run->coll[i];
-        if (strcmp(c->coll, kind) != 0)
+        if (strcmp(c->coll, kind) != 0 || (send_recv && c->nranks != 2))
             continue;
-        int rpn = c->ranks_per_node > 0 ? c->ranks_per_node
-                  : (run->ranks_per_node > 0 ? run->ranks_per_node : c->nranks);
-        coll_row(b, &c->time, c->nranks, c->bytes, kind,
-                 group_devices_per_node(c->nranks, 1, rpn), rpn);
+        int together = c->ranks_per_node > 0 ? c->ranks_per_node : c->nranks;
+        if (together > c->nranks)
+            together = c->nranks;
+        int max_dev = run->ranks_per_node > together ? run->ranks_per_node : together;
+        coll_row(b, &c->time, c->nranks, c->bytes, kind, together, max_dev);
     }
     int rpn = run->ranks_per_node;
     for (size_t i = 0; i < run->npoints; i++) {

@@ -165,6 +165,8 @@ static void test_all_three_csvs_exact(void **state)
              "\"stats\":{\"count\":5,\"min\":9,\"max\":9,\"mean\":9,\"median\":9,\"std\":0}}");
     tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"all_reduce\",\"bytes\":4194304,\"nranks\":4,\"ranks_per_node\":2,"
              "\"stats\":{\"count\":5,\"min\":1.5,\"max\":2.25,\"mean\":1.75,\"median\":1.625,\"std\":0.125}}");
+    tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"send_recv\",\"bytes\":4096,\"nranks\":4,\"ranks_per_node\":1,"
+             "\"stats\":{\"count\":5,\"min\":7,\"max\":7,\"mean\":7,\"median\":7,\"std\":0}}");   /* two pairs: left out */
     tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"send_recv\",\"bytes\":1024,\"nranks\":2,\"ranks_per_node\":1,"
              "\"stats\":{\"count\":5,\"min\":0.015625,\"max\":0.03125,\"mean\":0.0234375,\"median\":0.0234375,"
              "\"std\":0.00390625}}");
@@ -209,7 +211,7 @@ static void test_all_three_csvs_exact(void **state)
     text = tx_slurp(path, NULL);
     assert_string_equal(text,
         COLL_COLS("send_recv") "\n"
-        "0.015625,0.03125,0.0234375,0.0234375,0.00390625,0,2,1024,send_recv,1,1\n"
+        "0.015625,0.03125,0.0234375,0.0234375,0.00390625,0,2,1024,send_recv,1,2\n"
         "0.125,0.25,0.1875,0.1875,0.03125,0,2,65536,send_recv,1,2\n");  /* stages 2 ranks apart */
     free(text);
     pdbx_run_free(&run);
