@@ -60,6 +60,11 @@ static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
         return -1;
     }
     size_t n = pdbx_run_config_points(run, tp, pp, dp, pts, run->npoints);
+    if (n == 0) {
+        pdbx_export_err(err, errlen, "run %s has no points with %s", run->id, cfg);
+        free(pts);
+        return -1;
+    }
     int count = 0;
     long want = 1;
     for (size_t i = 0; i < n && count < FASOP_MAX_ROWS; i++) {

@@ -250,6 +250,9 @@ static void test_fasop_rows_sum_to_layer_time(void **state)
     assert_int_equal(pdbx_fasop_rows(&run, 2, 2, 1, PDBX_ATTR_FASOP, PDBX_STAT_MEAN, two, 2,
                                      err, sizeof err), 2);
     assert_memory_equal(two, fasop, sizeof two);
+    assert_int_equal(pdbx_fasop_rows(&run, 8, 1, 1, PDBX_ATTR_FASOP, PDBX_STAT_MEAN, NULL, 0,
+                                     err, sizeof err), -1);
+    assert_non_null(strstr(err, "no points with TP 8 PP 1 DP 1"));
     /* the exported TP 2 config is the one with more rows */
     assert_int_equal(pdbx_fasop_rows(&run, 2, 1, 2, PDBX_ATTR_FASOP, PDBX_STAT_MEAN, NULL, 0,
                                      err, sizeof err), 1);
