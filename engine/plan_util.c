@@ -67,20 +67,24 @@ void plan_suggest(const char *word, const char *const *cands, size_t ncands, cha
     if (!buf || len == 0)
         return;
     buf[0] = '\0';
-    /* The candidates at the smallest distance, if that distance is close enough; ties listed
-     * in table order, at most three. */
+    /* Candidates the word begins ("flash" -> flash_attention), else the candidates at the
+     * smallest edit distance if that is close enough; in table order, at most three. */
+    size_t pick[3], npick = 0, wlen = strlen(word);
+    for (size_t i = 0; i < ncands && npick < 3 && wlen >= 3; i++)
+        if (strncmp(cands[i], word, wlen) == 0)
+            pick[npick++] = i;
     size_t best = (size_t)-1;
-    for (size_t i = 0; i < ncands; i++) {
+    for (size_t i = 0; i < ncands && npick == 0; i++) {
         size_t d = plan_levenshtein(word, cands[i]);
         if (d < best)
             best = d;
     }
-    size_t used = 0;
-    if (ncands > 0 && best <= close_threshold(word)) {
-        size_t pick[3], npick = 0;
+    if (npick == 0 && ncands > 0 && best <= close_threshold(word))
         for (size_t i = 0; i < ncands && npick < 3; i++)
             if (plan_levenshtein(word, cands[i]) == best)
                 pick[npick++] = i;
+    size_t used = 0;
+    if (npick > 0) {
         used += (size_t)snprintf(buf + used, len - used, " (did you mean ");
         for (size_t k = 0; k < npick && used < len; k++)
             used += (size_t)snprintf(buf + used, len - used, "%s'%s'",
