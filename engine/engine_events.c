@@ -16,6 +16,7 @@ struct pdbx_events {
     char op[32];
     double total_work, done_work;
     double t0;                 /* monotonic seconds at plan time */
+    double t_done;             /* seconds after t0 when the last point ended */
     pthread_t hb;
     int hb_running, hb_stop;
     pthread_cond_t hb_cv;
@@ -109,6 +110,7 @@ void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_do
     ev->done = already_done;
     ev->total_work = total_work;
     ev->done_work = 0;
+    ev->t_done = 0;
     ev->t0 = mono_s();
     pthread_mutex_unlock(&ev->mu);
 }
@@ -133,6 +135,7 @@ void pdbx_events_progress_done(pdbx_events *ev, double work)
     pthread_mutex_lock(&ev->mu);
     ev->done++;
     ev->done_work += work;
+    ev->t_done = mono_s() - ev->t0;
     pthread_mutex_unlock(&ev->mu);
 }
 
@@ -151,9 +154,13 @@ static cJSON *progress_event_locked(pdbx_events *ev)
         cJSON_AddNullToObject(e, "point");
     cJSON_AddStringToObject(e, "op", ev->op);
     cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
-    if (ev->done_work > 0 && ev->total_work >= ev->done_work)
-        cJSON_AddNumberToObject(e, "eta_s", elapsed / ev->done_work * (ev->total_work - ev->done_work));
-    else
+    /* rate from the finished points only, minus the time already spent on the current one:
+     * the ETA then counts down while a point runs instead of growing */
+    if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
+        double eta = ev->t_done / ev->done_work * (ev->total_work - ev->done_work) -
+                     (elapsed - ev->t_done);
+        cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0);
+    } else
         cJSON_AddNullToObject(e, "eta_s");
     return e;
 }
