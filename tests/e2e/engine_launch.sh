@@ -10,7 +10,9 @@ source "$(dirname "$0")/engine_common.inc"
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store
 
-status_of() { "$PDBX" ls --store "$ST" | awk -v id="$1" '$3 == id {print $(NF-2)}'; }
+status_of() {
+    "$PDBX" ls --json --store "$ST" | "$PY" -c 'import json,sys; print([r["status"] for r in json.load(sys.stdin) if r["id"] == sys.argv[1]][0])' "$1"
+}
 wait_for() {   # seconds, python condition over E, file
     local s=$1 cond=$2 f=$3
     for _ in $(seq $((s * 10))); do
