@@ -56,7 +56,7 @@ assert len(ok) >= 1
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 2"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill)"
-ranks=$(pgrep -f "pdbx-engine.*--run-id $id" | sort -n)
+ranks=$(pgrep -f "^$ENGINE .*--run-id $id" | sort -n)
 [ "$(echo "$ranks" | wc -l)" -eq 2 ] || fail "expected 2 engine ranks, got: $ranks"
 kill -9 "$(echo "$ranks" | tail -1)"
 wait_for 30 'any(e["type"] == "run_end" for e in E)' "$f" || fail "no run_end after kill -9"
@@ -75,7 +75,7 @@ wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point
 sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
 kill -9 "$sup"
 mp=$(pgrep -f "mpirun.*--run-id $id")
-kill -9 $mp $(pgrep -f "pdbx-engine.*--run-id $id") 2>/dev/null
+kill -9 $mp $(pgrep -f "^$ENGINE .*--run-id $id") 2>/dev/null
 sleep 1
 ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "a run_end appeared"
 [ "$(status_of "$id")" = failed ] || { "$PDBX" ls --store "$ST"; fail "ls status after killing everything"; }
