@@ -6,6 +6,8 @@
 #    completed points stay, `pdbx ls` says failed;
 #  - kill -9 of supervisor and ranks: no run_end at all, `pdbx ls` still says failed (liveness).
 source "$(dirname "$0")/engine_common.inc"
+SECONDS=0
+phase() { echo "[${SECONDS}s] $*"; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store
@@ -23,6 +25,7 @@ wait_for() {   # seconds, python condition over E, file
 }
 
 # ---- detach + attach ----
+phase 'detach + attach'
 tiny_spec "$TMP/short.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:2"'
 t0=$(date +%s%N)
 id=$("$PDBX" run "$TMP/short.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
@@ -37,6 +40,7 @@ grep -q "complete" "$TMP/attach" || { cat "$TMP/attach"; fail "attach did not re
 tiny_spec "$TMP/long.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:8"' 'steps=400' 'seq_len=64'
 
 # ---- cancel ----
+phase 'cancel'
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended"
@@ -53,6 +57,7 @@ assert len(ok) >= 1
 "$PDBX" cancel "$id" --store "$ST" 2>/dev/null && fail "cancelling an ended run succeeded"
 
 # ---- kill -9 of one rank ----
+phase 'kill -9 of one rank'
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 2"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill)"
@@ -69,6 +74,7 @@ print(end["reason"])
 [ "$(status_of "$id")" = failed ] || { "$PDBX" ls --store "$ST"; fail "ls status after kill -9"; }
 
 # ---- kill -9 of the whole sweep (supervisor first): no run_end, liveness says failed ----
+phase 'kill -9 of the whole sweep (su'
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 3"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill all)"
@@ -78,6 +84,7 @@ mp=$(pgrep -f "mpirun.*--run-id $id")
 kill -9 $mp $(pgrep -f "^$ENGINE .*--run-id $id") 2>/dev/null
 sleep 1
 ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "a run_end appeared"
-[ "$(status_of "$id")" = failed ] || { "$PDBX" ls --store "$ST"; fail "ls status after killing everything"; }
+st=$(status_of "$id")
+[ "$st" = failed ] || { ps -o pid,stat,cmd -p "$sup"; ps -ef | grep -E "pdbx|mpirun" | grep -v grep; "$PDBX" ls --store "$ST"; fail "ls status after killing everything: $st"; }
 "$PDBX" ls --store "$ST"
 echo PASS
