@@ -104,7 +104,7 @@ static int compute(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args
     pdbx_cli_col cols[PDBX_CLI_MAX_COLS];
     size_t nc = pdbx_cli_columns(args->attribution == PDBX_CLI_ATTR_FASOP, cols);
     for (size_t c = 0; c < nc; c++)
-        snprintf(d->names[c], sizeof d->names[c], "%s", cols[c].name);
+        memcpy(d->names[c], cols[c].name, sizeof d->names[c]);   /* both char[32] */
     snprintf(d->names[nc], sizeof d->names[nc], "layer");
     snprintf(d->names[nc + 1], sizeof d->names[nc + 1], "total");
     d->ncols = nc + 2;
