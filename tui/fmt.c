@@ -249,25 +249,29 @@ void pdbx_table_hide(pdbx_table *t, size_t col, int hidden)
         t->hidden[col] = hidden;
 }
 
+/* Blanks are held back until something visible follows, so no line ends in blanks. */
 static void print_line(const pdbx_table *t, FILE *out, const char *indent, char *const *cells,
-                       const size_t *width, size_t last)
+                       const size_t *width)
 {
     fputs(indent ? indent : "", out);
+    size_t pending = 0;
     int first = 1;
     for (size_t c = 0; c < t->ncols; c++) {
         if (t->hidden[c])
             continue;
         const char *s = cells[c] ? cells[c] : "";
-        int w = (int)width[c];
+        size_t len = strlen(s), pad = width[c] > len ? width[c] - len : 0;
         if (!first)
-            fputs("  ", out);
+            pending += 2;
         first = 0;
         if (t->align[c] == PDBX_ALIGN_RIGHT)
-            fprintf(out, "%*s", w, s);
-        else if (c == last)
-            fputs(s, out);
-        else
-            fprintf(out, "%-*s", w, s);
+            pending += pad;
+        if (len) {
+            fprintf(out, "%*s%s", (int)pending, "", s);
+            pending = 0;
+        }
+        if (t->align[c] == PDBX_ALIGN_LEFT)
+            pending += pad;
     }
     fputc('\n', out);
 }
@@ -279,14 +283,10 @@ void pdbx_table_print(const pdbx_table *t, FILE *out, const char *indent)
     size_t *width = calloc(t->ncols, sizeof *width);
     if (!width)
         return;
-    size_t last = 0;
-    for (size_t c = 0; c < t->ncols; c++) {
+    for (size_t c = 0; c < t->ncols; c++)
         width[c] = pdbx_table_col_width(t, c);
-        if (!t->hidden[c])
-            last = c;
-    }
-    print_line(t, out, indent, t->header, width, last);
+    print_line(t, out, indent, t->header, width);
     for (size_t r = 0; r < t->rows; r++)
-        print_line(t, out, indent, t->cells + r * t->ncols, width, last);
+        print_line(t, out, indent, t->cells + r * t->ncols, width);
     free(width);
 }

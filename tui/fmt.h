@@ -55,8 +55,8 @@ size_t pdbx_table_rows(const pdbx_table *t);
 size_t pdbx_table_col_width(const pdbx_table *t, size_t col);
 /* Hides a column (still settable) so callers can drop all-N/A columns after filling. */
 void pdbx_table_hide(pdbx_table *t, size_t col, int hidden);
-/* Prints header then rows, each line prefixed by indent (may be NULL). The last visible
- * column is not padded, so lines carry no trailing blanks. */
+/* Prints header then rows, each line prefixed by indent (may be NULL). No line ends in
+ * blanks (empty trailing cells print nothing). */
 void pdbx_table_print(const pdbx_table *t, FILE *out, const char *indent);
 
 #endif

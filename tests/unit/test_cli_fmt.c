@@ -104,6 +104,24 @@ static void test_table(void **state)
     fclose(f);
     assert_string_equal(buf, "mbs  status\n  1  ok\n  8  ok\n 64  predicted_oom\n");
     free(buf);
+    /* An empty last cell leaves no trailing blanks, an empty middle cell keeps alignment. */
+    pdbx_table_hide(t, 2, 0);
+    assert_int_equal(pdbx_table_add_row(t), 0);
+    assert_int_equal(pdbx_table_set(t, 0, "%d", 128), 0);
+    assert_int_equal(pdbx_table_set(t, 2, "%s", "9.000"), 0);
+    assert_int_equal(pdbx_table_add_row(t), 0);
+    assert_int_equal(pdbx_table_set(t, 1, "%s", "x"), 0);
+    f = open_memstream(&buf, &len);
+    pdbx_table_print(t, f, NULL);
+    fclose(f);
+    assert_string_equal(buf,
+                        "mbs  status         attn_q\n"
+                        "  1  ok              1.235\n"
+                        "  8  ok              1.235\n"
+                        " 64  predicted_oom     N/A\n"
+                        "128                  9.000\n"
+                        "     x\n");
+    free(buf);
     pdbx_table_free(t);
 }
 
