@@ -137,8 +137,23 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
         measured += act[i] == SWEEP_MEASURE;
         oom += pts[i].predicted_oom != 0;
     }
-    fprintf(out, "%zu points in %d configs: %zu to measure, %zu predicted OOM\n", n, spec->nconfigs,
-            measured, oom);
+    fprintf(out, "%zu points in %d configs: %zu to measure, %zu predicted OOM; launches:", n,
+            spec->nconfigs, measured, oom);
+    /* One mpirun per distinct rank count (a preset may mix 8- and 16-GPU configs). */
+    for (int c = 0; c < spec->nconfigs; c++) {
+        const pdbx_parallel *p = &spec->configs[c];
+        int ranks = p->tp * p->pp * p->dp, seen = 0, count = 0;
+        for (int k = 0; k < spec->nconfigs; k++) {
+            const pdbx_parallel *q = &spec->configs[k];
+            if (q->tp * q->pp * q->dp == ranks) {
+                seen |= k < c;
+                count++;
+            }
+        }
+        if (!seen)
+            fprintf(out, "%s %d ranks (%d config%s)", c ? "," : "", ranks, count, count > 1 ? "s" : "");
+    }
+    fputc('\n', out);
 
     for (int c = 0; c < spec->nconfigs; c++) {
         const pdbx_parallel *par = &spec->configs[c];
@@ -291,7 +306,11 @@ int pdbx_cmd_plan(int argc, char **argv)
             if (*p == '-')
                 *p = '_';
         if (pdbx_spec_set(spec, field, a.ov[i].value, err, sizeof err) != 0) {
-            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "plan", "--%s: %s", a.ov[i].field, err);
+            /* The planner's message names the field already ("seq_len: ..."); else say which. */
+            if (strncmp(err, field, strlen(field)) == 0)
+                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "plan", "%s", err);
+            else
+                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "plan", "--%s: %s", a.ov[i].field, err);
             goto done_spec;
         }
     }
