@@ -49,7 +49,7 @@ int pdbx_cmd_overview(int argc, char **argv)
     pdbx_store *st;
     if ((rc = pdbx_cli_open_store(NULL, store, 0, &st)) != 0)
         return rc;
-    printf("\nruns in %s:\n", pdbx_store_dir(st));
+    putchar('\n');
     rc = pdbx_cli_list_runs(NULL, st, 0, stdout);
     pdbx_store_close(st);
     if (rc == 0)
