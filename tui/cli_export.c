@@ -1,6 +1,8 @@
 /* cli_export.c: `pdbx export RUN`: FASOP NPZ (--npz DIR), Vidur CSV (--csv DIR) and a Chrome
  * trace (--trace FILE), any combination; prints every file written, one per line. */
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "store/export.h"
 #include "tui/cli.h"
@@ -72,6 +74,33 @@ static int export_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     return 0;
 }
 
+/* mkdir -p of FILE's directory, so --trace out/t.json works like --npz out/ does. */
+static int make_parent_dirs(const char *file, char *err, size_t errlen)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", file) >= (int)sizeof dir) {
+        snprintf(err, errlen, "%s: path too long", file);
+        return -1;
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; ; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%.900s: cannot create directory: %s", dir, strerror(errno));
+            return -1;
+        }
+        *p = c;
+        if (c == '\0')
+            return 0;
+    }
+}
+
 static void print_written(const char *path, void *ctx)
 {
     (void)ctx;
@@ -117,7 +146,8 @@ int pdbx_cmd_export(int argc, char **argv)
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--csv: %s", err);
         goto done;
     }
-    if (a.trace && pdbx_export_trace(&run, a.trace, print_written, NULL, err, sizeof err) != 0) {
+    if (a.trace && (make_parent_dirs(a.trace, err, sizeof err) != 0
+                    || pdbx_export_trace(&run, a.trace, print_written, NULL, err, sizeof err) != 0)) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--trace: %s", err);
         goto done;
     }

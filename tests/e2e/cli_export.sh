@@ -61,6 +61,10 @@ assert any(e.get("ph") == "X" for e in ev), "no complete events"
 print("NPZ, CSV and trace check out")
 PYEOF
 
+# Missing directories are created, for --trace as for --npz and --csv.
+"$PDBX" export "$RUN_A" --trace "$TMP/new/deep/t.json" > "$TMP/out4" || fail "export --trace into a new directory"
+grep -qx "$TMP/new/deep/t.json" "$TMP/out4" && [ -s "$TMP/new/deep/t.json" ] || fail "trace in a new directory not written"
+
 # The OOM run: FASOP rows stop before the first MBS that is not ok (TP 1: MBS 1, 2).
 "$PDBX" export 2026-11-21 --npz "$TMP/oom" > "$TMP/out3" 2>"$TMP/err" || fail "export oom run: $(cat "$TMP/err")"
 $PY -c "
