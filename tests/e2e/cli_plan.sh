@@ -63,6 +63,22 @@ assert o40 > o80, (o40, o80)
 print("predicted OOM points A40/H100: llama70b preset %d/%d, with llama8b %d/%d" % (preset + (o40, o80)))
 PYEOF
 
+# With predict_oom on, each config measures up to its first predicted OOM, stops there and skips
+# the rest: the sweep column follows the marks.
+"$PDBX" plan fasop-llama70b-8gpu --model llama8b --predict-oom on --json > "$TMP/stop.json" || fail "plan --predict-oom on"
+$PY - "$TMP/stop.json" <<'PYEOF' || fail "sweep actions do not follow the OOM marks"
+import json, sys
+pts = json.load(open(sys.argv[1]))["points"]
+stops = 0
+for cfg in sorted({(p["tp"], p["pp"], p["dp"]) for p in pts}):
+    cp = [p for p in pts if (p["tp"], p["pp"], p["dp"]) == cfg]
+    first = next((i for i, p in enumerate(cp) if p["predicted_oom"]), len(cp))
+    want = ["measure"] * first + (["stop"] + ["skip"] * (len(cp) - first - 1) if first < len(cp) else [])
+    assert [p["sweep"] for p in cp] == want, (cfg, [p["sweep"] for p in cp], want)
+    stops += first < len(cp)
+assert stops > 0
+PYEOF
+
 # Spec fields as flags, applied after the preset; errors from the planner are one line, exit 2.
 "$PDBX" plan quick --seq-len 512 --json > "$TMP/q.json" || fail "plan quick --seq-len 512"
 $PY -c "import json,sys; d=json.load(open('$TMP/q.json')); assert d['spec']['seq_len']==512, d['spec'].get('seq_len')" \
