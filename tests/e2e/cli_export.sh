@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `pdbx export`: FASOP NPZ (numpy reads it: key data, float64, (M,10), rows MBS 1,2,4,8, values
 # equal to the fixture's), Vidur CSV and a Chrome trace, any combination, every file printed.
-. "$PDBX_SOURCE_DIR/tests/fixtures/cli_fixture.sh"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
 S="$TMP/store"
 make_store "$S" cli_run_a cli_run_oom

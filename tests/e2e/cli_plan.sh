@@ -2,7 +2,7 @@
 # `pdbx plan`: the FASOP preset on A40 (48 GB) and H100-SXM (80 GB) lists its 4 configs with their
 # MBS points, predicted memory and OOM marks, and the marks differ; --json carries the same plan;
 # spec fields work as flags.
-. "$PDBX_SOURCE_DIR/tests/fixtures/cli_fixture.sh"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
 
 for gpu in A40 H100-SXM; do

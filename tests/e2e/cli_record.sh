@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `pdbx record RUN FILE` copies a run's event stream to a recording; `pdbx import FILE` adds it to
 # another store (same id, or a new one when taken); a recording opens directly by path.
-. "$PDBX_SOURCE_DIR/tests/fixtures/cli_fixture.sh"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
 S="$TMP/store"
 make_store "$S" cli_run_a

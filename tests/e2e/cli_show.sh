@@ -2,7 +2,7 @@
 # `pdbx ls`, `show` and `diff` on a store built from the JSONL fixtures (no engine): listing with
 # status, progress and the corruption message; id prefixes; the values printed equal the
 # fixtures'; OOM statuses; diff ratios and their geometric means.
-. "$PDBX_SOURCE_DIR/tests/fixtures/cli_fixture.sh"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
 S="$TMP/store"
 make_store "$S"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every subcommand answers --help on stdout with exit 0; every bad invocation (unknown option,
 # bad value, missing or extra argument, unknown or ambiguous run) exits 2 with ONE stderr line.
-. "$PDBX_SOURCE_DIR/tests/fixtures/cli_fixture.sh"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
 S="$TMP/store"
 make_store "$S" cli_run_a cli_run_b
