@@ -54,6 +54,15 @@ static int show_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
     return 0;
 }
 
+/* A point left "running" by a run that is no longer running (crash, corruption) never finished:
+ * say so rather than suggest it is still being measured. */
+static const char *status_text(const pdbx_run *run, const pdbx_point *p)
+{
+    if (p->status == PDBX_POINT_RUNNING && run->status != PDBX_RUN_RUNNING)
+        return "unfinished";
+    return pdbx_point_status_name(p->status);
+}
+
 static const pdbx_comm_cell *comm_of(const pdbx_point *p, int kind, const char **name)
 {
     static const char *const names[] = { "tp_allreduce", "pp_sendrecv", "dp_allreduce" };
@@ -115,7 +124,7 @@ static int print_config_table(const pdbx_run *run, const int cfg[3], const show_
         char buf[64];
         pdbx_cli_row_fill(pts[i], cols, ncols, (pdbx_stat_kind)a->stat, &r);
         if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", pts[i]->mbs)
-            || pdbx_table_set(t, 1, "%s", pdbx_point_status_name(pts[i]->status)))
+            || pdbx_table_set(t, 1, "%s", status_text(run, pts[i])))
             goto fail;
         for (size_t c = 0; c < ncols; c++) {
             any[c] |= r.valid[c];
@@ -133,7 +142,7 @@ static int print_config_table(const pdbx_run *run, const int cfg[3], const show_
     pdbx_table_print(t, out, "  ");
     for (size_t i = 0; i < np; i++)
         if (pts[i]->message && pts[i]->message[0])
-            fprintf(out, "  MBS %d %s: %s\n", pts[i]->mbs, pdbx_point_status_name(pts[i]->status),
+            fprintf(out, "  MBS %d %s: %s\n", pts[i]->mbs, status_text(run, pts[i]),
                     pts[i]->message);
 
     /* The point's parallelism traffic, long format: one row per (MBS, kind). */
@@ -225,7 +234,8 @@ static int add_item(cJSON *obj, const char *key, cJSON *item)
     return 0;
 }
 
-static cJSON *point_json(const pdbx_point *p, const show_args *a, const pdbx_cli_col *cols, size_t ncols)
+static cJSON *point_json(const pdbx_run *run, const pdbx_point *p, const show_args *a,
+                         const pdbx_cli_col *cols, size_t ncols)
 {
     pdbx_cli_row r;
     pdbx_cli_row_fill(p, cols, ncols, (pdbx_stat_kind)a->stat, &r);
@@ -235,7 +245,7 @@ static cJSON *point_json(const pdbx_point *p, const show_args *a, const pdbx_cli
     if (!o || !cells || !comm)
         goto fail;
     if (!cJSON_AddNumberToObject(o, "mbs", p->mbs)
-        || !cJSON_AddStringToObject(o, "status", pdbx_point_status_name(p->status)))
+        || !cJSON_AddStringToObject(o, "status", status_text(run, p)))
         goto fail;
     if (p->message && add_item(o, "message", cJSON_CreateString(p->message)))
         goto fail;
@@ -314,7 +324,7 @@ static int print_json(const pdbx_run *run, int (*cfgs)[3], size_t ncfg, const sh
         if (!pts && run->npoints)
             goto fail;
         for (size_t k = 0; k < np; k++) {
-            cJSON *pj = point_json(pts[k], a, cols, ncols);
+            cJSON *pj = point_json(run, pts[k], a, cols, ncols);
             if (!pj || !cJSON_AddItemToArray(arr, pj)) {
                 cJSON_Delete(pj);
                 goto fail;
@@ -382,7 +392,7 @@ static int print_csv(const pdbx_run *run, int (*cfgs)[3], size_t ncfg, const sho
             pdbx_cli_row r;
             pdbx_cli_row_fill(pts[k], cols, ncols, (pdbx_stat_kind)a->stat, &r);
             fprintf(out, "%d,%d,%d,%d,%s", cfgs[i][0], cfgs[i][1], cfgs[i][2], pts[k]->mbs,
-                    pdbx_point_status_name(pts[k]->status));
+                    status_text(run, pts[k]));
             for (size_t c = 0; c < ncols; c++)
                 r.valid[c] ? fprintf(out, ",%.17g", r.v[c]) : fputs(",", out);
             r.layer_valid ? fprintf(out, ",%.17g", r.layer) : fputs(",", out);

@@ -136,6 +136,8 @@ sed -n '/^TP 1 /,/^TP 2 /p' "$TMP/oom" | grep -E '^ +4  oom' | grep -q 'N/A' || 
 # The corrupt run still shows its events before the damage, and names the damage.
 "$PDBX" show 2026-11-21__09-30 > "$TMP/corrupt" 2>"$TMP/err" || fail "show corrupt run: $(cat "$TMP/err")"
 grep -q "^run $RUN_CORRUPT  corrupt" "$TMP/corrupt" || fail "corrupt run header: $(head -1 "$TMP/corrupt")"
+grep -q "bad frame at byte" "$TMP/corrupt" || fail "corrupt run: the damage is not named"
+grep -Eq '^ +1  unfinished ' "$TMP/corrupt" || fail "corrupt run: the point cut off by the damage is not 'unfinished'"
 
 # ---- diff -----------------------------------------------------------------------------------
 "$PDBX" diff 2026-11-20__10 2026-11-20__11 > "$TMP/diff" || fail "diff"
