@@ -67,12 +67,13 @@ void plan_suggest(const char *word, const char *const *cands, size_t ncands, cha
     if (!buf || len == 0)
         return;
     buf[0] = '\0';
-    /* Candidates the word begins ("flash" -> flash_attention), else the candidates at the
-     * smallest edit distance if that is close enough; in table order, at most three. */
-    size_t pick[3], npick = 0, wlen = strlen(word);
-    for (size_t i = 0; i < ncands && npick < 3 && wlen >= 3; i++)
-        if (strncmp(cands[i], word, wlen) == 0)
-            pick[npick++] = i;
+    /* Candidates the word begins ("flash" -> flash_attention; shortest first), else the candidates at the
+     * smallest edit distance if that is close enough; in table order, at most four. */
+    size_t pick[4], npick = 0, wlen = strlen(word);
+    for (size_t want = wlen; wlen >= 3 && npick < 4 && want < wlen + 64; want++)   /* shortest first */
+        for (size_t i = 0; i < ncands && npick < 4; i++)
+            if (strlen(cands[i]) == want && strncmp(cands[i], word, wlen) == 0)
+                pick[npick++] = i;
     size_t best = (size_t)-1;
     for (size_t i = 0; i < ncands && npick == 0; i++) {
         size_t d = plan_levenshtein(word, cands[i]);
@@ -80,7 +81,7 @@ void plan_suggest(const char *word, const char *const *cands, size_t ncands, cha
             best = d;
     }
     if (npick == 0 && ncands > 0 && best <= close_threshold(word))
-        for (size_t i = 0; i < ncands && npick < 3; i++)
+        for (size_t i = 0; i < ncands && npick < 4; i++)
             if (plan_levenshtein(word, cands[i]) == best)
                 pick[npick++] = i;
     size_t used = 0;
