@@ -114,7 +114,7 @@ cJSON *plan_json_file(const char *path, char *err, size_t errlen)
         goto fail;
     }
     for (;;) {
-        if (n == cap) {
+        if (n + 1 >= cap) {   /* room for the terminating NUL too */
             size_t ncap = cap ? cap * 2 : 8192;
             if (ncap > ((size_t)64 << 20)) {
                 plan_fail(err, errlen, "%s: larger than 64 MiB, not a config file", path);
@@ -139,7 +139,9 @@ cJSON *plan_json_file(const char *path, char *err, size_t errlen)
         }
     }
     const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    text[n] = '\0';
+    /* NUL included in the length and required: trailing garbage after the object is an error */
+    root = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
     if (!root) {
         size_t off = end && end >= text ? (size_t)(end - text) : 0;
         size_t line = 1;

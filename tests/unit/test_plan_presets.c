@@ -317,6 +317,11 @@ static void test_hf_config_errors(void **state)
     snprintf(want, sizeof want, "%s: invalid JSON near line 1", t->path);
     assert_memory_equal(err, want, strlen(want));
 
+    write_file(t->path, "{\"hidden_size\": 4096}\n}\n");   /* trailing garbage */
+    assert_int_equal(pdbx_model_load(t->path, &m, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: invalid JSON near line 2", t->path);
+    assert_memory_equal(err, want, strlen(want));
+
     write_file(t->path, "[4096]");
     assert_int_equal(pdbx_model_load(t->path, &m, err, sizeof err), -1);
     snprintf(want, sizeof want, "%s: expected a JSON object at the top level", t->path);
