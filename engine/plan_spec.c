@@ -84,16 +84,14 @@ static const field_def fields[] = {
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
-static const char *const field_name_list[N_FIELDS + 1] = {
-    "name", "model", "gpu", "gpu_mem_gb", "layers", "seq_len", "dtype", "backend", "gpus_per_node",
-    "nodes", "configs", "tp", "pp", "dp", "gpus", "mbs", "mbs_min", "mbs_max", "warmup", "steps",
-    "ops", "collectives", "coll_sizes", "predict_oom", "bytes_per_param", "zero1", "flash_attention",
-    "timeout_s", "flush_l2", NULL,
-};
-
+/* Filled from fields[] on first use, so the two can never disagree. */
 const char *const *pdbx_spec_field_names(void)
 {
-    return field_name_list;
+    static const char *names[N_FIELDS + 1];
+    if (!names[0])
+        for (size_t i = 0; i < N_FIELDS; i++)
+            names[i] = fields[i].name;
+    return names;
 }
 
 /* Spec files may also carry a free-text "description" (not stored, not written back). */
@@ -586,9 +584,8 @@ static int cross_product(const pdbx_spec *s, const int *tps, size_t ntp, const i
 }
 
 /* "configs": [{"tp":8,"pp":2,"dp":1}, {"tp":4,"pp":2,"gpus":16}, ...] */
-static int read_configs_array(const cJSON *v, const pdbx_spec *s, config_set *out, char *err, size_t errlen)
+static int read_configs_array(const cJSON *v, config_set *out, char *err, size_t errlen)
 {
-    (void)s;
     if (!cJSON_IsArray(v)) {
         char br[64];
         plan_json_brief(v, br, sizeof br);
@@ -746,10 +743,11 @@ static int override_parallel(pdbx_spec *s, const char *field, const cJSON *v, ch
         return -1;
     int tps[PDBX_MAX_CONFIGS], pps[PDBX_MAX_CONFIGS], gs[PDBX_MAX_CONFIGS];
     size_t ntp = distinct(s, 0, tps), npp = distinct(s, 1, pps), ng = distinct(s, 3, gs);
-    if (which == 2) {
-        int dps[LIST_CAP];
-        memcpy(dps, list, n * sizeof list[0]);
-        return cross_product(s, tps, ntp, pps, npp, dps, n, 0, &cs, err, errlen) == 0 ? (set_configs(s, &cs), 0) : -1;
+    if (which == 2) {   /* dp: a plain cross product, GPU counts change */
+        if (cross_product(s, tps, ntp, pps, npp, list, n, 0, &cs, err, errlen) != 0)
+            return -1;
+        set_configs(s, &cs);
+        return 0;
     }
     const int *T = which == 0 ? list : tps, *P = which == 1 ? list : pps;
     size_t nT = which == 0 ? n : ntp, nP = which == 1 ? n : npp;
@@ -766,8 +764,7 @@ static int override_parallel(pdbx_spec *s, const char *field, const cJSON *v, ch
         list_text(list, n, a, sizeof a);
         list_text(gs, ng, b, sizeof b);
         return plan_fail(err, errlen, "%s: no configuration with %s in [%s] fits the GPU counts [%s] of the current "
-                         "configurations (allowed: %s*%s dividing a GPU count; set gpus first)", field, field, a, b,
-                         "tp", "pp");
+                         "configurations (allowed: tp*pp dividing a GPU count; set gpus first)", field, field, a, b);
     }
     set_configs(s, &cs);
     return 0;
@@ -873,6 +870,9 @@ static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *e
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
+/* Applies obj over *s (fields it lacks keep their values in *s), then validates the result.
+ * Messages are not prefixed with origin: pdbx_spec_load prefixes the file's path, and callers
+ * holding inline JSON know where it came from. */
 int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char *err, size_t errlen)
 {
     (void)origin;
@@ -924,7 +924,7 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
         return plan_fail(err, errlen, "dp: cannot be combined with gpus (allowed: one of them; with gpus, "
                          "DP = gpus/(tp*pp))");
     if (jc) {
-        if (read_configs_array(jc, &t, &cs, err, errlen) != 0)
+        if (read_configs_array(jc, &cs, err, errlen) != 0)
             return -1;
         set_configs(&t, &cs);
     } else if (jtp || jpp || jdp || jg) {
