@@ -605,6 +605,22 @@ int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size
 
 /* ---- summaries and listing ----------------------------------------------------------- */
 
+/* Measurement events a summary does not need; their frames are verified but not parsed.
+ * The writer prints "type" first (cJSON keeps insertion order); any other spelling is simply
+ * parsed and skipped in summary_event. */
+static int summary_wants(const char *json, size_t len, void *ctx)
+{
+    (void)ctx;
+    static const char *const skip[] = {"{\"type\":\"op\",", "{\"type\":\"trace\",",
+                                       "{\"type\":\"comm\",", "{\"type\":\"coll\","};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
+        size_t n = strlen(skip[i]);
+        if (len > n && memcmp(json, skip[i], n) == 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Folds only what a summary needs: measurements (op, comm, trace, coll) are skipped. */
 static int summary_event(const cJSON *ev, void *vctx)
 {
@@ -692,7 +708,7 @@ static int scan_summary(const char *path, const char *id, pdbx_index_entry *e, c
     /* stat first: if the file grows meanwhile, its new mtime invalidates this entry later. */
     if (stat(path, &sb) != 0)
         return errno == ENOENT ? 1 : -1;
-    if (pdbx_scan_file(path, 0, summary_event, &c, &res, err, errlen) != 0) {
+    if (pdbx_scan_file_filtered(path, 0, summary_wants, summary_event, &c, &res, err, errlen) != 0) {
         pdbx_run_free(&run);
         return access(path, F_OK) != 0 ? 1 : -1;
     }

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,6 +422,58 @@ static void test_tail_incremental(void **state)
     pdbx_store_close(st);
 }
 
+/* An append that fails halfway (file size limit: a short write) is cut back, so the file
+ * never holds a partial frame that a later append would bury; the next append works. */
+static void test_failed_append_is_cut_back(void **state)
+{
+    char err[256];
+    pdbx_store *st;
+    assert_int_equal(pdbx_store_open(*state, 1, &st, err, sizeof err), 0);
+    pdbx_run_writer *w;
+    assert_int_equal(pdbx_run_writer_create(st, "lim", &w, err, sizeof err), 0);
+    char path[600];
+    pdbx_store_run_path(st, "lim", path, sizeof path);
+    cJSON *small = cJSON_Parse("{\"type\":\"warning\",\"message\":\"before\"}");
+    assert_int_equal(pdbx_run_writer_append(w, small, err, sizeof err), 0);
+    uint64_t before = file_size(path);
+    /* an incompressible event of ~4 KB */
+    cJSON *big = cJSON_CreateObject();
+    cJSON_AddStringToObject(big, "type", "warning");
+    char text[4096];
+    uint32_t x = 12345;
+    for (size_t i = 0; i + 1 < sizeof text; i++) {
+        x = x * 1103515245u + 12345u;
+        text[i] = (char)('a' + (x >> 16) % 26);
+    }
+    text[sizeof text - 1] = '\0';
+    cJSON_AddStringToObject(big, "message", text);
+
+    struct rlimit saved, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    lim = saved;
+    lim.rlim_cur = before + 100;
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = pdbx_run_writer_append(w, big, err, sizeof err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    signal(SIGXFSZ, old);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, path));
+    assert_int_equal(file_size(path), before);          /* the partial frame was cut */
+
+    assert_int_equal(pdbx_run_writer_append(w, big, err, sizeof err), 0);
+    assert_int_equal(pdbx_run_writer_append(w, small, err, sizeof err), 0);
+    assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(path, 0, NULL, NULL, &res, err, sizeof err), 0);
+    assert_false(res.corrupt);
+    assert_false(res.torn_tail);
+    assert_int_equal(res.events, 3);
+    cJSON_Delete(small);
+    cJSON_Delete(big);
+    pdbx_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flipped_bits_middle_frame, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_frame_not_an_event, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_tail_incremental, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_failed_append_is_cut_back, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("store_frames", tests, NULL, NULL);
 }
