@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/version.h"
 #include "tui/cli.h"
 
 static const pdbx_cli_command commands[] = {
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
             return PDBX_EXIT_OK;
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
-            printf("pdbx %s (%s)\n", PDBX_VERSION, PDBX_GIT_REV);
+            printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());
             return PDBX_EXIT_OK;
         }
         argv[0] = "pdbx";
