@@ -12,6 +12,7 @@
  * either measured in every row (added), or in none (adds 0, e.g. the all-reduces at TP 1 do
  * not exist; listed under "ops_not_measured" in meta.json), never in some rows only.
  */
+#include "store/version.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -278,7 +279,7 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     }
     cJSON_AddItemToObject(o, "ops_not_measured", string_array_of_ops(m->not_measured));
     char source[128];
-    snprintf(source, sizeof source, "pdbx %s (git %s)", PDBX_VERSION, PDBX_GIT_REV);
+    snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
     cJSON_AddStringToObject(o, "source", source);
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

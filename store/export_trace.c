@@ -12,6 +12,7 @@
  * execution order (embed, layers_profiled x the layer ops, final_norm, lm_head), and the
  * metadata says "synthesized": true. Nothing there was measured as a timeline.
  */
+#include "store/version.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -265,7 +266,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
         : "one measured step per rank as the engine recorded it; pid = rank, tid = point; "
           "ts and dur in microseconds relative to the step start");
     char source[128];
-    snprintf(source, sizeof source, "pdbx %s (git %s)", PDBX_VERSION, PDBX_GIT_REV);
+    snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
     cJSON_AddStringToObject(meta, "source", source);
     text = cJSON_PrintUnformatted(root);
     if (!text) {
