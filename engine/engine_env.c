@@ -2,6 +2,7 @@
 #define _GNU_SOURCE          /* sched_getaffinity, CPU_COUNT */
 #include "engine/engine_env.h"
 #include "engine/cpu/cpu_compute.h"
+#include "store/version.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -9,12 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef PDBX_VERSION
-#define PDBX_VERSION "unknown"
-#endif
-#ifndef PDBX_GIT_REV
-#define PDBX_GIT_REV "unknown"
-#endif
 
 int pdbx_env_discover(pdbx_engine *e)
 {
@@ -92,8 +87,8 @@ cJSON *pdbx_env_json(pdbx_engine *e)
         cJSON_AddNullToObject(env, "nccl");
     if (!cJSON_GetObjectItemCaseSensitive(env, "cuda"))
         cJSON_AddNullToObject(env, "cuda");
-    cJSON_AddStringToObject(env, "pdbx_version", PDBX_VERSION);
-    cJSON_AddStringToObject(env, "git_rev", PDBX_GIT_REV);
+    cJSON_AddStringToObject(env, "pdbx_version", pdbx_version());
+    cJSON_AddStringToObject(env, "git_rev", pdbx_git_rev());
     cJSON_AddNumberToObject(env, "ranks_per_node", e->ranks_per_node);
     cJSON_AddNumberToObject(env, "cores_per_node", (double)sysconf(_SC_NPROCESSORS_ONLN));
     cJSON_AddStringToObject(env, "rank_order", "megatron tp-cp-ep-dp-pp (tp fastest, then dp, then pp)");
@@ -123,8 +118,8 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
     gethostname(host, sizeof host - 1);
     cJSON_AddStringToObject(ev, "type", e->append ? "launch" : "run_start");
     cJSON_AddStringToObject(ev, "id", e->run_id);
-    cJSON_AddStringToObject(ev, "pdbx_version", PDBX_VERSION);
-    cJSON_AddStringToObject(ev, "git_rev", PDBX_GIT_REV);
+    cJSON_AddStringToObject(ev, "pdbx_version", pdbx_version());
+    cJSON_AddStringToObject(ev, "git_rev", pdbx_git_rev());
     cJSON_AddStringToObject(ev, "host", host);
     cJSON_AddNumberToObject(ev, "pid", (double)launcher_pid());
     cJSON_AddNumberToObject(ev, "world_size", e->size);
