@@ -1,5 +1,5 @@
 /* gemm_ref.c: a standalone OpenBLAS sgemm timing, the reference for bench/gemm_efficiency.sh.
- * usage: gemm_ref M N K THREADS REPS  -> prints "median_ms mean_ms" of C[M,N] = A[M,K] x B[K,N]
+ * usage: gemm_ref M N K THREADS REPS  -> prints "median_ms mean_ms min_ms" of C[M,N] = A[M,K] x B[K,N]
  * (row-major, no transposes, values in [-1,1) scaled like the engine's), after 2 warmups. */
 #include <cblas.h>
 #include <stdio.h>
@@ -46,6 +46,6 @@ int main(int argc, char **argv)
     double sum = 0;
     for (int r = 0; r < reps; r++) sum += t[r];
     qsort(t, reps, sizeof *t, cmp);
-    printf("%.6f %.6f %g\n", t[reps / 2], sum / reps, c[0]);
+    printf("%.6f %.6f %.6f %g\n", t[reps / 2], sum / reps, t[0], c[0]);
     return 0;
 }
