@@ -274,7 +274,8 @@ static void layout(alloc_pass *ap)
     c->g = take(ap, (size_t)T * c->inter * f);
     c->u = take(ap, (size_t)T * c->inter * f);
     c->act = take(ap, (size_t)T * c->inter * f);
-    c->attn_scratch = take(ap, (size_t)PDBX_K_ATTN_BLOCK * c->p.seq_len * f);
+    c->attn_scratch = take(ap, pdbx_k_attention_scratch_floats(c->p.seq_len, c->d,
+                                                                c->cfg.blas_threads) * f);
     if (bf) {
         c->xn_b = take(ap, (size_t)T * h * e);
         c->ctx_b = take(ap, (size_t)T * c->qd * e);
@@ -375,7 +376,8 @@ static int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, s
     fill_f32(c->g, (size_t)(T * c->inter), 1.0f, seed++);
     fill_f32(c->u, (size_t)(T * c->inter), 1.0f, seed++);
     fill_f32(c->act, (size_t)(T * c->inter), 1.0f, seed++);
-    fill_f32(c->attn_scratch, (size_t)PDBX_K_ATTN_BLOCK * p->seq_len, 0.0f, seed++);
+    fill_f32(c->attn_scratch, pdbx_k_attention_scratch_floats(p->seq_len, c->d, c->cfg.blas_threads),
+             0.0f, seed++);
     fill_elems(c->xn_b, (size_t)(T * h), e, 1.0f, seed++);
     fill_elems(c->ctx_b, (size_t)(T * c->qd), e, 1.0f, seed++);
     fill_elems(c->yn_b, (size_t)(T * h), e, 1.0f, seed++);
@@ -470,7 +472,7 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *
         break;
     case PDBX_OP_ATTN_CORE:
         pdbx_k_attention_causal(c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads, c->kv_heads,
-                                c->d, c->attn_scratch, c->ctx);
+                                c->d, c->cfg.blas_threads, c->attn_scratch, c->ctx);
         break;
     case PDBX_OP_ATTN_O:
         gemm(c, bf ? c->ctx_b : c->ctx, L->wo, c->y, T, h, c->qd);

@@ -31,12 +31,17 @@ void pdbx_k_silu_mul(const float *gate, const float *up, int64_t n, float *out);
  *   k,v [seqs*seq_len, kv_heads*d]
  *   out [seqs*seq_len, heads*d]
  * head h reads kv head h / (heads / kv_heads) (grouped-query attention). Exact softmax with
- * scale 1/sqrt(d), computed in query blocks of PDBX_K_ATTN_BLOCK rows so a block of keys and
- * values is reused from cache. scratch holds PDBX_K_ATTN_BLOCK * seq_len floats. */
+ * scale 1/sqrt(d). Blocked: PDBX_K_ATTN_BLOCK query rows at a time against key blocks of
+ * PDBX_K_ATTN_KBLOCK keys, the key block transposed into scratch so the score update is a
+ * contiguous, vectorisable axpy (no float reductions); each value row is reused across the
+ * query block. (sequence, head) pairs are split over `threads` POSIX threads (1: the caller's).
+ * scratch: pdbx_k_attention_scratch_floats(seq_len, d, threads) floats. */
 #define PDBX_K_ATTN_BLOCK 32
+#define PDBX_K_ATTN_KBLOCK 64
+size_t pdbx_k_attention_scratch_floats(int64_t seq_len, int64_t d, int threads);
 void pdbx_k_attention_causal(const float *q, const float *k, const float *v,
                              int64_t seqs, int64_t seq_len, int64_t heads, int64_t kv_heads,
-                             int64_t d, float *scratch, float *out);
+                             int64_t d, int threads, float *scratch, float *out);
 
 /* float <-> bfloat16 (round to nearest even; NaN kept quiet). */
 uint16_t pdbx_k_f32_to_bf16(float f);

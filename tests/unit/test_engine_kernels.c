@@ -128,15 +128,16 @@ static void attention_ref(const float *q, const float *k, const float *v, int64_
     free(p);
 }
 
-static void check_attention(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d)
+static void check_attention_t(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d, int threads)
 {
     size_t nq = (size_t)(seqs * S * H * d), nk = (size_t)(seqs * S * KV * d);
     float *q = randv(nq, 11), *k = randv(nk, 12), *v = randv(nk, 13);
     for (size_t i = 0; i < nq; i++)
         q[i] *= 3.0f;   /* peaked softmax: a wrong max or mask shows */
-    float *out = calloc(nq, sizeof *out), *scratch = calloc((size_t)(PDBX_K_ATTN_BLOCK * S), sizeof(float));
+    float *out = calloc(nq, sizeof *out);
+    float *scratch = calloc(pdbx_k_attention_scratch_floats(S, d, threads), sizeof(float));
     double *ref = calloc(nq, sizeof *ref);
-    pdbx_k_attention_causal(q, k, v, seqs, S, H, KV, d, scratch, out);
+    pdbx_k_attention_causal(q, k, v, seqs, S, H, KV, d, threads, scratch, out);
     attention_ref(q, k, v, seqs, S, H, KV, d, ref);
     for (size_t i = 0; i < nq; i++)
         assert_true(fabs(out[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])));
@@ -146,6 +147,12 @@ static void check_attention(int64_t seqs, int64_t S, int64_t H, int64_t KV, int6
     free(out);
     free(scratch);
     free(ref);
+}
+
+static void check_attention(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d)
+{
+    check_attention_t(seqs, S, H, KV, d, 1);
+    check_attention_t(seqs, S, H, KV, d, 3);    /* threads split (sequence, head) pairs */
 }
 
 static void test_attention_mha(void **state)
@@ -158,6 +165,7 @@ static void test_attention_gqa(void **state)
 {
     (void)state;
     check_attention(1, 70, 8, 2, 8);        /* 4 query heads per kv head, 3 blocks */
+    check_attention(1, 150, 2, 1, 32);      /* several key blocks per query block */
     check_attention(3, 1, 2, 1, 4);         /* one token: softmax of one score */
 }
 
