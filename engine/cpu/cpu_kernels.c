@@ -2,6 +2,16 @@
  * so gcc -O2 vectorizes the inner dimension (contiguous, no aliasing between in and out). */
 #include "engine/cpu/cpu_kernels.h"
 
+/* The build targets baseline x86-64 (SSE2). The hot kernels are compiled a second and third
+ * time for AVX2+FMA and AVX-512 and picked at load time by the CPU (GCC target_clones, an
+ * ifunc), with the cost model that accepts runtime alias checks: the same C, vector units used. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PDBX_K_HOT __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default"), \
+                                  optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define PDBX_K_HOT
+#endif
+
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -20,7 +30,7 @@ void pdbx_k_embed_gather(const void *table, int64_t table_rows, int64_t vocab_st
     }
 }
 
-void pdbx_k_rmsnorm(const float *x, const float *weight, int64_t rows, int64_t cols,
+PDBX_K_HOT void pdbx_k_rmsnorm(const float *x, const float *weight, int64_t rows, int64_t cols,
                     float eps, float *out)
 {
     for (int64_t i = 0; i < rows; i++) {
@@ -43,7 +53,7 @@ void pdbx_k_rmsnorm(const float *x, const float *weight, int64_t rows, int64_t c
     }
 }
 
-void pdbx_k_silu_mul(const float *gate, const float *up, int64_t n, float *out)
+PDBX_K_HOT void pdbx_k_silu_mul(const float *gate, const float *up, int64_t n, float *out)
 {
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
@@ -64,7 +74,7 @@ typedef struct {
     float *scratch, *out;
 } attn_job;
 
-static void attn_pair(const attn_job *J, int64_t s, int64_t h)
+PDBX_K_HOT static void attn_pair(const attn_job *J, int64_t s, int64_t h)
 {
     const int64_t S = J->seq_len, d = J->d;
     const int64_t qstride = J->heads * d, kvstride = J->kv_heads * d;
