@@ -7,7 +7,7 @@ source "$(dirname "$0")/engine_common.inc"
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store
-"$PDBX" run quick --seq-len 32 --steps 1 --store "$ST" >"$TMP/id" 2>"$TMP/err" || { cat "$TMP/err"; fail "pdbx run quick"; }
+"$PDBX" run quick --seq-len 32 --warmup 0 --steps 1 --store "$ST" >"$TMP/id" 2>"$TMP/err" || { cat "$TMP/err"; fail "pdbx run quick"; }
 id=$(cat "$TMP/id")
 grep -q "complete (8 points)" "$TMP/err" || { cat "$TMP/err"; fail "no completion line"; }
 f=$ST/runs/$id.pdbx
