@@ -132,7 +132,15 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
     text = cJSON_PrintUnformatted(to_print);
     if (!text)
         goto oom;
-    rc = pdbx_frame_encode(enc, text, strlen(text), frame, frame_len, err, errlen);
+    /* One event per line: `zstdcat run.pdbx` prints JSON lines (grep, wc -l, jq -c). */
+    size_t len = strlen(text);
+    char *line = realloc(text, len + 2);
+    if (!line)
+        goto oom;
+    text = line;
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    rc = pdbx_frame_encode(enc, text, len + 1, frame, frame_len, err, errlen);
     goto done;
 oom:
     set_err(err, errlen, "event: out of memory while serialising");
