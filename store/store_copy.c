@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -122,20 +123,25 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
 
     /* Copy to a hidden temp in runs/ (never listed), then link() it to its name: link fails
      * when the name is taken, so an existing run is never replaced. */
-    char *tmp = store_join(st->runs, ".import-XXXXXX");
+    char *tmp = malloc(strlen(st->runs) + 64);
     char *target = NULL;
     int fd = -1, rc = -1;
     if (!tmp) {
         store_err(err, errlen, "%s: out of memory", file);
         return -1;
     }
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        store_err(err, errlen, "%s: cannot create a temp file: %s", st->runs, strerror(errno));
-        free(tmp);
-        return -1;
+    /* Mode 0644 through the umask, like a run the writer creates (mkstemp would force 0600). */
+    for (int attempt = 0; fd < 0; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        sprintf(tmp, "%s/.import-%ld-%09ld-%d", st->runs, (long)getpid(), (long)ts.tv_nsec, attempt);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
+            store_err(err, errlen, "%s: cannot create a temp file: %s", st->runs, strerror(errno));
+            free(tmp);
+            return -1;
+        }
     }
-    fchmod(fd, 0644);
     {
         int src = open(file, O_RDONLY | O_CLOEXEC);
         if (src < 0) {
