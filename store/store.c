@@ -317,14 +317,18 @@ int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen)
     size_t n = 0;
     if (pdbx_index_load(st->index, &e, &n) == 0 && n > 0) {
         size_t k = 0;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             if (strcmp(e[i].sum.id, id) != 0)
                 e[k++] = e[i];
+            else
+                pdbx_index_entry_clear(&e[i]);
+        }
         if (k != n) {
             char ierr[256];
             (void)pdbx_index_save(st->index, e, k, ierr, sizeof ierr);
         }
+        n = k;
     }
-    free(e);
+    pdbx_index_free(e, n);
     return 0;
 }

@@ -70,8 +70,26 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* [[index, tp, mbs, status], ...] of the run's points (NULL when out of memory). */
+static cJSON *points_state(const pdbx_run *run)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < run->npoints; i++) {
+        const pdbx_point *p = &run->points[i];
+        int v[4] = {p->index, p->tp, p->mbs, (int)p->status};
+        cJSON *t = cJSON_CreateIntArray(v, 4);
+        if (!t) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, t);
+    }
+    return a;
+}
+
+/* Fills e from a folded run; scanned: whole-frame bytes folded (where a resume starts). */
 static void summary_from_run(const pdbx_run *run, const char *id, const struct stat *sb,
-                             pdbx_index_entry *e)
+                             uint64_t scanned, pdbx_index_entry *e)
 {
     memset(e, 0, sizeof *e);
     pdbx_run_summary *s = &e->sum;
@@ -107,20 +125,64 @@ static void summary_from_run(const pdbx_run *run, const char *id, const struct s
     snprintf(e->host, sizeof e->host, "%s", run->host);
     e->pid = run->pid;
     e->last_event = run->last_event;
+    /* A run that may still grow keeps what a resumed scan needs (NULL on OOM: full rescan). */
+    if (!run->have_end && run->status == PDBX_RUN_RUNNING && scanned > 0) {
+        e->resume_points = points_state(run);
+        e->scan_offset = e->resume_points ? scanned : 0;
+    }
 }
 
-/* Scans one run file into an index entry (status before liveness). 1 when the file vanished. */
-static int scan_summary(const char *path, const char *id, pdbx_index_entry *e, char *err, size_t errlen)
+/* Rebuilds the fold state of a growing run from its index entry (see store_index.h). */
+static int run_from_entry(const pdbx_index_entry *e, pdbx_run *run)
+{
+    pdbx_run_init(run);
+    snprintf(run->id, sizeof run->id, "%s", e->sum.id);
+    snprintf(run->model.name, sizeof run->model.name, "%s", e->sum.model);
+    snprintf(run->backend, sizeof run->backend, "%s", e->sum.backend);
+    snprintf(run->gpu, sizeof run->gpu, "%s", e->sum.gpu);
+    snprintf(run->host, sizeof run->host, "%s", e->host);
+    run->created = e->sum.created;
+    run->pid = e->pid;
+    run->last_event = e->last_event;
+    size_t n = (size_t)cJSON_GetArraySize(e->resume_points);
+    if (n > 0 && !(run->points = calloc(n, sizeof *run->points)))
+        return -1;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, e->resume_points) {
+        pdbx_point *pt = &run->points[run->npoints++];
+        pt->index = cJSON_GetArrayItem(p, 0)->valueint;
+        pt->tp = cJSON_GetArrayItem(p, 1)->valueint;
+        pt->mbs = cJSON_GetArrayItem(p, 2)->valueint;
+        pt->status = (pdbx_point_status)cJSON_GetArrayItem(p, 3)->valueint;
+    }
+    return 0;
+}
+
+/* Scans one run file into an index entry (status before liveness): from the start, or, when
+ * prev is given, only the frames after prev->scan_offset folded onto prev's state.
+ * Returns 1 when the file vanished. */
+static int scan_summary(const char *path, const char *id, const pdbx_index_entry *prev,
+                        pdbx_index_entry *e, char *err, size_t errlen)
 {
     pdbx_run run;
-    pdbx_run_init(&run);
     store_load_ctx c = {&run, 0};
     pdbx_scan_result res;
     struct stat sb;
     /* stat first: if the file grows meanwhile, its new mtime invalidates this entry later. */
     if (stat(path, &sb) != 0)
         return errno == ENOENT ? 1 : -1;
-    if (pdbx_scan_file_filtered(path, 0, summary_wants, summary_event, &c, &res, err, errlen) != 0) {
+    uint64_t from = 0;
+    if (prev) {
+        if (run_from_entry(prev, &run) != 0) {
+            pdbx_run_free(&run);
+            store_err(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+        from = prev->scan_offset;
+    } else {
+        pdbx_run_init(&run);
+    }
+    if (pdbx_scan_file_filtered(path, from, summary_wants, summary_event, &c, &res, err, errlen) != 0) {
         pdbx_run_free(&run);
         return access(path, F_OK) != 0 ? 1 : -1;
     }
@@ -130,7 +192,7 @@ static int scan_summary(const char *path, const char *id, pdbx_index_entry *e, c
         run.status = PDBX_RUN_CORRUPT;
         snprintf(run.end_reason, sizeof run.end_reason, "%s", res.corrupt_msg);
     }
-    summary_from_run(&run, id, &sb, e);
+    summary_from_run(&run, id, &sb, res.next_offset, e);
     pdbx_run_free(&run);
     return 0;
 }
@@ -164,7 +226,7 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
 {
     pdbx_index_entry *old = NULL, *cur = NULL;
     int *dead = NULL;
-    size_t nold = 0, ncur = 0;
+    size_t nold = 0, nold_alloc = 0, ncur = 0;
     store_id_list ids = {0};
     int rc = -1, changed = !use_index;
     if (out)
@@ -176,6 +238,7 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
         store_err(err, errlen, "%s: out of memory reading the index", st->index);
         goto done;
     }
+    nold_alloc = nold;
     if (nold)
         qsort(old, nold, sizeof *old, cmp_entry_id);
     for (size_t i = 1; i < nold; i++)            /* duplicate ids: a damaged index */
@@ -207,13 +270,17 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
         int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
         if (hit && hit->sum.size == (uint64_t)sb.st_size && hit->mtime_ns == mt &&
             hit->ino == (uint64_t)sb.st_ino) {
-            cur[ncur++] = *hit;
+            cur[ncur++] = *hit;                     /* moves the resume state too */
+            hit->resume_points = NULL;
             free(path);
             continue;
         }
         changed = 1;
+        /* Appended to since (same file, not shorter than what was folded): fold the rest. */
+        const pdbx_index_entry *prev = hit && hit->resume_points && hit->ino == (uint64_t)sb.st_ino &&
+                                       (uint64_t)sb.st_size >= hit->scan_offset ? hit : NULL;
         char serr[256];
-        int s = scan_summary(path, id, &cur[ncur], serr, sizeof serr);
+        int s = scan_summary(path, id, prev, &cur[ncur], serr, sizeof serr);
         free(path);
         if (s == 1)
             continue;                               /* vanished meanwhile */
@@ -250,10 +317,11 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
             pdbx_index_entry fresh;
             char serr[256];
             int grew = path && stat(path, &sb) == 0 && (uint64_t)sb.st_size != e->sum.size &&
-                       scan_summary(path, e->sum.id, &fresh, serr, sizeof serr) == 0;
+                       scan_summary(path, e->sum.id, NULL, &fresh, serr, sizeof serr) == 0;
             free(path);
             if (!grew)
                 break;
+            pdbx_index_entry_clear(e);
             *e = fresh;
             dead[i] = 0;
             changed = 1;
@@ -280,8 +348,8 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
     rc = 0;
 done:
     free(dead);
-    free(old);
-    free(cur);
+    pdbx_index_free(old, nold_alloc);
+    pdbx_index_free(cur, ncur);
     free(ids.id);
     return rc;
 }
