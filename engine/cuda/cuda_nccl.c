@@ -240,9 +240,11 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size
                  es, n);
         return -1;
     }
-    if (bytes > c->comm_bytes || buf != c->comm_buf) {
-        snprintf(err, errlen, "nccl %s: %zu bytes on a buffer that is not comm_buffer() of at "
-                 "least that size (%zu bytes)", coll_str(coll), bytes, c->comm_bytes);
+    /* buf must lie in the device buffer comm_buffer() handed out (NCCL needs device memory). */
+    const char *lo = c->comm_buf, *hi = lo ? lo + c->comm_bytes : NULL;
+    if (!lo || (const char *)buf < lo || (const char *)buf > hi || bytes > (size_t)(hi - (const char *)buf)) {
+        snprintf(err, errlen, "nccl %s: %zu bytes at %p do not lie in comm_buffer() (%zu bytes "
+                 "at %p)", coll_str(coll), bytes, buf, c->comm_bytes, c->comm_buf);
         return -1;
     }
     char *b = buf;
