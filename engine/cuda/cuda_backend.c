@@ -13,7 +13,7 @@
  * Weights are per layer (layers instantiated), activations are one set reused by every layer.
  * Tokens are ordered sequence-major (row = position * mbs + sequence, Megatron's [s, b, h]),
  * which makes every (sequence, head) of the attention core a constant-stride batch member of
- * one cuBLASLt strided-batched GEMM (docs/cuda.md).
+ * a cuBLASLt strided-batched GEMM (cuda_attention.h, docs/cuda.md).
  */
 #include "engine/cuda/cuda_backend.h"
 
@@ -24,6 +24,7 @@
 #include <string.h>
 #include <cublasLt.h>
 
+#include "engine/cuda/cuda_attention.h"
 #include "engine/cuda/cuda_gemm.h"
 #include "engine/cuda/cuda_kernels.h"
 
@@ -105,7 +106,7 @@ static const struct {
 
 struct cuda_point {
     /* dimensions on this TP rank */
-    int64_t tokens, seq, mbs, hidden, head_dim, heads, kv_heads, group, inter, vocab, vocab_full;
+    int64_t tokens, seq, mbs, hidden, head_dim, heads, kv_heads, inter, vocab, vocab_full;
     int64_t vstart;                 /* first vocabulary row of this rank's shard */
     int layers, tied;
     uint32_t ops;
@@ -114,8 +115,7 @@ struct cuda_point {
     void **w;                       /* [layers][W_COUNT] */
     size_t wbytes[W_COUNT];
     cuda_gemm_plan *plan[PDBX_OP_COUNT];
-    cuda_gemm_plan *qk_plan, *pv_plan;
-    int64_t qk_group_stride, pv_group_stride;   /* elements between the group members' calls */
+    cuda_attention attn;
 };
 
 static size_t dtype_size(pdbx_dtype dt)
@@ -155,7 +155,11 @@ static size_t global_elems(const struct cuda_point *pt, int b)
     case B_X: case B_XN: case B_ATTN_OUT: case B_XN2: case B_XF: return (size_t)(T * h);
     case B_Q: case B_CTX: return (size_t)(T * qd);
     case B_K: case B_V: return (size_t)(T * kvd);
-    case B_SCORES: return (size_t)(pt->mbs * pt->heads * pt->seq * pt->seq);
+    case B_SCORES: {
+        cuda_attention_dims d = {pt->mbs, pt->seq, pt->heads, pt->kv_heads, pt->head_dim,
+                                 PDBX_DTYPE_BF16};
+        return cuda_attention_scores_elems(&d);
+    }
     case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->inter);
     case B_FINAL_W: return (size_t)h;
     case B_LOGITS: return (size_t)(T * pt->vocab);
@@ -246,7 +250,6 @@ static int point_dims(const pdbx_compute *c, const pdbx_point_shapes *p, struct 
                  "heads", (long long)pt->heads, (long long)pt->kv_heads);
         return -1;
     }
-    pt->group = pt->heads / pt->kv_heads;
     pt->inter = m->intermediate / tp;
     pt->vocab_full = m->vocab;
     pt->vocab = (m->vocab + tp - 1) / tp;
@@ -278,57 +281,6 @@ static int point_dims(const pdbx_compute *c, const pdbx_point_shapes *p, struct 
     return 0;
 }
 
-static uint32_t align_of_bytes(uint64_t x)
-{
-    uint32_t a = 256;
-    if (x == 0)
-        return a;
-    while (a > 1 && x % a != 0)
-        a /= 2;
-    return a;
-}
-
-static uint32_t min_u32(uint32_t a, uint32_t b)
-{
-    return a < b ? a : b;
-}
-
-/* Plans of the attention core's two strided-batched GEMMs for one q head of each kv group
- * (called once per group member jj with the base pointers offset by jj * head_dim):
- *   S[n] = (1/sqrt(d)) Q[n] K[n]^T,  O[n] = P[n] V[n],  n = sequence * kv_heads + kv head.
- * Column-major view: a row-major [s, d] block with row stride ld is a [d, s] matrix (ld). */
-static int attention_plans(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
-{
-    const int64_t s = pt->seq, d = pt->head_dim, es = (int64_t)dtype_size(c->dtype);
-    const int64_t ldq = pt->mbs * pt->heads * d, ldk = pt->mbs * pt->kv_heads * d;
-    const int32_t batch = (int32_t)(pt->mbs * pt->kv_heads);
-    const uint32_t a_qo = min_u32(min_u32(align_of_bytes((uint64_t)(d * es)),
-                                          align_of_bytes((uint64_t)(ldq * es))), 256);
-    const uint32_t a_kv = min_u32(align_of_bytes((uint64_t)(d * es)),
-                                  align_of_bytes((uint64_t)(ldk * es)));
-    const uint32_t a_s = align_of_bytes((uint64_t)(s * es));
-    cuda_gemm_shape qk = {
-        .dtype = c->dtype, .trans_a = 1, .trans_b = 0,
-        .m = s, .n = s, .k = d,                 /* S'[sk, sq] = K'^T Q' */
-        .lda = ldk, .ldb = ldq, .ldc = s,
-        .batch = batch, .stride_a = d, .stride_b = pt->group * d, .stride_c = s * s,
-        .align_a = a_kv, .align_b = a_qo, .align_c = a_s,
-    };
-    cuda_gemm_shape pv = {
-        .dtype = c->dtype, .trans_a = 0, .trans_b = 0,
-        .m = d, .n = s, .k = s,                 /* O'[d, sq] = V'[d, sk] P'[sk, sq] */
-        .lda = ldk, .ldb = s, .ldc = ldq,
-        .batch = batch, .stride_a = d, .stride_b = s * s, .stride_c = pt->group * d,
-        .align_a = a_kv, .align_b = a_s, .align_c = a_qo,
-    };
-    int rc = cuda_gemm_plan_get(c->gemm, &qk, &pt->qk_plan, err, errlen);
-    if (rc == 0)
-        rc = cuda_gemm_plan_get(c->gemm, &pv, &pt->pv_plan, err, errlen);
-    pt->qk_group_stride = (int64_t)batch * s * s;
-    pt->pv_group_stride = d;
-    return rc;
-}
-
 static void cuda_release(pdbx_compute *c)
 {
     if (!c || !c->point)
@@ -357,6 +309,8 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
         goto fail;
     }
     const size_t es = dtype_size(c->dtype);
+    const cuda_attention_dims attn_dims = {pt->mbs, pt->seq, pt->heads, pt->kv_heads,
+                                           pt->head_dim, c->dtype};
     uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
     for (int b = 0; b < B_COUNT; b++) {
         uint32_t uses = global_bufs[b].ops;
@@ -413,7 +367,7 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
             goto fail;
     }
     if (pt->ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)) {
-        rc = attention_plans(c, pt, err, errlen);
+        rc = cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
         if (rc)
             goto fail;
     }
@@ -465,34 +419,6 @@ static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void
     return cuda_gemm_exec(c->gemm, c->point->plan[op], 1.0f, w, x, y, c->stream, err, errlen);
 }
 
-static int enqueue_attention(pdbx_compute *c, char *err, size_t errlen)
-{
-    int rc = -1;
-    struct cuda_point *pt = c->point;
-    const size_t es = dtype_size(c->dtype);
-    const float scale = 1.0f / sqrtf((float)pt->head_dim);
-    char *q = pt->buf[B_Q], *k = pt->buf[B_K], *v = pt->buf[B_V], *s = pt->buf[B_SCORES];
-    char *o = pt->buf[B_CTX];
-    /* Group member jj of every kv group: q head g*group + jj attends with kv head g. */
-    for (int64_t jj = 0; jj < pt->group; jj++) {
-        rc = cuda_gemm_exec(c->gemm, pt->qk_plan, scale, k, q + (size_t)(jj * pt->head_dim) * es,
-                            s + (size_t)(jj * pt->qk_group_stride) * es, c->stream, err, errlen);
-        if (rc)
-            return rc;
-    }
-    CU_TRY("ck_causal_softmax", ck_causal_softmax(s, pt->mbs * pt->heads, pt->seq, c->dtype,
-                                                  c->stream));
-    for (int64_t jj = 0; jj < pt->group; jj++) {
-        rc = cuda_gemm_exec(c->gemm, pt->pv_plan, 1.0f, v, s + (size_t)(jj * pt->qk_group_stride) * es,
-                            o + (size_t)(jj * pt->pv_group_stride) * es, c->stream, err, errlen);
-        if (rc)
-            return rc;
-    }
-    return 0;
-fail:
-    return rc;
-}
-
 static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     int rc = -1;
@@ -511,7 +437,9 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     case PDBX_OP_ATTN_Q: return enqueue_linear(c, op, B[B_XN], W[W_Q], B[B_Q], err, errlen);
     case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], B[B_K], err, errlen);
     case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], B[B_V], err, errlen);
-    case PDBX_OP_ATTN_CORE: return enqueue_attention(c, err, errlen);
+    case PDBX_OP_ATTN_CORE:
+        return cuda_attention_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
+                                      B[B_CTX], c->stream, err, errlen);
     case PDBX_OP_ATTN_O: return enqueue_linear(c, op, B[B_CTX], W[W_O], B[B_ATTN_OUT], err, errlen);
     case PDBX_OP_POST_ATTN_NORM:
         CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_ATTN_OUT], W[W_POST_NORM], B[B_XN2], T, h, RMS_EPS,
