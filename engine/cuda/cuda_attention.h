@@ -31,6 +31,13 @@ typedef struct {
 
 size_t cuda_attention_scores_elems(const cuda_attention_dims *d);
 
+/* Pure layout functions (no CUDA calls; unit-tested on the host with an emulated GEMM):
+ * the two GEMM shapes, and the element offsets of group member jj's q/out and score blocks. */
+int cuda_attention_shapes(const cuda_attention_dims *d, cuda_gemm_shape *qk, cuda_gemm_shape *pv);
+void cuda_attention_member(const cuda_attention_dims *d, int64_t jj, int64_t *q_off,
+                           int64_t *s_off);
+float cuda_attention_scale(const cuda_attention_dims *d);   /* 1/sqrt(head_dim) */
+
 /* Builds (or finds in g's cache) the two GEMM plans; -1 with a message on bad dimensions. */
 int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attention *out,
                         char *err, size_t errlen);
