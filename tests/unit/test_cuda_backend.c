@@ -27,6 +27,13 @@
 
 #define SO_NAME "libpdbx_cuda.so"
 
+/* On a GPU under ASan: CUDA maps memory where ASan keeps its shadow gap unless told not to. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "protect_shadow_gap=0";
+}
+
 static char so_path[PATH_MAX + 64];
 static void *so_handle;
 static const pdbx_backend_entry *entry;
