@@ -114,14 +114,14 @@ _cycles = None
 
 
 def flush_cycles(torch):
-    """About 50 us of SM clock cycles, the backend's spin before each start event."""
+    """About 100 us of SM clock cycles, the backend's spin before each start event."""
     global _cycles
     if _cycles is None:
         try:
             mhz = torch.cuda.clock_rate()   # needs pynvml; falls back below
         except Exception:
             mhz = 0
-        _cycles = int((mhz or 1500) * 50)
+        _cycles = int((mhz or 1500) * 100)
     return _cycles
 
 
@@ -136,6 +136,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--flush-l2", action="store_true", help="flush L2 before each repetition")
+    ap.add_argument("--blas", choices=["default", "cublas", "cublaslt"], default="default",
+                    help="PyTorch's GEMM library (torch.backends.cuda.preferred_blas_library); "
+                    "pdbx always uses cuBLASLt, torch.matmul defaults to cuBLAS")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
     if args.warmup < 0 or args.iters < 1:
@@ -158,6 +161,16 @@ def main():
         die("run dtype %r (allowed: bf16, fp16, fp32)" % dtype_name)
     dtype = dtypes[dtype_name]
     torch.backends.cuda.matmul.allow_tf32 = True
+    blas = "default"
+    if args.blas != "default":
+        try:
+            torch.backends.cuda.preferred_blas_library(args.blas)
+        except (AttributeError, RuntimeError) as e:
+            die("--blas %s: this PyTorch cannot choose its BLAS library: %s" % (args.blas, e))
+    try:
+        blas = str(torch.backends.cuda.preferred_blas_library())
+    except AttributeError:
+        pass
     seq = int(run["seq_len"])
     model_path = args.model or os.path.join(ROOT, "configs", "models", run["model"] + ".json")
     cfg = load_json(model_path, "--model")
@@ -192,9 +205,9 @@ def main():
     if not rows:
         die("run %s has no measured GEMM cells" % run.get("id"))
 
-    print("device: %s, torch %s, CUDA %s, dtype %s, seq_len %d, model %s"
-          % (torch.cuda.get_device_name(0), torch.__version__, torch.version.cuda, dtype_name,
-             seq, run["model"]))
+    print("device: %s, torch %s (BLAS %s), CUDA %s, dtype %s, seq_len %d, model %s"
+          % (torch.cuda.get_device_name(0), torch.__version__, blas, torch.version.cuda,
+             dtype_name, seq, run["model"]))
     print("%-9s %3s %4s %7s %6s %6s %9s %9s %8s %8s %8s" % (
         "op", "tp", "mbs", "m", "n", "k", "pdbx_ms", "torch_ms", "diff", "pdbx_TF", "torch_TF"))
     for r in rows:
@@ -211,6 +224,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "blas": blas,
                        "dtype": dtype_name, "median_abs_rel": med, "rows": rows}, f, indent=1)
     return 0
 

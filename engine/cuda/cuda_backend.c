@@ -29,7 +29,7 @@
 #include "engine/cuda/cuda_kernels.h"
 
 #define RMS_EPS 1e-5f                 /* rms_norm_eps of the Llama 3 and TinyLlama configs */
-#define SPIN_US 50                    /* busy kernel before a start event (launch gap) */
+#define SPIN_US 100                   /* busy kernel before a start event (launch gap) */
 #define FILL_SEED UINT64_C(0x9d2c5680a1b2c3d4)
 
 /* ---- errors --------------------------------------------------------------------------- */
@@ -673,7 +673,7 @@ static int cuda_describe(pdbx_compute *c, cJSON *env)
     cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
     cJSON_AddStringToObject(gpu, "attention", "cublaslt strided-batched QK^T, causal softmax, PV");
     cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
-                                                      : "cuda events after a 50 us spin kernel");
+                                                      : "cuda events after a 100 us spin kernel");
     json_set(env, "gpu", gpu);
     json_set(env, "device", cJSON_CreateString(c->name));
     snprintf(buf, sizeof buf, "CUDA runtime %s, driver %s", rt_s, drv_s);
