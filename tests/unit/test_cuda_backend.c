@@ -6,7 +6,7 @@
  *
  * The .so is looked up next to this binary's variant (<exe_dir>/../lib), then in
  * $PDBX_BUILD/lib, then in PDBX_SOURCE_DIR/build/lib. When it was not built (no nvcc, or
- * scons --no-cuda) every test is skipped with that reason.
+ * scons --no-cuda) the binary exits 77 (skip) with that reason.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -317,6 +317,10 @@ static void test_gpu_point(void **state)
 
 int main(void)
 {
+    if (find_so() != 0) {
+        printf("SKIP: " SO_NAME " was not built (nvcc not found or scons --no-cuda)\n");
+        return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_entry_abi),
         cmocka_unit_test(test_vtables_complete),
