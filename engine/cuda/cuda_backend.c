@@ -105,11 +105,7 @@ static const struct {
 #undef OB
 
 struct cuda_point {
-    /* dimensions on this TP rank */
-    int64_t tokens, seq, mbs, hidden, head_dim, heads, kv_heads, inter, vocab, vocab_full;
-    int64_t vstart;                 /* first vocabulary row of this rank's shard */
-    int layers, tied;
-    uint32_t ops;
+    cuda_dims d;
     void *buf[B_COUNT];
     size_t bytes[B_COUNT];
     void **w;                       /* [layers][W_COUNT] */
@@ -136,7 +132,7 @@ static void point_free(struct cuda_point *pt)
         if (pt->buf[i])
             cudaFree(pt->buf[i]);
     if (pt->w) {
-        for (int l = 0; l < pt->layers; l++)
+        for (int l = 0; l < pt->d.layers; l++)
             for (int i = 0; i < W_COUNT; i++)
                 if (pt->w[(size_t)l * W_COUNT + i])
                     cudaFree(pt->w[(size_t)l * W_COUNT + i]);
@@ -147,34 +143,34 @@ static void point_free(struct cuda_point *pt)
 
 static size_t global_elems(const struct cuda_point *pt, int b)
 {
-    const int64_t T = pt->tokens, h = pt->hidden, qd = pt->heads * pt->head_dim,
-                  kvd = pt->kv_heads * pt->head_dim;
+    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
+                  kvd = pt->d.kv_heads * pt->d.head_dim;
     switch (b) {
     case B_IDS: return (size_t)T;
-    case B_EMBED: case B_LM_W: return (size_t)(pt->vocab * h);
+    case B_EMBED: case B_LM_W: return (size_t)(pt->d.vocab * h);
     case B_X: case B_XN: case B_ATTN_OUT: case B_XN2: case B_XF: return (size_t)(T * h);
     case B_Q: case B_CTX: return (size_t)(T * qd);
     case B_K: case B_V: return (size_t)(T * kvd);
     case B_SCORES: {
-        cuda_attention_dims d = {pt->mbs, pt->seq, pt->heads, pt->kv_heads, pt->head_dim,
+        cuda_attention_dims d = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads, pt->d.head_dim,
                                  PDBX_DTYPE_BF16};
         return cuda_attention_scores_elems(&d);
     }
-    case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->inter);
+    case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->d.inter);
     case B_FINAL_W: return (size_t)h;
-    case B_LOGITS: return (size_t)(T * pt->vocab);
+    case B_LOGITS: return (size_t)(T * pt->d.vocab);
     default: return 0;
     }
 }
 
 static size_t layer_elems(const struct cuda_point *pt, int w)
 {
-    const int64_t h = pt->hidden, qd = pt->heads * pt->head_dim, kvd = pt->kv_heads * pt->head_dim;
+    const int64_t h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim, kvd = pt->d.kv_heads * pt->d.head_dim;
     switch (w) {
     case W_IN_NORM: case W_POST_NORM: return (size_t)h;
     case W_Q: case W_O: return (size_t)(qd * h);
     case W_K: case W_V: return (size_t)(kvd * h);
-    case W_GATE: case W_UP: case W_DOWN: return (size_t)(pt->inter * h);
+    case W_GATE: case W_UP: case W_DOWN: return (size_t)(pt->d.inter * h);
     default: return 0;
     }
 }
@@ -187,7 +183,7 @@ static int fill(pdbx_compute *c, void *p, size_t elems, int kind, uint64_t seed,
     snprintf(call, sizeof call, "fill(%s)", name);
     switch (kind) {
     case K_IDS:
-        CU_TRY(call, ck_fill_tokens(p, elems, (int32_t)pt->vocab_full, seed, c->stream));
+        CU_TRY(call, ck_fill_tokens(p, elems, (int32_t)pt->d.vocab_full, seed, c->stream));
         break;
     case K_WEIGHT:   /* std 0.02, as HF initialises Llama linear layers */
         CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -0.0346f, 0.0346f, c->stream));
@@ -216,9 +212,8 @@ static int alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t
     return 0;
 }
 
-/* Dimensions of one TP rank (design.md section 3), checked against the plan's GEMM shapes. */
-static int point_dims(const pdbx_compute *c, const pdbx_point_shapes *p, struct cuda_point *pt,
-                      char *err, size_t errlen)
+int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, char *err,
+                    size_t errlen)
 {
     const pdbx_model *m = &p->model;
     int tp = p->tp;
@@ -238,37 +233,37 @@ static int point_dims(const pdbx_compute *c, const pdbx_point_shapes *p, struct 
                  m->kv_heads);
         return -1;
     }
-    pt->mbs = p->mbs;
-    pt->seq = p->seq_len;
-    pt->tokens = (int64_t)p->mbs * p->seq_len;
-    pt->hidden = m->hidden;
-    pt->head_dim = m->head_dim;
-    pt->heads = m->heads / tp;
-    pt->kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;   /* replicated when TP > k */
-    if (pt->heads % pt->kv_heads) {
+    d->mbs = p->mbs;
+    d->seq = p->seq_len;
+    d->tokens = (int64_t)p->mbs * p->seq_len;
+    d->hidden = m->hidden;
+    d->head_dim = m->head_dim;
+    d->heads = m->heads / tp;
+    d->kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;   /* replicated when TP > k */
+    if (d->heads % d->kv_heads) {
         snprintf(err, errlen, "cuda prepare: %lld q heads per rank are not a multiple of %lld kv "
-                 "heads", (long long)pt->heads, (long long)pt->kv_heads);
+                 "heads", (long long)d->heads, (long long)d->kv_heads);
         return -1;
     }
-    pt->inter = m->intermediate / tp;
-    pt->vocab_full = m->vocab;
-    pt->vocab = (m->vocab + tp - 1) / tp;
-    pt->vstart = (int64_t)(c->world_rank % tp) * pt->vocab;   /* TP is the fastest rank index */
-    pt->layers = p->layers;
-    pt->tied = m->tie_embeddings;
-    pt->ops = p->ops & ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
+    d->inter = m->intermediate / tp;
+    d->vocab_full = m->vocab;
+    d->vocab = (m->vocab + tp - 1) / tp;
+    d->vstart = (int64_t)(world_rank % tp) * d->vocab;   /* TP is the fastest rank index */
+    d->layers = p->layers;
+    d->tied = m->tie_embeddings;
+    d->ops = p->ops & ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
 
-    const int64_t T = pt->tokens, h = pt->hidden, qd = pt->heads * pt->head_dim,
-                  kvd = pt->kv_heads * pt->head_dim;
+    const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim,
+                  kvd = d->kv_heads * d->head_dim;
     const struct { pdbx_op op; int64_t m, n, k; } expect[] = {
         {PDBX_OP_ATTN_Q, T, qd, h}, {PDBX_OP_ATTN_K, T, kvd, h}, {PDBX_OP_ATTN_V, T, kvd, h},
-        {PDBX_OP_ATTN_O, T, h, qd}, {PDBX_OP_MLP_GATE, T, pt->inter, h},
-        {PDBX_OP_MLP_UP, T, pt->inter, h}, {PDBX_OP_MLP_DOWN, T, h, pt->inter},
-        {PDBX_OP_LM_HEAD, T, pt->vocab, h},
+        {PDBX_OP_ATTN_O, T, h, qd}, {PDBX_OP_MLP_GATE, T, d->inter, h},
+        {PDBX_OP_MLP_UP, T, d->inter, h}, {PDBX_OP_MLP_DOWN, T, h, d->inter},
+        {PDBX_OP_LM_HEAD, T, d->vocab, h},
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         const pdbx_op_shape *s = &p->shape[expect[i].op];
-        if (!(pt->ops & PDBX_OP_BIT(expect[i].op)) || s->m == 0)
+        if (!(d->ops & PDBX_OP_BIT(expect[i].op)) || s->m == 0)
             continue;   /* not prepared, or the caller left the shape out */
         if (s->m != expect[i].m || s->n != expect[i].n || s->k != expect[i].k) {
             snprintf(err, errlen, "cuda prepare: %s shape m,n,k = %lld,%lld,%lld from the plan, "
@@ -299,26 +294,26 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
         snprintf(err, errlen, "cuda prepare: out of host memory");
         return -1;
     }
-    rc = point_dims(c, p, pt, err, errlen);
+    rc = cuda_point_dims(p, c->world_rank, &pt->d, err, errlen);
     if (rc)
         goto fail;
     rc = -1;
-    pt->w = calloc((size_t)pt->layers * W_COUNT, sizeof *pt->w);
+    pt->w = calloc((size_t)pt->d.layers * W_COUNT, sizeof *pt->w);
     if (!pt->w) {
         snprintf(err, errlen, "cuda prepare: out of host memory");
         goto fail;
     }
     const size_t es = dtype_size(c->dtype);
-    const cuda_attention_dims attn_dims = {pt->mbs, pt->seq, pt->heads, pt->kv_heads,
-                                           pt->head_dim, c->dtype};
+    const cuda_attention_dims attn_dims = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads,
+                                           pt->d.head_dim, c->dtype};
     uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
     for (int b = 0; b < B_COUNT; b++) {
         uint32_t uses = global_bufs[b].ops;
-        if (b == B_EMBED && pt->tied)
+        if (b == B_EMBED && pt->d.tied)
             uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
-        if (b == B_LM_W && pt->tied)
+        if (b == B_LM_W && pt->d.tied)
             uses = 0;
-        if (!(uses & pt->ops))
+        if (!(uses & pt->d.ops))
             continue;
         size_t elems = global_elems(pt, b);
         pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : es);
@@ -330,9 +325,9 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
         if (rc)
             goto fail;
     }
-    for (int l = 0; l < pt->layers; l++)
+    for (int l = 0; l < pt->d.layers; l++)
         for (int w = 0; w < W_COUNT; w++) {
-            if (!(layer_bufs[w].ops & pt->ops))
+            if (!(layer_bufs[w].ops & pt->d.ops))
                 continue;
             size_t elems = layer_elems(pt, w);
             void **slot = &pt->w[(size_t)l * W_COUNT + w];
@@ -351,22 +346,22 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
     CU_TRY("cudaStreamSynchronize(after fill)", cudaStreamSynchronize(c->stream));
 
     /* GEMM plans now, so the heuristic never runs between the timing events. */
-    const int64_t T = pt->tokens, h = pt->hidden, qd = pt->heads * pt->head_dim,
-                  kvd = pt->kv_heads * pt->head_dim;
+    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
+                  kvd = pt->d.kv_heads * pt->d.head_dim;
     const struct { pdbx_op op; int64_t n, k; } lin[] = {
         {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
-        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->inter, h}, {PDBX_OP_MLP_UP, pt->inter, h},
-        {PDBX_OP_MLP_DOWN, h, pt->inter}, {PDBX_OP_LM_HEAD, pt->vocab, h},
+        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->d.inter, h}, {PDBX_OP_MLP_UP, pt->d.inter, h},
+        {PDBX_OP_MLP_DOWN, h, pt->d.inter}, {PDBX_OP_LM_HEAD, pt->d.vocab, h},
     };
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        if (!(pt->ops & PDBX_OP_BIT(lin[i].op)))
+        if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
             continue;
         cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
         rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
         if (rc)
             goto fail;
     }
-    if (pt->ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)) {
+    if (pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)) {
         rc = cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
         if (rc)
             goto fail;
@@ -424,10 +419,10 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     int rc = -1;
     struct cuda_point *pt = c->point;
     void **B = pt->buf, **W = &pt->w[(size_t)layer * W_COUNT];
-    const int64_t T = pt->tokens, h = pt->hidden;
+    const int64_t T = pt->d.tokens, h = pt->d.hidden;
     switch (op) {
     case PDBX_OP_EMBED:
-        CU_TRY("ck_embed_gather", ck_embed_gather(B[B_IDS], T, B[B_EMBED], pt->vstart, pt->vocab, h,
+        CU_TRY("ck_embed_gather", ck_embed_gather(B[B_IDS], T, B[B_EMBED], pt->d.vstart, pt->d.vocab, h,
                                                   B[B_X], c->dtype, c->stream));
         return 0;
     case PDBX_OP_INPUT_NORM:
@@ -448,7 +443,7 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     case PDBX_OP_MLP_GATE: return enqueue_linear(c, op, B[B_XN2], W[W_GATE], B[B_GATE], err, errlen);
     case PDBX_OP_MLP_UP: return enqueue_linear(c, op, B[B_XN2], W[W_UP], B[B_UP], err, errlen);
     case PDBX_OP_MLP_ACT_FN:
-        CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], T * pt->inter, c->dtype,
+        CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], T * pt->d.inter, c->dtype,
                                           c->stream));
         return 0;
     case PDBX_OP_MLP_DOWN: return enqueue_linear(c, op, B[B_ACT], W[W_DOWN], B[B_X], err, errlen);
@@ -457,7 +452,7 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
                                         c->stream));
         return 0;
     case PDBX_OP_LM_HEAD:
-        return enqueue_linear(c, op, B[B_XF], pt->tied ? B[B_EMBED] : B[B_LM_W], B[B_LOGITS], err,
+        return enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], B[B_LOGITS], err,
                               errlen);
     default:
         snprintf(err, errlen, "cuda run_op: op %d has no kernel", (int)op);
@@ -478,15 +473,15 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char 
                  "backend)", pdbx_op_name(op));
         return -1;
     }
-    if (!(c->point->ops & PDBX_OP_BIT(op))) {
+    if (!(c->point->d.ops & PDBX_OP_BIT(op))) {
         snprintf(err, errlen, "cuda run_op(%s): op was not in the prepared op set", pdbx_op_name(op));
         return -1;
     }
     if (!pdbx_op_is_per_layer(op))
         layer = 0;
-    if (layer < 0 || layer >= c->point->layers) {
+    if (layer < 0 || layer >= c->point->d.layers) {
         snprintf(err, errlen, "cuda run_op(%s): layer %d (allowed: 0..%d)", pdbx_op_name(op), layer,
-                 c->point->layers - 1);
+                 c->point->d.layers - 1);
         return -1;
     }
     int rc = cuda_timer_start(c, err, errlen);

@@ -9,6 +9,7 @@
 #define PDBX_CUDA_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 
 #include "engine/backend.h"
@@ -36,6 +37,24 @@ struct pdbx_compute {
     struct cuda_gemm *gemm;
     struct cuda_point *point;       /* buffers of the prepared point, NULL when released */
 };
+
+/* Dimensions of one point on one TP rank (design.md section 3). */
+typedef struct {
+    int64_t tokens, seq, mbs;       /* tokens = mbs * seq */
+    int64_t hidden, head_dim;
+    int64_t heads, kv_heads;        /* per rank; kv heads replicated (1) when TP > kv_heads */
+    int64_t inter, vocab;           /* per rank: intermediate/TP, ceil(vocab/TP) */
+    int64_t vocab_full, vstart;     /* full vocabulary; first row of this rank's shard */
+    int layers, tied;
+    uint32_t ops;                   /* compute ops prepared (comm bits dropped) */
+} cuda_dims;
+
+/* Derives cuda_dims from the model, TP, MBS and seq_len of p (the TP rank is world_rank % tp:
+ * Megatron's order, TP fastest) and checks them against the planner's GEMM shapes in p->shape
+ * (where set, for prepared ops): -1 with a message naming the op and both shapes when they
+ * disagree. Pure: no CUDA calls. */
+int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, char *err,
+                    size_t errlen);
 
 /* "call failed: cudaErrorXxx (text)" into err; returns PDBX_EOOM for
  * cudaErrorMemoryAllocation, else -1. Clears the (non-sticky) last error. */

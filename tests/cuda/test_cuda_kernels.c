@@ -7,7 +7,9 @@
  * internals are hidden) into <variant>/tests/, so tests/run_suite.sh runs it.
  * Host-only part, run everywhere: the exact GEMM shapes and offsets the backend hands to
  * cuBLASLt (linear layers and the attention core) are run through an emulation of cuBLASLt's
- * column-major strided-batched definition and must reproduce X W^T and causal GQA attention.
+ * column-major strided-batched definition and must reproduce X W^T and causal GQA attention;
+ * the backend's own per-rank dimensions must agree with the planner's shapes for every model
+ * preset and valid TP.
  * Without a CUDA device the GPU part is skipped with the reason printed.
  */
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/cuda/cuda_attention.h"
+#include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_gemm.h"
 #include "engine/cuda/cuda_kernels.h"
 
@@ -481,6 +484,53 @@ static void test_host_linear_layout(void **state)
     free(x), free(w), free(y);
 }
 
+
+/* The backend derives each point's dimensions itself and refuses a point whose planner GEMM
+ * shapes disagree; here both derivations must agree for every model preset and valid TP. */
+static void test_host_dims_match_plan(void **state)
+{
+    (void)state;
+    char names[32][64], err[512];
+    size_t n = pdbx_preset_names("models", names, 32);
+    assert_true(n >= 6);
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        pdbx_spec spec;
+        pdbx_spec_defaults(&spec);
+        if (pdbx_model_load(names[i], &spec.model, err, sizeof err) != 0)
+            fail_msg("model %s: %s", names[i], err);
+        spec.seq_len = 1024;
+        const pdbx_model *m = &spec.model;
+        for (int tp = 1; tp <= 8; tp *= 2) {
+            if (m->heads % tp || m->intermediate % tp || m->vocab % tp ||
+                (m->kv_heads % tp && tp % m->kv_heads))
+                continue;
+            for (int mbs = 1; mbs <= 4; mbs *= 4) {
+                pdbx_point_shapes p;
+                memset(&p, 0, sizeof p);
+                p.model = spec.model;
+                p.tp = tp, p.mbs = mbs, p.seq_len = spec.seq_len, p.layers = 2;
+                p.ops = PDBX_OPS_ALL;
+                for (int op = 0; op < PDBX_OP_COUNT; op++)
+                    assert_int_equal(pdbx_op_shape_for(&spec, tp, mbs, (pdbx_op)op, &p.shape[op]), 0);
+                cuda_dims d;
+                if (cuda_point_dims(&p, tp - 1, &d, err, sizeof err) != 0)
+                    fail_msg("%s tp %d mbs %d: %s", names[i], tp, mbs, err);
+                assert_int_equal(d.tokens, (int64_t)mbs * 1024);
+                assert_int_equal(d.vstart, (int64_t)(tp - 1) * d.vocab);   /* last TP rank */
+                assert_int_equal(d.heads * tp, m->heads);
+                assert_int_equal(p.shape[PDBX_OP_ATTN_CORE].batch, mbs * d.heads);
+                /* A shape the backend would compute differently is refused, naming the op. */
+                p.shape[PDBX_OP_MLP_DOWN].k += 1;
+                assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);
+                assert_non_null(strstr(err, "mlp_down"));
+                checked++;
+            }
+        }
+    }
+    assert_true(checked >= 24);
+}
+
 static void check_host_attention(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d)
 {
     cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16};
@@ -562,6 +612,7 @@ int main(void)
     const struct CMUnitTest host_tests[] = {
         cmocka_unit_test(test_host_linear_layout),
         cmocka_unit_test(test_host_attention_layout),
+        cmocka_unit_test(test_host_dims_match_plan),
     };
     int host_rc = cmocka_run_group_tests_name("cuda_layouts_host", host_tests, NULL, NULL);
     if (host_rc != 0)
