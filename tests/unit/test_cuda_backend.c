@@ -226,6 +226,13 @@ static void tiny_point(pdbx_point_shapes *p, int mbs)
     p->seq_len = 64;
     p->layers = 2;
     p->ops = PDBX_OPS_ALL;
+    /* The planner's shapes, as the engine passes them (prepare cross-checks them). */
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    spec.model = p->model;
+    spec.seq_len = p->seq_len;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        assert_int_equal(pdbx_op_shape_for(&spec, p->tp, mbs, (pdbx_op)op, &p->shape[op]), 0);
 }
 
 static void test_gpu_point(void **state)
@@ -270,9 +277,8 @@ static void test_gpu_point(void **state)
 
     /* A point far beyond any GPU's memory is a real OOM, and leaves the backend usable. */
     pdbx_point_shapes huge;
-    tiny_point(&huge, 1 << 20);
-    huge.seq_len = 4096;
-    huge.ops = PDBX_OP_BIT(PDBX_OP_ATTN_CORE);
+    tiny_point(&huge, 1 << 28);
+    huge.ops = PDBX_OP_BIT(PDBX_OP_ATTN_CORE);   /* q alone: 2^34 tokens x 256 x 2 B = 8 TiB */
     assert_int_equal(ops->prepare(c, &huge, err, sizeof err), PDBX_EOOM);
     print_message("oom: %s\n", err);
     if (ops->prepare(c, &p, err, sizeof err) != 0)
