@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cublasLt.h>
 
 #include "engine/cuda/cuda_attention.h"
 #include "engine/cuda/cuda_gemm.h"
