@@ -8,6 +8,7 @@
 #define PDBX_PLAN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/plan.h"
 
@@ -76,5 +77,38 @@ void plan_default_gpu(pdbx_gpu *g);
 int plan_kv_heads_per_rank(const pdbx_model *m, int tp);
 /* Decoder layers on pipeline stage 0, the largest stage: ceil(layers / pp). */
 int plan_layers_per_stage(const pdbx_model *m, int pp);
+
+/* ---- spec values (plan_values.c) -------------------------------------------------------- */
+int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
+int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);
+/* tp, pp, dp lists: an integer, a list, "1,2,4" or "A:B" (powers of two); no duplicates. */
+int plan_read_int_list(const cJSON *v, const char *field, long long lo, long long hi, int *out, size_t cap,
+                       size_t *n, char *err, size_t errlen);
+/* One MBS bound: 1..1024 and a power of two ("mbs_max: 100 is not a power of two ..."). */
+int plan_check_mbs_bound(const char *field, long long v, char *err, size_t errlen);
+int plan_read_mbs(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
+int plan_read_ops(const cJSON *v, uint32_t *out, char *err, size_t errlen);
+int plan_read_coll_sizes(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
+
+/* ---- parallel configurations (plan_configs.c) -------------------------------------------- */
+#define PLAN_LIST_CAP 64
+#define PLAN_TP_MAX 4096
+#define PLAN_PP_MAX 4096
+#define PLAN_DP_MAX 65536
+
+typedef struct {
+    pdbx_parallel c[PDBX_MAX_CONFIGS];
+    int n;
+} plan_config_set;
+
+void plan_configs_apply(pdbx_spec *s, const plan_config_set *cs);
+/* tp x pp x dp (TP outermost), or with gpus > 0 tp x pp with DP = gpus/(tp*pp); combinations
+ * not fitting gpus_per_node x nodes, or not dividing gpus, are skipped (error if none is left). */
+int plan_configs_cross(const pdbx_spec *s, const int *tps, size_t ntp, const int *pps, size_t npp, const int *dps,
+                       size_t ndp, long long gpus, plan_config_set *out, char *err, size_t errlen);
+int plan_configs_from_json(const cJSON *v, plan_config_set *out, char *err, size_t errlen);
+int plan_configs_from_text(const char *str, plan_config_set *out, char *err, size_t errlen);   /* "1x8x1,2x4x1" */
+/* pdbx_spec_set of tp, pp, dp or gpus: rebuilds s->configs from the current ones. */
+int plan_configs_override(pdbx_spec *s, const char *field, const cJSON *v, char *err, size_t errlen);
 
 #endif

@@ -138,6 +138,7 @@ static int resolve_preset(const char *kind, const char *what, const char *tag_fi
     if (n == 0)
         return plan_fail(err, errlen, "%s: unknown preset '%s' (no presets in %s/%s; set PDBX_CONFIGS)",
                          what, name, dir, kind);
+    qsort(tags, ntags, sizeof tags[0], cmp_names);
     const char *cands[2 * CAP];
     size_t nc = 0;
     for (size_t i = 0; i < n; i++)

@@ -67,12 +67,13 @@ void plan_suggest(const char *word, const char *const *cands, size_t ncands, cha
     if (!buf || len == 0)
         return;
     buf[0] = '\0';
-    /* Candidates the word begins ("flash" -> flash_attention), else the candidates at the
-     * smallest edit distance if that is close enough; in table order, at most three. */
-    size_t pick[3], npick = 0, wlen = strlen(word);
-    for (size_t i = 0; i < ncands && npick < 3 && wlen >= 3; i++)
-        if (strncmp(cands[i], word, wlen) == 0)
-            pick[npick++] = i;
+    /* Candidates the word begins ("flash" -> flash_attention; shortest first), else the candidates at the
+     * smallest edit distance if that is close enough; in table order, at most four. */
+    size_t pick[4], npick = 0, wlen = strlen(word);
+    for (size_t want = wlen; wlen >= 3 && npick < 4 && want < wlen + 64; want++)   /* shortest first */
+        for (size_t i = 0; i < ncands && npick < 4; i++)
+            if (strlen(cands[i]) == want && strncmp(cands[i], word, wlen) == 0)
+                pick[npick++] = i;
     size_t best = (size_t)-1;
     for (size_t i = 0; i < ncands && npick == 0; i++) {
         size_t d = plan_levenshtein(word, cands[i]);
@@ -80,7 +81,7 @@ void plan_suggest(const char *word, const char *const *cands, size_t ncands, cha
             best = d;
     }
     if (npick == 0 && ncands > 0 && best <= close_threshold(word))
-        for (size_t i = 0; i < ncands && npick < 3; i++)
+        for (size_t i = 0; i < ncands && npick < 4; i++)
             if (plan_levenshtein(word, cands[i]) == best)
                 pick[npick++] = i;
     size_t used = 0;
@@ -113,7 +114,7 @@ cJSON *plan_json_file(const char *path, char *err, size_t errlen)
         goto fail;
     }
     for (;;) {
-        if (n == cap) {
+        if (n + 1 >= cap) {   /* room for the terminating NUL too */
             size_t ncap = cap ? cap * 2 : 8192;
             if (ncap > ((size_t)64 << 20)) {
                 plan_fail(err, errlen, "%s: larger than 64 MiB, not a config file", path);
@@ -138,7 +139,9 @@ cJSON *plan_json_file(const char *path, char *err, size_t errlen)
         }
     }
     const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    text[n] = '\0';
+    /* NUL included in the length and required: trailing garbage after the object is an error */
+    root = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
     if (!root) {
         size_t off = end && end >= text ? (size_t)(end - text) : 0;
         size_t line = 1;

@@ -56,15 +56,6 @@ static int check_bool(const char *field, int v, char *err, size_t errlen)
     return 0;
 }
 
-static int check_mbs(const char *field, int v, char *err, size_t errlen)
-{
-    if (range(field, v, 1, 1024, err, errlen) != 0)
-        return -1;
-    if (!plan_is_pow2(v))
-        return plan_fail(err, errlen, "%s: %d is not a power of two (allowed: 1, 2, 4, ..., 1024)", field, v);
-    return 0;
-}
-
 int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
 {
     const pdbx_model *m = &s->model;
@@ -86,7 +77,7 @@ int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
     if (range("gpus_per_node", s->gpus_per_node, 1, 256, err, errlen) != 0 ||
         range("nodes", s->nodes, 1, 4096, err, errlen) != 0)
         return -1;
-    if (check_mbs("mbs_min", s->mbs_min, err, errlen) != 0 || check_mbs("mbs_max", s->mbs_max, err, errlen) != 0)
+    if (plan_check_mbs_bound("mbs_min", s->mbs_min, err, errlen) != 0 || plan_check_mbs_bound("mbs_max", s->mbs_max, err, errlen) != 0)
         return -1;
     if (s->mbs_min > s->mbs_max)
         return plan_fail(err, errlen, "mbs_min: %d is greater than mbs_max %d (allowed: mbs_min <= mbs_max)",

@@ -326,7 +326,7 @@ static void apply_launcher(pdbx_run *run, const cJSON *ev)
 {
     double pid;
     copy_str(run->host, sizeof run->host, get_str(ev, "host"));
-    if (get_num(ev, "pid", &pid))
+    if (get_num(ev, "pid", &pid) && pid >= 0 && pid <= 2147483647.0)
         run->pid = (long)pid;
     get_int(ev, "world_size", &run->world_size);
     get_int(ev, "ranks_per_node", &run->ranks_per_node);

@@ -533,19 +533,43 @@ int pdbx_run_load_file(const char *path, pdbx_run *run, char *err, size_t errlen
     pdbx_run_init(run);
     load_ctx c = {run, 0};
     pdbx_scan_result res;
-    if (pdbx_scan_file(path, 0, load_event, &c, &res, err, errlen) != 0)
-        return -1;
-    run->torn_tail = res.torn_tail;
-    if (run->last_event == 0.0) {          /* no timed event yet: the file's age is the heartbeat */
+    uint64_t from = 0;
+    int alive = 0;
+    /* A launcher that appends run_end and exits between our scan and the liveness check
+     * would make a finished run look crashed. So liveness is checked first and the file
+     * afterwards: if the launcher is gone but the file grew past what we read, read the rest
+     * (a dead launcher appends nothing more, so this ends). */
+    for (int pass = 0;; pass++) {
+        if (pdbx_scan_file(path, from, load_event, &c, &res, err, errlen) != 0) {
+            if (pass == 0)
+                return -1;
+            break;                         /* keep what the earlier passes read */
+        }
+        run->torn_tail = res.torn_tail;
+        from = res.next_offset;
+        if (res.corrupt) {
+            run->status = PDBX_RUN_CORRUPT;
+            snprintf(run->end_reason, sizeof run->end_reason, "%s", res.corrupt_msg);
+            return 0;
+        }
+        if (run->have_end)
+            return 0;
+        if (run->last_event == 0.0) {      /* no timed event yet: the file's age is the heartbeat */
+            struct stat sb;
+            if (stat(path, &sb) == 0)
+                run->last_event = mtime_of(&sb);
+        }
+        alive = launcher_alive(run->host, run->pid, run->last_event);
         struct stat sb;
-        if (stat(path, &sb) == 0)
-            run->last_event = mtime_of(&sb);
+        if (alive || pass >= 8 || stat(path, &sb) != 0 || (uint64_t)sb.st_size <= res.next_offset)
+            break;
     }
-    if (res.corrupt) {
-        run->status = PDBX_RUN_CORRUPT;
-        snprintf(run->end_reason, sizeof run->end_reason, "%s", res.corrupt_msg);
+    if (alive) {
+        run->status = PDBX_RUN_RUNNING;
+        run->end_reason[0] = '\0';
     } else {
-        pdbx_run_refresh_liveness(run);
+        run->status = PDBX_RUN_FAILED;
+        no_end_reason(run->end_reason, sizeof run->end_reason, run->host, run->pid, run->last_event);
     }
     return 0;
 }
@@ -580,6 +604,22 @@ int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size
 }
 
 /* ---- summaries and listing ----------------------------------------------------------- */
+
+/* Measurement events a summary does not need; their frames are verified but not parsed.
+ * The writer prints "type" first (cJSON keeps insertion order); any other spelling is simply
+ * parsed and skipped in summary_event. */
+static int summary_wants(const char *json, size_t len, void *ctx)
+{
+    (void)ctx;
+    static const char *const skip[] = {"{\"type\":\"op\",", "{\"type\":\"trace\",",
+                                       "{\"type\":\"comm\",", "{\"type\":\"coll\","};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
+        size_t n = strlen(skip[i]);
+        if (len > n && memcmp(json, skip[i], n) == 0)
+            return 0;
+    }
+    return 1;
+}
 
 /* Folds only what a summary needs: measurements (op, comm, trace, coll) are skipped. */
 static int summary_event(const cJSON *ev, void *vctx)
@@ -668,7 +708,7 @@ static int scan_summary(const char *path, const char *id, pdbx_index_entry *e, c
     /* stat first: if the file grows meanwhile, its new mtime invalidates this entry later. */
     if (stat(path, &sb) != 0)
         return errno == ENOENT ? 1 : -1;
-    if (pdbx_scan_file(path, 0, summary_event, &c, &res, err, errlen) != 0) {
+    if (pdbx_scan_file_filtered(path, 0, summary_wants, summary_event, &c, &res, err, errlen) != 0) {
         pdbx_run_free(&run);
         return access(path, F_OK) != 0 ? 1 : -1;
     }
@@ -696,15 +736,13 @@ static int cmp_summary_newest(const void *a, const void *b)
     return -strcmp(x->id, y->id);
 }
 
-/* Applies liveness to a cached entry and returns the summary to show. */
-static pdbx_run_summary live_summary(const pdbx_index_entry *e)
+/* The summary to show: a run without run_end whose launcher is gone is listed as failed. */
+static pdbx_run_summary live_summary(const pdbx_index_entry *e, int launcher_dead)
 {
     pdbx_run_summary s = e->sum;
-    if (s.status == PDBX_RUN_RUNNING && !e->have_end) {
-        if (!launcher_alive(e->host, e->pid, e->last_event)) {
-            s.status = PDBX_RUN_FAILED;
-            no_end_reason(s.message, sizeof s.message, e->host, e->pid, e->last_event);
-        }
+    if (s.status == PDBX_RUN_RUNNING && !e->have_end && launcher_dead) {
+        s.status = PDBX_RUN_FAILED;
+        no_end_reason(s.message, sizeof s.message, e->host, e->pid, e->last_event);
     }
     return s;
 }
@@ -713,6 +751,7 @@ static int store_list(pdbx_store *st, int use_index, pdbx_run_summary **out, siz
                       char *err, size_t errlen)
 {
     pdbx_index_entry *old = NULL, *cur = NULL;
+    int *dead = NULL;
     size_t nold = 0, ncur = 0;
     id_list ids = {0};
     int rc = -1, changed = !use_index;
@@ -779,6 +818,35 @@ static int store_list(pdbx_store *st, int use_index, pdbx_run_summary **out, siz
     }
     if (ncur != nold)
         changed = 1;
+    /* Liveness of runs without run_end: decided here, once. The launcher may append run_end
+     * and exit after we scanned: so check the launcher first, then whether the file changed
+     * since the scan; if it did, rescan, so a finished run never lists as crashed. */
+    dead = ncur ? calloc(ncur, sizeof *dead) : NULL;
+    if (ncur && !dead) {
+        set_err(err, errlen, "%s: out of memory listing runs", st->runs);
+        goto done;
+    }
+    for (size_t i = 0; i < ncur; i++) {
+        pdbx_index_entry *e = &cur[i];
+        for (int pass = 0; pass < 8; pass++) {
+            if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
+                launcher_alive(e->host, e->pid, e->last_event))
+                break;
+            dead[i] = 1;
+            char *path = run_path_alloc(st, e->sum.id);
+            struct stat sb;
+            pdbx_index_entry fresh;
+            char serr[256];
+            int grew = path && stat(path, &sb) == 0 && (uint64_t)sb.st_size != e->sum.size &&
+                       scan_summary(path, e->sum.id, &fresh, serr, sizeof serr) == 0;
+            free(path);
+            if (!grew)
+                break;
+            *e = fresh;
+            dead[i] = 0;
+            changed = 1;
+        }
+    }
     if (changed) {
         /* The index is a cache: a read-only store still lists. */
         char ierr[256];
@@ -791,7 +859,7 @@ static int store_list(pdbx_store *st, int use_index, pdbx_run_summary **out, siz
             goto done;
         }
         for (size_t i = 0; i < ncur; i++)
-            s[i] = live_summary(&cur[i]);
+            s[i] = live_summary(&cur[i], dead[i]);
         if (ncur)
             qsort(s, ncur, sizeof *s, cmp_summary_newest);
         *out = s;
@@ -799,6 +867,7 @@ static int store_list(pdbx_store *st, int use_index, pdbx_run_summary **out, siz
     }
     rc = 0;
 done:
+    free(dead);
     free(old);
     free(cur);
     free(ids.id);

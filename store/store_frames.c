@@ -230,10 +230,10 @@ typedef struct {
     size_t cap;
 } frame_decoder;
 
-/* Decodes one whole frame src[0..n) into a JSON event. Returns 0 (*ev set), 1 when the frame
- * is bad (why set), -1 out of memory. */
-static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, cJSON **ev,
-                        char *why, size_t whylen)
+/* Decodes one whole frame src[0..n) into a JSON event. Returns 0 (*ev set, or left NULL when
+ * filter declined the text), 1 when the frame is bad (why set), -1 out of memory. */
+static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, pdbx_frame_filter_fn filter,
+                        void *fctx, cJSON **ev, char *why, size_t whylen)
 {
     *ev = NULL;
     /* Every event frame carries a content checksum; one without cannot be verified (and a
@@ -248,45 +248,77 @@ static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, cJSON **
         snprintf(why, whylen, "frame has no content checksum");
         return 1;
     }
-    r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
-    if (ZSTD_isError(r)) {
-        snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
-        return 1;
-    }
-    ZSTD_inBuffer in = {src, n, 0};
     size_t outlen = 0;
-    for (;;) {
-        if (d->cap - outlen < ZSTD_DStreamOutSize()) {
-            size_t ncap = d->cap ? 2 * d->cap : 4 * ZSTD_DStreamOutSize();
-            if (ncap > MAX_EVENT_BYTES + ZSTD_DStreamOutSize()) {
-                snprintf(why, whylen, "event larger than %u bytes", MAX_EVENT_BYTES);
-                return 1;
-            }
+    unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
+    if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR) {
+        /* The writer records the content size: one-shot decoding (much cheaper than a
+         * streaming session for small frames); it verifies the checksum too. */
+        if (fcs > MAX_EVENT_BYTES) {
+            snprintf(why, whylen, "event of %llu bytes is larger than %u", fcs, MAX_EVENT_BYTES);
+            return 1;
+        }
+        if (fcs + 1 > d->cap) {
+            size_t ncap = d->cap ? d->cap : 4096;
+            while (ncap < fcs + 1)
+                ncap *= 2;
             char *nb = realloc(d->out, ncap);
             if (!nb)
                 return -1;
             d->out = nb;
             d->cap = ncap;
         }
-        ZSTD_outBuffer out = {d->out + outlen, d->cap - outlen - 1, 0};
-        r = ZSTD_decompressStream(d->dctx, &out, &in);
+        r = ZSTD_decompressDCtx(d->dctx, d->out, (size_t)fcs, src, n);
         if (ZSTD_isError(r)) {
             snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
             return 1;
         }
-        outlen += out.pos;
-        if (r == 0)
-            break;
-        if (in.pos == in.size && out.pos < out.size) {
-            snprintf(why, whylen, "zstd: frame ends early");
+        if (r != fcs) {
+            snprintf(why, whylen, "zstd: %zu bytes decoded, frame header says %llu", r, fcs);
+            return 1;
+        }
+        outlen = r;
+    } else {
+        r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
+        if (ZSTD_isError(r)) {
+            snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+            return 1;
+        }
+        ZSTD_inBuffer in = {src, n, 0};
+        for (;;) {
+            if (d->cap - outlen < ZSTD_DStreamOutSize()) {
+                size_t ncap = d->cap ? 2 * d->cap : 4 * ZSTD_DStreamOutSize();
+                if (ncap > MAX_EVENT_BYTES + ZSTD_DStreamOutSize()) {
+                    snprintf(why, whylen, "event larger than %u bytes", MAX_EVENT_BYTES);
+                    return 1;
+                }
+                char *nb = realloc(d->out, ncap);
+                if (!nb)
+                    return -1;
+                d->out = nb;
+                d->cap = ncap;
+            }
+            ZSTD_outBuffer out = {d->out + outlen, d->cap - outlen - 1, 0};
+            r = ZSTD_decompressStream(d->dctx, &out, &in);
+            if (ZSTD_isError(r)) {
+                snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+                return 1;
+            }
+            outlen += out.pos;
+            if (r == 0)
+                break;
+            if (in.pos == in.size && out.pos < out.size) {
+                snprintf(why, whylen, "zstd: frame ends early");
+                return 1;
+            }
+        }
+        if (in.pos != in.size) {
+            snprintf(why, whylen, "zstd: %zu stray bytes after the frame", in.size - in.pos);
             return 1;
         }
     }
-    if (in.pos != in.size) {
-        snprintf(why, whylen, "zstd: %zu stray bytes after the frame", in.size - in.pos);
-        return 1;
-    }
     d->out[outlen] = '\0';
+    if (filter && !filter(d->out, outlen, fctx))
+        return 0;
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(d->out, outlen, &end, 0);
     if (!j) {
@@ -331,7 +363,7 @@ static size_t find_later_frame(frame_decoder *d, const uint8_t *p, size_t n)
             continue;
         cJSON *ev = NULL;
         char why[64];
-        if (decode_frame(d, p + i, fsz, &ev, why, sizeof why) == 0) {
+        if (decode_frame(d, p + i, fsz, NULL, NULL, &ev, why, sizeof why) == 0) {
             cJSON_Delete(ev);
             return i;
         }
@@ -341,6 +373,13 @@ static size_t find_later_frame(frame_decoder *d, const uint8_t *p, size_t n)
 
 int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
                    pdbx_scan_result *res, char *err, size_t errlen)
+{
+    return pdbx_scan_file_filtered(path, from, NULL, fn, ctx, res, err, errlen);
+}
+
+int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_fn filter,
+                            pdbx_event_fn fn, void *ctx, pdbx_scan_result *res,
+                            char *err, size_t errlen)
 {
     file_reader rd = {.fd = -1, .base = from};
     frame_decoder dec = {0};
@@ -393,7 +432,7 @@ int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
             continue;
         }
         cJSON *ev = NULL;
-        int d = decode_frame(&dec, p, fsz, &ev, why, sizeof why);
+        int d = decode_frame(&dec, p, fsz, filter, ctx, &ev, why, sizeof why);
         if (d < 0) {
             set_err(err, errlen, "%s: out of memory decoding the frame at byte %llu", path,
                     (unsigned long long)pos);
@@ -404,6 +443,8 @@ int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
         pos += fsz;
         res->next_offset = pos;
         res->events++;
+        if (!ev)
+            continue;                                /* declined by the filter */
         int stop = fn ? fn(ev, ctx) : 0;
         cJSON_Delete(ev);
         if (stop)

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
+#include "store/store.h"
+
 typedef struct pdbx_frame_encoder pdbx_frame_encoder;
 
 int pdbx_frame_encoder_new(pdbx_frame_encoder **out, char *err, size_t errlen);
@@ -29,6 +31,16 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
  * *size advanced. On failure the file is truncated back to *size. path is for messages. */
 int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, const char *path,
                       char *err, size_t errlen);
+
+/* Decides from an event's verified JSON text (NUL-terminated) whether to parse and deliver
+ * it: 1 parse, 0 skip (the frame still counts in res->events). Lets a summary skip the bulk
+ * of a run (measurements) without paying for JSON parsing; the checksum is verified for
+ * every frame regardless. */
+typedef int (*pdbx_frame_filter_fn)(const char *json, size_t len, void *ctx);
+/* pdbx_scan_file with a filter (NULL: parse every frame). */
+int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_fn filter,
+                            pdbx_event_fn fn, void *ctx, pdbx_scan_result *res,
+                            char *err, size_t errlen);
 
 /* Wall clock as unix seconds (double), for "t". */
 double pdbx_now(void);

@@ -77,6 +77,10 @@ static int entry_from_json(const cJSON *j, pdbx_index_entry *e)
         !get_strbuf(j, "gpu", e->sum.gpu, sizeof e->sum.gpu) ||
         !get_strbuf(j, "message", e->sum.message, sizeof e->sum.message))
         return -1;
+    /* counts, sizes and pids in range (a damaged index must not overflow a conversion) */
+    if (!(size <= 9.0e18) || !(done >= 0 && done <= 1e9) || !(total >= 0 && total <= 1e9) ||
+        !(mmin >= 0 && mmin <= 1e9) || !(mmax >= 0 && mmax <= 1e9) || !(pid >= 0 && pid <= 2147483647.0))
+        return -1;
     int st = status_from_name(status);
     const cJSON *he = cJSON_GetObjectItemCaseSensitive(j, "have_end");
     const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "tp");

@@ -400,6 +400,59 @@ static void test_bad_options(void **state)
     pdbx_run_free(&run);
 }
 
+/* The run as the store loads it from its run file exports the values the events carried. */
+static void test_npz_from_store_round_trip(void **state)
+{
+    const char *dir = *state;
+    char store_dir[512], err[512] = "";
+    snprintf(store_dir, sizeof store_dir, "%s/store", dir);
+    pdbx_store *st = NULL;
+    if (pdbx_store_open(store_dir, 1, &st, err, sizeof err) != 0)
+        fail_msg("pdbx_store_open: %s", err);
+    pdbx_run_writer *w = NULL;
+    if (pdbx_run_writer_create(st, "2026-11-22__00-00-00_deadbeef", &w, err, sizeof err) != 0)
+        fail_msg("pdbx_run_writer_create: %s", err);
+    pdbx_run direct, loaded;
+    tx_sink = w;
+    tx_build_run(&direct, main_pts, N_MAIN, NULL, 1);
+    tx_end_run(&direct);
+    tx_sink = NULL;
+    assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    if (pdbx_run_load(st, "2026-11-22__00-00", &loaded, err, sizeof err) != 0)
+        fail_msg("pdbx_run_load: %s", err);
+    assert_int_equal(loaded.status, PDBX_RUN_COMPLETE);
+
+    /* cJSON prints a double with 15 digits when that reads back within an ulp, so the file
+     * holds the values to ~1e-16 relative, not bit for bit: compare with a tolerance. */
+    char out[512], path[600];
+    snprintf(out, sizeof out, "%s/loaded", dir);
+    tx_wrote_log log = { 0 };
+    if (pdbx_export_npz(&loaded, out, NULL, tx_wrote, &log, err, sizeof err) != 0)
+        fail_msg("pdbx_export_npz: %s", err);
+    assert_int_equal(log.n, 2);
+    const int first_point[3] = { 0, 0, 7 };
+    const int pp[3] = { 0, 2, 2 };
+    const char *tp1_missing[] = { "tp_allreduce_attn", "tp_allreduce_mlp", NULL };
+    const char *none[] = { NULL };
+    for (int tp = 1; tp <= 2; tp++) {
+        double from_file[3 * 10], from_events[3 * 10], want[3 * 10];
+        assert_int_equal(pdbx_fasop_rows(&loaded, tp, pp[tp], 1, PDBX_ATTR_FASOP, PDBX_STAT_MEAN,
+                                         from_file, 3, err, sizeof err), 3);
+        assert_int_equal(pdbx_fasop_rows(&direct, tp, pp[tp], 1, PDBX_ATTR_FASOP, PDBX_STAT_MEAN,
+                                         from_events, 3, err, sizeof err), 3);
+        for (int r = 0; r < 3; r++)
+            expected_row(main_pts, first_point[tp] + r, PDBX_ATTR_FASOP, PDBX_STAT_MEAN, want + 10 * r);
+        for (int i = 0; i < 30; i++)
+            assert_double_equal(from_file[i], from_events[i], 1e-14 * from_events[i]);
+        snprintf(path, sizeof path, "%s/llamatest_A40_%d.npz", out, tp);
+        check_npz_bytes(path, 3, from_file);
+        numpy_check(dir, path, want, 3, "fasop", "mean", tp, pp[tp], 1, tp == 1 ? tp1_missing : none);
+    }
+    pdbx_run_free(&direct);
+    pdbx_run_free(&loaded);
+    pdbx_store_close(st);
+}
+
 static void test_zip_and_npy_primitives(void **state)
 {
     (void)state;
@@ -440,6 +493,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mbs1_not_ok_is_an_error, tx_setup_tmpdir, tx_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_missing_cells, tx_setup_tmpdir, tx_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_bad_options, tx_setup_tmpdir, tx_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_npz_from_store_round_trip, tx_setup_tmpdir, tx_teardown_tmpdir),
         cmocka_unit_test(test_zip_and_npy_primitives),
     };
     return cmocka_run_group_tests_name("export_npz", tests, NULL, NULL);

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/profiledb.h"
+#include "store/store.h"
 
 #define assert_double_equal(a, b, eps)                                                           \
     do {                                                                                         \
@@ -98,6 +99,10 @@ static inline void tx_wrote(const char *path, void *ctx)
 
 /* ---- events ----------------------------------------------------------------------------- */
 
+/* When set, every event tx_apply folds is also appended to this run file, so a test can load
+ * the same run back through the store. */
+static pdbx_run_writer *tx_sink;
+
 static inline void tx_apply(pdbx_run *run, const char *fmt, ...)
 {
     va_list ap;
@@ -116,6 +121,8 @@ static inline void tx_apply(pdbx_run *run, const char *fmt, ...)
     char err[256] = "";
     if (pdbx_run_apply(run, ev, err, sizeof err) != 0)
         fail_msg("pdbx_run_apply: %s (event %s)", err, text);
+    if (tx_sink && pdbx_run_writer_append(tx_sink, ev, err, sizeof err) != 0)
+        fail_msg("pdbx_run_writer_append: %s", err);
     cJSON_Delete(ev);
     free(text);
 }

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,8 +183,9 @@ static void test_torn_tail_every_cut(void **state)
     assert_int_equal(len, end);
     char copy[700];
     snprintf(copy, sizeof copy, "%s/cut.pdbx", fx.dir);
-    for (uint64_t cut = last; cut < end; cut++) {
-        test_write_file(copy, orig, (size_t)cut);
+    test_write_file(copy, orig, len);
+    for (uint64_t cut = end - 1; cut + 1 > last; cut--) {     /* longest to shortest */
+        assert_int_equal(truncate(copy, (off_t)cut), 0);
         collected c = {0};
         pdbx_scan_result res;
         assert_int_equal(pdbx_scan_file(copy, 0, collect, &c, &res, err, sizeof err), 0);
@@ -201,8 +204,8 @@ static void test_torn_tail_every_cut(void **state)
         pdbx_run_free(&run);
     }
     /* a torn run_start frame at the very start of a file: empty, torn, not corrupt */
-    for (uint64_t cut = 1; cut < fx.off[1]; cut++) {
-        test_write_file(copy, orig, (size_t)cut);
+    for (uint64_t cut = fx.off[1] - 1; cut > 0; cut--) {
+        assert_int_equal(truncate(copy, (off_t)cut), 0);
         pdbx_scan_result res;
         assert_int_equal(pdbx_scan_file(copy, 0, NULL, NULL, &res, err, sizeof err), 0);
         assert_false(res.corrupt);
@@ -255,11 +258,13 @@ static void flip_frame(fixture *fx, char *orig, size_t len, size_t k, uint64_t s
     snprintf(copy, sizeof copy, "%s/flip.pdbx", fx->dir);
     snprintf(expect, sizeof expect, "%s: bad frame at byte %llu: ", copy, (unsigned long long)fx->off[k]);
     int detected = 0, benign = 0;
+    test_write_file(copy, orig, len);
+    int fd = open(copy, O_WRONLY);
+    assert_true(fd >= 0);
     for (uint64_t b = fx->off[k]; b < fx->off[k + 1]; b += stride) {
         for (int bit = 0; bit < 8; bit++) {
-            orig[b] ^= (char)(1 << bit);
-            test_write_file(copy, orig, len);
-            orig[b] ^= (char)(1 << bit);
+            char flipped = (char)(orig[b] ^ (1 << bit));
+            assert_int_equal(pwrite(fd, &flipped, 1, (off_t)b), 1);
             collected c = {0};
             pdbx_scan_result res;
             assert_int_equal(pdbx_scan_file(copy, 0, collect, &c, &res, err, sizeof err), 0);
@@ -283,7 +288,9 @@ static void flip_frame(fixture *fx, char *orig, size_t len, size_t k, uint64_t s
             }
             collected_free(&c);
         }
+        assert_int_equal(pwrite(fd, &orig[b], 1, (off_t)b), 1);
     }
+    close(fd);
     /* Bits a decoder ignores (the frame header's unused bit, padding of an entropy table) leave
      * the events intact and so cannot be detected; they must stay rare. */
     print_message("frame %zu (%d bytes, every %d. byte): %d flips detected, %d left the data intact\n", k,
@@ -420,6 +427,58 @@ static void test_tail_incremental(void **state)
     pdbx_store_close(st);
 }
 
+/* An append that fails halfway (file size limit: a short write) is cut back, so the file
+ * never holds a partial frame that a later append would bury; the next append works. */
+static void test_failed_append_is_cut_back(void **state)
+{
+    char err[256];
+    pdbx_store *st;
+    assert_int_equal(pdbx_store_open(*state, 1, &st, err, sizeof err), 0);
+    pdbx_run_writer *w;
+    assert_int_equal(pdbx_run_writer_create(st, "lim", &w, err, sizeof err), 0);
+    char path[600];
+    pdbx_store_run_path(st, "lim", path, sizeof path);
+    cJSON *small = cJSON_Parse("{\"type\":\"warning\",\"message\":\"before\"}");
+    assert_int_equal(pdbx_run_writer_append(w, small, err, sizeof err), 0);
+    uint64_t before = file_size(path);
+    /* an incompressible event of ~4 KB */
+    cJSON *big = cJSON_CreateObject();
+    cJSON_AddStringToObject(big, "type", "warning");
+    char text[4096];
+    uint32_t x = 12345;
+    for (size_t i = 0; i + 1 < sizeof text; i++) {
+        x = x * 1103515245u + 12345u;
+        text[i] = (char)('a' + (x >> 16) % 26);
+    }
+    text[sizeof text - 1] = '\0';
+    cJSON_AddStringToObject(big, "message", text);
+
+    struct rlimit saved, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    lim = saved;
+    lim.rlim_cur = before + 100;
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = pdbx_run_writer_append(w, big, err, sizeof err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    signal(SIGXFSZ, old);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, path));
+    assert_int_equal(file_size(path), before);          /* the partial frame was cut */
+
+    assert_int_equal(pdbx_run_writer_append(w, big, err, sizeof err), 0);
+    assert_int_equal(pdbx_run_writer_append(w, small, err, sizeof err), 0);
+    assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(path, 0, NULL, NULL, &res, err, sizeof err), 0);
+    assert_false(res.corrupt);
+    assert_false(res.torn_tail);
+    assert_int_equal(res.events, 3);
+    cJSON_Delete(small);
+    cJSON_Delete(big);
+    pdbx_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +488,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flipped_bits_middle_frame, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_frame_not_an_event, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_tail_incremental, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_failed_append_is_cut_back, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("store_frames", tests, NULL, NULL);
 }

@@ -444,6 +444,28 @@ static void test_index_garbage_rebuilt(void **state)
         cJSON_Delete(j);
         free(idx);
     }
+    /* a well-formed entry with absurd numbers is dropped, not converted */
+    {
+        pdbx_run_summary *s0;
+        size_t n0, len;
+        assert_int_equal(pdbx_store_list(st, &s0, &n0, err, sizeof err), 0);
+        free(s0);
+        char *idx = test_slurp(index_path(dir), &len);
+        char *pd = strstr(idx, "\"points_done\":6");
+        assert_non_null(pd);
+        char *fixed = malloc(len + 16);
+        size_t head = (size_t)(pd - idx) + strlen("\"points_done\":");
+        memcpy(fixed, idx, head);
+        memcpy(fixed + head, "1e300", 5);
+        memcpy(fixed + head + 5, pd + strlen("\"points_done\":6"), len - head - 1);
+        test_write_file(index_path(dir), fixed, len + 4);
+        free(idx);
+        free(fixed);
+        assert_int_equal(pdbx_store_list(st, &s0, &n0, err, sizeof err), 0);
+        assert_int_equal(n0, 2);
+        assert_int_equal(s0[1].points_done, 6);
+        free(s0);
+    }
     /* missing index: rebuilt; explicit rebuild too */
     assert_int_equal(unlink(index_path(dir)), 0);
     pdbx_run_summary *s;
@@ -672,6 +694,32 @@ static void test_record_import(void **state)
     pdbx_store_close(b);
 }
 
+/* err may be NULL on every failure path. */
+static void test_null_err(void **state)
+{
+    const char *dir = *state;
+    char sub[600], out[PDBX_RUN_ID_MAX];
+    snprintf(sub, sizeof sub, "%s/nostore", dir);
+    pdbx_store *st;
+    assert_int_equal(pdbx_store_open(sub, 0, &st, NULL, 0), -1);
+    st = open_store(dir);
+    assert_int_equal(pdbx_store_resolve(st, "zzz", out, NULL, 0), -1);
+    assert_int_equal(pdbx_store_delete(st, "zzz", NULL, 0), -1);
+    assert_int_equal(pdbx_store_import(st, sub, out, NULL, 0), -1);
+    assert_int_equal(pdbx_store_record(st, "zzz", sub, NULL, 0), -1);
+    pdbx_run_writer *w;
+    assert_int_equal(pdbx_run_writer_create(st, "a/b", &w, NULL, 0), -1);
+    assert_int_equal(pdbx_run_writer_open(st, "zzz", &w, NULL, 0), -1);
+    pdbx_run run;
+    assert_int_equal(pdbx_run_load(st, "zzz", &run, NULL, 0), -1);
+    pdbx_run_free(&run);
+    assert_int_equal(pdbx_run_load_file(sub, &run, NULL, 0), -1);
+    pdbx_run_free(&run);
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(sub, 0, NULL, NULL, &res, NULL, 0), -1);
+    pdbx_store_close(st);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, test_setup_tmpdir, test_teardown_tmpdir)
@@ -679,6 +727,7 @@ int main(void)
         T(test_open_and_default_dir), T(test_new_ids), T(test_resolve), T(test_liveness),
         T(test_list_summaries), T(test_index_is_used_and_invalidated), T(test_index_garbage_rebuilt),
         T(test_deleted_behind_index_and_delete), T(test_corrupt_run_among_good), T(test_record_import),
+        T(test_null_err),
     };
     return cmocka_run_group_tests_name("store_runs", tests, NULL, NULL);
 }
