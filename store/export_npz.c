@@ -23,6 +23,7 @@
 
 #include "store/durable.h"
 #include "store/export_common.h"
+#include "store/version.h"
 #include "store/export_zip.h"
 
 /* FASOP sweeps MBS 1..128; 2^30 is far beyond any real sweep and keeps 2^i in an int. */
@@ -287,7 +288,7 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     pdbx_json_put(&ok, o, "column_ops", col_ops);
     pdbx_json_put(&ok, o, "ops_not_measured", string_array_of_ops(m->not_measured));
     char source[128];
-    snprintf(source, sizeof source, "pdbx %s (git %s)", PDBX_VERSION, PDBX_GIT_REV);
+    snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
     pdbx_json_str(&ok, o, "source", source);
     char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);

@@ -23,6 +23,7 @@
 
 #include "store/durable.h"
 #include "store/export_common.h"
+#include "store/version.h"
 
 static const pdbx_point *point_by_index(const pdbx_run *run, int index)
 {
@@ -268,7 +269,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
             : "one measured step per rank as the engine recorded it; pid = rank, tid = point; "
               "ts and dur in microseconds relative to the step start");
         char source[128];
-        snprintf(source, sizeof source, "pdbx %s (git %s)", PDBX_VERSION, PDBX_GIT_REV);
+        snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
         pdbx_json_str(&ok, meta, "source", source);
     }
     pdbx_json_put(&ok, root, "metadata", meta);
