@@ -1,6 +1,6 @@
 /* durable.c: crash-safe whole-file writes (see durable.h).
  *
- * The temp file lives next to the target ("<target>.tmp.XXXXXX") so the final rename stays
+ * The temp file lives next to the target ("<target>.tmp.<pid>.<tag>") so the final rename stays
  * within one filesystem and is atomic. Nothing touches the target before the rename.
  */
 #include "store/durable.h"
@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct pdbx_durable_file {
@@ -83,26 +85,27 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
     if (!f)
         goto oom;
     f->path = strdup(path);
-    size_t tmplen = strlen(path) + sizeof ".tmp.XXXXXX";
+    size_t tmplen = strlen(path) + 48;
     f->tmp = malloc(tmplen);
     if (!f->path || !f->tmp)
         goto oom;
-    snprintf(f->tmp, tmplen, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(f->tmp);
-    if (fd < 0) {
-        set_err(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
-        durable_free(f);
-        return -1;
-    }
-    /* mkstemp creates 0600; published files follow the umask like any other file. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        set_err(err, errlen, "%s: chmod of temp file failed: %s", f->tmp, strerror(errno));
-        close(fd);
-        unlink(f->tmp);
-        durable_free(f);
-        return -1;
+    /* A fresh name opened O_EXCL with mode 0666: the file gets the caller's umask like any
+     * other file it creates (mkstemp would force 0600, and changing the umask to read it is
+     * not thread-safe). */
+    int fd = -1;
+    for (int attempt = 0; fd < 0; attempt++) {
+        /* pid + this allocation's address are unique among live writers; the clock and the
+         * attempt vary the name when a stale temp file holds it. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned tag = (unsigned)((uintptr_t)f >> 4) ^ (unsigned)ts.tv_nsec * 2654435761u ^ (unsigned)attempt;
+        snprintf(f->tmp, tmplen, "%s.tmp.%ld.%08x", path, (long)getpid(), tag);
+        fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
+            set_err(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
+            durable_free(f);
+            return -1;
+        }
     }
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_getFrameHeader */
@@ -132,7 +133,15 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
     text = cJSON_PrintUnformatted(to_print);
     if (!text)
         goto oom;
-    rc = pdbx_frame_encode(enc, text, strlen(text), frame, frame_len, err, errlen);
+    /* One event per line: `zstdcat run.pdbx` prints JSON lines (grep, wc -l, jq -c). */
+    size_t len = strlen(text);
+    char *line = realloc(text, len + 2);
+    if (!line)
+        goto oom;
+    text = line;
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    rc = pdbx_frame_encode(enc, text, len + 1, frame, frame_len, err, errlen);
     goto done;
 oom:
     set_err(err, errlen, "event: out of memory while serialising");
@@ -151,7 +160,8 @@ int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, con
     do
         w = write(fd, frame, len);
     while (w < 0 && errno == EINTR);
-    if (w < 0 || (size_t)w != len) {
+    size_t written = w > 0 ? (size_t)w : 0;
+    if (written != len) {
         int e = w < 0 ? errno : ENOSPC;
         set_err(err, errlen, "%s: append of a %zu-byte frame failed: %s%s", path, len, strerror(e),
                 w >= 0 ? " (short write)" : "");
@@ -164,12 +174,19 @@ int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, con
     *size += len;
     return 0;
 cut:
-    /* Never leave a partial frame where the next append would land after it. */
-    if (ftruncate(fd, (off_t)*size) != 0) {
-        size_t n = err ? strlen(err) : 0;
-        if (err && n + 1 < errlen)
-            snprintf(err + n, errlen - n, "; truncating back to %llu bytes failed: %s",
-                     (unsigned long long)*size, strerror(errno));
+    /* Never leave a partial (or unsynced) frame where the next append would land after it.
+     * O_APPEND put our bytes at the end of the file: remove exactly those. */
+    if (written > 0) {
+        struct stat sb;
+        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < written ||
+            ftruncate(fd, sb.st_size - (off_t)written) != 0) {
+            size_t n = err ? strlen(err) : 0;
+            if (err && n + 1 < errlen)
+                snprintf(err + n, errlen - n, "; removing the %zu bytes written failed: %s", written,
+                         strerror(errno));
+        } else {
+            *size = (uint64_t)sb.st_size - written;
+        }
     }
     return -1;
 }

@@ -251,6 +251,8 @@ static void test_liveness(void **state)
     make_run(st, "remote-fresh", "some-other-host.example", 4242, now, "m", tp, 2, 0, NULL);
     make_run(st, "remote-stale", "some-other-host.example", 4242, now - 600, "m", tp, 2, 0, NULL);
     make_run(st, "ended", my_host(), dead_pid(), now, "m", tp, 2, 6, "complete");
+    /* a live pid that started after the run's last event is a reused pid, not the launcher */
+    make_run(st, "reused", my_host(), (long)getpid(), now - 30 * 86400.0, "m", tp, 2, 0, NULL);
     make_run(st, "cancelled", my_host(), dead_pid(), now, "m", tp, 2, 3, "cancelled");
     char err[256];
     struct { const char *id; pdbx_run_status st; const char *msg; } want[] = {
@@ -260,6 +262,7 @@ static void test_liveness(void **state)
         {"remote-stale", PDBX_RUN_FAILED, "no run end"},
         {"ended", PDBX_RUN_COMPLETE, ""},
         {"cancelled", PDBX_RUN_CANCELLED, "r-cancelled"},
+        {"reused", PDBX_RUN_FAILED, "no run end"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         pdbx_run run;
@@ -276,7 +279,7 @@ static void test_liveness(void **state)
         pdbx_run_summary *s;
         size_t n;
         assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
-        assert_int_equal(n, 6);
+        assert_int_equal(n, 7);
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
             const pdbx_run_summary *x = find_sum(s, n, want[i].id);
             assert_non_null(x);
