@@ -23,6 +23,7 @@
 
 #include "store/durable.h"
 #include "store/export_common.h"
+#include "store/version.h"
 #include "store/export_zip.h"
 
 /* FASOP sweeps MBS 1..128; 2^30 is far beyond any real sweep and keeps 2^i in an int. */
@@ -224,63 +225,72 @@ static int check_tag(const char *field, const char *tag, char *err, size_t errle
 
 static cJSON *string_array_of_ops(uint32_t mask)
 {
+    int ok = 1;
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
         return NULL;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         if (mask & PDBX_OP_BIT(op))
-            cJSON_AddItemToArray(arr, cJSON_CreateString(pdbx_op_name((pdbx_op)op)));
+            pdbx_json_put(&ok, arr, NULL, cJSON_CreateString(pdbx_op_name((pdbx_op)op)));
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
     return arr;
 }
 
+/* meta.json: what the numbers in data.npy are. NULL when out of memory. */
 static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *model_tag,
                        const char *gpu_tag, pdbx_attribution attr, pdbx_stat_kind stat)
 {
+    int ok = 1;
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddStringToObject(o, "format", "pdbx FASOP profile");
-    cJSON_AddNumberToObject(o, "format_version", 1);
-    cJSON_AddStringToObject(o, "attribution", attr == PDBX_ATTR_FASOP ? "fasop" : "pure");
-    cJSON_AddStringToObject(o, "attribution_note", attr == PDBX_ATTR_FASOP
+    pdbx_json_str(&ok, o, "format", "pdbx FASOP profile");
+    pdbx_json_num(&ok, o, "format_version", 1);
+    pdbx_json_str(&ok, o, "attribution", attr == PDBX_ATTR_FASOP ? "fasop" : "pure");
+    pdbx_json_str(&ok, o, "attribution_note", attr == PDBX_ATTR_FASOP
         ? "FASOP module timing: each column also holds the unnamed work before its module "
           "(input norm and the previous layer's MLP all-reduce in attn_q, attention core in "
           "attn_o, attention all-reduce and post-attention norm in mlp_gate, final norm in "
           "lm_head); the layer columns sum to the layer's forward time"
         : "pure: each column is its own op only");
-    cJSON_AddStringToObject(o, "stat", pdbx_stat_name(stat));
-    cJSON_AddStringToObject(o, "units", "ms");
-    cJSON_AddStringToObject(o, "per", "forward only, one micro-batch; layer columns per layer "
-                            "(averaged over the profiled layers); embed and lm_head once");
-    cJSON_AddStringToObject(o, "run_id", run->id);
-    cJSON_AddStringToObject(o, "model", run->model.name);
-    cJSON_AddStringToObject(o, "model_tag", model_tag);
-    cJSON_AddStringToObject(o, "gpu", run->gpu);
-    cJSON_AddStringToObject(o, "gpu_tag", gpu_tag);
-    cJSON_AddStringToObject(o, "backend", run->backend);
-    cJSON_AddStringToObject(o, "dtype", run->dtype);
-    cJSON_AddStringToObject(o, "device", run->device_name);
-    cJSON_AddNumberToObject(o, "tp", m->tp);
-    cJSON_AddNumberToObject(o, "pp", m->pp);
-    cJSON_AddNumberToObject(o, "dp", m->dp);
-    cJSON_AddNumberToObject(o, "seq_len", run->seq_len);
-    cJSON_AddNumberToObject(o, "layers_profiled", run->layers_profiled);
-    cJSON_AddNumberToObject(o, "layers", run->model.layers);
-    cJSON *mbs = cJSON_AddArrayToObject(o, "mbs");
+    pdbx_json_str(&ok, o, "stat", pdbx_stat_name(stat));
+    pdbx_json_str(&ok, o, "units", "ms");
+    pdbx_json_str(&ok, o, "per", "forward only, one micro-batch; layer columns per layer "
+                  "(averaged over the profiled layers); embed and lm_head once");
+    pdbx_json_str(&ok, o, "run_id", run->id);
+    pdbx_json_str(&ok, o, "model", run->model.name);
+    pdbx_json_str(&ok, o, "model_tag", model_tag);
+    pdbx_json_str(&ok, o, "gpu", run->gpu);
+    pdbx_json_str(&ok, o, "gpu_tag", gpu_tag);
+    pdbx_json_str(&ok, o, "backend", run->backend);
+    pdbx_json_str(&ok, o, "dtype", run->dtype);
+    pdbx_json_str(&ok, o, "device", run->device_name);
+    pdbx_json_num(&ok, o, "tp", m->tp);
+    pdbx_json_num(&ok, o, "pp", m->pp);
+    pdbx_json_num(&ok, o, "dp", m->dp);
+    pdbx_json_num(&ok, o, "seq_len", run->seq_len);
+    pdbx_json_num(&ok, o, "layers_profiled", run->layers_profiled);
+    pdbx_json_num(&ok, o, "layers", run->model.layers);
+    cJSON *mbs = cJSON_CreateArray();
     for (int r = 0; mbs && r < m->rows; r++)
-        cJSON_AddItemToArray(mbs, cJSON_CreateNumber((double)(1L << r)));
-    cJSON *cols = cJSON_AddArrayToObject(o, "columns");
-    cJSON *col_ops = cJSON_AddObjectToObject(o, "column_ops");
+        pdbx_json_put(&ok, mbs, NULL, cJSON_CreateNumber((double)(1L << r)));
+    pdbx_json_put(&ok, o, "mbs", mbs);
+    cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
     for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
-        cJSON_AddItemToArray(cols, cJSON_CreateString(pdbx_fasop_col_name(c)));
+        pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
         uint32_t ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured;
-        cJSON_AddItemToObject(col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
+        pdbx_json_put(&ok, col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
     }
-    cJSON_AddItemToObject(o, "ops_not_measured", string_array_of_ops(m->not_measured));
+    pdbx_json_put(&ok, o, "columns", cols);
+    pdbx_json_put(&ok, o, "column_ops", col_ops);
+    pdbx_json_put(&ok, o, "ops_not_measured", string_array_of_ops(m->not_measured));
     char source[128];
-    snprintf(source, sizeof source, "pdbx %s (git %s)", PDBX_VERSION, PDBX_GIT_REV);
-    cJSON_AddStringToObject(o, "source", source);
-    char *text = cJSON_PrintUnformatted(o);
+    snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
+    pdbx_json_str(&ok, o, "source", source);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return text;
 }
