@@ -17,8 +17,6 @@
 #define PDBX_RUN_SUFFIX ".pdbx"
 /* A run without run_end on another host is running while its last event is younger. */
 #define PDBX_HEARTBEAT_TIMEOUT_S 60.0
-/* Clock slack when comparing a process's start time (boot time + ticks) with event times. */
-#define PDBX_PID_REUSE_SLACK_S 2.0
 
 struct pdbx_store {
     char *dir;

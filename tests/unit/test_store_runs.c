@@ -251,8 +251,8 @@ static void test_liveness(void **state)
     make_run(st, "remote-fresh", "some-other-host.example", 4242, now, "m", tp, 2, 0, NULL);
     make_run(st, "remote-stale", "some-other-host.example", 4242, now - 600, "m", tp, 2, 0, NULL);
     make_run(st, "ended", my_host(), dead_pid(), now, "m", tp, 2, 6, "complete");
-    /* a live pid that started after the run's last event is a reused pid, not the launcher */
-    make_run(st, "reused", my_host(), (long)getpid(), now - 30 * 86400.0, "m", tp, 2, 0, NULL);
+    /* the rule is the pid's existence alone: old event times with a live pid still run */
+    make_run(st, "old-alive", my_host(), (long)getpid(), now - 30 * 86400.0, "m", tp, 2, 0, NULL);
     make_run(st, "cancelled", my_host(), dead_pid(), now, "m", tp, 2, 3, "cancelled");
     char err[256];
     struct { const char *id; pdbx_run_status st; const char *msg; } want[] = {
@@ -262,7 +262,7 @@ static void test_liveness(void **state)
         {"remote-stale", PDBX_RUN_FAILED, "no run end"},
         {"ended", PDBX_RUN_COMPLETE, ""},
         {"cancelled", PDBX_RUN_CANCELLED, "r-cancelled"},
-        {"reused", PDBX_RUN_FAILED, "no run end"},
+        {"old-alive", PDBX_RUN_RUNNING, ""},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         pdbx_run run;
