@@ -3,6 +3,7 @@
  * The temp file lives next to the target ("<target>.tmp.<pid>.<tag>") so the final rename stays
  * within one filesystem and is atomic. Nothing touches the target before the rename.
  */
+#include "store/errbuf.h"
 #include "store/durable.h"
 
 #include <errno.h>
@@ -22,15 +23,6 @@ struct pdbx_durable_file {
     FILE *fp;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Directory part of path ("." when it has none); malloc'ed. */
 static char *dir_of(const char *path)
@@ -53,11 +45,11 @@ int pdbx_fsync_dir(const char *dir, char *err, size_t errlen)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        set_err(err, errlen, "%s: cannot open directory: %s", dir, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot open directory: %s", dir, strerror(errno));
         return -1;
     }
     if (fsync(fd) != 0 && errno != EINVAL) {   /* EINVAL: filesystem without dir fsync */
-        set_err(err, errlen, "%s: fsync of directory failed: %s", dir, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fsync of directory failed: %s", dir, strerror(errno));
         close(fd);
         return -1;
     }
@@ -78,7 +70,7 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
 {
     *out = NULL;
     if (!path || !*path) {
-        set_err(err, errlen, "durable write: empty path");
+        pdbx_errf(err, errlen, "durable write: empty path");
         return -1;
     }
     pdbx_durable_file *f = calloc(1, sizeof *f);
@@ -102,14 +94,14 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
         snprintf(f->tmp, tmplen, "%s.tmp.%ld.%08x", path, (long)getpid(), tag);
         fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
-            set_err(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
+            pdbx_errf(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
             durable_free(f);
             return -1;
         }
     }
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {
-        set_err(err, errlen, "%s: fdopen failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fdopen failed: %s", f->tmp, strerror(errno));
         close(fd);
         unlink(f->tmp);
         durable_free(f);
@@ -118,7 +110,7 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
     *out = f;
     return 0;
 oom:
-    set_err(err, errlen, "%s: out of memory", path);
+    pdbx_errf(err, errlen, "%s: out of memory", path);
     durable_free(f);
     return -1;
 }
@@ -128,7 +120,7 @@ int pdbx_durable_put(pdbx_durable_file *f, const void *data, size_t len, char *e
     if (len == 0)
         return 0;
     if (fwrite(data, 1, len, f->fp) != len) {
-        set_err(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
         return -1;
     }
     return 0;
@@ -148,26 +140,26 @@ int pdbx_durable_commit(pdbx_durable_file *f, char *err, size_t errlen)
 {
     char *dir = NULL;
     if (fflush(f->fp) != 0) {
-        set_err(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
         goto fail;
     }
     if (fsync(fileno(f->fp)) != 0) {
-        set_err(err, errlen, "%s: fsync failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fsync failed: %s", f->tmp, strerror(errno));
         goto fail;
     }
     FILE *fp = f->fp;
     f->fp = NULL;
     if (fclose(fp) != 0) {
-        set_err(err, errlen, "%s: close failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: close failed: %s", f->tmp, strerror(errno));
         goto fail;
     }
     if (rename(f->tmp, f->path) != 0) {
-        set_err(err, errlen, "%s: rename from %s failed: %s", f->path, f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: rename from %s failed: %s", f->path, f->tmp, strerror(errno));
         goto fail;
     }
     dir = dir_of(f->path);
     if (!dir) {
-        set_err(err, errlen, "%s: out of memory", f->path);
+        pdbx_errf(err, errlen, "%s: out of memory", f->path);
         durable_free(f);
         return -1;
     }

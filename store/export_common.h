@@ -7,13 +7,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "store/errbuf.h"
+
 /* mkdir -p DIR (mode 0755). 0, or -1 with "<path>: cannot create directory: <why>" or
  * "<dir>: not a directory" in err. */
 int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen);
 
 /* snprintf into err when err is not NULL. */
-void pdbx_export_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* cJSON builders with a sticky success flag: a document is built with many adds and checked
  * once (*ok == 0 after any failed allocation). An item that cannot be attached is freed. */

@@ -12,6 +12,7 @@
  * either measured in every row (added), or in none (adds 0, e.g. the all-reduces at TP 1 do
  * not exist; listed under "ops_not_measured" in meta.json), never in some rows only.
  */
+#include "store/errbuf.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -57,12 +58,12 @@ static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
     config_str(cfg, sizeof cfg, tp, pp, dp);
     const pdbx_point **pts = malloc((run->npoints ? run->npoints : 1) * sizeof *pts);
     if (!pts) {
-        pdbx_export_err(err, errlen, "out of memory listing the points of %s", cfg);
+        pdbx_errf(err, errlen, "out of memory listing the points of %s", cfg);
         return -1;
     }
     size_t n = pdbx_run_config_points(run, tp, pp, dp, pts, run->npoints);
     if (n == 0) {
-        pdbx_export_err(err, errlen, "run %s has no points with %s", run->id, cfg);
+        pdbx_errf(err, errlen, "run %s has no points with %s", run->id, cfg);
         free(pts);
         return -1;
     }
@@ -84,10 +85,10 @@ static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
                 break;
             }
         if (!first)
-            pdbx_export_err(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
+            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
                     "there; FASOP rows must start at MBS 1", tp, cfg);
         else
-            pdbx_export_err(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
+            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
                     "must start at MBS 1", tp, cfg, pdbx_point_status_name(first->status),
                     first->message ? ": " : "", first->message ? first->message : "");
         free(pts);
@@ -107,12 +108,12 @@ static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attrib
     m->pp = pp;
     m->dp = dp;
     if ((int)stat < 0 || stat >= PDBX_STAT_COUNT_KINDS) {
-        pdbx_export_err(err, errlen, "stat: %d is not a statistic (allowed: mean, median, min, max, std)",
+        pdbx_errf(err, errlen, "stat: %d is not a statistic (allowed: mean, median, min, max, std)",
                 (int)stat);
         return -1;
     }
     if (attr != PDBX_ATTR_FASOP && attr != PDBX_ATTR_PURE) {
-        pdbx_export_err(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
+        pdbx_errf(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
         return -1;
     }
     const pdbx_point *rows[FASOP_MAX_ROWS];
@@ -147,14 +148,14 @@ static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attrib
             int col = 0;
             while (col < PDBX_FASOP_COLS && !(pdbx_fasop_col_ops(col, 0) & PDBX_OP_BIT(op)))
                 col++;
-            pdbx_export_err(err, errlen, "FASOP column %s needs op %s, which has no %s value at MBS %d "
+            pdbx_errf(err, errlen, "FASOP column %s needs op %s, which has no %s value at MBS %d "
                     "(%s): measure it or drop MBS >= %d", pdbx_fasop_col_name(col),
                     pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_missing]->mbs,
                     cfg, rows[first_missing]->mbs);
             return -1;
         }
         if (first_present >= 0) {
-            pdbx_export_err(err, errlen, "op %s has a %s value at MBS %d but none at MBS %d (%s): a "
+            pdbx_errf(err, errlen, "op %s has a %s value at MBS %d but none at MBS %d (%s): a "
                     "FASOP column cannot mix rows with and without it",
                     pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_present]->mbs,
                     rows[first_missing]->mbs, cfg);
@@ -182,7 +183,7 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
 {
     fasop_matrix *m = malloc(sizeof *m);
     if (!m) {
-        pdbx_export_err(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
+        pdbx_errf(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
         return -1;
     }
     if (build_matrix(run, tp, pp, dp, attr, stat, m, err, errlen) != 0) {
@@ -204,20 +205,20 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
 static int check_tag(const char *field, const char *tag, char *err, size_t errlen)
 {
     if (!tag || !*tag) {
-        pdbx_export_err(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
+        pdbx_errf(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
         return -1;
     }
     for (const char *p = tag; *p; p++) {
         int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')
                  || *p == '-' || *p == '.' || *p == '+';
         if (!ok) {
-            pdbx_export_err(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
+            pdbx_errf(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
                     field, tag, *p);
             return -1;
         }
     }
     if (strlen(tag) > 64) {
-        pdbx_export_err(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
+        pdbx_errf(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
         return -1;
     }
     return 0;
@@ -306,14 +307,14 @@ static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s_%s_%d.npz", dir, model_tag, gpu_tag, m->tp)
         >= (int)sizeof path) {
-        pdbx_export_err(err, errlen, "%s: path too long", dir);
+        pdbx_errf(err, errlen, "%s: path too long", dir);
         goto out;
     }
     if (pdbx_npy_f64(m->values, (size_t)m->rows, PDBX_FASOP_COLS, &npy, &npy_len, err, errlen) != 0)
         goto out;
     meta = meta_json(run, m, model_tag, gpu_tag, attr, stat);
     if (!meta) {
-        pdbx_export_err(err, errlen, "%s: out of memory building meta.json", path);
+        pdbx_errf(err, errlen, "%s: out of memory building meta.json", path);
         goto out;
     }
     pdbx_zip_member members[2] = {
@@ -358,12 +359,12 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
     int *tps = malloc(cap * sizeof *tps);
     fasop_matrix *best = malloc(sizeof *best), *cand = malloc(sizeof *cand);
     if (!configs || !tps || !best || !cand) {
-        pdbx_export_err(err, errlen, "out of memory exporting run %s", run->id);
+        pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
         goto out;
     }
     size_t nconfigs = pdbx_run_configs(run, configs, cap);
     if (nconfigs == 0) {
-        pdbx_export_err(err, errlen, "run %s has no points: nothing to export", run->id);
+        pdbx_errf(err, errlen, "run %s has no points: nothing to export", run->id);
         goto out;
     }
     size_t ntp = 0;
@@ -410,7 +411,7 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
             goto out;
     }
     if (first_err[0]) {
-        pdbx_export_err(err, errlen, "%s", first_err);
+        pdbx_errf(err, errlen, "%s", first_err);
         goto out;
     }
     rc = 0;

@@ -12,6 +12,7 @@
  * execution order (embed, layers_profiled x the layer ops, final_norm, lm_head), and the
  * metadata says "synthesized": true. Nothing there was measured as a timeline.
  */
+#include "store/errbuf.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -206,7 +207,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
     cJSON *root = cJSON_CreateObject();
     cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
     if (!events) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
     size_t count = 0;
@@ -218,7 +219,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
             if (track_add(&tracks, ev->rank, ev->point) != 0
                 || add_complete(events, pt, ev->point, ev->rank, ev->layer, ev->op,
                                 ev->start_us, ev->dur_us) != 0) {
-                pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+                pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
                 goto out;
             }
             count++;
@@ -235,19 +236,19 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
             for (int r = 0; r < nranks; r++) {
                 if (track_add(&tracks, r, pt->index) != 0
                     || synthesize_point(events, run, pt, r, &count) != 0) {
-                    pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+                    pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
                     goto out;
                 }
             }
         }
     }
     if (count == 0) {
-        pdbx_export_err(err, errlen, "run %s has neither trace events nor an ok point: nothing "
+        pdbx_errf(err, errlen, "run %s has neither trace events nor an ok point: nothing "
                         "to write to %s", run->id, file);
         goto out;
     }
     if (name_tracks(events, run, &tracks) != 0) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
     int ok = 1;
@@ -274,12 +275,12 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
     }
     pdbx_json_put(&ok, root, "metadata", meta);
     if (!ok) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
     text = cJSON_PrintUnformatted(root);
     if (!text) {
-        pdbx_export_err(err, errlen, "%s: out of memory printing the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory printing the trace", file);
         goto out;
     }
     if (pdbx_durable_write(file, text, strlen(text), err, errlen) != 0)

@@ -1,6 +1,7 @@
 /* store.c: the store directory: open, default dir, run ids, prefix resolution and delete
  * (see store.h; the module map is in store_impl.h).
  */
+#include "store/errbuf.h"
 #include "store/store.h"
 
 #include <dirent.h>
@@ -18,15 +19,6 @@
 #include "store/store_impl.h"
 #include "store/store_index.h"
 
-void store_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 char *store_join(const char *a, const char *b)
 {
@@ -76,11 +68,11 @@ int pdbx_store_default_dir(char *buf, size_t len, char *err, size_t errlen)
     else if ((s = getenv("HOME")) && *s)
         n = snprintf(buf, len, "%s/.local/share/pdbx", s);
     else {
-        store_err(err, errlen, "no store directory: set PDBX_STORE, XDG_DATA_HOME or HOME, or pass --store DIR");
+        pdbx_errf(err, errlen, "no store directory: set PDBX_STORE, XDG_DATA_HOME or HOME, or pass --store DIR");
         return -1;
     }
     if (n < 0 || (size_t)n >= len) {
-        store_err(err, errlen, "store directory path too long: %s...", s);
+        pdbx_errf(err, errlen, "store directory path too long: %s...", s);
         return -1;
     }
     return 0;
@@ -91,7 +83,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
 {
     char *p = strdup(path);
     if (!p) {
-        store_err(err, errlen, "%s: out of memory", path);
+        pdbx_errf(err, errlen, "%s: out of memory", path);
         return -1;
     }
     for (char *q = p + 1;; q++) {
@@ -99,7 +91,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
             char c = *q;
             *q = '\0';
             if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                store_err(err, errlen, "%s: cannot create directory: %s", p, strerror(errno));
+                pdbx_errf(err, errlen, "%s: cannot create directory: %s", p, strerror(errno));
                 free(p);
                 return -1;
             }
@@ -111,7 +103,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
     free(p);
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        store_err(err, errlen, "%s: not a directory", path);
+        pdbx_errf(err, errlen, "%s: not a directory", path);
         return -1;
     }
     return 0;
@@ -131,13 +123,13 @@ int pdbx_store_open(const char *dir, int create, pdbx_store **out, char *err, si
 {
     *out = NULL;
     if (!dir || !*dir) {
-        store_err(err, errlen, "store: empty directory name");
+        pdbx_errf(err, errlen, "store: empty directory name");
         return -1;
     }
     pdbx_store *st = calloc(1, sizeof *st);
     if (!st || !(st->dir = strdup(dir)) || !(st->runs = store_join(dir, "runs")) ||
         !(st->index = store_join(dir, "index.json"))) {
-        store_err(err, errlen, "%s: out of memory", dir);
+        pdbx_errf(err, errlen, "%s: out of memory", dir);
         pdbx_store_close(st);
         return -1;
     }
@@ -152,7 +144,7 @@ int pdbx_store_open(const char *dir, int create, pdbx_store **out, char *err, si
     } else {
         struct stat sb;
         if (stat(st->runs, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            store_err(err, errlen, "%s: not a pdbx store (no runs/ directory in it)", dir);
+            pdbx_errf(err, errlen, "%s: not a pdbx store (no runs/ directory in it)", dir);
             pdbx_store_close(st);
             return -1;
         }
@@ -207,7 +199,7 @@ int store_list_ids(const pdbx_store *st, store_id_list *l, char *err, size_t err
     memset(l, 0, sizeof *l);
     DIR *d = opendir(st->runs);
     if (!d) {
-        store_err(err, errlen, "%s: cannot read: %s", st->runs, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot read: %s", st->runs, strerror(errno));
         return -1;
     }
     struct dirent *e;
@@ -219,7 +211,7 @@ int store_list_ids(const pdbx_store *st, store_id_list *l, char *err, size_t err
             size_t ncap = l->cap ? 2 * l->cap : 64;
             void *nid = realloc(l->id, ncap * sizeof *l->id);
             if (!nid) {
-                store_err(err, errlen, "%s: out of memory listing runs", st->runs);
+                pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
                 closedir(d);
                 free(l->id);
                 memset(l, 0, sizeof *l);
@@ -243,7 +235,7 @@ int pdbx_store_resolve(pdbx_store *st, const char *prefix, char out[PDBX_RUN_ID_
                        char *err, size_t errlen)
 {
     if (!prefix || !*prefix) {
-        store_err(err, errlen, "run id: empty; give a run id or a unique prefix of one (see pdbx ls)");
+        pdbx_errf(err, errlen, "run id: empty; give a run id or a unique prefix of one (see pdbx ls)");
         return -1;
     }
     store_id_list l;
@@ -269,7 +261,7 @@ int pdbx_store_resolve(pdbx_store *st, const char *prefix, char out[PDBX_RUN_ID_
         return 0;
     }
     if (matches == 0) {
-        store_err(err, errlen, "run '%s': no run in %s has this id or prefix (see pdbx ls)", prefix, st->dir);
+        pdbx_errf(err, errlen, "run '%s': no run in %s has this id or prefix (see pdbx ls)", prefix, st->dir);
     } else if (err && errlen) {
         int n = snprintf(err, errlen, "run '%s' is ambiguous: it prefixes %zu runs:", prefix, matches);
         size_t shown = 0;
@@ -293,19 +285,19 @@ int pdbx_store_resolve(pdbx_store *st, const char *prefix, char out[PDBX_RUN_ID_
 int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen)
 {
     if (!store_valid_id(id)) {
-        store_err(err, errlen, "run id '%s': not a valid run id", id ? id : "");
+        pdbx_errf(err, errlen, "run id '%s': not a valid run id", id ? id : "");
         return -1;
     }
     char *path = store_run_path_alloc(st, id);
     if (!path) {
-        store_err(err, errlen, "run %s: out of memory", id);
+        pdbx_errf(err, errlen, "run %s: out of memory", id);
         return -1;
     }
     if (unlink(path) != 0) {
         if (errno == ENOENT)
-            store_err(err, errlen, "run %s: no such run in %s", id, st->dir);
+            pdbx_errf(err, errlen, "run %s: no such run in %s", id, st->dir);
         else
-            store_err(err, errlen, "%s: cannot delete: %s", path, strerror(errno));
+            pdbx_errf(err, errlen, "%s: cannot delete: %s", path, strerror(errno));
         free(path);
         return -1;
     }

@@ -1,6 +1,7 @@
 /* store_copy.c: recordings: record (a run's whole frames, durably, to a file) and import
  * (a recording into the store under its id, or a new one when taken; never replacing a run).
  */
+#include "store/errbuf.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@ static int copy_prefix(const char *src, uint64_t len, pdbx_durable_file *f, char
 {
     int fd = open(src, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        store_err(err, errlen, "%s: cannot open: %s", src, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot open: %s", src, strerror(errno));
         return -1;
     }
     char buf[65536];
@@ -31,7 +32,7 @@ static int copy_prefix(const char *src, uint64_t len, pdbx_durable_file *f, char
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            store_err(err, errlen, "%s: read failed at byte %llu: %s", src, (unsigned long long)off,
+            pdbx_errf(err, errlen, "%s: read failed at byte %llu: %s", src, (unsigned long long)off,
                     r < 0 ? strerror(errno) : "file shrank");
             close(fd);
             return -1;
@@ -53,7 +54,7 @@ int pdbx_store_record(pdbx_store *st, const char *id, const char *file, char *er
         return -1;
     char *path = store_run_path_alloc(st, rid);
     if (!path) {
-        store_err(err, errlen, "run %s: out of memory", rid);
+        pdbx_errf(err, errlen, "run %s: out of memory", rid);
         return -1;
     }
     int rc = -1;
@@ -61,7 +62,7 @@ int pdbx_store_record(pdbx_store *st, const char *id, const char *file, char *er
     if (pdbx_scan_file(path, 0, NULL, NULL, &res, err, errlen) != 0)
         goto done;
     if (res.corrupt) {
-        store_err(err, errlen, "run %s is damaged, not recorded: %s", rid, res.corrupt_msg);
+        pdbx_errf(err, errlen, "run %s is damaged, not recorded: %s", rid, res.corrupt_msg);
         goto done;
     }
     pdbx_durable_file *f;
@@ -102,22 +103,22 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
     if (pdbx_scan_file(file, 0, probe_first, &probe, &res, err, errlen) != 0)
         return -1;
     if (res.corrupt) {
-        store_err(err, errlen, "not imported: %s", res.corrupt_msg);
+        pdbx_errf(err, errlen, "not imported: %s", res.corrupt_msg);
         return -1;
     }
     if (res.events == 0) {
-        store_err(err, errlen, "%s: no events: not a pdbx run file or recording", file);
+        pdbx_errf(err, errlen, "%s: no events: not a pdbx run file or recording", file);
         return -1;
     }
     if (strcmp(probe.first_type, "run_start") != 0) {
-        store_err(err, errlen, "%s: first event is \"%s\", expected \"run_start\"", file, probe.first_type);
+        pdbx_errf(err, errlen, "%s: first event is \"%s\", expected \"run_start\"", file, probe.first_type);
         return -1;
     }
     /* Validate the whole file (the probe stopped early) and find its whole-frame length. */
     if (pdbx_scan_file(file, 0, NULL, NULL, &res, err, errlen) != 0)
         return -1;
     if (res.corrupt) {
-        store_err(err, errlen, "not imported: %s", res.corrupt_msg);
+        pdbx_errf(err, errlen, "not imported: %s", res.corrupt_msg);
         return -1;
     }
 
@@ -127,7 +128,7 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
     char *target = NULL;
     int fd = -1, rc = -1;
     if (!tmp) {
-        store_err(err, errlen, "%s: out of memory", file);
+        pdbx_errf(err, errlen, "%s: out of memory", file);
         return -1;
     }
     /* Mode 0644 through the umask, like a run the writer creates (mkstemp would force 0600). */
@@ -137,7 +138,7 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
         sprintf(tmp, "%s/.import-%ld-%09ld-%d", st->runs, (long)getpid(), (long)ts.tv_nsec, attempt);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
-            store_err(err, errlen, "%s: cannot create a temp file: %s", st->runs, strerror(errno));
+            pdbx_errf(err, errlen, "%s: cannot create a temp file: %s", st->runs, strerror(errno));
             free(tmp);
             return -1;
         }
@@ -145,7 +146,7 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
     {
         int src = open(file, O_RDONLY | O_CLOEXEC);
         if (src < 0) {
-            store_err(err, errlen, "%s: cannot open: %s", file, strerror(errno));
+            pdbx_errf(err, errlen, "%s: cannot open: %s", file, strerror(errno));
             goto fail;
         }
         char buf[65536];
@@ -156,7 +157,7 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0 || write(fd, buf, (size_t)r) != r) {
-                store_err(err, errlen, "%s: copying %s failed at byte %llu: %s", tmp, file,
+                pdbx_errf(err, errlen, "%s: copying %s failed at byte %llu: %s", tmp, file,
                         (unsigned long long)off, r < 0 ? strerror(errno) : "short read or write");
                 close(src);
                 goto fail;
@@ -166,7 +167,7 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
         close(src);
     }
     if (fsync(fd) != 0) {
-        store_err(err, errlen, "%s: fsync failed: %s", tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fsync failed: %s", tmp, strerror(errno));
         goto fail;
     }
     char id[PDBX_RUN_ID_MAX];
@@ -178,13 +179,13 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
         free(target);
         target = store_run_path_alloc(st, id);
         if (!target) {
-            store_err(err, errlen, "%s: out of memory", file);
+            pdbx_errf(err, errlen, "%s: out of memory", file);
             goto fail;
         }
         if (link(tmp, target) == 0)
             break;
         if (errno != EEXIST || attempt >= 8) {
-            store_err(err, errlen, "%s: cannot create: %s", target, strerror(errno));
+            pdbx_errf(err, errlen, "%s: cannot create: %s", target, strerror(errno));
             goto fail;
         }
         pdbx_store_new_id(id);                       /* the id is taken: import under a new one */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "store/errbuf.h"
 #include "store/store.h"
 
 #define PDBX_RUN_SUFFIX ".pdbx"
@@ -25,8 +26,6 @@ struct pdbx_store {
 };
 
 /* Formats a one-line message into err (err may be NULL). */
-void store_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* "a/b", malloc'ed (NULL when out of memory). */
 char *store_join(const char *a, const char *b);
 /* Ids name files: 1..PDBX_RUN_ID_MAX-1 of A-Z a-z 0-9 . _ -, not starting with '.'. */

@@ -2,6 +2,7 @@
  * file's (size, mtime, inode) are unchanged; changed or new runs are rescanned (verifying
  * every frame, parsing only what a summary needs) and the index is rewritten durably.
  */
+#include "store/errbuf.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -175,7 +176,7 @@ static int scan_summary(const char *path, const char *id, const pdbx_index_entry
     if (prev) {
         if (run_from_entry(prev, &run) != 0) {
             pdbx_run_free(&run);
-            store_err(err, errlen, "%s: out of memory", path);
+            pdbx_errf(err, errlen, "%s: out of memory", path);
             return -1;
         }
         from = prev->scan_offset;
@@ -235,7 +236,7 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
         *nout = 0;
 
     if (use_index && pdbx_index_load(st->index, &old, &nold) != 0) {
-        store_err(err, errlen, "%s: out of memory reading the index", st->index);
+        pdbx_errf(err, errlen, "%s: out of memory reading the index", st->index);
         goto done;
     }
     nold_alloc = nold;
@@ -248,14 +249,14 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
         goto done;
     cur = ids.n ? calloc(ids.n, sizeof *cur) : NULL;
     if (ids.n && !cur) {
-        store_err(err, errlen, "%s: out of memory listing runs", st->runs);
+        pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
         goto done;
     }
     for (size_t i = 0; i < ids.n; i++) {
         const char *id = ids.id[i];
         char *path = store_run_path_alloc(st, id);
         if (!path) {
-            store_err(err, errlen, "%s: out of memory listing runs", st->runs);
+            pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
             goto done;
         }
         struct stat sb;
@@ -302,7 +303,7 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
      * since the scan; if it did, rescan, so a finished run never lists as crashed. */
     dead = ncur ? calloc(ncur, sizeof *dead) : NULL;
     if (ncur && !dead) {
-        store_err(err, errlen, "%s: out of memory listing runs", st->runs);
+        pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
         goto done;
     }
     for (size_t i = 0; i < ncur; i++) {
@@ -335,7 +336,7 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
     if (out) {
         pdbx_run_summary *s = ncur ? calloc(ncur, sizeof *s) : NULL;
         if (ncur && !s) {
-            store_err(err, errlen, "%s: out of memory listing runs", st->runs);
+            pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
             goto done;
         }
         for (size_t i = 0; i < ncur; i++)
@@ -362,14 +363,14 @@ int pdbx_store_list(pdbx_store *st, pdbx_run_summary **out, size_t *n, char *err
 int pdbx_store_rebuild_index(pdbx_store *st, char *err, size_t errlen)
 {
     if (unlink(st->index) != 0 && errno != ENOENT) {
-        store_err(err, errlen, "%s: cannot remove: %s", st->index, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot remove: %s", st->index, strerror(errno));
         return -1;
     }
     if (list_runs(st, 0, NULL, NULL, err, errlen) != 0)
         return -1;
     struct stat sb;
     if (stat(st->index, &sb) != 0) {
-        store_err(err, errlen, "%s: index not written (is the store writable?)", st->index);
+        pdbx_errf(err, errlen, "%s: index not written (is the store writable?)", st->index);
         return -1;
     }
     return 0;

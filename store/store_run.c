@@ -1,6 +1,7 @@
 /* store_run.c: one run: the writer (create O_EXCL, reopen cutting a torn tail, append one
  * durable frame per event), loading a run into a pdbx_run, and the liveness rule (store.h).
  */
+#include "store/errbuf.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -41,13 +42,13 @@ static pdbx_run_writer *writer_new(const pdbx_store *st, const char *id, char *e
 {
     pdbx_run_writer *w = calloc(1, sizeof *w);
     if (!w) {
-        store_err(err, errlen, "run %s: out of memory", id);
+        pdbx_errf(err, errlen, "run %s: out of memory", id);
         return NULL;
     }
     w->fd = -1;
     snprintf(w->id, sizeof w->id, "%s", id);
     if (!(w->path = store_run_path_alloc(st, id))) {
-        store_err(err, errlen, "run %s: out of memory", id);
+        pdbx_errf(err, errlen, "run %s: out of memory", id);
         writer_free(w);
         return NULL;
     }
@@ -63,7 +64,7 @@ int pdbx_run_writer_create(pdbx_store *st, const char *id, pdbx_run_writer **out
 {
     *out = NULL;
     if (id && !store_valid_id(id)) {
-        store_err(err, errlen, "run id '%s': not allowed (1-%d of A-Z a-z 0-9 . _ -, not starting with '.')",
+        pdbx_errf(err, errlen, "run id '%s': not allowed (1-%d of A-Z a-z 0-9 . _ -, not starting with '.')",
                 id, PDBX_RUN_ID_MAX - 1);
         return -1;
     }
@@ -81,7 +82,7 @@ int pdbx_run_writer_create(pdbx_store *st, const char *id, pdbx_run_writer **out
                 writer_free(w);
                 continue;
             }
-            store_err(err, errlen, "%s: cannot create run file: %s", w->path, strerror(e));
+            pdbx_errf(err, errlen, "%s: cannot create run file: %s", w->path, strerror(e));
             writer_free(w);
             return -1;
         }
@@ -100,7 +101,7 @@ int pdbx_run_writer_open(pdbx_store *st, const char *id, pdbx_run_writer **out,
 {
     *out = NULL;
     if (!store_valid_id(id)) {
-        store_err(err, errlen, "run id '%s': not a valid run id", id ? id : "");
+        pdbx_errf(err, errlen, "run id '%s': not a valid run id", id ? id : "");
         return -1;
     }
     pdbx_run_writer *w = writer_new(st, id, err, errlen);
@@ -108,25 +109,25 @@ int pdbx_run_writer_open(pdbx_store *st, const char *id, pdbx_run_writer **out,
         return -1;
     w->fd = open(w->path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (w->fd < 0) {
-        store_err(err, errlen, "%s: cannot open run for appending: %s", w->path, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot open run for appending: %s", w->path, strerror(errno));
         goto fail;
     }
     pdbx_scan_result res;
     if (pdbx_scan_file(w->path, 0, NULL, NULL, &res, err, errlen) != 0)
         goto fail;
     if (res.corrupt) {
-        store_err(err, errlen, "cannot append to a damaged run: %s", res.corrupt_msg);
+        pdbx_errf(err, errlen, "cannot append to a damaged run: %s", res.corrupt_msg);
         goto fail;
     }
     /* A crash left a partial frame: cut it so new frames follow whole ones. */
     struct stat sb;
     if (fstat(w->fd, &sb) != 0) {
-        store_err(err, errlen, "%s: stat failed: %s", w->path, strerror(errno));
+        pdbx_errf(err, errlen, "%s: stat failed: %s", w->path, strerror(errno));
         goto fail;
     }
     if ((uint64_t)sb.st_size != res.next_offset) {
         if (ftruncate(w->fd, (off_t)res.next_offset) != 0 || fdatasync(w->fd) != 0) {
-            store_err(err, errlen, "%s: cannot cut the torn tail at byte %llu: %s", w->path,
+            pdbx_errf(err, errlen, "%s: cannot cut the torn tail at byte %llu: %s", w->path,
                     (unsigned long long)res.next_offset, strerror(errno));
             goto fail;
         }
@@ -150,7 +151,7 @@ int pdbx_run_writer_append(pdbx_run_writer *w, const cJSON *event, char *err, si
     size_t len;
     char why[200];
     if (pdbx_frame_encode_event(w->enc, event, &frame, &len, why, sizeof why) != 0) {
-        store_err(err, errlen, "%s: %s", w->path, why);
+        pdbx_errf(err, errlen, "%s: %s", w->path, why);
         return -1;
     }
     return pdbx_frame_append(w->fd, &w->size, frame, len, w->path, err, errlen);
@@ -162,7 +163,7 @@ int pdbx_run_writer_close(pdbx_run_writer *w, char *err, size_t errlen)
         return 0;
     int rc = 0;
     if (w->fd >= 0 && close(w->fd) != 0) {
-        store_err(err, errlen, "%s: close failed: %s", w->path, strerror(errno));
+        pdbx_errf(err, errlen, "%s: close failed: %s", w->path, strerror(errno));
         rc = -1;
     }
     w->fd = -1;
@@ -291,7 +292,7 @@ int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size
     char rid[PDBX_RUN_ID_MAX];
     if (!st) {
         pdbx_run_init(run);
-        store_err(err, errlen, "run '%s': no store to look it up in", id ? id : "");
+        pdbx_errf(err, errlen, "run '%s': no store to look it up in", id ? id : "");
         return -1;
     }
     if (pdbx_store_resolve(st, id, rid, err, errlen) != 0) {
@@ -301,7 +302,7 @@ int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size
     char *path = store_run_path_alloc(st, rid);
     if (!path) {
         pdbx_run_init(run);
-        store_err(err, errlen, "run %s: out of memory", rid);
+        pdbx_errf(err, errlen, "run %s: out of memory", rid);
         return -1;
     }
     int rc = pdbx_run_load_file(path, run, err, errlen);
