@@ -1,6 +1,7 @@
 /* engine_sweep.c: points, measurement, gathering to rank 0, events (engine_sweep.h). */
 #include "engine/engine_sweep.h"
 #include "engine/engine_grid.h"
+#include "engine/engine_stats.h"
 #include "store/profiledb.h"
 
 #include <math.h>
@@ -14,7 +15,7 @@
  * minutes through shared memory and measure nothing new; the cap is stated in a warning. */
 #define CPU_DP_CAP_BYTES (64.0 * 1024 * 1024)
 
-#define NSTAT 6                               /* count, min, max, mean, median, std */
+#define NSTAT PDBX_ESTAT                       /* count, min, max, mean, median, std */
 #define ROW_TP_ALL PDBX_OP_COUNT              /* both TP all-reduces together */
 #define ROW_PP (PDBX_OP_COUNT + 1)
 #define ROW_DP (PDBX_OP_COUNT + 2)
@@ -155,28 +156,6 @@ static void push_trace(samples *sm, int op, int layer, double start_ms, double d
     t[3] = dur_ms * 1e3;
 }
 
-static void pack_stats(double *out, double *x, size_t n)
-{
-    pdbx_stats st;
-    pdbx_stats_from_samples(x, n, &st);
-    out[0] = (double)st.count;
-    out[1] = n ? st.min : 0;
-    out[2] = n ? st.max : 0;
-    out[3] = n ? st.mean : 0;
-    out[4] = n ? st.median : 0;
-    out[5] = n ? st.std : 0;
-}
-
-static void unpack_stats(const double *in, pdbx_stats *st)
-{
-    st->count = (int64_t)in[0];
-    st->min = in[1];
-    st->max = in[2];
-    st->mean = in[3];
-    st->median = in[4];
-    st->std = in[5];
-}
-
 /* ---- events -------------------------------------------------------------------------------- */
 static int emit(pdbx_engine *e, cJSON *ev)
 {
@@ -201,23 +180,10 @@ static void point_end(pdbx_engine *e, int point, const char *status, const char 
     emit(e, ev);
 }
 
-/* Elementwise max of the stats rows of `n` world ranks (count stays the first rank's). */
-static void max_stats(const double *all, const int *ranks, int n, int row, double *out)
-{
-    for (int k = 0; k < NSTAT; k++)
-        out[k] = all[((size_t)ranks[0] * NROWS + row) * NSTAT + k];
-    for (int i = 1; i < n; i++)
-        for (int k = 1; k < NSTAT; k++) {
-            double v = all[((size_t)ranks[i] * NROWS + row) * NSTAT + k];
-            if (v > out[k])
-                out[k] = v;
-        }
-}
-
 static cJSON *stats_json(const double *packed)
 {
     pdbx_stats st;
-    unpack_stats(packed, &st);
+    pdbx_estats_unpack(packed, &st);
     return pdbx_stats_to_json(&st);
 }
 
@@ -427,7 +393,7 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         if (all[(size_t)op * NSTAT] <= 0)
             continue;                       /* not measured (not in ops, or TP 1 all-reduce) */
-        max_stats(all, tp_members, ntp, op, st);
+        pdbx_estats_max(all, NROWS, tp_members, ntp, op, st);
         cJSON *ev = cJSON_CreateObject();
         cJSON_AddStringToObject(ev, "type", "op");
         cJSON_AddNumberToObject(ev, "point", pt->index);
@@ -449,17 +415,17 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
         emit(e, ev);
     }
     if (pt->tp > 1 && all[(size_t)ROW_TP_ALL * NSTAT] > 0) {
-        max_stats(all, tp_members, ntp, ROW_TP_ALL, st);
+        pdbx_estats_max(all, NROWS, tp_members, ntp, ROW_TP_ALL, st);
         comm_event(e, pt->index, "tp_allreduce", pr->tp_bytes, pt->tp, PDBX_COLL_ALL_REDUCE, st);
     }
     if (pt->pp > 1 && all[(size_t)ROW_PP * NSTAT] > 0) {
         /* adjacent stages 0 -> 1: the receiver's time is when the data has arrived */
         int pair[2] = { pp_members[0], pp_members[1] };
-        max_stats(all, pair, npp > 1 ? 2 : 1, ROW_PP, st);
+        pdbx_estats_max(all, NROWS, pair, npp > 1 ? 2 : 1, ROW_PP, st);
         comm_event(e, pt->index, "pp_sendrecv", pr->pp_bytes, 2, PDBX_COLL_SEND_RECV, st);
     }
     if (pt->dp > 1 && all[(size_t)ROW_DP * NSTAT] > 0) {
-        max_stats(all, dp_members, ndp, ROW_DP, st);
+        pdbx_estats_max(all, NROWS, dp_members, ndp, ROW_DP, st);
         comm_event(e, pt->index, "dp_allreduce", pr->dp_bytes, pt->dp, PDBX_COLL_ALL_REDUCE, st);
     }
     for (int r = 0; r < e->size; r++) {
@@ -547,7 +513,7 @@ static int measure_point(pdbx_engine *e, const pdbx_plan_point *pt, cfg_groups *
 
     double rows[NROWS * NSTAT];
     for (int r = 0; r < NROWS; r++)
-        pack_stats(rows + r * NSTAT, pr.sm.s[r], pr.sm.n[r]);
+        pdbx_estats_pack(rows + r * NSTAT, pr.sm.s[r], pr.sm.n[r]);
     double *all = e->rank == 0 ? malloc(sizeof rows * (size_t)e->size) : NULL;
     size_t tcap = pr.sm.trace_cap;
     double *traces = e->rank == 0 ? malloc(tcap * 4 * sizeof(double) * (size_t)e->size) : NULL;
@@ -718,7 +684,7 @@ static int coll_sweep(pdbx_engine *e)
                             x[n++] = ms;
                     }
                     double mine[NSTAT], mx[NSTAT];
-                    pack_stats(mine, x, n);
+                    pdbx_estats_pack(mine, x, n);
                     pdbx_watch_begin("reduce", -1);
                     MPI_Reduce(mine, mx, NSTAT, MPI_DOUBLE, MPI_MAX, 0, sub);
                     pdbx_watch_end();
