@@ -37,9 +37,14 @@ struct pdbx_compute {
     pdbx_point_shapes p;
     size_t esz;                  /* bytes per weight/GEMM-input element: 4 fp32, 2 bf16 */
     int64_t T, h, qd, kvd, inter, vloc, heads, kv_heads, d;
-    /* every allocation of the point, freed by release() */
+    /* activations of the point (freed by release()) and weights (kept while the next point has
+     * the same weight shapes: a config's MBS sweep allocates and fills them once) */
     void *bufs[MAX_BUFS];
     int nbufs;
+    void *wbufs[MAX_BUFS];
+    int nw;
+    int have_weights;
+    int64_t wkey[10];
     size_t planned, allocated;
     int32_t *ids;
     void *emb_table, *emb_out;
@@ -139,19 +144,27 @@ static void cpu_release(pdbx_compute *c)
 {
     for (int i = 0; i < c->nbufs; i++)
         free(c->bufs[i]);
+    c->nbufs = 0;
     free(c->comm_buf);
     c->comm_buf = NULL;
     c->comm_bytes = 0;
-    pdbx_point_shapes keep = c->p;
-    pdbx_compute_config cfg = c->cfg;
-    sbgemm_fn sb = c->sbgemm;
-    char device[sizeof c->device];
-    memcpy(device, c->device, sizeof device);
-    memset(c, 0, sizeof *c);
-    c->cfg = cfg;
-    c->sbgemm = sb;
-    c->p = keep;
-    memcpy(c->device, device, sizeof device);
+    c->prepared = 0;
+    c->ids = NULL;
+    c->emb_out = NULL;
+    c->x = c->xn = c->q = c->k = c->v = c->ctx = c->y = c->yn = c->g = c->u = c->act = NULL;
+    c->logits = c->attn_scratch = NULL;
+    c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
+}
+
+static void free_weights(pdbx_compute *c)
+{
+    for (int i = 0; i < c->nw; i++)
+        free(c->wbufs[i]);
+    c->nw = 0;
+    c->have_weights = 0;
+    c->emb_table = c->wlm = NULL;
+    c->norm_w = NULL;
+    memset(c->layer, 0, sizeof c->layer);
 }
 
 static void cpu_fini(pdbx_compute *c)
@@ -159,6 +172,7 @@ static void cpu_fini(pdbx_compute *c)
     if (!c)
         return;
     cpu_release(c);
+    free_weights(c);
     free(c);
 }
 
@@ -194,6 +208,7 @@ static int cpu_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_b
 typedef struct {
     pdbx_compute *c;
     int alloc;
+    int weights;               /* allocations go to the weight list */
     int failed;
 } alloc_pass;
 
@@ -207,7 +222,9 @@ static void *take(alloc_pass *ap, size_t bytes)
     }
     if (ap->failed)
         return NULL;
-    if (c->nbufs >= MAX_BUFS) {
+    void **list = ap->weights ? c->wbufs : c->bufs;
+    int *n = ap->weights ? &c->nw : &c->nbufs;
+    if (*n >= MAX_BUFS) {
         ap->failed = 1;
         return NULL;
     }
@@ -216,40 +233,64 @@ static void *take(alloc_pass *ap, size_t bytes)
         ap->failed = 1;
         return NULL;
     }
-    c->bufs[c->nbufs++] = p;
+    list[(*n)++] = p;
     c->allocated += bytes;
     return p;
 }
 
-static void fill_f32(float *x, size_t n, float scale, uint64_t seed)
+/* Fills x[0..n) with pseudo-random values in [-scale, scale]: FILL_BLOCK random elements,
+ * then copies of them (memcpy runs at memory speed; generating every element of a GB-sized
+ * weight would dominate the sweep's overhead). The values are real and varied, which is all the
+ * timing needs (no zeros, no denormals, no NaN); the period is FILL_BLOCK elements. */
+#define FILL_BLOCK 65536
+static void tile(void *x, size_t n, size_t esz)
 {
-    if (x)
-        pdbx_k_fill_uniform(x, n, scale, seed);
+    size_t have = n < FILL_BLOCK ? n : FILL_BLOCK, total = n * esz;
+    unsigned char *b = x;
+    for (size_t done = have * esz; done < total;) {
+        size_t chunk = done < total - done ? done : total - done;
+        memcpy(b + done, b, chunk);
+        done += chunk;
+    }
 }
 
-/* Fills n elements of esz bytes (fp32 or bf16) with uniform values in [-scale, scale]. */
+static void fill_f32(float *x, size_t n, float scale, uint64_t seed)
+{
+    if (!x)
+        return;
+    if (scale == 0.0f) {
+        memset(x, 0, n * sizeof *x);
+        return;
+    }
+    pdbx_k_fill_uniform(x, n < FILL_BLOCK ? n : FILL_BLOCK, scale, seed);
+    tile(x, n, sizeof *x);
+}
+
+/* Same for n elements of esz bytes (fp32 or bf16). */
 static void fill_elems(void *x, size_t n, size_t esz, float scale, uint64_t seed)
 {
     if (!x)
         return;
     if (esz == 4) {
-        pdbx_k_fill_uniform(x, n, scale, seed);
+        fill_f32(x, n, scale, seed);
         return;
     }
     uint16_t *b = x;
     float tmp[1024];
-    for (size_t i = 0; i < n; i += 1024) {
-        size_t m = n - i < 1024 ? n - i : 1024;
+    size_t head = n < FILL_BLOCK ? n : FILL_BLOCK;
+    for (size_t i = 0; i < head; i += 1024) {
+        size_t m = head - i < 1024 ? head - i : 1024;
         pdbx_k_fill_uniform(tmp, m, scale, seed + i);
         for (size_t j = 0; j < m; j++)
             b[i + j] = pdbx_k_f32_to_bf16(tmp[j]);
     }
+    tile(x, n, esz);
 }
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Plans (ap->alloc == 0) or performs the allocations of a point. */
-static void layout(alloc_pass *ap)
+/* Plans (ap->alloc == 0) or performs the allocations of a point's activations. */
+static void layout_acts(alloc_pass *ap)
 {
     pdbx_compute *c = ap->c;
     const uint32_t ops = c->p.ops;
@@ -258,11 +299,8 @@ static void layout(alloc_pass *ap)
     int bf = (e == 2);
 #define HAS(op) (ops & PDBX_OP_BIT(op))
     c->ids = take(ap, (size_t)T * sizeof(int32_t));
-    if (HAS(PDBX_OP_EMBED)) {
-        c->emb_table = take(ap, (size_t)c->vloc * h * e);
+    if (HAS(PDBX_OP_EMBED))
         c->emb_out = take(ap, (size_t)T * h * e);
-    }
-    c->norm_w = take(ap, (size_t)h * f);
     c->x = take(ap, (size_t)T * h * f);
     c->xn = take(ap, (size_t)T * h * f);
     c->q = take(ap, (size_t)T * c->qd * f);
@@ -282,10 +320,24 @@ static void layout(alloc_pass *ap)
         c->yn_b = take(ap, (size_t)T * h * e);
         c->act_b = take(ap, (size_t)T * c->inter * e);
     }
-    if (HAS(PDBX_OP_LM_HEAD)) {
-        c->wlm = take(ap, (size_t)h * c->vloc * e);
+    if (HAS(PDBX_OP_LM_HEAD))
         c->logits = take(ap, (size_t)T * c->vloc * f);
-    }
+#undef HAS
+}
+
+/* Plans or performs the allocations of the weights (MBS-independent). */
+static void layout_weights(alloc_pass *ap)
+{
+    pdbx_compute *c = ap->c;
+    const uint32_t ops = c->p.ops;
+    const size_t f = sizeof(float), e = c->esz;
+    const int64_t h = c->h;
+#define HAS(op) (ops & PDBX_OP_BIT(op))
+    if (HAS(PDBX_OP_EMBED))
+        c->emb_table = take(ap, (size_t)c->vloc * h * e);
+    c->norm_w = take(ap, (size_t)h * f);
+    if (HAS(PDBX_OP_LM_HEAD))
+        c->wlm = take(ap, (size_t)h * c->vloc * e);
     for (int l = 0; l < c->nlayers; l++) {
         cpu_layer *L = &c->layer[l];
         L->wq = HAS(PDBX_OP_ATTN_Q) ? take(ap, (size_t)h * c->qd * e) : NULL;
@@ -329,9 +381,19 @@ static int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, s
         return -1;
     }
 
+    /* weights are kept from the previous point when their shapes are the same */
+    const int64_t key[10] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
+                              m->vocab, p->tp, p->layers, (int64_t)p->ops, (int64_t)c->esz };
+    if (c->have_weights && memcmp(key, c->wkey, sizeof key) != 0)
+        free_weights(c);
+    int new_weights = !c->have_weights;
     alloc_pass ap = { .c = c, .alloc = 0 };
     c->planned = 0;
-    layout(&ap);
+    layout_acts(&ap);
+    if (new_weights) {
+        ap.weights = 1;
+        layout_weights(&ap);
+    }
     uint64_t avail = 0, total = 0;
     if (pdbx_cpu_meminfo(&avail, &total) == 0) {
         int ranks_here = c->cfg.local_size > 0 ? c->cfg.local_size : 1;
@@ -346,12 +408,23 @@ static int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, s
         }
     }
     ap.alloc = 1;
-    layout(&ap);
+    ap.weights = 0;
+    layout_acts(&ap);
+    if (new_weights && !ap.failed) {
+        ap.weights = 1;
+        layout_weights(&ap);
+    }
     if (ap.failed) {
         snprintf(err, errlen, "allocation of %.2f GiB failed: %s", c->planned / 1073741824.0,
                  strerror(ENOMEM));
         cpu_release(c);
+        if (new_weights)
+            free_weights(c);
         return PDBX_EOOM;
+    }
+    if (new_weights) {
+        memcpy(c->wkey, key, sizeof key);
+        c->have_weights = 1;
     }
 
     /* Real values everywhere; weights scaled 1/sqrt(fan_in) so activations stay O(1) and no
@@ -361,10 +434,7 @@ static int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, s
     uint64_t seed = 1000u + (uint64_t)c->cfg.world_rank * 7919u;
     for (int64_t i = 0; i < T; i++)
         c->ids[i] = (int32_t)(((uint64_t)i * 2654435761u + seed) % (uint64_t)m->vocab);
-    fill_elems(c->emb_table, (size_t)(c->vloc * h), e, 1.0f, seed++);
     fill_elems(c->emb_out, (size_t)(T * h), e, 0.0f, seed++);
-    for (int64_t i = 0; i < h; i++)
-        c->norm_w[i] = 1.0f + 0.01f * (float)(i % 7);
     fill_f32(c->x, (size_t)(T * h), 1.0f, seed++);
     fill_f32(c->xn, (size_t)(T * h), 1.0f, seed++);
     fill_f32(c->q, (size_t)(T * c->qd), 1.0f, seed++);
@@ -382,9 +452,15 @@ static int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, s
     fill_elems(c->ctx_b, (size_t)(T * c->qd), e, 1.0f, seed++);
     fill_elems(c->yn_b, (size_t)(T * h), e, 1.0f, seed++);
     fill_elems(c->act_b, (size_t)(T * c->inter), e, 1.0f, seed++);
-    float sh = 1.0f / sqrtf((float)h), sq = 1.0f / sqrtf((float)c->qd), si = 1.0f / sqrtf((float)c->inter);
-    fill_elems(c->wlm, (size_t)(h * c->vloc), e, sh, seed++);
     fill_f32(c->logits, (size_t)(T * c->vloc), 0.0f, seed++);
+    c->prepared = 1;
+    if (!new_weights)
+        return 0;
+    float sh = 1.0f / sqrtf((float)h), sq = 1.0f / sqrtf((float)c->qd), si = 1.0f / sqrtf((float)c->inter);
+    fill_elems(c->emb_table, (size_t)(c->vloc * h), e, 1.0f, seed++);
+    for (int64_t i = 0; i < h; i++)
+        c->norm_w[i] = 1.0f + 0.01f * (float)(i % 7);
+    fill_elems(c->wlm, (size_t)(h * c->vloc), e, sh, seed++);
     for (int l = 0; l < c->nlayers; l++) {
         cpu_layer *L = &c->layer[l];
         fill_elems(L->wq, (size_t)(h * c->qd), e, sh, seed++);

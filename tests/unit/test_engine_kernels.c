@@ -236,6 +236,31 @@ static void test_cpu_backend_runs_every_op(void **state)
     }
 }
 
+/* A config's MBS sweep keeps the weights between points; a new TP degree replaces them. */
+static void test_cpu_backend_point_sequence(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = 2,
+                                .dtype = PDBX_DTYPE_FP32 };
+    pdbx_compute *c = NULL;
+    char err[256];
+    assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
+    const int seq[][2] = { { 1, 1 }, { 1, 2 }, { 1, 4 }, { 2, 1 }, { 2, 2 }, { 1, 1 } };
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        pdbx_point_shapes p = tiny_point(seq[i][0], seq[i][1]);
+        assert_int_equal(ops->prepare(c, &p, err, sizeof err), 0);
+        double ms;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (!pdbx_op_is_comm((pdbx_op)op))
+                assert_int_equal(ops->run_op(c, (pdbx_op)op, p.layers - 1, &ms, err, sizeof err), 0);
+        assert_true(isfinite(ops->checksum(c)));
+        ops->release(c);
+        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, 0, &ms, err, sizeof err), -1);  /* released */
+    }
+    ops->fini(c);
+}
+
 static void test_cpu_backend_oom_guard(void **state)
 {
     (void)state;
@@ -275,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_bf16_roundtrip),
         cmocka_unit_test(test_cpu_backend_runs_every_op),
+        cmocka_unit_test(test_cpu_backend_point_sequence),
         cmocka_unit_test(test_cpu_backend_oom_guard),
     };
     return cmocka_run_group_tests_name("engine_kernels", tests, NULL, NULL);
