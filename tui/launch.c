@@ -67,7 +67,7 @@ static const char *mpirun_path(void)
 
 /* ---- run-file queries ------------------------------------------------------------------ */
 typedef struct {
-    int events, has_end;
+    int events, starts, has_end;
 } file_state;
 
 static int note_event(const cJSON *ev, void *ctx)
@@ -77,12 +77,15 @@ static int note_event(const cJSON *ev, void *ctx)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
     if (cJSON_IsString(t) && strcmp(t->valuestring, "run_end") == 0)
         fs->has_end = 1;
+    if (cJSON_IsString(t) && (strcmp(t->valuestring, "run_start") == 0 ||
+                              strcmp(t->valuestring, "launch") == 0))
+        fs->starts++;
     return 0;
 }
 
 static file_state read_state(const char *path)
 {
-    file_state fs = { 0, 0 };
+    file_state fs = { 0, 0, 0 };
     pdbx_scan_result res;
     char err[256];
     if (access(path, F_OK) == 0)
@@ -107,8 +110,8 @@ static void append_end(const char *store_dir, const char *id, const char *status
     char err[512];
     if (pdbx_store_open(store_dir, 1, &st, err, sizeof err) != 0)
         goto fail;
-    if (pdbx_run_writer_open(st, id, &w, err, sizeof err) != 0 &&
-        pdbx_run_writer_create(st, id, &w, err, sizeof err) != 0)
+    /* only a run the engine created gets a run_end: a sweep that never started has no run */
+    if (pdbx_run_writer_open(st, id, &w, err, sizeof err) != 0)
         goto fail;
     cJSON *ev = cJSON_CreateObject();
     cJSON_AddStringToObject(ev, "type", "run_end");
@@ -226,6 +229,10 @@ static void supervise(const sup_job *job)
         file_state fs = read_state(job->run_path);
         if (fs.has_end)
             return;                                   /* the engine ended the run */
+        if (fs.starts == 0) {
+            fprintf(stderr, "pdbx supervisor: the engine did not start the run (see above)\n");
+            return;
+        }
         int ok = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (ok && !cancelled && !sup_cancel)
             continue;                                 /* more rank counts to launch */
@@ -248,6 +255,24 @@ static void supervise(const sup_job *job)
 }
 
 /* ---- starting ------------------------------------------------------------------------------ */
+/* A process that exists and is not a zombie (an orphaned supervisor waits for init to reap it,
+ * which some container inits do late). */
+static int pid_alive(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
 static int mkdir_p(const char *dir)
 {
     if (mkdir(dir, 0755) == 0 || errno == EEXIST)
@@ -375,10 +400,10 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
 
     /* Return once run_start is on disk, or fail with the engine's message. */
     for (int waited = 0; waited < START_WAIT_S * 20; waited++) {
-        if (read_state(job.run_path).events > 0)
+        if (read_state(job.run_path).starts > 0)
             return 0;
-        if (kill(sup, 0) != 0 && errno == ESRCH) {
-            if (read_state(job.run_path).events > 0)
+        if (!pid_alive(sup)) {
+            if (read_state(job.run_path).starts > 0)
                 return 0;
             char tail[512];
             log_tail(out->log_path, tail, sizeof tail);

@@ -24,6 +24,13 @@ wait_for() {   # seconds, python condition over E, file
     return 1
 }
 
+tiny_spec "$TMP/short.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:2"'
+# ---- a sweep that cannot start: one line, exit 1, no run left behind ----
+PDBX_MPIRUN=/nonexistent/mpirun "$PDBX" run "$TMP/short.json" --store "$ST" --detach >/dev/null 2>"$TMP/err" && fail "run without mpirun succeeded"
+[ "$(wc -l < "$TMP/err")" -eq 1 ] || { cat "$TMP/err"; fail "more than one error line"; }
+grep -q "did not start" "$TMP/err" || { cat "$TMP/err"; fail "error line"; }
+[ -z "$(ls -A "$ST/runs" 2>/dev/null)" ] || fail "a run file was left by a sweep that never started"
+
 # ---- detach + attach ----
 phase 'detach + attach'
 tiny_spec "$TMP/short.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:2"'
