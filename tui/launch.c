@@ -289,8 +289,10 @@ static void log_tail(const char *path, char *out, size_t len)
     char line[512], last[512] = "";
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        /* the engine's own messages are the useful ones; mpirun's banners are not */
-        if (strncmp(line, "pdbx", 4) == 0)
+        /* the engine's and the supervisor's own messages are the useful ones; mpirun's
+         * banners, the launch command and the closing summary are not */
+        if (strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
+            !strstr(line, "did not start the run"))
             snprintf(last, sizeof last, "%s", line);
     }
     fclose(f);
