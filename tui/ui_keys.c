@@ -15,6 +15,9 @@
 static const ui_binding table[] = {
     { '?', UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP },
     { KEY_F(1), UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~UI_SCR_HELP },
+    { 'q', UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL & ~FIELDS },
+    { KEY_F(10), UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL },
+    { 27, UI_ACT_BACK, "back", "back (a running sweep keeps running)", UI_SCR_ALL & ~UI_SCR_RUNS },
     { KEY_ENTER, UI_ACT_OPEN, NULL, "open the selected run", UI_SCR_RUNS },
     { '\n', UI_ACT_OPEN, "open", "open the selected run", UI_SCR_RUNS },
     { '\r', UI_ACT_OPEN, NULL, "open the selected run", UI_SCR_RUNS },
@@ -60,11 +63,8 @@ static const ui_binding table[] = {
     { 't', UI_ACT_THEME, "theme", "next colour theme (saved)", UI_SCR_ALL & ~FIELDS },
     { 'a', UI_ACT_ASCII, NULL, "charts in plain ASCII / Unicode", VIEWS },
     { CTRL('L'), UI_ACT_REDRAW, NULL, "redraw the screen", UI_SCR_ALL },
-    { 27, UI_ACT_BACK, "back", "back (a running sweep keeps running)", UI_SCR_ALL & ~UI_SCR_RUNS },
     { KEY_BACKSPACE, UI_ACT_BACK, NULL, "back", UI_SCR_ALL & ~UI_SCR_RUNS & ~FIELDS },
     { 127, UI_ACT_BACK, NULL, "back", UI_SCR_ALL & ~UI_SCR_RUNS & ~FIELDS },
-    { 'q', UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL & ~FIELDS },
-    { KEY_F(10), UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL },
 };
 
 const ui_binding *ui_keys_table(size_t *n)

@@ -88,11 +88,17 @@ static int matches(const pdbx_run_summary *s, const char *f)
     return 0;
 }
 
-static void rebuild_view(ui_runs_state *r)
+/* Id of the selected run, "" when none. */
+static void selected_id(const ui_runs_state *r, char out[PDBX_RUN_ID_MAX])
 {
-    char selected[PDBX_RUN_ID_MAX] = "";
+    out[0] = '\0';
     if (r->nview > 0 && r->sel >= 0 && (size_t)r->sel < r->nview)
-        snprintf(selected, sizeof(selected), "%s", r->all[r->view[r->sel]].id);
+        snprintf(out, PDBX_RUN_ID_MAX, "%s", r->all[r->view[r->sel]].id);
+}
+
+/* Filters and sorts into r->view, keeping `selected` (an id, may be "") selected. */
+static void rebuild_view_keep(ui_runs_state *r, const char *selected)
+{
     r->nview = 0;
     for (size_t i = 0; i < r->nall; i++)
         if (matches(&r->all[i], r->filter))
@@ -107,6 +113,13 @@ static void rebuild_view(ui_runs_state *r)
             if (strcmp(r->all[r->view[i]].id, selected) == 0) { r->sel = (int)i; break; }
     if (r->sel >= (int)r->nview) r->sel = (int)r->nview - 1;
     if (r->sel < 0) r->sel = 0;
+}
+
+static void rebuild_view(ui_runs_state *r)
+{
+    char selected[PDBX_RUN_ID_MAX];
+    selected_id(r, selected);
+    rebuild_view_keep(r, selected);
 }
 
 int ui_runs_refresh(ui_app *app, int force)
@@ -136,6 +149,8 @@ int ui_runs_refresh(ui_app *app, int force)
         ui_app_message(app, 1, "out of memory listing %zu runs", n);
         return UI_H_REDRAW;
     }
+    char keep[PDBX_RUN_ID_MAX];
+    selected_id(r, keep);
     free(r->all);
     free(r->view);
     r->all = list;
@@ -147,7 +162,7 @@ int ui_runs_refresh(ui_app *app, int force)
     r->any_running = 0;
     for (size_t i = 0; i < n; i++)
         r->any_running |= list[i].status == PDBX_RUN_RUNNING;
-    rebuild_view(r);
+    rebuild_view_keep(r, keep);
     return UI_H_REDRAW;
 }
 
@@ -354,7 +369,7 @@ static void runs_draw(ui_app *app, ui_rect b)
         ui_put(b.y + b.h - 1, 1, b.w - 2, r->editing_filter ? UI_C_FIELD_ACTIVE : UI_C_INFO, 1,
                "filter: %s%s", r->filter, r->editing_filter ? "_" : "");
     else
-        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1, "%zu runs%s%s", r->nall,
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1, "%zu run%s%s%s", r->nall, r->nall == 1 ? "" : "s",
                r->marked[0] ? "  marked: " : "", r->marked);
 }
 

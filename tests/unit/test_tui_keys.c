@@ -113,7 +113,7 @@ static void test_bar(void **state)
     /* cut at a pair boundary, never mid-label */
     n = ui_keys_bar(UI_SCR_RUNS, 20, bar, sizeof(bar));
     assert_true(n <= 20);
-    assert_string_equal(bar, "? help  Enter open");
+    assert_string_equal(bar, "? help  q quit");
     n = ui_keys_bar(UI_SCR_MONITOR, 200, bar, sizeof(bar));
     assert_non_null(strstr(bar, "c cancel"));
     assert_non_null(strstr(bar, "Esc back"));
