@@ -98,7 +98,7 @@ static void choose_theme(ui_app *app, const explorer_opts *o)
     if (app->mono && !o->theme)
         name = "monochrome";
     if (ui_theme_load(name, &app->theme, &w, err, sizeof(err)) != 0) {
-        ui_app_message(app, 1, "%s; using the default theme", err);
+        ui_app_message(app, 1, "default theme used: %s", err);
         if (app->mono) ui_theme_builtin_mono(&app->theme);
     } else if (w.n > 0) {
         ui_app_message(app, 1, "%s", w.msg[0]);
