@@ -208,6 +208,8 @@ void ui_format_value(double v, char *buf, size_t len)
     if (isnan(v)) snprintf(buf, len, "N/A");
     else if (isinf(v)) snprintf(buf, len, v > 0 ? "inf" : "-inf");
     else if (a == 0) snprintf(buf, len, "0");
+    else if (a >= 1e15) snprintf(buf, len, "%.1e", v);
+    else if (a >= 1e12) snprintf(buf, len, "%.3gT", v / 1e12);
     else if (a >= 1e9) snprintf(buf, len, "%.3gG", v / 1e9);
     else if (a >= 1e6) snprintf(buf, len, "%.3gM", v / 1e6);
     else if (a >= 1e4) snprintf(buf, len, "%.3gk", v / 1e3);

@@ -363,27 +363,32 @@ static void form_draw(ui_app *app, ui_rect b)
             }
         }
     }
-    /* inline errors: the selected field's first, then the others */
+    /* inline errors under the fields, full width: the selected field's first, then the others */
+    int preview_end = y;
     y++;
     int erows = b.y + b.h - y;
     const ui_form_field *sx = &f->f[f->sel];
     if (sx->error[0] && erows > 0) {
-        ui_put(y++, 1, left_w, UI_C_BAD, 1, "%s", sx->error);
+        ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", sx->error);
         erows--;
     }
     for (int i = 0; i < f->nf && erows > 0; i++)
         if (i != f->sel && f->f[i].error[0]) {
-            ui_put(y++, 1, left_w, UI_C_BAD, 1, "%s", f->f[i].error);
+            ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", f->f[i].error);
             erows--;
         }
     if (f->spec_error[0] && erows > 0) {
-        ui_put(y++, 1, left_w, UI_C_BAD, 1, "%s", f->spec_error);
+        ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", f->spec_error);
         erows--;
     }
     if (f->spec_ok && erows > 0)
-        ui_put(y++, 1, left_w, UI_C_OK, 1, "valid: F5 launches in the background");
-    /* preview */
+        ui_put(y++, 1, b.w - 2, UI_C_OK, 1, "valid: F5 launches the sweep in the background and opens the monitor");
+    if (erows > 1)
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
+               "Up/Down field, Left/Right preset or choice, ^U clears, PgUp/PgDn scroll the preview");
+    /* preview, beside the fields */
     int px = left_w + 2, pw = b.w - px - 1;
+    b.h = preview_end - b.y;
     y = b.y;
     if (!f->spec_ok) {
         ui_put(y, px, pw, UI_C_HEADER, 1, "Preview");
@@ -395,7 +400,7 @@ static void form_draw(ui_app *app, ui_rect b)
         if (f->points[i].ranks > ranks_max) ranks_max = f->points[i].ranks;
         noom += f->points[i].predicted_oom;
     }
-    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, up to %d ranks, %d predicted OOM", f->npoints, ranks_max, noom);
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, <= %d ranks, %d pred. OOM", f->npoints, ranks_max, noom);
     ui_put(y++, px, pw, UI_C_DIM, 1, "%s on %s (%.0f GB), %s", f->spec.model.name, f->spec.gpu.name,
            f->spec.gpu.mem_bytes / 1e9, pdbx_dtype_name(f->spec.dtype));
     if (f->combos[0]) {
@@ -410,9 +415,9 @@ static void form_draw(ui_app *app, ui_rect b)
         const pdbx_plan_point *p = &f->points[f->preview_top + i];
         char cfg[32], mem[32];
         snprintf(cfg, sizeof(cfg), "%dx%dx%d", p->tp, p->pp, p->dp);
-        ui_format_value(p->mem.total, mem, sizeof(mem));
-        ui_put(y++, px, pw, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-10s %5d %9sB %s", p->index,
-               cfg, p->mbs, mem, p->predicted_oom ? "OOM (predicted)" : "");
+        snprintf(mem, sizeof(mem), p->mem.total >= 100e9 ? "%.0f GB" : "%.1f GB", p->mem.total / 1e9);
+        ui_put(y++, px, pw, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-10s %5d %10s %s", p->index,
+               cfg, p->mbs, mem, p->predicted_oom ? "OOM" : "");
     }
 }
 

@@ -240,7 +240,7 @@ static void monitor_draw(ui_app *app, ui_rect b)
            run->ranks_per_node, hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"),
            run->device_name[0] ? run->device_name : "N/A");
     y++;
-    ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   # done  O oom  P predicted oom  ! error  > running  . pending  - skipped", "config");
+    ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   # ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped", "config");
     /* per-config rows */
     int cfg[PDBX_MAX_CONFIGS][3];
     size_t ncfg = pdbx_run_configs(run, cfg, PDBX_MAX_CONFIGS);

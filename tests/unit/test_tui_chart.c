@@ -84,6 +84,8 @@ static void test_format_value(void **state)
     assert_string_equal(b, "25.6k");
     ui_format_value(3.5e9, b, sizeof(b));
     assert_string_equal(b, "3.5G");
+    ui_format_value(1.14e12, b, sizeof(b));
+    assert_string_equal(b, "1.14T");
 }
 
 static void test_glyphs_distinct(void **state)
