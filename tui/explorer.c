@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tui/ui_app.h"
+#include "tui/ui_lister.h"
 
 typedef struct {
     const char *store, *theme, *preset, *replay_file;
@@ -194,6 +195,7 @@ done:
     ui_runview_close(&app);
     ui_compare_close(&app);
     ui_form_free(&app.form);
+    ui_lister_stop(app.runs.lister);
     free(app.runs.all);
     free(app.runs.view);
     if (app.store)

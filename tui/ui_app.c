@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -243,6 +244,14 @@ int ui_app_run(ui_app *app)
 
     int resized = 1, dirty = 1;
     double next_tick = 0;
+    /* PDBX_TUI_KEYLOG=FILE: one line per key, the milliseconds from getch() returning it to the
+     * screen showing its effect (refresh done), to verify the 50 ms budget on real stores. */
+    FILE *keylog = NULL;
+    const char *kl = getenv("PDBX_TUI_KEYLOG");
+    if (kl && *kl)
+        keylog = fopen(kl, "a");
+    double key_t0 = -1;
+    int key_code = 0;
     while (!g_quit_signal) {
         double now = ui_now();
         if (resized) {
@@ -261,6 +270,11 @@ int ui_app_run(ui_app *app)
             draw(app);
             dirty = 0;
         }
+        if (keylog && key_t0 >= 0) {
+            fprintf(keylog, "key %d ms %.3f\n", key_code, (ui_now() - key_t0) * 1000);
+            fflush(keylog);
+            key_t0 = -1;
+        }
         int wait_ms = 1000;
         s = app->screens[app->screen];
         if (s->tick && s->tick_ms > 0) {
@@ -272,6 +286,8 @@ int ui_app_run(ui_app *app)
         int ch = getch();
         if (ch == ERR)
             continue;
+        key_t0 = ui_now();
+        key_code = ch;
         if (ch == KEY_RESIZE) {
             resized = 1;
             continue;
@@ -285,5 +301,7 @@ int ui_app_run(ui_app *app)
         if (r & UI_H_RESIZE) resized = 1;
         if (r & (UI_H_REDRAW | UI_H_HANDLED)) dirty = 1;
     }
+    if (keylog)
+        fclose(keylog);
     return 0;
 }

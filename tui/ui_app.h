@@ -65,6 +65,8 @@ typedef struct {
     int any_running;
     double last_list;        /* monotonic seconds of the last listing */
     double list_ms;          /* how long the last listing took */
+    int loaded;              /* a listing arrived */
+    struct ui_lister *lister;   /* lists on a worker thread (ui_lister.h) */
 } ui_runs_state;
 
 #define UI_FORM_FIELDS 24

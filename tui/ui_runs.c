@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "tui/ui_app.h"
+#include "tui/ui_lister.h"
 
 enum { COL_CREATED, COL_MODEL, COL_BACKEND, COL_TP, COL_MBS, COL_STATUS, NCOLS };
 static const char *const col_names[NCOLS] = { "created", "model", "backend/GPU", "TP", "MBS", "status" };
@@ -41,7 +42,6 @@ static int cmp_runs(const void *pa, const void *pb)
 {
     const pdbx_run_summary *a = &sort_all[*(const size_t *)pa], *b = &sort_all[*(const size_t *)pb];
     int c = 0;
-    char x[64], y[64];
     switch (sort_col) {
     case COL_CREATED: c = a->created < b->created ? 1 : a->created > b->created ? -1 : 0; break;
     case COL_MODEL: c = strcasecmp(a->model, b->model); break;
@@ -58,9 +58,9 @@ static int cmp_runs(const void *pa, const void *pb)
         if (!c) c = cmp_int(a->mbs_max, b->mbs_max);
         break;
     case COL_STATUS:
-        status_text(a, x, sizeof(x));
-        status_text(b, y, sizeof(y));
-        c = strcmp(x, y);
+        c = strcmp(pdbx_run_status_name(a->status), pdbx_run_status_name(b->status));
+        if (!c) c = cmp_int(a->points_total ? 1000L * a->points_done / a->points_total : 0,
+                            b->points_total ? 1000L * b->points_done / b->points_total : 0);
         break;
     }
     if (!c) c = strcmp(b->id, a->id);   /* newest first as the tie-break */
@@ -122,25 +122,20 @@ static void rebuild_view(ui_runs_state *r)
     rebuild_view_keep(r, selected);
 }
 
-int ui_runs_refresh(ui_app *app, int force)
+/* Swaps in a listing the worker finished, keeping the selection. Returns UI_H_REDRAW when one
+ * arrived. */
+static int take_listing(ui_app *app)
 {
     ui_runs_state *r = &app->runs;
-    if (!app->store)
-        return UI_H_NONE;
-    char dir[PDBX_PATH_MAX + 8];
-    snprintf(dir, sizeof(dir), "%s/runs", app->store_dir);
-    struct stat stt;
-    double mtime = stat(dir, &stt) == 0 ? (double)stt.st_mtim.tv_sec + stt.st_mtim.tv_nsec * 1e-9 : 0;
-    double now = ui_now();
-    if (!force && mtime == r->runs_dir_mtime && !(r->any_running && now - r->last_list >= 2.0))
-        return UI_H_NONE;
     pdbx_run_summary *list = NULL;
     size_t n = 0;
+    double ms = 0;
     char err[256];
-    double t0 = ui_now();
-    if (pdbx_store_list(app->store, &list, &n, err, sizeof(err)) != 0) {
+    if (!ui_lister_take(r->lister, &list, &n, &ms, err, sizeof(err)))
+        return UI_H_NONE;
+    if (err[0]) {
         ui_app_message(app, 1, "%s", err);
-        r->last_list = now;
+        free(list);
         return UI_H_REDRAW;
     }
     size_t *view = malloc((n ? n : 1) * sizeof(*view));
@@ -156,14 +151,43 @@ int ui_runs_refresh(ui_app *app, int force)
     r->all = list;
     r->nall = n;
     r->view = view;
-    r->list_ms = (ui_now() - t0) * 1000;
-    r->runs_dir_mtime = mtime;
-    r->last_list = now;
+    r->nview = 0;
+    r->list_ms = ms;
+    r->loaded = 1;
     r->any_running = 0;
     for (size_t i = 0; i < n; i++)
         r->any_running |= list[i].status == PDBX_RUN_RUNNING;
     rebuild_view_keep(r, keep);
     return UI_H_REDRAW;
+}
+
+int ui_runs_refresh(ui_app *app, int force)
+{
+    ui_runs_state *r = &app->runs;
+    if (!app->store)
+        return UI_H_NONE;
+    char err[256];
+    if (!r->lister && ui_lister_start(app->store_dir, &r->lister, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return UI_H_REDRAW;
+    }
+    int res = take_listing(app);
+    /* a new listing when runs/ changed (a run added or removed), and every 2 s while a run is
+     * running (its progress); listings run on the worker, never here */
+    char dir[PDBX_PATH_MAX + 8];
+    snprintf(dir, sizeof(dir), "%s/runs", app->store_dir);
+    struct stat stt;
+    double mtime = stat(dir, &stt) == 0 ? (double)stt.st_mtim.tv_sec + stt.st_mtim.tv_nsec * 1e-9 : 0;
+    double now = ui_now();
+    if ((force || mtime != r->runs_dir_mtime || (r->any_running && now - r->last_list >= 2.0))
+        && !ui_lister_busy(r->lister)) {
+        ui_lister_request(r->lister);
+        r->runs_dir_mtime = mtime;
+        r->last_list = now;
+    } else if (force) {
+        r->runs_dir_mtime = -1;         /* busy: ask again on the next tick */
+    }
+    return res;
 }
 
 static int runs_tick(ui_app *app)
@@ -330,6 +354,8 @@ static void runs_draw(ui_app *app, ui_rect b)
     int rows = b.h - 4;
     if (!app->store) {
         ui_put(b.y + 2, 2, b.w - 4, UI_C_ERROR, 0, "no store open (see the message below)");
+    } else if (!r->loaded) {
+        ui_put(b.y + 2, 2, b.w - 4, UI_C_DIM, 0, "listing the runs of %s ...", app->store_dir);
     } else if (r->nall == 0) {
         ui_put(b.y + 2, 2, b.w - 4, UI_C_NORMAL, 0, "No runs yet in %s.", app->store_dir);
         ui_put(b.y + 3, 2, b.w - 4, UI_C_NORMAL, 0,
@@ -373,4 +399,4 @@ static void runs_draw(ui_app *app, ui_rect b)
                r->marked[0] ? "  marked: " : "", r->marked);
 }
 
-const ui_screen ui_screen_runs = { "runs", UI_SCR_RUNS, 1000, runs_tick, runs_key, runs_draw };
+const ui_screen ui_screen_runs = { "runs", UI_SCR_RUNS, 250, runs_tick, runs_key, runs_draw };
