@@ -1,0 +1,470 @@
+/* store_frames.c: run-file frames: the encoder, the durable append and the scanner
+ * (see store_frames.h and store.h).
+ *
+ * Telling a torn tail from damage: a frame whose structure runs past the end of the file is
+ * normally the event a crashed writer was appending (or one being appended right now). But a
+ * flipped bit in a block header of an earlier frame can also make that frame claim bytes past
+ * the end. Writers never append after a partial frame (pdbx_frame_append cuts a failed write
+ * back, pdbx_run_writer_open cuts a torn tail), so when a complete, checksummed event frame
+ * starts anywhere after the "torn" frame, that frame is damaged, not torn.
+ */
+#include "store/store_frames.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_getFrameHeader */
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#define FRAME_LEVEL 3
+#define READ_CHUNK (256u * 1024u)
+#define MAX_EVENT_BYTES (256u * 1024u * 1024u)   /* larger decompressed events are damage */
+#define MAX_RESYNC_TRIES 64
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+double pdbx_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- encoder ------------------------------------------------------------------------- */
+
+struct pdbx_frame_encoder {
+    ZSTD_CCtx *cctx;
+    void *buf;
+    size_t cap;
+};
+
+int pdbx_frame_encoder_new(pdbx_frame_encoder **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    pdbx_frame_encoder *enc = calloc(1, sizeof *enc);
+    if (!enc || !(enc->cctx = ZSTD_createCCtx())) {
+        set_err(err, errlen, "zstd: cannot create a compression context (out of memory)");
+        free(enc);
+        return -1;
+    }
+    size_t r = ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_compressionLevel, FRAME_LEVEL);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_contentSizeFlag, 1);
+    if (ZSTD_isError(r)) {
+        set_err(err, errlen, "zstd: cannot set frame parameters: %s", ZSTD_getErrorName(r));
+        pdbx_frame_encoder_free(enc);
+        return -1;
+    }
+    *out = enc;
+    return 0;
+}
+
+void pdbx_frame_encoder_free(pdbx_frame_encoder *enc)
+{
+    if (!enc)
+        return;
+    ZSTD_freeCCtx(enc->cctx);
+    free(enc->buf);
+    free(enc);
+}
+
+int pdbx_frame_encode(pdbx_frame_encoder *enc, const char *json, size_t len,
+                      const void **frame, size_t *frame_len, char *err, size_t errlen)
+{
+    size_t bound = ZSTD_compressBound(len);
+    if (ZSTD_isError(bound)) {
+        set_err(err, errlen, "zstd: event of %zu bytes is too large", len);
+        return -1;
+    }
+    if (bound > enc->cap) {
+        void *nb = realloc(enc->buf, bound);
+        if (!nb) {
+            set_err(err, errlen, "zstd: out of memory for a %zu-byte frame", bound);
+            return -1;
+        }
+        enc->buf = nb;
+        enc->cap = bound;
+    }
+    size_t r = ZSTD_compress2(enc->cctx, enc->buf, enc->cap, json, len);
+    if (ZSTD_isError(r)) {
+        set_err(err, errlen, "zstd: compression failed: %s", ZSTD_getErrorName(r));
+        return -1;
+    }
+    *frame = enc->buf;
+    *frame_len = r;
+    return 0;
+}
+
+int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
+                            const void **frame, size_t *frame_len, char *err, size_t errlen)
+{
+    cJSON *copy = NULL;
+    char *text = NULL;
+    int rc = -1;
+    if (!cJSON_IsObject(event) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(event, "type"))) {
+        set_err(err, errlen, "event: must be a JSON object with a string field \"type\"");
+        return -1;
+    }
+    const cJSON *to_print = event;
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(event, "t"))) {
+        copy = cJSON_Duplicate(event, 1);
+        if (!copy || !cJSON_AddNumberToObject(copy, "t", pdbx_now()))
+            goto oom;
+        to_print = copy;
+    }
+    text = cJSON_PrintUnformatted(to_print);
+    if (!text)
+        goto oom;
+    rc = pdbx_frame_encode(enc, text, strlen(text), frame, frame_len, err, errlen);
+    goto done;
+oom:
+    set_err(err, errlen, "event: out of memory while serialising");
+done:
+    free(text);
+    cJSON_Delete(copy);
+    return rc;
+}
+
+/* ---- durable append ------------------------------------------------------------------ */
+
+int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, const char *path,
+                      char *err, size_t errlen)
+{
+    ssize_t w;
+    do
+        w = write(fd, frame, len);
+    while (w < 0 && errno == EINTR);
+    if (w < 0 || (size_t)w != len) {
+        int e = w < 0 ? errno : ENOSPC;
+        set_err(err, errlen, "%s: append of a %zu-byte frame failed: %s%s", path, len, strerror(e),
+                w >= 0 ? " (short write)" : "");
+        goto cut;
+    }
+    if (fdatasync(fd) != 0) {
+        set_err(err, errlen, "%s: fdatasync after append failed: %s", path, strerror(errno));
+        goto cut;
+    }
+    *size += len;
+    return 0;
+cut:
+    /* Never leave a partial frame where the next append would land after it. */
+    if (ftruncate(fd, (off_t)*size) != 0) {
+        size_t n = err ? strlen(err) : 0;
+        if (err && n + 1 < errlen)
+            snprintf(err + n, errlen - n, "; truncating back to %llu bytes failed: %s",
+                     (unsigned long long)*size, strerror(errno));
+    }
+    return -1;
+}
+
+/* ---- scanner ------------------------------------------------------------------------- */
+
+typedef struct {
+    int fd;
+    uint8_t *buf;      /* file bytes [base, base + len) */
+    size_t cap, len;
+    uint64_t base;
+    int eof;           /* a read returned 0: the file ended (at the time of reading) */
+} file_reader;
+
+/* Makes at least `want` bytes from file offset pos available in the buffer (fewer at EOF).
+ * pos must be >= r->base. Returns 0, or -1 with errno on a read error / out of memory. */
+static int reader_need(file_reader *r, uint64_t pos, size_t want)
+{
+    size_t off = (size_t)(pos - r->base);
+    if (r->len - off >= want || r->eof)
+        return 0;
+    if (off > 0) {
+        memmove(r->buf, r->buf + off, r->len - off);
+        r->len -= off;
+        r->base = pos;
+    }
+    if (want > r->cap || r->cap - r->len < READ_CHUNK / 4) {
+        size_t ncap = r->cap ? r->cap : READ_CHUNK;
+        while (ncap < want || ncap - r->len < READ_CHUNK / 4)
+            ncap *= 2;
+        uint8_t *nb = realloc(r->buf, ncap);
+        if (!nb) {
+            errno = ENOMEM;
+            return -1;
+        }
+        r->buf = nb;
+        r->cap = ncap;
+    }
+    while (r->len < want && !r->eof) {
+        ssize_t n = pread(r->fd, r->buf + r->len, r->cap - r->len, (off_t)(r->base + r->len));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            r->eof = 1;
+        r->len += (size_t)n;
+        if (r->len == r->cap)
+            break;
+    }
+    return 0;
+}
+
+typedef struct {
+    ZSTD_DCtx *dctx;
+    char *out;
+    size_t cap;
+} frame_decoder;
+
+/* Decodes one whole frame src[0..n) into a JSON event. Returns 0 (*ev set, or left NULL when
+ * filter declined the text), 1 when the frame is bad (why set), -1 out of memory. */
+static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, pdbx_frame_filter_fn filter,
+                        void *fctx, cJSON **ev, char *why, size_t whylen)
+{
+    *ev = NULL;
+    /* Every event frame carries a content checksum; one without cannot be verified (and a
+     * flipped checksum flag would otherwise pass with the checksum left as stray bytes). */
+    ZSTD_frameHeader fh;
+    size_t r = ZSTD_getFrameHeader(&fh, src, n);
+    if (ZSTD_isError(r) || r != 0) {
+        snprintf(why, whylen, "zstd: %s", ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short frame header");
+        return 1;
+    }
+    if (!fh.checksumFlag) {
+        snprintf(why, whylen, "frame has no content checksum");
+        return 1;
+    }
+    size_t outlen = 0;
+    unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
+    if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR) {
+        /* The writer records the content size: one-shot decoding (much cheaper than a
+         * streaming session for small frames); it verifies the checksum too. */
+        if (fcs > MAX_EVENT_BYTES) {
+            snprintf(why, whylen, "event of %llu bytes is larger than %u", fcs, MAX_EVENT_BYTES);
+            return 1;
+        }
+        if (fcs + 1 > d->cap) {
+            size_t ncap = d->cap ? d->cap : 4096;
+            while (ncap < fcs + 1)
+                ncap *= 2;
+            char *nb = realloc(d->out, ncap);
+            if (!nb)
+                return -1;
+            d->out = nb;
+            d->cap = ncap;
+        }
+        r = ZSTD_decompressDCtx(d->dctx, d->out, (size_t)fcs, src, n);
+        if (ZSTD_isError(r)) {
+            snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+            return 1;
+        }
+        if (r != fcs) {
+            snprintf(why, whylen, "zstd: %zu bytes decoded, frame header says %llu", r, fcs);
+            return 1;
+        }
+        outlen = r;
+    } else {
+        r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
+        if (ZSTD_isError(r)) {
+            snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+            return 1;
+        }
+        ZSTD_inBuffer in = {src, n, 0};
+        for (;;) {
+            if (d->cap - outlen < ZSTD_DStreamOutSize()) {
+                size_t ncap = d->cap ? 2 * d->cap : 4 * ZSTD_DStreamOutSize();
+                if (ncap > MAX_EVENT_BYTES + ZSTD_DStreamOutSize()) {
+                    snprintf(why, whylen, "event larger than %u bytes", MAX_EVENT_BYTES);
+                    return 1;
+                }
+                char *nb = realloc(d->out, ncap);
+                if (!nb)
+                    return -1;
+                d->out = nb;
+                d->cap = ncap;
+            }
+            ZSTD_outBuffer out = {d->out + outlen, d->cap - outlen - 1, 0};
+            r = ZSTD_decompressStream(d->dctx, &out, &in);
+            if (ZSTD_isError(r)) {
+                snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+                return 1;
+            }
+            outlen += out.pos;
+            if (r == 0)
+                break;
+            if (in.pos == in.size && out.pos < out.size) {
+                snprintf(why, whylen, "zstd: frame ends early");
+                return 1;
+            }
+        }
+        if (in.pos != in.size) {
+            snprintf(why, whylen, "zstd: %zu stray bytes after the frame", in.size - in.pos);
+            return 1;
+        }
+    }
+    d->out[outlen] = '\0';
+    if (filter && !filter(d->out, outlen, fctx))
+        return 0;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(d->out, outlen, &end, 0);
+    if (!j) {
+        snprintf(why, whylen, "not JSON");
+        return 1;
+    }
+    while (end && end < d->out + outlen && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+        end++;
+    if (end && end < d->out + outlen) {
+        cJSON_Delete(j);
+        snprintf(why, whylen, "not JSON (stray text after the event)");
+        return 1;
+    }
+    if (!cJSON_IsObject(j) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "type"))) {
+        cJSON_Delete(j);
+        snprintf(why, whylen, "not a JSON object with a string \"type\"");
+        return 1;
+    }
+    *ev = j;
+    return 0;
+}
+
+static int is_skippable(const uint8_t *p, size_t n)
+{
+    if (n < 4)
+        return 0;
+    uint32_t magic = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return (magic & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
+}
+
+/* Offset (relative to p) of a complete valid event frame in p[1..n), or 0 when none. */
+static size_t find_later_frame(frame_decoder *d, const uint8_t *p, size_t n)
+{
+    static const uint8_t magic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+    int tries = 0;
+    for (size_t i = 1; i + 4 <= n && tries < MAX_RESYNC_TRIES; i++) {
+        if (memcmp(p + i, magic, 4) != 0)
+            continue;
+        tries++;
+        size_t fsz = ZSTD_findFrameCompressedSize(p + i, n - i);
+        if (ZSTD_isError(fsz))
+            continue;
+        cJSON *ev = NULL;
+        char why[64];
+        if (decode_frame(d, p + i, fsz, NULL, NULL, &ev, why, sizeof why) == 0) {
+            cJSON_Delete(ev);
+            return i;
+        }
+    }
+    return 0;
+}
+
+int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
+                   pdbx_scan_result *res, char *err, size_t errlen)
+{
+    return pdbx_scan_file_filtered(path, from, NULL, fn, ctx, res, err, errlen);
+}
+
+int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_fn filter,
+                            pdbx_event_fn fn, void *ctx, pdbx_scan_result *res,
+                            char *err, size_t errlen)
+{
+    file_reader rd = {.fd = -1, .base = from};
+    frame_decoder dec = {0};
+    int rc = -1;
+    memset(res, 0, sizeof *res);
+    res->next_offset = from;
+
+    rd.fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (rd.fd < 0) {
+        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    dec.dctx = ZSTD_createDCtx();
+    if (!dec.dctx) {
+        set_err(err, errlen, "%s: out of memory (zstd context)", path);
+        goto done;
+    }
+    uint64_t pos = from;
+    char why[160];
+    for (;;) {
+        if (reader_need(&rd, pos, 64) != 0)
+            goto read_fail;
+        size_t avail = rd.len - (size_t)(pos - rd.base);
+        if (avail == 0)
+            break;                                   /* clean end */
+        const uint8_t *p = rd.buf + (pos - rd.base);
+        size_t fsz = ZSTD_findFrameCompressedSize(p, avail);
+        if (ZSTD_isError(fsz) && ZSTD_getErrorCode(fsz) == ZSTD_error_srcSize_wrong) {
+            if (!rd.eof) {                           /* the frame continues beyond the buffer */
+                if (reader_need(&rd, pos, avail + (avail > READ_CHUNK ? avail : READ_CHUNK)) != 0)
+                    goto read_fail;
+                continue;
+            }
+            size_t later = find_later_frame(&dec, p, avail);
+            if (later == 0) {
+                res->torn_tail = 1;                  /* the event in flight: ignored */
+                break;
+            }
+            snprintf(why, sizeof why, "frame runs past a valid frame at byte %llu",
+                     (unsigned long long)(pos + later));
+            goto corrupt;
+        }
+        if (ZSTD_isError(fsz)) {
+            snprintf(why, sizeof why, "zstd: %s", ZSTD_getErrorName(fsz));
+            goto corrupt;
+        }
+        if (is_skippable(p, avail)) {                /* not an event: skipped */
+            pos += fsz;
+            res->next_offset = pos;
+            continue;
+        }
+        cJSON *ev = NULL;
+        int d = decode_frame(&dec, p, fsz, filter, ctx, &ev, why, sizeof why);
+        if (d < 0) {
+            set_err(err, errlen, "%s: out of memory decoding the frame at byte %llu", path,
+                    (unsigned long long)pos);
+            goto done;
+        }
+        if (d > 0)
+            goto corrupt;
+        pos += fsz;
+        res->next_offset = pos;
+        res->events++;
+        if (!ev)
+            continue;                                /* declined by the filter */
+        int stop = fn ? fn(ev, ctx) : 0;
+        cJSON_Delete(ev);
+        if (stop)
+            break;
+    }
+    rc = 0;
+    goto done;
+corrupt:
+    res->corrupt = 1;
+    snprintf(res->corrupt_msg, sizeof res->corrupt_msg, "%s: bad frame at byte %llu: %s", path,
+             (unsigned long long)pos, why);
+    rc = 0;
+    goto done;
+read_fail:
+    set_err(err, errlen, "%s: read failed: %s", path, strerror(errno));
+done:
+    ZSTD_freeDCtx(dec.dctx);
+    free(dec.out);
+    free(rd.buf);
+    if (rd.fd >= 0)
+        close(rd.fd);
+    return rc;
+}

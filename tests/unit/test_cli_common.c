@@ -1,0 +1,213 @@
+/* test_cli_common.c: option parsing, value checks and table columns shared by the `pdbx`
+ * subcommands (tui/cli_common.c). stderr messages are checked by tests/e2e/cli_usage.sh. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/cli.h"
+
+typedef struct {
+    int tp, json, calls;
+    const char *store;
+} seen_opts;
+
+static const pdbx_cli_opt opts[] = {
+    { "store", "DIR", "the store" },
+    { "tp", "N", "TP degree" },
+    { "json", NULL, "JSON" },
+    { NULL, NULL, NULL },
+};
+
+static const pdbx_cli_spec spec = {
+    .name = "t", .args = "RUN [RUN]", .opts = opts, .min_args = 1, .max_args = 2, .about = "test",
+};
+
+static int on_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
+{
+    seen_opts *s = ctx;
+    s->calls++;
+    if (strcmp(opt->name, "tp") == 0)
+        return pdbx_cli_int(opt->name, value, 1, 64, &s->tp, err, errlen);
+    if (strcmp(opt->name, "json") == 0)
+        s->json = 1;
+    if (strcmp(opt->name, "store") == 0)
+        s->store = value;
+    return 0;
+}
+
+/* Runs pdbx_cli_parse on a NULL-terminated list of words (copied: getopt permutes argv). */
+static int parse(seen_opts *s, char ***pos, int *npos, char **words)
+{
+    static char buf[16][64];
+    static char *argv[17];
+    int argc = 0;
+    for (; words[argc]; argc++) {
+        snprintf(buf[argc], sizeof buf[argc], "%s", words[argc]);
+        argv[argc] = buf[argc];
+    }
+    argv[argc] = NULL;
+    memset(s, 0, sizeof *s);
+    return pdbx_cli_parse(&spec, argc, argv, on_opt, s, pos, npos);
+}
+
+static void test_parse_ok(void **state)
+{
+    (void)state;
+    seen_opts s;
+    char **pos;
+    int npos;
+    /* Options before and after positionals, --opt=value and --opt value. */
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "abc", "--tp", "4", "--store=/x", "def", "--json", NULL }), 0);
+    assert_int_equal(npos, 2);
+    assert_string_equal(pos[0], "abc");
+    assert_string_equal(pos[1], "def");
+    assert_int_equal(s.tp, 4);
+    assert_int_equal(s.json, 1);
+    assert_string_equal(s.store, "/x");
+    /* A second parse in the same process starts afresh; "--" ends the options. */
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "--", "--tp", NULL }), 0);
+    assert_int_equal(npos, 1);
+    assert_string_equal(pos[0], "--tp");
+    assert_int_equal(s.calls, 0);
+}
+
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    seen_opts s;
+    char **pos;
+    int npos;
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", NULL }), PDBX_EXIT_USAGE);           /* missing RUN */
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "b", "c", NULL }), PDBX_EXIT_USAGE);
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "--nope", NULL }), PDBX_EXIT_USAGE);
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "-q", NULL }), PDBX_EXIT_USAGE);
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "--tp", NULL }), PDBX_EXIT_USAGE);  /* no value */
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "--json=1", NULL }), PDBX_EXIT_USAGE);
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "--tp", "65", NULL }), PDBX_EXIT_USAGE);
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "a", "--tp", "4x", NULL }), PDBX_EXIT_USAGE);
+    assert_int_equal(pdbx_cli_parse_exit(PDBX_EXIT_USAGE), PDBX_EXIT_USAGE);
+}
+
+static void test_parse_help(void **state)
+{
+    (void)state;
+    seen_opts s;
+    char **pos;
+    int npos;
+    /* --help wins even where arguments are missing, and exits 0. */
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "--help", NULL }), PDBX_CLI_HELP_SHOWN);
+    assert_int_equal(parse(&s, &pos, &npos, (char *[]){ "t", "x", "-h", NULL }), PDBX_CLI_HELP_SHOWN);
+    assert_int_equal(pdbx_cli_parse_exit(PDBX_CLI_HELP_SHOWN), PDBX_EXIT_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pdbx_cli_print_help(&spec, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "usage: pdbx t RUN [RUN] [options]\n"));
+    assert_non_null(strstr(buf, "  --store DIR  the store\n"));
+    assert_non_null(strstr(buf, "  --json       JSON\n"));
+    assert_non_null(strstr(buf, "  -h, --help   print this help and exit\n"));
+    free(buf);
+}
+
+static void test_values(void **state)
+{
+    (void)state;
+    char err[256];
+    int v = -1;
+    assert_int_equal(pdbx_cli_int("tp", "8", 1, 64, &v, err, sizeof err), 0);
+    assert_int_equal(v, 8);
+    assert_int_equal(pdbx_cli_int("tp", "0", 1, 64, &v, err, sizeof err), -1);
+    assert_string_equal(err, "--tp: 0 is out of range (allowed: 1..64)");
+    assert_int_equal(pdbx_cli_int("tp", "", 1, 64, &v, err, sizeof err), -1);
+    assert_string_equal(err, "--tp: '' is not an integer");
+    assert_int_equal(pdbx_cli_int("tp", "99999999999999999999999", 1, 64, &v, err, sizeof err), -1);
+    assert_string_equal(err, "--tp: '99999999999999999999999' is not an integer");
+    assert_int_equal(v, 8);                       /* untouched on error */
+    int k = -1;
+    assert_int_equal(pdbx_cli_stat("stat", "median", &k, err, sizeof err), 0);
+    assert_int_equal(k, PDBX_STAT_MEDIAN);
+    assert_int_equal(pdbx_cli_stat("stat", "avg", &k, err, sizeof err), -1);
+    assert_string_equal(err, "--stat: 'avg' is not one of mean, median, min, max, std");
+    assert_int_equal(pdbx_cli_choice("attribution", "fasop", pdbx_cli_attributions, &k, err, sizeof err), 0);
+    assert_int_equal(k, PDBX_CLI_ATTR_FASOP);
+    /* A short buffer truncates, still terminated. */
+    char small[12];
+    assert_int_equal(pdbx_cli_stat("stat", "avg", &k, small, sizeof small), -1);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+static void set_cell(pdbx_point *p, pdbx_op op, double mean)
+{
+    p->op[op].valid = 1;
+    p->op[op].stats = (pdbx_stats){ .count = 3, .min = mean * 0.9, .max = mean * 1.1,
+                                    .mean = mean, .median = mean, .std = mean * 0.1 };
+}
+
+static void test_columns_and_rows(void **state)
+{
+    (void)state;
+    pdbx_cli_col cols[PDBX_CLI_MAX_COLS];
+    size_t n = pdbx_cli_columns(0, cols);
+    assert_int_equal(n, PDBX_OP_COUNT);
+    assert_string_equal(cols[PDBX_OP_ATTN_Q].name, "attn_q");
+    assert_false(cols[PDBX_OP_EMBED].per_layer);
+    assert_true(cols[PDBX_OP_INPUT_NORM].per_layer);
+    size_t nf = pdbx_cli_columns(1, cols);
+    assert_int_equal(nf, PDBX_FASOP_COLS);
+    assert_string_equal(cols[1].name, "attn_q");
+    assert_true(cols[1].ops & PDBX_OP_BIT(PDBX_OP_INPUT_NORM));   /* FASOP folds the norm in */
+    assert_false(cols[9].per_layer);                              /* lm_head */
+
+    /* A point at TP 1: no all-reduces measured. Every layer op 1 ms, embed 0.5, lm_head 2. */
+    static pdbx_point p;
+    memset(&p, 0, sizeof p);
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if (!pdbx_op_is_comm((pdbx_op)op))
+            set_cell(&p, (pdbx_op)op, 1.0);
+    set_cell(&p, PDBX_OP_EMBED, 0.5);
+    set_cell(&p, PDBX_OP_LM_HEAD, 2.0);
+    pdbx_cli_row r;
+    n = pdbx_cli_columns(0, cols);
+    pdbx_cli_row_fill(&p, cols, n, PDBX_STAT_MEAN, &r);
+    assert_false(r.valid[PDBX_OP_TP_ALLREDUCE_ATTN]);
+    assert_true(r.layer_valid && r.total_valid);
+    assert_true(fabs(r.layer - 11.0) < 1e-12);                    /* 11 per-layer ops */
+    assert_true(fabs(r.total - (11.0 + 0.5 + 1.0 + 2.0)) < 1e-12);
+    /* FASOP attribution moves ops between columns but keeps the layer sum. */
+    nf = pdbx_cli_columns(1, cols);
+    pdbx_cli_row rf;
+    pdbx_cli_row_fill(&p, cols, nf, PDBX_STAT_MEAN, &rf);
+    assert_true(fabs(rf.layer - r.layer) < 1e-12);
+    assert_true(fabs(rf.v[1] - 2.0) < 1e-12);                     /* attn_q + input_norm */
+    assert_true(fabs(rf.v[9] - 3.0) < 1e-12);                     /* lm_head + final_norm */
+    /* std never sums into totals. */
+    pdbx_cli_row_fill(&p, cols, nf, PDBX_STAT_STD, &rf);
+    assert_false(rf.layer_valid);
+    assert_false(rf.total_valid);
+    /* An unmeasured point has no valid cell, no totals. */
+    static pdbx_point empty;
+    pdbx_cli_row_fill(&empty, cols, nf, PDBX_STAT_MEAN, &rf);
+    for (size_t c = 0; c < nf; c++)
+        assert_false(rf.valid[c]);
+    assert_false(rf.total_valid);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_ok),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_parse_help),
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_columns_and_rows),
+    };
+    return cmocka_run_group_tests_name("cli_common", tests, NULL, NULL);
+}

@@ -1,0 +1,57 @@
+/* pdbx_main.c: main() of `pdbx`. Dispatches argv[1] through the subcommand table below; the
+ * same table generates `pdbx --help`. Adding a subcommand is one line in `commands` (its
+ * handler is declared in tui/cli.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "store/version.h"
+#include "tui/cli.h"
+
+static const pdbx_cli_command commands[] = {
+    { "ls",     "list the runs in the store",                             pdbx_cmd_ls },
+    { "show",   "print a run's per-op times (MBS x ops) per parallel config", pdbx_cmd_show },
+    { "diff",   "compare two runs: ratio B/A per cell, geometric mean per op", pdbx_cmd_diff },
+    { "export", "write FASOP NPZ, Vidur CSV and/or a Chrome trace of a run",  pdbx_cmd_export },
+    { "plan",   "print a sweep's points and predicted memory (no run)",   pdbx_cmd_plan },
+    { "record", "copy a run's event stream to a recording file",          pdbx_cmd_record },
+    { "import", "import a recording file into the store",                 pdbx_cmd_import },
+};
+
+/* What `pdbx` does without a subcommand (the explorer replaces the overview). */
+static const pdbx_cli_handler no_subcommand = pdbx_cmd_overview;
+
+static void print_help(FILE *out)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strlen(commands[i].name) > w)
+            w = strlen(commands[i].name);
+    fprintf(out, "usage: pdbx [--store DIR] [COMMAND [options]]\n\n"
+                 "pdbx profiles the per-operator costs of a transformer layer (a ProfileDB) for\n"
+                 "planning TP/PP/DP training. Without a command it shows the overview.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-*s  %s\n", (int)w, commands[i].name, commands[i].summary);
+    fprintf(out, "\n'pdbx COMMAND --help' describes a command's options. The store is --store DIR,\n"
+                 "else $PDBX_STORE, else $XDG_DATA_HOME/pdbx, else ~/.local/share/pdbx.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+            print_help(stdout);
+            return PDBX_EXIT_OK;
+        }
+        if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+            printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());
+            return PDBX_EXIT_OK;
+        }
+        argv[0] = "pdbx";
+        return no_subcommand(argc, argv);
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", argv[1]);
+}
