@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/version.h"
 #include "tui/ui_app.h"
 
 static volatile sig_atomic_t g_quit_signal;
@@ -70,7 +71,7 @@ static void draw_frame(ui_app *app)
     size_t dl = strlen(app->store_dir);
     /* the tail of a long store path is the informative part */
     snprintf(store, sizeof(store), "%s%.63s", dl > 60 ? "..." : "", app->store_dir + (dl > 60 ? dl - 60 : 0));
-    ui_put(l->title.y, 0, l->cols, UI_C_TITLE, 1, " pdbx %s | %s", PDBX_VERSION, s->name);
+    ui_put(l->title.y, 0, l->cols, UI_C_TITLE, 1, " pdbx %s | %s", pdbx_version(), s->name);
     int sl = (int)strlen(store) + 1;
     if (sl < l->cols / 2)
         ui_put(l->title.y, l->cols - sl, sl, UI_C_TITLE, 0, "%s ", store);
