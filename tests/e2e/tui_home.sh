@@ -34,5 +34,19 @@ keys y; wait_for "deleted $C"
 wait_for "2 runs"
 [ -f "$STORE/runs/$C.pdbx" ] && fail "y did not delete the run file"
 quit_and_check
-[ -s "$TMP/stderr" ] && fail "stderr not empty: $(cat "$TMP/stderr")"
+# SIGINT (Ctrl-C) and SIGTERM end the explorer cleanly: exit 0 and the terminal restored (the
+# shell's line shows on the normal screen, the explorer's screen is gone)
+start
+wait_for "2 runs"
+keys C-c
+wait_for "[pdbx exited 0]"
+screen | grep -q "q quit" && fail "the explorer's screen is still shown after Ctrl-C"
+start
+wait_for "2 runs"
+pane=$(tmx display-message -p -t e2e '#{pane_pid}')
+kid=$(pgrep -P "$pane" | head -1)        # the pane's shell runs pdbx as its child
+[ -n "$kid" ] || fail "no pdbx process under the pane"
+kill -TERM "$kid"
+wait_for "[pdbx exited 0]"
+screen | grep -q "q quit" && fail "the explorer's screen is still shown after SIGTERM"
 echo PASS

@@ -45,5 +45,21 @@ keys y; wait_for "cancel sent"
 wait_for "ended cancelled" $LIMIT
 keys Escape; wait_for "2 runs"
 wait_for "cancelled"
+# quitting the explorer leaves a running sweep running to its end
+keys n; wait_for "Preview: 8 points"
+keys Down Down; keys C-u; keys -l 64
+keys Down Down Down Down Down Down; keys C-u; keys -l 1x1x2
+keys Down Down; keys C-u; keys -l 1:2
+keys Down Down Down Left
+wait_for "Preview: 2 points"
+keys F5
+wait_for "launched 20" 60
+id=$(screen | sed -n 's/.*launched \(20[0-9_-]*_[0-9a-f]*\).*/\1/p' | head -1)
+[ -n "$id" ] || fail "no run id in the launch message"
 quit_and_check
+i=0
+until zstdcat "$STORE/runs/$id.pdbx" 2>/dev/null | grep -q '"type":"run_end","status":"complete"\|"status":"complete"' ; do
+    [ $i -lt $((LIMIT * 10)) ] || fail "the sweep did not complete after the explorer quit"
+    sleep 0.1; i=$((i + 1))
+done
 echo PASS
