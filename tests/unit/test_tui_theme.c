@@ -12,6 +12,7 @@
 #include <curses.h>
 #include <cmocka.h>
 
+#include "tui/ui_config.h"
 #include "tui/ui_theme.h"
 
 static void test_parse_sets_roles_and_falls_back(void **state)
@@ -137,6 +138,60 @@ static void test_mono_distinguishes_key_roles(void **state)
     assert_string_equal(ui_role_name(UI_C_SERIES7), "series7");
 }
 
+static void test_config_lookup_and_save_only_when_changed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pdbx-test-tui-config.XXXXXX", path[128], p2[128], err[256];
+    assert_non_null(mkdtemp(dir));
+    /* lookup order: PDBX_CONFIG, then XDG_CONFIG_HOME/pdbx/config, then ~/.config/pdbx/config */
+    setenv("HOME", dir, 1);
+    unsetenv("PDBX_CONFIG");
+    unsetenv("XDG_CONFIG_HOME");
+    assert_int_equal(ui_config_path(path, sizeof(path)), 0);
+    snprintf(p2, sizeof(p2), "%s/.config/pdbx/config", dir);
+    assert_string_equal(path, p2);
+    setenv("XDG_CONFIG_HOME", "/xdg", 1);
+    ui_config_path(path, sizeof(path));
+    assert_string_equal(path, "/xdg/pdbx/config");
+    snprintf(p2, sizeof(p2), "%s/sub/dir/cfg", dir);
+    setenv("PDBX_CONFIG", p2, 1);
+    ui_config_path(path, sizeof(path));
+    assert_string_equal(path, p2);
+    /* a missing file is the defaults */
+    ui_config c;
+    assert_int_equal(ui_config_load(&c, err, sizeof(err)), 0);
+    assert_string_equal(c.theme, "");
+    /* saving creates the directories and the file */
+    snprintf(c.theme, sizeof(c.theme), "light");
+    assert_int_equal(ui_config_save_if_changed(&c, err, sizeof(err)), 0);
+    ui_config back;
+    assert_int_equal(ui_config_load(&back, err, sizeof(err)), 0);
+    assert_string_equal(back.theme, "light");
+    /* unchanged values do not rewrite the file (a marker line survives) */
+    FILE *f = fopen(p2, "a");
+    assert_non_null(f);
+    fputs("# marker\nunknown_key = 1\n", f);
+    fclose(f);
+    assert_int_equal(ui_config_save_if_changed(&c, err, sizeof(err)), 0);
+    char text[512] = "";
+    f = fopen(p2, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "# marker"));
+    /* a change rewrites it */
+    snprintf(c.theme, sizeof(c.theme), "high-contrast");
+    assert_int_equal(ui_config_save_if_changed(&c, err, sizeof(err)), 0);
+    assert_int_equal(ui_config_load(&back, err, sizeof(err)), 0);
+    assert_string_equal(back.theme, "high-contrast");
+    unsetenv("PDBX_CONFIG");
+    unsetenv("XDG_CONFIG_HOME");
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_shipped_themes_parse_cleanly),
         cmocka_unit_test(test_mono_distinguishes_key_roles),
+        cmocka_unit_test(test_config_lookup_and_save_only_when_changed),
     };
     return cmocka_run_group_tests_name("tui_theme", tests, NULL, NULL);
 }
