@@ -43,6 +43,18 @@ void ui_app_confirm(ui_app *app, void (*fn)(ui_app *), const char *fmt, ...)
     app->on_confirm = fn;
 }
 
+static void draw(ui_app *app);
+
+void ui_app_busy(ui_app *app, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(app->message, sizeof(app->message), fmt, ap);
+    va_end(ap);
+    app->message_error = 0;
+    draw(app);
+}
+
 void ui_app_switch(ui_app *app, ui_screen_id to)
 {
     if (to == UI_SCREEN_HELP && app->screen != UI_SCREEN_HELP) {

@@ -66,6 +66,7 @@ typedef struct {
     double last_list;        /* monotonic seconds of the last listing */
     double list_ms;          /* how long the last listing took */
     int loaded;              /* a listing arrived */
+    char pending_delete[PDBX_RUN_ID_MAX];   /* the run a delete confirmation is about */
     struct ui_lister *lister;   /* lists on a worker thread (ui_lister.h) */
 } ui_runs_state;
 
@@ -192,6 +193,9 @@ void ui_app_message(ui_app *app, int error, const char *fmt, ...)
 void ui_app_confirm(ui_app *app, void (*fn)(ui_app *), const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ui_app_switch(ui_app *app, ui_screen_id to);
+/* Shows a message at once (redraws now): for the one call that may block, a launch waiting
+ * for the engine's first event. */
+void ui_app_busy(ui_app *app, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ui_app_run(ui_app *app);
 
 /* ---- screen entry points ---------------------------------------------------------------- */

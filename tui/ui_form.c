@@ -214,6 +214,7 @@ static void do_launch(ui_app *app)
         return;
     }
     pdbx_launch l;
+    ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
     if (pdbx_launch_start(&f->spec, app->store_dir, &l, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "launch failed: %s", err);
         return;

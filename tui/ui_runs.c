@@ -203,15 +203,14 @@ static const pdbx_run_summary *selected(ui_app *app)
     return &r->all[r->view[r->sel]];
 }
 
-static char pending_delete[PDBX_RUN_ID_MAX];
-
 static void do_delete(ui_app *app)
 {
     char err[256];
-    if (pdbx_store_delete(app->store, pending_delete, err, sizeof(err)) != 0)
+    const char *id = app->runs.pending_delete;
+    if (pdbx_store_delete(app->store, id, err, sizeof(err)) != 0)
         ui_app_message(app, 1, "%s", err);
     else
-        ui_app_message(app, 0, "deleted %s", pending_delete);
+        ui_app_message(app, 0, "deleted %s", id);
     ui_runs_refresh(app, 1);
 }
 
@@ -290,7 +289,7 @@ static int runs_key(ui_app *app, int key, ui_action act)
             ui_app_message(app, 1, "%s is running: open it and cancel the sweep first", s->id);
             break;
         }
-        snprintf(pending_delete, sizeof(pending_delete), "%s", s->id);
+        snprintf(r->pending_delete, sizeof(r->pending_delete), "%s", s->id);
         ui_app_confirm(app, do_delete, "delete run %s (%s, %s)? its file is removed", s->id,
                        s->model, pdbx_run_status_name(s->status));
         break;

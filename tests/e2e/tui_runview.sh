@@ -34,4 +34,22 @@ wait_for "A100-80G fp32"
 screen | grep -E '^ mlp_gate +[0-9.]+%' >/dev/null || fail "roofline efficiency of mlp_gate"
 keys Escape; wait_for "1 run"
 quit_and_check
+# a corrupt run: listed as corrupt with the reason, opens with the events before the damage
+X=2026-11-20__12-00-00_eeee0005
+make_run "$X"
+head -c 4000 "$STORE/runs/$X.pdbx" > "$TMP/x.head"
+tail -c +4001 "$STORE/runs/$X.pdbx" > "$TMP/x.tail"
+{ cat "$TMP/x.head"; printf 'garbage in the middle of the run file'; cat "$TMP/x.tail"; } > "$STORE/runs/$X.pdbx"
+start
+wait_for "2 runs"
+wait_for "corrupt"
+keys Home Enter
+wait_for "corrupt run: showing the events before the damage"
+wait_for "view: table (ms)"
+keys Escape; wait_for "2 runs"
+# the other run is unaffected
+keys End Enter; wait_for "view: table (ms)"
+screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "the healthy run after a corrupt one"
+keys Escape; wait_for "2 runs"
+quit_and_check
 echo PASS
