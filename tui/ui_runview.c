@@ -358,16 +358,74 @@ static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
            "bound = max(flops / peak, bytes / bandwidth) per TP rank; N/A where an op has no model");
 }
 
+/* busbw vs message size, one series per collective, under the table when there is room. */
+static void draw_coll_chart(ui_app *app, ui_rect b)
+{
+    const pdbx_run *run = &app->rv.run;
+    char names[8][16];
+    double sizes[UI_MAX_MBS];
+    int nn = 0, ns = 0;
+    for (size_t i = 0; i < run->ncoll; i++) {
+        const pdbx_coll_result *r = &run->coll[i];
+        int k = 0;
+        while (k < nn && strcmp(names[k], r->coll) != 0) k++;
+        if (k == nn && nn < 8) snprintf(names[nn++], sizeof(names[0]), "%s", r->coll);
+        int j = 0;
+        while (j < ns && sizes[j] != r->bytes) j++;
+        if (j == ns && ns < UI_MAX_MBS) sizes[ns++] = r->bytes;
+    }
+    for (int i = 1; i < ns; i++)            /* sizes ascending */
+        for (int j = i; j > 0 && sizes[j - 1] > sizes[j]; j--) {
+            double t = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = t;
+        }
+    if (nn == 0 || ns == 0)
+        return;
+    double vals[8 * UI_MAX_MBS];
+    for (int i = 0; i < nn * ns; i++) vals[i] = NAN;
+    for (size_t i = 0; i < run->ncoll; i++) {
+        const pdbx_coll_result *r = &run->coll[i];
+        int k = 0, j = 0;
+        while (k < nn && strcmp(names[k], r->coll) != 0) k++;
+        while (j < ns && sizes[j] != r->bytes) j++;
+        if (k < nn && j < ns) vals[k * ns + j] = r->busbw;
+    }
+    char xlab[UI_MAX_MBS][16];
+    const char *xl[UI_MAX_MBS];
+    for (int j = 0; j < ns; j++) {
+        ui_format_value(sizes[j], xlab[j], sizeof(xlab[j]));
+        xl[j] = xlab[j];
+    }
+    ui_canvas c;
+    if (ui_canvas_init(&c, b.w - 2, b.h - 2) != 0) return;
+    int unicode = app->unicode && !app->force_ascii;
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "busbw (GB/s, %s scale) vs message size (bytes)", app->rv.log ? "log" : "linear");
+    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nn, ns, xl, app->rv.log, unicode) == 0)
+        ui_draw_canvas(&c, b.y + 1, 1);
+    ui_canvas_free(&c);
+    int cx = 1;
+    for (int k = 0; k < nn; k++) {
+        char g[8];
+        ui_utf8_encode(ui_series_marker(k, unicode), g);
+        ui_put(b.y + b.h - 1, cx, 2, (ui_role)(UI_C_SERIES0 + k), 0, "%s", g);
+        ui_put(b.y + b.h - 1, cx + 2, (int)strlen(names[k]) + 1, UI_C_NORMAL, 0, "%s", names[k]);
+        cx += (int)strlen(names[k]) + 4;
+    }
+}
+
 static void draw_collectives(ui_app *app, ui_rect b)
 {
     const pdbx_run *run = &app->rv.run;
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "%-15s %10s %6s %6s %11s %10s %10s", "collective", "size (B)",
            "ranks", "/node", "time (us)", "algbw GB/s", "busbw GB/s");
     int y = b.y + 1;
+    int chart_h = 10;
     int rows = b.h - 2;
+    int table_rows = (int)run->ncoll;
+    int with_chart = rows - table_rows >= chart_h + 1;
+    if (!with_chart && table_rows > rows) table_rows = rows;
     size_t first = (size_t)app->rv.scroll;
     if (first >= run->ncoll) first = run->ncoll ? run->ncoll - 1 : 0;
-    for (size_t i = first; i < run->ncoll && rows > 0; i++, rows--) {
+    for (size_t i = first; i < run->ncoll && table_rows > 0; i++, table_rows--) {
         const pdbx_coll_result *r = &run->coll[i];
         char sz[32], t[32], a[32], bb[32];
         ui_format_value(r->bytes, sz, sizeof(sz));
@@ -376,6 +434,10 @@ static void draw_collectives(ui_app *app, ui_rect b)
         ui_format_value(r->busbw, bb, sizeof(bb));
         ui_put(y++, 1, b.w - 2, UI_C_NORMAL, 1, "%-15s %10s %6d %6d %11s %10s %10s", r->coll, sz, r->nranks,
                r->ranks_per_node, t, a, bb);
+    }
+    if (with_chart) {
+        ui_rect cr = { y + 1, b.x, b.y + b.h - 1 - (y + 1), b.w };
+        draw_coll_chart(app, cr);
     }
     ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw as nccl-tests: all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
 }
