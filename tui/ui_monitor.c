@@ -233,9 +233,15 @@ static void monitor_draw(ui_app *app, ui_rect b)
     size_t hn = 0;
     const cJSON *hl = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "hosts") : NULL;
     const cJSON *h;
-    cJSON_ArrayForEach(h, hl)
-        if (cJSON_IsString(h) && hn + 2 < sizeof(hosts))
+    cJSON_ArrayForEach(h, hl) {
+        if (!cJSON_IsString(h) || hn + 2 >= sizeof(hosts))
+            continue;
+        int seen = 0;                  /* the engine lists a host once per rank */
+        for (const cJSON *p = hl->child; p != h; p = p->next)
+            seen |= cJSON_IsString(p) && strcmp(p->valuestring, h->valuestring) == 0;
+        if (!seen)
             hn += (size_t)snprintf(hosts + hn, sizeof(hosts) - hn, "%s%s", hn ? ", " : "", h->valuestring);
+    }
     ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %d (%d per node)  hosts: %s  device: %s", run->world_size,
            run->ranks_per_node, hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"),
            run->device_name[0] ? run->device_name : "N/A");

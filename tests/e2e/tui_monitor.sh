@@ -14,6 +14,15 @@ wait_for "replay finished: complete" 20
 wait_for "8/8 points 100%"
 golden tui_monitor_replay_done
 keys q; wait_for "[pdbx exited 0]"
+# the shipped recording of a real CPU sweep plays to its end too
+REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"
+if [ -f "$REC" ]; then
+    start replay "$REC" --speed 1000
+    wait_for "replay finished: complete" 30
+    wait_for "TinyLlama-1.1B"
+    wait_for "8/8 points 100%"
+    keys q; wait_for "[pdbx exited 0]"
+fi
 # usage errors are one line and exit 2
 "$PDBX" replay >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "replay without FILE: exit status"
 grep -q "missing FILE" "$TMP/err" || fail "replay without FILE: message"
