@@ -1,17 +1,20 @@
 /* durable.c: crash-safe whole-file writes (see durable.h).
  *
- * The temp file lives next to the target ("<target>.tmp.XXXXXX") so the final rename stays
+ * The temp file lives next to the target ("<target>.tmp.<pid>.<tag>") so the final rename stays
  * within one filesystem and is atomic. Nothing touches the target before the rename.
  */
+#include "store/errbuf.h"
 #include "store/durable.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct pdbx_durable_file {
@@ -20,15 +23,6 @@ struct pdbx_durable_file {
     FILE *fp;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Directory part of path ("." when it has none); malloc'ed. */
 static char *dir_of(const char *path)
@@ -51,11 +45,11 @@ int pdbx_fsync_dir(const char *dir, char *err, size_t errlen)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        set_err(err, errlen, "%s: cannot open directory: %s", dir, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot open directory: %s", dir, strerror(errno));
         return -1;
     }
     if (fsync(fd) != 0 && errno != EINVAL) {   /* EINVAL: filesystem without dir fsync */
-        set_err(err, errlen, "%s: fsync of directory failed: %s", dir, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fsync of directory failed: %s", dir, strerror(errno));
         close(fd);
         return -1;
     }
@@ -76,37 +70,38 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
 {
     *out = NULL;
     if (!path || !*path) {
-        set_err(err, errlen, "durable write: empty path");
+        pdbx_errf(err, errlen, "durable write: empty path");
         return -1;
     }
     pdbx_durable_file *f = calloc(1, sizeof *f);
     if (!f)
         goto oom;
     f->path = strdup(path);
-    size_t tmplen = strlen(path) + sizeof ".tmp.XXXXXX";
+    size_t tmplen = strlen(path) + 48;
     f->tmp = malloc(tmplen);
     if (!f->path || !f->tmp)
         goto oom;
-    snprintf(f->tmp, tmplen, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(f->tmp);
-    if (fd < 0) {
-        set_err(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
-        durable_free(f);
-        return -1;
-    }
-    /* mkstemp creates 0600; published files follow the umask like any other file. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        set_err(err, errlen, "%s: chmod of temp file failed: %s", f->tmp, strerror(errno));
-        close(fd);
-        unlink(f->tmp);
-        durable_free(f);
-        return -1;
+    /* A fresh name opened O_EXCL with mode 0666: the file gets the caller's umask like any
+     * other file it creates (mkstemp would force 0600, and changing the umask to read it is
+     * not thread-safe). */
+    int fd = -1;
+    for (int attempt = 0; fd < 0; attempt++) {
+        /* pid + this allocation's address are unique among live writers; the clock and the
+         * attempt vary the name when a stale temp file holds it. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned tag = (unsigned)((uintptr_t)f >> 4) ^ (unsigned)ts.tv_nsec * 2654435761u ^ (unsigned)attempt;
+        snprintf(f->tmp, tmplen, "%s.tmp.%ld.%08x", path, (long)getpid(), tag);
+        fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
+            pdbx_errf(err, errlen, "%s: cannot create temp file: %s", path, strerror(errno));
+            durable_free(f);
+            return -1;
+        }
     }
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {
-        set_err(err, errlen, "%s: fdopen failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fdopen failed: %s", f->tmp, strerror(errno));
         close(fd);
         unlink(f->tmp);
         durable_free(f);
@@ -115,7 +110,7 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
     *out = f;
     return 0;
 oom:
-    set_err(err, errlen, "%s: out of memory", path);
+    pdbx_errf(err, errlen, "%s: out of memory", path);
     durable_free(f);
     return -1;
 }
@@ -125,7 +120,7 @@ int pdbx_durable_put(pdbx_durable_file *f, const void *data, size_t len, char *e
     if (len == 0)
         return 0;
     if (fwrite(data, 1, len, f->fp) != len) {
-        set_err(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
         return -1;
     }
     return 0;
@@ -145,26 +140,26 @@ int pdbx_durable_commit(pdbx_durable_file *f, char *err, size_t errlen)
 {
     char *dir = NULL;
     if (fflush(f->fp) != 0) {
-        set_err(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: write failed: %s", f->tmp, strerror(errno));
         goto fail;
     }
     if (fsync(fileno(f->fp)) != 0) {
-        set_err(err, errlen, "%s: fsync failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fsync failed: %s", f->tmp, strerror(errno));
         goto fail;
     }
     FILE *fp = f->fp;
     f->fp = NULL;
     if (fclose(fp) != 0) {
-        set_err(err, errlen, "%s: close failed: %s", f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: close failed: %s", f->tmp, strerror(errno));
         goto fail;
     }
     if (rename(f->tmp, f->path) != 0) {
-        set_err(err, errlen, "%s: rename from %s failed: %s", f->path, f->tmp, strerror(errno));
+        pdbx_errf(err, errlen, "%s: rename from %s failed: %s", f->path, f->tmp, strerror(errno));
         goto fail;
     }
     dir = dir_of(f->path);
     if (!dir) {
-        set_err(err, errlen, "%s: out of memory", f->path);
+        pdbx_errf(err, errlen, "%s: out of memory", f->path);
         durable_free(f);
         return -1;
     }

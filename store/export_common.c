@@ -1,4 +1,5 @@
 /* export_common.c: helpers shared by the export modules (export_common.h). */
+#include "store/errbuf.h"
 #include "store/export_common.h"
 
 #include <errno.h>
@@ -7,25 +8,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void pdbx_export_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen)
 {
     char path[4096];
     if (!dir || !*dir) {
-        pdbx_export_err(err, errlen, "export directory: empty path");
+        pdbx_errf(err, errlen, "export directory: empty path");
         return -1;
     }
     if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-        pdbx_export_err(err, errlen, "%s: path too long", dir);
+        pdbx_errf(err, errlen, "%s: path too long", dir);
         return -1;
     }
     /* Create each prefix in turn; existing ones are fine, the final check says if DIR is one. */
@@ -35,7 +27,7 @@ int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen)
         char c = *p;
         *p = '\0';
         if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            pdbx_export_err(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+            pdbx_errf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
             return -1;
         }
         *p = c;
@@ -44,7 +36,7 @@ int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen)
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        pdbx_export_err(err, errlen, "%s: not a directory", dir);
+        pdbx_errf(err, errlen, "%s: not a directory", dir);
         return -1;
     }
     return 0;

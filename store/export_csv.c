@@ -16,6 +16,7 @@
  * variances (parts taken as independent). Unmeasured cells are empty (pandas reads NaN).
  * Fields follow RFC 4180: a string holding a comma, quote, CR or LF is quoted, quotes doubled.
  */
+#include "store/errbuf.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -183,7 +184,7 @@ static int mlp_csv(const pdbx_run *run, csv_buf *b, char *err, size_t errlen)
         }
     }
     if (nrows == 0) {
-        pdbx_export_err(err, errlen, "run %s has no ok point: nothing to write to mlp.csv", run->id);
+        pdbx_errf(err, errlen, "run %s has no ok point: nothing to write to mlp.csv", run->id);
         return -1;
     }
     int first = 1;
@@ -200,7 +201,7 @@ static int mlp_csv(const pdbx_run *run, csv_buf *b, char *err, size_t errlen)
     if (!configs || !pts) {
         free(configs);
         free(pts);
-        pdbx_export_err(err, errlen, "out of memory writing mlp.csv of run %s", run->id);
+        pdbx_errf(err, errlen, "out of memory writing mlp.csv of run %s", run->id);
         return -1;
     }
     size_t nconfigs = pdbx_run_configs(run, configs, cap);
@@ -341,11 +342,11 @@ static int publish(const char *dir, const char *name, csv_buf *b, pdbx_wrote_fn 
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        pdbx_export_err(err, errlen, "%s: path too long", dir);
+        pdbx_errf(err, errlen, "%s: path too long", dir);
         return -1;
     }
     if (b->oom) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the file", path);
+        pdbx_errf(err, errlen, "%s: out of memory building the file", path);
         return -1;
     }
     if (pdbx_durable_write(path, b->data ? b->data : "", b->len, err, errlen) != 0)

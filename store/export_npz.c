@@ -12,7 +12,7 @@
  * either measured in every row (added), or in none (adds 0, e.g. the all-reduces at TP 1 do
  * not exist; listed under "ops_not_measured" in meta.json), never in some rows only.
  */
-#include "store/version.h"
+#include "store/errbuf.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -24,6 +24,7 @@
 
 #include "store/durable.h"
 #include "store/export_common.h"
+#include "store/version.h"
 #include "store/export_zip.h"
 
 /* FASOP sweeps MBS 1..128; 2^30 is far beyond any real sweep and keeps 2^i in an int. */
@@ -57,12 +58,12 @@ static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
     config_str(cfg, sizeof cfg, tp, pp, dp);
     const pdbx_point **pts = malloc((run->npoints ? run->npoints : 1) * sizeof *pts);
     if (!pts) {
-        pdbx_export_err(err, errlen, "out of memory listing the points of %s", cfg);
+        pdbx_errf(err, errlen, "out of memory listing the points of %s", cfg);
         return -1;
     }
     size_t n = pdbx_run_config_points(run, tp, pp, dp, pts, run->npoints);
     if (n == 0) {
-        pdbx_export_err(err, errlen, "run %s has no points with %s", run->id, cfg);
+        pdbx_errf(err, errlen, "run %s has no points with %s", run->id, cfg);
         free(pts);
         return -1;
     }
@@ -84,10 +85,10 @@ static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
                 break;
             }
         if (!first)
-            pdbx_export_err(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
+            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
                     "there; FASOP rows must start at MBS 1", tp, cfg);
         else
-            pdbx_export_err(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
+            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
                     "must start at MBS 1", tp, cfg, pdbx_point_status_name(first->status),
                     first->message ? ": " : "", first->message ? first->message : "");
         free(pts);
@@ -107,12 +108,12 @@ static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attrib
     m->pp = pp;
     m->dp = dp;
     if ((int)stat < 0 || stat >= PDBX_STAT_COUNT_KINDS) {
-        pdbx_export_err(err, errlen, "stat: %d is not a statistic (allowed: mean, median, min, max, std)",
+        pdbx_errf(err, errlen, "stat: %d is not a statistic (allowed: mean, median, min, max, std)",
                 (int)stat);
         return -1;
     }
     if (attr != PDBX_ATTR_FASOP && attr != PDBX_ATTR_PURE) {
-        pdbx_export_err(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
+        pdbx_errf(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
         return -1;
     }
     const pdbx_point *rows[FASOP_MAX_ROWS];
@@ -147,14 +148,14 @@ static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attrib
             int col = 0;
             while (col < PDBX_FASOP_COLS && !(pdbx_fasop_col_ops(col, 0) & PDBX_OP_BIT(op)))
                 col++;
-            pdbx_export_err(err, errlen, "FASOP column %s needs op %s, which has no %s value at MBS %d "
+            pdbx_errf(err, errlen, "FASOP column %s needs op %s, which has no %s value at MBS %d "
                     "(%s): measure it or drop MBS >= %d", pdbx_fasop_col_name(col),
                     pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_missing]->mbs,
                     cfg, rows[first_missing]->mbs);
             return -1;
         }
         if (first_present >= 0) {
-            pdbx_export_err(err, errlen, "op %s has a %s value at MBS %d but none at MBS %d (%s): a "
+            pdbx_errf(err, errlen, "op %s has a %s value at MBS %d but none at MBS %d (%s): a "
                     "FASOP column cannot mix rows with and without it",
                     pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_present]->mbs,
                     rows[first_missing]->mbs, cfg);
@@ -182,7 +183,7 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
 {
     fasop_matrix *m = malloc(sizeof *m);
     if (!m) {
-        pdbx_export_err(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
+        pdbx_errf(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
         return -1;
     }
     if (build_matrix(run, tp, pp, dp, attr, stat, m, err, errlen) != 0) {
@@ -204,20 +205,20 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
 static int check_tag(const char *field, const char *tag, char *err, size_t errlen)
 {
     if (!tag || !*tag) {
-        pdbx_export_err(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
+        pdbx_errf(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
         return -1;
     }
     for (const char *p = tag; *p; p++) {
         int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')
                  || *p == '-' || *p == '.' || *p == '+';
         if (!ok) {
-            pdbx_export_err(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
+            pdbx_errf(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
                     field, tag, *p);
             return -1;
         }
     }
     if (strlen(tag) > 64) {
-        pdbx_export_err(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
+        pdbx_errf(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
         return -1;
     }
     return 0;
@@ -225,63 +226,72 @@ static int check_tag(const char *field, const char *tag, char *err, size_t errle
 
 static cJSON *string_array_of_ops(uint32_t mask)
 {
+    int ok = 1;
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
         return NULL;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         if (mask & PDBX_OP_BIT(op))
-            cJSON_AddItemToArray(arr, cJSON_CreateString(pdbx_op_name((pdbx_op)op)));
+            pdbx_json_put(&ok, arr, NULL, cJSON_CreateString(pdbx_op_name((pdbx_op)op)));
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
     return arr;
 }
 
+/* meta.json: what the numbers in data.npy are. NULL when out of memory. */
 static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *model_tag,
                        const char *gpu_tag, pdbx_attribution attr, pdbx_stat_kind stat)
 {
+    int ok = 1;
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddStringToObject(o, "format", "pdbx FASOP profile");
-    cJSON_AddNumberToObject(o, "format_version", 1);
-    cJSON_AddStringToObject(o, "attribution", attr == PDBX_ATTR_FASOP ? "fasop" : "pure");
-    cJSON_AddStringToObject(o, "attribution_note", attr == PDBX_ATTR_FASOP
+    pdbx_json_str(&ok, o, "format", "pdbx FASOP profile");
+    pdbx_json_num(&ok, o, "format_version", 1);
+    pdbx_json_str(&ok, o, "attribution", attr == PDBX_ATTR_FASOP ? "fasop" : "pure");
+    pdbx_json_str(&ok, o, "attribution_note", attr == PDBX_ATTR_FASOP
         ? "FASOP module timing: each column also holds the unnamed work before its module "
           "(input norm and the previous layer's MLP all-reduce in attn_q, attention core in "
           "attn_o, attention all-reduce and post-attention norm in mlp_gate, final norm in "
           "lm_head); the layer columns sum to the layer's forward time"
         : "pure: each column is its own op only");
-    cJSON_AddStringToObject(o, "stat", pdbx_stat_name(stat));
-    cJSON_AddStringToObject(o, "units", "ms");
-    cJSON_AddStringToObject(o, "per", "forward only, one micro-batch; layer columns per layer "
-                            "(averaged over the profiled layers); embed and lm_head once");
-    cJSON_AddStringToObject(o, "run_id", run->id);
-    cJSON_AddStringToObject(o, "model", run->model.name);
-    cJSON_AddStringToObject(o, "model_tag", model_tag);
-    cJSON_AddStringToObject(o, "gpu", run->gpu);
-    cJSON_AddStringToObject(o, "gpu_tag", gpu_tag);
-    cJSON_AddStringToObject(o, "backend", run->backend);
-    cJSON_AddStringToObject(o, "dtype", run->dtype);
-    cJSON_AddStringToObject(o, "device", run->device_name);
-    cJSON_AddNumberToObject(o, "tp", m->tp);
-    cJSON_AddNumberToObject(o, "pp", m->pp);
-    cJSON_AddNumberToObject(o, "dp", m->dp);
-    cJSON_AddNumberToObject(o, "seq_len", run->seq_len);
-    cJSON_AddNumberToObject(o, "layers_profiled", run->layers_profiled);
-    cJSON_AddNumberToObject(o, "layers", run->model.layers);
-    cJSON *mbs = cJSON_AddArrayToObject(o, "mbs");
+    pdbx_json_str(&ok, o, "stat", pdbx_stat_name(stat));
+    pdbx_json_str(&ok, o, "units", "ms");
+    pdbx_json_str(&ok, o, "per", "forward only, one micro-batch; layer columns per layer "
+                  "(averaged over the profiled layers); embed and lm_head once");
+    pdbx_json_str(&ok, o, "run_id", run->id);
+    pdbx_json_str(&ok, o, "model", run->model.name);
+    pdbx_json_str(&ok, o, "model_tag", model_tag);
+    pdbx_json_str(&ok, o, "gpu", run->gpu);
+    pdbx_json_str(&ok, o, "gpu_tag", gpu_tag);
+    pdbx_json_str(&ok, o, "backend", run->backend);
+    pdbx_json_str(&ok, o, "dtype", run->dtype);
+    pdbx_json_str(&ok, o, "device", run->device_name);
+    pdbx_json_num(&ok, o, "tp", m->tp);
+    pdbx_json_num(&ok, o, "pp", m->pp);
+    pdbx_json_num(&ok, o, "dp", m->dp);
+    pdbx_json_num(&ok, o, "seq_len", run->seq_len);
+    pdbx_json_num(&ok, o, "layers_profiled", run->layers_profiled);
+    pdbx_json_num(&ok, o, "layers", run->model.layers);
+    cJSON *mbs = cJSON_CreateArray();
     for (int r = 0; mbs && r < m->rows; r++)
-        cJSON_AddItemToArray(mbs, cJSON_CreateNumber((double)(1L << r)));
-    cJSON *cols = cJSON_AddArrayToObject(o, "columns");
-    cJSON *col_ops = cJSON_AddObjectToObject(o, "column_ops");
+        pdbx_json_put(&ok, mbs, NULL, cJSON_CreateNumber((double)(1L << r)));
+    pdbx_json_put(&ok, o, "mbs", mbs);
+    cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
     for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
-        cJSON_AddItemToArray(cols, cJSON_CreateString(pdbx_fasop_col_name(c)));
+        pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
         uint32_t ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured;
-        cJSON_AddItemToObject(col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
+        pdbx_json_put(&ok, col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
     }
-    cJSON_AddItemToObject(o, "ops_not_measured", string_array_of_ops(m->not_measured));
+    pdbx_json_put(&ok, o, "columns", cols);
+    pdbx_json_put(&ok, o, "column_ops", col_ops);
+    pdbx_json_put(&ok, o, "ops_not_measured", string_array_of_ops(m->not_measured));
     char source[128];
     snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
-    cJSON_AddStringToObject(o, "source", source);
-    char *text = cJSON_PrintUnformatted(o);
+    pdbx_json_str(&ok, o, "source", source);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return text;
 }
@@ -297,14 +307,14 @@ static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s_%s_%d.npz", dir, model_tag, gpu_tag, m->tp)
         >= (int)sizeof path) {
-        pdbx_export_err(err, errlen, "%s: path too long", dir);
+        pdbx_errf(err, errlen, "%s: path too long", dir);
         goto out;
     }
     if (pdbx_npy_f64(m->values, (size_t)m->rows, PDBX_FASOP_COLS, &npy, &npy_len, err, errlen) != 0)
         goto out;
     meta = meta_json(run, m, model_tag, gpu_tag, attr, stat);
     if (!meta) {
-        pdbx_export_err(err, errlen, "%s: out of memory building meta.json", path);
+        pdbx_errf(err, errlen, "%s: out of memory building meta.json", path);
         goto out;
     }
     pdbx_zip_member members[2] = {
@@ -349,12 +359,12 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
     int *tps = malloc(cap * sizeof *tps);
     fasop_matrix *best = malloc(sizeof *best), *cand = malloc(sizeof *cand);
     if (!configs || !tps || !best || !cand) {
-        pdbx_export_err(err, errlen, "out of memory exporting run %s", run->id);
+        pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
         goto out;
     }
     size_t nconfigs = pdbx_run_configs(run, configs, cap);
     if (nconfigs == 0) {
-        pdbx_export_err(err, errlen, "run %s has no points: nothing to export", run->id);
+        pdbx_errf(err, errlen, "run %s has no points: nothing to export", run->id);
         goto out;
     }
     size_t ntp = 0;
@@ -401,7 +411,7 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
             goto out;
     }
     if (first_err[0]) {
-        pdbx_export_err(err, errlen, "%s", first_err);
+        pdbx_errf(err, errlen, "%s", first_err);
         goto out;
     }
     rc = 0;

@@ -12,7 +12,7 @@
  * execution order (embed, layers_profiled x the layer ops, final_norm, lm_head), and the
  * metadata says "synthesized": true. Nothing there was measured as a timeline.
  */
-#include "store/version.h"
+#include "store/errbuf.h"
 #include "store/export.h"
 
 #include <math.h>
@@ -24,6 +24,7 @@
 
 #include "store/durable.h"
 #include "store/export_common.h"
+#include "store/version.h"
 
 static const pdbx_point *point_by_index(const pdbx_run *run, int index)
 {
@@ -53,43 +54,48 @@ static const char *op_category(pdbx_op op)
 static int add_complete(cJSON *events, const pdbx_point *pt, int point_index, int rank, int layer,
                         pdbx_op op, double ts_us, double dur_us)
 {
-    cJSON *e = cJSON_CreateObject();
-    if (!e)
-        return -1;
-    cJSON_AddItemToArray(events, e);
-    cJSON_AddStringToObject(e, "name", pdbx_op_name(op));
-    cJSON_AddStringToObject(e, "cat", op_category(op));
-    cJSON_AddStringToObject(e, "ph", "X");
-    cJSON_AddNumberToObject(e, "pid", rank);
-    cJSON_AddNumberToObject(e, "tid", point_index);
-    cJSON_AddNumberToObject(e, "ts", ts_us);
-    cJSON_AddNumberToObject(e, "dur", dur_us);
-    cJSON *args = cJSON_AddObjectToObject(e, "args");
-    if (!args)
-        return -1;
-    cJSON_AddNumberToObject(args, "layer", layer);
-    if (pt) {
-        cJSON_AddNumberToObject(args, "mbs", pt->mbs);
-        cJSON_AddNumberToObject(args, "tp", pt->tp);
-        cJSON_AddNumberToObject(args, "pp", pt->pp);
-        cJSON_AddNumberToObject(args, "dp", pt->dp);
+    int ok = 1;
+    cJSON *e = cJSON_CreateObject(), *args = cJSON_CreateObject();
+    if (e) {
+        pdbx_json_str(&ok, e, "name", pdbx_op_name(op));
+        pdbx_json_str(&ok, e, "cat", op_category(op));
+        pdbx_json_str(&ok, e, "ph", "X");
+        pdbx_json_num(&ok, e, "pid", rank);
+        pdbx_json_num(&ok, e, "tid", point_index);
+        pdbx_json_num(&ok, e, "ts", ts_us);
+        pdbx_json_num(&ok, e, "dur", dur_us);
     }
-    return cJSON_GetObjectItemCaseSensitive(args, "layer") ? 0 : -1;
+    if (args) {
+        pdbx_json_num(&ok, args, "layer", layer);
+        if (pt) {
+            pdbx_json_num(&ok, args, "mbs", pt->mbs);
+            pdbx_json_num(&ok, args, "tp", pt->tp);
+            pdbx_json_num(&ok, args, "pp", pt->pp);
+            pdbx_json_num(&ok, args, "dp", pt->dp);
+        }
+    }
+    pdbx_json_put(&ok, e, "args", args);
+    pdbx_json_put(&ok, events, NULL, e);
+    return ok ? 0 : -1;
 }
 
+/* A metadata event naming a process (tid < 0) or a thread. */
 static int add_name_meta(cJSON *events, const char *what, int pid, int tid, const char *name)
 {
-    cJSON *e = cJSON_CreateObject();
-    if (!e)
-        return -1;
-    cJSON_AddItemToArray(events, e);
-    cJSON_AddStringToObject(e, "name", what);
-    cJSON_AddStringToObject(e, "ph", "M");
-    cJSON_AddNumberToObject(e, "pid", pid);
-    if (tid >= 0)
-        cJSON_AddNumberToObject(e, "tid", tid);
-    cJSON *args = cJSON_AddObjectToObject(e, "args");
-    return args && cJSON_AddStringToObject(args, "name", name) ? 0 : -1;
+    int ok = 1;
+    cJSON *e = cJSON_CreateObject(), *args = cJSON_CreateObject();
+    if (e) {
+        pdbx_json_str(&ok, e, "name", what);
+        pdbx_json_str(&ok, e, "ph", "M");
+        pdbx_json_num(&ok, e, "pid", pid);
+        if (tid >= 0)
+            pdbx_json_num(&ok, e, "tid", tid);
+    }
+    if (args)
+        pdbx_json_str(&ok, args, "name", name);
+    pdbx_json_put(&ok, e, "args", args);
+    pdbx_json_put(&ok, events, NULL, e);
+    return ok ? 0 : -1;
 }
 
 /* The (rank, point) tracks the events use, collected, then named once each. */
@@ -201,7 +207,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
     cJSON *root = cJSON_CreateObject();
     cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
     if (!events) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
     size_t count = 0;
@@ -213,7 +219,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
             if (track_add(&tracks, ev->rank, ev->point) != 0
                 || add_complete(events, pt, ev->point, ev->rank, ev->layer, ev->op,
                                 ev->start_us, ev->dur_us) != 0) {
-                pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+                pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
                 goto out;
             }
             count++;
@@ -230,47 +236,51 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
             for (int r = 0; r < nranks; r++) {
                 if (track_add(&tracks, r, pt->index) != 0
                     || synthesize_point(events, run, pt, r, &count) != 0) {
-                    pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+                    pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
                     goto out;
                 }
             }
         }
     }
     if (count == 0) {
-        pdbx_export_err(err, errlen, "run %s has neither trace events nor an ok point: nothing "
+        pdbx_errf(err, errlen, "run %s has neither trace events nor an ok point: nothing "
                         "to write to %s", run->id, file);
         goto out;
     }
     if (name_tracks(events, run, &tracks) != 0) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
-    cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
-    cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-    if (!meta) {
-        pdbx_export_err(err, errlen, "%s: out of memory building the trace", file);
+    int ok = 1;
+    pdbx_json_str(&ok, root, "displayTimeUnit", "ms");
+    cJSON *meta = cJSON_CreateObject();
+    if (meta) {
+        pdbx_json_str(&ok, meta, "run_id", run->id);
+        pdbx_json_str(&ok, meta, "model", run->model.name);
+        pdbx_json_str(&ok, meta, "gpu", run->gpu);
+        pdbx_json_str(&ok, meta, "backend", run->backend);
+        pdbx_json_str(&ok, meta, "dtype", run->dtype);
+        pdbx_json_str(&ok, meta, "device", run->device_name);
+        pdbx_json_num(&ok, meta, "layers_profiled", run->layers_profiled);
+        pdbx_json_num(&ok, meta, "seq_len", run->seq_len);
+        pdbx_json_bool(&ok, meta, "synthesized", synthesized);
+        pdbx_json_str(&ok, meta, "note", synthesized
+            ? "synthesized: the run recorded no trace events; each track lays the per-rank "
+              "medians of the ops back to back in execution order (not a measured timeline)"
+            : "one measured step per rank as the engine recorded it; pid = rank, tid = point; "
+              "ts and dur in microseconds relative to the step start");
+        char source[128];
+        snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
+        pdbx_json_str(&ok, meta, "source", source);
+    }
+    pdbx_json_put(&ok, root, "metadata", meta);
+    if (!ok) {
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
-    cJSON_AddStringToObject(meta, "run_id", run->id);
-    cJSON_AddStringToObject(meta, "model", run->model.name);
-    cJSON_AddStringToObject(meta, "gpu", run->gpu);
-    cJSON_AddStringToObject(meta, "backend", run->backend);
-    cJSON_AddStringToObject(meta, "dtype", run->dtype);
-    cJSON_AddStringToObject(meta, "device", run->device_name);
-    cJSON_AddNumberToObject(meta, "layers_profiled", run->layers_profiled);
-    cJSON_AddNumberToObject(meta, "seq_len", run->seq_len);
-    cJSON_AddBoolToObject(meta, "synthesized", synthesized);
-    cJSON_AddStringToObject(meta, "note", synthesized
-        ? "synthesized: the run recorded no trace events; each track lays the per-rank medians "
-          "of the ops back to back in execution order (not a measured timeline)"
-        : "one measured step per rank as the engine recorded it; pid = rank, tid = point; "
-          "ts and dur in microseconds relative to the step start");
-    char source[128];
-    snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
-    cJSON_AddStringToObject(meta, "source", source);
     text = cJSON_PrintUnformatted(root);
     if (!text) {
-        pdbx_export_err(err, errlen, "%s: out of memory printing the trace", file);
+        pdbx_errf(err, errlen, "%s: out of memory printing the trace", file);
         goto out;
     }
     if (pdbx_durable_write(file, text, strlen(text), err, errlen) != 0)

@@ -1,4 +1,5 @@
 /* export_zip.c: stored ZIP archives and npy v1.0 float64 matrices in memory (export_zip.h). */
+#include "store/errbuf.h"
 #include "store/export_zip.h"
 
 #include <inttypes.h>
@@ -7,15 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 uint32_t pdbx_crc32(uint32_t crc, const void *data, size_t len)
 {
@@ -72,27 +64,27 @@ int pdbx_zip_stored(const pdbx_zip_member *members, size_t n, unsigned char **ou
     *out = NULL;
     *outlen = 0;
     if (n > 0xffffu) {
-        set_err(err, errlen, "zip: %zu members (at most 65535 without ZIP64)", n);
+        pdbx_errf(err, errlen, "zip: %zu members (at most 65535 without ZIP64)", n);
         return -1;
     }
     uint64_t total = ZIP_END_RECORD;
     for (size_t i = 0; i < n; i++) {
         size_t name_len = strlen(members[i].name);
         if (name_len == 0 || name_len > 0xffffu) {
-            set_err(err, errlen, "zip: member %zu: name length %zu (allowed 1..65535)", i, name_len);
+            pdbx_errf(err, errlen, "zip: member %zu: name length %zu (allowed 1..65535)", i, name_len);
             return -1;
         }
         total += (uint64_t)ZIP_LOCAL_HEADER + ZIP_CENTRAL_HEADER + 2u * name_len + members[i].len;
     }
     if (total >= UINT32_MAX) {
-        set_err(err, errlen, "zip: archive of %" PRIu64 " bytes needs ZIP64 (at most 4 GiB)", total);
+        pdbx_errf(err, errlen, "zip: archive of %" PRIu64 " bytes needs ZIP64 (at most 4 GiB)", total);
         return -1;
     }
     unsigned char *buf = malloc((size_t)total);
     uint32_t *crcs = calloc(n ? n : 1, sizeof *crcs);
     uint32_t *offsets = calloc(n ? n : 1, sizeof *offsets);
     if (!buf || !crcs || !offsets) {
-        set_err(err, errlen, "zip: out of memory for %" PRIu64 " bytes", total);
+        pdbx_errf(err, errlen, "zip: out of memory for %" PRIu64 " bytes", total);
         goto fail;
     }
 
@@ -150,7 +142,7 @@ int pdbx_zip_stored(const pdbx_zip_member *members, size_t n, unsigned char **ou
     p = put16(p, 0);                          /* comment length */
 
     if ((uint64_t)(p - buf) != total) {       /* the size formula and the layout must agree */
-        set_err(err, errlen, "zip: internal size mismatch (%td of %" PRIu64 " bytes)", p - buf, total);
+        pdbx_errf(err, errlen, "zip: internal size mismatch (%td of %" PRIu64 " bytes)", p - buf, total);
         goto fail;
     }
     free(crcs);
@@ -175,7 +167,7 @@ int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char *
                             "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu, %zu), }",
                             rows, cols);
     if (dict_len < 0 || (size_t)dict_len >= sizeof dict) {
-        set_err(err, errlen, "npy: header of shape (%zu, %zu) does not fit", rows, cols);
+        pdbx_errf(err, errlen, "npy: header of shape (%zu, %zu) does not fit", rows, cols);
         return -1;
     }
     /* magic (6) + version (2) + header length (2) + dict + padding + '\n' */
@@ -184,13 +176,13 @@ int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char *
     size_t padded = (header_total + PDBX_NPY_ALIGN - 1) / PDBX_NPY_ALIGN * PDBX_NPY_ALIGN;
     size_t header_len = padded - prefix;       /* dict + spaces + '\n', fits in uint16 */
     if (cols != 0 && rows > (SIZE_MAX - padded) / 8 / cols) {
-        set_err(err, errlen, "npy: shape (%zu, %zu) is too large", rows, cols);
+        pdbx_errf(err, errlen, "npy: shape (%zu, %zu) is too large", rows, cols);
         return -1;
     }
     size_t total = padded + rows * cols * 8;
     unsigned char *buf = malloc(total);
     if (!buf) {
-        set_err(err, errlen, "npy: out of memory for %zu bytes", total);
+        pdbx_errf(err, errlen, "npy: out of memory for %zu bytes", total);
         return -1;
     }
     unsigned char *p = put_bytes(buf, "\x93NUMPY", 6);

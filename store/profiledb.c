@@ -1,6 +1,7 @@
 /* profiledb.c: statistics helpers and the folding of run events into a pdbx_run
  * (see profiledb.h and docs/events.md). No I/O.
  */
+#include "store/errbuf.h"
 #include "store/profiledb.h"
 
 #include <math.h>
@@ -11,15 +12,6 @@
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* 1 and *out set when obj[name] is a number; 0 when absent or not a number. */
 static int get_num(const cJSON *obj, const char *name, double *out)
@@ -266,21 +258,21 @@ static void read_point_shape(pdbx_point *p, const cJSON *ev)
 static int apply_points(pdbx_run *run, const cJSON *points, char *err, size_t errlen)
 {
     if (!cJSON_IsArray(points)) {
-        set_err(err, errlen, "run_start: field \"points\" must be an array of points");
+        pdbx_errf(err, errlen, "run_start: field \"points\" must be an array of points");
         return -1;
     }
     int i = 0;
     const cJSON *pj;
     cJSON_ArrayForEach(pj, points) {
         if (!cJSON_IsObject(pj)) {
-            set_err(err, errlen, "run_start: points[%d] must be an object", i);
+            pdbx_errf(err, errlen, "run_start: points[%d] must be an object", i);
             return -1;
         }
         int idx = i;
         get_int(pj, "index", &idx);
         pdbx_point *p = find_point(run, idx, 1);
         if (!p) {
-            set_err(err, errlen, "run_start: points[%d]: bad index %d (allowed 0..1000000) or out of memory",
+            pdbx_errf(err, errlen, "run_start: points[%d]: bad index %d (allowed 0..1000000) or out of memory",
                     i, idx);
             return -1;
         }
@@ -352,7 +344,7 @@ static int apply_run_start(pdbx_run *run, const cJSON *ev, double t, char *err, 
         copy_str(run->device_name, sizeof run->device_name, get_str(env, "device"));
     if (replace_json(&run->spec, cJSON_GetObjectItemCaseSensitive(ev, "spec")) != 0 ||
         replace_json(&run->env, env) != 0) {
-        set_err(err, errlen, "run_start: out of memory copying spec/env");
+        pdbx_errf(err, errlen, "run_start: out of memory copying spec/env");
         return -1;
     }
     /* A run restarted by a second run_start continues: it is running again. */
@@ -370,12 +362,12 @@ static pdbx_point *event_point(pdbx_run *run, const cJSON *ev, const char *type,
 {
     int idx;
     if (!get_int(ev, "point", &idx) || idx < 0) {
-        set_err(err, errlen, "%s event: field \"point\" must be a point index >= 0", type);
+        pdbx_errf(err, errlen, "%s event: field \"point\" must be a point index >= 0", type);
         return NULL;
     }
     pdbx_point *p = find_point(run, idx, create);
     if (!p)
-        set_err(err, errlen, "%s event: field \"point\": %d is not a planned point", type, idx);
+        pdbx_errf(err, errlen, "%s event: field \"point\": %d is not a planned point", type, idx);
     return p;
 }
 
@@ -392,7 +384,7 @@ static int apply_op(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     }
     pdbx_stats st;
     if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &st) != 0) {
-        set_err(err, errlen, "op event (point %d, op %s): field \"stats\" must be a stats object",
+        pdbx_errf(err, errlen, "op event (point %d, op %s): field \"stats\" must be a stats object",
                 p->index, name);
         return -1;
     }
@@ -404,13 +396,13 @@ static int apply_op(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
         int n = cJSON_GetArraySize(rj);
         ranks = calloc((size_t)n, sizeof *ranks);
         if (!ranks) {
-            set_err(err, errlen, "op event (point %d, op %s): out of memory", p->index, name);
+            pdbx_errf(err, errlen, "op event (point %d, op %s): out of memory", p->index, name);
             return -1;
         }
         const cJSON *r;
         cJSON_ArrayForEach(r, rj) {
             if (pdbx_stats_from_json(r, &ranks[nranks]) != 0) {
-                set_err(err, errlen, "op event (point %d, op %s): field \"ranks\"[%d] must be a stats object",
+                pdbx_errf(err, errlen, "op event (point %d, op %s): field \"ranks\"[%d] must be a stats object",
                         p->index, name, nranks);
                 free(ranks);
                 return -1;
@@ -444,13 +436,13 @@ static int apply_comm(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     else if (kind && strcmp(kind, "dp_allreduce") == 0)
         c = &p->dp_allreduce;
     else {
-        set_err(err, errlen, "comm event (point %d): field \"kind\" is \"%s\"; allowed: tp_allreduce, "
+        pdbx_errf(err, errlen, "comm event (point %d): field \"kind\" is \"%s\"; allowed: tp_allreduce, "
                 "pp_sendrecv, dp_allreduce", p->index, kind ? kind : "(missing)");
         return -1;
     }
     pdbx_stats st;
     if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &st) != 0) {
-        set_err(err, errlen, "comm event (point %d, %s): field \"stats\" must be a stats object",
+        pdbx_errf(err, errlen, "comm event (point %d, %s): field \"stats\" must be a stats object",
                 p->index, kind);
         return -1;
     }
@@ -470,13 +462,13 @@ static int apply_trace(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
 {
     int point, rank = 0;
     if (!get_int(ev, "point", &point)) {
-        set_err(err, errlen, "trace event: field \"point\" must be a point index");
+        pdbx_errf(err, errlen, "trace event: field \"point\" must be a point index");
         return -1;
     }
     get_int(ev, "rank", &rank);
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(ev, "ops");
     if (!cJSON_IsArray(ops)) {
-        set_err(err, errlen, "trace event (point %d): field \"ops\" must be an array of "
+        pdbx_errf(err, errlen, "trace event (point %d): field \"ops\" must be an array of "
                 "[op, layer, start_us, dur_us]", point);
         return -1;
     }
@@ -487,7 +479,7 @@ static int apply_trace(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
             cap *= 2;
         pdbx_trace_event *nt = realloc(run->trace, cap * sizeof *nt);
         if (!nt) {
-            set_err(err, errlen, "trace event (point %d): out of memory", point);
+            pdbx_errf(err, errlen, "trace event (point %d): out of memory", point);
             return -1;
         }
         run->trace = nt;
@@ -500,7 +492,7 @@ static int apply_trace(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
                     *start = cJSON_GetArrayItem(e, 2), *dur = cJSON_GetArrayItem(e, 3);
         if (!cJSON_IsArray(e) || !cJSON_IsString(name) || !cJSON_IsNumber(layer) ||
             !cJSON_IsNumber(start) || !cJSON_IsNumber(dur)) {
-            set_err(err, errlen, "trace event (point %d): field \"ops\"[%d] must be "
+            pdbx_errf(err, errlen, "trace event (point %d): field \"ops\"[%d] must be "
                     "[op, layer, start_us, dur_us]", point, i);
             rc = -1;
         } else {
@@ -528,7 +520,7 @@ static int apply_point_end(pdbx_run *run, const cJSON *ev, double t, char *err, 
     const char *st = get_str(ev, "status");
     int s = point_status_from_name(st);
     if (s < 0 || s == PDBX_POINT_PENDING || s == PDBX_POINT_RUNNING) {
-        set_err(err, errlen, "point_end event (point %d): field \"status\" is \"%s\"; allowed: ok, oom, "
+        pdbx_errf(err, errlen, "point_end event (point %d): field \"status\" is \"%s\"; allowed: ok, oom, "
                 "predicted_oom, error, skipped", p->index, st ? st : "(missing)");
         return -1;
     }
@@ -551,11 +543,11 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     pdbx_coll_result r;
     memset(&r, 0, sizeof r);
     if (!coll || !*coll) {
-        set_err(err, errlen, "coll event: field \"coll\" must be a collective name");
+        pdbx_errf(err, errlen, "coll event: field \"coll\" must be a collective name");
         return -1;
     }
     if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &r.time) != 0) {
-        set_err(err, errlen, "coll event (%s): field \"stats\" must be a stats object", coll);
+        pdbx_errf(err, errlen, "coll event (%s): field \"stats\" must be a stats object", coll);
         return -1;
     }
     copy_str(r.coll, sizeof r.coll, coll);
@@ -569,7 +561,7 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
         size_t cap = run->coll_cap ? 2 * run->coll_cap : 32;
         pdbx_coll_result *nc = realloc(run->coll, cap * sizeof *nc);
         if (!nc) {
-            set_err(err, errlen, "coll event (%s): out of memory", coll);
+            pdbx_errf(err, errlen, "coll event (%s): out of memory", coll);
             return -1;
         }
         run->coll = nc;
@@ -607,7 +599,7 @@ static int apply_run_end(pdbx_run *run, const cJSON *ev, char *err, size_t errle
         run->status = PDBX_RUN_FAILED;
     else {
         run->status = PDBX_RUN_FAILED;
-        set_err(err, errlen, "run_end event: field \"status\" is \"%s\"; allowed: complete, cancelled, failed",
+        pdbx_errf(err, errlen, "run_end event: field \"status\" is \"%s\"; allowed: complete, cancelled, failed",
                 st ? st : "(missing)");
         return -1;
     }
@@ -617,12 +609,12 @@ static int apply_run_end(pdbx_run *run, const cJSON *ev, char *err, size_t errle
 int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
 {
     if (!cJSON_IsObject(event)) {
-        set_err(err, errlen, "event: not a JSON object");
+        pdbx_errf(err, errlen, "event: not a JSON object");
         return -1;
     }
     const char *type = get_str(event, "type");
     if (!type) {
-        set_err(err, errlen, "event: field \"type\" missing or not a string");
+        pdbx_errf(err, errlen, "event: field \"type\" missing or not a string");
         return -1;
     }
     double t = 0.0;
@@ -670,7 +662,7 @@ int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
     if (strcmp(type, "warning") == 0) {
         const char *msg = get_str(event, "message");
         if (!msg) {
-            set_err(err, errlen, "warning event: field \"message\" must be a string");
+            pdbx_errf(err, errlen, "warning event: field \"message\" must be a string");
             return -1;
         }
         copy_str(run->warnings[run->nwarnings % PDBX_WARN_RING], sizeof run->warnings[0], msg);

@@ -8,6 +8,7 @@
  * back, pdbx_run_writer_open cuts a torn tail), so when a complete, checksummed event frame
  * starts anywhere after the "torn" frame, that frame is damaged, not torn.
  */
+#include "store/errbuf.h"
 #include "store/store_frames.h"
 #include "store/store.h"
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_getFrameHeader */
@@ -28,15 +30,6 @@
 #define MAX_EVENT_BYTES (256u * 1024u * 1024u)   /* larger decompressed events are damage */
 #define MAX_RESYNC_TRIES 64
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 double pdbx_now(void)
 {
@@ -58,7 +51,7 @@ int pdbx_frame_encoder_new(pdbx_frame_encoder **out, char *err, size_t errlen)
     *out = NULL;
     pdbx_frame_encoder *enc = calloc(1, sizeof *enc);
     if (!enc || !(enc->cctx = ZSTD_createCCtx())) {
-        set_err(err, errlen, "zstd: cannot create a compression context (out of memory)");
+        pdbx_errf(err, errlen, "zstd: cannot create a compression context (out of memory)");
         free(enc);
         return -1;
     }
@@ -68,7 +61,7 @@ int pdbx_frame_encoder_new(pdbx_frame_encoder **out, char *err, size_t errlen)
     if (!ZSTD_isError(r))
         r = ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_contentSizeFlag, 1);
     if (ZSTD_isError(r)) {
-        set_err(err, errlen, "zstd: cannot set frame parameters: %s", ZSTD_getErrorName(r));
+        pdbx_errf(err, errlen, "zstd: cannot set frame parameters: %s", ZSTD_getErrorName(r));
         pdbx_frame_encoder_free(enc);
         return -1;
     }
@@ -90,13 +83,13 @@ int pdbx_frame_encode(pdbx_frame_encoder *enc, const char *json, size_t len,
 {
     size_t bound = ZSTD_compressBound(len);
     if (ZSTD_isError(bound)) {
-        set_err(err, errlen, "zstd: event of %zu bytes is too large", len);
+        pdbx_errf(err, errlen, "zstd: event of %zu bytes is too large", len);
         return -1;
     }
     if (bound > enc->cap) {
         void *nb = realloc(enc->buf, bound);
         if (!nb) {
-            set_err(err, errlen, "zstd: out of memory for a %zu-byte frame", bound);
+            pdbx_errf(err, errlen, "zstd: out of memory for a %zu-byte frame", bound);
             return -1;
         }
         enc->buf = nb;
@@ -104,7 +97,7 @@ int pdbx_frame_encode(pdbx_frame_encoder *enc, const char *json, size_t len,
     }
     size_t r = ZSTD_compress2(enc->cctx, enc->buf, enc->cap, json, len);
     if (ZSTD_isError(r)) {
-        set_err(err, errlen, "zstd: compression failed: %s", ZSTD_getErrorName(r));
+        pdbx_errf(err, errlen, "zstd: compression failed: %s", ZSTD_getErrorName(r));
         return -1;
     }
     *frame = enc->buf;
@@ -119,7 +112,7 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
     char *text = NULL;
     int rc = -1;
     if (!cJSON_IsObject(event) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(event, "type"))) {
-        set_err(err, errlen, "event: must be a JSON object with a string field \"type\"");
+        pdbx_errf(err, errlen, "event: must be a JSON object with a string field \"type\"");
         return -1;
     }
     const cJSON *to_print = event;
@@ -132,10 +125,18 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
     text = cJSON_PrintUnformatted(to_print);
     if (!text)
         goto oom;
-    rc = pdbx_frame_encode(enc, text, strlen(text), frame, frame_len, err, errlen);
+    /* One event per line: `zstdcat run.pdbx` prints JSON lines (grep, wc -l, jq -c). */
+    size_t len = strlen(text);
+    char *line = realloc(text, len + 2);
+    if (!line)
+        goto oom;
+    text = line;
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    rc = pdbx_frame_encode(enc, text, len + 1, frame, frame_len, err, errlen);
     goto done;
 oom:
-    set_err(err, errlen, "event: out of memory while serialising");
+    pdbx_errf(err, errlen, "event: out of memory while serialising");
 done:
     free(text);
     cJSON_Delete(copy);
@@ -151,25 +152,33 @@ int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, con
     do
         w = write(fd, frame, len);
     while (w < 0 && errno == EINTR);
-    if (w < 0 || (size_t)w != len) {
+    size_t written = w > 0 ? (size_t)w : 0;
+    if (written != len) {
         int e = w < 0 ? errno : ENOSPC;
-        set_err(err, errlen, "%s: append of a %zu-byte frame failed: %s%s", path, len, strerror(e),
+        pdbx_errf(err, errlen, "%s: append of a %zu-byte frame failed: %s%s", path, len, strerror(e),
                 w >= 0 ? " (short write)" : "");
         goto cut;
     }
     if (fdatasync(fd) != 0) {
-        set_err(err, errlen, "%s: fdatasync after append failed: %s", path, strerror(errno));
+        pdbx_errf(err, errlen, "%s: fdatasync after append failed: %s", path, strerror(errno));
         goto cut;
     }
     *size += len;
     return 0;
 cut:
-    /* Never leave a partial frame where the next append would land after it. */
-    if (ftruncate(fd, (off_t)*size) != 0) {
-        size_t n = err ? strlen(err) : 0;
-        if (err && n + 1 < errlen)
-            snprintf(err + n, errlen - n, "; truncating back to %llu bytes failed: %s",
-                     (unsigned long long)*size, strerror(errno));
+    /* Never leave a partial (or unsynced) frame where the next append would land after it.
+     * O_APPEND put our bytes at the end of the file: remove exactly those. */
+    if (written > 0) {
+        struct stat sb;
+        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < written ||
+            ftruncate(fd, sb.st_size - (off_t)written) != 0) {
+            size_t n = err ? strlen(err) : 0;
+            if (err && n + 1 < errlen)
+                snprintf(err + n, errlen - n, "; removing the %zu bytes written failed: %s", written,
+                         strerror(errno));
+        } else {
+            *size = (uint64_t)sb.st_size - written;
+        }
     }
     return -1;
 }
@@ -389,12 +398,12 @@ int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_f
 
     rd.fd = open(path, O_RDONLY | O_CLOEXEC);
     if (rd.fd < 0) {
-        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        pdbx_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     dec.dctx = ZSTD_createDCtx();
     if (!dec.dctx) {
-        set_err(err, errlen, "%s: out of memory (zstd context)", path);
+        pdbx_errf(err, errlen, "%s: out of memory (zstd context)", path);
         goto done;
     }
     uint64_t pos = from;
@@ -434,7 +443,7 @@ int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_f
         cJSON *ev = NULL;
         int d = decode_frame(&dec, p, fsz, filter, ctx, &ev, why, sizeof why);
         if (d < 0) {
-            set_err(err, errlen, "%s: out of memory decoding the frame at byte %llu", path,
+            pdbx_errf(err, errlen, "%s: out of memory decoding the frame at byte %llu", path,
                     (unsigned long long)pos);
             goto done;
         }
@@ -459,7 +468,7 @@ corrupt:
     rc = 0;
     goto done;
 read_fail:
-    set_err(err, errlen, "%s: read failed: %s", path, strerror(errno));
+    pdbx_errf(err, errlen, "%s: read failed: %s", path, strerror(errno));
 done:
     ZSTD_freeDCtx(dec.dctx);
     free(dec.out);

@@ -2,8 +2,8 @@
  *
  * A run file is a sequence of independent zstd frames with the content checksum on, each one
  * JSON event. The encoder turns an event into one frame; pdbx_frame_append() writes that frame
- * with a single write() and fdatasync()s it, and on a short or failed write cuts the file back
- * to its previous size so a later append never lands after a partial frame. The scanner
+ * with a single write() and fdatasync()s it, and on a short or failed write cuts off what it
+ * wrote so a later append never lands after a partial frame. The scanner
  * (pdbx_scan_file, declared in store.h) is the only reader.
  */
 #ifndef PDBX_STORE_FRAMES_H
@@ -28,7 +28,8 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
                             const void **frame, size_t *frame_len, char *err, size_t errlen);
 
 /* Appends one frame to fd (opened O_APPEND) whose current size is *size; durable on return 0,
- * *size advanced. On failure the file is truncated back to *size. path is for messages. */
+ * *size advanced. On failure the bytes this call wrote (a partial or unsynced frame) are cut
+ * off again. path is for messages. */
 int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, const char *path,
                       char *err, size_t errlen);
 

@@ -58,8 +58,28 @@ static int status_from_name(const char *s)
     return -1;
 }
 
+/* [[index, tp, mbs, status], ...]: integers in range and a known point status. */
+static int resume_points_ok(const cJSON *rp)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, rp) {
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 4)
+            return 0;
+        const cJSON *v;
+        int k = 0;
+        cJSON_ArrayForEach(v, p) {
+            double max = k == 3 ? (double)PDBX_POINT_SKIPPED : 1e9;
+            if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= max) ||
+                v->valuedouble != (double)(int)v->valuedouble)
+                return 0;
+            k++;
+        }
+    }
+    return 1;
+}
+
 /* 0 when the entry is complete and sane, -1 to drop it. */
-static int entry_from_json(const cJSON *j, pdbx_index_entry *e)
+static int entry_from_json(cJSON *j, pdbx_index_entry *e)
 {
     memset(e, 0, sizeof *e);
     char status[16];
@@ -103,7 +123,30 @@ static int entry_from_json(const cJSON *j, pdbx_index_entry *e)
     e->have_end = cJSON_IsTrue(he);
     e->pid = (long)pid;
     e->last_event = last;
+    /* Optional resume state: dropped (full rescan next time) unless complete and sane. */
+    cJSON *rp = cJSON_GetObjectItemCaseSensitive(j, "resume_points");
+    uint64_t off;
+    if (cJSON_IsArray(rp) && get_u64str(j, "scan_offset", &off) && off <= e->sum.size &&
+        resume_points_ok(rp)) {
+        e->scan_offset = off;
+        e->resume_points = cJSON_DetachItemViaPointer(j, rp);
+    }
     return 0;
+}
+
+
+void pdbx_index_entry_clear(pdbx_index_entry *e)
+{
+    cJSON_Delete(e->resume_points);
+    e->resume_points = NULL;
+    e->scan_offset = 0;
+}
+
+void pdbx_index_free(pdbx_index_entry *e, size_t n)
+{
+    for (size_t i = 0; e && i < n; i++)
+        cJSON_Delete(e[i].resume_points);
+    free(e);
 }
 
 int pdbx_index_load(const char *path, pdbx_index_entry **out, size_t *n)
@@ -137,7 +180,7 @@ int pdbx_index_load(const char *path, pdbx_index_entry **out, size_t *n)
     cJSON *root = read_error ? NULL : cJSON_ParseWithLength(text, len);
     free(text);
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
-    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
     if (!cJSON_IsNumber(ver) || ver->valueint != INDEX_VERSION || !cJSON_IsArray(runs)) {
         cJSON_Delete(root);
         return 0;                                  /* garbage: rebuilt silently */
@@ -149,10 +192,13 @@ int pdbx_index_load(const char *path, pdbx_index_entry **out, size_t *n)
         return -1;
     }
     size_t k = 0;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, runs)
+    cJSON *r;
+    cJSON_ArrayForEach(r, runs) {
         if (entry_from_json(r, &e[k]) == 0)
             k++;
+        else
+            pdbx_index_entry_clear(&e[k]);
+    }
     cJSON_Delete(root);
     *out = e;
     *n = k;
@@ -193,6 +239,16 @@ static cJSON *entry_to_json(const pdbx_index_entry *e)
         !cJSON_AddNumberToObject(j, "points_total", e->sum.points_total) ||
         !cJSON_AddStringToObject(j, "message", e->sum.message))
         goto fail_j;
+    if (e->resume_points) {
+        char off[32];
+        snprintf(off, sizeof off, "%" PRIu64, e->scan_offset);
+        cJSON *rp = cJSON_Duplicate(e->resume_points, 1);
+        if (!rp || !cJSON_AddStringToObject(j, "scan_offset", off)) {
+            cJSON_Delete(rp);
+            goto fail_j;
+        }
+        cJSON_AddItemToObject(j, "resume_points", rp);
+    }
     return j;
 fail:
     cJSON_Delete(tp);

@@ -156,6 +156,24 @@ static void test_rename_error_cleans_up(void **state)
     assert_int_equal(count_entries(dir), 1);
 }
 
+/* The published file gets the caller's umask, like any file it creates. */
+static void test_mode_follows_umask(void **state)
+{
+    const char *dir = *state;
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/mode", dir);
+    mode_t old = umask(022);
+    assert_int_equal(pdbx_durable_write(path, "x", 1, err, sizeof err), 0);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    umask(077);
+    assert_int_equal(pdbx_durable_write(path, "y", 1, err, sizeof err), 0);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    umask(old);
+}
+
 static void test_fsync_dir(void **state)
 {
     char err[256] = "";
@@ -172,6 +190,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_error_leaves_target, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_parent_is_file, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_rename_error_cleans_up, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_mode_follows_umask, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_fsync_dir, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests_name("store_durable", tests, NULL, NULL);

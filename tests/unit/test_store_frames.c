@@ -427,6 +427,65 @@ static void test_tail_incremental(void **state)
     pdbx_store_close(st);
 }
 
+/* Skippable frames (zstd's metadata frames) are not events and not damage. */
+static void test_skippable_frames_skipped(void **state)
+{
+    fixture fx;
+    write_run(&fx, *state, 3);
+    size_t len;
+    char *orig = test_slurp(fx.path, &len);
+    static const unsigned char skippable[] = {0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 'p', 'd', 'b', 'x'};
+    FILE *f = fopen(fx.path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(orig, 1, (size_t)fx.off[1], f), (size_t)fx.off[1]);
+    assert_int_equal(fwrite(skippable, 1, sizeof skippable, f), sizeof skippable);
+    assert_int_equal(fwrite(orig + fx.off[1], 1, len - (size_t)fx.off[1], f), len - (size_t)fx.off[1]);
+    assert_int_equal(fclose(f), 0);
+    free(orig);
+    collected c = {0};
+    pdbx_scan_result res;
+    char err[256];
+    assert_int_equal(pdbx_scan_file(fx.path, 0, collect, &c, &res, err, sizeof err), 0);
+    assert_false(res.corrupt);
+    assert_int_equal(c.n, 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(cJSON_Compare(c.got[i], fx.sent[i], 1));
+    assert_int_equal(res.next_offset, len + sizeof skippable);
+    collected_free(&c);
+    fixture_free(&fx);
+}
+
+/* The file reads by hand: `zstdcat run.pdbx` prints one JSON event per line. */
+static void test_zstdcat_reads_json_lines(void **state)
+{
+    fixture fx;
+    size_t ntexts;
+    test_event_texts(&ntexts);
+    write_run(&fx, *state, ntexts);
+    if (system("zstdcat --version >/dev/null 2>&1") != 0)
+        skip();
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "zstdcat -q '%s'", fx.path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *line = NULL;
+    size_t cap = 0, n = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, p)) > 0) {
+        assert_true(n < fx.n);
+        assert_int_equal(line[len - 1], '\n');
+        cJSON *ev = cJSON_ParseWithLength(line, (size_t)len);
+        assert_non_null(ev);
+        assert_true(cJSON_Compare(ev, fx.sent[n], 1));
+        cJSON_Delete(ev);
+        n++;
+    }
+    free(line);
+    assert_int_equal(pclose(p), 0);
+    assert_int_equal(n, fx.n);
+    fixture_free(&fx);
+}
+
 /* An append that fails halfway (file size limit: a short write) is cut back, so the file
  * never holds a partial frame that a later append would bury; the next append works. */
 static void test_failed_append_is_cut_back(void **state)
@@ -488,6 +547,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flipped_bits_middle_frame, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_frame_not_an_event, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_tail_incremental, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_skippable_frames_skipped, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_zstdcat_reads_json_lines, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_failed_append_is_cut_back, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("store_frames", tests, NULL, NULL);

@@ -251,6 +251,8 @@ static void test_liveness(void **state)
     make_run(st, "remote-fresh", "some-other-host.example", 4242, now, "m", tp, 2, 0, NULL);
     make_run(st, "remote-stale", "some-other-host.example", 4242, now - 600, "m", tp, 2, 0, NULL);
     make_run(st, "ended", my_host(), dead_pid(), now, "m", tp, 2, 6, "complete");
+    /* the rule is the pid's existence alone: old event times with a live pid still run */
+    make_run(st, "old-alive", my_host(), (long)getpid(), now - 30 * 86400.0, "m", tp, 2, 0, NULL);
     make_run(st, "cancelled", my_host(), dead_pid(), now, "m", tp, 2, 3, "cancelled");
     char err[256];
     struct { const char *id; pdbx_run_status st; const char *msg; } want[] = {
@@ -260,6 +262,7 @@ static void test_liveness(void **state)
         {"remote-stale", PDBX_RUN_FAILED, "no run end"},
         {"ended", PDBX_RUN_COMPLETE, ""},
         {"cancelled", PDBX_RUN_CANCELLED, "r-cancelled"},
+        {"old-alive", PDBX_RUN_RUNNING, ""},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         pdbx_run run;
@@ -276,7 +279,7 @@ static void test_liveness(void **state)
         pdbx_run_summary *s;
         size_t n;
         assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
-        assert_int_equal(n, 6);
+        assert_int_equal(n, 7);
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
             const pdbx_run_summary *x = find_sum(s, n, want[i].id);
             assert_non_null(x);
@@ -405,6 +408,153 @@ static void test_index_is_used_and_invalidated(void **state)
     assert_int_equal(rename(tmp, path), 0);
     assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
     assert_string_equal(s[0].model, "RealModel");
+    free(s);
+    pdbx_store_close(st);
+}
+
+static void assert_same_summary(const pdbx_run_summary *a, const pdbx_run_summary *b)
+{
+    assert_string_equal(a->id, b->id);
+    assert_double_equal(a->created, b->created, 0);
+    assert_string_equal(a->model, b->model);
+    assert_string_equal(a->backend, b->backend);
+    assert_string_equal(a->gpu, b->gpu);
+    assert_int_equal(a->ntp, b->ntp);
+    for (int i = 0; i < a->ntp; i++)
+        assert_int_equal(a->tp[i], b->tp[i]);
+    assert_int_equal(a->mbs_min, b->mbs_min);
+    assert_int_equal(a->mbs_max, b->mbs_max);
+    assert_int_equal(a->status, b->status);
+    assert_int_equal(a->points_done, b->points_done);
+    assert_int_equal(a->points_total, b->points_total);
+    assert_int_equal(a->size, b->size);
+    assert_string_equal(a->message, b->message);
+}
+
+/* A growing run (no run_end) is folded incrementally from where the last list stopped; the
+ * result equals a full rescan at every step, through torn tails and a relaunch. */
+static void test_index_resumes_growing_run(void **state)
+{
+    const char *dir = *state;
+    pdbx_store *st = open_store(dir);
+    char err[256], ev[512], path[700];
+    int tp[] = {1, 2, 4};
+    double now = now_s();
+    pdbx_run_writer *w;
+    assert_int_equal(pdbx_run_writer_create(st, "grow", &w, err, sizeof err), 0);
+    pdbx_store_run_path(st, "grow", path, sizeof path);
+    snprintf(ev, sizeof ev, "{\"type\":\"run_start\",\"t\":%.3f,\"host\":\"%s\",\"pid\":%d,\"model\":{\"name\":\"GrowModel\"},"
+             "\"backend\":\"cpu\",\"points\":[{\"index\":0,\"tp\":1,\"mbs\":1},{\"index\":1,\"tp\":1,\"mbs\":2},"
+             "{\"index\":2,\"tp\":2,\"mbs\":1},{\"index\":3,\"tp\":2,\"mbs\":2}]}", now, my_host(), (int)getpid());
+    append_text(w, ev);
+    (void)tp;
+    const char *steps[][3] = {
+        {"{\"type\":\"point_start\",\"point\":0}", "{\"type\":\"op\",\"point\":0,\"op\":\"attn_q\",\"stats\":" TEST_STATS(1) "}", NULL},
+        {"{\"type\":\"point_end\",\"point\":0,\"status\":\"ok\"}", "{\"type\":\"progress\",\"done\":1,\"total\":4}", NULL},
+        {"TORN", NULL, NULL},
+        {"{\"type\":\"point_end\",\"point\":1,\"status\":\"oom\",\"message\":\"x\"}", "{\"type\":\"warning\",\"message\":\"w\"}", NULL},
+        {"{\"type\":\"point_start\",\"point\":5,\"tp\":4,\"pp\":1,\"dp\":1,\"mbs\":8}", "{\"type\":\"point_end\",\"point\":5,\"status\":\"ok\"}", NULL},
+        {"{\"type\":\"run_end\",\"status\":\"failed\",\"reason\":\"first launch\"}", NULL, NULL},
+        {"LAUNCH", "{\"type\":\"point_end\",\"point\":2,\"status\":\"ok\"}", NULL},
+        {"{\"type\":\"point_end\",\"point\":3,\"status\":\"skipped\"}", "{\"type\":\"run_end\",\"status\":\"complete\"}", NULL},
+    };
+    int resumed_seen = 0;
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        for (int i = 0; i < 3 && steps[k][i]; i++) {
+            if (strcmp(steps[k][i], "TORN") == 0) {
+                /* a crash mid-append, then the sweep reopens the run */
+                assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+                FILE *f = fopen(path, "ab");
+                static const unsigned char part[] = {0x28, 0xB5, 0x2F, 0xFD, 0x24, 0x40, 0x09};
+                fwrite(part, 1, sizeof part, f);
+                fclose(f);
+                pdbx_run_summary *s;
+                size_t n;
+                assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
+                free(s);
+                assert_int_equal(pdbx_run_writer_open(st, "grow", &w, err, sizeof err), 0);
+            } else if (strcmp(steps[k][i], "LAUNCH") == 0) {
+                snprintf(ev, sizeof ev, "{\"type\":\"launch\",\"host\":\"%s\",\"pid\":%d,\"world_size\":4}",
+                         my_host(), (int)getpid());
+                append_text(w, ev);
+            } else {
+                append_text(w, steps[k][i]);
+            }
+        }
+        pdbx_run_summary *inc, *full;
+        size_t n1, n2;
+        assert_int_equal(pdbx_store_list(st, &inc, &n1, err, sizeof err), 0);
+        size_t len;
+        char *idx = test_slurp(index_path(dir), &len);
+        resumed_seen += strstr(idx, "resume_points") != NULL;
+        free(idx);
+        assert_int_equal(pdbx_store_rebuild_index(st, err, sizeof err), 0);
+        assert_int_equal(pdbx_store_list(st, &full, &n2, err, sizeof err), 0);
+        assert_int_equal(n1, 1);
+        assert_int_equal(n2, 1);
+        assert_same_summary(&inc[0], &full[0]);
+        free(inc);
+        free(full);
+    }
+    assert_true(resumed_seen >= 4);
+    assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    pdbx_run_summary *s;
+    size_t n;
+    assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
+    assert_int_equal(s[0].status, PDBX_RUN_COMPLETE);
+    assert_int_equal(s[0].points_total, 5);
+    assert_int_equal(s[0].points_done, 5);
+    assert_int_equal(s[0].ntp, 3);
+    assert_int_equal(s[0].mbs_max, 8);
+    free(s);
+    size_t len;
+    char *idx = test_slurp(index_path(dir), &len);
+    assert_null(strstr(idx, "resume_points"));          /* ended: nothing to resume */
+    free(idx);
+    pdbx_store_close(st);
+}
+
+/* The resume state is really used: a model name planted in the index survives appends, and
+ * is dropped when the file is replaced (new inode). */
+static void test_index_resume_is_used(void **state)
+{
+    const char *dir = *state;
+    pdbx_store *st = open_store(dir);
+    char err[256], path[700], tmp[720];
+    int tp[] = {1};
+    make_run(st, "g", my_host(), (long)getpid(), now_s(), "RealModel", tp, 1, 1, NULL);
+    pdbx_run_summary *s;
+    size_t n;
+    assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
+    free(s);
+    size_t len;
+    char *idx = test_slurp(index_path(dir), &len);
+    char *m = strstr(idx, "RealModel");
+    assert_non_null(m);
+    memcpy(m, "FakeModel", 9);
+    test_write_file(index_path(dir), idx, len);
+    free(idx);
+    pdbx_run_writer *w;
+    assert_int_equal(pdbx_run_writer_open(st, "g", &w, err, sizeof err), 0);
+    append_text(w, "{\"type\":\"point_end\",\"point\":1,\"status\":\"ok\"}");
+    assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
+    assert_string_equal(s[0].model, "FakeModel");       /* folded onto the cached state */
+    assert_int_equal(s[0].points_done, 2);
+    free(s);
+    /* replaced by a copy (new inode) that also grew: full rescan */
+    pdbx_store_run_path(st, "g", path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    char *data = test_slurp(path, &len);
+    test_write_file(tmp, data, len);
+    free(data);
+    assert_int_equal(rename(tmp, path), 0);
+    assert_int_equal(pdbx_run_writer_open(st, "g", &w, err, sizeof err), 0);
+    append_text(w, "{\"type\":\"point_end\",\"point\":2,\"status\":\"ok\"}");
+    assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
+    assert_string_equal(s[0].model, "RealModel");
+    assert_int_equal(s[0].points_done, 3);
     free(s);
     pdbx_store_close(st);
 }
@@ -726,6 +876,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_open_and_default_dir), T(test_new_ids), T(test_resolve), T(test_liveness),
         T(test_list_summaries), T(test_index_is_used_and_invalidated), T(test_index_garbage_rebuilt),
+        T(test_index_resumes_growing_run), T(test_index_resume_is_used),
         T(test_deleted_behind_index_and_delete), T(test_corrupt_run_among_good), T(test_record_import),
         T(test_null_err),
     };

@@ -1,0 +1,56 @@
+/* store_impl.h: internals shared by the store's modules (store/ only).
+ *
+ *   store.c         open, default dir, ids, resolve, delete
+ *   store_run.c     the run writer, loading a run, the liveness rule
+ *   store_list.c    summaries, listing with the index.json cache, rebuild
+ *   store_copy.c    record and import
+ *   store_frames.c  frames (encoder, durable append, scanner); store_index.c the index file
+ */
+#ifndef PDBX_STORE_IMPL_H
+#define PDBX_STORE_IMPL_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "store/errbuf.h"
+#include "store/store.h"
+
+#define PDBX_RUN_SUFFIX ".pdbx"
+/* A run without run_end on another host is running while its last event is younger. */
+#define PDBX_HEARTBEAT_TIMEOUT_S 60.0
+
+struct pdbx_store {
+    char *dir;
+    char *runs;       /* DIR/runs */
+    char *index;      /* DIR/index.json */
+};
+
+/* Formats a one-line message into err (err may be NULL). */
+/* "a/b", malloc'ed (NULL when out of memory). */
+char *store_join(const char *a, const char *b);
+/* Ids name files: 1..PDBX_RUN_ID_MAX-1 of A-Z a-z 0-9 . _ -, not starting with '.'. */
+int store_valid_id(const char *id);
+/* DIR/runs/<id>.pdbx, malloc'ed. */
+char *store_run_path_alloc(const pdbx_store *st, const char *id);
+
+/* Ids of every run file in runs/ (unsorted; free(l->id)). */
+typedef struct {
+    char (*id)[PDBX_RUN_ID_MAX];
+    size_t n, cap;
+} store_id_list;
+int store_list_ids(const pdbx_store *st, store_id_list *l, char *err, size_t errlen);
+
+/* The liveness rule of store.h for a run without run_end: 1 while it counts as running. */
+int store_launcher_alive(const char *host, long pid, double last_event);
+/* The "no run end (...)" reason for a run that is not running. */
+void store_no_end_reason(char *buf, size_t len, const char *host, long pid, double last_event);
+
+/* Scan callback folding every event into run (malformed events become run warnings). */
+typedef struct {
+    pdbx_run *run;
+    size_t index;      /* event number, for messages */
+} store_load_ctx;
+int store_load_event(const cJSON *ev, void *ctx);
+double store_mtime_of(const struct stat *sb);
+
+#endif

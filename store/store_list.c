@@ -1,0 +1,377 @@
+/* store_list.c: run summaries and listing. A summary comes from index.json while the run
+ * file's (size, mtime, inode) are unchanged; changed or new runs are rescanned (verifying
+ * every frame, parsing only what a summary needs) and the index is rewritten durably.
+ */
+#include "store/errbuf.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "store/store_frames.h"
+#include "store/store_impl.h"
+#include "store/store_index.h"
+
+/* ---- summaries and listing ----------------------------------------------------------- */
+
+/* Measurement events a summary does not need; their frames are verified but not parsed.
+ * The writer prints "type" first (cJSON keeps insertion order); any other spelling is simply
+ * parsed and skipped in summary_event. */
+static int summary_wants(const char *json, size_t len, void *ctx)
+{
+    (void)ctx;
+    static const char *const skip[] = {"{\"type\":\"op\",", "{\"type\":\"trace\",",
+                                       "{\"type\":\"comm\",", "{\"type\":\"coll\","};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
+        size_t n = strlen(skip[i]);
+        if (len > n && memcmp(json, skip[i], n) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Folds only what a summary needs: measurements (op, comm, trace, coll) are skipped. */
+static int summary_event(const cJSON *ev, void *vctx)
+{
+    store_load_ctx *c = vctx;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    const char *t = type->valuestring;
+    if (strcmp(t, "op") == 0 || strcmp(t, "comm") == 0 || strcmp(t, "trace") == 0 ||
+        strcmp(t, "coll") == 0 || strcmp(t, "warning") == 0) {
+        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(ev, "t");
+        if (cJSON_IsNumber(tm) && tm->valuedouble > c->run->last_event)
+            c->run->last_event = tm->valuedouble;
+        c->index++;
+        return 0;
+    }
+    return store_load_event(ev, vctx);
+}
+
+/* A summary message is short: a corruption message keeps the file name, not its directories. */
+static void copy_message(char *dst, size_t cap, const char *src)
+{
+    const char *bad = strstr(src, ": bad frame at byte");
+    if (bad) {
+        for (const char *q = src; q < bad; q++)
+            if (*q == '/')
+                src = q + 1;
+    }
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* [[index, tp, mbs, status], ...] of the run's points (NULL when out of memory). */
+static cJSON *points_state(const pdbx_run *run)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < run->npoints; i++) {
+        const pdbx_point *p = &run->points[i];
+        int v[4] = {p->index, p->tp, p->mbs, (int)p->status};
+        cJSON *t = cJSON_CreateIntArray(v, 4);
+        if (!t) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, t);
+    }
+    return a;
+}
+
+/* Fills e from a folded run; scanned: whole-frame bytes folded (where a resume starts). */
+static void summary_from_run(const pdbx_run *run, const char *id, const struct stat *sb,
+                             uint64_t scanned, pdbx_index_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    pdbx_run_summary *s = &e->sum;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    s->created = run->created;
+    snprintf(s->model, sizeof s->model, "%s", run->model.name);
+    snprintf(s->backend, sizeof s->backend, "%s", run->backend);
+    snprintf(s->gpu, sizeof s->gpu, "%s", run->gpu[0] ? run->gpu : (strcmp(run->backend, "cpu") == 0 ? "cpu" : ""));
+    s->mbs_min = s->mbs_max = 0;
+    for (size_t i = 0; i < run->npoints; i++) {
+        const pdbx_point *p = &run->points[i];
+        int k;
+        for (k = 0; k < s->ntp; k++)
+            if (s->tp[k] == p->tp)
+                break;
+        if (k == s->ntp && s->ntp < PDBX_SUMMARY_MAX_TP)
+            s->tp[s->ntp++] = p->tp;
+        if (p->mbs > 0 && (s->mbs_min == 0 || p->mbs < s->mbs_min))
+            s->mbs_min = p->mbs;
+        if (p->mbs > s->mbs_max)
+            s->mbs_max = p->mbs;
+    }
+    qsort(s->tp, (size_t)s->ntp, sizeof s->tp[0], cmp_int);
+    s->status = run->status;
+    s->points_done = (int)pdbx_run_points_done(run);
+    s->points_total = (int)run->npoints;
+    s->size = (uint64_t)sb->st_size;
+    if (run->status == PDBX_RUN_CORRUPT || run->status == PDBX_RUN_FAILED || run->status == PDBX_RUN_CANCELLED)
+        copy_message(s->message, sizeof s->message, run->end_reason);
+    e->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+    e->ino = (uint64_t)sb->st_ino;
+    e->have_end = run->have_end;
+    snprintf(e->host, sizeof e->host, "%s", run->host);
+    e->pid = run->pid;
+    e->last_event = run->last_event;
+    /* A run that may still grow keeps what a resumed scan needs (NULL on OOM: full rescan). */
+    if (!run->have_end && run->status == PDBX_RUN_RUNNING && scanned > 0) {
+        e->resume_points = points_state(run);
+        e->scan_offset = e->resume_points ? scanned : 0;
+    }
+}
+
+/* Rebuilds the fold state of a growing run from its index entry (see store_index.h). */
+static int run_from_entry(const pdbx_index_entry *e, pdbx_run *run)
+{
+    pdbx_run_init(run);
+    snprintf(run->id, sizeof run->id, "%s", e->sum.id);
+    snprintf(run->model.name, sizeof run->model.name, "%s", e->sum.model);
+    snprintf(run->backend, sizeof run->backend, "%s", e->sum.backend);
+    snprintf(run->gpu, sizeof run->gpu, "%s", e->sum.gpu);
+    snprintf(run->host, sizeof run->host, "%s", e->host);
+    run->created = e->sum.created;
+    run->pid = e->pid;
+    run->last_event = e->last_event;
+    size_t n = (size_t)cJSON_GetArraySize(e->resume_points);
+    if (n > 0 && !(run->points = calloc(n, sizeof *run->points)))
+        return -1;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, e->resume_points) {
+        pdbx_point *pt = &run->points[run->npoints++];
+        pt->index = cJSON_GetArrayItem(p, 0)->valueint;
+        pt->tp = cJSON_GetArrayItem(p, 1)->valueint;
+        pt->mbs = cJSON_GetArrayItem(p, 2)->valueint;
+        pt->status = (pdbx_point_status)cJSON_GetArrayItem(p, 3)->valueint;
+    }
+    return 0;
+}
+
+/* Scans one run file into an index entry (status before liveness): from the start, or, when
+ * prev is given, only the frames after prev->scan_offset folded onto prev's state.
+ * Returns 1 when the file vanished. */
+static int scan_summary(const char *path, const char *id, const pdbx_index_entry *prev,
+                        pdbx_index_entry *e, char *err, size_t errlen)
+{
+    pdbx_run run;
+    store_load_ctx c = {&run, 0};
+    pdbx_scan_result res;
+    struct stat sb;
+    /* stat first: if the file grows meanwhile, its new mtime invalidates this entry later. */
+    if (stat(path, &sb) != 0)
+        return errno == ENOENT ? 1 : -1;
+    uint64_t from = 0;
+    if (prev) {
+        if (run_from_entry(prev, &run) != 0) {
+            pdbx_run_free(&run);
+            pdbx_errf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+        from = prev->scan_offset;
+    } else {
+        pdbx_run_init(&run);
+    }
+    if (pdbx_scan_file_filtered(path, from, summary_wants, summary_event, &c, &res, err, errlen) != 0) {
+        pdbx_run_free(&run);
+        return access(path, F_OK) != 0 ? 1 : -1;
+    }
+    if (run.last_event == 0.0)
+        run.last_event = store_mtime_of(&sb);
+    if (res.corrupt) {
+        run.status = PDBX_RUN_CORRUPT;
+        snprintf(run.end_reason, sizeof run.end_reason, "%s", res.corrupt_msg);
+    }
+    summary_from_run(&run, id, &sb, res.next_offset, e);
+    pdbx_run_free(&run);
+    return 0;
+}
+
+static int cmp_entry_id(const void *a, const void *b)
+{
+    return strcmp(((const pdbx_index_entry *)a)->sum.id, ((const pdbx_index_entry *)b)->sum.id);
+}
+
+static int cmp_summary_newest(const void *a, const void *b)
+{
+    const pdbx_run_summary *x = a, *y = b;
+    if (x->created != y->created)
+        return x->created < y->created ? 1 : -1;
+    return -strcmp(x->id, y->id);
+}
+
+/* The summary to show: a run without run_end whose launcher is gone is listed as failed. */
+static pdbx_run_summary live_summary(const pdbx_index_entry *e, int launcher_dead)
+{
+    pdbx_run_summary s = e->sum;
+    if (s.status == PDBX_RUN_RUNNING && !e->have_end && launcher_dead) {
+        s.status = PDBX_RUN_FAILED;
+        store_no_end_reason(s.message, sizeof s.message, e->host, e->pid, e->last_event);
+    }
+    return s;
+}
+
+static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size_t *nout,
+                      char *err, size_t errlen)
+{
+    pdbx_index_entry *old = NULL, *cur = NULL;
+    int *dead = NULL;
+    size_t nold = 0, nold_alloc = 0, ncur = 0;
+    store_id_list ids = {0};
+    int rc = -1, changed = !use_index;
+    if (out)
+        *out = NULL;
+    if (nout)
+        *nout = 0;
+
+    if (use_index && pdbx_index_load(st->index, &old, &nold) != 0) {
+        pdbx_errf(err, errlen, "%s: out of memory reading the index", st->index);
+        goto done;
+    }
+    nold_alloc = nold;
+    if (nold)
+        qsort(old, nold, sizeof *old, cmp_entry_id);
+    for (size_t i = 1; i < nold; i++)            /* duplicate ids: a damaged index */
+        if (strcmp(old[i - 1].sum.id, old[i].sum.id) == 0)
+            nold = 0;
+    if (store_list_ids(st, &ids, err, errlen) != 0)
+        goto done;
+    cur = ids.n ? calloc(ids.n, sizeof *cur) : NULL;
+    if (ids.n && !cur) {
+        pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
+        goto done;
+    }
+    for (size_t i = 0; i < ids.n; i++) {
+        const char *id = ids.id[i];
+        char *path = store_run_path_alloc(st, id);
+        if (!path) {
+            pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
+            goto done;
+        }
+        struct stat sb;
+        if (stat(path, &sb) != 0) {                /* deleted while listing */
+            free(path);
+            changed = 1;
+            continue;
+        }
+        pdbx_index_entry key;
+        snprintf(key.sum.id, sizeof key.sum.id, "%s", id);
+        pdbx_index_entry *hit = nold ? bsearch(&key, old, nold, sizeof *old, cmp_entry_id) : NULL;
+        int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+        if (hit && hit->sum.size == (uint64_t)sb.st_size && hit->mtime_ns == mt &&
+            hit->ino == (uint64_t)sb.st_ino) {
+            cur[ncur++] = *hit;                     /* moves the resume state too */
+            hit->resume_points = NULL;
+            free(path);
+            continue;
+        }
+        changed = 1;
+        /* Appended to since (same file, not shorter than what was folded): fold the rest. */
+        const pdbx_index_entry *prev = hit && hit->resume_points && hit->ino == (uint64_t)sb.st_ino &&
+                                       (uint64_t)sb.st_size >= hit->scan_offset ? hit : NULL;
+        char serr[256];
+        int s = scan_summary(path, id, prev, &cur[ncur], serr, sizeof serr);
+        free(path);
+        if (s == 1)
+            continue;                               /* vanished meanwhile */
+        if (s < 0) {
+            /* Unreadable: listed as corrupt with the reason; never cached. */
+            memset(&cur[ncur], 0, sizeof cur[ncur]);
+            snprintf(cur[ncur].sum.id, sizeof cur[ncur].sum.id, "%s", id);
+            cur[ncur].sum.status = PDBX_RUN_CORRUPT;
+            cur[ncur].sum.size = (uint64_t)sb.st_size;
+            cur[ncur].ino = UINT64_MAX;             /* never matches: rescanned next time */
+            copy_message(cur[ncur].sum.message, sizeof cur[ncur].sum.message, serr);
+        }
+        ncur++;
+    }
+    if (ncur != nold)
+        changed = 1;
+    /* Liveness of runs without run_end: decided here, once. The launcher may append run_end
+     * and exit after we scanned: so check the launcher first, then whether the file changed
+     * since the scan; if it did, rescan, so a finished run never lists as crashed. */
+    dead = ncur ? calloc(ncur, sizeof *dead) : NULL;
+    if (ncur && !dead) {
+        pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
+        goto done;
+    }
+    for (size_t i = 0; i < ncur; i++) {
+        pdbx_index_entry *e = &cur[i];
+        for (int pass = 0; pass < 8; pass++) {
+            if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
+                store_launcher_alive(e->host, e->pid, e->last_event))
+                break;
+            dead[i] = 1;
+            char *path = store_run_path_alloc(st, e->sum.id);
+            struct stat sb;
+            pdbx_index_entry fresh;
+            char serr[256];
+            int grew = path && stat(path, &sb) == 0 && (uint64_t)sb.st_size != e->sum.size &&
+                       scan_summary(path, e->sum.id, NULL, &fresh, serr, sizeof serr) == 0;
+            free(path);
+            if (!grew)
+                break;
+            pdbx_index_entry_clear(e);
+            *e = fresh;
+            dead[i] = 0;
+            changed = 1;
+        }
+    }
+    if (changed) {
+        /* The index is a cache: a read-only store still lists. */
+        char ierr[256];
+        (void)pdbx_index_save(st->index, cur, ncur, ierr, sizeof ierr);
+    }
+    if (out) {
+        pdbx_run_summary *s = ncur ? calloc(ncur, sizeof *s) : NULL;
+        if (ncur && !s) {
+            pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
+            goto done;
+        }
+        for (size_t i = 0; i < ncur; i++)
+            s[i] = live_summary(&cur[i], dead[i]);
+        if (ncur)
+            qsort(s, ncur, sizeof *s, cmp_summary_newest);
+        *out = s;
+        *nout = ncur;
+    }
+    rc = 0;
+done:
+    free(dead);
+    pdbx_index_free(old, nold_alloc);
+    pdbx_index_free(cur, ncur);
+    free(ids.id);
+    return rc;
+}
+
+int pdbx_store_list(pdbx_store *st, pdbx_run_summary **out, size_t *n, char *err, size_t errlen)
+{
+    return list_runs(st, 1, out, n, err, errlen);
+}
+
+int pdbx_store_rebuild_index(pdbx_store *st, char *err, size_t errlen)
+{
+    if (unlink(st->index) != 0 && errno != ENOENT) {
+        pdbx_errf(err, errlen, "%s: cannot remove: %s", st->index, strerror(errno));
+        return -1;
+    }
+    if (list_runs(st, 0, NULL, NULL, err, errlen) != 0)
+        return -1;
+    struct stat sb;
+    if (stat(st->index, &sb) != 0) {
+        pdbx_errf(err, errlen, "%s: index not written (is the store writable?)", st->index);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,648 @@
+/* test_cuda_kernels.c: numerical checks of the cuda backend's building blocks on a GPU, each
+ * against a plain host reference computed in fp32 from the same (rounded) inputs:
+ *   cuBLASLt linear GEMMs (bf16, fp16, fp32/TF32), RMSNorm, SiLU*up (vector and scalar paths),
+ *   the vocab-parallel embedding gather (in-shard and masked rows), the causal attention core
+ *   with MHA, GQA and MQA head layouts, and the checksum reduction.
+ * Built by engine/cuda/SConscript from the same objects as libpdbx_cuda.so (not the .so: its
+ * internals are hidden) into <variant>/tests/, so tests/run_suite.sh runs it.
+ * Host-only part, run everywhere: the exact GEMM shapes and offsets the backend hands to
+ * cuBLASLt (linear layers and the attention core) are run through an emulation of cuBLASLt's
+ * column-major strided-batched definition and must reproduce X W^T and causal GQA attention;
+ * the backend's own per-rank dimensions must agree with the planner's shapes for every model
+ * preset and valid TP.
+ * Without a CUDA device the GPU part is skipped with the reason printed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/cuda/cuda_attention.h"
+#include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/cuda_gemm.h"
+#include "engine/cuda/cuda_kernels.h"
+
+/* ASan reserves the address range CUDA maps device memory into unless told not to. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "protect_shadow_gap=0";
+}
+
+static cudaStream_t stream;
+static cuda_gemm *gemm;
+
+/* ---- host-side number formats ------------------------------------------------------------ */
+
+static uint16_t f2bf(float f)   /* round to nearest even */
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf2f(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t f2h(float f)    /* IEEE half, round to nearest even; inputs here are small */
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((u >> 23) & 0xff) - 127 + 15;
+    uint32_t man = u & 0x7fffffu;
+    if (exp <= 0) {   /* subnormal half */
+        if (exp < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1u)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))
+        half++;
+    return (uint16_t)half;
+}
+
+static float h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+    float f;
+    if (exp == 0) {
+        f = ldexpf((float)man, -24);
+        return sign ? -f : f;
+    }
+    uint32_t u = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static size_t esize(pdbx_dtype dt)
+{
+    return dt == PDBX_DTYPE_FP32 ? 4 : 2;
+}
+
+/* Rounds v to dt and stores it at index i of a host buffer of that type. */
+static void put(void *buf, size_t i, pdbx_dtype dt, float v)
+{
+    if (dt == PDBX_DTYPE_FP32)
+        ((float *)buf)[i] = v;
+    else if (dt == PDBX_DTYPE_BF16)
+        ((uint16_t *)buf)[i] = f2bf(v);
+    else
+        ((uint16_t *)buf)[i] = f2h(v);
+}
+
+static float get(const void *buf, size_t i, pdbx_dtype dt)
+{
+    if (dt == PDBX_DTYPE_FP32)
+        return ((const float *)buf)[i];
+    return dt == PDBX_DTYPE_BF16 ? bf2f(((const uint16_t *)buf)[i]) : h2f(((const uint16_t *)buf)[i]);
+}
+
+static float round_to(pdbx_dtype dt, float v)
+{
+    float tmp;   /* room for any element type */
+    put(&tmp, 0, dt, v);
+    return get(&tmp, 0, dt);
+}
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static float urand(float lo, float hi)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
+}
+
+/* Host buffer of n random values in [lo, hi) of type dt, and a device copy. */
+typedef struct {
+    void *host, *dev;
+    size_t n;
+    pdbx_dtype dt;
+} tensor;
+
+static tensor make(size_t n, pdbx_dtype dt, float lo, float hi)
+{
+    tensor t = {malloc(n * esize(dt)), NULL, n, dt};
+    assert_non_null(t.host);
+    for (size_t i = 0; i < n; i++)
+        put(t.host, i, dt, urand(lo, hi));
+    assert_int_equal(cudaMalloc(&t.dev, n * esize(dt)), cudaSuccess);
+    assert_int_equal(cudaMemcpy(t.dev, t.host, n * esize(dt), cudaMemcpyHostToDevice), cudaSuccess);
+    return t;
+}
+
+static void download(tensor *t)
+{
+    assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+    assert_int_equal(cudaMemcpy(t->host, t->dev, t->n * esize(t->dt), cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+}
+
+static void drop(tensor *t)
+{
+    free(t->host);
+    cudaFree(t->dev);
+}
+
+static float at(const tensor *t, size_t i)
+{
+    return get(t->host, i, t->dt);
+}
+
+/* |got - want| <= atol + rtol * |want| for every element, with the worst one in the message. */
+static void expect_close(const char *what, const tensor *got, const float *want, size_t n,
+                         float atol, float rtol)
+{
+    size_t worst = 0;
+    float worst_excess = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float g = at(got, i), d = fabsf(g - want[i]), lim = atol + rtol * fabsf(want[i]);
+        if (!(d <= lim) && (d - lim > worst_excess || worst_excess == 0.0f)) {
+            worst = i;
+            worst_excess = isnan(d) ? INFINITY : d - lim;
+        }
+    }
+    if (worst_excess > 0.0f)
+        fail_msg("%s: element %zu is %g, reference %g (atol %g, rtol %g)", what, worst,
+                 (double)at(got, worst), (double)want[worst], (double)atol, (double)rtol);
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+
+static void check_linear(pdbx_dtype dt, int64_t m, int64_t n, int64_t k, float rtol)
+{
+    tensor x = make((size_t)(m * k), dt, -1.0f, 1.0f), w = make((size_t)(n * k), dt, -0.1f, 0.1f);
+    tensor y = make((size_t)(m * n), dt, 0.0f, 0.0f);
+    float *ref = malloc((size_t)(m * n) * sizeof *ref);
+    assert_non_null(ref);
+    char err[512];
+    cuda_gemm_shape s = cuda_gemm_linear_shape(dt, m, n, k);
+    cuda_gemm_plan *p = NULL;
+    if (cuda_gemm_plan_get(gemm, &s, &p, err, sizeof err) != 0)
+        fail_msg("plan: %s", err);
+    if (cuda_gemm_exec(gemm, p, 1.0f, w.dev, x.dev, y.dev, stream, err, sizeof err) != 0)
+        fail_msg("exec: %s", err);
+    download(&y);
+    float scale = 0.0f;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0.0, mag = 0.0;
+            for (int64_t l = 0; l < k; l++) {
+                acc += (double)at(&x, (size_t)(i * k + l)) * at(&w, (size_t)(j * k + l));
+                mag += fabs((double)at(&x, (size_t)(i * k + l)) * at(&w, (size_t)(j * k + l)));
+            }
+            ref[i * n + j] = (float)acc;
+            if ((float)mag > scale)
+                scale = (float)mag;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "linear %s %lldx%lldx%lld", dt == PDBX_DTYPE_BF16 ? "bf16" :
+             dt == PDBX_DTYPE_FP16 ? "fp16" : "fp32/tf32", (long long)m, (long long)n, (long long)k);
+    /* Output rounding (rtol) plus accumulated input rounding relative to sum |x w|. */
+    expect_close(what, &y, ref, (size_t)(m * n), 2e-3f * scale, rtol);
+    /* A second call with the same shape reuses the cached plan. */
+    size_t plans = cuda_gemm_plan_count(gemm);
+    cuda_gemm_plan *again = NULL;
+    assert_int_equal(cuda_gemm_plan_get(gemm, &s, &again, err, sizeof err), 0);
+    assert_ptr_equal(again, p);
+    assert_int_equal(cuda_gemm_plan_count(gemm), plans);
+    free(ref);
+    drop(&x), drop(&w), drop(&y);
+}
+
+static void test_linear_bf16(void **state)
+{
+    (void)state;
+    check_linear(PDBX_DTYPE_BF16, 128, 192, 256, 1.0f / 128);
+    check_linear(PDBX_DTYPE_BF16, 7, 40, 24, 1.0f / 128);   /* odd m, small n, k */
+}
+
+static void test_linear_fp16(void **state)
+{
+    (void)state;
+    check_linear(PDBX_DTYPE_FP16, 64, 96, 128, 1.0f / 1024);
+}
+
+static void test_linear_tf32(void **state)
+{
+    (void)state;
+    check_linear(PDBX_DTYPE_FP32, 64, 96, 128, 1e-4f);
+}
+
+/* ---- element-wise and row kernels ------------------------------------------------------- */
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
+    for (size_t t = 0; t < 2; t++) {
+        pdbx_dtype dt = dts[t];
+        const int64_t rows = 5, cols = 1000;
+        tensor x = make((size_t)(rows * cols), dt, -2.0f, 2.0f), w = make((size_t)cols, dt, 0.5f, 1.5f);
+        tensor y = make((size_t)(rows * cols), dt, 0.0f, 0.0f);
+        assert_int_equal(ck_rmsnorm(x.dev, w.dev, y.dev, rows, cols, 1e-5f, dt, stream), cudaSuccess);
+        download(&y);
+        float *ref = malloc((size_t)(rows * cols) * sizeof *ref);
+        assert_non_null(ref);
+        for (int64_t r = 0; r < rows; r++) {
+            double ss = 0.0;
+            for (int64_t c = 0; c < cols; c++)
+                ss += (double)at(&x, (size_t)(r * cols + c)) * at(&x, (size_t)(r * cols + c));
+            float inv = (float)(1.0 / sqrt(ss / (double)cols + 1e-5));
+            for (int64_t c = 0; c < cols; c++)
+                ref[r * cols + c] = at(&w, (size_t)c) *
+                                    round_to(dt, at(&x, (size_t)(r * cols + c)) * inv);
+        }
+        expect_close(dt == PDBX_DTYPE_BF16 ? "rmsnorm bf16" : "rmsnorm fp32", &y, ref,
+                     (size_t)(rows * cols), 1e-5f, dt == PDBX_DTYPE_BF16 ? 2.0f / 128 : 1e-4f);
+        free(ref);
+        drop(&x), drop(&w), drop(&y);
+    }
+}
+
+static void test_silu_mul(void **state)
+{
+    (void)state;
+    const int64_t sizes[] = {4096, 1001};   /* 16-byte vector path, scalar path */
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32};
+    for (size_t d = 0; d < 3; d++)
+        for (size_t s = 0; s < 2; s++) {
+            pdbx_dtype dt = dts[d];
+            int64_t n = sizes[s];
+            tensor g = make((size_t)n, dt, -6.0f, 6.0f), u = make((size_t)n, dt, -2.0f, 2.0f);
+            tensor o = make((size_t)n, dt, 0.0f, 0.0f);
+            assert_int_equal(ck_silu_mul(g.dev, u.dev, o.dev, n, dt, stream), cudaSuccess);
+            download(&o);
+            float *ref = malloc((size_t)n * sizeof *ref);
+            assert_non_null(ref);
+            for (int64_t i = 0; i < n; i++) {
+                float gv = at(&g, (size_t)i);
+                ref[i] = round_to(dt, gv / (1.0f + expf(-gv))) * at(&u, (size_t)i);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "silu_mul dtype %d n %lld", (int)dt, (long long)n);
+            expect_close(what, &o, ref, (size_t)n, 1e-6f,
+                         dt == PDBX_DTYPE_BF16 ? 1.0f / 128 : dt == PDBX_DTYPE_FP16 ? 2.0f / 1024 : 1e-4f);
+            free(ref);
+            drop(&g), drop(&u), drop(&o);
+        }
+}
+
+static void test_embed_gather(void **state)
+{
+    (void)state;
+    const int64_t vocab = 100, tokens = 33;
+    const int64_t widths[] = {136, 7};   /* 272-byte rows (16-byte vectors), 14-byte rows */
+    for (size_t wi = 0; wi < 2; wi++) {
+        const int64_t h = widths[wi], vstart = 50, vrows = 50;   /* rank 1 of TP 2 */
+        tensor table = make((size_t)(vrows * h), PDBX_DTYPE_BF16, -1.0f, 1.0f);
+        tensor out = make((size_t)(tokens * h), PDBX_DTYPE_BF16, 5.0f, 6.0f);
+        int32_t ids[33], *ids_dev = NULL;
+        for (int64_t t = 0; t < tokens; t++)
+            ids[t] = (int32_t)((t * 37 + 11) % vocab);
+        assert_int_equal(cudaMalloc((void **)&ids_dev, sizeof ids), cudaSuccess);
+        assert_int_equal(cudaMemcpy(ids_dev, ids, sizeof ids, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(ck_embed_gather(ids_dev, tokens, table.dev, vstart, vrows, h, out.dev,
+                                         PDBX_DTYPE_BF16, stream), cudaSuccess);
+        download(&out);
+        float *ref = malloc((size_t)(tokens * h) * sizeof *ref);
+        assert_non_null(ref);
+        for (int64_t t = 0; t < tokens; t++)
+            for (int64_t c = 0; c < h; c++) {
+                int64_t row = ids[t] - vstart;
+                ref[t * h + c] = row >= 0 && row < vrows ? at(&table, (size_t)(row * h + c)) : 0.0f;
+            }
+        expect_close("embed_gather", &out, ref, (size_t)(tokens * h), 0.0f, 0.0f);
+        free(ref);
+        cudaFree(ids_dev);
+        drop(&table), drop(&out);
+    }
+}
+
+static void test_checksum_sum(void **state)
+{
+    (void)state;
+    const size_t n = 100000;
+    tensor x = make(n, PDBX_DTYPE_FP32, -1.0f, 1.0f);
+    double want = 0.0, *acc = NULL, got = 0.0;
+    for (size_t i = 0; i < n; i++)
+        want += at(&x, i);
+    assert_int_equal(cudaMalloc((void **)&acc, sizeof *acc), cudaSuccess);
+    assert_int_equal(cudaMemset(acc, 0, sizeof *acc), cudaSuccess);
+    assert_int_equal(ck_accumulate_sum(x.dev, n, PDBX_DTYPE_FP32, acc, stream), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+    assert_int_equal(cudaMemcpy(&got, acc, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_true(fabs(got - want) < 1e-6 * n);
+    cudaFree(acc);
+    drop(&x);
+}
+
+/* ---- attention core --------------------------------------------------------------------- */
+
+static void check_attention(pdbx_dtype dt, int64_t mbs, int64_t seq, int64_t heads, int64_t kv,
+                            int64_t d, float atol)
+{
+    const int64_t T = mbs * seq, group = heads / kv;
+    tensor q = make((size_t)(T * heads * d), dt, -1.0f, 1.0f);
+    tensor k = make((size_t)(T * kv * d), dt, -1.0f, 1.0f);
+    tensor v = make((size_t)(T * kv * d), dt, -1.0f, 1.0f);
+    tensor o = make((size_t)(T * heads * d), dt, 9.0f, 9.5f);
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt};
+    tensor s = make(cuda_attention_scores_elems(&dims), dt, 0.0f, 0.0f);
+    cuda_attention a;
+    char err[512];
+    if (cuda_attention_plan(gemm, &dims, &a, err, sizeof err) != 0)
+        fail_msg("attention plan: %s", err);
+    if (cuda_attention_enqueue(gemm, &a, q.dev, k.dev, v.dev, s.dev, o.dev, stream, err, sizeof err))
+        fail_msg("attention: %s", err);
+    download(&o);
+    /* Reference: token row = pos * mbs + b; q head h uses kv head h / group. */
+    float *ref = malloc((size_t)(T * heads * d) * sizeof *ref), *p = malloc((size_t)seq * sizeof *p);
+    assert_non_null(ref);
+    assert_non_null(p);
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int64_t b = 0; b < mbs; b++)
+        for (int64_t h = 0; h < heads; h++) {
+            int64_t g = h / group;
+            for (int64_t i = 0; i < seq; i++) {
+                size_t qi = (size_t)(((i * mbs + b) * heads + h) * d);
+                float mx = -INFINITY;
+                for (int64_t j = 0; j <= i; j++) {
+                    size_t kj = (size_t)(((j * mbs + b) * kv + g) * d);
+                    double dot = 0.0;
+                    for (int64_t e = 0; e < d; e++)
+                        dot += (double)at(&q, qi + (size_t)e) * at(&k, kj + (size_t)e);
+                    p[j] = round_to(dt, (float)dot * scale);   /* scores are stored in dt */
+                    mx = fmaxf(mx, p[j]);
+                }
+                double sum = 0.0;
+                for (int64_t j = 0; j <= i; j++)
+                    sum += exp((double)(p[j] - mx));
+                for (int64_t j = 0; j <= i; j++)
+                    p[j] = round_to(dt, (float)(exp((double)(p[j] - mx)) / sum));
+                for (int64_t e = 0; e < d; e++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j <= i; j++)
+                        acc += (double)p[j] * at(&v, (size_t)(((j * mbs + b) * kv + g) * d + e));
+                    ref[qi + (size_t)e] = (float)acc;
+                }
+            }
+        }
+    char what[128];
+    snprintf(what, sizeof what, "attention dtype %d mbs %lld seq %lld heads %lld kv %lld d %lld",
+             (int)dt, (long long)mbs, (long long)seq, (long long)heads, (long long)kv, (long long)d);
+    expect_close(what, &o, ref, (size_t)(T * heads * d), atol, 1.0f / 64);
+    free(ref);
+    free(p);
+    drop(&q), drop(&k), drop(&v), drop(&o), drop(&s);
+}
+
+static void test_attention_gqa(void **state)
+{
+    (void)state;
+    check_attention(PDBX_DTYPE_BF16, 2, 40, 4, 2, 64, 2e-2f);    /* GQA, group 2 */
+    check_attention(PDBX_DTYPE_BF16, 3, 17, 8, 2, 128, 2e-2f);   /* GQA, group 4, Llama d */
+}
+
+static void test_attention_mha_mqa(void **state)
+{
+    (void)state;
+    check_attention(PDBX_DTYPE_BF16, 2, 33, 4, 4, 64, 2e-2f);    /* MHA */
+    check_attention(PDBX_DTYPE_BF16, 1, 64, 4, 1, 64, 2e-2f);    /* MQA (kv replicated, TP > k) */
+    check_attention(PDBX_DTYPE_FP16, 2, 24, 4, 2, 64, 5e-3f);
+    check_attention(PDBX_DTYPE_FP32, 2, 24, 4, 2, 64, 5e-3f);    /* TF32 GEMMs */
+}
+
+/* ---- host-only: the layouts the GPU code hands to cuBLASLt, run through an emulated GEMM --- */
+
+/* cuBLASLt's definition, column-major: C[b](i,j) = alpha * sum_l op(A[b])(i,l) op(B[b])(l,j),
+ * op(X)(i,l) = X[l + i*ld] when transposed, else X[i + l*ld]. */
+static void emulate_gemm(const cuda_gemm_shape *s, double alpha, const double *A, const double *B,
+                         double *C)
+{
+    for (int64_t b = 0; b < s->batch; b++)
+        for (int64_t i = 0; i < s->m; i++)
+            for (int64_t j = 0; j < s->n; j++) {
+                double acc = 0.0;
+                for (int64_t l = 0; l < s->k; l++) {
+                    double a = s->trans_a ? A[b * s->stride_a + l + i * s->lda]
+                                          : A[b * s->stride_a + i + l * s->lda];
+                    double x = s->trans_b ? B[b * s->stride_b + j + l * s->ldb]
+                                          : B[b * s->stride_b + l + j * s->ldb];
+                    acc += a * x;
+                }
+                C[b * s->stride_c + i + j * s->ldc] = alpha * acc;
+            }
+}
+
+static double *host_rand(size_t n)
+{
+    double *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = urand(-1.0f, 1.0f);
+    return x;
+}
+
+static void test_host_linear_layout(void **state)
+{
+    (void)state;
+    const int64_t m = 5, n = 7, k = 3;
+    double *x = host_rand((size_t)(m * k)), *w = host_rand((size_t)(n * k));
+    double *y = calloc((size_t)(m * n), sizeof *y);
+    assert_non_null(y);
+    cuda_gemm_shape s = cuda_gemm_linear_shape(PDBX_DTYPE_BF16, m, n, k);
+    assert_int_equal(s.batch, 1);
+    emulate_gemm(&s, 1.0, w, x, y);   /* A = weight, B = activations, as the backend calls it */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = 0.0;
+            for (int64_t l = 0; l < k; l++)
+                want += x[i * k + l] * w[j * k + l];   /* Y = X W^T, row-major, W [n, k] */
+            assert_true(fabs(y[i * n + j] - want) < 1e-12);
+        }
+    free(x), free(w), free(y);
+}
+
+
+/* The backend derives each point's dimensions itself and refuses a point whose planner GEMM
+ * shapes disagree; here both derivations must agree for every model preset and valid TP. */
+static void test_host_dims_match_plan(void **state)
+{
+    (void)state;
+    char names[32][64], err[512];
+    size_t n = pdbx_preset_names("models", names, 32);
+    assert_true(n >= 6);
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        pdbx_spec spec;
+        pdbx_spec_defaults(&spec);
+        if (pdbx_model_load(names[i], &spec.model, err, sizeof err) != 0)
+            fail_msg("model %s: %s", names[i], err);
+        spec.seq_len = 1024;
+        const pdbx_model *m = &spec.model;
+        for (int tp = 1; tp <= 8; tp *= 2) {
+            if (m->heads % tp || m->intermediate % tp || m->vocab % tp ||
+                (m->kv_heads % tp && tp % m->kv_heads))
+                continue;
+            for (int mbs = 1; mbs <= 4; mbs *= 4) {
+                pdbx_point_shapes p;
+                memset(&p, 0, sizeof p);
+                p.model = spec.model;
+                p.tp = tp, p.mbs = mbs, p.seq_len = spec.seq_len, p.layers = 2;
+                p.ops = PDBX_OPS_ALL;
+                for (int op = 0; op < PDBX_OP_COUNT; op++)
+                    assert_int_equal(pdbx_op_shape_for(&spec, tp, mbs, (pdbx_op)op, &p.shape[op]), 0);
+                cuda_dims d;
+                if (cuda_point_dims(&p, tp - 1, &d, err, sizeof err) != 0)
+                    fail_msg("%s tp %d mbs %d: %s", names[i], tp, mbs, err);
+                assert_int_equal(d.tokens, (int64_t)mbs * 1024);
+                assert_int_equal(d.vstart, (int64_t)(tp - 1) * d.vocab);   /* last TP rank */
+                assert_int_equal(d.heads * tp, m->heads);
+                assert_int_equal(p.shape[PDBX_OP_ATTN_CORE].batch, mbs * d.heads);
+                /* A shape the backend would compute differently is refused, naming the op. */
+                p.shape[PDBX_OP_MLP_DOWN].k += 1;
+                assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);
+                assert_non_null(strstr(err, "mlp_down"));
+                checked++;
+            }
+        }
+    }
+    assert_true(checked >= 24);
+}
+
+static void check_host_attention(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d)
+{
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16};
+    cuda_gemm_shape qk, pv;
+    assert_int_equal(cuda_attention_shapes(&dims, &qk, &pv), 0);
+    const int64_t T = mbs * seq, group = heads / kv;
+    double *q = host_rand((size_t)(T * heads * d)), *k = host_rand((size_t)(T * kv * d));
+    double *v = host_rand((size_t)(T * kv * d));
+    double *sc = calloc(cuda_attention_scores_elems(&dims), sizeof *sc);
+    double *o = calloc((size_t)(T * heads * d), sizeof *o);
+    assert_non_null(sc);
+    assert_non_null(o);
+    int64_t q_off, s_off;
+    for (int64_t jj = 0; jj < group; jj++) {
+        cuda_attention_member(&dims, jj, &q_off, &s_off);
+        emulate_gemm(&qk, cuda_attention_scale(&dims), k, q + q_off, sc + s_off);
+    }
+    for (int64_t r = 0; r < mbs * heads * seq; r++) {   /* ck_causal_softmax's definition */
+        double *row = sc + r * seq, mx = -INFINITY, sum = 0.0;
+        int64_t i = r % seq;
+        for (int64_t j = 0; j <= i; j++)
+            mx = fmax(mx, row[j]);
+        for (int64_t j = 0; j <= i; j++)
+            sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < seq; j++)
+            row[j] = j <= i ? exp(row[j] - mx) / sum : 0.0;
+    }
+    for (int64_t jj = 0; jj < group; jj++) {
+        cuda_attention_member(&dims, jj, &q_off, &s_off);
+        emulate_gemm(&pv, 1.0, v, sc + s_off, o + q_off);
+    }
+    double *p = malloc((size_t)seq * sizeof *p);
+    assert_non_null(p);
+    for (int64_t b = 0; b < mbs; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < seq; i++) {
+                const double *qi = q + ((i * mbs + b) * heads + h) * d;
+                double mx = -INFINITY, sum = 0.0;
+                for (int64_t j = 0; j <= i; j++) {
+                    const double *kj = k + ((j * mbs + b) * kv + h / group) * d;
+                    double dot = 0.0;
+                    for (int64_t e = 0; e < d; e++)
+                        dot += qi[e] * kj[e];
+                    p[j] = dot / sqrt((double)d);
+                    mx = fmax(mx, p[j]);
+                }
+                for (int64_t j = 0; j <= i; j++)
+                    sum += exp(p[j] - mx);
+                for (int64_t e = 0; e < d; e++) {
+                    double want = 0.0;
+                    for (int64_t j = 0; j <= i; j++)
+                        want += exp(p[j] - mx) / sum * v[((j * mbs + b) * kv + h / group) * d + e];
+                    double got = o[((i * mbs + b) * heads + h) * d + e];
+                    if (fabs(got - want) > 1e-5)
+                        fail_msg("mbs %lld seq %lld heads %lld kv %lld d %lld: out[b %lld, h %lld, "
+                                 "pos %lld, %lld] = %g, want %g", (long long)mbs, (long long)seq,
+                                 (long long)heads, (long long)kv, (long long)d, (long long)b,
+                                 (long long)h, (long long)i, (long long)e, got, want);
+                }
+            }
+    free(q), free(k), free(v), free(sc), free(o), free(p);
+}
+
+static void test_host_attention_layout(void **state)
+{
+    (void)state;
+    check_host_attention(3, 5, 6, 2, 4);    /* GQA, group 3 */
+    check_host_attention(2, 7, 8, 4, 8);    /* GQA, group 2 */
+    check_host_attention(2, 6, 4, 4, 4);    /* MHA */
+    check_host_attention(1, 9, 4, 1, 8);    /* MQA */
+    check_host_attention(4, 3, 2, 1, 2);    /* mbs > seq */
+    cuda_attention_dims bad = {1, 8, 6, 4, 8, PDBX_DTYPE_BF16};   /* 6 heads, 4 kv heads */
+    cuda_gemm_shape qk, pv;
+    assert_int_equal(cuda_attention_shapes(&bad, &qk, &pv), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_host_linear_layout),
+        cmocka_unit_test(test_host_attention_layout),
+        cmocka_unit_test(test_host_dims_match_plan),
+    };
+    int host_rc = cmocka_run_group_tests_name("cuda_layouts_host", host_tests, NULL, NULL);
+    if (host_rc != 0)
+        return host_rc;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        /* The layout tests ran; the GPU numerics need a device. */
+        printf("note: GPU numerics skipped: no CUDA device (cudaGetDeviceCount: %s)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return 0;
+    }
+    char err[512];
+    if (cudaStreamCreate(&stream) != cudaSuccess || cuda_gemm_create(&gemm, err, sizeof err) != 0) {
+        fprintf(stderr, "set-up failed: %s\n", err);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear_bf16),
+        cmocka_unit_test(test_linear_fp16),
+        cmocka_unit_test(test_linear_tf32),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_silu_mul),
+        cmocka_unit_test(test_embed_gather),
+        cmocka_unit_test(test_checksum_sum),
+        cmocka_unit_test(test_attention_gqa),
+        cmocka_unit_test(test_attention_mha_mqa),
+    };
+    int rc = cmocka_run_group_tests_name("cuda_kernels", tests, NULL, NULL);
+    cuda_gemm_destroy(gemm);
+    cudaStreamDestroy(stream);
+    return rc;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# GPU end-to-end test of the cuda + nccl backends: a tiny bf16 sweep (TinyLlama shapes, 2
+# layers, seq_len 256, MBS 1..4) through `pdbx-engine --backend cuda`, then checks of the run
+# file: a complete run, the GPU described in run_start, every compute op measured at every
+# point with positive times, GEMM throughput below the device's physical limit (a fake or
+# broken timer shows up there), and with 2+ GPUs a TP=2 run whose TP all-reduces went
+# through NCCL.
+#
+# Without a usable GPU it exits 77 with "SKIP: no CUDA device (<reason from the backend's own
+# probe()>)". Needs: $PDBX_BUILD/bin/pdbx-engine, $PDBX_BUILD/lib/libpdbx_cuda.so, mpirun.
+set -u
+build="${PDBX_BUILD:?PDBX_BUILD not set}"
+py="${PYTHON:-/usr/bin/python3}"
+so="$build/lib/libpdbx_cuda.so"
+engine="$build/bin/pdbx-engine"
+
+if [ ! -f "$so" ]; then
+    echo "SKIP: no CUDA device (libpdbx_cuda.so was not built: nvcc not found)"
+    exit 77
+fi
+# Ask the backend itself, through its one exported symbol, as pdbx-engine does. The build-san
+# .so needs the ASan runtime loaded first, which python is not: probe with the plain build's.
+probe_so="$so"
+if ldd "$so" | grep -q libasan; then
+    probe_so="$(dirname "$build")/build/lib/libpdbx_cuda.so"
+    [ -f "$probe_so" ] || { echo "SKIP: no CUDA device (cannot probe: $probe_so not built)"; exit 77; }
+    # CUDA maps memory where ASan keeps its shadow gap by default.
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}protect_shadow_gap=0"
+fi
+probe=$("$py" - "$probe_so" <<'EOF'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+PROBE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+class Entry(ctypes.Structure):
+    _fields_ = [("abi", ctypes.c_int), ("compute", ctypes.c_void_p),
+                ("comm", ctypes.c_void_p), ("probe", PROBE)]
+lib.pdbx_backend_entry_v1.restype = ctypes.POINTER(Entry)
+e = lib.pdbx_backend_entry_v1().contents
+why = ctypes.create_string_buffer(512)
+ok = e.probe(why, len(why))
+print("%d %s" % (ok, why.value.decode(errors="replace")))
+EOF
+)
+if [ $? -ne 0 ] || [ -z "$probe" ]; then
+    echo "FAIL: could not call probe() of $so"
+    exit 1
+fi
+if [ "${probe%% *}" != "1" ]; then
+    echo "SKIP: no CUDA device (${probe#* })"
+    exit 77
+fi
+ngpu=$(echo "$probe" | sed -n 's/^1 \([0-9]*\) CUDA device.*/\1/p')
+echo "probe: ${probe#* }"
+if [ ! -x "$engine" ]; then
+    echo "FAIL: $engine not built"
+    exit 1
+fi
+
+tmp=$(mktemp -d /tmp/pdbx-cuda-gpu.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+mpi=(mpirun --oversubscribe)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+
+write_spec() {   # file tp
+    cat >"$1" <<EOF
+{
+  "name": "cuda-e2e",
+  "model": "tinyllama",
+  "gpu": "H100-SXM",
+  "layers": 2,
+  "seq_len": 256,
+  "dtype": "bf16",
+  "backend": "cuda",
+  "gpus_per_node": $2,
+  "nodes": 1,
+  "configs": [{"tp": $2, "pp": 1, "dp": 1}],
+  "mbs": "1:4",
+  "warmup": 2,
+  "steps": 5,
+  "ops": "all",
+  "collectives": false,
+  "predict_oom": false,
+  "timeout_s": 120,
+  "flush_l2": false
+}
+EOF
+}
+
+# check_run STORE TP: the run file's events (docs/events.md), checked by cuda_gpu_check.py.
+check_run() {
+    local run
+    run=$(ls "$1"/runs/*.pdbx 2>/dev/null | head -n 1)
+    if [ -z "$run" ]; then
+        echo "FAIL: no run file in $1/runs"
+        return 1
+    fi
+    zstdcat "$run" 2>/dev/null | "$py" "$(dirname "$0")/cuda_gpu_check.py" "$2"
+}
+
+run_tp() {   # tp
+    local dir="$tmp/tp$1"
+    mkdir -p "$dir/store"
+    write_spec "$dir/spec.json" "$1"
+    if ! "${mpi[@]}" -np "$1" "$engine" --spec "$dir/spec.json" --store "$dir/store" --backend cuda \
+            >"$dir/log" 2>&1; then
+        echo "FAIL: pdbx-engine --backend cuda (tp $1) failed:"
+        tail -n 30 "$dir/log"
+        return 1
+    fi
+    check_run "$dir/store" "$1"
+}
+
+run_tp 1 || exit 1
+if [ "${ngpu:-1}" -ge 2 ]; then
+    run_tp 2 || exit 1
+else
+    echo "note: one GPU: the TP=2 NCCL run needs two and was not run"
+fi
+echo "ok: cuda backend end to end"

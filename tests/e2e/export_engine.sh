@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Exports of a real sweep: pdbx-engine measures a tiny model on 2 MPI ranks (TP 1 and TP 2,
+# MBS 1..4, collectives sweep), then `pdbx export` writes the NPZ, CSV and trace files. Python
+# reads the run file itself (zstdcat) and recomputes what every file must hold: numpy on the
+# NPZ (key data, float64, (M,10), row i = MBS 2^i, FASOP attribution summed from the op events
+# within 1e-9), the Vidur CSV rows and columns, one trace event per recorded op per rank.
+set -u
+: "${PDBX_BUILD:?PDBX_BUILD must point at a build tree}"
+: "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR must point at the repo}"
+ENGINE=$PDBX_BUILD/bin/pdbx-engine
+PDBX=$PDBX_BUILD/bin/pdbx
+PY=/usr/bin/python3
+for b in "$ENGINE" "$PDBX"; do [ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }; done
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
+command -v zstdcat >/dev/null || { echo "SKIP: zstdcat not installed"; exit 77; }
+"$PY" -c 'import numpy' 2>/dev/null || { echo "SKIP: $PY has no numpy"; exit 77; }
+TMP=$(mktemp -d /tmp/pdbx-export-e2e.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# MPI ranks under the sanitizer build: OpenMPI's dlclosed plugins leak unsuppressibly, so leak
+# checks are off for the engine ranks only (pdbx export keeps them).
+RANK_ASAN=${ASAN_OPTIONS:+$ASAN_OPTIONS:detect_leaks=0}
+MPIRUN=(mpirun --oversubscribe --bind-to none -np 2)
+[ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+
+# A tiny Llama-architecture model (HF config.json fields) and a sweep on it.
+cat > "$TMP/tiny.json" <<'EOF'
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "pdbx_tag": "tiny",
+ "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 8,
+ "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 1024,
+ "tie_word_embeddings": false}
+EOF
+cat > "$TMP/spec.json" <<EOF
+{"name": "export-e2e", "model": "$TMP/tiny.json", "gpu": "cpu", "layers": 2, "seq_len": 32,
+ "dtype": "fp32", "backend": "cpu", "gpus_per_node": 2, "nodes": 1,
+ "configs": [{"tp": 1, "pp": 2, "dp": 1}, {"tp": 2, "pp": 1, "dp": 1}], "mbs": "1:4",
+ "warmup": 1, "steps": 3, "ops": "all", "collectives": true, "coll_sizes": [4096, 65536],
+ "predict_oom": false, "timeout_s": 60}
+EOF
+ASAN_OPTIONS=$RANK_ASAN "${MPIRUN[@]}" "$ENGINE" --spec "$TMP/spec.json" --store "$TMP/store" >"$TMP/engine.out" 2>"$TMP/engine.err" \
+    || { cat "$TMP/engine.err"; fail "pdbx-engine run"; }
+RUNFILE=$(ls "$TMP"/store/runs/*.pdbx | head -1)
+[ -f "$RUNFILE" ] || fail "no run file in $TMP/store/runs"
+ID=$(basename "$RUNFILE" .pdbx)
+
+export PDBX_STORE="$TMP/store"
+"$PDBX" export "$ID" --npz "$TMP/npz" --gpu-tag cpu --csv "$TMP/csv" --trace "$TMP/trace.json" \
+    >"$TMP/export.out" 2>"$TMP/export.err" || fail "pdbx export: $(cat "$TMP/export.err")"
+"$PDBX" export "$ID" --npz "$TMP/pure" --gpu-tag cpu --attribution pure >/dev/null 2>"$TMP/export.err" \
+    || fail "pdbx export --attribution pure: $(cat "$TMP/export.err")"
+
+zstdcat "$RUNFILE" > "$TMP/events.json" || fail "zstdcat $RUNFILE"
+"$PY" - "$TMP" <<'PYEOF' || fail "exported files do not match the run"
+import csv, json, math, sys
+import numpy as np
+
+tmp = sys.argv[1]
+text = open(f"{tmp}/events.json").read()
+dec, E, i = json.JSONDecoder(), [], 0
+while i < len(text):                       # frames are back-to-back JSON objects
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i < len(text):
+        obj, i = dec.raw_decode(text, i)
+        E.append(obj)
+start = next(e for e in E if e["type"] == "run_start")
+assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete", E[-1]
+points = {p["index"]: p for p in start["points"]}
+status = {e["point"]: e["status"] for e in E if e["type"] == "point_end"}
+ops = {}                                   # (point, op) -> event
+for e in E:
+    if e["type"] == "op":
+        ops[(e["point"], e["op"])] = e
+printed = open(f"{tmp}/export.out").read().split()
+
+# ---- NPZ: FASOP attribution recomputed from the op events -------------------------------
+COLS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "mlp_gate", "mlp_act_fn", "mlp_up",
+        "mlp_down", "lm_head"]
+FASOP = {"embed": ["embed"], "attn_q": ["tp_allreduce_mlp", "input_norm", "attn_q"],
+         "attn_k": ["attn_k"], "attn_v": ["attn_v"], "attn_o": ["attn_core", "attn_o"],
+         "mlp_gate": ["tp_allreduce_attn", "post_attn_norm", "mlp_gate"],
+         "mlp_act_fn": ["mlp_act_fn"], "mlp_up": ["mlp_up"], "mlp_down": ["mlp_down"],
+         "lm_head": ["final_norm", "lm_head"]}
+LAYER_OPS = ["input_norm", "attn_q", "attn_k", "attn_v", "attn_core", "attn_o",
+             "tp_allreduce_attn", "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn",
+             "mlp_down", "tp_allreduce_mlp"]
+tag = start["model"]["tag"]
+for (tp, pp) in ((1, 2), (2, 1)):
+    rows = [i for i, p in sorted(points.items(), key=lambda kv: kv[1]["mbs"])
+            if p["tp"] == tp and p["pp"] == pp]
+    assert [points[i]["mbs"] for i in rows] == [1, 2, 4], rows
+    assert all(status[i] == "ok" for i in rows), status
+    for kind in ("npz", "pure"):
+        path = f"{tmp}/{kind}/{tag}_cpu_{tp}.npz"
+        if kind == "npz":
+            assert path in printed, (path, printed)
+        z = np.load(path)
+        d = z["data"]
+        assert d.dtype == np.float64 and d.shape == (3, 10) and d.flags["C_CONTIGUOUS"], (d.dtype, d.shape)
+        for r, i in enumerate(rows):       # row r is MBS 2^r
+            mean = lambda op: ops[(i, op)]["stats"]["mean"] if (i, op) in ops else 0.0
+            if kind == "pure":
+                want = [mean(c) for c in COLS]
+            else:
+                want = [sum(mean(op) for op in FASOP[c]) for c in COLS]
+                layer = sum(mean(op) for op in LAYER_OPS)
+                assert math.isclose(d[r, 1:9].sum(), layer, rel_tol=1e-9), (d[r], layer)
+            assert np.allclose(d[r], want, rtol=1e-9, atol=0), (tp, r, d[r], want)
+        meta = json.loads(z["meta.json"]) if "meta.json" in z.files else None
+        assert meta and meta["tp"] == tp and meta["pp"] == pp and meta["mbs"] == [1, 2, 4], meta
+        assert meta["attribution"] == ("pure" if kind == "pure" else "fasop"), meta
+        assert (tp == 1) == ("tp_allreduce_attn" in meta["ops_not_measured"]) or kind == "pure", meta
+
+# ---- Vidur CSV ---------------------------------------------------------------------------
+with open(f"{tmp}/csv/mlp.csv", newline="") as f:
+    reader = csv.reader(f)
+    header = next(reader)
+    body = list(reader)
+model_cols = ["n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp",
+              "num_tokens", "num_tensor_parallel_workers"]
+assert header[-8:] == model_cols, header[-8:]
+vidur = ["emb", "input_layernorm", "attn_pre_proj", "attn_core", "attn_post_proj",
+         "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "final_norm", "lm_head"]
+assert header[:-8] == [f"time_stats.{o}.{s}" for o in vidur for s in ("min", "max", "mean", "median", "std")], header
+ok = [i for i in sorted(points) if status.get(i) == "ok"]
+assert len(body) == len(ok), (len(body), len(ok))
+by_key = {(points[i]["tp"], points[i]["pp"], points[i]["mbs"]): i for i in ok}
+seen = set()
+for row in body:
+    assert len(row) == len(header)
+    rec = dict(zip(header, row))
+    tp, tokens = int(rec["num_tensor_parallel_workers"]), int(rec["num_tokens"])
+    assert tokens % 32 == 0 and rec["use_gated_mlp"] == "True" and rec["n_embd"] == "256", rec
+    # configs in plan order: TP 1 (PP 2) rows first, then TP 2
+    key = (tp, 2 if tp == 1 else 1, tokens // 32)
+    assert key in by_key and key not in seen, key
+    seen.add(key)
+    i = by_key[key]
+    m = lambda op: ops[(i, op)]["stats"]["mean"]
+    assert math.isclose(float(rec["time_stats.attn_pre_proj.mean"]), m("attn_q") + m("attn_k") + m("attn_v"), rel_tol=1e-9)
+    assert math.isclose(float(rec["time_stats.mlp_up_proj.mean"]), m("mlp_gate") + m("mlp_up"), rel_tol=1e-9)
+    assert math.isclose(float(rec["time_stats.attn_post_proj.median"]), ops[(i, "attn_o")]["stats"]["median"], rel_tol=1e-9)
+coll_cols = lambda c: [f"time_stats.{c}.{s}" for s in ("min", "max", "mean", "median", "std")] + \
+    ["rank", "num_workers", "size", "collective", "devices_per_node", "max_devices_per_node"]
+for c, kinds in (("all_reduce", ("tp_allreduce", "dp_allreduce")), ("send_recv", ("pp_sendrecv",))):
+    with open(f"{tmp}/csv/{c}.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == coll_cols(c), rows[0]
+    sweep = [e for e in E if e["type"] == "coll" and e["coll"] == c and (c != "send_recv" or e["nranks"] == 2)]
+    comm = [e for e in E if e["type"] == "comm" and e["kind"] in kinds and status.get(e["point"]) == "ok"]
+    assert len(sweep) > 0 and len(comm) > 0, (c, len(sweep), len(comm))
+    assert len(rows) == 1 + len(sweep) + len(comm), (c, len(rows), len(sweep), len(comm))
+    for row, e in zip(rows[1:], sweep + comm):
+        assert row[8] == c and float(row[7]) == e["bytes"] and row[5] == "0", (row, e)
+        assert math.isclose(float(row[2]), e["stats"]["mean"], rel_tol=1e-9), (row, e)
+
+# ---- Chrome trace --------------------------------------------------------------------------
+trace = json.load(open(f"{tmp}/trace.json"))
+assert trace["displayTimeUnit"] == "ms" and trace["metadata"]["synthesized"] is False
+X = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+recorded = [(e["rank"], e["point"], o[0], o[1]) for e in E if e["type"] == "trace" for o in e["ops"]]
+got = [(e["pid"], e["tid"], e["name"], e["args"]["layer"]) for e in X]
+assert len(recorded) > 0 and sorted(got) == sorted(recorded), (len(got), len(recorded))
+assert len(set(got)) == len(got), "an op appears twice on one rank's step"
+print(f"ok: {len(E)} events; NPZ, CSV ({len(body)} rows) and trace ({len(X)} events) match the run")
+PYEOF
+echo "PASS: exports of a real engine run"

@@ -1,0 +1,323 @@
+/* test_cuda_backend.c: loads the built libpdbx_cuda.so the way pdbx-engine does (dlopen +
+ * pdbx_backend_entry_v1) and checks its ABI, that both vtables are complete, that nothing but
+ * the entry symbol is exported, and that probe() and init() fail cleanly, naming the driver or
+ * device, on a machine without a GPU. On a machine with a GPU the same binary runs a small
+ * point through every compute op, an OOM, and a one-rank NCCL all-reduce instead.
+ *
+ * The .so is looked up next to this binary's variant (<exe_dir>/../lib), then in
+ * $PDBX_BUILD/lib, then in PDBX_SOURCE_DIR/build/lib. When it was not built (no nvcc, or
+ * scons --no-cuda) the binary exits 77 (skip) with that reason.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/backend.h"
+
+#define SO_NAME "libpdbx_cuda.so"
+
+/* On a GPU under ASan: CUDA maps memory where ASan keeps its shadow gap unless told not to. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "protect_shadow_gap=0";
+}
+
+static char so_path[PATH_MAX + 64];
+static void *so_handle;
+static const pdbx_backend_entry *entry;
+static int have_gpu;
+static char probe_why[512];
+
+static int exists(const char *p)
+{
+    return access(p, R_OK) == 0;
+}
+
+static int find_so(void)
+{
+    char exe[PATH_MAX - 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(so_path, sizeof so_path, "%s/../lib/" SO_NAME, exe);
+            if (exists(so_path))
+                return 0;
+        }
+    }
+    const char *build = getenv("PDBX_BUILD");
+    if (build && *build) {
+        int len = snprintf(so_path, sizeof so_path, "%s/lib/" SO_NAME, build);
+        if (len > 0 && (size_t)len < sizeof so_path && exists(so_path))
+            return 0;
+    }
+    snprintf(so_path, sizeof so_path, "%s/build/lib/" SO_NAME, PDBX_SOURCE_DIR);
+    return exists(so_path) ? 0 : -1;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (find_so() != 0)
+        return -1;   /* main() checked: not reached */
+    so_handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!so_handle) {
+        fprintf(stderr, "dlopen(%s) failed: %s\n", so_path, dlerror());
+        return -1;
+    }
+    pdbx_backend_entry_fn fn;
+    *(void **)&fn = dlsym(so_handle, PDBX_BACKEND_ENTRY_SYMBOL);
+    if (!fn) {
+        fprintf(stderr, "dlsym(%s) in %s: %s\n", PDBX_BACKEND_ENTRY_SYMBOL, so_path, dlerror());
+        return -1;
+    }
+    entry = fn();
+    if (entry && entry->probe)
+        have_gpu = entry->probe(probe_why, sizeof probe_why);
+    return 0;
+}
+
+/* dlclose as pdbx-engine does after a failed probe: the .so is linked -z nodelete, so this
+ * must not unload it (or the libstdc++ NCCL pulls in, whose pool LeakSanitizer would report). */
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (so_handle)
+        dlclose(so_handle);
+    return 0;
+}
+
+static void test_entry_abi(void **state)
+{
+    (void)state;
+    assert_non_null(entry);
+    assert_int_equal(entry->abi, PDBX_BACKEND_ABI);
+}
+
+static void test_vtables_complete(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *c = entry->compute;
+    assert_non_null(c);
+    assert_string_equal(c->name, "cuda");
+    assert_non_null(c->init);
+    assert_non_null(c->fini);
+    assert_non_null(c->device_name);
+    assert_non_null(c->describe);
+    assert_non_null(c->mem_info);
+    assert_non_null(c->prepare);
+    assert_non_null(c->release);
+    assert_non_null(c->run_op);
+    assert_non_null(c->comm_buffer);
+    assert_non_null(c->checksum);
+    const pdbx_comm_ops *m = entry->comm;
+    assert_non_null(m);
+    assert_string_equal(m->name, "nccl");
+    assert_non_null(m->init);
+    assert_non_null(m->fini);
+    assert_non_null(m->version);
+    assert_non_null(m->group_create);
+    assert_non_null(m->group_destroy);
+    assert_non_null(m->run);
+    assert_non_null(m->barrier);
+    assert_non_null(entry->probe);
+}
+
+/* -fvisibility=hidden: internal functions must not leak into the engine's symbol space. */
+static void test_only_entry_exported(void **state)
+{
+    (void)state;
+    static const char *const internal[] = {
+        "cuda_fail", "cuda_timer_start", "cuda_gemm_exec", "cuda_gemm_plan_get", "ck_rmsnorm",
+        "ck_causal_softmax", "ck_embed_gather", "cuda_nccl_comm_ops", "cuda_nccl_version",
+        "pdbx_op_name",
+    };
+    for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
+        void *sym = dlsym(so_handle, internal[i]);
+        if (sym)
+            fail_msg("%s is exported by %s", internal[i], so_path);
+    }
+}
+
+static int mentions_driver_or_device(const char *s)
+{
+    char low[512];
+    size_t i = 0;
+    for (; s[i] && i < sizeof low - 1; i++)
+        low[i] = (char)tolower((unsigned char)s[i]);
+    low[i] = '\0';
+    return strstr(low, "driver") != NULL || strstr(low, "device") != NULL;
+}
+
+static void test_probe_without_gpu(void **state)
+{
+    (void)state;
+    if (have_gpu) {
+        print_message("SKIP: a CUDA device is present (%s): the no-GPU path is not testable\n",
+                      probe_why);
+        skip();
+    }
+    assert_int_equal(have_gpu, 0);
+    assert_true(strlen(probe_why) > 0);
+    if (!mentions_driver_or_device(probe_why))
+        fail_msg("probe reason does not name the driver or device: '%s'", probe_why);
+    print_message("probe: %s\n", probe_why);
+}
+
+static void test_init_fails_cleanly_without_gpu(void **state)
+{
+    (void)state;
+    if (have_gpu) {
+        print_message("SKIP: a CUDA device is present (%s)\n", probe_why);
+        skip();
+    }
+    pdbx_compute_config cfg = {.local_rank = 0, .local_size = 1, .world_rank = 0,
+                               .world_size = 1, .blas_threads = 1, .dtype = PDBX_DTYPE_BF16};
+    pdbx_compute *c = (pdbx_compute *)(uintptr_t)1;
+    char err[512] = "";
+    int rc = entry->compute->init(&cfg, &c, err, sizeof err);
+    assert_int_not_equal(rc, 0);
+    assert_null(c);
+    if (!mentions_driver_or_device(err) && strstr(err, "cudaGetDeviceCount") == NULL)
+        fail_msg("init error does not say why: '%s'", err);
+    print_message("init: %s\n", err);
+    /* A bad dtype is refused before any CUDA call. */
+    cfg.dtype = (pdbx_dtype)7;
+    err[0] = '\0';
+    assert_int_not_equal(entry->compute->init(&cfg, &c, err, sizeof err), 0);
+    assert_non_null(strstr(err, "dtype"));
+}
+
+/* ---- with a GPU ------------------------------------------------------------------------- */
+
+static int local_bcast(void *buf, size_t len, int root, void *ctx)
+{
+    (void)buf, (void)len, (void)root, (void)ctx;   /* one rank: nothing to send */
+    return 0;
+}
+
+static void tiny_point(pdbx_point_shapes *p, int mbs)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->model.name, sizeof p->model.name, "tiny");
+    p->model.hidden = 256;
+    p->model.intermediate = 512;
+    p->model.heads = 4;
+    p->model.kv_heads = 2;
+    p->model.head_dim = 64;
+    p->model.layers = 2;
+    p->model.vocab = 1000;
+    p->tp = 1;
+    p->mbs = mbs;
+    p->seq_len = 64;
+    p->layers = 2;
+    p->ops = PDBX_OPS_ALL;
+    /* The planner's shapes, as the engine passes them (prepare cross-checks them). */
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    spec.model = p->model;
+    spec.seq_len = p->seq_len;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        assert_int_equal(pdbx_op_shape_for(&spec, p->tp, mbs, (pdbx_op)op, &p->shape[op]), 0);
+}
+
+static void test_gpu_point(void **state)
+{
+    (void)state;
+    if (!have_gpu) {
+        print_message("SKIP: no CUDA device (%s)\n", probe_why);
+        skip();
+    }
+    const pdbx_compute_ops *ops = entry->compute;
+    pdbx_compute_config cfg = {.local_rank = 0, .local_size = 1, .world_rank = 0,
+                               .world_size = 1, .blas_threads = 1, .dtype = PDBX_DTYPE_BF16};
+    pdbx_compute *c = NULL;
+    char err[512] = "";
+    if (ops->init(&cfg, &c, err, sizeof err) != 0)
+        fail_msg("init: %s", err);
+    cJSON *env = cJSON_CreateObject();
+    assert_int_equal(ops->describe(c, env), 0);
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(env, "gpu");
+    assert_true(cJSON_IsObject(gpu));
+    const cJSON *sms = cJSON_GetObjectItemCaseSensitive(gpu, "sm_count");
+    assert_true(cJSON_IsNumber(sms) && sms->valuedouble > 0);
+    cJSON_Delete(env);
+
+    pdbx_point_shapes p;
+    tiny_point(&p, 2);
+    if (ops->prepare(c, &p, err, sizeof err) != 0)
+        fail_msg("prepare: %s", err);
+    for (int l = 0; l < p.layers; l++)
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            if (pdbx_op_is_comm((pdbx_op)op))
+                continue;
+            double ms = -1.0;
+            if (ops->run_op(c, (pdbx_op)op, l, &ms, err, sizeof err) != 0)
+                fail_msg("run_op(%s, layer %d): %s", pdbx_op_name((pdbx_op)op), l, err);
+            assert_true(ms > 0.0 && ms < 1000.0);
+        }
+    double sum = ops->checksum(c);
+    assert_true(isfinite(sum));
+    double ms = 0.0;
+    assert_int_not_equal(ops->run_op(c, PDBX_OP_TP_ALLREDUCE_MLP, 0, &ms, err, sizeof err), 0);
+
+    /* A point far beyond any GPU's memory is a real OOM, and leaves the backend usable. */
+    pdbx_point_shapes huge;
+    tiny_point(&huge, 1 << 28);
+    huge.ops = PDBX_OP_BIT(PDBX_OP_ATTN_CORE);   /* q alone: 2^34 tokens x 256 x 2 B = 8 TiB */
+    assert_int_equal(ops->prepare(c, &huge, err, sizeof err), PDBX_EOOM);
+    print_message("oom: %s\n", err);
+    if (ops->prepare(c, &p, err, sizeof err) != 0)
+        fail_msg("prepare after OOM: %s", err);
+
+    const pdbx_comm_ops *nccl = entry->comm;
+    pdbx_comm *m = NULL;
+    if (nccl->init(c, &m, err, sizeof err) != 0)
+        fail_msg("nccl init: %s", err);
+    pdbx_group_desc desc = {.group_rank = 0, .group_size = 1, .world_rank = 0, .world_size = 1,
+                            .bcast = local_bcast};
+    pdbx_group *g = NULL;
+    if (nccl->group_create(m, &desc, &g, err, sizeof err) != 0)
+        fail_msg("nccl group_create: %s", err);
+    void *buf = NULL;
+    assert_int_equal(ops->comm_buffer(c, 1 << 20, &buf, err, sizeof err), 0);
+    if (nccl->run(m, g, PDBX_COLL_ALL_REDUCE, buf, 1 << 20, &ms, err, sizeof err) != 0)
+        fail_msg("nccl all_reduce: %s", err);
+    assert_true(ms > 0.0);
+    assert_int_equal(nccl->barrier(m, g), 0);
+    nccl->group_destroy(m, g);
+    nccl->fini(m);
+    ops->release(c);
+    ops->fini(c);
+}
+
+int main(void)
+{
+    if (find_so() != 0) {
+        printf("SKIP: " SO_NAME " was not built (nvcc not found or scons --no-cuda)\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_entry_abi),
+        cmocka_unit_test(test_vtables_complete),
+        cmocka_unit_test(test_only_entry_exported),
+        cmocka_unit_test(test_probe_without_gpu),
+        cmocka_unit_test(test_init_fails_cleanly_without_gpu),
+        cmocka_unit_test(test_gpu_point),
+    };
+    return cmocka_run_group_tests_name("cuda_backend", tests, group_setup, group_teardown);
+}
