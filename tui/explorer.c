@@ -2,6 +2,7 @@
 #include "tui/explorer.h"
 
 #include <curses.h>
+#include <dirent.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdio.h>
@@ -78,6 +79,24 @@ static int parse(int argc, char **argv, int first, int replay, explorer_opts *o)
         return 2;
     }
     return 0;
+}
+
+/* 1 when DIR/runs holds no run file (a quick readdir, not a listing). */
+static int store_is_empty(const char *dir)
+{
+    char path[PDBX_PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/runs", dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 1;
+    int empty = 1;
+    struct dirent *e;
+    while (empty && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        empty = !(n > 5 && strcmp(e->d_name + n - 5, ".pdbx") == 0);
+    }
+    closedir(d);
+    return empty;
 }
 
 static int curses_active;
@@ -186,6 +205,11 @@ static int run_explorer(explorer_opts *o, int replay)
         app.screen = UI_SCREEN_RUNS;
         ui_runs_refresh(&app, 1);
         snprintf(app.form_preset, sizeof(app.form_preset), "%s", o->preset ? o->preset : "quick");
+        /* a store without runs (a new user): start on the new-sweep form, ready to launch */
+        if (app.store && store_is_empty(app.store_dir) && ui_form_open(&app, app.form_preset) == 0) {
+            app.screen = UI_SCREEN_FORM;
+            ui_app_message(&app, 0, "no runs yet: F5 launches this sweep, Esc shows the runs");
+        }
     }
     rc = ui_app_run(&app);
     restore_terminal();

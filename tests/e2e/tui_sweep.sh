@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The explorer's main path with the real engine: n opens the form with the quick preset, a
+# The explorer's main path with the real engine: an empty store opens the form with the quick preset, a
 # shortened quick sweep is launched with F5 (pdbx_launch_start: mpirun + pdbx-engine in the
 # background), the monitor watches it to the end, Enter opens the results and tabs switch; a
 # second sweep is cancelled from the monitor after confirmation and ends 'cancelled'; leaving
@@ -11,8 +11,9 @@ LIMIT=240
 case "$BUILD" in *-san*) LIMIT=480 ;; esac
 mkdir -p "$STORE/runs"
 start
-wait_for "No runs yet"
-keys n; wait_for "Preview: 8 points"
+# an empty store opens on the new-sweep form with the quick preset, ready to launch
+wait_for "no runs yet: F5 launches this sweep"
+wait_for "Preview: 8 points"
 screen | grep -q "quick" || fail "the form does not start from the quick preset"
 # shorten the quick sweep: one config, MBS 1..2, seq_len 64, no collectives sweep
 # (fields: preset, model, layers, seq_len, ..., configs, gpus, mbs, warmup, steps, collectives)
