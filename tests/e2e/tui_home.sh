@@ -49,4 +49,12 @@ kid=$(pgrep -P "$pane" | head -1)        # the pane's shell runs pdbx as its chi
 kill -TERM "$kid"
 wait_for "[pdbx exited 0]"
 screen | grep -q "q quit" && fail "the explorer's screen is still shown after SIGTERM"
+# a store that cannot be created or written: one line, no crash, q quits
+STORE_SAVE=$STORE
+STORE=/proc/pdbx-no-store
+start
+wait_for "no store open"
+screen | grep -q "/proc/pdbx-no-store" || fail "the store error does not name the directory"
+quit_and_check
+STORE=$STORE_SAVE
 echo PASS

@@ -63,4 +63,14 @@ until zstdcat "$STORE/runs/$id.pdbx" 2>/dev/null | grep -q '"type":"run_end","st
     [ $i -lt $((LIMIT * 10)) ] || fail "the sweep did not complete after the explorer quit"
     sleep 0.1; i=$((i + 1))
 done
+# mpirun missing: the sweep ends 'failed' with a one-line reason naming it, the explorer stays up
+TUI_ENV="PDBX_MPIRUN=/nonexistent/mpirun" start
+wait_for "3 runs"
+keys n; wait_for "Preview: 8 points"
+keys F5
+wait_for "ended failed: could not start /nonexistent/mpirun" 60
+screen | grep -q "q quit" || fail "the explorer did not survive a failed launch"
+keys Escape; wait_for "4 runs"
+wait_for "failed"
+quit_and_check
 echo PASS
