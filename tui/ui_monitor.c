@@ -242,9 +242,13 @@ static void monitor_draw(ui_app *app, ui_rect b)
         if (!seen)
             hn += (size_t)snprintf(hosts + hn, sizeof(hosts) - hn, "%s%s", hn ? ", " : "", h->valuestring);
     }
-    ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %d (%d per node)  hosts: %s  device: %s", run->world_size,
-           run->ranks_per_node, hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"),
-           run->device_name[0] ? run->device_name : "N/A");
+    char ranks[48];
+    if (run->world_size > 0)
+        snprintf(ranks, sizeof(ranks), "%d (%d per node)", run->world_size, run->ranks_per_node);
+    else
+        snprintf(ranks, sizeof(ranks), "N/A");
+    ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %s  hosts: %s  device: %s", ranks,
+           hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"), run->device_name[0] ? run->device_name : "N/A");
     y++;
     ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   # ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped", "config");
     /* per-config rows */
