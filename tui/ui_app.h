@@ -109,6 +109,7 @@ typedef struct {
     double last_wall;
     int paused;
     int scroll;
+    long drawn_second;       /* the elapsed second last drawn (redraw when it moves) */
 } ui_monitor_state;
 
 typedef enum { UI_VIEW_TABLE = 0, UI_VIEW_SHARE_TABLE, UI_VIEW_SHARES, UI_VIEW_COST, UI_VIEW_ROOFLINE,

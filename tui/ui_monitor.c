@@ -91,23 +91,34 @@ static int monitor_tick(ui_app *app)
     if (!m->have_run)
         return UI_H_NONE;
     double now = ui_now();
+    int changed = 0;
     if (m->replay) {
         double dt = m->paused ? 0 : now - m->last_wall;
         m->last_wall = now;
         int was_done = ui_replay_done(&m->rp);
-        ui_replay_advance(&m->rp, dt, &m->run);
-        if (!was_done && ui_replay_done(&m->rp))
+        changed = ui_replay_advance(&m->rp, dt, &m->run) > 0;
+        if (!was_done && ui_replay_done(&m->rp)) {
             ui_app_message(app, 0, "replay finished: %s", m->run.have_end ? pdbx_run_status_name(m->run.status) : "no run end in the recording");
+            changed = 1;
+        }
         if (m->run.id[0] && !m->id[0])
             snprintf(m->id, sizeof(m->id), "%s", m->run.id);
-        return UI_H_REDRAW;
+    } else {
+        int before = m->run.status;
+        changed = tail(app) != 0;
+        if (!m->run.have_end && now - m->last_liveness >= 1.0) {
+            pdbx_run_refresh_liveness(&m->run);
+            m->last_liveness = now;
+        }
+        changed |= (int)m->run.status != before;
     }
-    tail(app);
-    if (!m->run.have_end && now - m->last_liveness >= 1.0) {
-        pdbx_run_refresh_liveness(&m->run);
-        m->last_liveness = now;
+    /* draw only when events arrived or the elapsed time shown moved to the next second */
+    long second = m->replay ? (long)m->rp.vt : (long)time(NULL);
+    if (!m->run.have_end && second != m->drawn_second) {
+        m->drawn_second = second;
+        changed = 1;
     }
-    return UI_H_REDRAW;            /* elapsed time moves every tick */
+    return changed ? UI_H_REDRAW : UI_H_NONE;
 }
 
 static void do_cancel(ui_app *app)
