@@ -15,6 +15,9 @@ static const pdbx_cli_command commands[] = {
     { "plan",   "print a sweep's points and predicted memory (no run)",   pdbx_cmd_plan },
     { "record", "copy a run's event stream to a recording file",          pdbx_cmd_record },
     { "import", "import a recording file into the store",                 pdbx_cmd_import },
+    { "run",    "start a sweep in the background and show its progress",  pdbx_cmd_run },
+    { "attach", "show the progress of a running sweep",                   pdbx_cmd_attach },
+    { "cancel", "end a running sweep cleanly (status cancelled)",         pdbx_cmd_cancel },
 };
 
 /* What `pdbx` does without a subcommand (the explorer replaces the overview). */

@@ -1,0 +1,239 @@
+/* engine_events.c: rank 0's event writer and progress heartbeat (engine_events.h). */
+#include "engine/engine_events.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct pdbx_events {
+    pthread_mutex_t mu;
+    pdbx_store *store;
+    pdbx_run_writer *w;
+    /* progress */
+    int total, done, point;
+    char op[32];
+    double total_work, done_work;
+    double t0;                 /* monotonic seconds at plan time */
+    double t_done;             /* seconds after t0 when the last point ended */
+    pthread_t hb;
+    int hb_running, hb_stop;
+    pthread_cond_t hb_cv;
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
+                     char *err, size_t errlen)
+{
+    pdbx_events *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&ev->mu, NULL);
+    pthread_cond_init(&ev->hb_cv, NULL);
+    ev->point = -1;
+    ev->t0 = mono_s();
+    if (pdbx_store_open(store_dir, 1, &ev->store, err, errlen) != 0)
+        goto fail;
+    int rc = append ? pdbx_run_writer_open(ev->store, run_id, &ev->w, err, errlen)
+                    : pdbx_run_writer_create(ev->store, run_id, &ev->w, err, errlen);
+    if (rc != 0)
+        goto fail;
+    *out = ev;
+    return 0;
+fail:
+    if (ev->store)
+        pdbx_store_close(ev->store);
+    pthread_mutex_destroy(&ev->mu);
+    pthread_cond_destroy(&ev->hb_cv);
+    free(ev);
+    return -1;
+}
+
+const char *pdbx_events_run_id(const pdbx_events *ev)
+{
+    return pdbx_run_writer_id(ev->w);
+}
+
+int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
+{
+    if (!event) {
+        snprintf(err, errlen, "out of memory building an event");
+        return -1;
+    }
+    pthread_mutex_lock(&ev->mu);
+    int rc = pdbx_run_writer_append(ev->w, event, err, errlen);
+    pthread_mutex_unlock(&ev->mu);
+    cJSON_Delete(event);
+    return rc;
+}
+
+int pdbx_events_warning(pdbx_events *ev, const char *msg)
+{
+    cJSON *e = cJSON_CreateObject();
+    char err[256];
+    if (!e || !cJSON_AddStringToObject(e, "type", "warning") ||
+        !cJSON_AddStringToObject(e, "message", msg)) {
+        cJSON_Delete(e);
+        return -1;
+    }
+    return pdbx_events_append(ev, e, err, sizeof err);
+}
+
+void pdbx_events_close(pdbx_events *ev)
+{
+    if (!ev)
+        return;
+    pdbx_events_heartbeat_stop(ev);
+    char err[256];
+    if (ev->w && pdbx_run_writer_close(ev->w, err, sizeof err) != 0)
+        fprintf(stderr, "pdbx-engine: closing the run file: %s\n", err);
+    pdbx_store_close(ev->store);
+    pthread_mutex_destroy(&ev->mu);
+    pthread_cond_destroy(&ev->hb_cv);
+    free(ev);
+}
+
+void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_done,
+                               double total_work)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->total = total_points;
+    ev->done = already_done;
+    ev->total_work = total_work;
+    ev->done_work = 0;
+    ev->t_done = 0;
+    ev->t0 = mono_s();
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_point(pdbx_events *ev, int point)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->point = point;
+    ev->op[0] = '\0';
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_op(pdbx_events *ev, const char *op)
+{
+    pthread_mutex_lock(&ev->mu);
+    snprintf(ev->op, sizeof ev->op, "%s", op);
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_done(pdbx_events *ev, double work)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->done++;
+    ev->done_work += work;
+    ev->t_done = mono_s() - ev->t0;
+    pthread_mutex_unlock(&ev->mu);
+}
+
+static cJSON *progress_event_locked(pdbx_events *ev)
+{
+    double elapsed = mono_s() - ev->t0;
+    cJSON *e = cJSON_CreateObject();
+    if (!e)
+        return NULL;
+    cJSON_AddStringToObject(e, "type", "progress");
+    cJSON_AddNumberToObject(e, "done", ev->done);
+    cJSON_AddNumberToObject(e, "total", ev->total);
+    if (ev->point >= 0)
+        cJSON_AddNumberToObject(e, "point", ev->point);
+    else
+        cJSON_AddNullToObject(e, "point");
+    cJSON_AddStringToObject(e, "op", ev->op);
+    cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
+    /* rate from the finished points only, minus the time already spent on the current one:
+     * the ETA then counts down while a point runs instead of growing */
+    if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
+        double eta = ev->t_done / ev->done_work * (ev->total_work - ev->done_work) -
+                     (elapsed - ev->t_done);
+        cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0);
+    } else
+        cJSON_AddNullToObject(e, "eta_s");
+    return e;
+}
+
+int pdbx_events_progress_now(pdbx_events *ev)
+{
+    char err[256];
+    pthread_mutex_lock(&ev->mu);
+    cJSON *e = progress_event_locked(ev);
+    int rc = e ? pdbx_run_writer_append(ev->w, e, err, sizeof err) : -1;
+    pthread_mutex_unlock(&ev->mu);
+    cJSON_Delete(e);
+    return rc;
+}
+
+static void *heartbeat_main(void *arg)
+{
+    pdbx_events *ev = arg;
+    pthread_mutex_lock(&ev->mu);
+    while (!ev->hb_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&ev->hb_cv, &ev->mu, &until);
+        if (ev->hb_stop)
+            break;
+        cJSON *e = progress_event_locked(ev);
+        char err[256];
+        if (e && pdbx_run_writer_append(ev->w, e, err, sizeof err) != 0)
+            fprintf(stderr, "pdbx-engine: progress event: %s\n", err);
+        cJSON_Delete(e);
+    }
+    pthread_mutex_unlock(&ev->mu);
+    return NULL;
+}
+
+int pdbx_events_heartbeat_start(pdbx_events *ev)
+{
+    ev->hb_stop = 0;
+    if (pthread_create(&ev->hb, NULL, heartbeat_main, ev) != 0)
+        return -1;
+    ev->hb_running = 1;
+    return 0;
+}
+
+void pdbx_events_heartbeat_stop(pdbx_events *ev)
+{
+    if (!ev->hb_running)
+        return;
+    pthread_mutex_lock(&ev->mu);
+    ev->hb_stop = 1;
+    pthread_cond_signal(&ev->hb_cv);
+    pthread_mutex_unlock(&ev->mu);
+    pthread_join(ev->hb, NULL);
+    ev->hb_running = 0;
+}
+
+static int find_end(const cJSON *event, void *ctx)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(event, "type");
+    if (cJSON_IsString(t) && strcmp(t->valuestring, "run_end") == 0) {
+        *(int *)ctx = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int pdbx_events_file_has_end(const char *path)
+{
+    int found = 0;
+    pdbx_scan_result res;
+    char err[256];
+    if (pdbx_scan_file(path, 0, find_end, &found, &res, err, sizeof err) != 0)
+        return 0;
+    return found;
+}

@@ -1,0 +1,43 @@
+/* engine_events.h: rank 0's event stream (docs/events.md) and its progress heartbeat.
+ *
+ * Only rank 0 writes; one mutex serialises the main thread and the heartbeat thread so every
+ * event is one whole frame. pdbx_events_append() takes ownership of the cJSON object. The
+ * heartbeat thread writes a `progress` event every second while the sweep runs (the schema
+ * asks for at least every 2 s), from the state set by pdbx_events_progress_*(). ETA weights
+ * the remaining points by their tokens (MBS): a point's cost grows with MBS.
+ */
+#ifndef PDBX_ENGINE_EVENTS_H
+#define PDBX_ENGINE_EVENTS_H
+
+#include <cjson/cJSON.h>
+
+#include "store/store.h"
+
+typedef struct pdbx_events pdbx_events;
+
+/* Creates runs/<run_id>.pdbx (append == 0) or opens it to append (append == 1). */
+int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
+                     char *err, size_t errlen);
+const char *pdbx_events_run_id(const pdbx_events *ev);
+/* Appends and frees event (always freed). 0, or -1 with err. */
+int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen);
+/* Convenience: {"type":"warning","message":msg}. */
+int pdbx_events_warning(pdbx_events *ev, const char *msg);
+void pdbx_events_close(pdbx_events *ev);
+
+/* Progress state: total work is the sum of `work` over the points this launch measures. */
+void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_done,
+                               double total_work);
+void pdbx_events_progress_point(pdbx_events *ev, int point);
+void pdbx_events_progress_op(pdbx_events *ev, const char *op);
+void pdbx_events_progress_done(pdbx_events *ev, double work);
+int pdbx_events_heartbeat_start(pdbx_events *ev);
+void pdbx_events_heartbeat_stop(pdbx_events *ev);
+/* Writes one progress event now (also used right before run_end). */
+int pdbx_events_progress_now(pdbx_events *ev);
+
+/* Whether the run file at path already holds a run_end (a rank that reports a timeout checks
+ * this so the run gets exactly one). */
+int pdbx_events_file_has_end(const char *path);
+
+#endif

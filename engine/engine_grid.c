@@ -1,0 +1,81 @@
+/* engine_grid.c: rank -> (tp, dp, pp) coordinates and groups, Megatron order (engine_grid.h). */
+#include "engine/engine_grid.h"
+
+int pdbx_grid_coords_of(int world_rank, int tp, int pp, int dp, pdbx_grid_coords *out)
+{
+    if (tp < 1 || pp < 1 || dp < 1 || world_rank < 0 || world_rank >= tp * pp * dp)
+        return -1;
+    out->tp = tp;
+    out->dp = dp;
+    out->pp = pp;
+    out->tp_rank = world_rank % tp;
+    out->dp_rank = (world_rank / tp) % dp;
+    out->pp_rank = world_rank / (tp * dp);
+    return 0;
+}
+
+int pdbx_grid_rank_of(int tp, int pp, int dp, int tp_rank, int dp_rank, int pp_rank)
+{
+    (void)pp;
+    return tp_rank + tp * (dp_rank + dp * pp_rank);
+}
+
+int pdbx_grid_group(int world_rank, int tp, int pp, int dp, pdbx_grid_kind kind, int *out,
+                    int *my_index)
+{
+    pdbx_grid_coords c;
+    if (pdbx_grid_coords_of(world_rank, tp, pp, dp, &c) != 0)
+        return -1;
+    int n = 0;
+    switch (kind) {
+    case PDBX_GRID_TP:
+        for (int i = 0; i < tp; i++)
+            out[n++] = pdbx_grid_rank_of(tp, pp, dp, i, c.dp_rank, c.pp_rank);
+        if (my_index)
+            *my_index = c.tp_rank;
+        break;
+    case PDBX_GRID_DP:
+        for (int i = 0; i < dp; i++)
+            out[n++] = pdbx_grid_rank_of(tp, pp, dp, c.tp_rank, i, c.pp_rank);
+        if (my_index)
+            *my_index = c.dp_rank;
+        break;
+    case PDBX_GRID_PP:
+        for (int i = 0; i < pp; i++)
+            out[n++] = pdbx_grid_rank_of(tp, pp, dp, c.tp_rank, c.dp_rank, i);
+        if (my_index)
+            *my_index = c.pp_rank;
+        break;
+    default:
+        return -1;
+    }
+    return n;
+}
+
+int pdbx_grid_color(int world_rank, int tp, int pp, int dp, pdbx_grid_kind kind)
+{
+    pdbx_grid_coords c;
+    if (pdbx_grid_coords_of(world_rank, tp, pp, dp, &c) != 0)
+        return -1;
+    /* the group's lowest world rank identifies it */
+    switch (kind) {
+    case PDBX_GRID_TP:
+        return pdbx_grid_rank_of(tp, pp, dp, 0, c.dp_rank, c.pp_rank);
+    case PDBX_GRID_DP:
+        return pdbx_grid_rank_of(tp, pp, dp, c.tp_rank, 0, c.pp_rank);
+    case PDBX_GRID_PP:
+        return pdbx_grid_rank_of(tp, pp, dp, c.tp_rank, c.dp_rank, 0);
+    default:
+        return -1;
+    }
+}
+
+const char *pdbx_grid_kind_name(pdbx_grid_kind k)
+{
+    switch (k) {
+    case PDBX_GRID_TP: return "tp";
+    case PDBX_GRID_DP: return "dp";
+    case PDBX_GRID_PP: return "pp";
+    default: return "?";
+    }
+}

@@ -1,0 +1,54 @@
+/* engine_sweep.h: the state of one pdbx-engine launch and the sweep it runs.
+ *
+ * Every rank runs every point of this launch (the points whose tp*pp*dp equals the world
+ * size) in lockstep: per point the ranks build the config's TP/DP/PP communicators (Megatron
+ * order, engine_grid.h), prepare buffers, agree on the outcome (ok, oom, error), run warmup and
+ * measured steps, and send their per-op statistics to rank 0, which writes the events.
+ * Ranks agree on cancellation (any rank's SIGTERM/SIGINT/SIGUSR1) at every step boundary.
+ */
+#ifndef PDBX_ENGINE_SWEEP_H
+#define PDBX_ENGINE_SWEEP_H
+
+#include <mpi.h>
+
+#include "engine/backend.h"
+#include "engine/backend_registry.h"
+#include "engine/engine_events.h"
+#include "engine/engine_watch.h"
+#include "engine/plan.h"
+
+#define PDBX_HOST_MAX 64
+
+typedef struct {
+    int rank, size;               /* world */
+    int local_rank, local_size;   /* this node */
+    int ranks_per_node;           /* max over nodes */
+    char (*hosts)[PDBX_HOST_MAX]; /* every rank's host name (all ranks hold the list) */
+    int blas_threads;
+
+    pdbx_spec spec;
+    pdbx_plan_point *points;
+    size_t npoints;
+
+    pdbx_backend_choice be;
+    pdbx_compute *compute;
+    pdbx_comm *comm;
+
+    pdbx_events *ev;              /* rank 0 only */
+    char run_id[PDBX_RUN_ID_MAX];
+    char store_dir[PDBX_PATH_MAX];
+    char run_path[PDBX_PATH_MAX];
+    int append;                   /* this launch appends to an existing run */
+    pdbx_fault fault;
+    double t_start;               /* monotonic seconds at start */
+    int cancelled;                /* agreed across ranks */
+} pdbx_engine;
+
+/* Runs this launch's points and (when the spec asks) the collectives sweep. Returns 0 when the
+ * sweep ran to its end or was cancelled (e->cancelled), -1 on a fatal error (err). */
+int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen);
+
+/* Monotonic seconds. */
+double pdbx_engine_now(void);
+
+#endif

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# pdbx run / attach / cancel and crash handling through the real supervisor and mpirun:
+#  - run --detach returns at once with the run id; attach follows it to `complete`;
+#  - cancel ends a running sweep `cancelled` with a valid file, completed points kept;
+#  - kill -9 of one engine rank: mpirun tears down, the supervisor appends run_end failed,
+#    completed points stay, `pdbx ls` says failed;
+#  - kill -9 of supervisor and ranks: no run_end at all, `pdbx ls` still says failed (liveness).
+source "$(dirname "$0")/engine_common.inc"
+SECONDS=0
+phase() { echo "[${SECONDS}s] $*"; }
+[ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
+export PDBX_ENGINE=$ENGINE
+ST=$TMP/store
+
+status_of() {
+    "$PDBX" ls --json --store "$ST" | "$PY" -c 'import json,sys; print([r["status"] for r in json.load(sys.stdin) if r["id"] == sys.argv[1]][0])' "$1"
+}
+wait_for() {   # seconds, python condition over E, file
+    local s=$1 cond=$2 f=$3
+    for _ in $(seq $((s * 10))); do
+        ev_py "$f" "import sys; sys.exit(0 if ($cond) else 1)" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- detach + attach ----
+phase 'detach + attach'
+tiny_spec "$TMP/short.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:2"'
+t0=$(date +%s%N)
+id=$("$PDBX" run "$TMP/short.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
+dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ -n "$id" ] || fail "no run id printed"
+echo "detached $id in ${dt} ms"
+"$PDBX" attach "${id:0:22}" --store "$ST" 2>"$TMP/attach" || { cat "$TMP/attach"; fail "attach"; }
+grep -q "complete" "$TMP/attach" || { cat "$TMP/attach"; fail "attach did not report complete"; }
+[ "$(status_of "$id")" = complete ] || { "$PDBX" ls --store "$ST"; fail "ls status after attach"; }
+
+# A long sweep: many steps per point so there is time to interfere.
+tiny_spec "$TMP/long.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:8"' 'steps=150' 'seq_len=64'
+
+# ---- cancel ----
+phase 'cancel'
+id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long"; }
+f=$ST/runs/$id.pdbx
+wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended"
+"$PDBX" cancel "$id" --store "$ST" 2>"$TMP/cancel" || { cat "$TMP/cancel"; fail "cancel"; }
+cat "$TMP/cancel"
+ev_py "$f" '
+end = [e for e in E if e["type"] == "run_end"]
+assert len(end) == 1 and end[0]["status"] == "cancelled", end
+assert "by" not in end[0], "the engine itself must end a cancelled run: %s" % end[0]
+ok = [e for e in E if e["type"] == "point_end" and e["status"] == "ok"]
+assert len(ok) >= 1
+' || fail "cancel events"
+[ "$(status_of "$id")" = cancelled ] || { "$PDBX" ls --store "$ST"; fail "ls status after cancel"; }
+"$PDBX" cancel "$id" --store "$ST" 2>/dev/null && fail "cancelling an ended run succeeded"
+
+# ---- kill -9 of one rank ----
+phase 'kill -9 of one rank'
+id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 2"; }
+f=$ST/runs/$id.pdbx
+wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill)"
+ranks=$(pgrep -f "^$ENGINE .*--run-id $id" | sort -n)
+[ "$(echo "$ranks" | wc -l)" -eq 2 ] || fail "expected 2 engine ranks, got: $ranks"
+kill -9 "$(echo "$ranks" | tail -1)"
+wait_for 30 'any(e["type"] == "run_end" for e in E)' "$f" || fail "no run_end after kill -9"
+ev_py "$f" '
+end = [e for e in E if e["type"] == "run_end"][0]
+assert end["status"] == "failed" and end.get("by") == "supervisor", end
+assert any(e["type"] == "point_end" and e["status"] == "ok" for e in E)
+print(end["reason"])
+' || fail "kill -9 events"
+[ "$(status_of "$id")" = failed ] || { "$PDBX" ls --store "$ST"; fail "ls status after kill -9"; }
+
+# ---- kill -9 of the whole sweep (supervisor first): no run_end, liveness says failed ----
+phase 'kill -9 of the whole sweep (su'
+id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 3"; }
+f=$ST/runs/$id.pdbx
+wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill all)"
+sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
+kill -9 "$sup"
+mp=$(pgrep -f "mpirun.*--run-id $id")
+kill -9 $mp $(pgrep -f "^$ENGINE .*--run-id $id") 2>/dev/null
+ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "a run_end appeared"
+# the killed supervisor is an orphan: wait until init has reaped it (a zombie still "lives")
+for _ in $(seq 50); do [ "$(status_of "$id")" = failed ] && break; sleep 0.2; done
+st=$(status_of "$id")
+[ "$st" = failed ] || { ps -o pid,stat,cmd -p "$sup"; ps -ef | grep -E "pdbx|mpirun" | grep -v grep; "$PDBX" ls --store "$ST"; fail "ls status after killing everything: $st"; }
+"$PDBX" ls --store "$ST"
+echo PASS

@@ -1,0 +1,96 @@
+/* test_engine_grid.c: rank grid in Megatron order, and nccl-tests busbw factors. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "engine/backend.h"
+#include "engine/engine_grid.h"
+
+/* Megatron's RankGenerator("tp-cp-ep-dp-pp") for tp=2, dp=2, pp=2 on 8 ranks gives
+ *   TP groups [0,1] [2,3] [4,5] [6,7]; DP groups [0,2] [1,3] [4,6] [5,7];
+ *   PP groups [0,4] [1,5] [2,6] [3,7]. */
+static void test_megatron_example(void **state)
+{
+    (void)state;
+    int g[8], me;
+    const int tp_groups[4][2] = { { 0, 1 }, { 2, 3 }, { 4, 5 }, { 6, 7 } };
+    const int dp_groups[4][2] = { { 0, 2 }, { 1, 3 }, { 4, 6 }, { 5, 7 } };
+    const int pp_groups[4][2] = { { 0, 4 }, { 1, 5 }, { 2, 6 }, { 3, 7 } };
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 2; j++) {
+            assert_int_equal(pdbx_grid_group(tp_groups[i][j], 2, 2, 2, PDBX_GRID_TP, g, &me), 2);
+            assert_memory_equal(g, tp_groups[i], sizeof tp_groups[i]);
+            assert_int_equal(me, j);
+            assert_int_equal(pdbx_grid_group(dp_groups[i][j], 2, 2, 2, PDBX_GRID_DP, g, &me), 2);
+            assert_memory_equal(g, dp_groups[i], sizeof dp_groups[i]);
+            assert_int_equal(me, j);
+            assert_int_equal(pdbx_grid_group(pp_groups[i][j], 2, 2, 2, PDBX_GRID_PP, g, &me), 2);
+            assert_memory_equal(g, pp_groups[i], sizeof pp_groups[i]);
+            assert_int_equal(me, j);
+        }
+    }
+}
+
+static void test_coords_roundtrip_and_colors(void **state)
+{
+    (void)state;
+    const int shapes[][3] = { { 1, 1, 1 }, { 4, 1, 1 }, { 1, 4, 1 }, { 1, 1, 4 }, { 2, 4, 2 }, { 8, 2, 1 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int tp = shapes[s][0], pp = shapes[s][1], dp = shapes[s][2], n = tp * pp * dp;
+        for (int kind = 0; kind < 3; kind++) {
+            int seen[64] = { 0 };
+            for (int r = 0; r < n; r++) {
+                pdbx_grid_coords c;
+                assert_int_equal(pdbx_grid_coords_of(r, tp, pp, dp, &c), 0);
+                assert_int_equal(pdbx_grid_rank_of(tp, pp, dp, c.tp_rank, c.dp_rank, c.pp_rank), r);
+                int g[64], me = -1;
+                int size = pdbx_grid_group(r, tp, pp, dp, (pdbx_grid_kind)kind, g, &me);
+                assert_int_equal(size, kind == PDBX_GRID_TP ? tp : kind == PDBX_GRID_DP ? dp : pp);
+                assert_int_equal(g[me], r);
+                /* every member of the group has the same colour, the colour is a member */
+                int col = pdbx_grid_color(r, tp, pp, dp, (pdbx_grid_kind)kind);
+                for (int i = 0; i < size; i++)
+                    assert_int_equal(pdbx_grid_color(g[i], tp, pp, dp, (pdbx_grid_kind)kind), col);
+                assert_int_equal(g[0], col);
+                seen[r]++;
+            }
+            for (int r = 0; r < n; r++)
+                assert_int_equal(seen[r], 1);
+        }
+        /* TP is fastest: ranks 0..tp-1 form the first TP group */
+        int g[64];
+        assert_int_equal(pdbx_grid_group(0, tp, pp, dp, PDBX_GRID_TP, g, NULL), tp);
+        for (int i = 0; i < tp; i++)
+            assert_int_equal(g[i], i);
+    }
+    pdbx_grid_coords c;
+    assert_int_equal(pdbx_grid_coords_of(8, 2, 2, 2, &c), -1);
+    assert_int_equal(pdbx_grid_coords_of(0, 0, 1, 1, &c), -1);
+}
+
+static void test_busbw_factors(void **state)
+{
+    (void)state;
+    assert_true(pdbx_coll_busbw_factor(PDBX_COLL_ALL_REDUCE, 2) == 1.0);
+    assert_true(pdbx_coll_busbw_factor(PDBX_COLL_ALL_REDUCE, 8) == 1.75);
+    assert_true(pdbx_coll_busbw_factor(PDBX_COLL_ALL_GATHER, 4) == 0.75);
+    assert_true(pdbx_coll_busbw_factor(PDBX_COLL_REDUCE_SCATTER, 2) == 0.5);
+    assert_true(pdbx_coll_busbw_factor(PDBX_COLL_SEND_RECV, 2) == 1.0);
+    assert_string_equal(pdbx_coll_name(PDBX_COLL_ALL_REDUCE), "all_reduce");
+    assert_string_equal(pdbx_coll_name(PDBX_COLL_SEND_RECV), "send_recv");
+    assert_string_equal(pdbx_coll_name(PDBX_COLL_COUNT), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_megatron_example),
+        cmocka_unit_test(test_coords_roundtrip_and_colors),
+        cmocka_unit_test(test_busbw_factors),
+    };
+    return cmocka_run_group_tests_name("engine_grid", tests, NULL, NULL);
+}

@@ -1,0 +1,307 @@
+/* test_engine_kernels.c: the CPU backend's own kernels against naive double-precision
+ * references, and the cpu compute backend end to end on a tiny point (GEMM wiring, OOM guard). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cpu/cpu_compute.h"
+#include "engine/cpu/cpu_kernels.h"
+
+static float *randv(size_t n, uint64_t seed)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    pdbx_k_fill_uniform(x, n, 1.0f, seed);
+    return x;
+}
+
+static void test_fill_range_and_variety(void **state)
+{
+    (void)state;
+    float *x = randv(10000, 3);
+    double mn = 1e9, mx = -1e9, sum = 0;
+    for (int i = 0; i < 10000; i++) {
+        mn = fmin(mn, x[i]);
+        mx = fmax(mx, x[i]);
+        sum += x[i];
+    }
+    assert_true(mn >= -1.0 && mx < 1.0);
+    assert_true(mx - mn > 1.9);            /* spans the interval */
+    assert_true(fabs(sum / 10000) < 0.05); /* roughly centred */
+    free(x);
+}
+
+static void test_embed_gather(void **state)
+{
+    (void)state;
+    const int64_t rows = 10, cols = 6, vloc = 8, vstart = 8;   /* this rank holds ids 8..15 */
+    float *table = randv((size_t)(vloc * cols), 1);
+    int32_t ids[10] = { 8, 15, 0, 9, 16, 12, 7, 8, 11, 14 };
+    float out[60];
+    memset(out, 0x7f, sizeof out);
+    pdbx_k_embed_gather(table, vloc, vstart, ids, rows, (size_t)cols * sizeof(float), out);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            int64_t local = ids[i] - vstart;
+            float want = (local >= 0 && local < vloc) ? table[local * cols + j] : 0.0f;
+            assert_true(out[i * cols + j] == want);
+        }
+    free(table);
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    const int64_t rows = 7, cols = 33;
+    float *x = randv((size_t)(rows * cols), 2), *w = randv((size_t)cols, 4);
+    float *out = calloc((size_t)(rows * cols), sizeof *out);
+    pdbx_k_rmsnorm(x, w, rows, cols, 1e-5f, out);
+    for (int i = 0; i < rows; i++) {
+        double ss = 0;
+        for (int j = 0; j < cols; j++)
+            ss += (double)x[i * cols + j] * x[i * cols + j];
+        double inv = 1.0 / sqrt(ss / cols + 1e-5);
+        for (int j = 0; j < cols; j++) {
+            double want = x[i * cols + j] * inv * w[j];
+            assert_true(fabs(out[i * cols + j] - want) <= 1e-5 * (1 + fabs(want)));
+        }
+    }
+    free(x);
+    free(w);
+    free(out);
+}
+
+static void test_silu_mul(void **state)
+{
+    (void)state;
+    const int64_t n = 1001;
+    float *g = randv((size_t)n, 5), *u = randv((size_t)n, 6), *out = calloc((size_t)n, sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        g[i] *= 8.0f;   /* cover the saturating tails of the sigmoid */
+    pdbx_k_silu_mul(g, u, n, out);
+    for (int64_t i = 0; i < n; i++) {
+        double want = g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+        assert_true(fabs(out[i] - want) <= 1e-5 * (1 + fabs(want)));
+    }
+    free(g);
+    free(u);
+    free(out);
+}
+
+/* Naive causal attention in double: softmax over j <= i per (sequence, head). */
+static void attention_ref(const float *q, const float *k, const float *v, int64_t seqs,
+                          int64_t S, int64_t H, int64_t KV, int64_t d, double *out)
+{
+    double *p = malloc((size_t)S * sizeof *p);
+    for (int64_t s = 0; s < seqs; s++)
+        for (int64_t h = 0; h < H; h++) {
+            int64_t kh = h / (H / KV);
+            for (int64_t i = 0; i < S; i++) {
+                const float *qi = q + (s * S + i) * H * d + h * d;
+                double m = -1e300, sum = 0;
+                for (int64_t j = 0; j <= i; j++) {
+                    const float *kj = k + (s * S + j) * KV * d + kh * d;
+                    double dot = 0;
+                    for (int64_t c = 0; c < d; c++)
+                        dot += (double)qi[c] * kj[c];
+                    p[j] = dot / sqrt((double)d);
+                    m = fmax(m, p[j]);
+                }
+                for (int64_t j = 0; j <= i; j++) {
+                    p[j] = exp(p[j] - m);
+                    sum += p[j];
+                }
+                for (int64_t c = 0; c < d; c++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j <= i; j++)
+                        acc += p[j] / sum * v[(s * S + j) * KV * d + kh * d + c];
+                    out[(s * S + i) * H * d + h * d + c] = acc;
+                }
+            }
+        }
+    free(p);
+}
+
+static void check_attention_t(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d, int threads)
+{
+    size_t nq = (size_t)(seqs * S * H * d), nk = (size_t)(seqs * S * KV * d);
+    float *q = randv(nq, 11), *k = randv(nk, 12), *v = randv(nk, 13);
+    for (size_t i = 0; i < nq; i++)
+        q[i] *= 3.0f;   /* peaked softmax: a wrong max or mask shows */
+    float *out = calloc(nq, sizeof *out);
+    float *scratch = calloc(pdbx_k_attention_scratch_floats(S, d, threads), sizeof(float));
+    double *ref = calloc(nq, sizeof *ref);
+    pdbx_k_attention_causal(q, k, v, seqs, S, H, KV, d, threads, scratch, out);
+    attention_ref(q, k, v, seqs, S, H, KV, d, ref);
+    for (size_t i = 0; i < nq; i++)
+        assert_true(fabs(out[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])));
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(scratch);
+    free(ref);
+}
+
+static void check_attention(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d)
+{
+    check_attention_t(seqs, S, H, KV, d, 1);
+    check_attention_t(seqs, S, H, KV, d, 3);    /* threads split (sequence, head) pairs */
+}
+
+static void test_attention_mha(void **state)
+{
+    (void)state;
+    check_attention(2, 45, 3, 3, 16);       /* seq_len not a multiple of the block */
+}
+
+static void test_attention_gqa(void **state)
+{
+    (void)state;
+    check_attention(1, 70, 8, 2, 8);        /* 4 query heads per kv head, 3 blocks */
+    check_attention(1, 150, 2, 1, 32);      /* several key blocks per query block */
+    check_attention(3, 1, 2, 1, 4);         /* one token: softmax of one score */
+}
+
+static void test_bf16_roundtrip(void **state)
+{
+    (void)state;
+    assert_true(pdbx_k_bf16_to_f32(pdbx_k_f32_to_bf16(1.0f)) == 1.0f);
+    assert_true(pdbx_k_bf16_to_f32(pdbx_k_f32_to_bf16(-2.5f)) == -2.5f);
+    /* 1 + 2^-8 is halfway between two bf16 values: round to even (1.0). */
+    assert_true(pdbx_k_bf16_to_f32(pdbx_k_f32_to_bf16(1.0f + 1.0f / 256.0f)) == 1.0f);
+    float x = 3.14159f, y = pdbx_k_bf16_to_f32(pdbx_k_f32_to_bf16(x));
+    assert_true(fabsf(x - y) <= x / 128.0f);
+    assert_true(isnan(pdbx_k_bf16_to_f32(pdbx_k_f32_to_bf16(NAN))));
+}
+
+/* ---- the backend on a tiny point ----------------------------------------------------- */
+static pdbx_point_shapes tiny_point(int tp, int mbs)
+{
+    pdbx_point_shapes p;
+    memset(&p, 0, sizeof p);
+    p.model.hidden = 64;
+    p.model.intermediate = 128;
+    p.model.heads = 4;
+    p.model.kv_heads = 2;
+    p.model.head_dim = 16;
+    p.model.layers = 4;
+    p.model.vocab = 256;
+    p.tp = tp;
+    p.mbs = mbs;
+    p.seq_len = 20;
+    p.layers = 2;
+    p.ops = PDBX_OPS_ALL;
+    return p;
+}
+
+static void test_cpu_backend_runs_every_op(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    for (int dt = 0; dt < 1 + pdbx_cpu_has_bf16_gemm(); dt++) {
+        pdbx_compute_config cfg = { .local_rank = 0, .local_size = 1, .world_rank = 0,
+                                    .world_size = 1, .blas_threads = 1,
+                                    .dtype = dt ? PDBX_DTYPE_BF16 : PDBX_DTYPE_FP32 };
+        pdbx_compute *c = NULL;
+        char err[256] = "";
+        assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
+        pdbx_point_shapes p = tiny_point(2, 2);
+        assert_int_equal(ops->prepare(c, &p, err, sizeof err), 0);
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            if (pdbx_op_is_comm((pdbx_op)op))
+                continue;
+            for (int l = 0; l < p.layers; l++) {
+                double ms = -1;
+                assert_int_equal(ops->run_op(c, (pdbx_op)op, l, &ms, err, sizeof err), 0);
+                assert_true(ms >= 0.0);
+                if (!pdbx_op_is_per_layer((pdbx_op)op))
+                    break;
+            }
+        }
+        double ms;
+        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, 2, &ms, err, sizeof err), -1);  /* bad layer */
+        assert_int_equal(ops->run_op(c, PDBX_OP_TP_ALLREDUCE_MLP, 0, &ms, err, sizeof err), -1);
+        assert_true(isfinite(ops->checksum(c)));
+        void *buf = NULL;
+        assert_int_equal(ops->comm_buffer(c, 4096, &buf, err, sizeof err), 0);
+        assert_non_null(buf);
+        ops->fini(c);
+    }
+}
+
+/* A config's MBS sweep keeps the weights between points; a new TP degree replaces them. */
+static void test_cpu_backend_point_sequence(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = 2,
+                                .dtype = PDBX_DTYPE_FP32 };
+    pdbx_compute *c = NULL;
+    char err[256];
+    assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
+    const int seq[][2] = { { 1, 1 }, { 1, 2 }, { 1, 4 }, { 2, 1 }, { 2, 2 }, { 1, 1 } };
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        pdbx_point_shapes p = tiny_point(seq[i][0], seq[i][1]);
+        assert_int_equal(ops->prepare(c, &p, err, sizeof err), 0);
+        double ms;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (!pdbx_op_is_comm((pdbx_op)op))
+                assert_int_equal(ops->run_op(c, (pdbx_op)op, p.layers - 1, &ms, err, sizeof err), 0);
+        assert_true(isfinite(ops->checksum(c)));
+        ops->release(c);
+        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, 0, &ms, err, sizeof err), -1);  /* released */
+    }
+    ops->fini(c);
+}
+
+static void test_cpu_backend_oom_guard(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = 1,
+                                .dtype = PDBX_DTYPE_FP32 };
+    pdbx_compute *c = NULL;
+    char err[256] = "";
+    assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
+    pdbx_point_shapes p = tiny_point(1, 1);
+    p.model.vocab = 1 << 30;                 /* lm_head weight alone: 2^30 x 64 x 4 B = 256 GiB */
+    p.model.hidden = 64;
+    assert_int_equal(ops->prepare(c, &p, err, sizeof err), PDBX_EOOM);
+    assert_non_null(strstr(err, "MemAvailable"));
+    ops->fini(c);
+    /* fp16 (and bf16 without sbgemm) is refused with a message naming the allowed dtypes */
+    cfg.dtype = PDBX_DTYPE_FP16;
+    c = NULL;
+    assert_int_equal(ops->init(&cfg, &c, err, sizeof err), -1);
+    assert_null(c);
+    assert_non_null(strstr(err, "fp16"));
+    if (!pdbx_cpu_has_bf16_gemm()) {
+        cfg.dtype = PDBX_DTYPE_BF16;
+        assert_int_equal(ops->init(&cfg, &c, err, sizeof err), -1);
+        assert_non_null(strstr(err, "allowed on this host: fp32"));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fill_range_and_variety),
+        cmocka_unit_test(test_embed_gather),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_silu_mul),
+        cmocka_unit_test(test_attention_mha),
+        cmocka_unit_test(test_attention_gqa),
+        cmocka_unit_test(test_bf16_roundtrip),
+        cmocka_unit_test(test_cpu_backend_runs_every_op),
+        cmocka_unit_test(test_cpu_backend_point_sequence),
+        cmocka_unit_test(test_cpu_backend_oom_guard),
+    };
+    return cmocka_run_group_tests_name("engine_kernels", tests, NULL, NULL);
+}

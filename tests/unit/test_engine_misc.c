@@ -1,0 +1,118 @@
+/* test_engine_misc.c: pdbx-engine's pure pieces: command line, fault-injection syntax,
+ * statistics rows and their max across ranks, BLAS thread split. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine_args.h"
+#include "engine/engine_env.h"
+#include "engine/engine_stats.h"
+#include "engine/engine_watch.h"
+
+static void test_args(void **state)
+{
+    (void)state;
+    pdbx_engine_args a;
+    char err[256];
+    char *ok[] = { "pdbx-engine", "--spec", "s.json", "--store", "/tmp/x", "--run-id", "abc", NULL };
+    assert_int_equal(pdbx_engine_args_parse(7, ok, &a, err, sizeof err), 0);
+    assert_string_equal(a.spec_path, "s.json");
+    assert_string_equal(a.store_dir, "/tmp/x");
+    assert_string_equal(a.run_id, "abc");
+    assert_null(a.backend);
+    char *help[] = { "pdbx-engine", "--help", NULL };
+    assert_int_equal(pdbx_engine_args_parse(2, help, &a, err, sizeof err), 0);
+    assert_true(a.help);
+    struct { int argc; char *argv[8]; const char *msg; } bad[] = {
+        { 3, { "e", "--store", "d" }, "--spec FILE is required" },
+        { 3, { "e", "--spec", "s" }, "--store DIR is required" },
+        { 2, { "e", "--spec" }, "--spec needs a value" },
+        { 6, { "e", "--spec", "s", "--store", "d", "--x" }, "unknown argument '--x'" },
+        { 7, { "e", "--spec", "s", "--store", "d", "--backend", "tpu" }, "'tpu' is not a backend" },
+        { 7, { "e", "--spec", "s", "--store", "d", "--run-id", "a/b" }, "is not a run id" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(pdbx_engine_args_parse(bad[i].argc, bad[i].argv, &a, err, sizeof err), -1);
+        assert_non_null(strstr(err, bad[i].msg));
+    }
+}
+
+static void test_fault_syntax(void **state)
+{
+    (void)state;
+    pdbx_fault f;
+    char err[256];
+    assert_int_equal(pdbx_fault_parse(NULL, &f, err, sizeof err), 0);
+    assert_int_equal(f.kind, PDBX_FAULT_NONE);
+    assert_false(pdbx_fault_hits(&f, PDBX_FAULT_NONE, -1, -1) && 0);
+    assert_int_equal(pdbx_fault_parse("hang:rank=1:point=3", &f, err, sizeof err), 0);
+    assert_int_equal(f.kind, PDBX_FAULT_HANG);
+    assert_true(pdbx_fault_hits(&f, PDBX_FAULT_HANG, 1, 3));
+    assert_false(pdbx_fault_hits(&f, PDBX_FAULT_HANG, 0, 3));
+    assert_false(pdbx_fault_hits(&f, PDBX_FAULT_OOM, 1, 3));
+    assert_int_equal(pdbx_fault_parse("oom:rank=0:point=0", &f, err, sizeof err), 0);
+    assert_int_equal(f.kind, PDBX_FAULT_OOM);
+    assert_int_equal(pdbx_fault_parse("exit:rank=2:point=1", &f, err, sizeof err), 0);
+    assert_int_equal(f.kind, PDBX_FAULT_EXIT);
+    const char *bad[] = { "hang", "hang:rank=1", "boom:rank=1:point=0", "hang:rank=-1:point=0",
+                          "hang:rank=1:point=0:extra" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(pdbx_fault_parse(bad[i], &f, err, sizeof err), -1);
+}
+
+static void test_stats_rows_and_max(void **state)
+{
+    (void)state;
+    double a[] = { 3, 1, 2, 4 }, b[] = { 10, 0.5, 2, 2 }, none[1];
+    double all[3 * 2 * PDBX_ESTAT];   /* 3 ranks x 2 rows */
+    memset(all, 0, sizeof all);
+    pdbx_estats_pack(all + (0 * 2 + 1) * PDBX_ESTAT, a, 4);
+    pdbx_estats_pack(all + (1 * 2 + 1) * PDBX_ESTAT, b, 4);
+    pdbx_estats_pack(all + (2 * 2 + 1) * PDBX_ESTAT, none, 0);
+    const double *ra = all + 1 * PDBX_ESTAT;
+    assert_true(ra[0] == 4 && ra[1] == 1 && ra[2] == 4 && ra[3] == 2.5 && ra[4] == 2.5);
+    assert_true(fabs(ra[5] - sqrt(1.25)) < 1e-12);         /* population std */
+    const double *rn = all + 5 * PDBX_ESTAT;
+    assert_true(rn[0] == 0 && rn[1] == 0 && rn[3] == 0);     /* empty: count 0, no NaN */
+    int ranks[2] = { 0, 1 };
+    double mx[PDBX_ESTAT];
+    pdbx_estats_max(all, 2, ranks, 2, 1, mx);
+    assert_true(mx[0] == 4);                 /* count of the first rank */
+    assert_true(mx[1] == 1);                 /* max of the minima (1, 0.5) */
+    assert_true(mx[2] == 10 && mx[3] == 3.625 && mx[4] == 2.5);
+    pdbx_stats st;
+    pdbx_estats_unpack(mx, &st);
+    assert_int_equal(st.count, 4);
+    assert_true(st.max == 10 && st.mean == 3.625);
+    int one[1] = { 1 };
+    pdbx_estats_max(all, 2, one, 1, 1, mx);
+    assert_true(mx[1] == 0.5 && mx[2] == 10);
+}
+
+static void test_blas_threads(void **state)
+{
+    (void)state;
+    char note[256];
+    int t1 = pdbx_env_blas_threads(1, note, sizeof note);
+    assert_true(t1 >= 1);
+    assert_int_equal(pdbx_env_blas_threads(100000, note, sizeof note), 1);   /* never 0 */
+    int t2 = pdbx_env_blas_threads(2, note, sizeof note);
+    assert_true(t2 >= 1 && t2 <= t1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_fault_syntax),
+        cmocka_unit_test(test_stats_rows_and_max),
+        cmocka_unit_test(test_blas_threads),
+    };
+    return cmocka_run_group_tests_name("engine_misc", tests, NULL, NULL);
+}
