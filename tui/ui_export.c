@@ -119,12 +119,12 @@ static int export_key(ui_app *app, int key, ui_action act)
         do_export(app);
         return UI_H_HANDLED;
     }
-    if (key == KEY_UP || key == KEY_BTAB) {
+    if (act == UI_ACT_UP) {
         e->sel = (e->sel + NFIELDS - 1) % NFIELDS;
-    } else if (key == KEY_DOWN || key == '\t') {
+    } else if (act == UI_ACT_DOWN) {
         e->sel = (e->sel + 1) % NFIELDS;
-    } else if (!text && (key == KEY_LEFT || key == KEY_RIGHT || key == ' ')) {
-        int d = key == KEY_LEFT ? -1 : 1;
+    } else if (!text && (act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT || key == ' ')) {
+        int d = act == UI_ACT_CHOICE_PREV ? -1 : 1;
         if (e->sel == F_FORMAT) e->format = (e->format + 3 + d) % 3;
         if (e->sel == F_ATTR) e->attribution = !e->attribution;
         if (e->sel == F_STAT) e->stat = (e->stat + PDBX_STAT_COUNT_KINDS + d) % PDBX_STAT_COUNT_KINDS;
@@ -132,8 +132,8 @@ static int export_key(ui_app *app, int key, ui_action act)
     } else if (text) {
         size_t len = strlen(text);
         if (e->cursor > (int)len) e->cursor = (int)len;
-        if (key == KEY_LEFT && e->cursor > 0) e->cursor--;
-        else if (key == KEY_RIGHT && e->cursor < (int)len) e->cursor++;
+        if (act == UI_ACT_CHOICE_PREV && e->cursor > 0) e->cursor--;
+        else if (act == UI_ACT_CHOICE_NEXT && e->cursor < (int)len) e->cursor++;
         else if (key == KEY_HOME || key == 1) e->cursor = 0;
         else if (key == KEY_END || key == 5) e->cursor = (int)len;
         else if ((key == KEY_BACKSPACE || key == 127 || key == 8) && e->cursor > 0) {
@@ -141,7 +141,7 @@ static int export_key(ui_app *app, int key, ui_action act)
             e->cursor--;
         } else if (key == KEY_DC && e->cursor < (int)len) {
             memmove(text + e->cursor, text + e->cursor + 1, len - (size_t)e->cursor);
-        } else if (key == 21) {             /* ^U clears */
+        } else if (act == UI_ACT_CLEAR_FIELD) {
             text[0] = '\0';
             e->cursor = 0;
         } else if (ui_keys_is_text_key(key) && len + 1 < cap) {

@@ -255,18 +255,18 @@ static int form_key(ui_app *app, int key, ui_action act)
         return UI_H_HANDLED;
     }
     int changed = 0;
-    if (key == KEY_UP || key == KEY_BTAB) {
+    if (act == UI_ACT_UP) {
         f->sel = (f->sel + f->nf - 1) % f->nf;
-    } else if (key == KEY_DOWN || key == '\t' || key == '\n' || key == '\r' || key == KEY_ENTER) {
+    } else if (act == UI_ACT_DOWN || key == '\n' || key == '\r' || key == KEY_ENTER) {
         f->sel = (f->sel + 1) % f->nf;
-    } else if (key == KEY_PPAGE) {
+    } else if (act == UI_ACT_PGUP) {
         f->preview_top -= 10;
         if (f->preview_top < 0) f->preview_top = 0;
         return UI_H_HANDLED;
-    } else if (key == KEY_NPAGE) {
+    } else if (act == UI_ACT_PGDN) {
         f->preview_top += 10;
         return UI_H_HANDLED;
-    } else if (key == KEY_F(6)) {
+    } else if (act == UI_ACT_USE_COMBOS) {
         if (!f->combos[0]) {
             ui_app_message(app, 1, "give a GPU count first: the valid combinations are listed for it");
             return UI_H_HANDLED;
@@ -274,13 +274,13 @@ static int form_key(ui_app *app, int key, ui_action act)
         setv(f, "configs", "%s", f->combos);
         setv(f, "gpus", "%s", "");
         changed = 1;
-    } else if ((key == KEY_LEFT || key == KEY_RIGHT) && x->choices) {
-        cycle_choice(f, x, key == KEY_LEFT ? -1 : 1);
+    } else if ((act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT) && x->choices) {
+        cycle_choice(f, x, act == UI_ACT_CHOICE_PREV ? -1 : 1);
         changed = 1;
-    } else if (key == KEY_LEFT) {
+    } else if (act == UI_ACT_CHOICE_PREV) {
         if (f->cursor > 0) f->cursor--;
         return UI_H_HANDLED;
-    } else if (key == KEY_RIGHT) {
+    } else if (act == UI_ACT_CHOICE_NEXT) {
         if (f->cursor < (int)len) f->cursor++;
         return UI_H_HANDLED;
     } else if (key == KEY_HOME || key == 1) {
@@ -300,7 +300,7 @@ static int form_key(ui_app *app, int key, ui_action act)
             memmove(x->value + f->cursor, x->value + f->cursor + 1, len - (size_t)f->cursor);
             changed = 1;
         }
-    } else if (key == 21) {                    /* ^U clears the field */
+    } else if (act == UI_ACT_CLEAR_FIELD) {
         x->value[0] = '\0';
         f->cursor = 0;
         changed = 1;
