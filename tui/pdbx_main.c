@@ -3,9 +3,11 @@
  * handler is declared in tui/cli.h). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/version.h"
 #include "tui/cli.h"
+#include "tui/explorer.h"
 
 static const pdbx_cli_command commands[] = {
     { "ls",     "list the runs in the store",                             pdbx_cmd_ls },
@@ -18,10 +20,17 @@ static const pdbx_cli_command commands[] = {
     { "run",    "start a sweep in the background and show its progress",  pdbx_cmd_run },
     { "attach", "show the progress of a running sweep",                   pdbx_cmd_attach },
     { "cancel", "end a running sweep cleanly (status cancelled)",         pdbx_cmd_cancel },
+    { "replay", "play a recording through the explorer's monitor",        pdbx_replay_main },
 };
 
-/* What `pdbx` does without a subcommand (the explorer replaces the overview). */
-static const pdbx_cli_handler no_subcommand = pdbx_cmd_overview;
+/* What `pdbx` does without a subcommand: the explorer on a terminal; the overview (the quick
+ * preset's plan and the runs) when stdin or stdout is not one, so scripts still get text. */
+static int no_subcommand(int argc, char **argv)
+{
+    if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+        return pdbx_explorer_main(argc, argv);
+    return pdbx_cmd_overview(argc, argv);
+}
 
 static void print_help(FILE *out)
 {
@@ -31,7 +40,8 @@ static void print_help(FILE *out)
             w = strlen(commands[i].name);
     fprintf(out, "usage: pdbx [--store DIR] [COMMAND [options]]\n\n"
                  "pdbx profiles the per-operator costs of a transformer layer (a ProfileDB) for\n"
-                 "planning TP/PP/DP training. Without a command it shows the overview.\n\n"
+                 "planning TP/PP/DP training. Without a command it opens the explorer (press ? there\n"
+                 "for its keys; options: pdbx --explorer-help); without a terminal it prints an overview.\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-*s  %s\n", (int)w, commands[i].name, commands[i].summary);
@@ -45,6 +55,10 @@ int main(int argc, char **argv)
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             print_help(stdout);
             return PDBX_EXIT_OK;
+        }
+        if (argc >= 2 && strcmp(argv[1], "--explorer-help") == 0) {
+            char *help[] = { "pdbx", "--help", NULL };
+            return pdbx_explorer_main(2, help);
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
             printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Explorer home screen through tmux: list (golden), sort, filter, help from the key table,
+# delete with confirmation, and a clean exit.
+. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+A=2026-11-20__10-00-00_aaaa0001
+B=2026-11-20__11-00-00_bbbb0002
+C=2026-11-21__09-00-00_cccc0003
+make_run "$A" --t0 1795168800
+make_run "$B" --t0 1795172400 --scale 1.5 --model tinyllama
+make_run "$C" --t0 1795251600 --status cancelled --oom-at 8
+start
+wait_for "3 runs"
+golden tui_home
+# sort by model: Llama first, then TinyLlama
+keys s; wait_for "sorted by model"
+screen | grep -n "Llama-3.2-1B\|TinyLlama" | head -1 | grep -q "Llama-3.2-1B" || fail "sort by model"
+# filter: only the tinyllama run stays
+keys / T i n y; wait_for "filter: Tiny_"
+keys Enter; wait_for "filter: Tiny"
+screen | grep -q "Llama-3.2-1B" && fail "filter kept a Llama-3.2-1B run"
+screen | grep -q "TinyLlama-1.1B" || fail "filter lost the TinyLlama run"
+keys / Escape; wait_for "3 runs"
+# help is generated from the key table and goes back with Esc
+keys '?'; wait_for "Keys on the runs screen"
+golden tui_home_help
+keys Escape; wait_for "3 runs"
+# delete asks first; n keeps the run, y removes it
+keys s s s s s; wait_for "sorted by created"
+keys Home d; wait_for "[y/N]"
+keys n; wait_for "cancelled"
+[ -f "$STORE/runs/$C.pdbx" ] || fail "n deleted the run"
+keys d; wait_for "[y/N]"
+keys y; wait_for "deleted $C"
+wait_for "2 runs"
+[ -f "$STORE/runs/$C.pdbx" ] && fail "y did not delete the run file"
+quit_and_check
+# SIGINT (Ctrl-C) and SIGTERM end the explorer cleanly: exit 0 and the terminal restored (the
+# shell's line shows on the normal screen, the explorer's screen is gone)
+start
+wait_for "2 runs"
+keys C-c
+wait_for "[pdbx exited 0]"
+screen | grep -q "q quit" && fail "the explorer's screen is still shown after Ctrl-C"
+start
+wait_for "2 runs"
+pane=$(tmx display-message -p -t e2e '#{pane_pid}')
+kid=$(pgrep -P "$pane" | head -1)        # the pane's shell runs pdbx as its child
+[ -n "$kid" ] || fail "no pdbx process under the pane"
+kill -TERM "$kid"
+wait_for "[pdbx exited 0]"
+screen | grep -q "q quit" && fail "the explorer's screen is still shown after SIGTERM"
+# a store that cannot be created or written: one line, no crash, q quits
+STORE_SAVE=$STORE
+STORE=/proc/pdbx-no-store
+start
+wait_for "no store open"
+screen | grep -q "/proc/pdbx-no-store" || fail "the store error does not name the directory"
+quit_and_check
+STORE=$STORE_SAVE
+echo PASS

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Monitor through tmux: `pdbx replay FILE --speed X` plays a recording to the end (golden);
+# `r` on home replays a run; a running run (live launcher pid on this host) reattaches from home,
+# follows events appended to its file while watching, keeps running when left with Esc, and
+# shows the end and its reason.
+. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+A=2026-11-20__10-00-00_aaaa0001
+R=2026-11-21__10-00-00_dddd0001
+make_run "$A"
+# replay of a recording file (a run file outside the store)
+cp "$STORE/runs/$A.pdbx" "$TMP/rec.pdbx"
+start replay "$TMP/rec.pdbx" --speed 200
+wait_for "replay finished: complete" 20
+wait_for "8/8 points 100%"
+golden tui_monitor_replay_done
+keys q; wait_for "[pdbx exited 0]"
+# the shipped recording of a real CPU sweep plays to its end too
+REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"
+if [ -f "$REC" ]; then
+    start replay "$REC" --speed 1000
+    wait_for "replay finished: complete" 30
+    wait_for "TinyLlama-1.1B"
+    wait_for "8/8 points 100%"
+    keys q; wait_for "[pdbx exited 0]"
+fi
+# usage errors are one line and exit 2
+"$PDBX" replay >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "replay without FILE: exit status"
+grep -q "missing FILE" "$TMP/err" || fail "replay without FILE: message"
+"$PDBX" replay "$TMP/rec.pdbx" --speed fast >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "--speed fast: exit status"
+grep -q "speed: 'fast'" "$TMP/err" || fail "--speed fast: message"
+
+# r on home replays the selected run, Esc returns home
+start
+wait_for "1 run"
+keys r; wait_for "replay x1"
+keys + + +; wait_for "replay speed x8"
+keys Escape; wait_for "1 run"
+
+# a running sweep: launcher pid alive on this host
+setsid sleep 600 & LAUNCHER=$!
+make_run "$R" --t0 1795255200 --status running --pid "$LAUNCHER" --host "$(hostname)"
+wait_for "running 50%" 10
+keys Home Enter; wait_for "now: point 4"
+wait_for "op mlp_up"
+screen | grep -E 'TP1 PP1 DP2 +1# +2# +4# +8#' >/dev/null || fail "TP1 row of the monitor"
+screen | grep -E 'TP2 PP1 DP1 +1> +2\. +4\. +8\.' >/dev/null || fail "TP2 row of the monitor"
+# leaving keeps it running, Enter reattaches
+keys Escape; wait_for "keeps running in the background"
+screen | grep -q "running 50%" || fail "the run stopped being listed as running"
+keys Home Enter; wait_for "now: point 4"
+# events appended by the 'engine' while we watch show up
+append() { printf '%s' "$1" | zstd -q -c >> "$STORE/runs/$R.pdbx"; }
+append '{"type":"warning","t":1795255300,"message":"fixture: appended while watching"}'
+wait_for "fixture: appended while watching"
+append '{"type":"point_end","t":1795255301,"point":4,"status":"error","message":"fixture: injected failure"}'
+wait_for "1!"
+append '{"type":"run_end","t":1795255302,"status":"failed","reason":"fixture: stopped","elapsed_s":102}'
+wait_for "ended failed: fixture: stopped"
+keys c; wait_for "is not running"
+kill "$LAUNCHER" 2>/dev/null
+keys Escape; wait_for "2 runs"
+wait_for "failed"
+quit_and_check
+echo PASS

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
+# the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice.
+. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+A=2026-11-20__10-00-00_aaaa0001
+make_run "$A"
+start
+wait_for "1 run"
+keys Enter; wait_for "view: table (ms)"
+golden tui_runview_table
+# the fixture's attn_q at TP1 is 1.0 + 0.9 (MBS - 1) ms: 1.00 1.90 3.70 7.30
+screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "attn_q row"
+keys s; wait_for "stat: median"
+screen | grep -E '^ attn_q +0\.990 +1\.88 +3\.66 +7\.23' >/dev/null || fail "median row"
+keys s s s s; wait_for "stat: mean"
+# second tab: TP2 halves the compute ops and adds the TP all-reduces
+keys Tab; wait_for "tp_allreduce_attn"
+screen | grep -E '^ attn_q +0\.500 +0\.950 +1\.85 +3\.65' >/dev/null || fail "TP2 attn_q row"
+golden tui_runview_tp2
+keys Tab; wait_for "busbw GB/s"
+screen | grep -E '^ all_gather +1\.05M +2 +2' >/dev/null || fail "collectives rows"
+keys Tab; wait_for "TP1 PP1 DP2"
+keys v; wait_for "table (share of total)"
+wait_for "100%"
+keys v; wait_for "op shares per MBS"
+wait_for "MBS 8"
+keys v; wait_for "cost vs MBS"
+wait_for "linear scale"
+keys g; wait_for "log scale on"
+wait_for "(ms, log scale)"
+keys o; wait_for "cost chart: embed"
+keys v; wait_for "roofline efficiency"
+wait_for "A100-80G fp32"
+screen | grep -E '^ mlp_gate +[0-9.]+%' >/dev/null || fail "roofline efficiency of mlp_gate"
+keys Escape; wait_for "1 run"
+quit_and_check
+# a corrupt run: listed as corrupt with the reason, opens with the events before the damage
+X=2026-11-20__12-00-00_eeee0005
+make_run "$X"
+head -c 4000 "$STORE/runs/$X.pdbx" > "$TMP/x.head"
+tail -c +4001 "$STORE/runs/$X.pdbx" > "$TMP/x.tail"
+{ cat "$TMP/x.head"; printf 'garbage in the middle of the run file'; cat "$TMP/x.tail"; } > "$STORE/runs/$X.pdbx"
+start
+wait_for "2 runs"
+wait_for "corrupt"
+keys Home Enter
+wait_for "corrupt run: showing the events before the damage"
+wait_for "view: table (ms)"
+keys Escape; wait_for "2 runs"
+# the other run is unaffected
+keys End Enter; wait_for "view: table (ms)"
+screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "the healthy run after a corrupt one"
+keys Escape; wait_for "2 runs"
+quit_and_check
+echo PASS

@@ -1,0 +1,271 @@
+/* Unit tests of tui/ui_chart: scales (linear, log, nice numbers), value formatting, and charts
+ * rendered into a text canvas compared with the exact expected text. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tui/ui_chart.h"
+
+static void test_nice_ceil(void **state)
+{
+    (void)state;
+    assert_float_equal(ui_nice_ceil(0.7), 1.0, 1e-12);
+    assert_float_equal(ui_nice_ceil(1.0), 1.0, 1e-12);
+    assert_float_equal(ui_nice_ceil(1.01), 2.0, 1e-12);
+    assert_float_equal(ui_nice_ceil(3.0), 5.0, 1e-12);
+    assert_float_equal(ui_nice_ceil(7.2), 10.0, 1e-12);
+    assert_float_equal(ui_nice_ceil(0.031), 0.05, 1e-12);
+    assert_float_equal(ui_nice_ceil(420), 500, 1e-9);
+    assert_float_equal(ui_nice_ceil(0), 0, 0);
+    assert_float_equal(ui_nice_ceil(-3), 0, 0);
+}
+
+static void test_linear_scale(void **state)
+{
+    (void)state;
+    ui_scale s;
+    assert_int_equal(ui_scale_init(&s, 0.5, 42, 0), 0);
+    assert_float_equal(s.lo, 0, 0);
+    assert_float_equal(s.hi, 50, 1e-12);
+    assert_float_equal(ui_scale_frac(&s, 25), 0.5, 1e-12);
+    assert_float_equal(ui_scale_frac(&s, 100), 1.0, 0);     /* clamped */
+    assert_float_equal(ui_scale_frac(&s, -1), 0.0, 0);
+    assert_true(isnan(ui_scale_frac(&s, NAN)));
+    /* all-equal data still gets a non-empty axis */
+    ui_scale_init(&s, 0, 0, 0);
+    assert_true(s.hi > s.lo);
+}
+
+static void test_log_scale(void **state)
+{
+    (void)state;
+    ui_scale s;
+    assert_int_equal(ui_scale_init(&s, 0.03, 420, 1), 0);
+    assert_int_equal(s.log, 1);
+    assert_float_equal(s.lo, 0.01, 1e-15);
+    assert_float_equal(s.hi, 1000, 1e-9);
+    /* five decades: each one a fifth of the axis */
+    assert_float_equal(ui_scale_frac(&s, 0.1), 0.2, 1e-12);
+    assert_float_equal(ui_scale_frac(&s, 10), 0.6, 1e-12);
+    assert_true(isnan(ui_scale_frac(&s, 0)));
+    assert_true(isnan(ui_scale_frac(&s, -2)));
+    /* one exact decade value still spans a decade */
+    ui_scale_init(&s, 10, 10, 1);
+    assert_float_equal(s.lo, 10, 1e-12);
+    assert_float_equal(s.hi, 100, 1e-12);
+    /* log of non-positive data falls back to linear and says so */
+    assert_int_equal(ui_scale_init(&s, 0, 5, 1), 1);
+    assert_int_equal(s.log, 0);
+}
+
+static void test_format_value(void **state)
+{
+    (void)state;
+    char b[32];
+    ui_format_value(NAN, b, sizeof(b));
+    assert_string_equal(b, "N/A");
+    ui_format_value(0, b, sizeof(b));
+    assert_string_equal(b, "0");
+    ui_format_value(1.234, b, sizeof(b));
+    assert_string_equal(b, "1.23");
+    ui_format_value(12.34, b, sizeof(b));
+    assert_string_equal(b, "12.3");
+    ui_format_value(123.4, b, sizeof(b));
+    assert_string_equal(b, "123");
+    ui_format_value(0.0456, b, sizeof(b));
+    assert_string_equal(b, "0.046");
+    ui_format_value(0.00012, b, sizeof(b));
+    assert_string_equal(b, "1.2e-04");
+    ui_format_value(25600, b, sizeof(b));
+    assert_string_equal(b, "25.6k");
+    ui_format_value(3.5e9, b, sizeof(b));
+    assert_string_equal(b, "3.5G");
+    ui_format_value(1.14e12, b, sizeof(b));
+    assert_string_equal(b, "1.14T");
+}
+
+static void test_glyphs_distinct(void **state)
+{
+    (void)state;
+    for (int u = 0; u < 2; u++)
+        for (int i = 0; i < UI_CHART_MAX_SERIES; i++)
+            for (int j = 0; j < i; j++) {
+                assert_true(ui_segment_fill(i, u) != ui_segment_fill(j, u));
+                assert_true(ui_series_marker(i, u) != ui_series_marker(j, u));
+            }
+    /* ASCII mode is ASCII */
+    for (int i = 0; i < UI_CHART_MAX_SERIES; i++) {
+        assert_true(ui_segment_fill(i, 0) < 128);
+        assert_true(ui_series_marker(i, 0) < 128);
+    }
+    assert_int_equal(ui_segment_fill(0, 1), 0x2588);
+}
+
+static void test_stacked_ascii(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 20, 3), 0);
+    const char *labels[] = { "1", "2", "64" };
+    const double v[] = {
+        1, 1, 2,          /* 25% 25% 50% */
+        3, 0, 1,          /* 75%  0% 25% */
+        NAN, NAN, NAN,    /* never measured */
+    };
+    ui_chart_stacked(&c, 0, 0, 3, 16, labels, v, 3, 3, 1, 0);
+    char text[512];
+    ui_canvas_to_text(&c, text, sizeof(text));
+    assert_string_equal(text,
+                        "  1 ####@@@@%%%%%%%%\n"
+                        "  2 ############%%%%\n"
+                        " 64 N/A\n");
+    /* the class of a cell names its segment (for colour) */
+    assert_int_equal(c.cls[0 * 20 + 4], UI_CLS_SERIES + 0);
+    assert_int_equal(c.cls[0 * 20 + 8], UI_CLS_SERIES + 1);
+    assert_int_equal(c.cls[0 * 20 + 19], UI_CLS_SERIES + 2);
+    /* not normalised: bars scale to the largest total */
+    ui_canvas_clear(&c);
+    const double w[] = { 2, 2, 4, 1, 0, 1, 0, 0, 0 };
+    ui_chart_stacked(&c, 0, 0, 3, 16, labels, w, 2, 3, 0, 0);
+    ui_canvas_to_text(&c, text, sizeof(text));
+    assert_string_equal(text,
+                        "  1 ####@@@@%%%%%%%%\n"
+                        "  2 ##%%\n"
+                        "\n");
+    ui_canvas_free(&c);
+}
+
+static void test_stacked_unicode_and_segments_sum(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 40, 1), 0);
+    const double v[] = { 1, 1, 1 };      /* thirds: rounding must still fill exactly 30 */
+    ui_chart_stacked(&c, 0, 0, 2, 30, (const char *const[]){ "x" }, v, 1, 3, 1, 1);
+    int filled = 0;
+    for (int x = 3; x < 40; x++)
+        filled += c.cp[x] != ' ';
+    assert_int_equal(filled, 30);
+    char row[256];
+    ui_canvas_row_utf8(&c, 0, row, sizeof(row));
+    assert_non_null(strstr(row, "\xe2\x96\x88"));   /* U+2588 full block */
+    assert_non_null(strstr(row, "\xe2\x96\x93"));   /* U+2593 dark shade */
+    ui_canvas_free(&c);
+}
+
+static void test_hbar(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 10, 3), 0);
+    ui_chart_hbar(&c, 0, 0, 10, 0.55, UI_CLS_SERIES, 0);
+    ui_chart_hbar(&c, 1, 0, 10, 0.55, UI_CLS_SERIES, 1);
+    ui_chart_hbar(&c, 2, 0, 10, NAN, UI_CLS_SERIES, 1);
+    char text[256];
+    ui_canvas_to_text(&c, text, sizeof(text));
+    /* ASCII rounds 5.5 cells up; Unicode shows 5 full cells and a half block (U+258C) */
+    assert_string_equal(text, "######\n"
+                              "\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x8c\n"
+                              "N/A\n");
+    ui_canvas_free(&c);
+}
+
+static void test_lines_ascii(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 30, 7), 0);
+    const char *xl[] = { "1", "2", "4" };
+    const double v[] = { 1, 2, 4,       /* series 0 */
+                         4, NAN, 1 };   /* series 1 with a missing point */
+    assert_int_equal(ui_chart_lines(&c, 0, 0, 7, 30, v, 2, 3, xl, 0, 0), 0);
+    char text[1024];
+    ui_canvas_to_text(&c, text, sizeof(text));
+    /* 5 plot rows over 0..5: value 1 -> row 3.2, 2 -> 2.4, 4 -> 0.8 (rounded); x at 0, 10, 20 */
+    assert_string_equal(text,
+                        "    5.00|\n"
+                        "        |o               ....*\n"
+                        "    2.50|         .*.....\n"
+                        "        |*........           o\n"
+                        "       0|\n"
+                        "        ++---------+---------+\n"
+                        "         1         2         4\n");
+    ui_canvas_free(&c);
+    (void)xl;
+}
+
+static void test_lines_log_and_labels(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 40, 8), 0);
+    const char *xl[] = { "1", "2", "4", "8" };
+    const double v[] = { 0.1, 1, 10, 100 };      /* one decade per step: a straight line */
+    assert_int_equal(ui_chart_lines(&c, 0, 0, 8, 40, v, 1, 4, xl, 1, 0), 0);
+    /* markers sit on rows 5, ~3.3, ~1.7, 0 of the 6 plot rows: evenly spaced */
+    int rows[4], k = 0;
+    for (int x = 9; x < 40; x++)
+        for (int y = 0; y < 6; y++)
+            if (c.cp[y * 40 + x] == '*') rows[k++] = y;
+    assert_int_equal(k, 4);
+    assert_int_equal(rows[0], 5);
+    assert_int_equal(rows[3], 0);
+    assert_true(rows[1] == 3 || rows[1] == 4);
+    assert_true(rows[2] == 1 || rows[2] == 2);
+    char row[256];
+    ui_canvas_row_utf8(&c, 0, row, sizeof(row));
+    assert_non_null(strstr(row, "100"));
+    ui_canvas_row_utf8(&c, 5, row, sizeof(row));
+    assert_non_null(strstr(row, "0.100"));
+    ui_canvas_row_utf8(&c, 7, row, sizeof(row));     /* x labels under their ticks */
+    assert_non_null(strstr(row, "1"));
+    assert_non_null(strstr(row, "8"));
+    /* too small an area draws nothing and says so */
+    ui_canvas_clear(&c);
+    assert_int_equal(ui_chart_lines(&c, 0, 0, 4, 40, v, 1, 4, xl, 1, 0), -1);
+    assert_int_equal(ui_chart_lines(&c, 0, 0, 8, 12, v, 1, 4, xl, 1, 0), -1);
+    /* nothing drawable */
+    const double none[] = { NAN, NAN, NAN, NAN };
+    assert_int_equal(ui_chart_lines(&c, 0, 0, 8, 40, none, 1, 4, xl, 0, 0), -1);
+    ui_canvas_free(&c);
+}
+
+static void test_canvas_clip_and_utf8(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 5, 1), 0);
+    assert_int_equal(ui_canvas_text(&c, 0, 3, "abcdef", UI_CLS_TEXT), 6);
+    ui_canvas_put(&c, 4, 4, 'z', 0);           /* outside: ignored */
+    ui_canvas_put(&c, 0, -1, 'z', 0);
+    ui_canvas_text(&c, 0, 0, "\xc3\xa9", UI_CLS_TEXT);    /* e acute is one cell */
+    char row[64];
+    ui_canvas_row_utf8(&c, 0, row, sizeof(row));
+    assert_string_equal(row, "\xc3\xa9  ab");
+    /* a short buffer truncates on a whole character */
+    ui_canvas_row_utf8(&c, 0, row, 2);
+    assert_string_equal(row, "");
+    ui_canvas_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nice_ceil),
+        cmocka_unit_test(test_linear_scale),
+        cmocka_unit_test(test_log_scale),
+        cmocka_unit_test(test_format_value),
+        cmocka_unit_test(test_glyphs_distinct),
+        cmocka_unit_test(test_stacked_ascii),
+        cmocka_unit_test(test_stacked_unicode_and_segments_sum),
+        cmocka_unit_test(test_hbar),
+        cmocka_unit_test(test_lines_ascii),
+        cmocka_unit_test(test_lines_log_and_labels),
+        cmocka_unit_test(test_canvas_clip_and_utf8),
+    };
+    return cmocka_run_group_tests_name("tui_chart", tests, NULL, NULL);
+}

@@ -1,0 +1,148 @@
+/* Unit tests of tui/ui_keys: dispatch, the generated help and key bar agree with the table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <curses.h>
+#include <cmocka.h>
+
+#include "tui/ui_keys.h"
+
+static void test_dispatch(void **state)
+{
+    (void)state;
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'q'), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, KEY_F(10)), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, '?'), UI_ACT_HELP);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, KEY_F(1)), UI_ACT_HELP);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'j'), UI_ACT_DOWN);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, KEY_DOWN), UI_ACT_DOWN);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'k'), UI_ACT_UP);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, KEY_NPAGE), UI_ACT_PGDN);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, KEY_HOME), UI_ACT_HOME);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, '\n'), UI_ACT_OPEN);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, '/'), UI_ACT_FILTER);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'd'), UI_ACT_DELETE);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'n'), UI_ACT_NEW);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'r'), UI_ACT_REPLAY);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 0x0c), UI_ACT_REDRAW);
+    /* the same key means different things on different screens */
+    assert_int_equal(ui_keys_action(UI_SCR_MONITOR, 'c'), UI_ACT_CANCEL_SWEEP);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'c'), UI_ACT_COMPARE);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNVIEW, 's'), UI_ACT_STAT);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 's'), UI_ACT_SORT);
+    assert_int_equal(ui_keys_action(UI_SCR_MONITOR, 27), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNVIEW, KEY_BACKSPACE), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'Z'), UI_ACT_NONE);
+}
+
+static void test_text_screens_leave_printables_alone(void **state)
+{
+    (void)state;
+    /* form fields and the export dialog take every printable key as text */
+    for (int c = 32; c < 127; c++) {
+        assert_true(ui_keys_is_text_key(c));
+        assert_int_equal(ui_keys_action(UI_SCR_FORM, c), UI_ACT_NONE);
+        assert_int_equal(ui_keys_action(UI_SCR_EXPORT, c), UI_ACT_NONE);
+    }
+    assert_false(ui_keys_is_text_key('\n'));
+    assert_false(ui_keys_is_text_key(KEY_UP));
+    /* but they still quit, get help and go back with non-printing keys */
+    assert_int_equal(ui_keys_action(UI_SCR_FORM, KEY_F(10)), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_FORM, KEY_F(1)), UI_ACT_HELP);
+    assert_int_equal(ui_keys_action(UI_SCR_FORM, 27), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_FORM, KEY_F(5)), UI_ACT_LAUNCH);
+}
+
+static void test_every_binding_is_described(void **state)
+{
+    (void)state;
+    size_t n;
+    const ui_binding *t = ui_keys_table(&n);
+    assert_true(n > 20);
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(t[i].desc);
+        assert_true(strlen(t[i].desc) > 3);
+        assert_true(t[i].screens != 0);
+        assert_true(t[i].action > UI_ACT_NONE && t[i].action < UI_ACT_COUNT);
+        /* no key is bound twice on one screen (the first binding would hide the second) */
+        for (size_t j = 0; j < i; j++)
+            if (t[j].key == t[i].key && (t[j].screens & t[i].screens))
+                assert_int_equal(t[j].action, t[i].action);
+    }
+}
+
+static void test_help_is_generated_from_the_table(void **state)
+{
+    (void)state;
+    char lines[64][128];
+    int n = ui_keys_help(UI_SCR_RUNS, lines, 64);
+    assert_true(n > 8);
+    int quit = 0, filter = 0, enter = 0;
+    for (int i = 0; i < n; i++) {
+        if (strstr(lines[i], "q, F10") && strstr(lines[i], "quit")) quit++;
+        if (strstr(lines[i], "/") && strstr(lines[i], "filter")) filter++;
+        if (strstr(lines[i], "Enter") && strstr(lines[i], "open")) {
+            enter++;
+            /* "\n", "\r" and KEY_ENTER collapse to one name */
+            assert_null(strstr(strstr(lines[i], "Enter") + 1, "Enter"));
+        }
+    }
+    assert_int_equal(quit, 1);
+    assert_int_equal(filter, 1);
+    assert_int_equal(enter, 1);
+    /* the monitor's help has cancel, the home screen's does not */
+    n = ui_keys_help(UI_SCR_MONITOR, lines, 64);
+    int cancel = 0;
+    for (int i = 0; i < n; i++)
+        cancel += strstr(lines[i], "cancel the sweep") != NULL;
+    assert_int_equal(cancel, 1);
+}
+
+static void test_bar(void **state)
+{
+    (void)state;
+    char bar[256];
+    size_t n = ui_keys_bar(UI_SCR_RUNS, 200, bar, sizeof(bar));
+    assert_int_equal(n, strlen(bar));
+    assert_non_null(strstr(bar, "? help"));
+    assert_non_null(strstr(bar, "q quit"));
+    assert_non_null(strstr(bar, "n new"));
+    assert_null(strstr(bar, "F10 quit"));      /* one key per action */
+    /* cut at a pair boundary, never mid-label */
+    n = ui_keys_bar(UI_SCR_RUNS, 20, bar, sizeof(bar));
+    assert_true(n <= 20);
+    assert_string_equal(bar, "? help  q quit");
+    n = ui_keys_bar(UI_SCR_MONITOR, 200, bar, sizeof(bar));
+    assert_non_null(strstr(bar, "c cancel"));
+    assert_non_null(strstr(bar, "Esc back"));
+    /* a tiny buffer never overflows */
+    char tiny[8];
+    n = ui_keys_bar(UI_SCR_RUNS, 200, tiny, sizeof(tiny));
+    assert_true(n < sizeof(tiny));
+}
+
+static void test_key_names(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(ui_keys_name(KEY_F(10), b, sizeof(b)), "F10");
+    assert_string_equal(ui_keys_name(27, b, sizeof(b)), "Esc");
+    assert_string_equal(ui_keys_name(0x0c, b, sizeof(b)), "^L");
+    assert_string_equal(ui_keys_name('x', b, sizeof(b)), "x");
+    assert_string_equal(ui_keys_name(KEY_PPAGE, b, sizeof(b)), "PgUp");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_text_screens_leave_printables_alone),
+        cmocka_unit_test(test_every_binding_is_described),
+        cmocka_unit_test(test_help_is_generated_from_the_table),
+        cmocka_unit_test(test_bar),
+        cmocka_unit_test(test_key_names),
+    };
+    return cmocka_run_group_tests_name("tui_keys", tests, NULL, NULL);
+}

@@ -1,0 +1,320 @@
+/* ui_app.c: the main loop, the frame around every screen (title, message line, key bar),
+ * confirmations, the help screen and terminal setup/restore. See ui_app.h. */
+#include <curses.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/version.h"
+#include "tui/ui_app.h"
+
+static volatile sig_atomic_t g_quit_signal;
+
+static void on_quit_signal(int sig)
+{
+    g_quit_signal = sig;
+}
+
+double ui_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void ui_app_message(ui_app *app, int error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(app->message, sizeof(app->message), fmt, ap);
+    va_end(ap);
+    app->message_error = error;
+}
+
+void ui_app_confirm(ui_app *app, void (*fn)(ui_app *), const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(app->confirm, sizeof(app->confirm), fmt, ap);
+    va_end(ap);
+    app->on_confirm = fn;
+}
+
+static void draw(ui_app *app);
+
+void ui_app_busy(ui_app *app, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(app->message, sizeof(app->message), fmt, ap);
+    va_end(ap);
+    app->message_error = 0;
+    draw(app);
+}
+
+void ui_app_switch(ui_app *app, ui_screen_id to)
+{
+    if (to == UI_SCREEN_HELP && app->screen != UI_SCREEN_HELP) {
+        app->help_back = app->screen;
+        app->help_top = 0;
+    }
+    app->screen = to;
+    if (to == UI_SCREEN_RUNS)
+        ui_runs_refresh(app, 1);
+}
+
+/* Key-table screens of the current screen: the monitor has different keys in a replay. */
+static unsigned keymask(const ui_app *app, ui_screen_id id)
+{
+    if (id == UI_SCREEN_MONITOR)
+        return app->mon.replay ? UI_SCR_REPLAY : UI_SCR_MONITOR;
+    return app->screens[id]->keymask;
+}
+
+/* ---- the frame -------------------------------------------------------------------------- */
+static void draw_frame(ui_app *app)
+{
+    const ui_layout *l = &app->layout;
+    const ui_screen *s = app->screens[app->screen];
+    char store[96];
+    size_t dl = strlen(app->store_dir);
+    /* the tail of a long store path is the informative part */
+    snprintf(store, sizeof(store), "%s%.63s", dl > 60 ? "..." : "", app->store_dir + (dl > 60 ? dl - 60 : 0));
+    ui_put(l->title.y, 0, l->cols, UI_C_TITLE, 1, " pdbx %s | %s", pdbx_version(), s->name);
+    int sl = (int)strlen(store) + 1;
+    if (sl < l->cols / 2)
+        ui_put(l->title.y, l->cols - sl, sl, UI_C_TITLE, 0, "%s ", store);
+    /* message line: confirmation first, then the last message */
+    if (app->confirm[0])
+        ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %s [y/N]", app->confirm);
+    else if (app->message[0])
+        ui_put(l->message.y, 0, l->cols, app->message_error ? UI_C_ERROR : UI_C_INFO, 1, " %s", app->message);
+    else
+        ui_put(l->message.y, 0, l->cols, UI_C_NORMAL, 1, "%s", "");
+    /* key bar: generated from the key table; key names highlighted */
+    char bar[512];
+    unsigned mask = keymask(app, app->screen);
+    ui_keys_bar(mask, l->cols - 1, bar, sizeof(bar));
+    ui_put(l->keybar.y, 0, l->cols, UI_C_KEYBAR, 1, " %s", bar);
+    /* re-draw each key name in the key role: pairs are "KEY label" separated by two blanks */
+    int x = 1;
+    const char *p = bar;
+    while (*p) {
+        const char *sp = strchr(p, ' ');
+        if (!sp) break;
+        ui_put(l->keybar.y, x, (int)(sp - p), UI_C_KEY, 0, "%.*s", (int)(sp - p), p);
+        const char *next = strstr(sp + 1, "  ");
+        if (!next) break;
+        x += (int)(next + 2 - p);
+        p = next + 2;
+    }
+}
+
+static void draw_too_small(ui_app *app)
+{
+    char lines[4][128];
+    int n = ui_layout_too_small_text(app->layout.lines, app->layout.cols, lines, 4);
+    int y0 = app->layout.lines / 2 - n / 2;
+    for (int i = 0; i < n; i++) {
+        int len = (int)strlen(lines[i]);
+        int x = (app->layout.cols - len) / 2;
+        ui_put(y0 + i, x < 0 ? 0 : x, app->layout.cols, i == 0 ? UI_C_ERROR : UI_C_NORMAL, 0, "%s", lines[i]);
+    }
+}
+
+static void draw(ui_app *app)
+{
+    erase();
+    if (app->layout.too_small) {
+        draw_too_small(app);
+    } else {
+        app->cursor_y = -1;
+        app->screens[app->screen]->draw(app, app->layout.body);
+        draw_frame(app);
+    }
+    if (!app->layout.too_small && app->cursor_y >= 0 && !app->confirm[0]) {
+        move(app->cursor_y, app->cursor_x);
+        curs_set(1);
+    } else {
+        curs_set(0);
+    }
+    refresh();
+}
+
+/* ---- help screen: generated from the key table ------------------------------------------ */
+static void help_draw(ui_app *app, ui_rect body)
+{
+    const ui_screen *back = app->screens[app->help_back];
+    char lines[96][128];
+    int n = ui_keys_help(keymask(app, app->help_back), lines, 96);
+    ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen", back->name);
+    int rows = body.h - 3;
+    if (app->help_top > n - rows) app->help_top = n - rows;
+    if (app->help_top < 0) app->help_top = 0;
+    for (int i = 0; i < rows && app->help_top + i < n; i++)
+        ui_put(body.y + 2 + i, 1, body.w - 2, UI_C_NORMAL, 0, "%s", lines[app->help_top + i]);
+    ui_put(body.y + body.h - 1, 1, body.w - 2, UI_C_DIM, 0,
+           "Text fields take every printable key; F10 quits and Esc goes back from anywhere.");
+}
+
+static int help_key(ui_app *app, int key, ui_action act)
+{
+    (void)key;
+    switch (act) {
+    case UI_ACT_UP: app->help_top--; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_DOWN: app->help_top++; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_PGUP: app->help_top -= 10; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_PGDN: app->help_top += 10; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_BACK:
+        app->screen = app->help_back;
+        return UI_H_HANDLED | UI_H_REDRAW;
+    default: return UI_H_NONE;
+    }
+}
+
+const ui_screen ui_screen_help = { "help", UI_SCR_HELP, 0, NULL, help_key, help_draw };
+
+/* ---- dispatch ----------------------------------------------------------------------------- */
+static void cycle_theme(ui_app *app)
+{
+    char names[32][64];
+    int n = ui_theme_names(names, 32);
+    if (n == 0) {
+        ui_app_message(app, 1, "no theme files in %s", ui_themes_dir());
+        return;
+    }
+    int cur = -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], app->theme.name) == 0) cur = i;
+    char err[256];
+    for (int k = 1; k <= n; k++) {
+        const char *next = names[(cur + k) % n];
+        ui_theme t;
+        ui_theme_warnings w;
+        if (ui_theme_load(next, &t, &w, err, sizeof(err)) != 0) {
+            ui_app_message(app, 1, "%s", err);
+            continue;
+        }
+        app->theme = t;
+        ui_theme_apply(&app->theme, app->mono);
+        snprintf(app->cfg.theme, sizeof(app->cfg.theme), "%s", t.name);
+        if (ui_config_save_if_changed(&app->cfg, err, sizeof(err)) != 0)
+            ui_app_message(app, 1, "theme %s (not saved: %s)", t.name, err);
+        else
+            ui_app_message(app, 0, "theme: %s%s", t.name, app->mono ? " (monochrome terminal: attributes only)" : "");
+        return;
+    }
+}
+
+static int dispatch(ui_app *app, int ch)
+{
+    if (app->confirm[0]) {
+        void (*fn)(ui_app *) = app->on_confirm;
+        app->confirm[0] = '\0';
+        app->on_confirm = NULL;
+        if ((ch == 'y' || ch == 'Y') && fn)
+            fn(app);
+        else
+            ui_app_message(app, 0, "cancelled");
+        return UI_H_REDRAW;
+    }
+    const ui_screen *s = app->screens[app->screen];
+    ui_action act = ui_keys_action(keymask(app, app->screen), ch);
+    if (app->layout.too_small)
+        return act == UI_ACT_QUIT ? UI_H_QUIT : UI_H_NONE;
+    if (ch != ERR)
+        app->message[0] = '\0';
+    int r = s->key(app, ch, act);
+    if (r & UI_H_HANDLED)
+        return r | UI_H_REDRAW;
+    switch (act) {
+    case UI_ACT_QUIT: return UI_H_QUIT;
+    case UI_ACT_HELP: ui_app_switch(app, UI_SCREEN_HELP); return UI_H_REDRAW;
+    case UI_ACT_REDRAW: return UI_H_CLEAR | UI_H_REDRAW;
+    case UI_ACT_THEME: cycle_theme(app); return UI_H_CLEAR | UI_H_REDRAW;
+    case UI_ACT_ASCII:
+        app->force_ascii = !app->force_ascii;
+        app->cfg.ascii = app->force_ascii;
+        ui_app_message(app, 0, "charts: %s", app->force_ascii || !app->unicode ? "ASCII" : "Unicode");
+        return UI_H_REDRAW;
+    default: return r | UI_H_REDRAW;
+    }
+}
+
+int ui_app_run(ui_app *app)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_quit_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int resized = 1, dirty = 1;
+    double next_tick = 0;
+    /* PDBX_TUI_KEYLOG=FILE: one line per key, the milliseconds from getch() returning it to the
+     * screen showing its effect (refresh done), to verify the 50 ms budget on real stores. */
+    FILE *keylog = NULL;
+    const char *kl = getenv("PDBX_TUI_KEYLOG");
+    if (kl && *kl)
+        keylog = fopen(kl, "a");
+    double key_t0 = -1;
+    int key_code = 0;
+    while (!g_quit_signal) {
+        double now = ui_now();
+        if (resized) {
+            resized = 0;
+            ui_layout_compute(LINES, COLS, &app->layout);
+            dirty = 1;
+        }
+        const ui_screen *s = app->screens[app->screen];
+        if (s->tick && s->tick_ms > 0 && now >= next_tick) {
+            int r = s->tick(app);
+            if (r & UI_H_REDRAW) dirty = 1;
+            if (r & UI_H_QUIT) break;
+            next_tick = now + s->tick_ms / 1000.0;
+        }
+        if (dirty) {
+            draw(app);
+            dirty = 0;
+        }
+        if (keylog && key_t0 >= 0) {
+            fprintf(keylog, "key %d ms %.3f\n", key_code, (ui_now() - key_t0) * 1000);
+            fflush(keylog);
+            key_t0 = -1;
+        }
+        int wait_ms = 1000;
+        s = app->screens[app->screen];
+        if (s->tick && s->tick_ms > 0) {
+            double left = next_tick - ui_now();
+            wait_ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+            if (wait_ms > s->tick_ms) wait_ms = s->tick_ms;
+        }
+        timeout(wait_ms);
+        int ch = getch();
+        if (ch == ERR)
+            continue;
+        key_t0 = ui_now();
+        key_code = ch;
+        if (ch == KEY_RESIZE) {
+            resized = 1;
+            continue;
+        }
+        ui_screen_id before = app->screen;
+        int r = dispatch(app, ch);
+        if (app->screen != before)
+            next_tick = 0;              /* a new screen ticks at once */
+        if (r & UI_H_QUIT) break;
+        if (r & UI_H_CLEAR) clearok(curscr, TRUE);
+        if (r & UI_H_RESIZE) resized = 1;
+        if (r & (UI_H_REDRAW | UI_H_HANDLED)) dirty = 1;
+    }
+    if (keylog)
+        fclose(keylog);
+    return 0;
+}

@@ -1,0 +1,39 @@
+/* ui_data.h: the numbers the run view and compare screens show, computed from a loaded
+ * pdbx_run. Pure: no curses, no I/O.
+ *
+ * A config matrix holds one config's points in MBS order and, per op, the chosen statistic in
+ * ms (NaN where the cell was never measured: the views print N/A, never 0). The total of a
+ * point is the sum of its measured ops: one layer's ops plus the once-per-step ops (embed,
+ * final_norm, lm_head), i.e. the forward time of a one-layer model; shares are op / total.
+ */
+#ifndef PDBX_UI_DATA_H
+#define PDBX_UI_DATA_H
+
+#include "engine/plan.h"
+#include "store/profiledb.h"
+
+#define UI_MAX_MBS 32
+
+typedef struct {
+    int n;                                   /* points */
+    int mbs[UI_MAX_MBS];
+    pdbx_point_status status[UI_MAX_MBS];
+    double v[PDBX_OP_COUNT][UI_MAX_MBS];     /* ms, NaN = not measured */
+    double flops[PDBX_OP_COUNT][UI_MAX_MBS]; /* per TP rank, one execution */
+    double bytes[PDBX_OP_COUNT][UI_MAX_MBS];
+    double total[UI_MAX_MBS];                /* NaN when no op of the point was measured */
+    int op_present[PDBX_OP_COUNT];           /* 1 when any point measured the op */
+} ui_matrix;
+
+void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m);
+/* Index of mbs in m, or -1. */
+int ui_matrix_find(const ui_matrix *m, int mbs);
+/* Geometric mean of the finite, positive entries of x (NaN when none). */
+double ui_geomean(const double *x, int n);
+/* Peak TFLOP/s of the GPU preset for the run's dtype ("bf16", "fp16", "fp32"). */
+double ui_gpu_peak_tflops(const pdbx_gpu *gpu, const char *dtype);
+/* Roofline bound of one execution in ms: max(flops / peak, bytes / bandwidth); NaN when the
+ * preset lacks a peak or the op has no flops and no bytes. */
+double ui_roofline_ms(const pdbx_gpu *gpu, const char *dtype, double flops, double bytes);
+
+#endif

@@ -1,0 +1,148 @@
+/* ui_draw.c: small curses drawing helpers shared by the screens (see ui_app.h). */
+#include <curses.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "tui/ui_app.h"
+
+/* Bytes of the first `cols` UTF-8 characters of s. */
+static size_t utf8_prefix(const char *s, int cols, int *used)
+{
+    size_t i = 0;
+    int n = 0;
+    while (s[i] && n < cols) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+        for (size_t j = 1; j < k; j++)
+            if (!s[i + j]) { k = j; break; }
+        i += k;
+        n++;
+    }
+    *used = n;
+    return i;
+}
+
+void ui_put(int y, int x, int w, ui_role role, int pad, const char *fmt, ...)
+{
+    if (w <= 0 || y < 0 || y >= LINES || x >= COLS)
+        return;
+    if (x + w > COLS) w = COLS - x;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\t' || *p == '\r') *p = ' ';
+    int used;
+    size_t bytes = utf8_prefix(buf, w, &used);
+    int attr = ui_theme_attr(role);
+    attron(attr);
+    mvaddnstr(y, x, buf, (int)bytes);
+    if (pad)
+        for (int i = used; i < w; i++)
+            addch(' ');
+    attroff(attr);
+}
+
+void ui_draw_canvas(const ui_canvas *c, int y, int x)
+{
+    for (int r = 0; r < c->h; r++) {
+        if (y + r >= LINES) break;
+        int cx = 0;
+        while (cx < c->w) {
+            int cls = c->cls[(size_t)r * c->w + cx];
+            char run[1024];
+            size_t n = 0;
+            int start = cx;
+            while (cx < c->w && c->cls[(size_t)r * c->w + cx] == cls && n + 5 < sizeof(run)) {
+                n += (size_t)ui_utf8_encode(c->cp[(size_t)r * c->w + cx], run + n);
+                cx++;
+            }
+            run[n] = '\0';
+            ui_role role = cls == UI_CLS_AXIS ? UI_C_AXIS
+                         : cls >= UI_CLS_SERIES ? (ui_role)(UI_C_SERIES0 + (cls - UI_CLS_SERIES) % 8)
+                         : UI_C_NORMAL;
+            int attr = ui_theme_attr(role);
+            attron(attr);
+            mvaddstr(y + r, x + start, run);
+            attroff(attr);
+        }
+    }
+}
+
+void ui_draw_tabs(int y, int x, int w, const char *const *names, int n, int active)
+{
+    int cx = x;
+    /* keep the active tab visible: skip tabs from the left while it would not fit */
+    int first = 0;
+    for (;;) {
+        int need = 0;
+        for (int i = first; i <= active && i < n; i++)
+            need += (int)strlen(names[i]) + 3;
+        if (need <= w || first >= active) break;
+        first++;
+    }
+    if (first > 0) {
+        ui_put(y, cx, 2, UI_C_DIM, 0, "< ");
+        cx += 2;
+    }
+    for (int i = first; i < n && cx < x + w; i++) {
+        int len = (int)strlen(names[i]) + 2;
+        ui_put(y, cx, x + w - cx, i == active ? UI_C_TAB_ACTIVE : UI_C_TAB, 0, " %s ", names[i]);
+        cx += len + 1;
+    }
+}
+
+ui_role ui_role_run_status(pdbx_run_status s)
+{
+    switch (s) {
+    case PDBX_RUN_RUNNING: return UI_C_RUNNING;
+    case PDBX_RUN_COMPLETE: return UI_C_OK;
+    case PDBX_RUN_CANCELLED: return UI_C_WARNING;
+    case PDBX_RUN_FAILED: return UI_C_BAD;
+    case PDBX_RUN_CORRUPT: return UI_C_BAD;
+    }
+    return UI_C_NORMAL;
+}
+
+ui_role ui_role_point_status(pdbx_point_status s)
+{
+    switch (s) {
+    case PDBX_POINT_PENDING: return UI_C_PENDING;
+    case PDBX_POINT_RUNNING: return UI_C_RUNNING;
+    case PDBX_POINT_OK: return UI_C_OK;
+    case PDBX_POINT_OOM: return UI_C_WARNING;
+    case PDBX_POINT_PREDICTED_OOM: return UI_C_WARNING;
+    case PDBX_POINT_ERROR: return UI_C_BAD;
+    case PDBX_POINT_SKIPPED: return UI_C_DIM;
+    }
+    return UI_C_NORMAL;
+}
+
+void ui_format_time(double unix_s, char *buf, size_t len)
+{
+    if (!(unix_s > 0)) {
+        snprintf(buf, len, "N/A");
+        return;
+    }
+    time_t t = (time_t)unix_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%d %H:%M", &tm);
+}
+
+void ui_format_duration(double s, char *buf, size_t len)
+{
+    if (isnan(s) || s < 0) {
+        snprintf(buf, len, "N/A");
+        return;
+    }
+    long v = (long)(s + 0.5);
+    if (v >= 3600) snprintf(buf, len, "%ldh%02ldm", v / 3600, (v / 60) % 60);
+    else if (v >= 60) snprintf(buf, len, "%ldm%02lds", v / 60, v % 60);
+    else snprintf(buf, len, "%lds", v);
+}

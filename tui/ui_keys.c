@@ -1,0 +1,180 @@
+/* ui_keys.c: see ui_keys.h. */
+#include "tui/ui_keys.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CTRL(c) ((c) & 0x1f)
+#define NAV (UI_SCR_RUNS | UI_SCR_MONITOR | UI_SCR_RUNVIEW | UI_SCR_COMPARE | UI_SCR_HELP | UI_SCR_REPLAY)
+#define FIELDS (UI_SCR_FORM | UI_SCR_EXPORT)
+#define VIEWS (UI_SCR_RUNVIEW | UI_SCR_COMPARE)
+
+/* Order matters: the first binding of an action on a screen is the one the bar shows, and the
+ * help lists actions in table order. Letters are never bound on the text-entry screens. */
+static const ui_binding table[] = {
+    { '?', UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP },
+    { KEY_F(1), UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~UI_SCR_HELP },
+    { 'q', UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL & ~FIELDS },
+    { KEY_F(10), UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL },
+    { 27, UI_ACT_BACK, "back", "back (a running sweep keeps running)", UI_SCR_ALL & ~UI_SCR_RUNS },
+    { KEY_ENTER, UI_ACT_OPEN, NULL, "open the selected run", UI_SCR_RUNS },
+    { '\n', UI_ACT_OPEN, "open", "open the selected run", UI_SCR_RUNS },
+    { '\r', UI_ACT_OPEN, NULL, "open the selected run", UI_SCR_RUNS },
+    { '\n', UI_ACT_OPEN, "results", "open the finished run's results", UI_SCR_MONITOR },
+    { '\r', UI_ACT_OPEN, NULL, "open the finished run's results", UI_SCR_MONITOR },
+    { KEY_ENTER, UI_ACT_OPEN, NULL, "open the finished run's results", UI_SCR_MONITOR },
+    { 'n', UI_ACT_NEW, "new", "new sweep (form)", UI_SCR_RUNS },
+    { '/', UI_ACT_FILTER, "filter", "filter runs by text (Enter keeps, Esc clears)", UI_SCR_RUNS },
+    { 's', UI_ACT_SORT, "sort", "sort by the next column", UI_SCR_RUNS },
+    { 'S', UI_ACT_SORT_REVERSE, NULL, "reverse the sort order", UI_SCR_RUNS },
+    { ' ', UI_ACT_MARK, "mark", "mark the run to compare with", UI_SCR_RUNS },
+    { 'c', UI_ACT_COMPARE, "compare", "compare the marked run with the selected one", UI_SCR_RUNS },
+    { 'd', UI_ACT_DELETE, "delete", "delete the selected run (asks first)", UI_SCR_RUNS },
+    { 'r', UI_ACT_REPLAY, "replay", "replay the selected run in the monitor", UI_SCR_RUNS },
+    { 'e', UI_ACT_EXPORT, "export", "export the selected run (NPZ, CSV, trace)", UI_SCR_RUNS | VIEWS },
+    { '\t', UI_ACT_NEXT_TAB, "tab", "next tab (config / collectives)", VIEWS },
+    { KEY_RIGHT, UI_ACT_NEXT_TAB, NULL, "next tab", VIEWS },
+    { 'l', UI_ACT_NEXT_TAB, NULL, "next tab", VIEWS },
+    { KEY_BTAB, UI_ACT_PREV_TAB, NULL, "previous tab", VIEWS },
+    { KEY_LEFT, UI_ACT_PREV_TAB, NULL, "previous tab", VIEWS },
+    { 'h', UI_ACT_PREV_TAB, NULL, "previous tab", VIEWS },
+    { 'v', UI_ACT_VIEW, "view", "next view: table, shares, cost vs MBS, roofline", VIEWS },
+    { 's', UI_ACT_STAT, "stat", "next statistic: mean, median, min, max, std", VIEWS },
+    { 'o', UI_ACT_OP, "op", "next op for the cost chart (all ops / one op)", VIEWS },
+    { 'g', UI_ACT_LOG, "log", "log scale on/off for charts", VIEWS },
+    { 'm', UI_ACT_MARK, "mark", "mark this config to compare with", UI_SCR_RUNVIEW },
+    { 'c', UI_ACT_COMPARE, "compare", "compare the marked config with this one", UI_SCR_RUNVIEW },
+    { 'c', UI_ACT_CANCEL_SWEEP, "cancel", "cancel the sweep (asks first)", UI_SCR_MONITOR },
+    { KEY_F(5), UI_ACT_LAUNCH, "launch", "validate and launch the sweep", UI_SCR_FORM },
+    { KEY_F(5), UI_ACT_LAUNCH, "write", "write the export", UI_SCR_EXPORT },
+    { KEY_F(6), UI_ACT_USE_COMBOS, "use combos", "use the valid TPxPPxDP list of the GPU count", UI_SCR_FORM },
+    { '+', UI_ACT_FASTER, "faster", "replay twice as fast", UI_SCR_REPLAY },
+    { '-', UI_ACT_SLOWER, "slower", "replay half as fast", UI_SCR_REPLAY },
+    { ' ', UI_ACT_PAUSE, "pause", "pause / resume the replay", UI_SCR_REPLAY },
+    { '\t', UI_ACT_DOWN, NULL, "next field", FIELDS },
+    { KEY_BTAB, UI_ACT_UP, NULL, "previous field", FIELDS },
+    { KEY_LEFT, UI_ACT_CHOICE_PREV, NULL, "previous preset or choice (in text: cursor left)", FIELDS },
+    { KEY_RIGHT, UI_ACT_CHOICE_NEXT, NULL, "next preset or choice (in text: cursor right)", FIELDS },
+    { CTRL('U'), UI_ACT_CLEAR_FIELD, NULL, "clear the field", FIELDS },
+    { KEY_UP, UI_ACT_UP, NULL, "move up", NAV | FIELDS },
+    { 'k', UI_ACT_UP, NULL, "move up", NAV },
+    { KEY_DOWN, UI_ACT_DOWN, NULL, "move down", NAV | FIELDS },
+    { 'j', UI_ACT_DOWN, NULL, "move down", NAV },
+    { KEY_PPAGE, UI_ACT_PGUP, NULL, "page up", NAV | FIELDS },
+    { KEY_NPAGE, UI_ACT_PGDN, NULL, "page down", NAV | FIELDS },
+    { KEY_HOME, UI_ACT_HOME, NULL, "first line", NAV },
+    { KEY_END, UI_ACT_END, NULL, "last line", NAV },
+    { 't', UI_ACT_THEME, "theme", "next colour theme (saved)", UI_SCR_ALL & ~FIELDS },
+    { 'a', UI_ACT_ASCII, NULL, "charts in plain ASCII / Unicode", VIEWS },
+    { CTRL('L'), UI_ACT_REDRAW, NULL, "redraw the screen", UI_SCR_ALL },
+    { KEY_BACKSPACE, UI_ACT_BACK, NULL, "back", UI_SCR_ALL & ~UI_SCR_RUNS & ~FIELDS },
+    { 127, UI_ACT_BACK, NULL, "back", UI_SCR_ALL & ~UI_SCR_RUNS & ~FIELDS },
+};
+
+const ui_binding *ui_keys_table(size_t *n)
+{
+    *n = sizeof(table) / sizeof(table[0]);
+    return table;
+}
+
+ui_action ui_keys_action(unsigned screen, int key)
+{
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (table[i].key == key && (table[i].screens & screen))
+            return table[i].action;
+    return UI_ACT_NONE;
+}
+
+const char *ui_keys_name(int key, char *buf, size_t len)
+{
+    static const struct { int key; const char *name; } names[] = {
+        { KEY_UP, "Up" }, { KEY_DOWN, "Down" }, { KEY_LEFT, "Left" }, { KEY_RIGHT, "Right" },
+        { KEY_PPAGE, "PgUp" }, { KEY_NPAGE, "PgDn" }, { KEY_HOME, "Home" }, { KEY_END, "End" },
+        { KEY_ENTER, "Enter" }, { '\n', "Enter" }, { '\r', "Enter" }, { 27, "Esc" },
+        { KEY_BACKSPACE, "Backspace" }, { 127, "Backspace" }, { '\t', "Tab" },
+        { KEY_BTAB, "S-Tab" }, { ' ', "Space" },
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].key == key) {
+            snprintf(buf, len, "%s", names[i].name);
+            return buf;
+        }
+    if (key >= KEY_F(1) && key <= KEY_F(12))
+        snprintf(buf, len, "F%d", key - KEY_F(0));
+    else if (key > 0 && key < 32)
+        snprintf(buf, len, "^%c", key + '@');
+    else if (key >= 32 && key < 127)
+        snprintf(buf, len, "%c", key);
+    else
+        snprintf(buf, len, "key %d", key);
+    return buf;
+}
+
+/* 1 when an earlier binding of the same action applies to the screen (labelled: only
+ * bindings that carry a bar label count). */
+static int seen_before(size_t i, unsigned screen, int labelled)
+{
+    for (size_t j = 0; j < i; j++)
+        if (table[j].action == table[i].action && (table[j].screens & screen)
+            && (!labelled || table[j].label))
+            return 1;
+    return 0;
+}
+
+size_t ui_keys_bar(unsigned screen, int width, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (len == 0)
+        return 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        const ui_binding *b = &table[i];
+        if (!(b->screens & screen) || !b->label || seen_before(i, screen, 1))
+            continue;
+        char name[32], item[80];
+        ui_keys_name(b->key, name, sizeof(name));
+        int k = snprintf(item, sizeof(item), "%s%s %s", n ? "  " : "", name, b->label);
+        if (k < 0 || (int)(n + (size_t)k) > width || n + (size_t)k + 1 > len)
+            break;
+        memcpy(buf + n, item, (size_t)k + 1);
+        n += (size_t)k;
+    }
+    return n;
+}
+
+int ui_keys_help(unsigned screen, char (*lines)[128], int cap)
+{
+    int nl = 0;
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]) && nl < cap; i++) {
+        if (!(table[i].screens & screen) || seen_before(i, screen, 0))
+            continue;
+        char keys[64] = "";
+        size_t kn = 0;
+        char names[8][32];
+        int nnames = 0;
+        for (size_t j = i; j < sizeof(table) / sizeof(table[0]); j++) {
+            if (table[j].action != table[i].action || !(table[j].screens & screen))
+                continue;
+            char name[32];
+            ui_keys_name(table[j].key, name, sizeof(name));
+            int dup = 0;
+            for (int d = 0; d < nnames; d++)
+                dup |= strcmp(names[d], name) == 0;   /* "\n", "\r", KEY_ENTER are all Enter */
+            if (dup || nnames == 8)
+                continue;
+            memcpy(names[nnames++], name, sizeof(name));
+            int k = snprintf(keys + kn, sizeof(keys) - kn, "%s%s", kn ? ", " : "", name);
+            if (k < 0 || kn + (size_t)k >= sizeof(keys))
+                break;
+            kn += (size_t)k;
+        }
+        snprintf(lines[nl++], 128, "  %-22s %s", keys, table[i].desc);
+    }
+    return nl;
+}
+
+int ui_keys_is_text_key(int key)
+{
+    return (key >= 32 && key < 127) || (key >= 128 && key < 256);
+}

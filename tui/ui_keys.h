@@ -1,0 +1,63 @@
+/* ui_keys.h: the one key table of the explorer (tig help.c, htop Action_setBindings).
+ *
+ * Every binding is {key, action, bar label, description, screens}. Key dispatch, the help
+ * screen (?/F1) and the bottom key bar are all generated from this table, so they cannot
+ * disagree. Text entry (the filter line, form fields, dialog fields) bypasses the table for
+ * printable keys: see ui_keys_is_text_key().
+ * Pure: uses only the key code constants of curses.h, no terminal.
+ */
+#ifndef PDBX_UI_KEYS_H
+#define PDBX_UI_KEYS_H
+
+#include <stddef.h>
+
+/* Screens a binding applies to (bit mask). */
+enum {
+    UI_SCR_RUNS = 1u << 0,
+    UI_SCR_FORM = 1u << 1,
+    UI_SCR_MONITOR = 1u << 2,
+    UI_SCR_RUNVIEW = 1u << 3,
+    UI_SCR_COMPARE = 1u << 4,
+    UI_SCR_EXPORT = 1u << 5,
+    UI_SCR_HELP = 1u << 6,
+    UI_SCR_REPLAY = 1u << 7,
+    UI_SCR_ALL = 0xFFu
+};
+
+typedef enum {
+    UI_ACT_NONE = 0,
+    UI_ACT_UP, UI_ACT_DOWN, UI_ACT_PGUP, UI_ACT_PGDN, UI_ACT_HOME, UI_ACT_END,
+    UI_ACT_PREV_TAB, UI_ACT_NEXT_TAB,
+    UI_ACT_OPEN, UI_ACT_BACK, UI_ACT_QUIT, UI_ACT_HELP, UI_ACT_REDRAW, UI_ACT_THEME,
+    UI_ACT_ASCII,
+    UI_ACT_FILTER, UI_ACT_SORT, UI_ACT_SORT_REVERSE, UI_ACT_DELETE, UI_ACT_NEW, UI_ACT_REPLAY,
+    UI_ACT_MARK, UI_ACT_COMPARE, UI_ACT_CANCEL_SWEEP, UI_ACT_STAT, UI_ACT_VIEW, UI_ACT_LOG,
+    UI_ACT_EXPORT, UI_ACT_LAUNCH, UI_ACT_FASTER, UI_ACT_SLOWER, UI_ACT_PAUSE, UI_ACT_OP, UI_ACT_USE_COMBOS,
+    UI_ACT_CHOICE_PREV, UI_ACT_CHOICE_NEXT, UI_ACT_CLEAR_FIELD,
+    UI_ACT_COUNT
+} ui_action;
+
+typedef struct {
+    int key;                 /* curses key code or character */
+    ui_action action;
+    const char *label;       /* bar label ("quit"); NULL: not on the bar */
+    const char *desc;        /* help line */
+    unsigned screens;        /* UI_SCR_* mask */
+} ui_binding;
+
+/* The table, and its length. */
+const ui_binding *ui_keys_table(size_t *n);
+/* Action of key on screen (first matching binding), UI_ACT_NONE when unbound. */
+ui_action ui_keys_action(unsigned screen, int key);
+/* Display name of a key: "q", "F10", "Enter", "Esc", "Up", "PgUp", "^L", "Space", "Tab". */
+const char *ui_keys_name(int key, char *buf, size_t len);
+/* The bottom bar for a screen: "key label" pairs (first key of each action with a label),
+ * separated by two spaces, cut to width columns at a pair boundary. Returns the length. */
+size_t ui_keys_bar(unsigned screen, int width, char *buf, size_t len);
+/* The help lines for a screen: one line per action, "  keys...   description", keys of the
+ * same action joined with ", ". Returns the number of lines written (<= cap). */
+int ui_keys_help(unsigned screen, char (*lines)[128], int cap);
+/* Printable keys that text fields take (everything from space to '~', and UTF-8 bytes). */
+int ui_keys_is_text_key(int key);
+
+#endif

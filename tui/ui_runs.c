@@ -1,0 +1,401 @@
+/* ui_runs.c: the home screen: every run of the store, listed from the store index (runs are
+ * never loaded here, so 10,000 runs list instantly), with sort, filter, delete, open
+ * (running runs reattach the monitor), compare, export, replay and new sweep. */
+#include <curses.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "tui/ui_app.h"
+#include "tui/ui_lister.h"
+
+enum { COL_CREATED, COL_MODEL, COL_BACKEND, COL_TP, COL_MBS, COL_STATUS, NCOLS };
+static const char *const col_names[NCOLS] = { "created", "model", "backend/GPU", "TP", "MBS", "status" };
+
+static void tp_text(const pdbx_run_summary *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ntp && n + 1 < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", i ? "," : "", s->tp[i]);
+    if (s->ntp == 0)
+        snprintf(buf, len, "N/A");
+}
+
+static void status_text(const pdbx_run_summary *s, char *buf, size_t len)
+{
+    if (s->status == PDBX_RUN_RUNNING && s->points_total > 0)
+        snprintf(buf, len, "running %d%%", (int)(100.0 * s->points_done / s->points_total));
+    else
+        snprintf(buf, len, "%s", pdbx_run_status_name(s->status));
+}
+
+static const pdbx_run_summary *sort_all;
+static int sort_col, sort_rev;
+
+static int cmp_int(long a, long b) { return a < b ? -1 : a > b; }
+
+static int cmp_runs(const void *pa, const void *pb)
+{
+    const pdbx_run_summary *a = &sort_all[*(const size_t *)pa], *b = &sort_all[*(const size_t *)pb];
+    int c = 0;
+    switch (sort_col) {
+    case COL_CREATED: c = a->created < b->created ? 1 : a->created > b->created ? -1 : 0; break;
+    case COL_MODEL: c = strcasecmp(a->model, b->model); break;
+    case COL_BACKEND:
+        c = strcmp(a->backend, b->backend);
+        if (!c) c = strcmp(a->gpu, b->gpu);
+        break;
+    case COL_TP:
+        c = cmp_int(a->ntp ? a->tp[0] : 0, b->ntp ? b->tp[0] : 0);
+        if (!c) c = cmp_int(a->ntp, b->ntp);
+        break;
+    case COL_MBS:
+        c = cmp_int(a->mbs_min, b->mbs_min);
+        if (!c) c = cmp_int(a->mbs_max, b->mbs_max);
+        break;
+    case COL_STATUS:
+        c = strcmp(pdbx_run_status_name(a->status), pdbx_run_status_name(b->status));
+        if (!c) c = cmp_int(a->points_total ? 1000L * a->points_done / a->points_total : 0,
+                            b->points_total ? 1000L * b->points_done / b->points_total : 0);
+        break;
+    }
+    if (!c) c = strcmp(b->id, a->id);   /* newest first as the tie-break */
+    return sort_rev ? -c : c;
+}
+
+/* Case-insensitive substring test (strcasestr is a GNU extension). */
+static int contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0) return 1;
+    return n == 0;
+}
+
+static int matches(const pdbx_run_summary *s, const char *f)
+{
+    if (!*f) return 1;
+    char st[32], tp[64];
+    status_text(s, st, sizeof(st));
+    tp_text(s, tp, sizeof(tp));
+    const char *fields[] = { s->id, s->model, s->backend, s->gpu, st, tp, s->message };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (contains_nocase(fields[i], f)) return 1;
+    return 0;
+}
+
+/* Id of the selected run, "" when none. */
+static void selected_id(const ui_runs_state *r, char out[PDBX_RUN_ID_MAX])
+{
+    out[0] = '\0';
+    if (r->nview > 0 && r->sel >= 0 && (size_t)r->sel < r->nview)
+        snprintf(out, PDBX_RUN_ID_MAX, "%s", r->all[r->view[r->sel]].id);
+}
+
+/* Filters and sorts into r->view, keeping `selected` (an id, may be "") selected. */
+static void rebuild_view_keep(ui_runs_state *r, const char *selected)
+{
+    r->nview = 0;
+    for (size_t i = 0; i < r->nall; i++)
+        if (matches(&r->all[i], r->filter))
+            r->view[r->nview++] = i;
+    sort_all = r->all;
+    sort_col = r->sort_col;
+    sort_rev = r->sort_rev;
+    qsort(r->view, r->nview, sizeof(r->view[0]), cmp_runs);
+    /* keep the same run selected across refreshes */
+    if (selected[0])
+        for (size_t i = 0; i < r->nview; i++)
+            if (strcmp(r->all[r->view[i]].id, selected) == 0) { r->sel = (int)i; break; }
+    if (r->sel >= (int)r->nview) r->sel = (int)r->nview - 1;
+    if (r->sel < 0) r->sel = 0;
+}
+
+static void rebuild_view(ui_runs_state *r)
+{
+    char selected[PDBX_RUN_ID_MAX];
+    selected_id(r, selected);
+    rebuild_view_keep(r, selected);
+}
+
+/* Swaps in a listing the worker finished, keeping the selection. Returns UI_H_REDRAW when one
+ * arrived. */
+static int take_listing(ui_app *app)
+{
+    ui_runs_state *r = &app->runs;
+    pdbx_run_summary *list = NULL;
+    size_t n = 0;
+    double ms = 0;
+    char err[256];
+    if (!ui_lister_take(r->lister, &list, &n, &ms, err, sizeof(err)))
+        return UI_H_NONE;
+    if (err[0]) {
+        ui_app_message(app, 1, "%s", err);
+        free(list);
+        return UI_H_REDRAW;
+    }
+    size_t *view = malloc((n ? n : 1) * sizeof(*view));
+    if (!view) {
+        free(list);
+        ui_app_message(app, 1, "out of memory listing %zu runs", n);
+        return UI_H_REDRAW;
+    }
+    char keep[PDBX_RUN_ID_MAX];
+    selected_id(r, keep);
+    free(r->all);
+    free(r->view);
+    r->all = list;
+    r->nall = n;
+    r->view = view;
+    r->nview = 0;
+    r->list_ms = ms;
+    r->loaded = 1;
+    r->any_running = 0;
+    for (size_t i = 0; i < n; i++)
+        r->any_running |= list[i].status == PDBX_RUN_RUNNING;
+    rebuild_view_keep(r, keep);
+    return UI_H_REDRAW;
+}
+
+int ui_runs_refresh(ui_app *app, int force)
+{
+    ui_runs_state *r = &app->runs;
+    if (!app->store)
+        return UI_H_NONE;
+    char err[256];
+    if (!r->lister && ui_lister_start(app->store_dir, &r->lister, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return UI_H_REDRAW;
+    }
+    int res = take_listing(app);
+    /* a new listing when runs/ changed (a run added or removed), and every 2 s while a run is
+     * running (its progress); listings run on the worker, never here */
+    char dir[PDBX_PATH_MAX + 8];
+    snprintf(dir, sizeof(dir), "%s/runs", app->store_dir);
+    struct stat stt;
+    double mtime = stat(dir, &stt) == 0 ? (double)stt.st_mtim.tv_sec + stt.st_mtim.tv_nsec * 1e-9 : 0;
+    double now = ui_now();
+    if ((force || mtime != r->runs_dir_mtime || (r->any_running && now - r->last_list >= 2.0))
+        && !ui_lister_busy(r->lister)) {
+        ui_lister_request(r->lister);
+        r->runs_dir_mtime = mtime;
+        r->last_list = now;
+    } else if (force) {
+        r->runs_dir_mtime = -1;         /* busy: ask again on the next tick */
+    }
+    return res;
+}
+
+static int runs_tick(ui_app *app)
+{
+    return ui_runs_refresh(app, 0);
+}
+
+static const pdbx_run_summary *selected(ui_app *app)
+{
+    ui_runs_state *r = &app->runs;
+    if (r->nview == 0 || r->sel < 0 || (size_t)r->sel >= r->nview)
+        return NULL;
+    return &r->all[r->view[r->sel]];
+}
+
+static void do_delete(ui_app *app)
+{
+    char err[256];
+    const char *id = app->runs.pending_delete;
+    if (pdbx_store_delete(app->store, id, err, sizeof(err)) != 0)
+        ui_app_message(app, 1, "%s", err);
+    else
+        ui_app_message(app, 0, "deleted %s", id);
+    ui_runs_refresh(app, 1);
+}
+
+static int filter_key(ui_app *app, int key)
+{
+    ui_runs_state *r = &app->runs;
+    size_t len = strlen(r->filter);
+    if (key == 27) {
+        r->filter[0] = '\0';
+        r->editing_filter = 0;
+    } else if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+        r->editing_filter = 0;
+    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+        if (len > 0) r->filter[len - 1] = '\0';
+    } else if (ui_keys_is_text_key(key)) {
+        if (len + 1 < sizeof(r->filter)) {
+            r->filter[len] = (char)key;
+            r->filter[len + 1] = '\0';
+        }
+    } else if (key == KEY_F(10)) {
+        return UI_H_QUIT;
+    } else {
+        return UI_H_HANDLED;
+    }
+    r->sel = 0;
+    rebuild_view(r);
+    return UI_H_HANDLED | UI_H_REDRAW;
+}
+
+static int runs_key(ui_app *app, int key, ui_action act)
+{
+    ui_runs_state *r = &app->runs;
+    if (r->editing_filter)
+        return filter_key(app, key);
+    const pdbx_run_summary *s = selected(app);
+    int rows = app->layout.body.h - 4;
+    char path[PDBX_PATH_MAX];
+    switch (act) {
+    case UI_ACT_UP: r->sel--; break;
+    case UI_ACT_DOWN: r->sel++; break;
+    case UI_ACT_PGUP: r->sel -= rows; break;
+    case UI_ACT_PGDN: r->sel += rows; break;
+    case UI_ACT_HOME: r->sel = 0; break;
+    case UI_ACT_END: r->sel = (int)r->nview - 1; break;
+    case UI_ACT_FILTER:
+        r->editing_filter = 1;
+        break;
+    case UI_ACT_SORT:
+        r->sort_col = (r->sort_col + 1) % NCOLS;
+        r->sort_rev = 0;
+        rebuild_view(r);
+        ui_app_message(app, 0, "sorted by %s", col_names[r->sort_col]);
+        break;
+    case UI_ACT_SORT_REVERSE:
+        r->sort_rev = !r->sort_rev;
+        rebuild_view(r);
+        break;
+    case UI_ACT_NEW:
+        if (ui_form_open(app, app->form_preset) == 0)
+            ui_app_switch(app, UI_SCREEN_FORM);
+        break;
+    case UI_ACT_OPEN:
+        if (!s) break;
+        if (s->status == PDBX_RUN_RUNNING) {
+            if (ui_monitor_open(app, s->id) == 0) {
+                app->monitor_back = UI_SCREEN_RUNS;
+                ui_app_switch(app, UI_SCREEN_MONITOR);
+            }
+        } else if (ui_runview_open(app, s->id) == 0) {
+            ui_app_switch(app, UI_SCREEN_RUNVIEW);
+        }
+        break;
+    case UI_ACT_DELETE:
+        if (!s) break;
+        if (s->status == PDBX_RUN_RUNNING) {
+            ui_app_message(app, 1, "%s is running: open it and cancel the sweep first", s->id);
+            break;
+        }
+        snprintf(r->pending_delete, sizeof(r->pending_delete), "%s", s->id);
+        ui_app_confirm(app, do_delete, "delete run %s (%s, %s)? its file is removed", s->id,
+                       s->model, pdbx_run_status_name(s->status));
+        break;
+    case UI_ACT_MARK:
+        if (!s) break;
+        if (strcmp(r->marked, s->id) == 0) {
+            r->marked[0] = '\0';
+            ui_app_message(app, 0, "unmarked");
+        } else {
+            snprintf(r->marked, sizeof(r->marked), "%s", s->id);
+            ui_app_message(app, 0, "marked %s: select another run and press c to compare", s->id);
+        }
+        break;
+    case UI_ACT_COMPARE:
+        if (!s) break;
+        if (!r->marked[0]) {
+            ui_app_message(app, 1, "mark a run with Space first, then select another and press c");
+            break;
+        }
+        if (ui_compare_open_runs(app, r->marked, s->id) == 0)
+            ui_app_switch(app, UI_SCREEN_COMPARE);
+        break;
+    case UI_ACT_EXPORT:
+        if (!s) break;
+        if (ui_runview_open(app, s->id) == 0)
+            ui_export_open(app, UI_SCREEN_RUNS);
+        break;
+    case UI_ACT_REPLAY:
+        if (!s) break;
+        if (pdbx_store_run_path(app->store, s->id, path, sizeof(path)) != 0) {
+            ui_app_message(app, 1, "cannot locate %s", s->id);
+            break;
+        }
+        if (ui_monitor_open_replay(app, path, app->replay_speed) == 0) {
+            app->monitor_back = UI_SCREEN_RUNS;
+            ui_app_switch(app, UI_SCREEN_MONITOR);
+        }
+        break;
+    default:
+        return UI_H_NONE;
+    }
+    r->sel = ui_list_scroll((int)r->nview, rows, r->sel, &r->top);
+    return UI_H_HANDLED | UI_H_REDRAW;
+}
+
+static void runs_draw(ui_app *app, ui_rect b)
+{
+    ui_runs_state *r = &app->runs;
+    const int wc = 16, wb = 13, wt = 9, wm = 7, ws = 13;
+    int wmodel = b.w - 2 - (wc + wb + wt + wm + ws + 5);
+    if (wmodel < 8) wmodel = 8;
+    const int widths[NCOLS] = { wc, wmodel, wb, wt, wm, ws };
+    /* header, with the sort column marked */
+    int x = 1;
+    for (int c = 0; c < NCOLS; c++) {
+        char h[64];
+        snprintf(h, sizeof(h), "%s%s", col_names[c], c == r->sort_col ? (r->sort_rev ? " ^" : " v") : "");
+        ui_put(b.y, x, widths[c], UI_C_HEADER, 1, "%s", h);
+        x += widths[c] + 1;
+    }
+    int rows = b.h - 4;
+    if (!app->store) {
+        ui_put(b.y + 2, 2, b.w - 4, UI_C_ERROR, 0, "no store open (see the message below)");
+    } else if (!r->loaded) {
+        ui_put(b.y + 2, 2, b.w - 4, UI_C_DIM, 0, "listing the runs of %s ...", app->store_dir);
+    } else if (r->nall == 0) {
+        ui_put(b.y + 2, 2, b.w - 4, UI_C_NORMAL, 0, "No runs yet in %s.", app->store_dir);
+        ui_put(b.y + 3, 2, b.w - 4, UI_C_NORMAL, 0,
+               "Press n for a new sweep: the quick preset is ready to launch with F5.");
+    } else if (r->nview == 0) {
+        ui_put(b.y + 2, 2, b.w - 4, UI_C_NORMAL, 0, "No run matches '%s' (Esc on / clears the filter).", r->filter);
+    }
+    r->sel = ui_list_scroll((int)r->nview, rows, r->sel, &r->top);
+    for (int i = 0; i < rows && (size_t)(r->top + i) < r->nview; i++) {
+        const pdbx_run_summary *s = &r->all[r->view[r->top + i]];
+        int sel = r->top + i == r->sel;
+        int marked = strcmp(s->id, r->marked) == 0;
+        ui_role base = sel ? UI_C_SELECTED : (marked ? UI_C_MARKED : UI_C_NORMAL);
+        int y = b.y + 1 + i;
+        char created[32], be[64], tp[64], mbs[32], st[32];
+        ui_format_time(s->created, created, sizeof(created));
+        snprintf(be, sizeof(be), "%s/%s", s->backend, s->gpu);
+        tp_text(s, tp, sizeof(tp));
+        if (s->mbs_min > 0) snprintf(mbs, sizeof(mbs), "%d-%d", s->mbs_min, s->mbs_max);
+        else snprintf(mbs, sizeof(mbs), "N/A");
+        status_text(s, st, sizeof(st));
+        ui_put(y, 0, b.w, base, 1, "%s", marked ? "*" : " ");
+        const char *cells[NCOLS] = { created, s->model[0] ? s->model : "N/A", be, tp, mbs, st };
+        x = 1;
+        for (int c = 0; c < NCOLS; c++) {
+            ui_role role = (c == COL_STATUS && !sel) ? ui_role_run_status(s->status) : base;
+            ui_put(y, x, widths[c] + 1, role, 1, "%s", cells[c]);
+            x += widths[c] + 1;
+        }
+    }
+    /* detail of the selected run and list statistics */
+    const pdbx_run_summary *s = selected(app);
+    if (s)
+        ui_put(b.y + b.h - 2, 1, b.w - 2, s->message[0] ? UI_C_WARNING : UI_C_DIM, 1, "%s  %.1f kB  %d/%d points%s%s",
+               s->id, s->size / 1024.0, s->points_done, s->points_total, s->message[0] ? "  " : "", s->message);
+    if (r->editing_filter || r->filter[0])
+        ui_put(b.y + b.h - 1, 1, b.w - 2, r->editing_filter ? UI_C_FIELD_ACTIVE : UI_C_INFO, 1,
+               "filter: %s%s", r->filter, r->editing_filter ? "_" : "");
+    else
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1, "%zu run%s%s%s", r->nall, r->nall == 1 ? "" : "s",
+               r->marked[0] ? "  marked: " : "", r->marked);
+}
+
+const ui_screen ui_screen_runs = { "runs", UI_SCR_RUNS, 250, runs_tick, runs_key, runs_draw };

@@ -1,0 +1,492 @@
+/* ui_runview.c: one run's results. A tab per (TP, PP, DP) config plus a collectives tab; views:
+ * MBS x ops table in ms (with the total per MBS), the same table as shares, op shares per MBS
+ * as stacked bars, cost vs MBS per op (log option), and efficiency against the GPU preset's
+ * roofline. `m` marks a config and `c` compares it with the current one. */
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/ui_app.h"
+#include "tui/ui_data.h"
+
+static const char *const view_names[UI_VIEW_COUNT] = {
+    "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency"
+};
+
+void ui_runview_close(ui_app *app)
+{
+    ui_runview_state *v = &app->rv;
+    if (v->have_run)
+        pdbx_run_free(&v->run);
+    v->have_run = 0;
+}
+
+int ui_runview_open(ui_app *app, const char *id)
+{
+    ui_runview_state *v = &app->rv;
+    ui_runview_close(app);
+    memset(v, 0, sizeof(*v));
+    char err[256];
+    if (pdbx_run_load(app->store, id, &v->run, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return -1;
+    }
+    v->have_run = 1;
+    v->nconfigs = (int)pdbx_run_configs(&v->run, v->configs, PDBX_MAX_CONFIGS);
+    v->marked_tab = -1;
+    v->op = -1;
+    v->stat = PDBX_STAT_MEAN;
+    if (v->run.spec) {
+        char serr[256];
+        pdbx_spec_defaults(&v->spec);
+        v->have_spec = pdbx_spec_from_json(v->run.spec, v->run.id, &v->spec, serr, sizeof(serr)) == 0;
+    }
+    if (v->run.status == PDBX_RUN_CORRUPT)
+        ui_app_message(app, 1, "corrupt run: showing the events before the damage (%s)", v->run.end_reason);
+    else if (v->nconfigs == 0)
+        ui_app_message(app, 1, "run %s has no planned points", id);
+    return 0;
+}
+
+static int runview_key(ui_app *app, int key, ui_action act)
+{
+    (void)key;
+    ui_runview_state *v = &app->rv;
+    int ntabs = v->nconfigs + (v->run.ncoll > 0);
+    switch (act) {
+    case UI_ACT_BACK:
+        ui_runview_close(app);
+        ui_app_switch(app, UI_SCREEN_RUNS);
+        return UI_H_HANDLED;
+    case UI_ACT_NEXT_TAB:
+        if (ntabs) v->tab = (v->tab + 1) % ntabs;
+        v->scroll = 0;
+        return UI_H_HANDLED;
+    case UI_ACT_PREV_TAB:
+        if (ntabs) v->tab = (v->tab + ntabs - 1) % ntabs;
+        v->scroll = 0;
+        return UI_H_HANDLED;
+    case UI_ACT_VIEW:
+        v->view = (v->view + 1) % UI_VIEW_COUNT;
+        return UI_H_HANDLED;
+    case UI_ACT_STAT:
+        v->stat = (v->stat + 1) % PDBX_STAT_COUNT_KINDS;
+        ui_app_message(app, 0, "statistic: %s", pdbx_stat_name(v->stat));
+        return UI_H_HANDLED;
+    case UI_ACT_LOG:
+        v->log = !v->log;
+        ui_app_message(app, 0, "log scale %s", v->log ? "on" : "off");
+        return UI_H_HANDLED;
+    case UI_ACT_OP:
+        v->op = v->op + 1 >= PDBX_OP_COUNT ? -1 : v->op + 1;
+        ui_app_message(app, 0, "cost chart: %s", v->op < 0 ? "largest ops" : pdbx_op_name(v->op));
+        return UI_H_HANDLED;
+    case UI_ACT_UP: if (v->scroll > 0) v->scroll--; return UI_H_HANDLED;
+    case UI_ACT_DOWN: v->scroll++; return UI_H_HANDLED;
+    case UI_ACT_MARK:
+        if (v->tab >= v->nconfigs) return UI_H_HANDLED;
+        v->marked_tab = v->marked_tab == v->tab ? -1 : v->tab;
+        ui_app_message(app, 0, v->marked_tab < 0 ? "unmarked" : "marked this config: switch tabs and press c to compare");
+        return UI_H_HANDLED;
+    case UI_ACT_COMPARE:
+        if (v->marked_tab < 0 || v->marked_tab == v->tab || v->tab >= v->nconfigs) {
+            ui_app_message(app, 1, "mark a config with m, switch to another tab, then press c");
+            return UI_H_HANDLED;
+        }
+        if (ui_compare_open_configs(app, &v->run, v->configs[v->marked_tab], v->configs[v->tab]) == 0)
+            ui_app_switch(app, UI_SCREEN_COMPARE);
+        return UI_H_HANDLED;
+    case UI_ACT_EXPORT:
+        ui_export_open(app, UI_SCREEN_RUNVIEW);
+        return UI_H_HANDLED;
+    default:
+        return UI_H_NONE;
+    }
+}
+
+static void draw_table(ui_app *app, ui_rect b, const ui_matrix *m, int share)
+{
+    ui_runview_state *v = &app->rv;
+    const int opw = 17, cw = 9;
+    int ncols = (b.w - opw - 2) / cw;
+    if (ncols > m->n) ncols = m->n;
+    const int first = 0;       /* the widest terminals show every MBS; narrow ones the smallest */
+    int y = b.y;
+    ui_put(y, 1, opw, UI_C_HEADER, 1, "%s", share ? "op \\ MBS (share)" : "op \\ MBS (ms)");
+    for (int i = 0; i < ncols; i++)
+        ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*d", cw - 1, m->mbs[first + i]);
+    y++;
+    /* point status row, only where a point is not ok */
+    int any_bad = 0;
+    for (int i = 0; i < m->n; i++)
+        any_bad |= m->status[i] != PDBX_POINT_OK;
+    if (any_bad) {
+        ui_put(y, 1, opw, UI_C_DIM, 1, "status");
+        for (int i = 0; i < ncols; i++)
+            ui_put(y, 1 + opw + i * cw, cw, ui_role_point_status(m->status[first + i]), 1, "%*.*s", cw - 1, cw - 1,
+                   pdbx_point_status_name(m->status[first + i]));
+        y++;
+    }
+    int rows_left = b.y + b.h - y - 1;
+    int skipped = 0;
+    for (int op = 0; op < PDBX_OP_COUNT && rows_left > 0; op++) {
+        if (!m->op_present[op]) continue;
+        if (skipped++ < v->scroll) continue;
+        ui_put(y, 1, opw, UI_C_NORMAL, 1, "%s", pdbx_op_name(op));
+        for (int i = 0; i < ncols; i++) {
+            double x = m->v[op][first + i];
+            char s[32];
+            if (share) {
+                if (isnan(x) || !(m->total[first + i] > 0)) snprintf(s, sizeof(s), "N/A");
+                else snprintf(s, sizeof(s), "%.1f%%", 100 * x / m->total[first + i]);
+            } else {
+                ui_format_value(x, s, sizeof(s));
+            }
+            ui_put(y, 1 + opw + i * cw, cw, isnan(x) ? UI_C_DIM : UI_C_NORMAL, 1, "%*s", cw - 1, s);
+        }
+        y++;
+        rows_left--;
+    }
+    if (v->scroll > skipped) v->scroll = skipped;
+    ui_put(y, 1, opw, UI_C_HEADER, 1, "total");
+    for (int i = 0; i < ncols; i++) {
+        char s[32];
+        if (share) snprintf(s, sizeof(s), isnan(m->total[first + i]) ? "N/A" : "100%%");
+        else ui_format_value(m->total[first + i], s, sizeof(s));
+        ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*s", cw - 1, s);
+    }
+}
+
+/* The legend: fill or marker glyph + op name for each listed op, wrapped over rows. */
+static int draw_legend(ui_app *app, int y, int x, int w, const int *ops, int nops, int markers, int maxrows)
+{
+    int unicode = app->unicode && !app->force_ascii;
+    int cx = x, rows = 1;
+    for (int s = 0; s < nops; s++) {
+        const char *name = pdbx_op_name(ops[s]);
+        int len = (int)strlen(name) + 4;
+        if (cx + len > x + w) {
+            if (rows == maxrows) break;
+            rows++;
+            y++;
+            cx = x;
+        }
+        char g[8];
+        ui_utf8_encode(markers ? ui_series_marker(s, unicode) : ui_segment_fill(s, unicode), g);
+        ui_put(y, cx, 2, (ui_role)(UI_C_SERIES0 + s % 8), 0, "%s", g);
+        ui_put(y, cx + 2, len - 2, UI_C_NORMAL, 0, "%s", name);
+        cx += len;
+    }
+    return rows;
+}
+
+static void draw_shares(ui_app *app, ui_rect b, const ui_matrix *m)
+{
+    int ops[PDBX_OP_COUNT], nops = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if (m->op_present[op]) ops[nops++] = op;
+    int rows = m->n < b.h - 4 ? m->n : b.h - 4;
+    if (rows <= 0 || nops == 0) {
+        ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "nothing measured in this config yet");
+        return;
+    }
+    double *vals = calloc((size_t)rows * nops, sizeof(double));
+    const char **labels = calloc((size_t)rows, sizeof(char *));
+    char (*lab)[16] = calloc((size_t)rows, sizeof(*lab));
+    ui_canvas c;
+    if (!vals || !labels || !lab || ui_canvas_init(&c, b.w - 2, rows) != 0) {
+        ui_app_message(app, 1, "out of memory drawing the chart");
+        goto done;
+    }
+    for (int r = 0; r < rows; r++) {
+        snprintf(lab[r], sizeof(lab[r]), "MBS %d", m->mbs[r]);
+        labels[r] = lab[r];
+        for (int s = 0; s < nops; s++)
+            vals[r * nops + s] = m->v[ops[s]][r];
+    }
+    ui_chart_stacked(&c, 0, 0, 8, b.w - 12, labels, vals, rows, nops, 1, app->unicode && !app->force_ascii);
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "share of each op in the point's total (%s), one bar per MBS",
+           pdbx_stat_name(app->rv.stat));
+    ui_draw_canvas(&c, b.y + 1, 1);
+    draw_legend(app, b.y + 2 + rows, 1, b.w - 2, ops, nops, 0, b.h - rows - 2);
+    ui_canvas_free(&c);
+done:
+    free(vals);
+    free(labels);
+    free(lab);
+}
+
+/* The ops with the largest value at the largest measured MBS, at most cap. */
+static int top_ops(const ui_matrix *m, int *ops, int cap)
+{
+    int n = 0;
+    int used[PDBX_OP_COUNT] = { 0 };
+    while (n < cap) {
+        int best = -1;
+        double bv = -1;
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            if (used[op] || !m->op_present[op]) continue;
+            double v = -1;
+            for (int i = m->n - 1; i >= 0; i--)
+                if (isfinite(m->v[op][i])) { v = m->v[op][i]; break; }
+            if (v > bv) { bv = v; best = op; }
+        }
+        if (best < 0) break;
+        used[best] = 1;
+        ops[n++] = best;
+    }
+    return n;
+}
+
+void ui_draw_cost_chart(ui_app *app, ui_rect b, const ui_matrix *const *ms, const char *const *names,
+                        int nm, int op_sel, int log, const char *title)
+{
+    /* x positions: the union of MBS values, in order (the first matrix's order) */
+    const ui_matrix *m0 = ms[0];
+    int npts = m0->n;
+    const char *xl[UI_MAX_MBS];
+    char xlab[UI_MAX_MBS][12];
+    for (int i = 0; i < npts; i++) {
+        snprintf(xlab[i], sizeof(xlab[i]), "%d", m0->mbs[i]);
+        xl[i] = xlab[i];
+    }
+    int ops[8], nops;
+    if (op_sel >= 0) { ops[0] = op_sel; nops = 1; }
+    else nops = top_ops(m0, ops, nm > 1 ? 4 : 8);
+    int nseries = nm > 1 ? nm * (nops ? nops : 1) : nops;
+    if (npts == 0 || nseries == 0) {
+        ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "nothing measured in this config yet");
+        return;
+    }
+    double *vals = malloc(sizeof(double) * (size_t)nseries * npts);
+    ui_canvas c;
+    if (!vals || ui_canvas_init(&c, b.w - 2, b.h - 3) != 0) {
+        free(vals);
+        ui_app_message(app, 1, "out of memory drawing the chart");
+        return;
+    }
+    int s = 0;
+    char snames[16][64];
+    for (int k = 0; k < nm; k++)
+        for (int o = 0; o < nops; o++, s++) {
+            for (int i = 0; i < npts; i++) {
+                int j = ui_matrix_find(ms[k], m0->mbs[i]);
+                vals[s * npts + i] = j >= 0 ? ms[k]->v[ops[o]][j] : NAN;
+            }
+            if (nm > 1) snprintf(snames[s], sizeof(snames[s]), "%s %s", names[k], pdbx_op_name(ops[o]));
+            else snprintf(snames[s], sizeof(snames[s]), "%s", pdbx_op_name(ops[o]));
+        }
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "%s (ms, %s scale) vs MBS", title, log ? "log" : "linear");
+    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nseries, npts, xl, log, app->unicode && !app->force_ascii) != 0)
+        ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 0, "not enough room or no values to plot");
+    else
+        ui_draw_canvas(&c, b.y + 1, 1);
+    /* legend with the series markers */
+    int unicode = app->unicode && !app->force_ascii;
+    int cx = 1, ly = b.y + b.h - 2;
+    for (int k = 0; k < nseries; k++) {
+        int len = (int)strlen(snames[k]) + 4;
+        if (cx + len > b.w - 1) { ly++; cx = 1; }
+        if (ly >= b.y + b.h) break;
+        char g[8];
+        ui_utf8_encode(ui_series_marker(k, unicode), g);
+        ui_put(ly, cx, 2, (ui_role)(UI_C_SERIES0 + k % 8), 0, "%s", g);
+        ui_put(ly, cx + 2, len - 2, UI_C_NORMAL, 0, "%s", snames[k]);
+        cx += len;
+    }
+    ui_canvas_free(&c);
+    free(vals);
+}
+
+static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
+{
+    ui_runview_state *v = &app->rv;
+    if (!v->have_spec) {
+        ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "the run has no readable spec: no GPU preset to compare with");
+        return;
+    }
+    const pdbx_gpu *g = &v->spec.gpu;
+    double peak = ui_gpu_peak_tflops(g, v->run.dtype);
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "efficiency = roofline bound / measured (%s): %s %s, %.1f TFLOP/s, %.0f GB/s",
+           pdbx_stat_name(v->stat), g->name, v->run.dtype, peak, g->bw_gbs);
+    const int opw = 17, cw = 8;
+    int ncols = (b.w - opw - 30) / cw;
+    if (ncols > m->n) ncols = m->n;
+    int y = b.y + 1;
+    ui_put(y, 1, opw, UI_C_HEADER, 1, "op \\ MBS");
+    for (int i = 0; i < ncols; i++)
+        ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*d", cw - 1, m->mbs[i]);
+    int last = m->n - 1;
+    while (last >= 0 && m->status[last] != PDBX_POINT_OK) last--;
+    int bx = 1 + opw + ncols * cw + 1;
+    if (last >= 0)
+        ui_put(y, bx, b.w - bx - 1, UI_C_HEADER, 1, "MBS %d: TFLOP/s, bar = eff.", m->mbs[last]);
+    y++;
+    ui_canvas c;
+    int barw = b.w - bx - 10;
+    if (barw < 4) barw = 4;
+    if (ui_canvas_init(&c, barw, 1) != 0) return;
+    for (int op = 0; op < PDBX_OP_COUNT && y < b.y + b.h - 1; op++) {
+        if (!m->op_present[op]) continue;
+        ui_put(y, 1, opw, UI_C_NORMAL, 1, "%s", pdbx_op_name(op));
+        for (int i = 0; i < ncols; i++) {
+            double bound = ui_roofline_ms(g, v->run.dtype, m->flops[op][i], m->bytes[op][i]);
+            double eff = bound / m->v[op][i];
+            char s[32];
+            if (isfinite(eff)) snprintf(s, sizeof(s), "%.1f%%", 100 * eff);
+            else snprintf(s, sizeof(s), "N/A");
+            ui_put(y, 1 + opw + i * cw, cw, isfinite(eff) ? UI_C_NORMAL : UI_C_DIM, 1, "%*s", cw - 1, s);
+        }
+        if (last >= 0) {
+            double t = m->v[op][last];
+            double tf = (m->flops[op][last] > 0 && t > 0) ? m->flops[op][last] / (t * 1e-3) / 1e12 : NAN;
+            double eff = ui_roofline_ms(g, v->run.dtype, m->flops[op][last], m->bytes[op][last]) / t;
+            char s[32];
+            ui_format_value(tf, s, sizeof(s));
+            ui_put(y, bx, 7, UI_C_NORMAL, 1, "%6s", s);
+            ui_canvas_clear(&c);
+            ui_chart_hbar(&c, 0, 0, barw, isfinite(eff) ? (eff > 1 ? 1 : eff) : NAN, UI_CLS_SERIES,
+                          app->unicode && !app->force_ascii);
+            ui_draw_canvas(&c, y, bx + 8);
+        }
+        y++;
+    }
+    ui_canvas_free(&c);
+    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0,
+           "bound = max(flops / peak, bytes / bandwidth) per TP rank; N/A where an op has no model");
+}
+
+/* busbw vs message size, one series per collective, under the table when there is room. */
+static void draw_coll_chart(ui_app *app, ui_rect b)
+{
+    const pdbx_run *run = &app->rv.run;
+    char names[8][16];
+    double sizes[UI_MAX_MBS];
+    int nn = 0, ns = 0;
+    for (size_t i = 0; i < run->ncoll; i++) {
+        const pdbx_coll_result *r = &run->coll[i];
+        int k = 0;
+        while (k < nn && strcmp(names[k], r->coll) != 0) k++;
+        if (k == nn && nn < 8) snprintf(names[nn++], sizeof(names[0]), "%s", r->coll);
+        int j = 0;
+        while (j < ns && sizes[j] != r->bytes) j++;
+        if (j == ns && ns < UI_MAX_MBS) sizes[ns++] = r->bytes;
+    }
+    for (int i = 1; i < ns; i++)            /* sizes ascending */
+        for (int j = i; j > 0 && sizes[j - 1] > sizes[j]; j--) {
+            double t = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = t;
+        }
+    if (nn == 0 || ns == 0)
+        return;
+    double vals[8 * UI_MAX_MBS];
+    for (int i = 0; i < nn * ns; i++) vals[i] = NAN;
+    for (size_t i = 0; i < run->ncoll; i++) {
+        const pdbx_coll_result *r = &run->coll[i];
+        int k = 0, j = 0;
+        while (k < nn && strcmp(names[k], r->coll) != 0) k++;
+        while (j < ns && sizes[j] != r->bytes) j++;
+        if (k < nn && j < ns) vals[k * ns + j] = r->busbw;
+    }
+    char xlab[UI_MAX_MBS][16];
+    const char *xl[UI_MAX_MBS];
+    for (int j = 0; j < ns; j++) {
+        ui_format_value(sizes[j], xlab[j], sizeof(xlab[j]));
+        xl[j] = xlab[j];
+    }
+    ui_canvas c;
+    if (ui_canvas_init(&c, b.w - 2, b.h - 2) != 0) return;
+    int unicode = app->unicode && !app->force_ascii;
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "busbw (GB/s, %s scale) vs message size (bytes)", app->rv.log ? "log" : "linear");
+    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nn, ns, xl, app->rv.log, unicode) == 0)
+        ui_draw_canvas(&c, b.y + 1, 1);
+    ui_canvas_free(&c);
+    int cx = 1;
+    for (int k = 0; k < nn; k++) {
+        char g[8];
+        ui_utf8_encode(ui_series_marker(k, unicode), g);
+        ui_put(b.y + b.h - 1, cx, 2, (ui_role)(UI_C_SERIES0 + k), 0, "%s", g);
+        ui_put(b.y + b.h - 1, cx + 2, (int)strlen(names[k]) + 1, UI_C_NORMAL, 0, "%s", names[k]);
+        cx += (int)strlen(names[k]) + 4;
+    }
+}
+
+static void draw_collectives(ui_app *app, ui_rect b)
+{
+    const pdbx_run *run = &app->rv.run;
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "%-15s %10s %6s %6s %11s %10s %10s", "collective", "size (B)",
+           "ranks", "/node", "time (us)", "algbw GB/s", "busbw GB/s");
+    int y = b.y + 1;
+    int chart_h = 10;
+    int rows = b.h - 2;
+    int table_rows = (int)run->ncoll;
+    int with_chart = rows - table_rows >= chart_h + 1;
+    if (!with_chart && table_rows > rows) table_rows = rows;
+    size_t first = (size_t)app->rv.scroll;
+    if (first >= run->ncoll) first = run->ncoll ? run->ncoll - 1 : 0;
+    for (size_t i = first; i < run->ncoll && table_rows > 0; i++, table_rows--) {
+        const pdbx_coll_result *r = &run->coll[i];
+        char sz[32], t[32], a[32], bb[32];
+        ui_format_value(r->bytes, sz, sizeof(sz));
+        ui_format_value(pdbx_stats_get(&r->time, app->rv.stat) * 1e3, t, sizeof(t));
+        ui_format_value(r->algbw, a, sizeof(a));
+        ui_format_value(r->busbw, bb, sizeof(bb));
+        ui_put(y++, 1, b.w - 2, UI_C_NORMAL, 1, "%-15s %10s %6d %6d %11s %10s %10s", r->coll, sz, r->nranks,
+               r->ranks_per_node, t, a, bb);
+    }
+    if (with_chart) {
+        ui_rect cr = { y + 1, b.x, b.y + b.h - 1 - (y + 1), b.w };
+        draw_coll_chart(app, cr);
+    }
+    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw as nccl-tests: all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
+}
+
+static void runview_draw(ui_app *app, ui_rect b)
+{
+    ui_runview_state *v = &app->rv;
+    if (!v->have_run) return;
+    const char *names[PDBX_MAX_CONFIGS + 1];
+    char nb[PDBX_MAX_CONFIGS + 1][32];
+    int ntabs = 0;
+    for (int i = 0; i < v->nconfigs; i++) {
+        snprintf(nb[i], sizeof(nb[i]), "%sTP%d PP%d DP%d", i == v->marked_tab ? "*" : "", v->configs[i][0],
+                 v->configs[i][1], v->configs[i][2]);
+        names[ntabs++] = nb[i];
+    }
+    if (v->run.ncoll > 0)
+        names[ntabs++] = "collectives";
+    if (v->tab >= ntabs) v->tab = 0;
+    ui_draw_tabs(b.y, 1, b.w - 2, names, ntabs, v->tab);
+    ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 1, "%s  %s  %s/%s %s  seq %d  %d of %d layers  %s", v->run.id, v->run.model.name,
+           v->run.backend, v->run.gpu, v->run.dtype, v->run.seq_len, v->run.layers_profiled, v->run.model.layers,
+           pdbx_run_status_name(v->run.status));
+    ui_rect body = { b.y + 3, b.x, b.h - 3, b.w };
+    if (ntabs == 0) {
+        ui_put(body.y, 1, b.w - 2, UI_C_DIM, 0, "no configs in this run");
+        return;
+    }
+    if (v->tab >= v->nconfigs) {
+        draw_collectives(app, body);
+        return;
+    }
+    ui_put(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s", view_names[v->view], pdbx_stat_name(v->stat),
+           v->log ? "  log scale" : "");
+    ui_matrix m;
+    ui_matrix_build(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat, &m);
+    switch (v->view) {
+    case UI_VIEW_TABLE: draw_table(app, body, &m, 0); break;
+    case UI_VIEW_SHARE_TABLE: draw_table(app, body, &m, 1); break;
+    case UI_VIEW_SHARES: draw_shares(app, body, &m); break;
+    case UI_VIEW_COST: {
+        const ui_matrix *ms[1] = { &m };
+        const char *nm[1] = { "" };
+        ui_draw_cost_chart(app, body, ms, nm, 1, v->op, v->log, v->op < 0 ? "largest ops" : pdbx_op_name(v->op));
+        break;
+    }
+    case UI_VIEW_ROOFLINE: draw_roofline(app, body, &m); break;
+    default: break;
+    }
+}
+
+const ui_screen ui_screen_runview = { "run", UI_SCR_RUNVIEW, 0, NULL, runview_key, runview_draw };
