@@ -142,7 +142,96 @@ typedef struct {
     char engine[PDBX_PATH_MAX];
     int sizes[PDBX_MAX_CONFIGS];
     int nsizes;
+    pdbx_spec spec;
+    char log_path[PDBX_PATH_MAX];
 } sup_job;
+
+static void log_tail(const char *path, char *out, size_t len);
+
+/* The engine never created the run (mpirun missing, the backend refused the spec ...): record
+ * the attempt as a run of its own, run_start from the plan and run_end failed with the reason,
+ * so every launch shows up in the store with why it failed. */
+static void record_failed_start(const sup_job *job, const char *fallback)
+{
+    char reason[512], err[512];
+    fflush(stderr);
+    log_tail(job->log_path, reason, sizeof reason);
+    const char *own = "pdbx supervisor: ";
+    if (strncmp(reason, own, strlen(own)) == 0)
+        memmove(reason, reason + strlen(own), strlen(reason + strlen(own)) + 1);
+    if (!reason[0])
+        snprintf(reason, sizeof reason, "%s", fallback);
+    pdbx_store *st = NULL;
+    pdbx_run_writer *w = NULL;
+    pdbx_plan_point *pts = NULL;
+    size_t npts = 0;
+    if (pdbx_store_open(job->store_dir, 1, &st, err, sizeof err) != 0 ||
+        pdbx_run_writer_create(st, job->id, &w, err, sizeof err) != 0) {
+        fprintf(stderr, "pdbx supervisor: cannot record the failed start: %s\n", err);
+        goto out;
+    }
+    const pdbx_spec *sp = &job->spec;
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    cJSON *ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "type", "run_start");
+    cJSON_AddStringToObject(ev, "id", job->id);
+    cJSON_AddStringToObject(ev, "host", host);
+    cJSON_AddNumberToObject(ev, "pid", (double)getpid());
+    cJSON_AddItemToObject(ev, "spec", pdbx_spec_to_json(sp));
+    cJSON *m = cJSON_AddObjectToObject(ev, "model");
+    cJSON_AddStringToObject(m, "name", sp->model.name);
+    cJSON_AddStringToObject(m, "tag", sp->model.tag);
+    cJSON_AddNumberToObject(m, "hidden", sp->model.hidden);
+    cJSON_AddNumberToObject(m, "intermediate", sp->model.intermediate);
+    cJSON_AddNumberToObject(m, "heads", sp->model.heads);
+    cJSON_AddNumberToObject(m, "kv_heads", sp->model.kv_heads);
+    cJSON_AddNumberToObject(m, "head_dim", sp->model.head_dim);
+    cJSON_AddNumberToObject(m, "layers", sp->model.layers);
+    cJSON_AddNumberToObject(m, "vocab", sp->model.vocab);
+    cJSON_AddNumberToObject(ev, "layers_profiled", sp->layers_profiled);
+    cJSON_AddNumberToObject(ev, "seq_len", sp->seq_len);
+    cJSON_AddStringToObject(ev, "dtype", pdbx_dtype_name(sp->dtype));
+    cJSON_AddStringToObject(ev, "backend", pdbx_backend_name(sp->backend));
+    cJSON_AddStringToObject(ev, "gpu", sp->gpu.name);
+    cJSON_AddStringToObject(ev, "gpu_tag", sp->gpu.tag);
+    cJSON_AddNumberToObject(ev, "warmup", sp->warmup);
+    cJSON_AddNumberToObject(ev, "steps", sp->steps);
+    cJSON *arr = cJSON_AddArrayToObject(ev, "points");
+    if (pdbx_plan_expand(sp, &pts, &npts, err, sizeof err) == 0)
+        for (size_t i = 0; i < npts; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "index", pts[i].index);
+            cJSON_AddNumberToObject(o, "tp", pts[i].tp);
+            cJSON_AddNumberToObject(o, "pp", pts[i].pp);
+            cJSON_AddNumberToObject(o, "dp", pts[i].dp);
+            cJSON_AddNumberToObject(o, "mbs", pts[i].mbs);
+            cJSON_AddNumberToObject(o, "seq_len", sp->seq_len);
+            cJSON_AddNumberToObject(o, "predicted_mem_bytes", pts[i].mem.total);
+            cJSON_AddBoolToObject(o, "predicted_oom", pts[i].predicted_oom);
+            cJSON_AddItemToArray(arr, o);
+        }
+    int rc = pdbx_run_writer_append(w, ev, err, sizeof err);
+    cJSON_Delete(ev);
+    if (rc == 0) {
+        ev = cJSON_CreateObject();
+        cJSON_AddStringToObject(ev, "type", "run_end");
+        cJSON_AddStringToObject(ev, "status", "failed");
+        cJSON_AddStringToObject(ev, "reason", reason);
+        cJSON_AddStringToObject(ev, "by", "supervisor");
+        cJSON_AddNumberToObject(ev, "elapsed_s", 0);
+        rc = pdbx_run_writer_append(w, ev, err, sizeof err);
+        cJSON_Delete(ev);
+    }
+    if (rc != 0)
+        fprintf(stderr, "pdbx supervisor: cannot record the failed start: %s\n", err);
+out:
+    free(pts);
+    if (w)
+        pdbx_run_writer_close(w, err, sizeof err);
+    if (st)
+        pdbx_store_close(st);
+}
 
 /* Runs one mpirun to its end; returns its wait status. */
 static int run_mpirun(const sup_job *job, int np, int *cancelled)
@@ -182,7 +271,7 @@ static int run_mpirun(const sup_job *job, int np, int *cancelled)
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         execvp(argv[0], (char *const *)argv);
-        fprintf(stderr, "pdbx supervisor: cannot run %s: %s\n", argv[0], strerror(errno));
+        fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     int status = 0, forwarded = 0;
@@ -230,7 +319,10 @@ static void supervise(const sup_job *job)
         if (fs.has_end)
             return;                                   /* the engine ended the run */
         if (fs.starts == 0) {
-            fprintf(stderr, "pdbx supervisor: the engine did not start the run (see above)\n");
+            char why[128];
+            snprintf(why, sizeof why, "the engine did not start (mpirun -np %d exit status %d)",
+                     job->sizes[i], status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            record_failed_start(job, why);
             return;
         }
         int ok = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -242,8 +334,6 @@ static void supervise(const sup_job *job)
         else if (WIFSIGNALED(status))
             snprintf(reason, sizeof reason, "mpirun (-np %d) was killed by signal %d",
                      job->sizes[i], WTERMSIG(status));
-        else if (WEXITSTATUS(status) == 127)
-            snprintf(reason, sizeof reason, "could not start %s (see the log)", mpirun_path());
         else
             snprintf(reason, sizeof reason, "mpirun (-np %d) exited with status %d without a "
                      "run end (a rank died or was killed)", job->sizes[i], WEXITSTATUS(status));
@@ -292,7 +382,7 @@ static void log_tail(const char *path, char *out, size_t len)
         /* the engine's and the supervisor's own messages are the useful ones; mpirun's
          * banners, the launch command and the closing summary are not */
         if (strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
-            !strstr(line, "did not start the run"))
+            !strstr(line, "cannot record the failed start"))
             snprintf(last, sizeof last, "%s", line);
     }
     fclose(f);
@@ -326,6 +416,7 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
     pdbx_store_new_id(job.id);
     pdbx_store_run_path(st, job.id, job.run_path, sizeof job.run_path);
     pdbx_store_close(st);
+    job.spec = *spec;
     char logdir[PDBX_PATH_MAX];
     snprintf(logdir, sizeof logdir, "%.1000s/logs", job.store_dir);
     if (mkdir_p(logdir) != 0) {
@@ -334,6 +425,7 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
     }
     snprintf(job.spec_path, sizeof job.spec_path, "%.900s/%.63s.spec.json", logdir, job.id);
     snprintf(out->log_path, sizeof out->log_path, "%.900s/%.63s.log", logdir, job.id);
+    snprintf(job.log_path, sizeof job.log_path, "%s", out->log_path);
     cJSON *js = pdbx_spec_to_json(spec);
     char *text = js ? cJSON_Print(js) : NULL;
     cJSON_Delete(js);
@@ -406,7 +498,7 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
             return 0;
         if (!pid_alive(sup)) {
             if (read_state(job.run_path).starts > 0)
-                return 0;
+                return 0;     /* a failed start is recorded as a failed run */
             char tail[512];
             log_tail(out->log_path, tail, sizeof tail);
             snprintf(err, errlen, "the sweep did not start: %s (log: %s)",
