@@ -12,6 +12,7 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -594,11 +595,19 @@ static int cpu_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err,
         snprintf(err, errlen, "comm buffer of %zu bytes would exceed MemAvailable", bytes);
         return PDBX_EOOM;
     }
+    /* Large message buffers: 2 MiB aligned and backed by transparent huge pages where the host
+     * allows it (as numpy does for its arrays, so mpi4py references and PyTorch users get
+     * them): shared-memory MPI pins and copies fewer, larger pages. */
+    const size_t huge = (size_t)2 << 20;
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+    if (posix_memalign(&p, bytes >= huge ? huge : 64, bytes ? bytes : 64) != 0) {
         snprintf(err, errlen, "comm buffer of %zu bytes: allocation failed", bytes);
         return PDBX_EOOM;
     }
+#ifdef MADV_HUGEPAGE
+    if (bytes >= huge)
+        madvise(p, bytes - bytes % huge, MADV_HUGEPAGE);   /* advice only: failure is harmless */
+#endif
     free(c->comm_buf);
     c->comm_buf = p;
     c->comm_bytes = bytes;

@@ -7,7 +7,8 @@
  * frees the point's activations; the weights stay while the next prepare() has the same weight
  * shapes (same model, TP, layers, ops, dtype: the rest of a config's MBS sweep), so they are
  * allocated and filled once per config. Large buffers are filled by tiling a 64 Ki-element
- * random block (real, varied values at memory speed).
+ * random block (real, varied values at memory speed). Comm buffers of 2 MiB or more are 2 MiB
+ * aligned and madvise(MADV_HUGEPAGE)'d (what numpy does for large arrays).
  * dtype bf16: weights and GEMM inputs are bf16 and go through cblas_sbgemm (fp32 output);
  * the own kernels (norms, SiLU x up, attention core) compute on fp32 buffers. cblas_sbgemm
  * is looked up at run time (OpenBLAS builds without BUILD_BFLOAT16, Debian 12's included, lack
