@@ -477,6 +477,8 @@ static int measure_point(pdbx_engine *e, const pdbx_plan_point *pt, cfg_groups *
     if (status == ST_OK) {
         char err[MSG_LEN] = "";
         int rc;
+        if (e->ev)
+            pdbx_events_progress_op(e->ev, "prepare");
         pdbx_watch_begin("prepare", pt->index);
         if (pdbx_fault_hits(&e->fault, PDBX_FAULT_OOM, e->rank, pt->index)) {
             rc = PDBX_EOOM;
