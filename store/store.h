@@ -87,6 +87,9 @@ int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size
 int pdbx_run_load_file(const char *path, pdbx_run *run, char *err, size_t errlen);
 /* Re-evaluates RUNNING vs FAILED for a run without run_end (pid/heartbeat rule above). */
 void pdbx_run_refresh_liveness(pdbx_run *run);
+/* 1 when process pid exists on this host and is not a zombie (an orphaned launcher waits for
+ * init to reap it, which some container inits do late: it is dead all the same). */
+int pdbx_process_alive(long pid);
 
 /* ---- listing ----------------------------------------------------------------------------- */
 #define PDBX_SUMMARY_MAX_TP 16

@@ -185,10 +185,27 @@ static int same_host(const char *host)
 /* 1 while a run without run_end counts as running (the rule of store.h). A pid reused by an
  * unrelated process after a crash reads as alive: the contract (and tests that record a live
  * pid with old event times) ask for exactly "the pid lives on this host". */
+int pdbx_process_alive(long pid)
+{
+    if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+        return 0;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;   /* exists (kill said so) but /proc is not readable: trust kill */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* state is the field after the ")" that closes the command name */
+    const char *paren = strrchr(buf, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
 int store_launcher_alive(const char *host, long pid, double last_event)
 {
     if (pid > 0 && same_host(host))
-        return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+        return pdbx_process_alive(pid);
     return last_event > 0 && pdbx_now() - last_event < PDBX_HEARTBEAT_TIMEOUT_S;
 }
 

@@ -345,24 +345,6 @@ static void supervise(const sup_job *job)
 }
 
 /* ---- starting ------------------------------------------------------------------------------ */
-/* A process that exists and is not a zombie (an orphaned supervisor waits for init to reap it,
- * which some container inits do late). */
-static int pid_alive(pid_t pid)
-{
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
-}
-
 static int mkdir_p(const char *dir)
 {
     if (mkdir(dir, 0755) == 0 || errno == EEXIST)
@@ -496,7 +478,7 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
     for (int waited = 0; waited < START_WAIT_S * 20; waited++) {
         if (read_state(job.run_path).starts > 0)
             return 0;
-        if (!pid_alive(sup)) {
+        if (!pdbx_process_alive(sup)) {
             if (read_state(job.run_path).starts > 0)
                 return 0;     /* a failed start is recorded as a failed run */
             char tail[512];
