@@ -136,38 +136,10 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
         }
         return ev;
     }
-    cJSON_AddItemToObject(ev, "spec", pdbx_spec_to_json(sp));
-    cJSON *m = cJSON_AddObjectToObject(ev, "model");
-    cJSON_AddStringToObject(m, "name", sp->model.name);
-    cJSON_AddStringToObject(m, "tag", sp->model.tag);
-    cJSON_AddNumberToObject(m, "hidden", sp->model.hidden);
-    cJSON_AddNumberToObject(m, "intermediate", sp->model.intermediate);
-    cJSON_AddNumberToObject(m, "heads", sp->model.heads);
-    cJSON_AddNumberToObject(m, "kv_heads", sp->model.kv_heads);
-    cJSON_AddNumberToObject(m, "head_dim", sp->model.head_dim);
-    cJSON_AddNumberToObject(m, "layers", sp->model.layers);
-    cJSON_AddNumberToObject(m, "vocab", sp->model.vocab);
-    cJSON_AddNumberToObject(ev, "layers_profiled", sp->layers_profiled);
-    cJSON_AddNumberToObject(ev, "seq_len", sp->seq_len);
-    cJSON_AddStringToObject(ev, "dtype", pdbx_dtype_name(sp->dtype));
     cJSON_AddStringToObject(ev, "backend", e->be.compute->name);
-    cJSON_AddStringToObject(ev, "gpu", sp->gpu.name);
-    cJSON_AddStringToObject(ev, "gpu_tag", sp->gpu.tag);
-    cJSON_AddNumberToObject(ev, "warmup", sp->warmup);
-    cJSON_AddNumberToObject(ev, "steps", sp->steps);
-    cJSON *pts = cJSON_AddArrayToObject(ev, "points");
-    for (size_t i = 0; i < e->npoints; i++) {
-        const pdbx_plan_point *p = &e->points[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "index", p->index);
-        cJSON_AddNumberToObject(o, "tp", p->tp);
-        cJSON_AddNumberToObject(o, "pp", p->pp);
-        cJSON_AddNumberToObject(o, "dp", p->dp);
-        cJSON_AddNumberToObject(o, "mbs", p->mbs);
-        cJSON_AddNumberToObject(o, "seq_len", sp->seq_len);
-        cJSON_AddNumberToObject(o, "predicted_mem_bytes", p->mem.total);
-        cJSON_AddBoolToObject(o, "predicted_oom", p->predicted_oom);
-        cJSON_AddItemToArray(pts, o);
+    if (pdbx_plan_describe(ev, sp, e->points, e->npoints) != 0) {
+        cJSON_Delete(ev);
+        return NULL;
     }
     return ev;
 }

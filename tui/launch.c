@@ -178,39 +178,10 @@ static void record_failed_start(const sup_job *job, const char *fallback)
     cJSON_AddStringToObject(ev, "id", job->id);
     cJSON_AddStringToObject(ev, "host", host);
     cJSON_AddNumberToObject(ev, "pid", (double)getpid());
-    cJSON_AddItemToObject(ev, "spec", pdbx_spec_to_json(sp));
-    cJSON *m = cJSON_AddObjectToObject(ev, "model");
-    cJSON_AddStringToObject(m, "name", sp->model.name);
-    cJSON_AddStringToObject(m, "tag", sp->model.tag);
-    cJSON_AddNumberToObject(m, "hidden", sp->model.hidden);
-    cJSON_AddNumberToObject(m, "intermediate", sp->model.intermediate);
-    cJSON_AddNumberToObject(m, "heads", sp->model.heads);
-    cJSON_AddNumberToObject(m, "kv_heads", sp->model.kv_heads);
-    cJSON_AddNumberToObject(m, "head_dim", sp->model.head_dim);
-    cJSON_AddNumberToObject(m, "layers", sp->model.layers);
-    cJSON_AddNumberToObject(m, "vocab", sp->model.vocab);
-    cJSON_AddNumberToObject(ev, "layers_profiled", sp->layers_profiled);
-    cJSON_AddNumberToObject(ev, "seq_len", sp->seq_len);
-    cJSON_AddStringToObject(ev, "dtype", pdbx_dtype_name(sp->dtype));
     cJSON_AddStringToObject(ev, "backend", pdbx_backend_name(sp->backend));
-    cJSON_AddStringToObject(ev, "gpu", sp->gpu.name);
-    cJSON_AddStringToObject(ev, "gpu_tag", sp->gpu.tag);
-    cJSON_AddNumberToObject(ev, "warmup", sp->warmup);
-    cJSON_AddNumberToObject(ev, "steps", sp->steps);
-    cJSON *arr = cJSON_AddArrayToObject(ev, "points");
-    if (pdbx_plan_expand(sp, &pts, &npts, err, sizeof err) == 0)
-        for (size_t i = 0; i < npts; i++) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "index", pts[i].index);
-            cJSON_AddNumberToObject(o, "tp", pts[i].tp);
-            cJSON_AddNumberToObject(o, "pp", pts[i].pp);
-            cJSON_AddNumberToObject(o, "dp", pts[i].dp);
-            cJSON_AddNumberToObject(o, "mbs", pts[i].mbs);
-            cJSON_AddNumberToObject(o, "seq_len", sp->seq_len);
-            cJSON_AddNumberToObject(o, "predicted_mem_bytes", pts[i].mem.total);
-            cJSON_AddBoolToObject(o, "predicted_oom", pts[i].predicted_oom);
-            cJSON_AddItemToArray(arr, o);
-        }
+    if (pdbx_plan_expand(sp, &pts, &npts, err, sizeof err) != 0)
+        npts = 0;   /* the spec was valid when launched; record the run even without points */
+    pdbx_plan_describe(ev, sp, pts, npts);
     int rc = pdbx_run_writer_append(w, ev, err, sizeof err);
     cJSON_Delete(ev);
     if (rc == 0) {
