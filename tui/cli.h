@@ -146,6 +146,28 @@ int pdbx_cli_list_runs(const char *cmd, pdbx_store *st, int json, FILE *out);
 /* Validates spec, expands it and prints the plan (table or JSON). Returns an exit code. */
 int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *out);
 
+/* ---- spec fields as options (`pdbx plan`, `pdbx run`) -----------------------------------
+ * Every field pdbx_spec_set accepts is also an option, '_' spelled '-' (--seq-len 2048), applied
+ * in command-line order after the preset is loaded. */
+typedef struct {
+    pdbx_cli_opt *opts;        /* the command's own options, then one per spec field */
+    size_t nextra;             /* how many of opts are the command's own */
+    struct { const char *field, *value; } *ov;   /* overrides seen, in order */
+    size_t nov, cap;
+} pdbx_cli_spec_opts;
+/* Builds opts from the command's own (extra, NULL-name terminated) plus the spec fields. */
+int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra);
+void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so);
+/* Records one option that is a spec field (call from the handler for options past nextra). */
+int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
+                           char *err, size_t errlen);
+/* 1 when opt is one of the spec-field options. */
+int pdbx_cli_spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt);
+/* Loads SPEC|PRESET (NULL: defaults) into spec and applies the overrides; on error prints the
+ * one-line message for cmd and returns the exit code (PDBX_EXIT_USAGE), else 0. */
+int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,
+                        pdbx_spec *spec);
+
 /* ---- shared output helpers -------------------------------------------------------------- */
 /* Writes one CSV field (RFC 4180 quoting when needed). */
 void pdbx_csv_field(FILE *out, const char *s);

@@ -371,3 +371,88 @@ void pdbx_cli_row_fill(const pdbx_point *p, const pdbx_cli_col *cols, size_t nco
     if (stat == PDBX_STAT_STD)
         r->layer_valid = r->total_valid = 0;
 }
+
+/* ---- spec fields as options ---------------------------------------------------------------- */
+int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra)
+{
+    memset(so, 0, sizeof *so);
+    const char *const *names = pdbx_spec_field_names();
+    size_t nf = 0, ne = 0;
+    while (names && names[nf])
+        nf++;
+    while (extra && extra[ne].name)
+        ne++;
+    so->opts = calloc(ne + nf + 1, sizeof *so->opts);
+    if (!so->opts)
+        return -1;
+    memcpy(so->opts, extra, ne * sizeof *extra);
+    so->nextra = ne;
+    for (size_t i = 0; i < nf; i++) {
+        char *name = strdup(names[i]);
+        if (!name) {
+            pdbx_cli_spec_opts_free(so);
+            return -1;
+        }
+        for (char *p = name; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        so->opts[ne + i] = (pdbx_cli_opt){ name, "VALUE", "spec field (see docs/spec.md)" };
+    }
+    return 0;
+}
+
+void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so)
+{
+    for (size_t i = so->nextra; so->opts && so->opts[i].name; i++)
+        free((char *)so->opts[i].name);   /* the field options own their names */
+    free(so->opts);
+    free(so->ov);
+    memset(so, 0, sizeof *so);
+}
+
+int pdbx_cli_spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt)
+{
+    return opt >= so->opts + so->nextra && opt->name != NULL;
+}
+
+int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
+                           char *err, size_t errlen)
+{
+    if (so->nov == so->cap) {
+        size_t cap = so->cap ? so->cap * 2 : 16;
+        void *ov = realloc(so->ov, cap * sizeof *so->ov);
+        if (!ov) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        so->ov = ov;
+        so->cap = cap;
+    }
+    so->ov[so->nov].field = opt->name;
+    so->ov[so->nov].value = value;
+    so->nov++;
+    return 0;
+}
+
+int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,
+                        pdbx_spec *spec)
+{
+    char err[1024] = "";
+    pdbx_spec_defaults(spec);
+    if (name && pdbx_spec_load(name, spec, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    for (size_t i = 0; i < so->nov; i++) {
+        char field[64];
+        snprintf(field, sizeof field, "%s", so->ov[i].field);
+        for (char *p = field; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        if (pdbx_spec_set(spec, field, so->ov[i].value, err, sizeof err) != 0) {
+            /* The planner's message names the field already ("seq_len: ..."); else say which. */
+            if (strncmp(err, field, strlen(field)) == 0)
+                return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+            return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "--%s: %s", so->ov[i].field, err);
+        }
+    }
+    return 0;
+}

@@ -14,15 +14,14 @@
 #include "tui/fmt.h"
 
 typedef struct {
-    const char *field;         /* spec field name (owned by the opts table) */
-    const char *value;
-} plan_override;
-
-typedef struct {
     int json;
-    plan_override *ov;
-    size_t nov, cap;
+    pdbx_cli_spec_opts so;
 } plan_args;
+
+static const pdbx_cli_opt plan_opts[] = {
+    { "json", NULL, "print the plan as JSON" },
+    { NULL, NULL, NULL },
+};
 
 static const char *const plan_about =
     "Prints the points a sweep would measure, grouped by parallel config (TP, PP, DP), with the\n"
@@ -34,68 +33,12 @@ static const char *const plan_about =
     "spec field is also an option (--seq-len 2048, --tp 1,2,4, --mbs 1:64, --gpu A40 ...),\n"
     "applied in the order given after the preset is loaded.";
 
-/* Option names are the field names with '-' for '_'; the table owns those strings. */
-static int build_opts(pdbx_cli_opt **out, char ***fields)
-{
-    const char *const *names = pdbx_spec_field_names();
-    size_t n = 0;
-    while (names && names[n])
-        n++;
-    pdbx_cli_opt *opts = calloc(n + 2, sizeof *opts);
-    char **owned = calloc(n + 1, sizeof *owned);
-    if (!opts || !owned) {
-        free(opts);
-        free(owned);
-        return -1;
-    }
-    opts[0] = (pdbx_cli_opt){ "json", NULL, "print the plan as JSON" };
-    for (size_t i = 0; i < n; i++) {
-        owned[i] = strdup(names[i]);
-        if (!owned[i]) {
-            for (size_t k = 0; k < i; k++)
-                free(owned[k]);
-            free(owned);
-            free(opts);
-            return -1;
-        }
-        for (char *p = owned[i]; *p; p++)
-            if (*p == '_')
-                *p = '-';
-        opts[1 + i] = (pdbx_cli_opt){ owned[i], "VALUE", "spec field (see docs/spec.md)" };
-    }
-    *out = opts;
-    *fields = owned;
-    return 0;
-}
-
-static void free_opts(pdbx_cli_opt *opts, char **owned)
-{
-    for (size_t i = 0; owned && owned[i]; i++)
-        free(owned[i]);
-    free(owned);
-    free(opts);
-}
-
 static int plan_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
     plan_args *a = ctx;
-    if (strcmp(opt->name, "json") == 0) {
-        a->json = 1;
-        return 0;
-    }
-    if (a->nov == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        plan_override *ov = realloc(a->ov, cap * sizeof *ov);
-        if (!ov) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        a->ov = ov;
-        a->cap = cap;
-    }
-    a->ov[a->nov].field = opt->name;
-    a->ov[a->nov].value = value;
-    a->nov++;
+    if (pdbx_cli_spec_opts_is_field(&a->so, opt))
+        return pdbx_cli_spec_opts_add(&a->so, opt, value, err, errlen);
+    a->json = 1;   /* --json, the only option of its own */
     return 0;
 }
 
@@ -274,51 +217,29 @@ done:
 
 int pdbx_cmd_plan(int argc, char **argv)
 {
-    pdbx_cli_opt *opts = NULL;
-    char **fields = NULL;
-    if (build_opts(&opts, &fields) != 0)
+    plan_args a = { 0 };
+    if (pdbx_cli_spec_opts_init(&a.so, plan_opts) != 0)
         return pdbx_cli_fail(PDBX_EXIT_FAIL, "plan", "out of memory");
     pdbx_cli_spec spec_cli = { .name = "plan", .args = "[SPEC|PRESET]", .about = plan_about,
-                               .opts = opts, .min_args = 0, .max_args = 1 };
-    plan_args a = { 0 };
+                               .opts = a.so.opts, .min_args = 0, .max_args = 1 };
+    pdbx_spec *spec = NULL;
     char **pos;
     int npos;
-    char err[1024] = "";
     int rc = pdbx_cli_parse(&spec_cli, argc, argv, plan_opt, &a, &pos, &npos);
     if (rc != 0) {
         rc = pdbx_cli_parse_exit(rc);
         goto done;
     }
-    pdbx_spec *spec = calloc(1, sizeof *spec);
+    spec = calloc(1, sizeof *spec);
     if (!spec) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "plan", "out of memory");
         goto done;
     }
-    pdbx_spec_defaults(spec);
-    if (npos == 1 && pdbx_spec_load(pos[0], spec, err, sizeof err) != 0) {
-        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "plan", "%s", err);
-        goto done_spec;
-    }
-    for (size_t i = 0; i < a.nov; i++) {
-        char field[64];
-        snprintf(field, sizeof field, "%s", a.ov[i].field);
-        for (char *p = field; *p; p++)
-            if (*p == '-')
-                *p = '_';
-        if (pdbx_spec_set(spec, field, a.ov[i].value, err, sizeof err) != 0) {
-            /* The planner's message names the field already ("seq_len: ..."); else say which. */
-            if (strncmp(err, field, strlen(field)) == 0)
-                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "plan", "%s", err);
-            else
-                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "plan", "--%s: %s", a.ov[i].field, err);
-            goto done_spec;
-        }
-    }
-    rc = pdbx_cli_plan_print("plan", spec, a.json, stdout);
-done_spec:
-    free(spec);
+    rc = pdbx_cli_spec_build("plan", npos == 1 ? pos[0] : NULL, &a.so, spec);
+    if (rc == 0)
+        rc = pdbx_cli_plan_print("plan", spec, a.json, stdout);
 done:
-    free(a.ov);
-    free_opts(opts, fields);
+    free(spec);
+    pdbx_cli_spec_opts_free(&a.so);
     return rc;
 }

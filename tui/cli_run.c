@@ -226,15 +226,16 @@ out:
 
 /* ---- pdbx run ------------------------------------------------------------------------------ */
 typedef struct {
-    const char *field, *value;
-} override;
-
-typedef struct {
     int detach;
     const char *store;
-    override *ov;
-    size_t nov, cap;
+    pdbx_cli_spec_opts so;
 } run_args;
+
+static const pdbx_cli_opt run_opts[] = {
+    { "detach", NULL, "start the sweep and return at once (prints the run id)" },
+    { "store", "DIR", "store directory (default $PDBX_STORE, ~/.local/share/pdbx)" },
+    { NULL, NULL, NULL },
+};
 
 static const char *const run_about =
     "Plans the sweep (SPEC|PRESET and the same field options as 'pdbx plan'), starts it in the\n"
@@ -246,60 +247,26 @@ static const char *const run_about =
 static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
     run_args *a = ctx;
-    if (strcmp(opt->name, "detach") == 0) {
+    if (pdbx_cli_spec_opts_is_field(&a->so, opt))
+        return pdbx_cli_spec_opts_add(&a->so, opt, value, err, errlen);
+    if (strcmp(opt->name, "detach") == 0)
         a->detach = 1;
-        return 0;
-    }
-    if (strcmp(opt->name, "store") == 0) {
+    else if (strcmp(opt->name, "store") == 0)
         a->store = value;
-        return 0;
-    }
-    if (a->nov == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        override *ov = realloc(a->ov, cap * sizeof *ov);
-        if (!ov) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        a->ov = ov;
-        a->cap = cap;
-    }
-    a->ov[a->nov].field = opt->name;
-    a->ov[a->nov].value = value;
-    a->nov++;
     return 0;
 }
 
 int pdbx_cmd_run(int argc, char **argv)
 {
-    const char *const *names = pdbx_spec_field_names();
-    size_t nf = 0;
-    while (names && names[nf])
-        nf++;
-    pdbx_cli_opt *opts = calloc(nf + 3, sizeof *opts);
-    char **owned = calloc(nf + 1, sizeof *owned);
-    pdbx_spec *spec = calloc(1, sizeof *spec);
     run_args a = { 0 };
+    pdbx_spec *spec = calloc(1, sizeof *spec);
     pdbx_store *st = NULL;
     int rc = PDBX_EXIT_FAIL;
-    if (!opts || !owned || !spec) {
+    if (!spec || pdbx_cli_spec_opts_init(&a.so, run_opts) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "out of memory");
         goto done;
     }
-    opts[0] = (pdbx_cli_opt){ "detach", NULL, "start the sweep and return at once (prints the run id)" };
-    opts[1] = (pdbx_cli_opt){ "store", "DIR", "store directory (default $PDBX_STORE, ~/.local/share/pdbx)" };
-    for (size_t i = 0; i < nf; i++) {
-        owned[i] = strdup(names[i]);
-        if (!owned[i]) {
-            rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "out of memory");
-            goto done;
-        }
-        for (char *p = owned[i]; *p; p++)
-            if (*p == '_')
-                *p = '-';
-        opts[2 + i] = (pdbx_cli_opt){ owned[i], "VALUE", "spec field (see docs/spec.md)" };
-    }
-    pdbx_cli_spec cli = { .name = "run", .args = "SPEC|PRESET", .about = run_about, .opts = opts,
+    pdbx_cli_spec cli = { .name = "run", .args = "SPEC|PRESET", .about = run_about, .opts = a.so.opts,
                           .min_args = 1, .max_args = 1 };
     char **pos;
     int npos;
@@ -309,25 +276,9 @@ int pdbx_cmd_run(int argc, char **argv)
         rc = pdbx_cli_parse_exit(rc);
         goto done;
     }
-    pdbx_spec_defaults(spec);
-    if (pdbx_spec_load(pos[0], spec, err, sizeof err) != 0) {
-        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
+    rc = pdbx_cli_spec_build("run", pos[0], &a.so, spec);
+    if (rc != 0)
         goto done;
-    }
-    for (size_t i = 0; i < a.nov; i++) {
-        char field[64];
-        snprintf(field, sizeof field, "%s", a.ov[i].field);
-        for (char *p = field; *p; p++)
-            if (*p == '-')
-                *p = '_';
-        if (pdbx_spec_set(spec, field, a.ov[i].value, err, sizeof err) != 0) {
-            if (strncmp(err, field, strlen(field)) == 0)
-                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
-            else
-                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "--%s: %s", a.ov[i].field, err);
-            goto done;
-        }
-    }
     if (pdbx_spec_validate(spec, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
         goto done;
@@ -353,12 +304,8 @@ int pdbx_cmd_run(int argc, char **argv)
 done:
     if (st)
         pdbx_store_close(st);
-    for (size_t i = 0; owned && i < nf; i++)
-        free(owned[i]);
-    free(owned);
-    free(opts);
+    pdbx_cli_spec_opts_free(&a.so);
     free(spec);
-    free(a.ov);
     return rc;
 }
 
