@@ -150,14 +150,18 @@ static void help_draw(ui_app *app, ui_rect body)
     const ui_screen *back = app->screens[app->help_back];
     char lines[96][128];
     int n = ui_keys_help(keymask(app, app->help_back), lines, 96);
-    ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen", back->name);
     int rows = body.h - 3;
     if (app->help_top > n - rows) app->help_top = n - rows;
     if (app->help_top < 0) app->help_top = 0;
+    if (n > rows) /* say that there is more, or the last keys stay unseen */
+        ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen  (%d-%d of %d, Up/Down scroll)",
+               back->name, app->help_top + 1, app->help_top + rows, n);
+    else
+        ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen", back->name);
     for (int i = 0; i < rows && app->help_top + i < n; i++)
         ui_put(body.y + 2 + i, 1, body.w - 2, UI_C_NORMAL, 0, "%s", lines[app->help_top + i]);
     ui_put(body.y + body.h - 1, 1, body.w - 2, UI_C_DIM, 0,
-           "Text fields take every printable key; F10 quits and Esc goes back from anywhere.");
+           "Text fields take every printable key; F10 quits, Esc goes back, from anywhere.");
 }
 
 static int help_key(ui_app *app, int key, ui_action act)

@@ -93,9 +93,6 @@ static int compare_key(ui_app *app, int key, ui_action act)
     case UI_ACT_STAT: c->stat = (c->stat + 1) % PDBX_STAT_COUNT_KINDS; return UI_H_HANDLED;
     case UI_ACT_LOG: c->log = !c->log; return UI_H_HANDLED;
     case UI_ACT_OP: c->op = c->op + 1 >= PDBX_OP_COUNT ? -1 : c->op + 1; return UI_H_HANDLED;
-    case UI_ACT_EXPORT:
-        ui_app_message(app, 1, "export from a run's own view (Esc, then e)");
-        return UI_H_HANDLED;
     default: return UI_H_NONE;
     }
 }

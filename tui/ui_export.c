@@ -188,7 +188,7 @@ static void export_draw(ui_app *app, ui_rect b)
     y++;
     ui_put(y++, 2, b.w - 4, UI_C_DIM, 0, "Up/Down field, Left/Right change a choice, Enter or F5 writes, Esc back.");
     if (e->format == 0)
-        ui_put(y++, 2, b.w - 4, UI_C_DIM, 0, "NPZ files are named {model}_{gpu}_{tp}.npz, one per TP degree, rows MBS 1, 2, 4, ...");
+        ui_put(y++, 2, b.w - 4, UI_C_DIM, 0, "NPZ files: {model}_{gpu}_{tp}.npz, one per TP degree, rows MBS 1, 2, 4, ...");
     y++;
     if (e->nreport) {
         ui_put(y++, 2, b.w - 4, UI_C_HEADER, 0, "files written:");

@@ -386,7 +386,7 @@ static void form_draw(ui_app *app, ui_rect b)
         ui_put(y++, 1, b.w - 2, UI_C_OK, 1, "valid: F5 launches the sweep in the background and opens the monitor");
     if (erows > 1)
         ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
-               "Up/Down field, Left/Right preset or choice, ^U clears, PgUp/PgDn scroll the preview");
+               "Up/Down field  Left/Right preset or choice  ^U clear  PgUp/PgDn preview");
     /* preview, beside the fields */
     int px = left_w + 2, pw = b.w - px - 1;
     b.h = preview_end - b.y;

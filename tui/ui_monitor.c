@@ -192,6 +192,45 @@ static char point_glyph(pdbx_point_status s)
     return '?';
 }
 
+/* Rows `text` takes wrapped at width w (ASCII engine messages; a UTF-8 sequence is never split). */
+static int wrap_cut(const char *text, int w)
+{
+    int len = (int)strlen(text);
+    if (len <= w || w < 2) return len;
+    int cut = w;
+    while (cut > w / 2 && text[cut] != ' ') cut--;   /* break at a space in the right half */
+    if (text[cut] != ' ') cut = w;
+    while (cut > 1 && ((unsigned char)text[cut] & 0xC0) == 0x80) cut--;
+    return cut;
+}
+
+static int wrapped_rows(const char *text, int w)
+{
+    int rows = 0;
+    do {
+        int cut = wrap_cut(text, w);
+        text += cut;
+        while (*text == ' ') text++;
+        rows++;
+    } while (*text);
+    return rows;
+}
+
+/* Draws text wrapped over at most max_rows rows from (y, x); returns the rows used. */
+static int put_wrapped(int y, int x, int w, int max_rows, ui_role role, const char *text)
+{
+    int rows = 0;
+    while (rows < max_rows) {
+        int cut = wrap_cut(text, w);
+        ui_put(y + rows, x, w, role, 1, "%.*s", cut, text);
+        text += cut;
+        while (*text == ' ') text++;
+        rows++;
+        if (!*text) break;
+    }
+    return rows;
+}
+
 static void monitor_draw(ui_app *app, ui_rect b)
 {
     ui_monitor_state *m = &app->mon;
@@ -261,7 +300,15 @@ static void monitor_draw(ui_app *app, ui_rect b)
     ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %s  hosts: %s  device: %s", ranks,
            hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"), run->device_name[0] ? run->device_name : "N/A");
     y++;
-    ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   # ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped", "config");
+    /* the legend sits beside the header when it fits, else on its own line below it, so a new
+       user at 80 columns still learns what every glyph means */
+    static const char legend[] = "# ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped";
+    if (w >= 28 + (int)sizeof(legend) - 1) {
+        ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   %s", "config", legend);
+    } else {
+        ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points", "config");
+        ui_put(y++, 1, w, UI_C_DIM, 1, "legend: %s", legend);
+    }
     /* per-config rows */
     int cfg[PDBX_MAX_CONFIGS][3];
     size_t ncfg = pdbx_run_configs(run, cfg, PDBX_MAX_CONFIGS);
@@ -288,9 +335,15 @@ static void monitor_draw(ui_app *app, ui_rect b)
     }
     if (run->nwarnings) {
         ui_put(wy++, 1, w, UI_C_HEADER, 1, "warnings (%d)", run->nwarnings);
-        int shown = run->nwarnings < 3 ? run->nwarnings : 3;
-        for (int i = run->nwarnings - shown; i < run->nwarnings; i++)
-            ui_put(wy++, 1, w, UI_C_WARNING, 1, "%s", run->warnings[i % PDBX_WARN_RING]);
+        /* the newest warnings that fit in 3 rows, each wrapped rather than cut at the edge */
+        int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
+        int first = run->nwarnings, budget = 3;
+        while (first > run->nwarnings - held && budget > 0) {
+            budget -= wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
+            first--;
+        }
+        for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
+            wy += put_wrapped(wy, 1, w, b.y + b.h - wy, UI_C_WARNING, run->warnings[i % PDBX_WARN_RING]);
     } else {
         ui_put(wy, 1, w, UI_C_DIM, 1, "no warnings%s", run->have_end && !m->replay ? "  (Enter opens the results)" : "");
     }

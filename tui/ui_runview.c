@@ -309,8 +309,14 @@ static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
     }
     const pdbx_gpu *g = &v->spec.gpu;
     double peak = ui_gpu_peak_tflops(g, v->run.dtype);
-    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "efficiency = roofline bound / measured (%s): %s %s, %.1f TFLOP/s, %.0f GB/s",
-           pdbx_stat_name(v->stat), g->name, v->run.dtype, peak, g->bw_gbs);
+    /* a preset without a peak (the cpu one) has no roofline: say N/A, not 0 */
+    char peak_s[32], bw_s[32];
+    if (peak > 0) snprintf(peak_s, sizeof(peak_s), "%.1f TFLOP/s", peak);
+    else snprintf(peak_s, sizeof(peak_s), "peak N/A");
+    if (g->bw_gbs > 0) snprintf(bw_s, sizeof(bw_s), "%.0f GB/s", g->bw_gbs);
+    else snprintf(bw_s, sizeof(bw_s), "bandwidth N/A");
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "efficiency = roofline bound / measured (%s): %s %s, %s, %s",
+           pdbx_stat_name(v->stat), g->name, v->run.dtype, peak_s, bw_s);
     const int opw = 17, cw = 8;
     int ncols = (b.w - opw - 30) / cw;
     if (ncols > m->n) ncols = m->n;
@@ -354,8 +360,12 @@ static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
         y++;
     }
     ui_canvas_free(&c);
-    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0,
-           "bound = max(flops / peak, bytes / bandwidth) per TP rank; N/A where an op has no model");
+    if (peak <= 0 && g->bw_gbs <= 0)
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0,
+               "N/A: the GPU preset %s gives no peak or bandwidth to compare with", g->name);
+    else
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0,
+               "bound = max(flops/peak, bytes/bandwidth) per TP rank; N/A: op has no model");
 }
 
 /* busbw vs message size, one series per collective, under the table when there is room. */
@@ -439,7 +449,7 @@ static void draw_collectives(ui_app *app, ui_rect b)
         ui_rect cr = { y + 1, b.x, b.y + b.h - 1 - (y + 1), b.w };
         draw_coll_chart(app, cr);
     }
-    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw as nccl-tests: all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
+    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw (nccl-tests): all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
 }
 
 static void runview_draw(ui_app *app, ui_rect b)
@@ -458,9 +468,10 @@ static void runview_draw(ui_app *app, ui_rect b)
         names[ntabs++] = "collectives";
     if (v->tab >= ntabs) v->tab = 0;
     ui_draw_tabs(b.y, 1, b.w - 2, names, ntabs, v->tab);
-    ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 1, "%s  %s  %s/%s %s  seq %d  %d of %d layers  %s", v->run.id, v->run.model.name,
+    /* the long id last: at 80 columns it is the part that may be cut, not the status */
+    ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 1, "%s  %s/%s %s  seq %d  layers %d of %d  %s  %s", v->run.model.name,
            v->run.backend, v->run.gpu, v->run.dtype, v->run.seq_len, v->run.layers_profiled, v->run.model.layers,
-           pdbx_run_status_name(v->run.status));
+           pdbx_run_status_name(v->run.status), v->run.id);
     ui_rect body = { b.y + 3, b.x, b.h - 3, b.w };
     if (ntabs == 0) {
         ui_put(body.y, 1, b.w - 2, UI_C_DIM, 0, "no configs in this run");
