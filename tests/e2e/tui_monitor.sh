@@ -22,6 +22,14 @@ if [ -f "$REC" ]; then
     wait_for "TinyLlama-1.1B"
     wait_for "8/8 points 100%"
     keys q; wait_for "[pdbx exited 0]"
+    # at 80x24 the glyph legend still shows in full (on its own line) and a long warning wraps
+    # onto a second row instead of being cut at the edge
+    COLS=80 ROWS=24 start replay "$REC" --speed 1000
+    wait_for "replay finished: complete" 30
+    wait_for "legend: # ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped"
+    wait_for "(one stage's"
+    wait_for "gradients are"
+    keys q; wait_for "[pdbx exited 0]"
 fi
 # usage errors are one line and exit 2
 "$PDBX" replay >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "replay without FILE: exit status"
