@@ -88,8 +88,14 @@ static void draw_frame(ui_app *app)
     if (sl < l->cols / 2)
         ui_put(l->title.y, l->cols - sl, sl, UI_C_TITLE, 0, "%s ", store);
     /* message line: confirmation first, then the last message */
-    if (app->confirm[0])
-        ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %s [y/N]", app->confirm);
+    if (app->confirm[0]) {
+        /* the question may be cut, never the [y/N] that says how to answer it */
+        int room = l->cols - 8, len = (int)strlen(app->confirm);
+        if (len > room && room > 3)
+            ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %.*s... [y/N]", room - 3, app->confirm);
+        else
+            ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %s [y/N]", app->confirm);
+    }
     else if (app->message[0])
         ui_put(l->message.y, 0, l->cols, app->message_error ? UI_C_ERROR : UI_C_INFO, 1, " %s", app->message);
     else

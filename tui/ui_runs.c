@@ -290,8 +290,7 @@ static int runs_key(ui_app *app, int key, ui_action act)
             break;
         }
         snprintf(r->pending_delete, sizeof(r->pending_delete), "%s", s->id);
-        ui_app_confirm(app, do_delete, "delete run %s (%s, %s)? its file is removed", s->id,
-                       s->model, pdbx_run_status_name(s->status));
+        ui_app_confirm(app, do_delete, "delete the file of run %s (%s)?", s->id, s->model);
         break;
     case UI_ACT_MARK:
         if (!s) break;

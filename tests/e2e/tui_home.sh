@@ -34,6 +34,12 @@ keys y; wait_for "deleted $C"
 wait_for "2 runs"
 [ -f "$STORE/runs/$C.pdbx" ] && fail "y did not delete the run file"
 quit_and_check
+# at 80 columns the whole delete question shows, up to how to answer it
+COLS=80 start
+wait_for "2 runs"
+keys Home d; wait_for ")? [y/N]"
+keys n; wait_for "cancelled"
+quit_and_check
 # SIGINT (Ctrl-C) and SIGTERM end the explorer cleanly: exit 0 and the terminal restored (the
 # shell's line shows on the normal screen, the explorer's screen is gone)
 start
