@@ -393,7 +393,7 @@ static void form_draw(ui_app *app, ui_rect b)
     y = b.y;
     if (!f->spec_ok) {
         ui_put(y, px, pw, UI_C_HEADER, 1, "Preview");
-        ui_put(y + 1, px, pw, UI_C_DIM, 0, "fix the fields marked ! to see the points");
+        ui_put(y + 1, px, pw, UI_C_DIM, 0, "fix the fields marked !");
         return;
     }
     int ranks_max = 0, noom = 0;
