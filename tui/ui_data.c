@@ -34,6 +34,11 @@ void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind
             }
         }
         m->total[i] = any ? total : NAN;
+        const pdbx_comm_cell *pp_c = &pts[i]->pp_sendrecv, *dp_c = &pts[i]->dp_allreduce;
+        m->pp_sendrecv[i] = pp_c->valid ? pdbx_stats_get(&pp_c->time, stat) : NAN;
+        m->dp_allreduce[i] = dp_c->valid ? pdbx_stats_get(&dp_c->time, stat) : NAN;
+        m->pp_present |= pp_c->valid;
+        m->dp_present |= dp_c->valid;
     }
 }
 

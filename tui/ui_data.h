@@ -23,6 +23,10 @@ typedef struct {
     double bytes[PDBX_OP_COUNT][UI_MAX_MBS];
     double total[UI_MAX_MBS];                /* NaN when no op of the point was measured */
     int op_present[PDBX_OP_COUNT];           /* 1 when any point measured the op */
+    /* the point's PP send/recv and DP gradient all-reduce (ms, NaN = not measured): not ops of
+       the layer's forward, so outside the total; *_present as op_present */
+    double pp_sendrecv[UI_MAX_MBS], dp_allreduce[UI_MAX_MBS];
+    int pp_present, dp_present;
 } ui_matrix;
 
 void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m);

@@ -157,6 +157,24 @@ static void draw_table(ui_app *app, ui_rect b, const ui_matrix *m, int share)
         else ui_format_value(m->total[first + i], s, sizeof(s));
         ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*s", cw - 1, s);
     }
+    y++;
+    /* the point's PP and DP communication, measured but outside the layer total: shown in ms
+       under it where there is room (the share view has no place for them) */
+    if (share) return;
+    const struct { const char *name; const double *v; int present; } comm[] = {
+        { "pp_sendrecv", m->pp_sendrecv, m->pp_present },
+        { "dp_allreduce", m->dp_allreduce, m->dp_present },
+    };
+    for (size_t k = 0; k < sizeof(comm) / sizeof(comm[0]) && y < b.y + b.h; k++) {
+        if (!comm[k].present) continue;
+        ui_put(y, 1, opw, UI_C_DIM, 1, "%s", comm[k].name);
+        for (int i = 0; i < ncols; i++) {
+            char s[32];
+            ui_format_value(comm[k].v[first + i], s, sizeof(s));
+            ui_put(y, 1 + opw + i * cw, cw, isnan(comm[k].v[first + i]) ? UI_C_DIM : UI_C_NORMAL, 1, "%*s", cw - 1, s);
+        }
+        y++;
+    }
 }
 
 /* The legend: fill or marker glyph + op name for each listed op, wrapped over rows. */

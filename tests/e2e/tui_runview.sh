@@ -52,4 +52,17 @@ keys End Enter; wait_for "view: table (ms)"
 screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "the healthy run after a corrupt one"
 keys Escape; wait_for "2 runs"
 quit_and_check
+# the point's DP gradient all-reduce shows under the total of a DP config (the shipped CPU
+# recording: 193.5, 308.7, 152.7, 179.1 ms mean at MBS 1, 2, 4, 8, as `pdbx show` prints)
+REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"
+if [ -f "$REC" ]; then
+    rm -rf "$STORE"
+    PDBX_STORE="$STORE" "$PDBX" import "$REC" >/dev/null || fail "import of $REC"
+    COLS=80 ROWS=24 start
+    wait_for "1 run"
+    keys Enter; wait_for "view: table (ms)"
+    wait_for "TP1 PP1 DP2"
+    screen | grep -E '^ dp_allreduce +194 +309 +153 +179 *$' >/dev/null || fail "dp_allreduce row"
+    quit_and_check
+fi
 echo PASS
