@@ -155,7 +155,12 @@ static int monitor_key(ui_app *app, int key, ui_action act)
         ui_app_confirm(app, do_cancel, "cancel sweep %s?", m->id);
         return UI_H_HANDLED;
     case UI_ACT_OPEN:
-        if (!m->replay && m->run.have_end && ui_runview_open(app, m->id) == 0) {
+        /* a key in the bar never does nothing silently: say when the results can open */
+        if (m->replay)
+            return UI_H_HANDLED;   /* not bound on the replay screen */
+        if (!m->run.have_end)
+            ui_app_message(app, 1, "the results open when the sweep ends (Esc leaves it running)");
+        else if (ui_runview_open(app, m->id) == 0) {
             ui_monitor_close(app);
             ui_app_switch(app, UI_SCREEN_RUNVIEW);
         }
@@ -251,7 +256,10 @@ static void monitor_draw(ui_app *app, ui_rect b)
     double frac = total ? (double)done / (double)total : NAN;
     double now_unix = m->replay ? m->rp.vt : (double)time(NULL);
     double elapsed = run->created > 0 ? ((run->have_end ? run->last_event : now_unix) - run->created) : NAN;
-    double eta = (done > 0 && !run->have_end && total > done) ? elapsed / done * (total - done) : (run->have_end ? 0 : NAN);
+    /* an ended run has nothing left to wait for only when it completed; a cancelled or failed
+       one never reaches its remaining points, so its ETA is N/A rather than 0 */
+    double eta = (done > 0 && !run->have_end && total > done) ? elapsed / done * (total - done)
+               : (run->have_end && run->status == PDBX_RUN_COMPLETE ? 0 : NAN);
     char el[32], et[32];
     ui_format_duration(elapsed, el, sizeof(el));
     ui_format_duration(eta, et, sizeof(et));

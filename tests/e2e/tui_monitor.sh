@@ -56,6 +56,8 @@ screen | grep -E 'TP2 PP1 DP1 +1> +2\. +4\. +8\.' >/dev/null || fail "TP2 row of
 keys Escape; wait_for "keeps running in the background"
 screen | grep -q "running 50%" || fail "the run stopped being listed as running"
 keys Home Enter; wait_for "now: point 4"
+# Enter (in the key bar) says why the results do not open yet instead of doing nothing
+keys Enter; wait_for "the results open when the sweep ends"
 # events appended by the 'engine' while we watch show up
 append() { printf '%s' "$1" | zstd -q -c >> "$STORE/runs/$R.pdbx"; }
 append '{"type":"warning","t":1795255300,"message":"fixture: appended while watching"}'
@@ -64,6 +66,7 @@ append '{"type":"point_end","t":1795255301,"point":4,"status":"error","message":
 wait_for "1!"
 append '{"type":"run_end","t":1795255302,"status":"failed","reason":"fixture: stopped","elapsed_s":102}'
 wait_for "ended failed: fixture: stopped"
+screen | grep -q "ETA N/A" || fail "a failed run's ETA is not N/A (its remaining points never run)"
 keys c; wait_for "is not running"
 kill "$LAUNCHER" 2>/dev/null
 keys Escape; wait_for "2 runs"
