@@ -245,8 +245,6 @@ static void monitor_draw(ui_app *app, ui_rect b)
     ui_put(y++, 1, w, UI_C_HEADER, 1, "%s  %s  %s/%s  %s", m->id[0] ? m->id : "(waiting for run_start)",
            run->model.name[0] ? run->model.name : "N/A", run->backend[0] ? run->backend : "N/A",
            run->gpu[0] ? run->gpu : "N/A", status);
-    if (m->replay)
-        ui_put(y - 1, b.w - 28, 27, UI_C_INFO, 0, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
     /* overall progress */
     size_t total = run->npoints, done = pdbx_run_points_done(run);
     if (total == 0 && run->progress_total > 0) {
@@ -281,8 +279,11 @@ static void monitor_draw(ui_app *app, ui_rect b)
         ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: point %d  TP%d PP%d DP%d  MBS %d  op %s", p->index, p->tp,
                p->pp, p->dp, p->mbs, run->current_op[0] ? run->current_op : "N/A");
     } else if (run->have_end) {
-        ui_put(y++, 1, w, ui_role_run_status(run->status), 1, "ended %s%s%s", pdbx_run_status_name(run->status),
-               run->end_reason[0] ? ": " : "", run->end_reason);
+        /* the reason (an engine error, say) may be long: two rows rather than a cut message */
+        char ended[sizeof(run->end_reason) + 32];
+        snprintf(ended, sizeof(ended), "ended %s%s%s", pdbx_run_status_name(run->status),
+                 run->end_reason[0] ? ": " : "", run->end_reason);
+        y += put_wrapped(y, 1, w, 2, ui_role_run_status(run->status), ended);
     } else {
         ui_put(y++, 1, w, UI_C_DIM, 1, "now: %s", run->npoints ? "between points" : "waiting for the engine");
     }
@@ -307,6 +308,10 @@ static void monitor_draw(ui_app *app, ui_rect b)
         snprintf(ranks, sizeof(ranks), "N/A");
     ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %s  hosts: %s  device: %s", ranks,
            hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"), run->device_name[0] ? run->device_name : "N/A");
+    /* the replay speed on the spare row, not over the header's right end (which it hid at 80
+       columns) */
+    if (m->replay)
+        ui_put(y, 1, w, UI_C_INFO, 1, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
     y++;
     /* the legend sits beside the header when it fits, else on its own line below it, so a new
        user at 80 columns still learns what every glyph means */

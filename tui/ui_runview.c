@@ -47,6 +47,10 @@ int ui_runview_open(ui_app *app, const char *id)
         ui_app_message(app, 1, "corrupt run: showing the events before the damage (%s)", v->run.end_reason);
     else if (v->nconfigs == 0)
         ui_app_message(app, 1, "run %s has no planned points", id);
+    else if ((v->run.status == PDBX_RUN_FAILED || v->run.status == PDBX_RUN_CANCELLED) && v->run.end_reason[0])
+        /* why the table has pending or missing points (r on home replays the whole story) */
+        ui_app_message(app, v->run.status == PDBX_RUN_FAILED, "%s: %s", pdbx_run_status_name(v->run.status),
+                       v->run.end_reason);
     return 0;
 }
 

@@ -29,6 +29,9 @@ if [ -f "$REC" ]; then
     wait_for "legend: # ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped"
     wait_for "(one stage's"
     wait_for "gradients are"
+    # the replay speed has its own row and hides nothing of the header
+    wait_for "TinyLlama-1.1B  cpu/cpu  complete"
+    screen | grep -qE '^ replay x1000' || fail "replay speed row"
     keys q; wait_for "[pdbx exited 0]"
 fi
 # usage errors are one line and exit 2
