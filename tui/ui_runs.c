@@ -389,9 +389,11 @@ static void runs_draw(ui_app *app, ui_rect b)
     if (s)
         ui_put(b.y + b.h - 2, 1, b.w - 2, s->message[0] ? UI_C_WARNING : UI_C_DIM, 1, "%s  %.1f kB  %d/%d points%s%s",
                s->id, s->size / 1024.0, s->points_done, s->points_total, s->message[0] ? "  " : "", s->message);
-    if (r->editing_filter || r->filter[0])
-        ui_put(b.y + b.h - 1, 1, b.w - 2, r->editing_filter ? UI_C_FIELD_ACTIVE : UI_C_INFO, 1,
-               "filter: %s%s", r->filter, r->editing_filter ? "_" : "");
+    if (r->editing_filter)
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_FIELD_ACTIVE, 1, "filter: %s_  (Enter keeps, Esc clears)", r->filter);
+    else if (r->filter[0])   /* how many it hides, and how to get them back */
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_INFO, 1, "filter: %s  (%zu of %zu runs; / then Esc clears)", r->filter,
+               r->nview, r->nall);
     else
         ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1, "%zu run%s%s%s", r->nall, r->nall == 1 ? "" : "s",
                r->marked[0] ? "  marked: " : "", r->marked);

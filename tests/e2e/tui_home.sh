@@ -16,7 +16,7 @@ keys s; wait_for "sorted by model"
 screen | grep -n "Llama-3.2-1B\|TinyLlama" | head -1 | grep -q "Llama-3.2-1B" || fail "sort by model"
 # filter: only the tinyllama run stays
 keys / T i n y; wait_for "filter: Tiny_"
-keys Enter; wait_for "filter: Tiny"
+keys Enter; wait_for "filter: Tiny  (1 of 3 runs; / then Esc clears)"
 screen | grep -q "Llama-3.2-1B" && fail "filter kept a Llama-3.2-1B run"
 screen | grep -q "TinyLlama-1.1B" || fail "filter lost the TinyLlama run"
 keys / Escape; wait_for "3 runs"
