@@ -30,6 +30,8 @@ static const char *const events[] = {
     "\"flops\":2e9,\"bytes\":1e6}",
     "{\"type\":\"op\",\"t\":102.0,\"point\":0,\"op\":\"mlp_up\",\"stats\":{\"count\":3,\"min\":5,\"max\":7,\"mean\":6,\"median\":6,\"std\":1},"
     "\"flops\":4e9,\"bytes\":2e6}",
+    "{\"type\":\"comm\",\"t\":102.2,\"point\":0,\"kind\":\"dp_allreduce\",\"bytes\":1048576,\"group_size\":2,"
+    "\"stats\":{\"count\":3,\"min\":0.5,\"max\":0.9,\"mean\":0.7,\"median\":0.6,\"std\":0.1},\"algbw\":1.5,\"busbw\":1.5}",
     "{\"type\":\"point_end\",\"t\":102.5,\"point\":0,\"status\":\"ok\"}",
     "{\"type\":\"point_start\",\"t\":103.0,\"point\":1,\"tp\":1,\"pp\":1,\"dp\":1,\"mbs\":2}",
     "{\"type\":\"op\",\"t\":103.5,\"point\":1,\"op\":\"attn_q\",\"stats\":{\"count\":3,\"min\":3,\"max\":5,\"mean\":4,\"median\":4,\"std\":0.5},"
@@ -76,11 +78,18 @@ static void test_matrix(void **state)
     assert_int_equal(m.op_present[PDBX_OP_ATTN_Q], 1);
     assert_int_equal(m.op_present[PDBX_OP_EMBED], 0);
     assert_float_equal(m.flops[PDBX_OP_MLP_UP][0], 4e9, 1);
+    /* the point's DP all-reduce: its own row, outside the total; N/A where not measured */
+    assert_int_equal(m.dp_present, 1);
+    assert_int_equal(m.pp_present, 0);
+    assert_float_equal(m.dp_allreduce[0], 0.7, 1e-12);
+    assert_true(isnan(m.dp_allreduce[1]));
+    assert_true(isnan(m.pp_sendrecv[0]));
     assert_int_equal(ui_matrix_find(&m, 4), 2);
     assert_int_equal(ui_matrix_find(&m, 8), -1);
     /* another statistic */
     ui_matrix_build(&run, 1, 1, 1, PDBX_STAT_MAX, &m);
     assert_float_equal(m.v[PDBX_OP_ATTN_Q][0], 3.0, 1e-12);
+    assert_float_equal(m.dp_allreduce[0], 0.9, 1e-12);
     /* an unknown config has no points */
     ui_matrix_build(&run, 2, 1, 1, PDBX_STAT_MEAN, &m);
     assert_int_equal(m.n, 0);
