@@ -141,6 +141,7 @@ typedef struct {
     int log;
     int op;                  /* -1: the total */
     ui_view_kind view;       /* TABLE (ratios) or COST (overlaid chart) */
+    int scroll;              /* op rows scrolled off the top of the ratio table */
 } ui_compare_state;
 
 typedef struct {

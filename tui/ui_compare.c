@@ -87,13 +87,40 @@ static int compare_key(ui_app *app, int key, ui_action act)
         ui_compare_close(app);
         ui_app_switch(app, app->rv.have_run ? UI_SCREEN_RUNVIEW : UI_SCREEN_RUNS);
         return UI_H_HANDLED;
-    case UI_ACT_NEXT_TAB: c->tab = (c->tab + 1) % c->npairs; return UI_H_HANDLED;
-    case UI_ACT_PREV_TAB: c->tab = (c->tab + c->npairs - 1) % c->npairs; return UI_H_HANDLED;
+    case UI_ACT_NEXT_TAB: c->tab = (c->tab + 1) % c->npairs; c->scroll = 0; return UI_H_HANDLED;
+    case UI_ACT_PREV_TAB: c->tab = (c->tab + c->npairs - 1) % c->npairs; c->scroll = 0; return UI_H_HANDLED;
     case UI_ACT_VIEW: c->view = c->view == UI_VIEW_TABLE ? UI_VIEW_COST : UI_VIEW_TABLE; return UI_H_HANDLED;
     case UI_ACT_STAT: c->stat = (c->stat + 1) % PDBX_STAT_COUNT_KINDS; return UI_H_HANDLED;
     case UI_ACT_LOG: c->log = !c->log; return UI_H_HANDLED;
+    case UI_ACT_UP: if (c->scroll > 0) c->scroll--; return UI_H_HANDLED;
+    case UI_ACT_DOWN: c->scroll++; return UI_H_HANDLED;   /* clamped when drawn */
+    case UI_ACT_HOME: c->scroll = 0; return UI_H_HANDLED;
+    case UI_ACT_END: c->scroll = PDBX_OP_COUNT; return UI_H_HANDLED;
     case UI_ACT_OP: c->op = c->op + 1 >= PDBX_OP_COUNT ? -1 : c->op + 1; return UI_H_HANDLED;
     default: return UI_H_NONE;
+    }
+}
+
+/* One row of ratios B/A per MBS and their geometric mean; op PDBX_OP_COUNT is the total. */
+static void draw_ratio_row(int y, int op, const ui_matrix *ma, const ui_matrix *mb, int ncols, int opw, int cw)
+{
+    int is_total = op == PDBX_OP_COUNT;
+    double ratios[UI_MAX_MBS];
+    for (int i = 0; i < ma->n; i++) {
+        int j = ui_matrix_find(mb, ma->mbs[i]);
+        double a = is_total ? ma->total[i] : ma->v[op][i];
+        double bv = j < 0 ? NAN : (is_total ? mb->total[j] : mb->v[op][j]);
+        ratios[i] = (a > 0 && isfinite(bv)) ? bv / a : NAN;
+    }
+    ui_put(y, 1, opw, is_total ? UI_C_HEADER : UI_C_NORMAL, 1, "%s", is_total ? "total" : pdbx_op_name(op));
+    for (int i = 0; i <= ncols; i++) {
+        double r = i < ncols ? ratios[i] : ui_geomean(ratios, ma->n);
+        char s[32];
+        if (isfinite(r)) snprintf(s, sizeof(s), "%.2f%s", r, r < 0.995 ? "v" : r > 1.005 ? "^" : "=");
+        else snprintf(s, sizeof(s), "N/A");
+        ui_role role = !isfinite(r) ? UI_C_DIM : r < 0.995 ? UI_C_BETTER : r > 1.005 ? UI_C_WORSE : UI_C_NORMAL;
+        int x = 1 + opw + i * cw;
+        ui_put(y, x, i < ncols ? cw : 10, role, 0, "%*s", i < ncols ? cw - 1 : 9, s);
     }
 }
 
@@ -137,28 +164,24 @@ static void compare_draw(ui_app *app, ui_rect b)
         ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*d", cw - 1, ma.mbs[i]);
     ui_put(y, 1 + opw + ncols * cw, 10, UI_C_HEADER, 1, "%9s", "geomean");
     y++;
-    for (int op = 0; op <= PDBX_OP_COUNT && y < b.y + b.h; op++) {
-        int is_total = op == PDBX_OP_COUNT;
-        if (!is_total && !ma.op_present[op] && !mb.op_present[op]) continue;
-        double ratios[UI_MAX_MBS];
-        for (int i = 0; i < ma.n; i++) {
-            int j = ui_matrix_find(&mb, ma.mbs[i]);
-            double a = is_total ? ma.total[i] : ma.v[op][i];
-            double bv = j < 0 ? NAN : (is_total ? mb.total[j] : mb.v[op][j]);
-            ratios[i] = (a > 0 && isfinite(bv)) ? bv / a : NAN;
-        }
-        ui_put(y, 1, opw, is_total ? UI_C_HEADER : UI_C_NORMAL, 1, "%s", is_total ? "total" : pdbx_op_name(op));
-        for (int i = 0; i <= ncols; i++) {
-            double r = i < ncols ? ratios[i] : ui_geomean(ratios, ma.n);
-            char s[32];
-            if (isfinite(r)) snprintf(s, sizeof(s), "%.2f%s", r, r < 0.995 ? "v" : r > 1.005 ? "^" : "=");
-            else snprintf(s, sizeof(s), "N/A");
-            ui_role role = !isfinite(r) ? UI_C_DIM : r < 0.995 ? UI_C_BETTER : r > 1.005 ? UI_C_WORSE : UI_C_NORMAL;
-            int x = 1 + opw + i * cw;
-            ui_put(y, x, i < ncols ? cw : 10, role, 0, "%*s", i < ncols ? cw - 1 : 9, s);
-        }
-        y++;
+    /* op rows scroll (Up/Down) above a total row that always shows: at 80x24 a TP>1 pair has
+       more ops than rows, and the total is the ratio a reader wants first */
+    int rows = b.y + b.h - 1 - y, present = 0, shown = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        present += ma.op_present[op] || mb.op_present[op];
+    if (c->scroll > present - rows) c->scroll = present - rows;
+    if (c->scroll < 0) c->scroll = 0;
+    int skip = c->scroll;
+    for (int op = 0; op < PDBX_OP_COUNT && shown < rows; op++) {
+        if (!ma.op_present[op] && !mb.op_present[op]) continue;
+        if (skip-- > 0) continue;
+        draw_ratio_row(y++, op, &ma, &mb, ncols, opw, cw);
+        shown++;
     }
+    draw_ratio_row(y, PDBX_OP_COUNT, &ma, &mb, ncols, opw, cw);
+    if (present > shown)
+        ui_put(y, 1 + opw + (ncols + 1) * cw + 3, b.w - (opw + (ncols + 1) * cw + 5), UI_C_DIM, 0,
+               "Up/Down: more ops");
 }
 
 const ui_screen ui_screen_compare = { "compare", UI_SCR_COMPARE, 0, NULL, compare_key, compare_draw };

@@ -25,4 +25,17 @@ screen | grep -E '^ attn_q +0\.50v' >/dev/null || fail "TP2/TP1 attn_q ratio"
 keys Escape; wait_for "view: table (ms)"
 keys Escape; wait_for "2 runs"
 quit_and_check
+# at 80x24 a TP1 vs TP2 pair has more op rows than fit: the total row still shows, and the op
+# rows scroll with Up/Down
+COLS=80 ROWS=24 start
+wait_for "2 runs"
+keys j Enter; wait_for "view: table (ms)"
+keys m; wait_for "marked this config"
+keys Tab c; wait_for "TP1 PP1 DP2 vs TP2 PP1 DP1"
+wait_for "Up/Down: more ops"
+screen | grep -E '^ total +[0-9]' >/dev/null || fail "total row at 80x24"
+screen | grep -qE '^ lm_head ' && fail "lm_head shown before scrolling (the test expects a cut table)"
+keys End; wait_for " lm_head "
+screen | grep -E '^ total +[0-9]' >/dev/null || fail "total row after scrolling"
+quit_and_check
 echo PASS
