@@ -401,9 +401,12 @@ static void form_draw(ui_app *app, ui_rect b)
         if (f->points[i].ranks > ranks_max) ranks_max = f->points[i].ranks;
         noom += f->points[i].predicted_oom;
     }
-    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, <= %d ranks, %d pred. OOM", f->npoints, ranks_max, noom);
-    ui_put(y++, px, pw, UI_C_DIM, 1, "%s on %s (%.0f GB), %s", f->spec.model.name, f->spec.gpu.name,
-           f->spec.gpu.mem_bytes / 1e9, pdbx_dtype_name(f->spec.dtype));
+    /* three short lines: the 80-column preview pane is about 30 wide, and the OOM count and
+       the dtype were what got cut */
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, %d pred. OOM", f->npoints, noom);
+    ui_put(y++, px, pw, UI_C_DIM, 1, "%s on %s (%.0f GB)", f->spec.model.name, f->spec.gpu.name,
+           f->spec.gpu.mem_bytes / 1e9);
+    ui_put(y++, px, pw, UI_C_DIM, 1, "%s, <= %d ranks", pdbx_dtype_name(f->spec.dtype), ranks_max);
     if (f->combos[0]) {
         ui_put(y++, px, pw, UI_C_INFO, 1, "valid for that GPU count (F6 uses them):");
         ui_put(y++, px, pw, UI_C_INFO, 1, "%s", f->combos);
