@@ -352,7 +352,10 @@ static void monitor_draw(ui_app *app, ui_rect b)
         int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
         int first = run->nwarnings, budget = 3;
         while (first > run->nwarnings - held && budget > 0) {
-            budget -= wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
+            int need = wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
+            if (need > budget && first < run->nwarnings)
+                break;   /* an older one that does not fit would push the newest off */
+            budget -= need;
             first--;
         }
         for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
