@@ -337,7 +337,7 @@ static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
     else snprintf(peak_s, sizeof(peak_s), "peak N/A");
     if (g->bw_gbs > 0) snprintf(bw_s, sizeof(bw_s), "%.0f GB/s", g->bw_gbs);
     else snprintf(bw_s, sizeof(bw_s), "bandwidth N/A");
-    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "efficiency = roofline bound / measured (%s): %s %s, %s, %s",
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "efficiency = bound / measured (%s): %s %s, %s, %s",
            pdbx_stat_name(v->stat), g->name, v->run.dtype, peak_s, bw_s);
     const int opw = 17, cw = 8;
     int ncols = (b.w - opw - 30) / cw;

@@ -63,6 +63,10 @@ if [ -f "$REC" ]; then
     keys Enter; wait_for "view: table (ms)"
     wait_for "TP1 PP1 DP2"
     screen | grep -E '^ dp_allreduce +194 +309 +153 +179 *$' >/dev/null || fail "dp_allreduce row"
+    # the cpu preset has no peak: its roofline says N/A, never 0.0 TFLOP/s or 0 GB/s
+    keys v v v v; wait_for "roofline efficiency"
+    wait_for "cpu fp32, peak N/A, bandwidth N/A"
+    wait_for "N/A: the GPU preset cpu gives no peak or bandwidth to compare with"
     quit_and_check
 fi
 echo PASS
