@@ -42,7 +42,7 @@ id=$("$PDBX" run "$TMP/short.json" --store "$ST" --detach 2>"$TMP/err") || { cat
 dt=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ -n "$id" ] || fail "no run id printed"
 echo "detached $id in ${dt} ms"
-"$PDBX" attach "${id:0:22}" --store "$ST" 2>"$TMP/attach" || { cat "$TMP/attach"; fail "attach"; }
+"$PDBX" attach "${id:0:25}" --store "$ST" 2>"$TMP/attach" || { cat "$TMP/attach"; fail "attach"; }
 grep -q "complete" "$TMP/attach" || { cat "$TMP/attach"; fail "attach did not report complete"; }
 [ "$(status_of "$id")" = complete ] || { "$PDBX" ls --store "$ST"; fail "ls status after attach"; }
 # a launch the engine refuses (bf16 without sbgemm on this OpenBLAS, or none at all): failed run
