@@ -189,8 +189,8 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
     }
     if (n > spec->max_args) {
         rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name,
-                           "unexpected argument '%s' (usage: pdbx %s%s%s)",
-                           argv[optind + spec->max_args], spec->name,
+                           "unexpected argument '%s' (usage: pdbx%s%s%s%s)",
+                           argv[optind + spec->max_args], *spec->name ? " " : "", spec->name,
                            spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
         goto done;
     }

@@ -361,7 +361,7 @@ int pdbx_cmd_attach(int argc, char **argv)
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX];
     int rc = open_run("attach", &cli, argc, argv, &a, &st, id);
-    if (rc != 0)
+    if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     rc = watch("attach", st, id, 0);
     pdbx_store_close(st);
@@ -383,7 +383,7 @@ int pdbx_cmd_cancel(int argc, char **argv)
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX], err[512];
     int rc = open_run("cancel", &cli, argc, argv, &a, &st, id);
-    if (rc != 0)
+    if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     if (pdbx_launch_cancel(st, id, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "cancel", "%s", err);

@@ -9,13 +9,17 @@ export PDBX_STORE="$S"
 
 # --help everywhere: exit 0, a usage line, every declared option listed.
 "$PDBX" --help > "$TMP/help" || fail "pdbx --help"
-for cmd in ls show diff export plan record import; do
+for cmd in ls show diff export plan record import run attach cancel; do
     grep -q "^  $cmd " "$TMP/help" || fail "pdbx --help does not list $cmd"
     "$PDBX" $cmd --help > "$TMP/h.$cmd" 2>"$TMP/h.err" || fail "pdbx $cmd --help exited $?"
     head -n1 "$TMP/h.$cmd" | grep -q "^usage: pdbx $cmd" || fail "pdbx $cmd --help: $(head -n1 "$TMP/h.$cmd")"
     grep -q -- '--help' "$TMP/h.$cmd" || fail "pdbx $cmd --help does not list --help"
     [ ! -s "$TMP/h.err" ] || fail "pdbx $cmd --help wrote to stderr"
 done
+# The global form of the usage line, `pdbx --store DIR CMD`, reaches the command.
+"$PDBX" --store "$S" ls > "$TMP/ls.global" || fail "pdbx --store DIR ls exited $?"
+grep -q "$RUN_A" "$TMP/ls.global" || fail "pdbx --store DIR ls does not list $RUN_A"
+"$PDBX" --store="$S" show "$RUN_A" > /dev/null || fail "pdbx --store=DIR show exited $?"
 grep -q -- '--stat STAT' "$TMP/h.show" || fail "show --help lacks --stat"
 grep -q -- '--seq-len VALUE' "$TMP/h.plan" || fail "plan --help lacks the spec field --seq-len"
 grep -q -- '--npz DIR' "$TMP/h.export" || fail "export --help lacks --npz"
