@@ -272,6 +272,16 @@ int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run
             pdbx_run_init(run);
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : ref);
         }
+        /* Any file loads (a damaged one as CORRUPT); one without a run_start is not a run. */
+        if (!run->id[0]) {
+            int damaged = run->status == PDBX_RUN_CORRUPT && run->end_reason[0];
+            int rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s: not a pdbx run file or recording "
+                                   "(no run_start event%s%s)", ref, damaged ? "; " : "",
+                                   damaged ? run->end_reason : "");
+            pdbx_run_free(run);
+            pdbx_run_init(run);
+            return rc;
+        }
         return PDBX_EXIT_OK;
     }
     char id[PDBX_RUN_ID_MAX];
