@@ -70,12 +70,17 @@ bad=(
     "record $RUN_A"
     "record nosuchrun $TMP/rec.pdbx"
     "import"
+    "record $RUN_A $TMP"
     "import a b"
 )
 for inv in "${bad[@]}"; do
     # shellcheck disable=SC2086  # word splitting of the invocation is intended
     expect_usage_error "$PDBX" $inv
 done
+
+# Empty positional values (no word splitting here)
+expect_usage_error "$PDBX" import ""
+expect_usage_error "$PDBX" record "$RUN_A" ""
 
 # The message names the option, the value and what is allowed.
 "$PDBX" show "$RUN_A" --stat avg 2>"$TMP/e" ; grep -qx "pdbx show: --stat: 'avg' is not one of mean, median, min, max, std" "$TMP/e" \
