@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -234,6 +235,7 @@ static int run_mpirun(const sup_job *job, int np, int *cancelled)
     for (int i = 0; i < a; i++)
         fprintf(stderr, " %s", argv[i]);
     fprintf(stderr, "\n");
+    pid_t supervisor = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -241,6 +243,11 @@ static int run_mpirun(const sup_job *job, int np, int *cancelled)
         setpgid(0, 0);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
+        /* If the supervisor dies (kill -9), mpirun tears the sweep down: otherwise the ranks
+         * go on writing a run that the store already shows as failed (launcher gone) and that
+         * `pdbx cancel` can no longer reach. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != supervisor)
+            _exit(127);
         execvp(argv[0], (char *const *)argv);
         fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
         _exit(127);

@@ -95,13 +95,31 @@ id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat 
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill all)"
 sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
-kill -9 "$sup"
 mp=$(pgrep -f "mpirun.*--run-id $id")
-kill -9 $mp $(pgrep -f "^$ENGINE .*--run-id $id") 2>/dev/null
+ranks=$(pgrep -f "^$ENGINE .*--run-id $id")
+# one kill for all: SIGKILL reaches mpirun before it could act on the supervisor's death
+kill -9 "$sup" $mp $ranks 2>/dev/null
 ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "a run_end appeared"
 # the killed supervisor is an orphan: wait until init has reaped it (a zombie still "lives")
 for _ in $(seq 50); do [ "$(status_of "$id")" = failed ] && break; sleep 0.2; done
 st=$(status_of "$id")
 [ "$st" = failed ] || { ps -o pid,stat,cmd -p "$sup"; ps -ef | grep -E "pdbx|mpirun" | grep -v grep; "$PDBX" ls --store "$ST"; fail "ls status after killing everything: $st"; }
 "$PDBX" ls --store "$ST"
+
+# ---- kill -9 of the supervisor alone: mpirun and the ranks do not live on as orphans ----
+phase 'kill -9 of the supervisor alone'
+id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 4"; }
+f=$ST/runs/$id.pdbx
+wait_for 40 'any(e["type"] == "point_start" for e in E)' "$f" || fail "first point never started (kill supervisor)"
+sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
+kill -9 "$sup"
+for _ in $(seq 200); do
+    pgrep -f "(mpirun|$ENGINE).*--run-id $id" >/dev/null || break
+    sleep 0.1
+done
+pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "the sweep lives on after its supervisor was killed"
+for _ in $(seq 50); do [ "$(status_of "$id")" != running ] && break; sleep 0.2; done
+st=$(status_of "$id")
+case $st in failed|cancelled) ;; *) "$PDBX" ls --store "$ST"; fail "status after killing the supervisor: $st";; esac
+"$PDBX" show "$id" --store "$ST" >/dev/null || fail "show after killing the supervisor"
 echo PASS
