@@ -45,6 +45,12 @@ echo "detached $id in ${dt} ms"
 "$PDBX" attach "${id:0:22}" --store "$ST" 2>"$TMP/attach" || { cat "$TMP/attach"; fail "attach"; }
 grep -q "complete" "$TMP/attach" || { cat "$TMP/attach"; fail "attach did not report complete"; }
 [ "$(status_of "$id")" = complete ] || { "$PDBX" ls --store "$ST"; fail "ls status after attach"; }
+# attach to an ended run: its clock stopped at the run end (not now), ETA 0
+sleep 3
+"$PDBX" attach "$id" --store "$ST" 2>"$TMP/attach2" || { cat "$TMP/attach2"; fail "attach to an ended run"; }
+dur=$(ev_py "$ST/runs/$id.pdbx" 'print(int(E[-1]["t"] - E[0]["t"] + 1.5))')
+el=$(grep -o 'elapsed [0-9]*s  ETA 0s' "$TMP/attach2" | grep -o '[0-9]*' | head -1)
+[ -n "$el" ] && [ "$el" -le "$dur" ] || { cat "$TMP/attach2"; fail "attach to an ended run: elapsed '$el' s, the run took < $dur s"; }
 # a launch the engine refuses (bf16 without sbgemm on this OpenBLAS, or none at all): failed run
 if ! "$PY" -c 'import ctypes,sys; ctypes.CDLL("libopenblas.so.0").cblas_sbgemm' 2>/dev/null; then
     tiny_spec "$TMP/bf16.json" 'dtype="bf16"'
