@@ -249,6 +249,8 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
     char err[CLI_ERR_MAX] = "";
     char def[4096];
     *out = NULL;
+    if (dir && !*dir)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "--store: the value is empty (allowed: a store directory)");
     if (!dir) {
         if (pdbx_store_default_dir(def, sizeof def, err, sizeof err) != 0)
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : "no default store");

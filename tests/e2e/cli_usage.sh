@@ -81,6 +81,10 @@ done
 # Empty positional values (no word splitting here)
 expect_usage_error "$PDBX" import ""
 expect_usage_error "$PDBX" record "$RUN_A" ""
+for cmd in ls "show $RUN_A" "attach $RUN_A" "cancel $RUN_A" "diff $RUN_A $RUN_B"; do
+    # shellcheck disable=SC2086  # word splitting of the command is intended
+    expect_usage_error "$PDBX" $cmd --store ""
+done
 
 # The message names the option, the value and what is allowed.
 "$PDBX" show "$RUN_A" --stat avg 2>"$TMP/e" ; grep -qx "pdbx show: --stat: 'avg' is not one of mean, median, min, max, std" "$TMP/e" \
