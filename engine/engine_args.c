@@ -13,6 +13,22 @@ const char *pdbx_engine_usage(void)
            "  configs of another rank count). Usually started by `pdbx run`.\n";
 }
 
+/* The store's rule for ids (they name files), checked here so that a bad --run-id is a usage
+ * error (exit 2) like the other arguments rather than a failed run creation. */
+static int run_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n >= 64 || id[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
 int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -55,9 +71,9 @@ int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *e
                  out->backend);
         return -1;
     }
-    if (out->run_id && (strlen(out->run_id) >= 64 || strchr(out->run_id, '/'))) {
-        snprintf(err, errlen, "--run-id: '%s' is not a run id (at most 63 characters, no '/')",
-                 out->run_id);
+    if (out->run_id && !run_id_ok(out->run_id)) {
+        snprintf(err, errlen, "--run-id: '%s' is not a run id (1-63 of A-Z a-z 0-9 . _ -, "
+                 "not starting with '.')", out->run_id);
         return -1;
     }
     return 0;

@@ -175,9 +175,14 @@ int main(int argc, char **argv)
         const pdbx_parallel *p = &e->spec.configs[c];
         int n = p->tp * p->pp * p->dp;
         mine += n == e->size;
+        int seen = 0;          /* each rank count once, in config order */
+        for (int k = 0; k < c; k++) {
+            const pdbx_parallel *q = &e->spec.configs[k];
+            seen |= q->tp * q->pp * q->dp == n;
+        }
         char one[32];
         snprintf(one, sizeof one, "%s%d", sizes[0] ? ", " : "", n);
-        if (!strstr(sizes, one) && strlen(sizes) + strlen(one) < sizeof sizes)
+        if (!seen && strlen(sizes) + strlen(one) < sizeof sizes)
             strcat(sizes, one);
     }
     if (mine == 0) {

@@ -545,6 +545,14 @@ static const char *gib(double bytes, char *buf, size_t len)
     return buf;
 }
 
+/* Memory in decimal GB as `pdbx plan` and the GPU presets state it (0.001 GB stays visible). */
+static const char *gb(double bytes, char *buf, size_t len)
+{
+    double v = bytes / 1e9;
+    snprintf(buf, len, v >= 100 ? "%.0f GB" : "%.3g GB", v);
+    return buf;
+}
+
 static int measure_config(pdbx_engine *e, int config)
 {
     const pdbx_parallel *par = &e->spec.configs[config];
@@ -574,8 +582,8 @@ static int measure_config(pdbx_engine *e, int config)
             pdbx_events_progress_point(e->ev, pt->index);
         if (pt->predicted_oom && e->spec.predict_oom) {
             char a[32], b[32], m[MSG_LEN];
-            snprintf(m, sizeof m, "predicted %s > %s of %s", gib(pt->mem.total, a, sizeof a),
-                     gib(e->spec.gpu.mem_bytes, b, sizeof b), e->spec.gpu.name);
+            snprintf(m, sizeof m, "predicted %s > %s of %s", gb(pt->mem.total, a, sizeof a),
+                     gb(e->spec.gpu.mem_bytes, b, sizeof b), e->spec.gpu.name);
             point_end(e, pt->index, "predicted_oom", m);
             snprintf(stop, sizeof stop, "after the predicted OOM at MBS %d", pt->mbs);
             if (e->ev)

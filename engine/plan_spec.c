@@ -181,6 +181,11 @@ static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *e
         if (!*str || strlen(str) >= sizeof s->name)
             return plan_fail(err, errlen, "name: \"%s\" has %zu characters (allowed: 1..%zu)", str, strlen(str),
                              sizeof s->name - 1);
+        /* the name is printed on one-line headers and listings: no control characters */
+        for (const unsigned char *c = (const unsigned char *)str; *c; c++)
+            if (*c < 0x20 || *c == 0x7f)
+                return plan_fail(err, errlen, "name: \"%s\" contains control character 0x%02x "
+                                 "(allowed: printable text)", str, *c);
         plan_copy(s->name, sizeof s->name, str);
         return 0;
     }

@@ -189,8 +189,8 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
     }
     if (n > spec->max_args) {
         rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name,
-                           "unexpected argument '%s' (usage: pdbx %s%s%s)",
-                           argv[optind + spec->max_args], spec->name,
+                           "unexpected argument '%s' (usage: pdbx%s%s%s%s)",
+                           argv[optind + spec->max_args], *spec->name ? " " : "", spec->name,
                            spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
         goto done;
     }
@@ -249,6 +249,8 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
     char err[CLI_ERR_MAX] = "";
     char def[4096];
     *out = NULL;
+    if (dir && !*dir)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "--store: the value is empty (allowed: a store directory)");
     if (!dir) {
         if (pdbx_store_default_dir(def, sizeof def, err, sizeof err) != 0)
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : "no default store");
@@ -271,6 +273,16 @@ int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run
             pdbx_run_free(run);
             pdbx_run_init(run);
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : ref);
+        }
+        /* Any file loads (a damaged one as CORRUPT); one without a run_start is not a run. */
+        if (!run->id[0]) {
+            int damaged = run->status == PDBX_RUN_CORRUPT && run->end_reason[0];
+            int rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s: not a pdbx run file or recording "
+                                   "(no run_start event%s%s)", ref, damaged ? "; " : "",
+                                   damaged ? run->end_reason : "");
+            pdbx_run_free(run);
+            pdbx_run_init(run);
+            return rc;
         }
         return PDBX_EXIT_OK;
     }

@@ -132,26 +132,23 @@ int pdbx_cmd_export(int argc, char **argv)
         return rc;
     if ((rc = pdbx_cli_load_run(export_spec.name, st, pos[0], &run)) != 0)
         goto done;
+    /* Each requested format is attempted even when an earlier one failed (an NPZ refused for
+     * one TP degree must not silently drop the CSV and trace asked for in the same command);
+     * the exit status says something was missing. */
     char err[1024] = "";
+    rc = PDBX_EXIT_OK;
     if (a.npz) {
         pdbx_npz_options o = { .model_tag = a.model_tag, .gpu_tag = a.gpu_tag,
                                .attribution = (pdbx_attribution)a.attribution,
                                .stat = (pdbx_stat_kind)a.stat };
-        if (pdbx_export_npz(&run, a.npz, &o, print_written, NULL, err, sizeof err) != 0) {
+        if (pdbx_export_npz(&run, a.npz, &o, print_written, NULL, err, sizeof err) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--npz: %s", err);
-            goto done;
-        }
     }
-    if (a.csv && pdbx_export_csv(&run, a.csv, print_written, NULL, err, sizeof err) != 0) {
+    if (a.csv && pdbx_export_csv(&run, a.csv, print_written, NULL, err, sizeof err) != 0)
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--csv: %s", err);
-        goto done;
-    }
     if (a.trace && (make_parent_dirs(a.trace, err, sizeof err) != 0
-                    || pdbx_export_trace(&run, a.trace, print_written, NULL, err, sizeof err) != 0)) {
+                    || pdbx_export_trace(&run, a.trace, print_written, NULL, err, sizeof err) != 0))
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--trace: %s", err);
-        goto done;
-    }
-    rc = PDBX_EXIT_OK;
 done:
     pdbx_run_free(&run);
     if (st)

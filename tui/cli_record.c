@@ -2,6 +2,7 @@
  * `pdbx import FILE` (add a recording to the store). A recording is a run file, so it also
  * opens directly: `pdbx show path/to/rec.pdbx`. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tui/cli.h"
 
@@ -41,6 +42,12 @@ int pdbx_cmd_record(int argc, char **argv)
     int rc = pdbx_cli_parse(&record_spec, argc, argv, store_opt, &store, &pos, &npos);
     if (rc != 0)
         return pdbx_cli_parse_exit(rc);
+    struct stat sb;
+    if (pos[1][0] == '\0')
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, record_spec.name, "FILE is empty (give the recording's file name)");
+    if (stat(pos[1], &sb) == 0 && S_ISDIR(sb.st_mode))
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, record_spec.name,
+                             "FILE: '%s' is a directory (give the recording's file name)", pos[1]);
     pdbx_store *st;
     if ((rc = pdbx_cli_open_store(record_spec.name, store, 0, &st)) != 0)
         return rc;
@@ -65,6 +72,8 @@ int pdbx_cmd_import(int argc, char **argv)
     int rc = pdbx_cli_parse(&import_spec, argc, argv, store_opt, &store, &pos, &npos);
     if (rc != 0)
         return pdbx_cli_parse_exit(rc);
+    if (pos[0][0] == '\0')
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, import_spec.name, "FILE is empty (give a recording's file name)");
     pdbx_store *st;
     if ((rc = pdbx_cli_open_store(import_spec.name, store, 1, &st)) != 0)
         return rc;

@@ -110,15 +110,18 @@ static void draw(const watch_state *w, int tty, int *last_done)
     int done = (int)pdbx_run_points_done(r);
     if (r->progress_done > done)
         done = (int)r->progress_done;
-    double now = wall_s();
+    /* an ended run's clock stops at its last event (attach to a run that ended long ago) */
+    double now = r->have_end && r->last_event > 0 ? r->last_event : wall_s();
     double elapsed = w->b.have ? w->b.elapsed + (now - w->b.at) : now - r->created;
     double eta = w->b.have ? w->b.eta - (now - w->b.at) : NAN;
-    if (eta < 0)
+    if (eta < 0 || r->have_end)
         eta = 0;
     char el[32], et[32], cur[96] = "";
     fmt_dur(elapsed, el, sizeof el);
     fmt_dur(eta, et, sizeof et);
-    if (r->current_point >= 0 && (size_t)r->current_point < r->npoints) {
+    if (r->have_end) {
+        /* no point or op is current any more */
+    } else if (r->current_point >= 0 && (size_t)r->current_point < r->npoints) {
         const pdbx_point *p = &r->points[r->current_point];
         snprintf(cur, sizeof cur, "point %d TP%d PP%d DP%d MBS %d %s", p->index, p->tp, p->pp,
                  p->dp, p->mbs, r->current_op);
@@ -361,7 +364,7 @@ int pdbx_cmd_attach(int argc, char **argv)
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX];
     int rc = open_run("attach", &cli, argc, argv, &a, &st, id);
-    if (rc != 0)
+    if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     rc = watch("attach", st, id, 0);
     pdbx_store_close(st);
@@ -383,7 +386,7 @@ int pdbx_cmd_cancel(int argc, char **argv)
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX], err[512];
     int rc = open_run("cancel", &cli, argc, argv, &a, &st, id);
-    if (rc != 0)
+    if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     if (pdbx_launch_cancel(st, id, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "cancel", "%s", err);

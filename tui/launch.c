@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -234,6 +235,7 @@ static int run_mpirun(const sup_job *job, int np, int *cancelled)
     for (int i = 0; i < a; i++)
         fprintf(stderr, " %s", argv[i]);
     fprintf(stderr, "\n");
+    pid_t supervisor = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -241,6 +243,11 @@ static int run_mpirun(const sup_job *job, int np, int *cancelled)
         setpgid(0, 0);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
+        /* If the supervisor dies (kill -9), mpirun tears the sweep down: otherwise the ranks
+         * go on writing a run that the store already shows as failed (launcher gone) and that
+         * `pdbx cancel` can no longer reach. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != supervisor)
+            _exit(127);
         execvp(argv[0], (char *const *)argv);
         fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -466,6 +473,34 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
 }
 
 /* ---- cancelling ------------------------------------------------------------------------------ */
+/* 1 when pid is the launcher of run_id in store_dir: a supervisor started from this store
+ * (it wrote logs/<id>.log), or rank 0 of a `pdbx-engine --run-id <id>` launched directly. An
+ * imported copy of a running sweep carries the original's pid: signalling it would cancel
+ * another run. */
+static int launched_here(const char *store_dir, const char *run_id, long pid)
+{
+    char path[PDBX_PATH_MAX];
+    struct stat sb;
+    snprintf(path, sizeof path, "%.900s/logs/%.63s.log", store_dir, run_id);
+    if (stat(path, &sb) == 0)
+        return 1;
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    char args[8192];
+    ssize_t n = read(fd, args, sizeof args - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    args[n] = '\0';
+    for (const char *a = args; a < args + n; a += strlen(a) + 1)
+        if (strcmp(a, "--run-id") == 0 && a + strlen(a) + 1 < args + n
+            && strcmp(a + strlen(a) + 1, run_id) == 0)
+            return 1;
+    return 0;
+}
+
 int pdbx_launch_cancel(pdbx_store *st, const char *run_id, char *err, size_t errlen)
 {
     pdbx_run run;
@@ -481,6 +516,10 @@ int pdbx_launch_cancel(pdbx_store *st, const char *run_id, char *err, size_t err
                  run.host, host);
     } else if (run.pid <= 1) {
         snprintf(err, errlen, "run %s has no launcher pid", run.id);
+    } else if (!launched_here(pdbx_store_dir(st), run_id, run.pid)) {
+        snprintf(err, errlen, "run %s was not launched from this store (an imported copy?): its "
+                 "launcher pid %ld is not its sweep; cancel the sweep where it was started",
+                 run_id, run.pid);
     } else if (kill(-(pid_t)run.pid, SIGTERM) != 0 && kill((pid_t)run.pid, SIGTERM) != 0) {
         snprintf(err, errlen, "cannot signal pid %ld of run %s: %s", run.pid, run.id, strerror(errno));
     } else {

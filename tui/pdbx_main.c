@@ -49,8 +49,28 @@ static void print_help(FILE *out)
                  "else $PDBX_STORE, else $XDG_DATA_HOME/pdbx, else ~/.local/share/pdbx.\n");
 }
 
+static const pdbx_cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    /* `pdbx --store DIR CMD ...` (the form the usage line shows) is `pdbx CMD --store DIR ...`:
+     * rotate the command name in front of the store option. */
+    if (argc >= 4 && strcmp(argv[1], "--store") == 0 && find_command(argv[3])) {
+        char *cmd = argv[3];
+        argv[3] = argv[2];
+        argv[2] = argv[1];
+        argv[1] = cmd;
+    } else if (argc >= 3 && strncmp(argv[1], "--store=", 8) == 0 && find_command(argv[2])) {
+        char *cmd = argv[2];
+        argv[2] = argv[1];
+        argv[1] = cmd;
+    }
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             print_help(stdout);
@@ -67,8 +87,8 @@ int main(int argc, char **argv)
         argv[0] = "pdbx";
         return no_subcommand(argc, argv);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+    const pdbx_cli_command *c = find_command(argv[1]);
+    if (c)
+        return c->run(argc - 1, argv + 1);
     return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", argv[1]);
 }

@@ -72,4 +72,27 @@ import numpy as np
 assert np.load('$TMP/oom/llama1b_cpu_1.npz')['data'].shape == (2, 10)
 assert np.load('$TMP/oom/llama1b_cpu_2.npz')['data'].shape == (3, 10)
 " || fail "OOM run NPZ rows"
+# OOM at MBS 1 of TP 1: that NPZ is refused (exit 1), but TP 2's NPZ and the CSV and trace
+# asked for in the same command are still written and printed.
+$PY -c '
+import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["type"] == "run_start":
+        e["id"] = "2026-11-22__09-00-00_cccc0001"
+    if e["type"] == "point_end" and e["point"] == 0:
+        e["status"], e["message"] = "oom", "out of memory: allocating 1 GiB failed"
+    if e["type"] == "op" and e.get("point") == 0:
+        continue
+    print(json.dumps(e))
+' "$FIX/cli_run_oom.jsonl" > "$TMP/oom1.jsonl" || fail "derive the MBS 1 OOM fixture"
+write_run "$TMP/oom1.jsonl" "$S/runs/2026-11-22__09-00-00_cccc0001.pdbx"
+"$PDBX" export 2026-11-22 --npz "$TMP/oom1" --csv "$TMP/oom1csv" --trace "$TMP/oom1.json" \
+    > "$TMP/out5" 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] || fail "export with an OOM at MBS 1 exited $rc, expected 1"
+grep -q "no ok point at MBS 1 for TP 1" "$TMP/err" || fail "MBS 1 OOM message: $(cat "$TMP/err")"
+for f in "$TMP/oom1/llama1b_cpu_2.npz" "$TMP/oom1csv/mlp.csv" "$TMP/oom1.json"; do
+    grep -qx "$f" "$TMP/out5" && [ -s "$f" ] || fail "export with an OOM at MBS 1 did not write $f: $(cat "$TMP/out5")"
+done
+[ ! -e "$TMP/oom1/llama1b_cpu_1.npz" ] || fail "an NPZ was written for TP 1 without an MBS 1 row"
 echo "PASS: export npz/csv/trace"

@@ -172,4 +172,14 @@ pts = {(c['tp'], c['mbs']) for c in d['cells']}
 assert pts == {(1,1),(1,2),(2,1),(2,2),(2,4)}, pts
 assert d['geomean']['attn_q']['cells'] == 5
 " || fail "diff with the OOM run compares the wrong cells"
+# A path to a file that is not a run (empty, or not zstd) is refused with one line, exit 1.
+: > "$TMP/empty.pdbx"
+head -c 512 /dev/zero > "$TMP/zeros.pdbx"
+for f in "$TMP/empty.pdbx" "$TMP/zeros.pdbx"; do
+    "$PDBX" show "$f" > "$TMP/notrun.out" 2>"$TMP/notrun.err"; rc=$?
+    [ $rc -eq 1 ] || fail "show $f (not a run) exited $rc, expected 1"
+    [ "$(wc -l < "$TMP/notrun.err")" -eq 1 ] && grep -q "not a pdbx run file" "$TMP/notrun.err" \
+        || fail "show $f: $(cat "$TMP/notrun.err")"
+    [ ! -s "$TMP/notrun.out" ] || fail "show $f printed a run: $(cat "$TMP/notrun.out")"
+done
 echo "PASS: ls, show, diff"

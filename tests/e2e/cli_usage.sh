@@ -9,13 +9,17 @@ export PDBX_STORE="$S"
 
 # --help everywhere: exit 0, a usage line, every declared option listed.
 "$PDBX" --help > "$TMP/help" || fail "pdbx --help"
-for cmd in ls show diff export plan record import; do
+for cmd in ls show diff export plan record import run attach cancel; do
     grep -q "^  $cmd " "$TMP/help" || fail "pdbx --help does not list $cmd"
     "$PDBX" $cmd --help > "$TMP/h.$cmd" 2>"$TMP/h.err" || fail "pdbx $cmd --help exited $?"
     head -n1 "$TMP/h.$cmd" | grep -q "^usage: pdbx $cmd" || fail "pdbx $cmd --help: $(head -n1 "$TMP/h.$cmd")"
     grep -q -- '--help' "$TMP/h.$cmd" || fail "pdbx $cmd --help does not list --help"
     [ ! -s "$TMP/h.err" ] || fail "pdbx $cmd --help wrote to stderr"
 done
+# The global form of the usage line, `pdbx --store DIR CMD`, reaches the command.
+"$PDBX" --store "$S" ls > "$TMP/ls.global" || fail "pdbx --store DIR ls exited $?"
+grep -q "$RUN_A" "$TMP/ls.global" || fail "pdbx --store DIR ls does not list $RUN_A"
+"$PDBX" --store="$S" show "$RUN_A" > /dev/null || fail "pdbx --store=DIR show exited $?"
 grep -q -- '--stat STAT' "$TMP/h.show" || fail "show --help lacks --stat"
 grep -q -- '--seq-len VALUE' "$TMP/h.plan" || fail "plan --help lacks the spec field --seq-len"
 grep -q -- '--npz DIR' "$TMP/h.export" || fail "export --help lacks --npz"
@@ -66,11 +70,20 @@ bad=(
     "record $RUN_A"
     "record nosuchrun $TMP/rec.pdbx"
     "import"
+    "record $RUN_A $TMP"
     "import a b"
 )
 for inv in "${bad[@]}"; do
     # shellcheck disable=SC2086  # word splitting of the invocation is intended
     expect_usage_error "$PDBX" $inv
+done
+
+# Empty positional values (no word splitting here)
+expect_usage_error "$PDBX" import ""
+expect_usage_error "$PDBX" record "$RUN_A" ""
+for cmd in ls "show $RUN_A" "attach $RUN_A" "cancel $RUN_A" "diff $RUN_A $RUN_B"; do
+    # shellcheck disable=SC2086  # word splitting of the command is intended
+    expect_usage_error "$PDBX" $cmd --store ""
 done
 
 # The message names the option, the value and what is allowed.

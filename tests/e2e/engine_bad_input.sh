@@ -32,6 +32,10 @@ expect_usage "bad backend" 2 "$ENGINE" --spec "$TMP/tp3.json" --store "$TMP/st" 
 tiny_spec "$TMP/two.json" 'configs=[{"tp":2,"pp":1,"dp":1}]'
 expect_usage "wrong rank count" 3 "$ENGINE" --spec "$TMP/two.json" --store "$TMP/st"
 grep -q "no config needs 3 ranks" "$TMP/err" || fail "rank count message"
+# each rank count is listed once
+tiny_spec "$TMP/mixed.json" 'configs=[{"tp":2,"pp":1,"dp":1},{"tp":1,"pp":1,"dp":1},{"tp":1,"pp":1,"dp":2}]'
+expect_usage "wrong rank count, mixed configs" 3 "$ENGINE" --spec "$TMP/mixed.json" --store "$TMP/st"
+grep -q "(the configs need: 2, 1)" "$TMP/err" || fail "rank counts not listed once each"
 
 PDBX_FAULT=explode:rank=0 expect_usage "bad PDBX_FAULT" 1 -x PDBX_FAULT "$ENGINE" --spec "$TMP/two.json" --store "$TMP/st"
 

@@ -33,6 +33,8 @@ ev_py "$(run_file "$TMP/st3")" '
 ends = [e for e in E if e["type"] == "point_end"]
 assert [e["status"] for e in ends] == ["predicted_oom", "skipped", "skipped"], ends
 assert not any(e["type"] == "point_start" for e in E)
+# decimal GB as `pdbx plan` prints it; the 0.001 GB limit stays visible
+assert "GB > 0.001 GB of" in ends[0]["message"], ends[0]
 ' || fail "predicted oom events"
 
 # ---- a hung rank: timeout -> run_end failed naming op and point; mpirun ends ----

@@ -45,6 +45,12 @@ echo "detached $id in ${dt} ms"
 "$PDBX" attach "${id:0:25}" --store "$ST" 2>"$TMP/attach" || { cat "$TMP/attach"; fail "attach"; }
 grep -q "complete" "$TMP/attach" || { cat "$TMP/attach"; fail "attach did not report complete"; }
 [ "$(status_of "$id")" = complete ] || { "$PDBX" ls --store "$ST"; fail "ls status after attach"; }
+# attach to an ended run: its clock stopped at the run end (not now), ETA 0
+sleep 3
+"$PDBX" attach "$id" --store "$ST" 2>"$TMP/attach2" || { cat "$TMP/attach2"; fail "attach to an ended run"; }
+dur=$(ev_py "$ST/runs/$id.pdbx" 'print(int(E[-1]["t"] - E[0]["t"] + 1.5))')
+el=$(grep -o 'elapsed [0-9]*s  ETA 0s' "$TMP/attach2" | grep -o '[0-9]*' | head -1)
+[ -n "$el" ] && [ "$el" -le "$dur" ] || { cat "$TMP/attach2"; fail "attach to an ended run: elapsed '$el' s, the run took < $dur s"; }
 # a launch the engine refuses (bf16 without sbgemm on this OpenBLAS, or none at all): failed run
 if ! "$PY" -c 'import ctypes,sys; ctypes.CDLL("libopenblas.so.0").cblas_sbgemm' 2>/dev/null; then
     tiny_spec "$TMP/bf16.json" 'dtype="bf16"'
@@ -60,6 +66,14 @@ phase 'cancel'
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended"
+# an imported copy of the running sweep carries its launcher pid: cancelling the copy must not
+# cancel the original
+"$PDBX" record "$id" "$TMP/running.rec" --store "$ST" >/dev/null || fail "record a running sweep"
+copy=$("$PDBX" import "$TMP/running.rec" --store "$ST") || fail "import a running sweep's recording"
+"$PDBX" cancel "$copy" --store "$ST" --no-wait 2>"$TMP/cancel" && fail "cancelling an imported copy succeeded"
+grep -q "not launched from this store" "$TMP/cancel" || { cat "$TMP/cancel"; fail "imported-copy cancel message"; }
+sleep 1
+[ "$(status_of "$id")" = running ] || { "$PDBX" ls --store "$ST"; fail "cancelling the imported copy ended the original"; }
 "$PDBX" cancel "$id" --store "$ST" 2>"$TMP/cancel" || { cat "$TMP/cancel"; fail "cancel"; }
 cat "$TMP/cancel"
 ev_py "$f" '
@@ -95,13 +109,31 @@ id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat 
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill all)"
 sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
-kill -9 "$sup"
 mp=$(pgrep -f "mpirun.*--run-id $id")
-kill -9 $mp $(pgrep -f "^$ENGINE .*--run-id $id") 2>/dev/null
+ranks=$(pgrep -f "^$ENGINE .*--run-id $id")
+# one kill for all: SIGKILL reaches mpirun before it could act on the supervisor's death
+kill -9 "$sup" $mp $ranks 2>/dev/null
 ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "a run_end appeared"
 # the killed supervisor is an orphan: wait until init has reaped it (a zombie still "lives")
 for _ in $(seq 50); do [ "$(status_of "$id")" = failed ] && break; sleep 0.2; done
 st=$(status_of "$id")
 [ "$st" = failed ] || { ps -o pid,stat,cmd -p "$sup"; ps -ef | grep -E "pdbx|mpirun" | grep -v grep; "$PDBX" ls --store "$ST"; fail "ls status after killing everything: $st"; }
 "$PDBX" ls --store "$ST"
+
+# ---- kill -9 of the supervisor alone: mpirun and the ranks do not live on as orphans ----
+phase 'kill -9 of the supervisor alone'
+id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 4"; }
+f=$ST/runs/$id.pdbx
+wait_for 40 'any(e["type"] == "point_start" for e in E)' "$f" || fail "first point never started (kill supervisor)"
+sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
+kill -9 "$sup"
+for _ in $(seq 200); do
+    pgrep -f "(mpirun|$ENGINE).*--run-id $id" >/dev/null || break
+    sleep 0.1
+done
+pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "the sweep lives on after its supervisor was killed"
+for _ in $(seq 50); do [ "$(status_of "$id")" != running ] && break; sleep 0.2; done
+st=$(status_of "$id")
+case $st in failed|cancelled) ;; *) "$PDBX" ls --store "$ST"; fail "status after killing the supervisor: $st";; esac
+"$PDBX" show "$id" --store "$ST" >/dev/null || fail "show after killing the supervisor"
 echo PASS

@@ -35,6 +35,9 @@ static void test_args(void **state)
         { 6, { "e", "--spec", "s", "--store", "d", "--x" }, "unknown argument '--x'" },
         { 7, { "e", "--spec", "s", "--store", "d", "--backend", "tpu" }, "'tpu' is not a backend" },
         { 7, { "e", "--spec", "s", "--store", "d", "--run-id", "a/b" }, "is not a run id" },
+        { 7, { "e", "--spec", "s", "--store", "d", "--run-id", ".hidden" }, "is not a run id" },
+        { 7, { "e", "--spec", "s", "--store", "d", "--run-id", "a b" }, "is not a run id" },
+        { 7, { "e", "--spec", "s", "--store", "d", "--run-id", ".." }, "is not a run id" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';

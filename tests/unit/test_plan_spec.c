@@ -42,6 +42,7 @@ static const bad_spec bad_specs[] = {
     {"{\"dtype\": 16}", "dtype: expected a string, got 16"},
     {"{\"collectives\": \"yes\"}", "collectives: expected true or false, got \"yes\""},
     {"{\"name\": 5}", "name: expected a string, got 5"},
+    {"{\"name\": \"a\\tb\"}", "name: \"a\tb\" contains control character 0x09 (allowed: printable text)"},
     {"{\"ops\": [1]}", "ops[0]: expected a string, got 1"},
     {"{\"configs\": 4}", "configs: expected a list of {\"tp\", \"pp\", \"dp\"} objects, got 4"},
     /* ranges: negative, zero, absurd */
