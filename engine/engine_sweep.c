@@ -72,9 +72,15 @@ static int groups_build(pdbx_engine *e, cfg_groups *cg, int tp, int pp, int dp, 
         cg->mpi[k] = MPI_COMM_NULL;
         cg->g[k] = NULL;
     }
+    /* a group has at most the world's ranks (a DP group alone may hold all of them) */
+    int *members = malloc(sizeof(int) * (size_t)e->size);
+    if (!members) {
+        snprintf(err, errlen, "out of memory for the groups of %d ranks", e->size);
+        return -1;
+    }
     for (int k = 0; k < 3; k++) {
         int color = pdbx_grid_color(e->rank, tp, pp, dp, (pdbx_grid_kind)k);
-        int members[1024], me = 0;
+        int me = 0;
         int n = pdbx_grid_group(e->rank, tp, pp, dp, (pdbx_grid_kind)k, members, &me);
         if (color < 0 || n < 1) {
             snprintf(err, errlen, "config tp %d pp %d dp %d does not fit %d ranks", tp, pp, dp, e->size);
@@ -97,9 +103,11 @@ static int groups_build(pdbx_engine *e, cfg_groups *cg, int tp, int pp, int dp, 
         if (rc != 0)
             goto fail;
     }
+    free(members);
     cg->built = 1;
     return 0;
 fail:
+    free(members);
     groups_free(e, cg);
     return -1;
 }
@@ -385,7 +393,13 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
                                const double *traces, const int *ntrace, size_t trace_cap)
 {
     const pdbx_plan_point *pt = pr->pt;
-    int tp_members[1024], pp_members[1024], dp_members[1024];
+    /* each group has at most the world's ranks */
+    int *tp_members = malloc(3 * sizeof(int) * (size_t)e->size);
+    if (!tp_members) {
+        fprintf(stderr, "pdbx-engine: point %d: out of memory for its events\n", pt->index);
+        return;
+    }
+    int *pp_members = tp_members + e->size, *dp_members = pp_members + e->size;
     int ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_TP, tp_members, NULL);
     int npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_PP, pp_members, NULL);
     int ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_DP, dp_members, NULL);
@@ -445,6 +459,7 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
         }
         emit(e, ev);
     }
+    free(tp_members);
 }
 
 /* Measures one point on every rank. Returns ST_OK/ST_OOM/ST_ERROR (agreed), or -1 when
