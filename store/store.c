@@ -90,10 +90,28 @@ static int make_dirs(const char *path, char *err, size_t errlen)
         if (*q == '/' || *q == '\0') {
             char c = *q;
             *q = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            int made = mkdir(p, 0755) == 0;
+            if (!made && errno != EEXIST) {
                 pdbx_errf(err, errlen, "%s: cannot create directory: %s", p, strerror(errno));
                 free(p);
                 return -1;
+            }
+            /* A new directory's name is an entry of its parent: sync the parent, or a crash
+             * can drop runs/ (and the run files synced into it) after the first run. */
+            if (made) {
+                char *slash = strrchr(p, '/');
+                int rc;
+                if (!slash || slash == p) {
+                    rc = pdbx_fsync_dir(slash ? "/" : ".", err, errlen);
+                } else {
+                    *slash = '\0';
+                    rc = pdbx_fsync_dir(p, err, errlen);
+                    *slash = '/';
+                }
+                if (rc != 0) {
+                    free(p);
+                    return -1;
+                }
             }
             *q = c;
             if (c == '\0')
