@@ -139,29 +139,30 @@ void pdbx_events_progress_done(pdbx_events *ev, double work)
     pthread_mutex_unlock(&ev->mu);
 }
 
+/* The progress event, or NULL when out of memory (never one with fields missing). */
 static cJSON *progress_event_locked(pdbx_events *ev)
 {
     double elapsed = mono_s() - ev->t0;
     cJSON *e = cJSON_CreateObject();
-    if (!e)
-        return NULL;
-    cJSON_AddStringToObject(e, "type", "progress");
-    cJSON_AddNumberToObject(e, "done", ev->done);
-    cJSON_AddNumberToObject(e, "total", ev->total);
-    if (ev->point >= 0)
-        cJSON_AddNumberToObject(e, "point", ev->point);
-    else
-        cJSON_AddNullToObject(e, "point");
-    cJSON_AddStringToObject(e, "op", ev->op);
-    cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
+    int ok = cJSON_AddStringToObject(e, "type", "progress") &&
+             cJSON_AddNumberToObject(e, "done", ev->done) &&
+             cJSON_AddNumberToObject(e, "total", ev->total) &&
+             (ev->point >= 0 ? cJSON_AddNumberToObject(e, "point", ev->point) != NULL
+                             : cJSON_AddNullToObject(e, "point") != NULL) &&
+             cJSON_AddStringToObject(e, "op", ev->op) &&
+             cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
     /* rate from the finished points only, minus the time already spent on the current one:
      * the ETA then counts down while a point runs instead of growing */
-    if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
+    if (ok && ev->done_work > 0 && ev->total_work >= ev->done_work) {
         double eta = ev->t_done / ev->done_work * (ev->total_work - ev->done_work) -
                      (elapsed - ev->t_done);
-        cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0);
-    } else
-        cJSON_AddNullToObject(e, "eta_s");
+        ok = cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0) != NULL;
+    } else if (ok)
+        ok = cJSON_AddNullToObject(e, "eta_s") != NULL;
+    if (!ok) {
+        cJSON_Delete(e);
+        return NULL;
+    }
     return e;
 }
 

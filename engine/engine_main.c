@@ -47,10 +47,13 @@ static void write_end(pdbx_engine *e, const char *status, const char *reason)
     pdbx_events_heartbeat_stop(e->ev);
     pdbx_events_progress_now(e->ev);
     cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "run_end");
-    cJSON_AddStringToObject(ev, "status", status);
-    cJSON_AddStringToObject(ev, "reason", reason ? reason : "");
-    cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_engine_now() - e->t_start);
+    if (!cJSON_AddStringToObject(ev, "type", "run_end") ||
+        !cJSON_AddStringToObject(ev, "status", status) ||
+        !cJSON_AddStringToObject(ev, "reason", reason ? reason : "") ||
+        !cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_engine_now() - e->t_start)) {
+        cJSON_Delete(ev);          /* pdbx_events_append reports the NULL event */
+        ev = NULL;
+    }
     char err[ERR_LEN];
     if (pdbx_events_append(e->ev, ev, err, sizeof err) != 0)
         fprintf(stderr, "pdbx-engine: writing run_end: %s\n", err);

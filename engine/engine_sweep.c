@@ -175,17 +175,45 @@ static int emit(pdbx_engine *e, cJSON *ev)
     return 0;
 }
 
+/* Event building: a field that cannot be added (out of memory) drops the whole event, so no
+ * event goes to the store with fields missing; emit(NULL) reports it. The add_* helpers take
+ * ownership of item: it is freed when it cannot be attached (or is NULL). */
+static int add_item(cJSON *obj, const char *name, cJSON *item)
+{
+    if (!item || !obj || !cJSON_AddItemToObject(obj, name, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+static int add_to_array(cJSON *arr, cJSON *item)
+{
+    if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+static cJSON *complete_or_null(cJSON *ev, int ok)
+{
+    if (ok)
+        return ev;
+    cJSON_Delete(ev);
+    return NULL;
+}
+
 static void point_end(pdbx_engine *e, int point, const char *status, const char *msg)
 {
     if (e->rank != 0)
         return;
     cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "point_end");
-    cJSON_AddNumberToObject(ev, "point", point);
-    cJSON_AddStringToObject(ev, "status", status);
-    if (msg && *msg)
-        cJSON_AddStringToObject(ev, "message", msg);
-    emit(e, ev);
+    int ok = cJSON_AddStringToObject(ev, "type", "point_end") &&
+             cJSON_AddNumberToObject(ev, "point", point) &&
+             cJSON_AddStringToObject(ev, "status", status) &&
+             (!msg || !*msg || cJSON_AddStringToObject(ev, "message", msg));
+    emit(e, complete_or_null(ev, ok));
 }
 
 static cJSON *stats_json(const double *packed)
@@ -201,15 +229,15 @@ static void comm_event(pdbx_engine *e, int point, const char *kind, double bytes
     double mean_s = st[3] / 1e3;
     double algbw = mean_s > 0 ? bytes / mean_s / 1e9 : 0;
     cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "comm");
-    cJSON_AddNumberToObject(ev, "point", point);
-    cJSON_AddStringToObject(ev, "kind", kind);
-    cJSON_AddNumberToObject(ev, "bytes", bytes);
-    cJSON_AddNumberToObject(ev, "group_size", group_size);
-    cJSON_AddItemToObject(ev, "stats", stats_json(st));
-    cJSON_AddNumberToObject(ev, "algbw", algbw);
-    cJSON_AddNumberToObject(ev, "busbw", algbw * pdbx_coll_busbw_factor(coll, group_size));
-    emit(e, ev);
+    int ok = cJSON_AddStringToObject(ev, "type", "comm") &&
+             cJSON_AddNumberToObject(ev, "point", point) &&
+             cJSON_AddStringToObject(ev, "kind", kind) &&
+             cJSON_AddNumberToObject(ev, "bytes", bytes) &&
+             cJSON_AddNumberToObject(ev, "group_size", group_size) &&
+             add_item(ev, "stats", stats_json(st)) &&
+             cJSON_AddNumberToObject(ev, "algbw", algbw) &&
+             cJSON_AddNumberToObject(ev, "busbw", algbw * pdbx_coll_busbw_factor(coll, group_size));
+    emit(e, complete_or_null(ev, ok));
 }
 
 /* ---- agreement across ranks ---------------------------------------------------------------- */
@@ -409,24 +437,25 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
             continue;                       /* not measured (not in ops, or TP 1 all-reduce) */
         pdbx_estats_max(all, NROWS, tp_members, ntp, op, st);
         cJSON *ev = cJSON_CreateObject();
-        cJSON_AddStringToObject(ev, "type", "op");
-        cJSON_AddNumberToObject(ev, "point", pt->index);
-        cJSON_AddStringToObject(ev, "op", pdbx_op_name((pdbx_op)op));
-        cJSON_AddItemToObject(ev, "stats", stats_json(st));
-        cJSON *ranks = cJSON_AddArrayToObject(ev, "ranks");
-        for (int i = 0; i < ntp; i++)
-            cJSON_AddItemToArray(ranks, stats_json(all + ((size_t)tp_members[i] * NROWS + op) * NSTAT));
+        int ok = cJSON_AddStringToObject(ev, "type", "op") &&
+                 cJSON_AddNumberToObject(ev, "point", pt->index) &&
+                 cJSON_AddStringToObject(ev, "op", pdbx_op_name((pdbx_op)op)) &&
+                 add_item(ev, "stats", stats_json(st));
+        cJSON *ranks = ok ? cJSON_AddArrayToObject(ev, "ranks") : NULL;
+        ok = ok && ranks;
+        for (int i = 0; ok && i < ntp; i++)
+            ok = add_to_array(ranks, stats_json(all + ((size_t)tp_members[i] * NROWS + op) * NSTAT));
         pdbx_op_shape shape;
         memset(&shape, 0, sizeof shape);
         if (pdbx_op_is_comm((pdbx_op)op)) {
-            cJSON_AddNumberToObject(ev, "flops", 0);
-            cJSON_AddNumberToObject(ev, "bytes", pr->tp_bytes);
+            ok = ok && cJSON_AddNumberToObject(ev, "flops", 0) &&
+                 cJSON_AddNumberToObject(ev, "bytes", pr->tp_bytes);
         } else {
             pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
-            cJSON_AddNumberToObject(ev, "flops", shape.flops);
-            cJSON_AddNumberToObject(ev, "bytes", shape.bytes);
+            ok = ok && cJSON_AddNumberToObject(ev, "flops", shape.flops) &&
+                 cJSON_AddNumberToObject(ev, "bytes", shape.bytes);
         }
-        emit(e, ev);
+        emit(e, complete_or_null(ev, ok));
     }
     if (pt->tp > 1 && all[(size_t)ROW_TP_ALL * NSTAT] > 0) {
         pdbx_estats_max(all, NROWS, tp_members, ntp, ROW_TP_ALL, st);
@@ -444,20 +473,21 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
     }
     for (int r = 0; r < e->size; r++) {
         cJSON *ev = cJSON_CreateObject();
-        cJSON_AddStringToObject(ev, "type", "trace");
-        cJSON_AddNumberToObject(ev, "point", pt->index);
-        cJSON_AddNumberToObject(ev, "rank", r);
-        cJSON *ops = cJSON_AddArrayToObject(ev, "ops");
-        for (int i = 0; i < ntrace[r]; i++) {
+        int ok = cJSON_AddStringToObject(ev, "type", "trace") &&
+                 cJSON_AddNumberToObject(ev, "point", pt->index) &&
+                 cJSON_AddNumberToObject(ev, "rank", r);
+        cJSON *ops = ok ? cJSON_AddArrayToObject(ev, "ops") : NULL;
+        ok = ok && ops;
+        for (int i = 0; ok && i < ntrace[r]; i++) {
             const double *t = traces + ((size_t)r * trace_cap + (size_t)i) * 4;
             cJSON *one = cJSON_CreateArray();
-            cJSON_AddItemToArray(one, cJSON_CreateString(pdbx_op_name((pdbx_op)(int)t[0])));
-            cJSON_AddItemToArray(one, cJSON_CreateNumber(t[1]));
-            cJSON_AddItemToArray(one, cJSON_CreateNumber(t[2]));
-            cJSON_AddItemToArray(one, cJSON_CreateNumber(t[3]));
-            cJSON_AddItemToArray(ops, one);
+            ok = add_to_array(ops, one) &&
+                 add_to_array(one, cJSON_CreateString(pdbx_op_name((pdbx_op)(int)t[0]))) &&
+                 add_to_array(one, cJSON_CreateNumber(t[1])) &&
+                 add_to_array(one, cJSON_CreateNumber(t[2])) &&
+                 add_to_array(one, cJSON_CreateNumber(t[3]));
         }
-        emit(e, ev);
+        emit(e, complete_or_null(ev, ok));
     }
     free(tp_members);
 }
@@ -599,13 +629,13 @@ static int measure_config(pdbx_engine *e, int config)
         }
         if (e->rank == 0) {
             cJSON *ev = cJSON_CreateObject();
-            cJSON_AddStringToObject(ev, "type", "point_start");
-            cJSON_AddNumberToObject(ev, "point", pt->index);
-            cJSON_AddNumberToObject(ev, "tp", pt->tp);
-            cJSON_AddNumberToObject(ev, "pp", pt->pp);
-            cJSON_AddNumberToObject(ev, "dp", pt->dp);
-            cJSON_AddNumberToObject(ev, "mbs", pt->mbs);
-            emit(e, ev);
+            int ok = cJSON_AddStringToObject(ev, "type", "point_start") &&
+                     cJSON_AddNumberToObject(ev, "point", pt->index) &&
+                     cJSON_AddNumberToObject(ev, "tp", pt->tp) &&
+                     cJSON_AddNumberToObject(ev, "pp", pt->pp) &&
+                     cJSON_AddNumberToObject(ev, "dp", pt->dp) &&
+                     cJSON_AddNumberToObject(ev, "mbs", pt->mbs);
+            emit(e, complete_or_null(ev, ok));
             double full = pt->mem.params_per_rank * pdbx_dtype_bytes(e->spec.dtype);
             if (pt->dp > 1 && !warned_dp && strcmp(e->be.compute->name, "cpu") == 0 &&
                 full > CPU_DP_CAP_BYTES) {
@@ -709,16 +739,16 @@ static int coll_sweep(pdbx_engine *e)
                         int peers = c == PDBX_COLL_SEND_RECV ? 2 : g;
                         double algbw = mx[3] > 0 ? (double)bytes / (mx[3] / 1e3) / 1e9 : 0;
                         cJSON *ev = cJSON_CreateObject();
-                        cJSON_AddStringToObject(ev, "type", "coll");
-                        cJSON_AddStringToObject(ev, "coll", pdbx_coll_name((pdbx_coll)c));
-                        cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
-                        cJSON_AddNumberToObject(ev, "nranks", g);
-                        cJSON_AddNumberToObject(ev, "ranks_per_node", rpn);
-                        cJSON_AddItemToObject(ev, "stats", stats_json(mx));
-                        cJSON_AddNumberToObject(ev, "algbw", algbw);
-                        cJSON_AddNumberToObject(ev, "busbw",
-                                                algbw * pdbx_coll_busbw_factor((pdbx_coll)c, peers));
-                        emit(e, ev);
+                        int ok = cJSON_AddStringToObject(ev, "type", "coll") &&
+                                 cJSON_AddStringToObject(ev, "coll", pdbx_coll_name((pdbx_coll)c)) &&
+                                 cJSON_AddNumberToObject(ev, "bytes", (double)bytes) &&
+                                 cJSON_AddNumberToObject(ev, "nranks", g) &&
+                                 cJSON_AddNumberToObject(ev, "ranks_per_node", rpn) &&
+                                 add_item(ev, "stats", stats_json(mx)) &&
+                                 cJSON_AddNumberToObject(ev, "algbw", algbw) &&
+                                 cJSON_AddNumberToObject(ev, "busbw", algbw *
+                                                         pdbx_coll_busbw_factor((pdbx_coll)c, peers));
+                        emit(e, complete_or_null(ev, ok));
                     }
                 }
                 /* cancellation within the group; non-members wait at the world barrier */
