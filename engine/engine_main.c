@@ -285,9 +285,17 @@ int main(int argc, char **argv)
                 work += p->mbs;
         }
         pdbx_events_progress_plan(e->ev, (int)e->npoints, (int)already, work);
-        pdbx_events_heartbeat_start(e->ev);
+        if (pdbx_events_heartbeat_start(e->ev) != 0)
+            pdbx_events_warning(e->ev, "progress heartbeat thread not started: no progress "
+                                "events until the run ends");
     }
-    pdbx_watch_start(e->spec.timeout_s, e->rank == 0 ? 0.0 : 3.0, on_timeout, e);
+    if (pdbx_watch_start(e->spec.timeout_s, e->rank == 0 ? 0.0 : 3.0, on_timeout, e) != 0) {
+        fprintf(stderr, "pdbx-engine: rank %d: watchdog thread not started: timeout_s is not "
+                "enforced on this rank\n", e->rank);
+        if (e->ev)
+            pdbx_events_warning(e->ev, "watchdog thread not started on rank 0: timeout_s is not "
+                                "enforced there");
+    }
     rc = pdbx_engine_sweep(e, err, sizeof err);
     pdbx_watch_stop();
 
