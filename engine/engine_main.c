@@ -10,6 +10,7 @@
  * failure, 2 usage error (bad arguments, bad spec, no config for this rank count).
  */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,7 +308,7 @@ int main(int argc, char **argv)
             char why[128];
             int sig = pdbx_watch_signal();
             snprintf(why, sizeof why, "cancelled by %s",
-                     sig == 15 ? "SIGTERM" : sig == 2 ? "SIGINT" : sig == 10 ? "SIGUSR1 (pdbx cancel)"
+                     sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1 (pdbx cancel)"
                                                                               : "a signal on another rank");
             write_end(e, "cancelled", why);
         } else {
