@@ -4,6 +4,7 @@
 #include "engine/engine_stats.h"
 #include "store/profiledb.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,21 +249,20 @@ static int agree_status(pdbx_engine *e, int status, char *msg, int point)
     pdbx_watch_begin("agree", point);
     MPI_Allreduce(&status, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (all != ST_OK) {
-        char mine[MSG_LEN];
-        snprintf(mine, sizeof mine, "%s", status == all ? msg : "");
-        char *every = e->rank == 0 ? calloc((size_t)e->size, MSG_LEN) : NULL;
-        MPI_Gather(mine, MSG_LEN, MPI_CHAR, every, MSG_LEN, MPI_CHAR, 0, MPI_COMM_WORLD);
-        if (e->rank == 0 && every) {
-            for (int r = 0; r < e->size; r++)
-                if (every[(size_t)r * MSG_LEN]) {
-                    if (r == 0)
-                        snprintf(msg, MSG_LEN, "%.250s", every);
-                    else
-                        snprintf(msg, MSG_LEN, "rank %d: %.230s", r, every + (size_t)r * MSG_LEN);
-                    break;
-                }
+        /* the lowest rank with that status and a message sends it: no buffer of every rank's
+         * message on rank 0 (whose allocation could fail inside a collective) */
+        int mine = status == all && msg[0] ? e->rank : INT_MAX, first = INT_MAX;
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (first != INT_MAX) {
+            char theirs[MSG_LEN];
+            if (e->rank == first)
+                snprintf(theirs, sizeof theirs, "%s", msg);
+            MPI_Bcast(theirs, MSG_LEN, MPI_CHAR, first, MPI_COMM_WORLD);
+            if (e->rank == 0 && first == 0)
+                snprintf(msg, MSG_LEN, "%.250s", theirs);
+            else if (e->rank == 0)
+                snprintf(msg, MSG_LEN, "rank %d: %.230s", first, theirs);
         }
-        free(every);
     }
     pdbx_watch_end();
     return all;
@@ -565,6 +565,17 @@ static int measure_point(pdbx_engine *e, const pdbx_plan_point *pt, cfg_groups *
     size_t tcap = pr.sm.trace_cap;
     double *traces = e->rank == 0 ? malloc(tcap * 4 * sizeof(double) * (size_t)e->size) : NULL;
     int *ntrace = e->rank == 0 ? malloc(sizeof(int) * (size_t)e->size) : NULL;
+    /* every rank learns whether rank 0 can receive before gathering into its buffers */
+    int can_gather = e->rank != 0 || (all && traces && ntrace);
+    if (!can_gather)
+        snprintf(msg, MSG_LEN, "out of memory for the results of %d ranks", e->size);
+    status = agree_status(e, can_gather ? ST_OK : ST_ERROR, msg, pt->index);
+    if (status != ST_OK) {
+        free(all);
+        free(traces);
+        free(ntrace);
+        goto done;
+    }
     int mine = (int)pr.sm.ntrace;
     pdbx_watch_begin("gather", pt->index);
     MPI_Gather(rows, NROWS * NSTAT, MPI_DOUBLE, all, NROWS * NSTAT, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -572,7 +583,7 @@ static int measure_point(pdbx_engine *e, const pdbx_plan_point *pt, cfg_groups *
                MPI_COMM_WORLD);
     MPI_Gather(&mine, 1, MPI_INT, ntrace, 1, MPI_INT, 0, MPI_COMM_WORLD);
     pdbx_watch_end();
-    if (e->rank == 0 && all && traces && ntrace)
+    if (e->rank == 0)
         write_point_events(e, &pr, all, traces, ntrace, tcap);
     free(all);
     free(traces);
