@@ -41,23 +41,29 @@ static int finish(int code)
     return code;
 }
 
-static void write_end(pdbx_engine *e, const char *status, const char *reason)
+/* run_end through ev (the engine's writer, or the watchdog's own: see on_timeout) */
+static void write_end_to(pdbx_events *ev_w, double t_start, const char *status, const char *reason)
 {
-    if (!e->ev)
+    if (!ev_w)
         return;
-    pdbx_events_heartbeat_stop(e->ev);
-    pdbx_events_progress_now(e->ev);
+    pdbx_events_heartbeat_stop(ev_w);
+    pdbx_events_progress_now(ev_w);
     cJSON *ev = cJSON_CreateObject();
     if (!cJSON_AddStringToObject(ev, "type", "run_end") ||
         !cJSON_AddStringToObject(ev, "status", status) ||
         !cJSON_AddStringToObject(ev, "reason", reason ? reason : "") ||
-        !cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_engine_now() - e->t_start)) {
+        !cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_engine_now() - t_start)) {
         cJSON_Delete(ev);          /* pdbx_events_append reports the NULL event */
         ev = NULL;
     }
     char err[ERR_LEN];
-    if (pdbx_events_append(e->ev, ev, err, sizeof err) != 0)
+    if (pdbx_events_append(ev_w, ev, err, sizeof err) != 0)
         fprintf(stderr, "pdbx-engine: writing run_end: %s\n", err);
+}
+
+static void write_end(pdbx_engine *e, const char *status, const char *reason)
+{
+    write_end_to(e->ev, e->t_start, status, reason);
 }
 
 static void on_timeout(const char *what, int point, double age_s, void *ctx)
@@ -76,10 +82,9 @@ static void on_timeout(const char *what, int point, double age_s, void *ctx)
         /* rank 0 did not report (it may be the one stuck outside MPI): this rank does */
         pdbx_events *ev = NULL;
         char err[ERR_LEN];
-        if (pdbx_events_open(e->store_dir, e->run_id, 1, &ev, err, sizeof err) == 0) {
-            e->ev = ev;
-            write_end(e, "failed", reason);
-        }
+        /* its own writer: e->ev belongs to the main thread, which may still be reading it */
+        if (pdbx_events_open(e->store_dir, e->run_id, 1, &ev, err, sizeof err) == 0)
+            write_end_to(ev, e->t_start, "failed", reason);
     }
     MPI_Abort(MPI_COMM_WORLD, 4);
     _exit(4);
