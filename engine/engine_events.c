@@ -38,7 +38,13 @@ int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx
         return -1;
     }
     pthread_mutex_init(&ev->mu, NULL);
-    pthread_cond_init(&ev->hb_cv, NULL);
+    /* the heartbeat's 1 s wait on the monotonic clock: a wall-clock step back (NTP) would
+     * otherwise hold progress events back by as long, and the run could read as dead */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ev->hb_cv, &ca);
+    pthread_condattr_destroy(&ca);
     ev->point = -1;
     ev->t0 = mono_s();
     if (pdbx_store_open(store_dir, 1, &ev->store, err, errlen) != 0)
@@ -183,7 +189,7 @@ static void *heartbeat_main(void *arg)
     pthread_mutex_lock(&ev->mu);
     while (!ev->hb_stop) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += 1;
         pthread_cond_timedwait(&ev->hb_cv, &ev->mu, &until);
         if (ev->hb_stop)

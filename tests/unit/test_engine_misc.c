@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/engine_args.h"
@@ -178,6 +179,41 @@ static void test_progress_event_under_oom(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+static int count_progress(const cJSON *ev, void *ctx)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    if (cJSON_IsString(t) && strcmp(t->valuestring, "progress") == 0)
+        ++*(int *)ctx;
+    return 0;
+}
+
+/* The heartbeat writes a progress event about once a second (its wait and its deadline on the
+ * same, monotonic, clock: a mismatch would wait for decades or spin). */
+static void test_heartbeat_ticks(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pdbx-engine-hb-XXXXXX", err[256] = "";
+    assert_non_null(mkdtemp(dir));
+    pdbx_events *ev = NULL;
+    assert_int_equal(pdbx_events_open(dir, "hb-run", 0, &ev, err, sizeof err), 0);
+    pdbx_events_progress_plan(ev, 2, 0, 2.0);
+    assert_int_equal(pdbx_events_heartbeat_start(ev), 0);
+    struct timespec wait = { 2, 500 * 1000 * 1000 };
+    nanosleep(&wait, NULL);
+    pdbx_events_heartbeat_stop(ev);
+    pdbx_events_close(ev);
+    char path[512], runs[512];
+    snprintf(path, sizeof path, "%s/runs/hb-run.pdbx", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    int n = 0;
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(path, 0, count_progress, &n, &res, err, sizeof err), 0);
+    assert_true(n >= 1 && n <= 4);         /* 2 on time; slack for a loaded host */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(runs), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_stats_rows_and_max),
         cmocka_unit_test(test_blas_threads),
         cmocka_unit_test(test_progress_event_under_oom),
+        cmocka_unit_test(test_heartbeat_ticks),
     };
     return cmocka_run_group_tests_name("engine_misc", tests, NULL, NULL);
 }
