@@ -64,11 +64,6 @@ fail:
     return -1;
 }
 
-const char *pdbx_events_run_id(const pdbx_events *ev)
-{
-    return pdbx_run_writer_id(ev->w);
-}
-
 int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
 {
     if (!event) {
