@@ -102,7 +102,7 @@ static int collect_ended(const cJSON *event, void *ctx)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(event, "type");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(event, "point");
     if (cJSON_IsString(t) && strcmp(t->valuestring, "point_end") == 0 && cJSON_IsNumber(p) &&
-        p->valuedouble >= 0 && (size_t)p->valuedouble < c->n)
+        p->valuedouble >= 0 && p->valuedouble < (double)c->n)   /* in range before the cast */
         c->ended[(size_t)p->valuedouble] = 1;
     return 0;
 }
