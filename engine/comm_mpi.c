@@ -87,41 +87,71 @@ static int mpi_fail(int rc, const char *what, char *err, size_t errlen)
     return -1;
 }
 
+/* MPI counts are int: a message of more than INT_MAX floats (8 GiB: the TP all-reduce of a
+ * 70B model at MBS 128 is exactly 2^31 bf16 floats' worth) goes as consecutive calls of at
+ * most this many elements each, the same bytes in all. PDBX_MPI_MAX_COUNT lowers it (test use
+ * only: it drives the split path with small messages). */
+static size_t max_count(void)
+{
+    static size_t cached;
+    if (!cached) {
+        size_t v = (size_t)1 << 30;
+        const char *s = getenv("PDBX_MPI_MAX_COUNT");
+        if (s && *s) {
+            char *end = NULL;
+            unsigned long long x = strtoull(s, &end, 10);
+            if (end && *end == '\0' && x >= 1 && x < v)
+                v = (size_t)x;
+        }
+        cached = v;
+    }
+    return cached;
+}
+
 static int mpi_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_t bytes,
                    double *ms, char *err, size_t errlen)
 {
     (void)m;
-    const int n = g->size;
+    const size_t n = (size_t)g->size, cap = max_count();
+    float *f = buf;
     int rc = MPI_SUCCESS;
-    double t0 = now_ms();
-    switch (coll) {
-    case PDBX_COLL_ALL_REDUCE:
-        rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM,
-                           g->comm);
-        break;
-    case PDBX_COLL_ALL_GATHER:
-        rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
-                           (int)(bytes / sizeof(float) / (size_t)n), MPI_FLOAT, g->comm);
-        break;
-    case PDBX_COLL_REDUCE_SCATTER: {
-        /* in place: the rank's block lands at the front of buf */
-        rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, (int)(bytes / sizeof(float) / (size_t)n),
-                                      MPI_FLOAT, MPI_SUM, g->comm);
-        break;
-    }
-    case PDBX_COLL_SEND_RECV: {
-        int count = (int)(bytes / sizeof(float));
-        int r = g->rank;
-        if (r % 2 == 0 && r + 1 < n)
-            rc = MPI_Send(buf, count, MPI_FLOAT, r + 1, 7, g->comm);
-        else if (r % 2 == 1)
-            rc = MPI_Recv(buf, count, MPI_FLOAT, r - 1, 7, g->comm, MPI_STATUS_IGNORE);
-        break;
-    }
-    default:
+    if (coll < 0 || coll >= PDBX_COLL_COUNT) {
         snprintf(err, errlen, "mpi comm: unknown collective %d", (int)coll);
         return -1;
     }
+    /* elements per call: the whole array (all_reduce, send_recv) or each rank's block */
+    const size_t total = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER
+                             ? bytes / sizeof(float) / n : bytes / sizeof(float);
+    double t0 = now_ms();
+    size_t off = 0;
+    do {                                   /* one call even for an empty message */
+        const size_t left = total - off;
+        const int count = (int)(left < cap ? left : cap);
+        switch (coll) {
+        case PDBX_COLL_ALL_REDUCE:
+            rc = MPI_Allreduce(MPI_IN_PLACE, f + off, count, MPI_FLOAT, MPI_SUM, g->comm);
+            break;
+        case PDBX_COLL_ALL_GATHER:         /* piece k: n blocks of count at f + n*off */
+            rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, f + n * off, count, MPI_FLOAT,
+                               g->comm);
+            break;
+        case PDBX_COLL_REDUCE_SCATTER:     /* in place: the rank's block lands at the front */
+            rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, f + n * off, count, MPI_FLOAT, MPI_SUM,
+                                          g->comm);
+            break;
+        case PDBX_COLL_SEND_RECV: {
+            int r = g->rank;
+            if (r % 2 == 0 && (size_t)r + 1 < n)
+                rc = MPI_Send(f + off, count, MPI_FLOAT, r + 1, 7, g->comm);
+            else if (r % 2 == 1)
+                rc = MPI_Recv(f + off, count, MPI_FLOAT, r - 1, 7, g->comm, MPI_STATUS_IGNORE);
+            break;
+        }
+        default:
+            break;
+        }
+        off += (size_t)count;
+    } while (rc == MPI_SUCCESS && off < total);
     *ms = now_ms() - t0;
     if (rc != MPI_SUCCESS)
         return mpi_fail(rc, pdbx_coll_name(coll), err, errlen);

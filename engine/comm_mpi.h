@@ -5,7 +5,9 @@
  * arithmetic is fp32. all_gather and reduce_scatter use S as the total array (nccl-tests), each
  * rank contributing S/n. send_recv: group rank 2i sends S bytes to 2i+1 (an odd last rank
  * idles). Each run() times the call on this rank; the engine barriers before it and combines
- * ranks' times (max: a collective is done when its last rank is). */
+ * ranks' times (max: a collective is done when its last rank is). MPI counts are int: a
+ * message of more than 2^30 floats (per rank block for all_gather and reduce_scatter) is moved
+ * by consecutive calls of at most 2^30 elements, timed together. */
 #ifndef PDBX_COMM_MPI_H
 #define PDBX_COMM_MPI_H
 

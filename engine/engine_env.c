@@ -57,12 +57,26 @@ int pdbx_env_blas_threads(int local_size, char *note, size_t len)
     return per_rank;
 }
 
+/* NULL when out of memory (never an array with names missing). */
 static cJSON *str_array(char (*v)[PDBX_HOST_MAX], int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+        if (!cJSON_AddItemToArray(a, cJSON_CreateString(v[i]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
     return a;
+}
+
+/* Adds item under name, taking ownership: false (item freed) when it cannot be attached. */
+static int add_item(cJSON *obj, const char *name, cJSON *item)
+{
+    if (!item || !cJSON_AddItemToObject(obj, name, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
 }
 
 cJSON *pdbx_env_json(pdbx_engine *e)
@@ -70,29 +84,32 @@ cJSON *pdbx_env_json(pdbx_engine *e)
     cJSON *env = cJSON_CreateObject();
     if (!env)
         return NULL;
-    cJSON_AddItemToObject(env, "hosts", str_array(e->hosts, e->size));
-    if (e->be.compute->describe(e->compute, env) != 0) {
+    if (!add_item(env, "hosts", str_array(e->hosts, e->size)) ||
+        e->be.compute->describe(e->compute, env) != 0) {
         cJSON_Delete(env);
         return NULL;
     }
     char cpu[256];
     pdbx_cpu_model_name(cpu, sizeof cpu);
-    if (!cJSON_GetObjectItemCaseSensitive(env, "cpu"))
-        cJSON_AddStringToObject(env, "cpu", cpu);
-    if (!cJSON_GetObjectItemCaseSensitive(env, "blas_threads"))
-        cJSON_AddNumberToObject(env, "blas_threads", e->blas_threads);
-    cJSON_AddStringToObject(env, "mpi", e->be.comm->version(e->comm));
-    cJSON_AddStringToObject(env, "comm", e->be.comm->name);
-    if (!cJSON_GetObjectItemCaseSensitive(env, "nccl"))
-        cJSON_AddNullToObject(env, "nccl");
-    if (!cJSON_GetObjectItemCaseSensitive(env, "cuda"))
-        cJSON_AddNullToObject(env, "cuda");
-    cJSON_AddStringToObject(env, "pdbx_version", pdbx_version());
-    cJSON_AddStringToObject(env, "git_rev", pdbx_git_rev());
-    cJSON_AddNumberToObject(env, "ranks_per_node", e->ranks_per_node);
-    cJSON_AddNumberToObject(env, "cores_per_node", (double)sysconf(_SC_NPROCESSORS_ONLN));
-    cJSON_AddStringToObject(env, "rank_order", "megatron tp-cp-ep-dp-pp (tp fastest, then dp, then pp)");
-    cJSON_AddStringToObject(env, "timing", "per op: barrier-free on compute; collectives after a group barrier");
+    int ok = (cJSON_GetObjectItemCaseSensitive(env, "cpu") || cJSON_AddStringToObject(env, "cpu", cpu)) &&
+             (cJSON_GetObjectItemCaseSensitive(env, "blas_threads") ||
+              cJSON_AddNumberToObject(env, "blas_threads", e->blas_threads)) &&
+             cJSON_AddStringToObject(env, "mpi", e->be.comm->version(e->comm)) &&
+             cJSON_AddStringToObject(env, "comm", e->be.comm->name) &&
+             (cJSON_GetObjectItemCaseSensitive(env, "nccl") || cJSON_AddNullToObject(env, "nccl")) &&
+             (cJSON_GetObjectItemCaseSensitive(env, "cuda") || cJSON_AddNullToObject(env, "cuda")) &&
+             cJSON_AddStringToObject(env, "pdbx_version", pdbx_version()) &&
+             cJSON_AddStringToObject(env, "git_rev", pdbx_git_rev()) &&
+             cJSON_AddNumberToObject(env, "ranks_per_node", e->ranks_per_node) &&
+             cJSON_AddNumberToObject(env, "cores_per_node", (double)sysconf(_SC_NPROCESSORS_ONLN)) &&
+             cJSON_AddStringToObject(env, "rank_order",
+                                     "megatron tp-cp-ep-dp-pp (tp fastest, then dp, then pp)") &&
+             cJSON_AddStringToObject(env, "timing",
+                                     "per op: barrier-free on compute; collectives after a group barrier");
+    if (!ok) {
+        cJSON_Delete(env);
+        return NULL;
+    }
     return env;
 }
 
@@ -116,28 +133,34 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
         return NULL;
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
-    cJSON_AddStringToObject(ev, "type", e->append ? "launch" : "run_start");
-    cJSON_AddStringToObject(ev, "id", e->run_id);
-    cJSON_AddStringToObject(ev, "pdbx_version", pdbx_version());
-    cJSON_AddStringToObject(ev, "git_rev", pdbx_git_rev());
-    cJSON_AddStringToObject(ev, "host", host);
-    cJSON_AddNumberToObject(ev, "pid", (double)launcher_pid());
-    cJSON_AddNumberToObject(ev, "world_size", e->size);
-    cJSON_AddNumberToObject(ev, "ranks_per_node", e->ranks_per_node);
-    cJSON_AddItemToObject(ev, "env", pdbx_env_json(e));
-    if (e->append) {
+    /* NULL (out of memory) rather than an event with fields missing */
+    int ok = cJSON_AddStringToObject(ev, "type", e->append ? "launch" : "run_start") &&
+             cJSON_AddStringToObject(ev, "id", e->run_id) &&
+             cJSON_AddStringToObject(ev, "pdbx_version", pdbx_version()) &&
+             cJSON_AddStringToObject(ev, "git_rev", pdbx_git_rev()) &&
+             cJSON_AddStringToObject(ev, "host", host) &&
+             cJSON_AddNumberToObject(ev, "pid", (double)launcher_pid()) &&
+             cJSON_AddNumberToObject(ev, "world_size", e->size) &&
+             cJSON_AddNumberToObject(ev, "ranks_per_node", e->ranks_per_node) &&
+             add_item(ev, "env", pdbx_env_json(e));
+    if (ok && e->append) {
         cJSON *cfgs = cJSON_AddArrayToObject(ev, "configs");
-        for (int c = 0; c < sp->nconfigs; c++) {
+        ok = cfgs != NULL;
+        for (int c = 0; ok && c < sp->nconfigs; c++) {
             const pdbx_parallel *p = &sp->configs[c];
             if (p->tp * p->pp * p->dp != e->size)
                 continue;
             int v[3] = { p->tp, p->pp, p->dp };
-            cJSON_AddItemToArray(cfgs, cJSON_CreateIntArray(v, 3));
+            cJSON *one = cJSON_CreateIntArray(v, 3);
+            ok = cJSON_AddItemToArray(cfgs, one);
+            if (!ok)
+                cJSON_Delete(one);
         }
-        return ev;
+        if (ok)
+            return ev;
     }
-    cJSON_AddStringToObject(ev, "backend", e->be.compute->name);
-    if (pdbx_plan_describe(ev, sp, e->points, e->npoints) != 0) {
+    if (!ok || !cJSON_AddStringToObject(ev, "backend", e->be.compute->name) ||
+        pdbx_plan_describe(ev, sp, e->points, e->npoints) != 0) {
         cJSON_Delete(ev);
         return NULL;
     }

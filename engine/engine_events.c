@@ -38,7 +38,13 @@ int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx
         return -1;
     }
     pthread_mutex_init(&ev->mu, NULL);
-    pthread_cond_init(&ev->hb_cv, NULL);
+    /* the heartbeat's 1 s wait on the monotonic clock: a wall-clock step back (NTP) would
+     * otherwise hold progress events back by as long, and the run could read as dead */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ev->hb_cv, &ca);
+    pthread_condattr_destroy(&ca);
     ev->point = -1;
     ev->t0 = mono_s();
     if (pdbx_store_open(store_dir, 1, &ev->store, err, errlen) != 0)
@@ -56,11 +62,6 @@ fail:
     pthread_cond_destroy(&ev->hb_cv);
     free(ev);
     return -1;
-}
-
-const char *pdbx_events_run_id(const pdbx_events *ev)
-{
-    return pdbx_run_writer_id(ev->w);
 }
 
 int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
@@ -139,29 +140,30 @@ void pdbx_events_progress_done(pdbx_events *ev, double work)
     pthread_mutex_unlock(&ev->mu);
 }
 
+/* The progress event, or NULL when out of memory (never one with fields missing). */
 static cJSON *progress_event_locked(pdbx_events *ev)
 {
     double elapsed = mono_s() - ev->t0;
     cJSON *e = cJSON_CreateObject();
-    if (!e)
-        return NULL;
-    cJSON_AddStringToObject(e, "type", "progress");
-    cJSON_AddNumberToObject(e, "done", ev->done);
-    cJSON_AddNumberToObject(e, "total", ev->total);
-    if (ev->point >= 0)
-        cJSON_AddNumberToObject(e, "point", ev->point);
-    else
-        cJSON_AddNullToObject(e, "point");
-    cJSON_AddStringToObject(e, "op", ev->op);
-    cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
+    int ok = cJSON_AddStringToObject(e, "type", "progress") &&
+             cJSON_AddNumberToObject(e, "done", ev->done) &&
+             cJSON_AddNumberToObject(e, "total", ev->total) &&
+             (ev->point >= 0 ? cJSON_AddNumberToObject(e, "point", ev->point) != NULL
+                             : cJSON_AddNullToObject(e, "point") != NULL) &&
+             cJSON_AddStringToObject(e, "op", ev->op) &&
+             cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
     /* rate from the finished points only, minus the time already spent on the current one:
      * the ETA then counts down while a point runs instead of growing */
-    if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
+    if (ok && ev->done_work > 0 && ev->total_work >= ev->done_work) {
         double eta = ev->t_done / ev->done_work * (ev->total_work - ev->done_work) -
                      (elapsed - ev->t_done);
-        cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0);
-    } else
-        cJSON_AddNullToObject(e, "eta_s");
+        ok = cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0) != NULL;
+    } else if (ok)
+        ok = cJSON_AddNullToObject(e, "eta_s") != NULL;
+    if (!ok) {
+        cJSON_Delete(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -182,7 +184,7 @@ static void *heartbeat_main(void *arg)
     pthread_mutex_lock(&ev->mu);
     while (!ev->hb_stop) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += 1;
         pthread_cond_timedwait(&ev->hb_cv, &ev->mu, &until);
         if (ev->hb_stop)

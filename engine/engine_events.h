@@ -18,7 +18,6 @@ typedef struct pdbx_events pdbx_events;
 /* Creates runs/<run_id>.pdbx (append == 0) or opens it to append (append == 1). */
 int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
                      char *err, size_t errlen);
-const char *pdbx_events_run_id(const pdbx_events *ev);
 /* Appends and frees event (always freed). 0, or -1 with err. */
 int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen);
 /* Convenience: {"type":"warning","message":msg}. */

@@ -10,6 +10,7 @@
  * failure, 2 usage error (bad arguments, bad spec, no config for this rank count).
  */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,20 +41,29 @@ static int finish(int code)
     return code;
 }
 
+/* run_end through ev (the engine's writer, or the watchdog's own: see on_timeout) */
+static void write_end_to(pdbx_events *ev_w, double t_start, const char *status, const char *reason)
+{
+    if (!ev_w)
+        return;
+    pdbx_events_heartbeat_stop(ev_w);
+    pdbx_events_progress_now(ev_w);
+    cJSON *ev = cJSON_CreateObject();
+    if (!cJSON_AddStringToObject(ev, "type", "run_end") ||
+        !cJSON_AddStringToObject(ev, "status", status) ||
+        !cJSON_AddStringToObject(ev, "reason", reason ? reason : "") ||
+        !cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_engine_now() - t_start)) {
+        cJSON_Delete(ev);          /* pdbx_events_append reports the NULL event */
+        ev = NULL;
+    }
+    char err[ERR_LEN];
+    if (pdbx_events_append(ev_w, ev, err, sizeof err) != 0)
+        fprintf(stderr, "pdbx-engine: writing run_end: %s\n", err);
+}
+
 static void write_end(pdbx_engine *e, const char *status, const char *reason)
 {
-    if (!e->ev)
-        return;
-    pdbx_events_heartbeat_stop(e->ev);
-    pdbx_events_progress_now(e->ev);
-    cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "run_end");
-    cJSON_AddStringToObject(ev, "status", status);
-    cJSON_AddStringToObject(ev, "reason", reason ? reason : "");
-    cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_engine_now() - e->t_start);
-    char err[ERR_LEN];
-    if (pdbx_events_append(e->ev, ev, err, sizeof err) != 0)
-        fprintf(stderr, "pdbx-engine: writing run_end: %s\n", err);
+    write_end_to(e->ev, e->t_start, status, reason);
 }
 
 static void on_timeout(const char *what, int point, double age_s, void *ctx)
@@ -72,10 +82,9 @@ static void on_timeout(const char *what, int point, double age_s, void *ctx)
         /* rank 0 did not report (it may be the one stuck outside MPI): this rank does */
         pdbx_events *ev = NULL;
         char err[ERR_LEN];
-        if (pdbx_events_open(e->store_dir, e->run_id, 1, &ev, err, sizeof err) == 0) {
-            e->ev = ev;
-            write_end(e, "failed", reason);
-        }
+        /* its own writer: e->ev belongs to the main thread, which may still be reading it */
+        if (pdbx_events_open(e->store_dir, e->run_id, 1, &ev, err, sizeof err) == 0)
+            write_end_to(ev, e->t_start, "failed", reason);
     }
     MPI_Abort(MPI_COMM_WORLD, 4);
     _exit(4);
@@ -93,7 +102,7 @@ static int collect_ended(const cJSON *event, void *ctx)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(event, "type");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(event, "point");
     if (cJSON_IsString(t) && strcmp(t->valuestring, "point_end") == 0 && cJSON_IsNumber(p) &&
-        p->valuedouble >= 0 && (size_t)p->valuedouble < c->n)
+        p->valuedouble >= 0 && p->valuedouble < (double)c->n)   /* in range before the cast */
         c->ended[(size_t)p->valuedouble] = 1;
     return 0;
 }
@@ -287,9 +296,17 @@ int main(int argc, char **argv)
                 work += p->mbs;
         }
         pdbx_events_progress_plan(e->ev, (int)e->npoints, (int)already, work);
-        pdbx_events_heartbeat_start(e->ev);
+        if (pdbx_events_heartbeat_start(e->ev) != 0)
+            pdbx_events_warning(e->ev, "progress heartbeat thread not started: no progress "
+                                "events until the run ends");
     }
-    pdbx_watch_start(e->spec.timeout_s, e->rank == 0 ? 0.0 : 3.0, on_timeout, e);
+    if (pdbx_watch_start(e->spec.timeout_s, e->rank == 0 ? 0.0 : 3.0, on_timeout, e) != 0) {
+        fprintf(stderr, "pdbx-engine: rank %d: watchdog thread not started: timeout_s is not "
+                "enforced on this rank\n", e->rank);
+        if (e->ev)
+            pdbx_events_warning(e->ev, "watchdog thread not started on rank 0: timeout_s is not "
+                                "enforced there");
+    }
     rc = pdbx_engine_sweep(e, err, sizeof err);
     pdbx_watch_stop();
 
@@ -301,7 +318,7 @@ int main(int argc, char **argv)
             char why[128];
             int sig = pdbx_watch_signal();
             snprintf(why, sizeof why, "cancelled by %s",
-                     sig == 15 ? "SIGTERM" : sig == 2 ? "SIGINT" : sig == 10 ? "SIGUSR1 (pdbx cancel)"
+                     sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1 (pdbx cancel)"
                                                                               : "a signal on another rank");
             write_end(e, "cancelled", why);
         } else {

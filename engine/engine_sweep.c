@@ -4,6 +4,7 @@
 #include "engine/engine_stats.h"
 #include "store/profiledb.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,9 +73,15 @@ static int groups_build(pdbx_engine *e, cfg_groups *cg, int tp, int pp, int dp, 
         cg->mpi[k] = MPI_COMM_NULL;
         cg->g[k] = NULL;
     }
+    /* a group has at most the world's ranks (a DP group alone may hold all of them) */
+    int *members = malloc(sizeof(int) * (size_t)e->size);
+    if (!members) {
+        snprintf(err, errlen, "out of memory for the groups of %d ranks", e->size);
+        return -1;
+    }
     for (int k = 0; k < 3; k++) {
         int color = pdbx_grid_color(e->rank, tp, pp, dp, (pdbx_grid_kind)k);
-        int members[1024], me = 0;
+        int me = 0;
         int n = pdbx_grid_group(e->rank, tp, pp, dp, (pdbx_grid_kind)k, members, &me);
         if (color < 0 || n < 1) {
             snprintf(err, errlen, "config tp %d pp %d dp %d does not fit %d ranks", tp, pp, dp, e->size);
@@ -97,9 +104,11 @@ static int groups_build(pdbx_engine *e, cfg_groups *cg, int tp, int pp, int dp, 
         if (rc != 0)
             goto fail;
     }
+    free(members);
     cg->built = 1;
     return 0;
 fail:
+    free(members);
     groups_free(e, cg);
     return -1;
 }
@@ -167,17 +176,45 @@ static int emit(pdbx_engine *e, cJSON *ev)
     return 0;
 }
 
+/* Event building: a field that cannot be added (out of memory) drops the whole event, so no
+ * event goes to the store with fields missing; emit(NULL) reports it. The add_* helpers take
+ * ownership of item: it is freed when it cannot be attached (or is NULL). */
+static int add_item(cJSON *obj, const char *name, cJSON *item)
+{
+    if (!item || !obj || !cJSON_AddItemToObject(obj, name, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+static int add_to_array(cJSON *arr, cJSON *item)
+{
+    if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+static cJSON *complete_or_null(cJSON *ev, int ok)
+{
+    if (ok)
+        return ev;
+    cJSON_Delete(ev);
+    return NULL;
+}
+
 static void point_end(pdbx_engine *e, int point, const char *status, const char *msg)
 {
     if (e->rank != 0)
         return;
     cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "point_end");
-    cJSON_AddNumberToObject(ev, "point", point);
-    cJSON_AddStringToObject(ev, "status", status);
-    if (msg && *msg)
-        cJSON_AddStringToObject(ev, "message", msg);
-    emit(e, ev);
+    int ok = cJSON_AddStringToObject(ev, "type", "point_end") &&
+             cJSON_AddNumberToObject(ev, "point", point) &&
+             cJSON_AddStringToObject(ev, "status", status) &&
+             (!msg || !*msg || cJSON_AddStringToObject(ev, "message", msg));
+    emit(e, complete_or_null(ev, ok));
 }
 
 static cJSON *stats_json(const double *packed)
@@ -193,15 +230,15 @@ static void comm_event(pdbx_engine *e, int point, const char *kind, double bytes
     double mean_s = st[3] / 1e3;
     double algbw = mean_s > 0 ? bytes / mean_s / 1e9 : 0;
     cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "comm");
-    cJSON_AddNumberToObject(ev, "point", point);
-    cJSON_AddStringToObject(ev, "kind", kind);
-    cJSON_AddNumberToObject(ev, "bytes", bytes);
-    cJSON_AddNumberToObject(ev, "group_size", group_size);
-    cJSON_AddItemToObject(ev, "stats", stats_json(st));
-    cJSON_AddNumberToObject(ev, "algbw", algbw);
-    cJSON_AddNumberToObject(ev, "busbw", algbw * pdbx_coll_busbw_factor(coll, group_size));
-    emit(e, ev);
+    int ok = cJSON_AddStringToObject(ev, "type", "comm") &&
+             cJSON_AddNumberToObject(ev, "point", point) &&
+             cJSON_AddStringToObject(ev, "kind", kind) &&
+             cJSON_AddNumberToObject(ev, "bytes", bytes) &&
+             cJSON_AddNumberToObject(ev, "group_size", group_size) &&
+             add_item(ev, "stats", stats_json(st)) &&
+             cJSON_AddNumberToObject(ev, "algbw", algbw) &&
+             cJSON_AddNumberToObject(ev, "busbw", algbw * pdbx_coll_busbw_factor(coll, group_size));
+    emit(e, complete_or_null(ev, ok));
 }
 
 /* ---- agreement across ranks ---------------------------------------------------------------- */
@@ -212,21 +249,20 @@ static int agree_status(pdbx_engine *e, int status, char *msg, int point)
     pdbx_watch_begin("agree", point);
     MPI_Allreduce(&status, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (all != ST_OK) {
-        char mine[MSG_LEN];
-        snprintf(mine, sizeof mine, "%s", status == all ? msg : "");
-        char *every = e->rank == 0 ? calloc((size_t)e->size, MSG_LEN) : NULL;
-        MPI_Gather(mine, MSG_LEN, MPI_CHAR, every, MSG_LEN, MPI_CHAR, 0, MPI_COMM_WORLD);
-        if (e->rank == 0 && every) {
-            for (int r = 0; r < e->size; r++)
-                if (every[(size_t)r * MSG_LEN]) {
-                    if (r == 0)
-                        snprintf(msg, MSG_LEN, "%.250s", every);
-                    else
-                        snprintf(msg, MSG_LEN, "rank %d: %.230s", r, every + (size_t)r * MSG_LEN);
-                    break;
-                }
+        /* the lowest rank with that status and a message sends it: no buffer of every rank's
+         * message on rank 0 (whose allocation could fail inside a collective) */
+        int mine = status == all && msg[0] ? e->rank : INT_MAX, first = INT_MAX;
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (first != INT_MAX) {
+            char theirs[MSG_LEN];
+            if (e->rank == first)
+                snprintf(theirs, sizeof theirs, "%s", msg);
+            MPI_Bcast(theirs, MSG_LEN, MPI_CHAR, first, MPI_COMM_WORLD);
+            if (e->rank == 0 && first == 0)
+                snprintf(msg, MSG_LEN, "%.250s", theirs);
+            else if (e->rank == 0)
+                snprintf(msg, MSG_LEN, "rank %d: %.230s", first, theirs);
         }
-        free(every);
     }
     pdbx_watch_end();
     return all;
@@ -385,7 +421,13 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
                                const double *traces, const int *ntrace, size_t trace_cap)
 {
     const pdbx_plan_point *pt = pr->pt;
-    int tp_members[1024], pp_members[1024], dp_members[1024];
+    /* each group has at most the world's ranks */
+    int *tp_members = malloc(3 * sizeof(int) * (size_t)e->size);
+    if (!tp_members) {
+        fprintf(stderr, "pdbx-engine: point %d: out of memory for its events\n", pt->index);
+        return;
+    }
+    int *pp_members = tp_members + e->size, *dp_members = pp_members + e->size;
     int ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_TP, tp_members, NULL);
     int npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_PP, pp_members, NULL);
     int ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_DP, dp_members, NULL);
@@ -395,24 +437,25 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
             continue;                       /* not measured (not in ops, or TP 1 all-reduce) */
         pdbx_estats_max(all, NROWS, tp_members, ntp, op, st);
         cJSON *ev = cJSON_CreateObject();
-        cJSON_AddStringToObject(ev, "type", "op");
-        cJSON_AddNumberToObject(ev, "point", pt->index);
-        cJSON_AddStringToObject(ev, "op", pdbx_op_name((pdbx_op)op));
-        cJSON_AddItemToObject(ev, "stats", stats_json(st));
-        cJSON *ranks = cJSON_AddArrayToObject(ev, "ranks");
-        for (int i = 0; i < ntp; i++)
-            cJSON_AddItemToArray(ranks, stats_json(all + ((size_t)tp_members[i] * NROWS + op) * NSTAT));
+        int ok = cJSON_AddStringToObject(ev, "type", "op") &&
+                 cJSON_AddNumberToObject(ev, "point", pt->index) &&
+                 cJSON_AddStringToObject(ev, "op", pdbx_op_name((pdbx_op)op)) &&
+                 add_item(ev, "stats", stats_json(st));
+        cJSON *ranks = ok ? cJSON_AddArrayToObject(ev, "ranks") : NULL;
+        ok = ok && ranks;
+        for (int i = 0; ok && i < ntp; i++)
+            ok = add_to_array(ranks, stats_json(all + ((size_t)tp_members[i] * NROWS + op) * NSTAT));
         pdbx_op_shape shape;
         memset(&shape, 0, sizeof shape);
         if (pdbx_op_is_comm((pdbx_op)op)) {
-            cJSON_AddNumberToObject(ev, "flops", 0);
-            cJSON_AddNumberToObject(ev, "bytes", pr->tp_bytes);
+            ok = ok && cJSON_AddNumberToObject(ev, "flops", 0) &&
+                 cJSON_AddNumberToObject(ev, "bytes", pr->tp_bytes);
         } else {
             pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
-            cJSON_AddNumberToObject(ev, "flops", shape.flops);
-            cJSON_AddNumberToObject(ev, "bytes", shape.bytes);
+            ok = ok && cJSON_AddNumberToObject(ev, "flops", shape.flops) &&
+                 cJSON_AddNumberToObject(ev, "bytes", shape.bytes);
         }
-        emit(e, ev);
+        emit(e, complete_or_null(ev, ok));
     }
     if (pt->tp > 1 && all[(size_t)ROW_TP_ALL * NSTAT] > 0) {
         pdbx_estats_max(all, NROWS, tp_members, ntp, ROW_TP_ALL, st);
@@ -430,21 +473,23 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
     }
     for (int r = 0; r < e->size; r++) {
         cJSON *ev = cJSON_CreateObject();
-        cJSON_AddStringToObject(ev, "type", "trace");
-        cJSON_AddNumberToObject(ev, "point", pt->index);
-        cJSON_AddNumberToObject(ev, "rank", r);
-        cJSON *ops = cJSON_AddArrayToObject(ev, "ops");
-        for (int i = 0; i < ntrace[r]; i++) {
+        int ok = cJSON_AddStringToObject(ev, "type", "trace") &&
+                 cJSON_AddNumberToObject(ev, "point", pt->index) &&
+                 cJSON_AddNumberToObject(ev, "rank", r);
+        cJSON *ops = ok ? cJSON_AddArrayToObject(ev, "ops") : NULL;
+        ok = ok && ops;
+        for (int i = 0; ok && i < ntrace[r]; i++) {
             const double *t = traces + ((size_t)r * trace_cap + (size_t)i) * 4;
             cJSON *one = cJSON_CreateArray();
-            cJSON_AddItemToArray(one, cJSON_CreateString(pdbx_op_name((pdbx_op)(int)t[0])));
-            cJSON_AddItemToArray(one, cJSON_CreateNumber(t[1]));
-            cJSON_AddItemToArray(one, cJSON_CreateNumber(t[2]));
-            cJSON_AddItemToArray(one, cJSON_CreateNumber(t[3]));
-            cJSON_AddItemToArray(ops, one);
+            ok = add_to_array(ops, one) &&
+                 add_to_array(one, cJSON_CreateString(pdbx_op_name((pdbx_op)(int)t[0]))) &&
+                 add_to_array(one, cJSON_CreateNumber(t[1])) &&
+                 add_to_array(one, cJSON_CreateNumber(t[2])) &&
+                 add_to_array(one, cJSON_CreateNumber(t[3]));
         }
-        emit(e, ev);
+        emit(e, complete_or_null(ev, ok));
     }
+    free(tp_members);
 }
 
 /* Measures one point on every rank. Returns ST_OK/ST_OOM/ST_ERROR (agreed), or -1 when
@@ -520,6 +565,17 @@ static int measure_point(pdbx_engine *e, const pdbx_plan_point *pt, cfg_groups *
     size_t tcap = pr.sm.trace_cap;
     double *traces = e->rank == 0 ? malloc(tcap * 4 * sizeof(double) * (size_t)e->size) : NULL;
     int *ntrace = e->rank == 0 ? malloc(sizeof(int) * (size_t)e->size) : NULL;
+    /* every rank learns whether rank 0 can receive before gathering into its buffers */
+    int can_gather = e->rank != 0 || (all && traces && ntrace);
+    if (!can_gather)
+        snprintf(msg, MSG_LEN, "out of memory for the results of %d ranks", e->size);
+    status = agree_status(e, can_gather ? ST_OK : ST_ERROR, msg, pt->index);
+    if (status != ST_OK) {
+        free(all);
+        free(traces);
+        free(ntrace);
+        goto done;
+    }
     int mine = (int)pr.sm.ntrace;
     pdbx_watch_begin("gather", pt->index);
     MPI_Gather(rows, NROWS * NSTAT, MPI_DOUBLE, all, NROWS * NSTAT, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -527,7 +583,7 @@ static int measure_point(pdbx_engine *e, const pdbx_plan_point *pt, cfg_groups *
                MPI_COMM_WORLD);
     MPI_Gather(&mine, 1, MPI_INT, ntrace, 1, MPI_INT, 0, MPI_COMM_WORLD);
     pdbx_watch_end();
-    if (e->rank == 0 && all && traces && ntrace)
+    if (e->rank == 0)
         write_point_events(e, &pr, all, traces, ntrace, tcap);
     free(all);
     free(traces);
@@ -592,13 +648,13 @@ static int measure_config(pdbx_engine *e, int config)
         }
         if (e->rank == 0) {
             cJSON *ev = cJSON_CreateObject();
-            cJSON_AddStringToObject(ev, "type", "point_start");
-            cJSON_AddNumberToObject(ev, "point", pt->index);
-            cJSON_AddNumberToObject(ev, "tp", pt->tp);
-            cJSON_AddNumberToObject(ev, "pp", pt->pp);
-            cJSON_AddNumberToObject(ev, "dp", pt->dp);
-            cJSON_AddNumberToObject(ev, "mbs", pt->mbs);
-            emit(e, ev);
+            int ok = cJSON_AddStringToObject(ev, "type", "point_start") &&
+                     cJSON_AddNumberToObject(ev, "point", pt->index) &&
+                     cJSON_AddNumberToObject(ev, "tp", pt->tp) &&
+                     cJSON_AddNumberToObject(ev, "pp", pt->pp) &&
+                     cJSON_AddNumberToObject(ev, "dp", pt->dp) &&
+                     cJSON_AddNumberToObject(ev, "mbs", pt->mbs);
+            emit(e, complete_or_null(ev, ok));
             double full = pt->mem.params_per_rank * pdbx_dtype_bytes(e->spec.dtype);
             if (pt->dp > 1 && !warned_dp && strcmp(e->be.compute->name, "cpu") == 0 &&
                 full > CPU_DP_CAP_BYTES) {
@@ -702,16 +758,16 @@ static int coll_sweep(pdbx_engine *e)
                         int peers = c == PDBX_COLL_SEND_RECV ? 2 : g;
                         double algbw = mx[3] > 0 ? (double)bytes / (mx[3] / 1e3) / 1e9 : 0;
                         cJSON *ev = cJSON_CreateObject();
-                        cJSON_AddStringToObject(ev, "type", "coll");
-                        cJSON_AddStringToObject(ev, "coll", pdbx_coll_name((pdbx_coll)c));
-                        cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
-                        cJSON_AddNumberToObject(ev, "nranks", g);
-                        cJSON_AddNumberToObject(ev, "ranks_per_node", rpn);
-                        cJSON_AddItemToObject(ev, "stats", stats_json(mx));
-                        cJSON_AddNumberToObject(ev, "algbw", algbw);
-                        cJSON_AddNumberToObject(ev, "busbw",
-                                                algbw * pdbx_coll_busbw_factor((pdbx_coll)c, peers));
-                        emit(e, ev);
+                        int ok = cJSON_AddStringToObject(ev, "type", "coll") &&
+                                 cJSON_AddStringToObject(ev, "coll", pdbx_coll_name((pdbx_coll)c)) &&
+                                 cJSON_AddNumberToObject(ev, "bytes", (double)bytes) &&
+                                 cJSON_AddNumberToObject(ev, "nranks", g) &&
+                                 cJSON_AddNumberToObject(ev, "ranks_per_node", rpn) &&
+                                 add_item(ev, "stats", stats_json(mx)) &&
+                                 cJSON_AddNumberToObject(ev, "algbw", algbw) &&
+                                 cJSON_AddNumberToObject(ev, "busbw", algbw *
+                                                         pdbx_coll_busbw_factor((pdbx_coll)c, peers));
+                        emit(e, complete_or_null(ev, ok));
                     }
                 }
                 /* cancellation within the group; non-members wait at the world barrier */

@@ -3,6 +3,7 @@
  * "Configurations" and "Overrides"). */
 #include "engine/plan_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +181,10 @@ static size_t distinct(const pdbx_spec *s, int which, int *out)
     size_t n = 0;
     for (int i = 0; i < s->nconfigs; i++) {
         const pdbx_parallel *c = &s->configs[i];
-        int v = which == 0 ? c->tp : which == 1 ? c->pp : which == 2 ? c->dp : c->tp * c->pp * c->dp;
+        long long g = (long long)c->tp * c->pp * c->dp;   /* not validated yet: up to 2^40 */
+        if (which == 3 && g > INT_MAX)
+            continue;            /* more GPUs than any cluster (<= 2^20): fits no override */
+        int v = which == 0 ? c->tp : which == 1 ? c->pp : which == 2 ? c->dp : (int)g;
         size_t k;
         for (k = 0; k < n; k++)
             if (out[k] == v)

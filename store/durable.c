@@ -57,6 +57,54 @@ int pdbx_fsync_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+int pdbx_mkdirs(const char *path, char *err, size_t errlen)
+{
+    char *p = strdup(path);
+    if (!p) {
+        pdbx_errf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    for (char *q = p + 1;; q++) {
+        if (*q == '/' || *q == '\0') {
+            char c = *q;
+            *q = '\0';
+            int made = mkdir(p, 0755) == 0;
+            if (!made && errno != EEXIST) {
+                pdbx_errf(err, errlen, "%s: cannot create directory: %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            /* A new directory's name is an entry of its parent: sync the parent, or a crash
+             * can drop runs/ (and the run files synced into it) after the first run. */
+            if (made) {
+                char *slash = strrchr(p, '/');
+                int rc;
+                if (!slash || slash == p) {
+                    rc = pdbx_fsync_dir(slash ? "/" : ".", err, errlen);
+                } else {
+                    *slash = '\0';
+                    rc = pdbx_fsync_dir(p, err, errlen);
+                    *slash = '/';
+                }
+                if (rc != 0) {
+                    free(p);
+                    return -1;
+                }
+            }
+            *q = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        pdbx_errf(err, errlen, "%s: not a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
 static void durable_free(pdbx_durable_file *f)
 {
     if (!f)

@@ -22,5 +22,8 @@ void pdbx_durable_abort(pdbx_durable_file *f);
 int pdbx_durable_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* fsync of a directory, so a rename or create in it survives a crash. */
 int pdbx_fsync_dir(const char *dir, char *err, size_t errlen);
+/* mkdir -p that survives a crash: each directory it creates is synced into its parent.
+ * 0 when path is (now) a directory. */
+int pdbx_mkdirs(const char *path, char *err, size_t errlen);
 
 #endif

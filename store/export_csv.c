@@ -195,7 +195,7 @@ static int mlp_csv(const pdbx_run *run, csv_buf *b, char *err, size_t errlen)
     buf_str(b, "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,"
                "num_tensor_parallel_workers\n");
 
-    size_t cap = run->npoints;
+    size_t cap = run->npoints ? run->npoints : 1;   /* malloc(0) may return NULL */
     int (*configs)[3] = malloc(cap * sizeof *configs);
     const pdbx_point **pts = malloc(cap * sizeof *pts);
     if (!configs || !pts) {

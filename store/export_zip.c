@@ -3,25 +3,32 @@
 #include "store/export_zip.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 
+static uint32_t crc_table[256];
+static pthread_once_t crc_table_once = PTHREAD_ONCE_INIT;
+
+static void crc_table_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
 uint32_t pdbx_crc32(uint32_t crc, const void *data, size_t len)
 {
-    static uint32_t table[256];
-    static int table_ready;   /* benign: every thread computes the same table */
-    if (!table_ready) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
-        table_ready = 1;
-    }
+    /* once, with the ordering a plain "ready" flag lacks: a second thread could see the flag
+     * set before the table's entries (a data race, and wrong CRCs on a reordering compiler) */
+    pthread_once(&crc_table_once, crc_table_init);
+    const uint32_t *table = crc_table;
     const unsigned char *p = data;
     crc = ~crc;
     for (size_t i = 0; i < len; i++)

@@ -78,37 +78,6 @@ int pdbx_store_default_dir(char *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path, char *err, size_t errlen)
-{
-    char *p = strdup(path);
-    if (!p) {
-        pdbx_errf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    for (char *q = p + 1;; q++) {
-        if (*q == '/' || *q == '\0') {
-            char c = *q;
-            *q = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                pdbx_errf(err, errlen, "%s: cannot create directory: %s", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            *q = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    free(p);
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        pdbx_errf(err, errlen, "%s: not a directory", path);
-        return -1;
-    }
-    return 0;
-}
-
 void pdbx_store_close(pdbx_store *st)
 {
     if (!st)
@@ -137,7 +106,7 @@ int pdbx_store_open(const char *dir, int create, pdbx_store **out, char *err, si
     while (n > 1 && st->dir[n - 1] == '/')
         st->dir[--n] = '\0';
     if (create) {
-        if (make_dirs(st->runs, err, errlen) != 0) {
+        if (pdbx_mkdirs(st->runs, err, errlen) != 0) {
             pdbx_store_close(st);
             return -1;
         }

@@ -46,7 +46,7 @@ struct pdbx_compute {
     int nw;
     int have_weights;
     int64_t wkey[10];
-    size_t planned, allocated;
+    size_t planned;              /* bytes the next prepare() allocates */
     int32_t *ids;
     void *emb_table, *emb_out;
     float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
@@ -235,7 +235,6 @@ static void *take(alloc_pass *ap, size_t bytes)
         return NULL;
     }
     list[(*n)++] = p;
-    c->allocated += bytes;
     return p;
 }
 

@@ -78,6 +78,20 @@ for e in co:
 assert len([e for e in E if e["type"] == "trace" and e["point"] == t2]) == 2   # one per rank
 ' || fail "2 rank events"
 
+# ---- 2 ranks, messages split: MPI counts are int, so a message of more than 2^30 floats goes
+# as several calls; PDBX_MPI_MAX_COUNT (test use) makes these small messages take that path ----
+tiny_spec "$TMP/sx.json" 'configs=[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1},{"tp":1,"pp":2,"dp":1}]' \
+    'mbs="1:1"' 'layers=1' 'steps=1' 'collectives=true' 'coll_sizes=[4096,65536]'
+PDBX_MPI_MAX_COUNT=1000 mpirun_np 2 -x PDBX_MPI_MAX_COUNT "$ENGINE" --spec "$TMP/sx.json" --store "$TMP/stx" \
+    >/dev/null 2>"$TMP/errx" || { cat "$TMP/errx"; fail "2 rank run, split messages"; }
+ev_py "$(run_file "$TMP/stx")" '
+assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete", E[-1]
+assert [e["status"] for e in E if e["type"] == "point_end"] == ["ok"] * 3
+assert {e["kind"] for e in E if e["type"] == "comm"} == {"tp_allreduce", "dp_allreduce", "pp_sendrecv"}
+co = [e for e in E if e["type"] == "coll"]
+assert len(co) == 8 and all(e["stats"]["count"] == 1 and e["algbw"] > 0 for e in co), co
+' || fail "split messages events"
+
 # ---- 4 ranks: TP2 x PP2, TP2 x DP2, TP4; collectives at 2 and 4 ranks ----
 tiny_spec "$TMP/s4.json" 'configs=[{"tp":2,"pp":2,"dp":1},{"tp":2,"pp":1,"dp":2},{"tp":4,"pp":1,"dp":1}]' \
     'mbs="1:1"' 'layers=1' 'collectives=true' 'coll_sizes=[65536]' 'gpus_per_node=4'

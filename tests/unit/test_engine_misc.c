@@ -1,5 +1,6 @@
 /* test_engine_misc.c: pdbx-engine's pure pieces: command line, fault-injection syntax,
- * statistics rows and their max across ranks, BLAS thread split. */
+ * statistics rows and their max across ranks, BLAS thread split, progress events under
+ * allocation failure. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,12 +8,18 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "engine/engine_args.h"
 #include "engine/engine_env.h"
+#include "engine/engine_events.h"
 #include "engine/engine_stats.h"
 #include "engine/engine_watch.h"
+#include "store/store.h"
 
 static void test_args(void **state)
 {
@@ -109,6 +116,107 @@ static void test_blas_threads(void **state)
     assert_true(t2 >= 1 && t2 <= t1);
 }
 
+/* Only the n-th cJSON allocation fails (n < 0: none): the later ones (serialising the event)
+ * succeed, as they may when memory comes back. */
+static int alloc_budget = -1;
+static void *failing_malloc(size_t size)
+{
+    if (alloc_budget >= 0 && alloc_budget-- == 0)
+        return NULL;
+    return malloc(size);
+}
+
+static int check_progress(const cJSON *ev, void *ctx)
+{
+    int *complete = ctx;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    if (!cJSON_IsString(t) || strcmp(t->valuestring, "progress") != 0)
+        return 0;
+    static const char *const fields[] = { "done", "total", "point", "op", "elapsed_s", "eta_s" };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(ev, fields[i]))
+            return *complete = 0, 1;
+    return 0;
+}
+
+/* Whatever allocation fails while a progress event is built, what reaches the run file is a
+ * whole event or nothing (it used to be written with the fields after the failure missing). */
+static void test_progress_event_under_oom(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pdbx-engine-misc-XXXXXX", err[256] = "";
+    assert_non_null(mkdtemp(dir));
+    pdbx_events *ev = NULL;
+    assert_int_equal(pdbx_events_open(dir, "oom-run", 0, &ev, err, sizeof err), 0);
+    pdbx_events_progress_plan(ev, 4, 1, 10.0);
+    pdbx_events_progress_point(ev, 2);
+    pdbx_events_progress_op(ev, "attn_q");
+    pdbx_events_progress_done(ev, 3.0);
+    cJSON_Hooks hooks = { failing_malloc, free };
+    cJSON_InitHooks(&hooks);
+    int failed = 0, written = 0;
+    for (int n = 0; n < 40; n++) {
+        alloc_budget = n;
+        if (pdbx_events_progress_now(ev) != 0)
+            failed++;
+        else
+            written++;
+    }
+    alloc_budget = -1;
+    cJSON_InitHooks(NULL);
+    pdbx_events_close(ev);
+    assert_true(failed > 0 && written > 0);      /* both paths were taken */
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs/oom-run.pdbx", dir);
+    int complete = 1;
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(path, 0, check_progress, &complete, &res, err, sizeof err), 0);
+    assert_false(res.corrupt);
+    assert_int_equal((int)res.events, written);
+    assert_true(complete);
+    char runs[512];
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(runs), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static int count_progress(const cJSON *ev, void *ctx)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    if (cJSON_IsString(t) && strcmp(t->valuestring, "progress") == 0)
+        ++*(int *)ctx;
+    return 0;
+}
+
+/* The heartbeat writes a progress event about once a second (its wait and its deadline on the
+ * same, monotonic, clock: a mismatch would wait for decades or spin). */
+static void test_heartbeat_ticks(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pdbx-engine-hb-XXXXXX", err[256] = "";
+    assert_non_null(mkdtemp(dir));
+    pdbx_events *ev = NULL;
+    assert_int_equal(pdbx_events_open(dir, "hb-run", 0, &ev, err, sizeof err), 0);
+    pdbx_events_progress_plan(ev, 2, 0, 2.0);
+    assert_int_equal(pdbx_events_heartbeat_start(ev), 0);
+    struct timespec wait = { 2, 500 * 1000 * 1000 };
+    nanosleep(&wait, NULL);
+    pdbx_events_heartbeat_stop(ev);
+    pdbx_events_close(ev);
+    char path[512], runs[512];
+    snprintf(path, sizeof path, "%s/runs/hb-run.pdbx", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    int n = 0;
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(path, 0, count_progress, &n, &res, err, sizeof err), 0);
+    assert_true(n >= 1 && n <= 4);         /* 2 on time; slack for a loaded host */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(runs), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +224,8 @@ int main(void)
         cmocka_unit_test(test_fault_syntax),
         cmocka_unit_test(test_stats_rows_and_max),
         cmocka_unit_test(test_blas_threads),
+        cmocka_unit_test(test_progress_event_under_oom),
+        cmocka_unit_test(test_heartbeat_ticks),
     };
     return cmocka_run_group_tests_name("engine_misc", tests, NULL, NULL);
 }

@@ -417,6 +417,14 @@ static void test_overrides(void **state)
     assert_int_equal(pdbx_spec_set(&s, "dp", "1,2", err, sizeof err), 0);
     static const pdbx_parallel want_q[] = {{1, 1, 1}, {1, 1, 2}, {2, 1, 1}};
     expect_configs(&s, want_q, 3);
+
+    /* a tp override on configs not validated yet whose GPU count passes INT_MAX: no signed
+     * overflow (it made a DP 0 configuration), no fit */
+    assert_int_equal(pdbx_spec_set(&s, "configs", "4096x4096x65536", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "tp", "2", err, sizeof err), -1);
+    assert_non_null(strstr(err, "tp: no configuration"));
+    assert_int_equal(s.nconfigs, 1);
+    assert_int_equal(s.configs[0].dp, 65536);
 }
 
 static void test_did_you_mean(void **state)

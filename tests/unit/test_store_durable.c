@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store/durable.h"
+#include "store/store.h"
 #include "test_store_util.h"
 
 #define setup_dir test_setup_tmpdir
@@ -182,6 +183,43 @@ static void test_fsync_dir(void **state)
     assert_non_null(strstr(err, "/nonexistent/pdbx"));
 }
 
+/* Creating a store makes each missing directory and syncs its parent (absolute nested path,
+ * relative path: parent "."); an existing store opens without creating anything. */
+static void test_store_create_syncs_new_dirs(void **state)
+{
+    const char *dir = *state;
+    char path[512], runs[600], err[256] = "", cwd[4096];
+    struct stat sb;
+    pdbx_store *st = NULL;
+    snprintf(path, sizeof path, "%s/a/b/store", dir);
+    assert_int_equal(pdbx_store_open(path, 1, &st, err, sizeof err), 0);
+    pdbx_store_close(st);
+    snprintf(runs, sizeof runs, "%s/runs", path);
+    assert_int_equal(stat(runs, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(pdbx_store_open(path, 1, &st, err, sizeof err), 0);
+    pdbx_store_close(st);
+
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    int rc = pdbx_store_open("rel", 1, &st, err, sizeof err);
+    int isdir = stat("rel/runs", &sb) == 0 && S_ISDIR(sb.st_mode);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, 0);
+    assert_true(isdir);
+    pdbx_store_close(st);
+
+    /* a file where a directory must go: one error naming it */
+    snprintf(path, sizeof path, "%s/file", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/file/store", dir);
+    assert_int_equal(pdbx_store_open(path, 1, &st, err, sizeof err), -1);
+    assert_null(st);
+    assert_non_null(strstr(err, "file"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +230,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rename_error_cleans_up, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_mode_follows_umask, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_fsync_dir, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_store_create_syncs_new_dirs, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests_name("store_durable", tests, NULL, NULL);
 }
