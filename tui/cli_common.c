@@ -468,3 +468,13 @@ int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_o
     }
     return 0;
 }
+
+int pdbx_cli_print_json(FILE *out, const cJSON *doc)
+{
+    char *text = cJSON_Print(doc);
+    if (!text)
+        return -1;
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return 0;
+}

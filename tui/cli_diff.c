@@ -256,11 +256,8 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
     if (!cJSON_AddItemToObject(root, "geomean", geo))
         goto fail;
     geo = NULL;
-    char *text = cJSON_Print(root);
-    if (!text)
+    if (pdbx_cli_print_json(out, root) != 0)
         goto fail;
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
     cJSON_Delete(root);
     return 0;
 fail:

@@ -81,11 +81,8 @@ static int print_json(const pdbx_run_summary *runs, size_t n, FILE *out)
             || !cJSON_AddStringToObject(o, "message", s->message))
             goto fail;
     }
-    char *text = cJSON_Print(arr);
-    if (!text)
+    if (pdbx_cli_print_json(out, arr) != 0)
         goto fail;
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
     cJSON_Delete(arr);
     return 0;
 fail:

@@ -177,11 +177,8 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
     if (!cJSON_AddItemToObject(root, "points", arr))
         goto fail;
     arr = NULL;
-    char *text = cJSON_Print(root);
-    if (!text)
+    if (pdbx_cli_print_json(out, root) != 0)
         goto fail;
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
     cJSON_Delete(root);
     return 0;
 fail:

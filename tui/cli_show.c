@@ -358,11 +358,8 @@ static int print_json(const pdbx_run *run, int (*cfgs)[3], size_t ncfg, const sh
         goto fail;
     }
     colls = NULL;
-    char *text = cJSON_Print(root);
-    if (!text)
+    if (pdbx_cli_print_json(out, root) != 0)
         goto fail;
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
     cJSON_Delete(root);
     return 0;
 fail:
