@@ -85,7 +85,7 @@ static void test_mlp_csv_fused_op_exact(void **state)
         assert_string_equal(log.paths[i], path);
     }
     snprintf(path, sizeof path, "%s/mlp.csv", out);
-    char *text = tx_slurp(path, NULL);
+    char *text = test_slurp(path, NULL);
     assert_non_null(text);
     /* q, k, v at MBS 1, TP 1: means 1.25, 1.5, 1.75; std sqrt(0.375^2 + 0.5^2 + 0) = 0.625 */
     assert_string_equal(text,
@@ -94,11 +94,11 @@ static void test_mlp_csv_fused_op_exact(void **state)
     free(text);
     /* nothing measured: header lines only */
     snprintf(path, sizeof path, "%s/all_reduce.csv", out);
-    text = tx_slurp(path, NULL);
+    text = test_slurp(path, NULL);
     assert_string_equal(text, COLL_COLS("all_reduce") "\n");
     free(text);
     snprintf(path, sizeof path, "%s/send_recv.csv", out);
-    text = tx_slurp(path, NULL);
+    text = test_slurp(path, NULL);
     assert_string_equal(text, COLL_COLS("send_recv") "\n");
     free(text);
     pdbx_run_free(&run);
@@ -178,7 +178,7 @@ static void test_all_three_csvs_exact(void **state)
         fail_msg("pdbx_export_csv: %s", err);
 
     snprintf(path, sizeof path, "%s/mlp.csv", out);
-    char *text = tx_slurp(path, NULL);
+    char *text = test_slurp(path, NULL);
     assert_non_null(text);
     int n;
     char **lines = split_lines(text, &n);
@@ -199,7 +199,7 @@ static void test_all_three_csvs_exact(void **state)
     free(text);
 
     snprintf(path, sizeof path, "%s/all_reduce.csv", out);
-    text = tx_slurp(path, NULL);
+    text = test_slurp(path, NULL);
     assert_string_equal(text,
         COLL_COLS("all_reduce") "\n"
         "0.5,0.75,0.625,0.625,0.0625,0,2,1048576,all_reduce,2,2\n"
@@ -208,7 +208,7 @@ static void test_all_three_csvs_exact(void **state)
         "2.5,3.5,3,2.75,0.25,0,2,2097152,all_reduce,2,2\n");   /* point 4 is oom: not exported */
     free(text);
     snprintf(path, sizeof path, "%s/send_recv.csv", out);
-    text = tx_slurp(path, NULL);
+    text = test_slurp(path, NULL);
     assert_string_equal(text,
         COLL_COLS("send_recv") "\n"
         "0.015625,0.03125,0.0234375,0.0234375,0.00390625,0,2,1024,send_recv,1,2\n"
@@ -242,7 +242,7 @@ static void test_numbers_round_trip(void **state)
     snprintf(out, sizeof out, "%s/csv-rt", dir);
     assert_int_equal(pdbx_export_csv(&run, out, NULL, NULL, err, sizeof err), 0);
     snprintf(path, sizeof path, "%s/mlp.csv", out);
-    char *text = tx_slurp(path, NULL);
+    char *text = test_slurp(path, NULL);
     int n;
     char **lines = split_lines(text, &n);
     assert_int_equal(n, 3);
@@ -283,10 +283,10 @@ static void test_no_ok_point_writes_nothing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_mlp_csv_fused_op_exact, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_all_three_csvs_exact, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_numbers_round_trip, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_no_ok_point_writes_nothing, tx_setup_tmpdir, tx_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_mlp_csv_fused_op_exact, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_all_three_csvs_exact, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_numbers_round_trip, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_no_ok_point_writes_nothing, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("export_csv", tests, NULL, NULL);
 }

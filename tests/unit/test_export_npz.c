@@ -68,7 +68,7 @@ static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 
 static void check_npz_bytes(const char *path, int rows, const double *values)
 {
     size_t len = 0;
-    unsigned char *f = (unsigned char *)tx_slurp(path, &len);
+    unsigned char *f = (unsigned char *)test_slurp(path, &len);
     assert_non_null(f);
     /* end of central directory: 2 entries, no comment */
     assert_true(len > 22 + 30);
@@ -486,14 +486,14 @@ static void test_zip_and_npy_primitives(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_npz_fasop_mean_numpy, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_npz_pure_median_numpy, tx_setup_tmpdir, tx_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_npz_fasop_mean_numpy, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_npz_pure_median_numpy, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test(test_fasop_rows_sum_to_layer_time),
         cmocka_unit_test(test_rows_stop_at_gap_and_failures),
-        cmocka_unit_test_setup_teardown(test_mbs1_not_ok_is_an_error, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_missing_cells, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_bad_options, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_npz_from_store_round_trip, tx_setup_tmpdir, tx_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_mbs1_not_ok_is_an_error, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_missing_cells, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_bad_options, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_npz_from_store_round_trip, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test(test_zip_and_npy_primitives),
     };
     return cmocka_run_group_tests_name("export_npz", tests, NULL, NULL);

@@ -45,7 +45,7 @@ static int expected_events(void)
 static cJSON *load_trace(const char *path)
 {
     size_t len = 0;
-    char *text = tx_slurp(path, &len);
+    char *text = test_slurp(path, &len);
     assert_non_null(text);
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
@@ -238,9 +238,9 @@ static void test_trace_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_trace_recorded_steps, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_trace_synthesized_without_events, tx_setup_tmpdir, tx_teardown_tmpdir),
-        cmocka_unit_test_setup_teardown(test_trace_errors, tx_setup_tmpdir, tx_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_trace_recorded_steps, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_trace_synthesized_without_events, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_trace_errors, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("export_trace", tests, NULL, NULL);
 }

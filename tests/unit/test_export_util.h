@@ -9,7 +9,6 @@
 #ifndef PDBX_TEST_EXPORT_UTIL_H
 #define PDBX_TEST_EXPORT_UTIL_H
 
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,63 +18,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "test_store_util.h"   /* temp dirs, slurp, assert_double_equal */
+
 #include "store/profiledb.h"
 #include "store/store.h"
 
-#define assert_double_equal(a, b, eps)                                                           \
-    do {                                                                                         \
-        double a_ = (a), b_ = (b), e_ = (eps);                                                   \
-        if (!(fabs(a_ - b_) <= e_))                                                              \
-            fail_msg("%s = %.17g, expected %s = %.17g (tolerance %g)", #a, a_, #b, b_, e_);      \
-    } while (0)
-
 /* ---- files ------------------------------------------------------------------------------ */
-
-static inline int tx_rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
-static inline int tx_setup_tmpdir(void **state)
-{
-    char *d = strdup("/tmp/pdbx-export-test-XXXXXX");
-    if (!d || !mkdtemp(d)) {
-        free(d);
-        return -1;
-    }
-    *state = d;
-    return 0;
-}
-
-static inline int tx_teardown_tmpdir(void **state)
-{
-    nftw((char *)*state, tx_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(*state);
-    return 0;
-}
-
-static inline char *tx_slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        if (len)
-            *len = (size_t)n;
-    }
-    return buf;
-}
 
 static inline int tx_exists(const char *path)
 {

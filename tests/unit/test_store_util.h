@@ -48,10 +48,12 @@ static inline int test_teardown_tmpdir(void **state)
     return 0;
 }
 
-/* Whole file into a malloc'ed, NUL-terminated buffer; NULL when it cannot be read. */
+/* Whole file into a malloc'ed, NUL-terminated buffer (length in *len unless len is NULL);
+ * NULL when it cannot be read. */
 static inline char *test_slurp(const char *path, size_t *len)
 {
-    *len = 0;
+    if (len)
+        *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -66,7 +68,8 @@ static inline char *test_slurp(const char *path, size_t *len)
     fclose(f);
     if (buf) {
         buf[n] = '\0';
-        *len = (size_t)n;
+        if (len)
+            *len = (size_t)n;
     }
     return buf;
 }
