@@ -82,6 +82,19 @@ static int split_range(const char *s, long long *a, long long *b, int bytes)
     return plan_parse_ll(left, a) == 0 && plan_parse_ll(colon + 1, b) == 0 ? 0 : -1;
 }
 
+/* Appends x to out[*n] unless the list is full or already holds x (values must be distinct). */
+static int list_add_once(const char *field, int *out, size_t cap, size_t *n, long long x,
+                         char *err, size_t errlen)
+{
+    if (*n >= cap)
+        return plan_fail(err, errlen, "%s: more than %zu values (allowed: at most %zu)", field, cap, cap);
+    for (size_t k = 0; k < *n; k++)
+        if (out[k] == x)
+            return plan_fail(err, errlen, "%s: %lld is listed twice (allowed: each value once)", field, x);
+    out[(*n)++] = (int)x;
+    return 0;
+}
+
 /* An integer list for tp, pp, dp: an integer, an array of integers, "1,2,4" or "A:B" (the
  * powers of two from A to B). Values are range-checked; order is kept, duplicates refused. */
 int plan_read_int_list(const cJSON *v, const char *field, long long lo, long long hi, int *out,
@@ -103,12 +116,8 @@ int plan_read_int_list(const cJSON *v, const char *field, long long lo, long lon
             long long x;
             if (plan_json_int(it, label, lo, hi, &x, err, errlen) != 0)
                 return -1;
-            if (*n >= cap)
-                return plan_fail(err, errlen, "%s: more than %zu values (allowed: at most %zu)", field, cap, cap);
-            for (size_t k = 0; k < *n; k++)
-                if (out[k] == x)
-                    return plan_fail(err, errlen, "%s: %lld is listed twice (allowed: each value once)", field, x);
-            out[(*n)++] = (int)x;
+            if (list_add_once(field, out, cap, n, x, err, errlen) != 0)
+                return -1;
         }
         if (*n == 0)
             return plan_fail(err, errlen, "%s: empty list (allowed: one or more integers %lld..%lld)", field, lo, hi);
@@ -130,11 +139,9 @@ int plan_read_int_list(const cJSON *v, const char *field, long long lo, long lon
                 return pow2_fail(field, b, hi, err, errlen);
             if (a > b)
                 return plan_fail(err, errlen, "%s: range \"%s\" has its start above its end (allowed: A <= B)", field, s);
-            for (long long x = a; x <= b; x *= 2) {
-                if (*n >= cap)
-                    return plan_fail(err, errlen, "%s: more than %zu values (allowed: at most %zu)", field, cap, cap);
-                out[(*n)++] = (int)x;
-            }
+            for (long long x = a; x <= b; x *= 2)
+                if (list_add_once(field, out, cap, n, x, err, errlen) != 0)
+                    return -1;
             return 0;
         }
         /* comma list */
@@ -149,12 +156,8 @@ int plan_read_int_list(const cJSON *v, const char *field, long long lo, long lon
                 return plan_fail(err, errlen, "%s: expected an integer, got \"%s\"", field, tok);
             if (x < lo || x > hi)
                 return plan_range_fail(field, x, lo, hi, err, errlen);
-            if (*n >= cap)
-                return plan_fail(err, errlen, "%s: more than %zu values (allowed: at most %zu)", field, cap, cap);
-            for (size_t k = 0; k < *n; k++)
-                if (out[k] == x)
-                    return plan_fail(err, errlen, "%s: %lld is listed twice (allowed: each value once)", field, x);
-            out[(*n)++] = (int)x;
+            if (list_add_once(field, out, cap, n, x, err, errlen) != 0)
+                return -1;
         }
         if (*n == 0)
             return plan_fail(err, errlen, "%s: empty list (allowed: one or more integers %lld..%lld)", field, lo, hi);
