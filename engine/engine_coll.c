@@ -1,5 +1,5 @@
 /* engine_coll.c: collective names and nccl-tests' bus bandwidth factors (backend.h). */
-#include "engine/backend.h"
+#include "engine/backends/backend.h"
 
 const char *pdbx_coll_name(pdbx_coll c)
 {

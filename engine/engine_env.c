@@ -1,7 +1,7 @@
 /* engine_env.c: hosts, threads and the run_start/launch events (engine_env.h). */
 #define _GNU_SOURCE          /* sched_getaffinity, CPU_COUNT */
 #include "engine/engine_env.h"
-#include "engine/cpu/cpu_compute.h"
+#include "engine/backends/cpu/cpu_compute.h"
 #include "store/version.h"
 
 #include <sched.h>

@@ -16,13 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/backend_registry.h"
+#include "engine/backends/registry.h"
 #include "engine/engine_args.h"
 #include "engine/engine_env.h"
 #include "engine/engine_events.h"
 #include "engine/engine_sweep.h"
 #include "engine/engine_watch.h"
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 #include "store/store.h"
 
 #define ERR_LEN 1024

@@ -11,11 +11,11 @@
 
 #include <mpi.h>
 
-#include "engine/backend.h"
-#include "engine/backend_registry.h"
+#include "engine/backends/backend.h"
+#include "engine/backends/registry.h"
 #include "engine/engine_events.h"
 #include "engine/engine_watch.h"
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 
 #define PDBX_HOST_MAX 64
 

@@ -1,7 +1,7 @@
 /* profiledb.c: statistics helpers and the folding of run events into a pdbx_run
  * (see profiledb.h and docs/events.md). No I/O.
  */
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/profiledb.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* store.c: the store directory: open, default dir, run ids, prefix resolution and delete
  * (see store.h; the module map is in store_impl.h).
  */
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/store.h"
 
 #include <dirent.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "store/durable.h"
+#include "store/util/fs.h"
 #include "store/store_impl.h"
 #include "store/store_index.h"
 

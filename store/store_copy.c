@@ -1,7 +1,7 @@
 /* store_copy.c: recordings: record (a run's whole frames, durably, to a file) and import
  * (a recording into the store under its id, or a new one when taken; never replacing a run).
  */
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "store/durable.h"
+#include "store/util/fs.h"
 #include "store/store_impl.h"
 
 /* Copies bytes [0, len) of src to the durable file f. */

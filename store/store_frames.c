@@ -8,7 +8,7 @@
  * back, pdbx_run_writer_open cuts a torn tail), so when a complete, checksummed event frame
  * starts anywhere after the "torn" frame, that frame is damaged, not torn.
  */
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/store_frames.h"
 #include "store/store.h"
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/store.h"
 
 #define PDBX_RUN_SUFFIX ".pdbx"

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
-#include "store/durable.h"
+#include "store/util/fs.h"
 
 #define INDEX_VERSION 1
 

@@ -2,7 +2,7 @@
  * file's (size, mtime, inode) are unchanged; changed or new runs are rescanned (verifying
  * every frame, parsing only what a summary needs) and the index is rewritten durably.
  */
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/store.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* store_run.c: one run: the writer (create O_EXCL, reopen cutting a torn tail, append one
  * durable frame per event), loading a run into a pdbx_run, and the liveness rule (store.h).
  */
-#include "store/errbuf.h"
+#include "store/util/err.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "store/durable.h"
+#include "store/util/fs.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 #include "store/store.h"
 #include "tui/ui_chart.h"
 #include "tui/ui_config.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "store/durable.h"
+#include "store/util/fs.h"
 
 int ui_config_path(char *buf, size_t len)
 {

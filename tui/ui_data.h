@@ -9,7 +9,7 @@
 #ifndef PDBX_UI_DATA_H
 #define PDBX_UI_DATA_H
 
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 #include "store/profiledb.h"
 
 #define UI_MAX_MBS 32

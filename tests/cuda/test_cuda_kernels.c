@@ -3,7 +3,7 @@
  *   cuBLASLt linear GEMMs (bf16, fp16, fp32/TF32), RMSNorm, SiLU*up (vector and scalar paths),
  *   the vocab-parallel embedding gather (in-shard and masked rows), the causal attention core
  *   with MHA, GQA and MQA head layouts, and the checksum reduction.
- * Built by engine/cuda/SConscript from the same objects as libpdbx_cuda.so (not the .so: its
+ * Built by engine/backends/cuda/SConscript from the same objects as libpdbx_cuda.so (not the .so: its
  * internals are hidden) into <variant>/tests/, so tests/run_suite.sh runs it.
  * Host-only part, run everywhere: the exact GEMM shapes and offsets the backend hands to
  * cuBLASLt (linear layers and the attention core) are run through an emulation of cuBLASLt's
@@ -24,10 +24,10 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 
-#include "engine/cuda/cuda_attention.h"
-#include "engine/cuda/cuda_backend.h"
-#include "engine/cuda/cuda_gemm.h"
-#include "engine/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_backend.h"
+#include "engine/backends/cuda/cuda_gemm.h"
+#include "engine/backends/cuda/cuda_kernels.h"
 
 /* ASan reserves the address range CUDA maps device memory into unless told not to. */
 const char *__asan_default_options(void);

@@ -1,5 +1,5 @@
 /* test_cli_common.c: option parsing, value checks and table columns shared by the `pdbx`
- * subcommands (tui/cli_common.c). stderr messages are checked by tests/e2e/cli_usage.sh. */
+ * subcommands (tui/cli/cli_common.c). stderr messages are checked by tests/e2e/cli_usage.sh. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui/cli.h"
+#include "tui/cli/cli.h"
 
 typedef struct {
     int tp, json, calls;

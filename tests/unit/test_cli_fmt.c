@@ -1,4 +1,4 @@
-/* test_cli_fmt.c: number formatting and table layout of tui/fmt.c. */
+/* test_cli_fmt.c: number formatting and table layout of store/util/fmt.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui/fmt.h"
+#include "store/util/fmt.h"
 
 static void test_ms(void **state)
 {

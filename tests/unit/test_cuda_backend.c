@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/backend.h"
+#include "engine/backends/backend.h"
 
 #define SO_NAME "libpdbx_cuda.so"
 

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "engine/backend.h"
+#include "engine/backends/backend.h"
 #include "engine/engine_grid.h"
 
 /* Megatron's RankGenerator("tp-cp-ep-dp-pp") for tp=2, dp=2, pp=2 on 8 ranks gives

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cpu/cpu_compute.h"
-#include "engine/cpu/cpu_kernels.h"
+#include "engine/backends/cpu/cpu_compute.h"
+#include "engine/backends/cpu/cpu_kernels.h"
 
 static float *randv(size_t n, uint64_t seed)
 {

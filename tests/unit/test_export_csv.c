@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/export.h"
+#include "store/export/export.h"
 #include "store/profiledb.h"
 #include "test_export_util.h"
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/export.h"
-#include "store/export_zip.h"
+#include "store/export/export.h"
+#include "store/export/export_zip.h"
 #include "store/profiledb.h"
 #include "test_export_util.h"
 

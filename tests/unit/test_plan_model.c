@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 
 static void load_fasop(pdbx_spec *s)
 {

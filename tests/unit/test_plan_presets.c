@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 
 #define CONFIGS PDBX_SOURCE_DIR "/configs"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/plan.h"
+#include "engine/plan/plan.h"
 
 /* Parses text and applies it over the defaults; returns from_json's result, err filled. */
 static int spec_from_text(const char *text, pdbx_spec *s, char *err, size_t errlen)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store/durable.h"
+#include "store/util/fs.h"
 #include "store/store.h"
 #include "test_store_util.h"
 

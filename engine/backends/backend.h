@@ -1,0 +1,118 @@
+/* backend.h: the compute and comm backend interfaces of pdbx-engine.
+ *
+ * A compute backend (cpu, cuda) owns one device, the buffers of one sweep point and the
+ * kernels of each op of design.md section 3; a comm backend (mpi, nccl) times collectives on
+ * buffers the compute backend allocated. Each backend is a table of function pointers. The
+ * cuda + nccl pair lives in a shared object (libpdbx_cuda.so) that pdbx-engine dlopens and
+ * whose only exported symbol is
+ *     const pdbx_backend_entry *pdbx_backend_entry_v1(void);
+ * so this header must stay free of MPI and CUDA types: group set-up that needs MPI goes through
+ * the bcast callback the engine provides.
+ *
+ * Conventions: functions return 0 on success, PDBX_EOOM when an allocation failed (a real OOM:
+ * the engine records the point as `oom`), or -1 with a one-line message in err.
+ * Times are milliseconds of device time for one execution (cpu: CLOCK_MONOTONIC around the
+ * call; cuda: CUDA events around the kernel(s) on the backend's one stream).
+ */
+#ifndef PDBX_BACKEND_H
+#define PDBX_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "engine/plan/plan.h"
+#include "store/ops.h"
+
+#define PDBX_EOOM (-2)
+#define PDBX_BACKEND_ABI 1
+
+typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
+typedef struct pdbx_comm pdbx_comm;
+typedef struct pdbx_group pdbx_group;
+
+typedef struct {
+    int local_rank, local_size;   /* rank on this node: picks the device */
+    int world_rank, world_size;
+    int blas_threads;             /* cpu: threads for BLAS and own kernels */
+    pdbx_dtype dtype;
+    int flush_l2;                 /* cuda: flush L2 before each timed execution */
+} pdbx_compute_config;
+
+/* Everything a backend needs to allocate and run one point on one TP rank. */
+typedef struct {
+    pdbx_model model;
+    int tp, mbs, seq_len;
+    int layers;                   /* layers instantiated (spec->layers_profiled) */
+    uint32_t ops;                 /* PDBX_OP_BIT mask to prepare */
+    pdbx_op_shape shape[PDBX_OP_COUNT];   /* from pdbx_op_shape_for() */
+} pdbx_point_shapes;
+
+typedef struct {
+    const char *name;                                         /* "cpu", "cuda" */
+    int (*init)(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
+    void (*fini)(pdbx_compute *c);
+    const char *(*device_name)(pdbx_compute *c);
+    /* Adds what describes the device and libraries to env (device, memory, SMs, clocks,
+     * driver/runtime versions, BLAS and its threads ...). */
+    int (*describe)(pdbx_compute *c, cJSON *env);
+    int (*mem_info)(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes);
+    /* Allocates and fills (real values) weights and activations for one point. */
+    int (*prepare)(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
+    void (*release)(pdbx_compute *c);
+    /* Runs op on layer (0..layers-1; ignored for once-per-step ops) and times it. Comm ops
+     * (PDBX_OP_TP_ALLREDUCE_*) are not run here: the engine times them with the comm backend
+     * on comm_buffer(). */
+    int (*run_op)(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *err, size_t errlen);
+    /* A device buffer of at least `bytes` for collectives (reused; PDBX_EOOM if it fails). */
+    int (*comm_buffer)(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
+    /* Folds the outputs into one number so no work can be optimised away. */
+    double (*checksum)(pdbx_compute *c);
+} pdbx_compute_ops;
+
+typedef enum {
+    PDBX_COLL_ALL_REDUCE = 0, PDBX_COLL_ALL_GATHER, PDBX_COLL_REDUCE_SCATTER, PDBX_COLL_SEND_RECV,
+    PDBX_COLL_COUNT
+} pdbx_coll;
+const char *pdbx_coll_name(pdbx_coll c);
+/* nccl-tests bus bandwidth factor for n ranks: all_reduce 2(n-1)/n; all_gather,
+ * reduce_scatter (n-1)/n; send_recv 1. */
+double pdbx_coll_busbw_factor(pdbx_coll c, int n);
+
+/* A communicator group (TP, PP, DP, or a collectives-sweep group) as the engine built it. */
+typedef struct {
+    int group_rank, group_size;
+    int world_rank, world_size;
+    void *mpi_comm;               /* MPI_Comm * for the mpi backend; opaque to others */
+    /* Broadcasts len bytes from group rank `root` to the group (engine-provided, over MPI). */
+    int (*bcast)(void *buf, size_t len, int root, void *bcast_ctx);
+    void *bcast_ctx;
+} pdbx_group_desc;
+
+typedef struct {
+    const char *name;                                         /* "mpi", "nccl" */
+    int (*init)(pdbx_compute *compute, pdbx_comm **out, char *err, size_t errlen);
+    void (*fini)(pdbx_comm *m);
+    const char *(*version)(pdbx_comm *m);                     /* "Open MPI v4.1.4", "NCCL 2.27.3" */
+    int (*group_create)(pdbx_comm *m, const pdbx_group_desc *desc, pdbx_group **out,
+                        char *err, size_t errlen);
+    void (*group_destroy)(pdbx_comm *m, pdbx_group *g);
+    /* Times one collective of `bytes` (S as nccl-tests defines it) on buf within group g.
+     * send_recv: group ranks 2i send to 2i+1 (peer = partner rank in the group). */
+    int (*run)(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_t bytes,
+               double *ms, char *err, size_t errlen);
+    int (*barrier)(pdbx_comm *m, pdbx_group *g);
+} pdbx_comm_ops;
+
+typedef struct {
+    int abi;                          /* PDBX_BACKEND_ABI */
+    const pdbx_compute_ops *compute;
+    const pdbx_comm_ops *comm;        /* NULL when the backend has no comm of its own */
+    /* 1 when a usable device exists; else 0 with the reason (no driver, no device). */
+    int (*probe)(char *why, size_t len);
+} pdbx_backend_entry;
+
+typedef const pdbx_backend_entry *(*pdbx_backend_entry_fn)(void);
+#define PDBX_BACKEND_ENTRY_SYMBOL "pdbx_backend_entry_v1"
+
+#endif

@@ -1,0 +1,30 @@
+/* cpu_compute.h: the `cpu` compute backend (OpenBLAS GEMMs + own kernels, CLOCK_MONOTONIC).
+ *
+ * Memory policy: prepare() adds up every buffer of the point first and returns PDBX_EOOM
+ * ("would exceed MemAvailable") when that sum times the ranks on this node exceeds the host's
+ * MemAvailable minus a 5% reserve, before any malloc; a failed malloc is PDBX_EOOM too. All
+ * buffers are written (real values) at prepare time so the pages are committed. release()
+ * frees the point's activations; the weights stay while the next prepare() has the same weight
+ * shapes (same model, TP, layers, ops, dtype: the rest of a config's MBS sweep), so they are
+ * allocated and filled once per config. Large buffers are filled by tiling a 64 Ki-element
+ * random block (real, varied values at memory speed). Comm buffers of 2 MiB or more are 2 MiB
+ * aligned and madvise(MADV_HUGEPAGE)'d (what numpy does for large arrays).
+ * dtype bf16: weights and GEMM inputs are bf16 and go through cblas_sbgemm (fp32 output);
+ * the own kernels (norms, SiLU x up, attention core) compute on fp32 buffers. cblas_sbgemm
+ * is looked up at run time (OpenBLAS builds without BUILD_BFLOAT16, Debian 12's included, lack
+ * it): without it, and for fp16 always, init() fails with a message naming the allowed dtypes.
+ */
+#ifndef PDBX_CPU_COMPUTE_H
+#define PDBX_CPU_COMPUTE_H
+
+#include "engine/backends/backend.h"
+
+const pdbx_compute_ops *pdbx_cpu_compute_ops(void);
+/* 1 when this process's OpenBLAS exports cblas_sbgemm (bf16 GEMMs). */
+int pdbx_cpu_has_bf16_gemm(void);
+/* Host memory from /proc/meminfo (bytes); 0 on success, -1 when unreadable. */
+int pdbx_cpu_meminfo(uint64_t *available, uint64_t *total);
+/* "model name" of /proc/cpuinfo into buf ("unknown cpu" when absent). */
+void pdbx_cpu_model_name(char *buf, size_t len);
+
+#endif

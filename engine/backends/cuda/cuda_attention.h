@@ -1,0 +1,50 @@
+/* cuda_attention.h: the causal attention core of one TP rank as two cuBLASLt strided-batched
+ * GEMMs around the causal softmax kernel (docs/cuda.md says why not a fused kernel):
+ *     S = (1/sqrt(d)) Q K^T   ->   P = causal_softmax(S)   ->   O = P V
+ *
+ * Layouts (row-major, tokens sequence-major as Megatron's [s, b, ...]: row = pos * mbs + b):
+ *     q, out: [seq, mbs, heads, d]     k, v: [seq, mbs, kv_heads, d]
+ *     scores: cuda_attention_scores_elems() elements, [group][mbs * kv_heads][seq][seq]
+ * GQA: q head j attends with kv head j / group (group = heads / kv_heads), as HF's
+ * repeat_kv. One batch member n = b * kv_heads + g of a GEMM covers sequence b and kv head g;
+ * its q head is g * group + jj, one call per jj (group calls per GEMM), so every batch stride
+ * is constant and no K/V copy (repeat_kv) is needed.
+ */
+#ifndef PDBX_CUDA_ATTENTION_H
+#define PDBX_CUDA_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/backends/cuda/cuda_gemm.h"
+
+typedef struct {
+    int64_t mbs, seq, heads, kv_heads, head_dim;   /* heads per rank, divisible by kv_heads */
+    pdbx_dtype dtype;
+} cuda_attention_dims;
+
+typedef struct {
+    cuda_attention_dims dims;
+    cuda_gemm_plan *qk, *pv;
+} cuda_attention;
+
+size_t cuda_attention_scores_elems(const cuda_attention_dims *d);
+
+/* Pure layout functions (no CUDA calls; unit-tested on the host with an emulated GEMM):
+ * the two GEMM shapes, and the element offsets of group member jj's q/out and score blocks. */
+int cuda_attention_shapes(const cuda_attention_dims *d, cuda_gemm_shape *qk, cuda_gemm_shape *pv);
+void cuda_attention_member(const cuda_attention_dims *d, int64_t jj, int64_t *q_off,
+                           int64_t *s_off);
+float cuda_attention_scale(const cuda_attention_dims *d);   /* 1/sqrt(head_dim) */
+
+/* Builds (or finds in g's cache) the two GEMM plans; -1 with a message on bad dimensions. */
+int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attention *out,
+                        char *err, size_t errlen);
+
+/* Enqueues the 2 * group GEMMs and the softmax on stream. Pointers from cudaMalloc. */
+int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
+                           const void *v, void *scores, void *out, cudaStream_t stream,
+                           char *err, size_t errlen);
+
+#endif

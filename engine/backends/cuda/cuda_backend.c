@@ -1,0 +1,777 @@
+/* cuda_backend.c: the `cuda` compute backend and the entry point of libpdbx_cuda.so.
+ *
+ * Per rank: one device (local_rank % device count), one stream, two timing events. A point's
+ * buffers are allocated with cudaMalloc in prepare() (a failed allocation frees what was taken
+ * and returns PDBX_EOOM: a real OOM) and filled with deterministic pseudo-random values; every
+ * GEMM plan (cuBLASLt descriptors + heuristic algorithm) is built there too, so run_op() only
+ * enqueues work between the two events. The data flow follows one Llama decoder layer:
+ *
+ *   embed -> x -> input_norm -> xn -> attn_q/k/v -> q,k,v -> attn_core -> ctx -> attn_o
+ *   -> attn_out -> post_attn_norm -> xn2 -> mlp_gate/up -> gate,up -> mlp_act_fn -> act
+ *   -> mlp_down -> x (the residual stream, next layer's input) -> final_norm -> xf -> lm_head
+ *
+ * Weights are per layer (layers instantiated), activations are one set reused by every layer.
+ * Tokens are ordered sequence-major (row = position * mbs + sequence, Megatron's [s, b, h]),
+ * which makes every (sequence, head) of the attention core a constant-stride batch member of
+ * a cuBLASLt strided-batched GEMM (cuda_attention.h, docs/cuda.md).
+ */
+#include "engine/backends/cuda/cuda_backend.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_gemm.h"
+#include "engine/backends/cuda/cuda_kernels.h"
+
+#define RMS_EPS 1e-5f                 /* rms_norm_eps of the Llama 3 and TinyLlama configs */
+#define SPIN_US 100                   /* busy kernel before a start event (launch gap) */
+#define FILL_SEED UINT64_C(0x9d2c5680a1b2c3d4)
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
+{
+    (void)cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
+    if (err && errlen)
+        snprintf(err, errlen, "%s failed: %s (%s)", call, cudaGetErrorName(e), cudaGetErrorString(e));
+    return e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
+}
+
+#define CU_TRY(name, expr)                              \
+    do {                                                \
+        cudaError_t e_ = (expr);                        \
+        if (e_ != cudaSuccess) {                        \
+            rc = cuda_fail(err, errlen, (name), e_);    \
+            goto fail;                                  \
+        }                                               \
+    } while (0)
+
+/* ---- point buffers ---------------------------------------------------------------------- */
+
+enum {   /* one set per point, shared by all layers */
+    B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
+    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_COUNT
+};
+enum {   /* one set per instantiated layer */
+    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
+};
+enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W };   /* how a buffer is filled */
+
+#define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
+static const struct {
+    const char *name;
+    uint32_t ops;   /* the ops that read or write it: allocated when any of them is prepared */
+    int kind;
+} global_bufs[B_COUNT] = {
+    [B_IDS] = {"token_ids", OB(EMBED), K_IDS},
+    [B_EMBED] = {"embed_table", OB(EMBED), K_WEIGHT},   /* + lm_head when tied */
+    [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM), K_ACT},
+    [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V), K_ACT},
+    [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_CORE), K_ACT},
+    [B_K] = {"k", OB(ATTN_K) | OB(ATTN_CORE), K_ACT},
+    [B_V] = {"v", OB(ATTN_V) | OB(ATTN_CORE), K_ACT},
+    [B_SCORES] = {"attn_scores", OB(ATTN_CORE), K_ACT},
+    [B_CTX] = {"attn_context", OB(ATTN_CORE) | OB(ATTN_O), K_ACT},
+    [B_ATTN_OUT] = {"attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM), K_ACT},
+    [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP), K_ACT},
+    [B_GATE] = {"mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), K_ACT},
+    [B_UP] = {"mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), K_ACT},
+    [B_ACT] = {"mlp_act_out", OB(MLP_ACT_FN) | OB(MLP_DOWN), K_ACT},
+    [B_XF] = {"final_norm_out", OB(FINAL_NORM) | OB(LM_HEAD), K_ACT},
+    [B_FINAL_W] = {"final_norm_weight", OB(FINAL_NORM), K_NORM_W},
+    [B_LOGITS] = {"logits", OB(LM_HEAD), K_ACT},
+    [B_LM_W] = {"lm_head_weight", OB(LM_HEAD), K_WEIGHT},   /* not when tied */
+};
+static const struct {
+    const char *name;
+    uint32_t ops;
+    int kind;
+} layer_bufs[W_COUNT] = {
+    [W_IN_NORM] = {"input_norm_weight", OB(INPUT_NORM), K_NORM_W},
+    [W_Q] = {"q_proj", OB(ATTN_Q), K_WEIGHT},
+    [W_K] = {"k_proj", OB(ATTN_K), K_WEIGHT},
+    [W_V] = {"v_proj", OB(ATTN_V), K_WEIGHT},
+    [W_O] = {"o_proj", OB(ATTN_O), K_WEIGHT},
+    [W_POST_NORM] = {"post_attn_norm_weight", OB(POST_ATTN_NORM), K_NORM_W},
+    [W_GATE] = {"gate_proj", OB(MLP_GATE), K_WEIGHT},
+    [W_UP] = {"up_proj", OB(MLP_UP), K_WEIGHT},
+    [W_DOWN] = {"down_proj", OB(MLP_DOWN), K_WEIGHT},
+};
+#undef OB
+
+struct cuda_point {
+    cuda_dims d;
+    void *buf[B_COUNT];
+    size_t bytes[B_COUNT];
+    void **w;                       /* [layers][W_COUNT] */
+    size_t wbytes[W_COUNT];
+    cuda_gemm_plan *plan[PDBX_OP_COUNT];
+    cuda_attention attn;
+};
+
+static size_t dtype_size(pdbx_dtype dt)
+{
+    return dt == PDBX_DTYPE_FP32 ? 4 : 2;
+}
+
+static const char *dtype_str(pdbx_dtype dt)
+{
+    return dt == PDBX_DTYPE_BF16 ? "bf16" : dt == PDBX_DTYPE_FP16 ? "fp16" : "fp32";
+}
+
+static void point_free(struct cuda_point *pt)
+{
+    if (!pt)
+        return;
+    for (int i = 0; i < B_COUNT; i++)
+        if (pt->buf[i])
+            cudaFree(pt->buf[i]);
+    if (pt->w) {
+        for (int l = 0; l < pt->d.layers; l++)
+            for (int i = 0; i < W_COUNT; i++)
+                if (pt->w[(size_t)l * W_COUNT + i])
+                    cudaFree(pt->w[(size_t)l * W_COUNT + i]);
+        free(pt->w);
+    }
+    free(pt);   /* gemm plans belong to the gemm cache */
+}
+
+static size_t global_elems(const struct cuda_point *pt, int b)
+{
+    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
+                  kvd = pt->d.kv_heads * pt->d.head_dim;
+    switch (b) {
+    case B_IDS: return (size_t)T;
+    case B_EMBED: case B_LM_W: return (size_t)(pt->d.vocab * h);
+    case B_X: case B_XN: case B_ATTN_OUT: case B_XN2: case B_XF: return (size_t)(T * h);
+    case B_Q: case B_CTX: return (size_t)(T * qd);
+    case B_K: case B_V: return (size_t)(T * kvd);
+    case B_SCORES: {
+        cuda_attention_dims d = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads, pt->d.head_dim,
+                                 PDBX_DTYPE_BF16};
+        return cuda_attention_scores_elems(&d);
+    }
+    case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->d.inter);
+    case B_FINAL_W: return (size_t)h;
+    case B_LOGITS: return (size_t)(T * pt->d.vocab);
+    default: return 0;
+    }
+}
+
+static size_t layer_elems(const struct cuda_point *pt, int w)
+{
+    const int64_t h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim, kvd = pt->d.kv_heads * pt->d.head_dim;
+    switch (w) {
+    case W_IN_NORM: case W_POST_NORM: return (size_t)h;
+    case W_Q: case W_O: return (size_t)(qd * h);
+    case W_K: case W_V: return (size_t)(kvd * h);
+    case W_GATE: case W_UP: case W_DOWN: return (size_t)(pt->d.inter * h);
+    default: return 0;
+    }
+}
+
+static int fill(pdbx_compute *c, void *p, size_t elems, int kind, uint64_t seed,
+                const struct cuda_point *pt, const char *name, char *err, size_t errlen)
+{
+    int rc = -1;
+    char call[96];
+    snprintf(call, sizeof call, "fill(%s)", name);
+    switch (kind) {
+    case K_IDS:
+        CU_TRY(call, ck_fill_tokens(p, elems, (int32_t)pt->d.vocab_full, seed, c->stream));
+        break;
+    case K_WEIGHT:   /* std 0.02, as HF initialises Llama linear layers */
+        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -0.0346f, 0.0346f, c->stream));
+        break;
+    case K_NORM_W:
+        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, 0.9f, 1.1f, c->stream));
+        break;
+    default:
+        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -1.0f, 1.0f, c->stream));
+        break;
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+static int alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t errlen)
+{
+    cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        char call[128];
+        snprintf(call, sizeof call, "cudaMalloc(%s, %.3f GiB)", name, (double)bytes / (1 << 30));
+        return cuda_fail(err, errlen, call, e);
+    }
+    return 0;
+}
+
+int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, char *err,
+                    size_t errlen)
+{
+    const pdbx_model *m = &p->model;
+    int tp = p->tp;
+    if (tp <= 0 || p->mbs <= 0 || p->seq_len <= 0 || p->layers <= 0) {
+        snprintf(err, errlen, "cuda prepare: tp %d, mbs %d, seq_len %d, layers %d (allowed: > 0)",
+                 tp, p->mbs, p->seq_len, p->layers);
+        return -1;
+    }
+    if (m->hidden <= 0 || m->heads <= 0 || m->kv_heads <= 0 || m->head_dim <= 0 ||
+        m->intermediate <= 0 || m->vocab <= 0) {
+        snprintf(err, errlen, "cuda prepare: model '%s' has a non-positive dimension", m->name);
+        return -1;
+    }
+    if (m->heads % tp || m->intermediate % tp || (m->kv_heads % tp && tp % m->kv_heads)) {
+        snprintf(err, errlen, "cuda prepare: tp %d does not divide heads %d, intermediate %d and "
+                 "kv_heads %d (or is not a multiple of kv_heads)", tp, m->heads, m->intermediate,
+                 m->kv_heads);
+        return -1;
+    }
+    d->mbs = p->mbs;
+    d->seq = p->seq_len;
+    d->tokens = (int64_t)p->mbs * p->seq_len;
+    d->hidden = m->hidden;
+    d->head_dim = m->head_dim;
+    d->heads = m->heads / tp;
+    d->kv_heads = m->kv_heads >= tp ? m->kv_heads / tp : 1;   /* replicated when TP > k */
+    if (d->heads % d->kv_heads) {
+        snprintf(err, errlen, "cuda prepare: %lld q heads per rank are not a multiple of %lld kv "
+                 "heads", (long long)d->heads, (long long)d->kv_heads);
+        return -1;
+    }
+    d->inter = m->intermediate / tp;
+    d->vocab_full = m->vocab;
+    d->vocab = (m->vocab + tp - 1) / tp;
+    d->vstart = (int64_t)(world_rank % tp) * d->vocab;   /* TP is the fastest rank index */
+    d->layers = p->layers;
+    d->tied = m->tie_embeddings;
+    d->ops = p->ops & ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
+
+    const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim,
+                  kvd = d->kv_heads * d->head_dim;
+    const struct { pdbx_op op; int64_t m, n, k; } expect[] = {
+        {PDBX_OP_ATTN_Q, T, qd, h}, {PDBX_OP_ATTN_K, T, kvd, h}, {PDBX_OP_ATTN_V, T, kvd, h},
+        {PDBX_OP_ATTN_O, T, h, qd}, {PDBX_OP_MLP_GATE, T, d->inter, h},
+        {PDBX_OP_MLP_UP, T, d->inter, h}, {PDBX_OP_MLP_DOWN, T, h, d->inter},
+        {PDBX_OP_LM_HEAD, T, d->vocab, h},
+    };
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+        const pdbx_op_shape *s = &p->shape[expect[i].op];
+        if (!(d->ops & PDBX_OP_BIT(expect[i].op)) || s->m == 0)
+            continue;   /* not prepared, or the caller left the shape out */
+        if (s->m != expect[i].m || s->n != expect[i].n || s->k != expect[i].k) {
+            snprintf(err, errlen, "cuda prepare: %s shape m,n,k = %lld,%lld,%lld from the plan, "
+                     "but the model at tp %d gives %lld,%lld,%lld", pdbx_op_name(expect[i].op),
+                     (long long)s->m, (long long)s->n, (long long)s->k, tp,
+                     (long long)expect[i].m, (long long)expect[i].n, (long long)expect[i].k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void cuda_release(pdbx_compute *c)
+{
+    if (!c || !c->point)
+        return;
+    cudaStreamSynchronize(c->stream);
+    point_free(c->point);
+    c->point = NULL;
+}
+
+static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
+{
+    int rc = -1;
+    cuda_release(c);
+    struct cuda_point *pt = calloc(1, sizeof *pt);
+    if (!pt) {
+        snprintf(err, errlen, "cuda prepare: out of host memory");
+        return -1;
+    }
+    rc = cuda_point_dims(p, c->world_rank, &pt->d, err, errlen);
+    if (rc)
+        goto fail;
+    rc = -1;
+    pt->w = calloc((size_t)pt->d.layers * W_COUNT, sizeof *pt->w);
+    if (!pt->w) {
+        snprintf(err, errlen, "cuda prepare: out of host memory");
+        goto fail;
+    }
+    const size_t es = dtype_size(c->dtype);
+    const cuda_attention_dims attn_dims = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads,
+                                           pt->d.head_dim, c->dtype};
+    uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
+    for (int b = 0; b < B_COUNT; b++) {
+        uint32_t uses = global_bufs[b].ops;
+        if (b == B_EMBED && pt->d.tied)
+            uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
+        if (b == B_LM_W && pt->d.tied)
+            uses = 0;
+        if (!(uses & pt->d.ops))
+            continue;
+        size_t elems = global_elems(pt, b);
+        pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : es);
+        rc = alloc_buf(&pt->buf[b], pt->bytes[b], global_bufs[b].name, err, errlen);
+        if (rc)
+            goto fail;
+        rc = fill(c, pt->buf[b], elems, global_bufs[b].kind, seed + (uint64_t)b, pt,
+                  global_bufs[b].name, err, errlen);
+        if (rc)
+            goto fail;
+    }
+    for (int l = 0; l < pt->d.layers; l++)
+        for (int w = 0; w < W_COUNT; w++) {
+            if (!(layer_bufs[w].ops & pt->d.ops))
+                continue;
+            size_t elems = layer_elems(pt, w);
+            void **slot = &pt->w[(size_t)l * W_COUNT + w];
+            pt->wbytes[w] = elems * es;
+            char name[64];
+            snprintf(name, sizeof name, "layer %d %s", l, layer_bufs[w].name);
+            rc = alloc_buf(slot, pt->wbytes[w], name, err, errlen);
+            if (rc)
+                goto fail;
+            rc = fill(c, *slot, elems, layer_bufs[w].kind, seed + 0x1000u * (uint64_t)(l + 1) + (uint64_t)w,
+                      pt, name, err, errlen);
+            if (rc)
+                goto fail;
+        }
+    rc = -1;
+    CU_TRY("cudaStreamSynchronize(after fill)", cudaStreamSynchronize(c->stream));
+
+    /* GEMM plans now, so the heuristic never runs between the timing events. */
+    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
+                  kvd = pt->d.kv_heads * pt->d.head_dim;
+    const struct { pdbx_op op; int64_t n, k; } lin[] = {
+        {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
+        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->d.inter, h}, {PDBX_OP_MLP_UP, pt->d.inter, h},
+        {PDBX_OP_MLP_DOWN, h, pt->d.inter}, {PDBX_OP_LM_HEAD, pt->d.vocab, h},
+    };
+    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+        if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
+            continue;
+        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
+        rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
+        if (rc)
+            goto fail;
+    }
+    if (pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)) {
+        rc = cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
+        if (rc)
+            goto fail;
+    }
+    c->point = pt;
+    return 0;
+fail:
+    cudaStreamSynchronize(c->stream);
+    (void)cudaGetLastError();
+    point_free(pt);
+    return rc;
+}
+
+/* ---- timing ----------------------------------------------------------------------------- */
+
+int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    if (c->flush_l2 && c->l2_flush) {
+        c->l2_flush_value ^= 0x5a;
+        CU_TRY("cudaMemsetAsync(L2 flush)", cudaMemsetAsync(c->l2_flush, c->l2_flush_value,
+                                                            c->l2_flush_bytes, c->stream));
+    } else {
+        CU_TRY("ck_spin", ck_spin(c->spin_cycles, c->stream));
+    }
+    CU_TRY("cudaEventRecord(start)", cudaEventRecord(c->ev_start, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen)
+{
+    int rc = -1;
+    float f = 0.0f;
+    CU_TRY("cudaEventRecord(stop)", cudaEventRecord(c->ev_stop, c->stream));
+    CU_TRY("cudaEventSynchronize(stop)", cudaEventSynchronize(c->ev_stop));
+    CU_TRY("cudaEventElapsedTime", cudaEventElapsedTime(&f, c->ev_start, c->ev_stop));
+    *ms = (double)f;
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- ops -------------------------------------------------------------------------------- */
+
+static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void *w, void *y,
+                          char *err, size_t errlen)
+{
+    return cuda_gemm_exec(c->gemm, c->point->plan[op], 1.0f, w, x, y, c->stream, err, errlen);
+}
+
+static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
+    int rc = -1;
+    struct cuda_point *pt = c->point;
+    void **B = pt->buf, **W = &pt->w[(size_t)layer * W_COUNT];
+    const int64_t T = pt->d.tokens, h = pt->d.hidden;
+    switch (op) {
+    case PDBX_OP_EMBED:
+        CU_TRY("ck_embed_gather", ck_embed_gather(B[B_IDS], T, B[B_EMBED], pt->d.vstart, pt->d.vocab, h,
+                                                  B[B_X], c->dtype, c->stream));
+        return 0;
+    case PDBX_OP_INPUT_NORM:
+        CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_X], W[W_IN_NORM], B[B_XN], T, h, RMS_EPS, c->dtype,
+                                        c->stream));
+        return 0;
+    case PDBX_OP_ATTN_Q: return enqueue_linear(c, op, B[B_XN], W[W_Q], B[B_Q], err, errlen);
+    case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], B[B_K], err, errlen);
+    case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], B[B_V], err, errlen);
+    case PDBX_OP_ATTN_CORE:
+        return cuda_attention_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
+                                      B[B_CTX], c->stream, err, errlen);
+    case PDBX_OP_ATTN_O: return enqueue_linear(c, op, B[B_CTX], W[W_O], B[B_ATTN_OUT], err, errlen);
+    case PDBX_OP_POST_ATTN_NORM:
+        CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_ATTN_OUT], W[W_POST_NORM], B[B_XN2], T, h, RMS_EPS,
+                                        c->dtype, c->stream));
+        return 0;
+    case PDBX_OP_MLP_GATE: return enqueue_linear(c, op, B[B_XN2], W[W_GATE], B[B_GATE], err, errlen);
+    case PDBX_OP_MLP_UP: return enqueue_linear(c, op, B[B_XN2], W[W_UP], B[B_UP], err, errlen);
+    case PDBX_OP_MLP_ACT_FN:
+        CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], T * pt->d.inter, c->dtype,
+                                          c->stream));
+        return 0;
+    case PDBX_OP_MLP_DOWN: return enqueue_linear(c, op, B[B_ACT], W[W_DOWN], B[B_X], err, errlen);
+    case PDBX_OP_FINAL_NORM:
+        CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_X], B[B_FINAL_W], B[B_XF], T, h, RMS_EPS, c->dtype,
+                                        c->stream));
+        return 0;
+    case PDBX_OP_LM_HEAD:
+        return enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], B[B_LOGITS], err,
+                              errlen);
+    default:
+        snprintf(err, errlen, "cuda run_op: op %d has no kernel", (int)op);
+        return -1;
+    }
+fail:
+    return rc;
+}
+
+static int cuda_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *err, size_t errlen)
+{
+    if (!c->point) {
+        snprintf(err, errlen, "cuda run_op(%s): no point prepared", pdbx_op_name(op));
+        return -1;
+    }
+    if ((int)op < 0 || op >= PDBX_OP_COUNT || pdbx_op_is_comm(op)) {
+        snprintf(err, errlen, "cuda run_op: %s is not a compute op (comm ops are timed by the comm "
+                 "backend)", pdbx_op_name(op));
+        return -1;
+    }
+    if (!(c->point->d.ops & PDBX_OP_BIT(op))) {
+        snprintf(err, errlen, "cuda run_op(%s): op was not in the prepared op set", pdbx_op_name(op));
+        return -1;
+    }
+    if (!pdbx_op_is_per_layer(op))
+        layer = 0;
+    if (layer < 0 || layer >= c->point->d.layers) {
+        snprintf(err, errlen, "cuda run_op(%s): layer %d (allowed: 0..%d)", pdbx_op_name(op), layer,
+                 c->point->d.layers - 1);
+        return -1;
+    }
+    int rc = cuda_timer_start(c, err, errlen);
+    if (rc == 0)
+        rc = enqueue_op(c, op, layer, err, errlen);
+    if (rc == 0)
+        return cuda_timer_stop(c, ms, err, errlen);
+    cudaStreamSynchronize(c->stream);   /* leave nothing half-enqueued behind */
+    (void)cudaGetLastError();
+    return rc;
+}
+
+static double cuda_checksum(pdbx_compute *c)
+{
+    struct cuda_point *pt = c->point;
+    double sum = 0.0;
+    if (!pt)
+        return 0.0;
+    if (cudaMemsetAsync(c->checksum_dev, 0, sizeof(double), c->stream) != cudaSuccess)
+        goto fail;
+    for (int b = 0; b < B_COUNT; b++) {
+        if (!pt->buf[b] || global_bufs[b].kind != K_ACT)
+            continue;
+        if (ck_accumulate_sum(pt->buf[b], global_elems(pt, b), c->dtype, c->checksum_dev,
+                              c->stream) != cudaSuccess)
+            goto fail;
+    }
+    if (cudaMemcpyAsync(&sum, c->checksum_dev, sizeof sum, cudaMemcpyDeviceToHost, c->stream) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(c->stream) != cudaSuccess)
+        goto fail;
+    return sum;
+fail:
+    (void)cudaGetLastError();
+    return NAN;
+}
+
+/* ---- device ----------------------------------------------------------------------------- */
+
+static void cuda_fini(pdbx_compute *c)
+{
+    if (!c)
+        return;
+    cuda_release(c);
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    if (c->comm_buf)
+        cudaFree(c->comm_buf);
+    if (c->l2_flush)
+        cudaFree(c->l2_flush);
+    if (c->checksum_dev)
+        cudaFree(c->checksum_dev);
+    cuda_gemm_destroy(c->gemm);
+    if (c->ev_start)
+        cudaEventDestroy(c->ev_start);
+    if (c->ev_stop)
+        cudaEventDestroy(c->ev_stop);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen)
+{
+    int rc = -1;
+    *out = NULL;
+    pdbx_compute *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "cuda init: out of host memory");
+        return -1;
+    }
+    if (cfg->dtype != PDBX_DTYPE_BF16 && cfg->dtype != PDBX_DTYPE_FP16 && cfg->dtype != PDBX_DTYPE_FP32) {
+        snprintf(err, errlen, "cuda init: dtype %d (allowed: bf16, fp16, fp32)", (int)cfg->dtype);
+        goto fail;
+    }
+    c->dtype = cfg->dtype;
+    c->flush_l2 = cfg->flush_l2;
+    c->local_rank = cfg->local_rank;
+    c->world_rank = cfg->world_rank;
+    CU_TRY("cudaGetDeviceCount", cudaGetDeviceCount(&c->device_count));
+    if (c->device_count <= 0) {
+        snprintf(err, errlen, "cuda init: no CUDA device (cudaGetDeviceCount returned 0)");
+        rc = -1;
+        goto fail;
+    }
+    c->device = (cfg->local_rank < 0 ? 0 : cfg->local_rank) % c->device_count;
+    CU_TRY("cudaSetDevice", cudaSetDevice(c->device));
+    CU_TRY("cudaGetDeviceProperties", cudaGetDeviceProperties(&c->prop, c->device));
+    snprintf(c->name, sizeof c->name, "%s", c->prop.name);
+    CU_TRY("cudaDeviceGetAttribute(ClockRate)",
+           cudaDeviceGetAttribute(&c->clock_khz, cudaDevAttrClockRate, c->device));
+    CU_TRY("cudaDeviceGetAttribute(MemoryClockRate)",
+           cudaDeviceGetAttribute(&c->mem_clock_khz, cudaDevAttrMemoryClockRate, c->device));
+    CU_TRY("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CU_TRY("cudaEventCreate(start)", cudaEventCreate(&c->ev_start));
+    CU_TRY("cudaEventCreate(stop)", cudaEventCreate(&c->ev_stop));
+    CU_TRY("cudaMalloc(checksum)", cudaMalloc((void **)&c->checksum_dev, sizeof(double)));
+    rc = cuda_gemm_create(&c->gemm, err, errlen);
+    if (rc)
+        goto fail;
+    rc = -1;
+    if (c->flush_l2) {
+        /* Twice the L2 so every line of the previous execution's data is evicted. */
+        size_t l2 = c->prop.l2CacheSize > 0 ? (size_t)c->prop.l2CacheSize : ((size_t)64 << 20);
+        c->l2_flush_bytes = 2 * l2;
+        rc = alloc_buf(&c->l2_flush, c->l2_flush_bytes, "L2 flush buffer", err, errlen);
+        if (rc)
+            goto fail;
+        rc = -1;
+    }
+    c->spin_cycles = (long long)(c->clock_khz > 0 ? c->clock_khz : 1500000) * SPIN_US / 1000;
+    *out = c;
+    return 0;
+fail:
+    cuda_fini(c);
+    return rc;
+}
+
+static const char *cuda_device_name(pdbx_compute *c)
+{
+    return c ? c->name : "none";
+}
+
+static int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    size_t f = 0, t = 0;
+    (void)c;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    *free_bytes = f;
+    *total_bytes = t;
+    return 0;
+}
+
+static void json_set(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    cJSON_AddItemToObject(obj, key, item);
+}
+
+static void version_str(int v, char *buf, size_t len)   /* 13000 -> "13.0" */
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+static int cuda_describe(pdbx_compute *c, cJSON *env)
+{
+    int drv = 0, rt = 0;
+    char drv_s[32], rt_s[32], blas[96], nccl[64], pci[32] = "", buf[160];
+    if (cudaDriverGetVersion(&drv) != cudaSuccess || cudaRuntimeGetVersion(&rt) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (cudaDeviceGetPCIBusId(pci, (int)sizeof pci, c->device) != cudaSuccess)
+        (void)cudaGetLastError();
+    version_str(drv, drv_s, sizeof drv_s);
+    version_str(rt, rt_s, sizeof rt_s);
+    cuda_gemm_version(blas, sizeof blas);
+    cuda_nccl_version(nccl, sizeof nccl);
+    cJSON *gpu = cJSON_CreateObject();
+    if (!gpu)
+        return -1;
+    cJSON_AddStringToObject(gpu, "name", c->name);
+    cJSON_AddNumberToObject(gpu, "index", c->device);
+    cJSON_AddNumberToObject(gpu, "count", c->device_count);
+    cJSON_AddStringToObject(gpu, "pci_bus_id", pci);
+    snprintf(buf, sizeof buf, "%d.%d", c->prop.major, c->prop.minor);
+    cJSON_AddStringToObject(gpu, "compute_capability", buf);
+    cJSON_AddNumberToObject(gpu, "memory_bytes", (double)c->prop.totalGlobalMem);
+    cJSON_AddNumberToObject(gpu, "sm_count", c->prop.multiProcessorCount);
+    cJSON_AddNumberToObject(gpu, "clock_mhz", c->clock_khz / 1000.0);
+    cJSON_AddNumberToObject(gpu, "memory_clock_mhz", c->mem_clock_khz / 1000.0);
+    cJSON_AddNumberToObject(gpu, "memory_bus_bits", c->prop.memoryBusWidth);
+    cJSON_AddNumberToObject(gpu, "l2_bytes", c->prop.l2CacheSize);
+    cJSON_AddStringToObject(gpu, "driver", drv_s);
+    cJSON_AddStringToObject(gpu, "runtime", rt_s);
+    cJSON_AddStringToObject(gpu, "cublaslt", blas);
+    cJSON_AddNumberToObject(gpu, "cublaslt_workspace_bytes", (double)CUDA_GEMM_WORKSPACE_BYTES);
+    cJSON_AddStringToObject(gpu, "nccl", nccl);
+    cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
+    cJSON_AddStringToObject(gpu, "attention", "cublaslt strided-batched QK^T, causal softmax, PV");
+    cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
+                                                      : "cuda events after a 100 us spin kernel");
+    json_set(env, "gpu", gpu);
+    json_set(env, "device", cJSON_CreateString(c->name));
+    snprintf(buf, sizeof buf, "CUDA runtime %s, driver %s", rt_s, drv_s);
+    json_set(env, "cuda", cJSON_CreateString(buf));
+    json_set(env, "nccl", cJSON_CreateString(nccl));
+    json_set(env, "blas", cJSON_CreateString(blas));
+    return 0;
+}
+
+static int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
+{
+    int rc = -1;
+    if (bytes < 256)
+        bytes = 256;
+    if (c->comm_buf && c->comm_bytes >= bytes) {
+        *buf = c->comm_buf;
+        return 0;
+    }
+    if (c->comm_buf) {
+        cudaStreamSynchronize(c->stream);
+        cudaFree(c->comm_buf);
+        c->comm_buf = NULL;
+        c->comm_bytes = 0;
+    }
+    rc = alloc_buf(&c->comm_buf, bytes, "collective buffer", err, errlen);
+    if (rc)
+        return rc;
+    c->comm_bytes = bytes;
+    /* Real values (fp32-sized elements cover any dtype's bytes). */
+    CU_TRY("fill(collective buffer)", ck_fill_uniform(c->comm_buf, bytes / 4, PDBX_DTYPE_FP32,
+                                                      FILL_SEED, -1.0f, 1.0f, c->stream));
+    CU_TRY("cudaStreamSynchronize(collective buffer)", cudaStreamSynchronize(c->stream));
+    *buf = c->comm_buf;
+    return 0;
+fail:
+    return rc;
+}
+
+#ifdef PDBX_CUDA_NO_NCCL   /* built where nccl.h is missing: no comm backend of our own */
+void cuda_nccl_version(char *buf, size_t len)
+{
+    snprintf(buf, len, "none");
+}
+#define CUDA_COMM_OPS NULL
+#else
+#define CUDA_COMM_OPS (&cuda_nccl_comm_ops)
+#endif
+
+/* ---- probe and entry -------------------------------------------------------------------- */
+
+static int cuda_probe(char *why, size_t len)
+{
+    /* The CUDA runtime loads the driver (libcuda.so.1) itself; trying first names the cause. */
+    void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!drv) {
+        const char *e = dlerror();
+        snprintf(why, len, "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)", e ? e : "?");
+        return 0;
+    }
+    dlclose(drv);
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why, len, "CUDA driver present but unusable: cudaGetDeviceCount failed: %s (%s)",
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+        return 0;
+    }
+    if (n <= 0) {
+        snprintf(why, len, "no CUDA device: the driver reports 0 devices");
+        return 0;
+    }
+    int drv_v = 0;
+    if (cudaDriverGetVersion(&drv_v) != cudaSuccess)
+        (void)cudaGetLastError();
+    snprintf(why, len, "%d CUDA device%s, driver %d.%d", n, n == 1 ? "" : "s", drv_v / 1000,
+             (drv_v % 1000) / 10);
+    return 1;
+}
+
+static const pdbx_compute_ops cuda_compute_ops = {
+    .name = "cuda",
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .device_name = cuda_device_name,
+    .describe = cuda_describe,
+    .mem_info = cuda_mem_info,
+    .prepare = cuda_prepare,
+    .release = cuda_release,
+    .run_op = cuda_run_op,
+    .comm_buffer = cuda_comm_buffer,
+    .checksum = cuda_checksum,
+};
+
+__attribute__((visibility("default"))) const pdbx_backend_entry *pdbx_backend_entry_v1(void);
+
+static const pdbx_backend_entry cuda_entry = {
+    .abi = PDBX_BACKEND_ABI,
+    .compute = &cuda_compute_ops,
+    .comm = CUDA_COMM_OPS,
+    .probe = cuda_probe,
+};
+
+const pdbx_backend_entry *pdbx_backend_entry_v1(void)
+{
+    return &cuda_entry;
+}

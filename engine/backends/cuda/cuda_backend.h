@@ -1,0 +1,72 @@
+/* cuda_backend.h: internals shared by the files of libpdbx_cuda.so (not a public header: the
+ * engine sees only engine/backends/backend.h and the pdbx_backend_entry_v1 symbol).
+ *
+ * One pdbx_compute owns one device (local_rank % device count), ONE non-blocking stream on
+ * which every op, copy and collective of this rank is enqueued, and the two CUDA events that
+ * time them. The nccl comm backend (cuda_nccl.c) borrows the stream and events.
+ */
+#ifndef PDBX_CUDA_BACKEND_H
+#define PDBX_CUDA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/backends/backend.h"
+
+struct cuda_gemm;
+struct cuda_point;
+
+struct pdbx_compute {
+    int device, device_count;
+    int local_rank, world_rank;
+    pdbx_dtype dtype;
+    int flush_l2;
+    char name[256];
+    struct cudaDeviceProp prop;
+    int clock_khz, mem_clock_khz;   /* peak SM and memory clocks (cudaDeviceGetAttribute) */
+    cudaStream_t stream;
+    cudaEvent_t ev_start, ev_stop;
+    void *l2_flush;                 /* flush_l2: memset before each timed execution */
+    unsigned char l2_flush_value;   /* changes every flush so no write can be skipped */
+    size_t l2_flush_bytes;
+    long long spin_cycles;          /* else: a short busy kernel hides the launch gap */
+    double *checksum_dev;           /* one double for ck_accumulate_sum */
+    void *comm_buf;
+    size_t comm_bytes;
+    struct cuda_gemm *gemm;
+    struct cuda_point *point;       /* buffers of the prepared point, NULL when released */
+};
+
+/* Dimensions of one point on one TP rank (design.md section 3). */
+typedef struct {
+    int64_t tokens, seq, mbs;       /* tokens = mbs * seq */
+    int64_t hidden, head_dim;
+    int64_t heads, kv_heads;        /* per rank; kv heads replicated (1) when TP > kv_heads */
+    int64_t inter, vocab;           /* per rank: intermediate/TP, ceil(vocab/TP) */
+    int64_t vocab_full, vstart;     /* full vocabulary; first row of this rank's shard */
+    int layers, tied;
+    uint32_t ops;                   /* compute ops prepared (comm bits dropped) */
+} cuda_dims;
+
+/* Derives cuda_dims from the model, TP, MBS and seq_len of p (the TP rank is world_rank % tp:
+ * Megatron's order, TP fastest) and checks them against the planner's GEMM shapes in p->shape
+ * (where set, for prepared ops): -1 with a message naming the op and both shapes when they
+ * disagree. Pure: no CUDA calls. */
+int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, char *err,
+                    size_t errlen);
+
+/* "call failed: cudaErrorXxx (text)" into err; returns PDBX_EOOM for
+ * cudaErrorMemoryAllocation, else -1. Clears the (non-sticky) last error. */
+int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
+
+/* Records the start event (after the L2 flush or spin), for the caller to enqueue its work. */
+int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen);
+/* Records the stop event, waits for it and returns the elapsed device time in ms. */
+int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen);
+
+extern const pdbx_comm_ops cuda_nccl_comm_ops;   /* cuda_nccl.c */
+/* "NCCL 2.28.9" from ncclGetVersion() (the loaded library, not the header). */
+void cuda_nccl_version(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,305 @@
+/* cuda_gemm.c: cuBLASLt GEMMs with per-shape cached descriptors and heuristic algorithms
+ * (contract in cuda_gemm.h). Mirrors at::cuda::blas's cuBLASLt path: compute type, scale type,
+ * transposes, layouts, a workspace-limited preference with pointer alignments, and the top
+ * heuristic result.
+ */
+#include "engine/backends/cuda/cuda_gemm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cublasLt.h>
+
+#include "engine/backends/backend.h"
+
+struct cuda_gemm_plan {
+    cuda_gemm_shape shape;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace_bytes;       /* what the chosen algorithm needs (<= the workspace) */
+};
+
+struct cuda_gemm {
+    cublasLtHandle_t handle;
+    void *workspace;
+    size_t workspace_bytes;
+    cuda_gemm_plan **plans;
+    size_t nplans, cap;
+};
+
+static int lt_fail(char *err, size_t errlen, const char *call, cublasStatus_t st)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s failed: %s (%s)", call, cublasLtGetStatusName(st),
+                 cublasLtGetStatusString(st));
+    return -1;
+}
+
+#define LT_TRY(name, expr)                              \
+    do {                                                \
+        cublasStatus_t st_ = (expr);                    \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {             \
+            rc = lt_fail(err, errlen, (name), st_);     \
+            goto fail;                                  \
+        }                                               \
+    } while (0)
+
+int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen)
+{
+    int rc = -1;
+    cuda_gemm *g = calloc(1, sizeof *g);
+    *out = NULL;
+    if (!g) {
+        snprintf(err, errlen, "cuda_gemm_create: out of host memory");
+        return -1;
+    }
+    LT_TRY("cublasLtCreate", cublasLtCreate(&g->handle));
+    cudaError_t ce = cudaMalloc(&g->workspace, CUDA_GEMM_WORKSPACE_BYTES);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(err, errlen, "cudaMalloc(cuBLASLt workspace, %zu bytes) failed: %s (%s)",
+                 CUDA_GEMM_WORKSPACE_BYTES, cudaGetErrorName(ce), cudaGetErrorString(ce));
+        rc = ce == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
+        g->workspace = NULL;
+        goto fail;
+    }
+    g->workspace_bytes = CUDA_GEMM_WORKSPACE_BYTES;
+    *out = g;
+    return 0;
+fail:
+    cuda_gemm_destroy(g);
+    return rc;
+}
+
+static void plan_free(cuda_gemm_plan *p)
+{
+    if (!p)
+        return;
+    if (p->a)
+        cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b)
+        cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c)
+        cublasLtMatrixLayoutDestroy(p->c);
+    if (p->desc)
+        cublasLtMatmulDescDestroy(p->desc);
+    free(p);
+}
+
+void cuda_gemm_destroy(cuda_gemm *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->nplans; i++)
+        plan_free(g->plans[i]);
+    free(g->plans);
+    if (g->workspace)
+        cudaFree(g->workspace);
+    if (g->handle)
+        cublasLtDestroy(g->handle);
+    free(g);
+}
+
+cuda_gemm_shape cuda_gemm_linear_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    /* Row-major Y[m,n] = X[m,k] W[n,k]^T is column-major Y'[n,m] = (W')^T X' with
+     * W' = W seen column-major [k,n] (ld k) and X' = X seen column-major [k,m] (ld k). */
+    cuda_gemm_shape s = {
+        .dtype = dt, .trans_a = 1, .trans_b = 0,
+        .m = n, .n = m, .k = k,
+        .lda = k, .ldb = k, .ldc = n,
+        .batch = 1, .stride_a = 0, .stride_b = 0, .stride_c = 0,
+        .align_a = 256, .align_b = 256, .align_c = 256,
+    };
+    return s;
+}
+
+uint32_t cuda_gemm_ptr_align(const void *p)
+{
+    uintptr_t v = (uintptr_t)p;
+    uint32_t a = 256;
+    while (a > 1 && v % a != 0)
+        a /= 2;
+    return a;
+}
+
+static int shape_equal(const cuda_gemm_shape *x, const cuda_gemm_shape *y)
+{
+    return x->dtype == y->dtype && x->trans_a == y->trans_a && x->trans_b == y->trans_b &&
+           x->m == y->m && x->n == y->n && x->k == y->k && x->lda == y->lda && x->ldb == y->ldb &&
+           x->ldc == y->ldc && x->batch == y->batch && x->stride_a == y->stride_a &&
+           x->stride_b == y->stride_b && x->stride_c == y->stride_c && x->align_a == y->align_a &&
+           x->align_b == y->align_b && x->align_c == y->align_c;
+}
+
+static cudaDataType_t data_type(pdbx_dtype dt)
+{
+    switch (dt) {
+    case PDBX_DTYPE_BF16: return CUDA_R_16BF;
+    case PDBX_DTYPE_FP16: return CUDA_R_16F;
+    default: return CUDA_R_32F;
+    }
+}
+
+static const char *dtype_str(pdbx_dtype dt)
+{
+    return dt == PDBX_DTYPE_BF16 ? "bf16" : dt == PDBX_DTYPE_FP16 ? "fp16" : "fp32";
+}
+
+static int layout_create(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols,
+                         int64_t ld, int32_t batch, int64_t stride, char *err, size_t errlen)
+{
+    int rc = -1;
+    LT_TRY("cublasLtMatrixLayoutCreate", cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows,
+                                                                     (uint64_t)cols, ld));
+    if (batch > 1) {
+        LT_TRY("cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)",
+               cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                                sizeof batch));
+        LT_TRY("cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)",
+               cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &stride, sizeof stride));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+static int plan_build(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **out, char *err,
+                      size_t errlen)
+{
+    int rc = -1;
+    cublasLtMatmulPreference_t pref = NULL;
+    cuda_gemm_plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "cuda_gemm_plan: out of host memory");
+        return -1;
+    }
+    p->shape = *s;
+    cudaDataType_t t = data_type(s->dtype);
+    cublasComputeType_t compute =
+        s->dtype == PDBX_DTYPE_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LT_TRY("cublasLtMatmulDescCreate", cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+    cublasOperation_t ta = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT_TRY("cublasLtMatmulDescSetAttribute(TRANSA)",
+           cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_TRY("cublasLtMatmulDescSetAttribute(TRANSB)",
+           cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* Layouts describe the matrices as stored: A is m x k, or k x m when transposed. */
+    rc = layout_create(&p->a, t, s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda,
+                       s->batch, s->stride_a, err, errlen);
+    if (rc)
+        goto fail;
+    rc = layout_create(&p->b, t, s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n, s->ldb,
+                       s->batch, s->stride_b, err, errlen);
+    if (rc)
+        goto fail;
+    rc = layout_create(&p->c, t, s->m, s->n, s->ldc, s->batch, s->stride_c, err, errlen);
+    if (rc)
+        goto fail;
+    rc = -1;
+    LT_TRY("cublasLtMatmulPreferenceCreate", cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t ws = g->workspace_bytes;
+    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                sizeof ws));
+    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)",
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                &s->align_a, sizeof s->align_a));
+    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)",
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                &s->align_b, sizeof s->align_b));
+    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)",
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                &s->align_c, sizeof s->align_c));
+    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)",
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                &s->align_c, sizeof s->align_c));
+    cublasLtMatmulHeuristicResult_t best;
+    int found = 0;
+    memset(&best, 0, sizeof best);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g->handle, p->desc, p->a, p->b, p->c, p->c,
+                                                       pref, 1, &best, &found);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = CUBLAS_STATUS_NOT_SUPPORTED;
+        char call[192];
+        snprintf(call, sizeof call,
+                 "cublasLtMatmulAlgoGetHeuristic(%s m=%lld n=%lld k=%lld batch=%d, %d results)",
+                 dtype_str(s->dtype), (long long)s->m, (long long)s->n, (long long)s->k,
+                 (int)s->batch, found);
+        rc = lt_fail(err, errlen, call, st);
+        goto fail;
+    }
+    p->algo = best.algo;
+    p->workspace_bytes = best.workspaceSize;
+    cublasLtMatmulPreferenceDestroy(pref);
+    *out = p;
+    return 0;
+fail:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    plan_free(p);
+    return rc;
+}
+
+int cuda_gemm_plan_get(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **out, char *err,
+                       size_t errlen)
+{
+    for (size_t i = 0; i < g->nplans; i++)
+        if (shape_equal(&g->plans[i]->shape, s)) {
+            *out = g->plans[i];
+            return 0;
+        }
+    if (g->nplans == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        cuda_gemm_plan **np = realloc(g->plans, cap * sizeof *np);
+        if (!np) {
+            snprintf(err, errlen, "cuda_gemm_plan: out of host memory");
+            return -1;
+        }
+        g->plans = np;
+        g->cap = cap;
+    }
+    cuda_gemm_plan *p = NULL;
+    int rc = plan_build(g, s, &p, err, errlen);
+    if (rc)
+        return rc;
+    g->plans[g->nplans++] = p;
+    *out = p;
+    return 0;
+}
+
+int cuda_gemm_exec(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a, const void *b,
+                   void *c, cudaStream_t stream, char *err, size_t errlen)
+{
+    int rc = -1;
+    const float beta = 0.0f;
+    LT_TRY("cublasLtMatmul",
+           cublasLtMatmul(g->handle, p->desc, &alpha, a, p->a, b, p->b, &beta, c, p->c, c, p->c,
+                          &p->algo, g->workspace, p->workspace_bytes, stream));
+    return 0;
+fail:
+    return rc;
+}
+
+size_t cuda_gemm_plan_count(const cuda_gemm *g)
+{
+    return g ? g->nplans : 0;
+}
+
+void cuda_gemm_version(char *buf, size_t len)
+{
+    size_t v = cublasLtGetVersion();
+    /* cuBLAS 11.x encodes major*1000 + minor*100 + patch, 12.x and later major*10000 + ... */
+    unsigned major, minor, patch;
+    if (v >= 100000) {
+        major = (unsigned)(v / 10000), minor = (unsigned)(v / 100 % 100), patch = (unsigned)(v % 100);
+    } else {
+        major = (unsigned)(v / 1000), minor = (unsigned)(v / 100 % 10), patch = (unsigned)(v % 100);
+    }
+    snprintf(buf, len, "cuBLASLt %u.%u.%u (cudart %zu)", major, minor, patch,
+             cublasLtGetCudartVersion());
+}

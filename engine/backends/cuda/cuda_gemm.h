@@ -1,0 +1,62 @@
+/* cuda_gemm.h: GEMMs of the cuda backend through cuBLASLt, set up the way PyTorch sets up its
+ * cuBLASLt matmuls: one handle, a 32 MiB workspace (PyTorch's default on Hopper), a matmul
+ * descriptor and matrix layouts per shape, the first algorithm cublasLtMatmulAlgoGetHeuristic
+ * returns for the shape, its alignments and the workspace limit, cached per shape.
+ *
+ * Contract:
+ *  - Shapes use cuBLASLt's column-major conventions (m, n, k, transposes, leading dimensions,
+ *    strided batches). cuda_gemm_linear_shape() builds the shape of a row-major nn.Linear:
+ *    Y[m,n] = X[m,k] W^T with the weight stored [n,k] (out, in), PyTorch's F.linear layout
+ *    (cuBLAS TN, the call torch.matmul(x, w.t()) makes).
+ *  - dtype bf16 and fp16 compute in fp32 (CUBLAS_COMPUTE_32F); fp32 uses TF32 tensor cores
+ *    (CUBLAS_COMPUTE_32F_FAST_TF32, PyTorch's allow_tf32=True).
+ *  - cuda_gemm_plan() does all host-side work (descriptors, heuristic) and caches it, so a
+ *    timed cuda_gemm_exec() only enqueues cublasLtMatmul on the stream.
+ *  - Errors: -1 with "cublasLtXxx(...) failed: CUBLAS_STATUS_... (text)" in err; PDBX_EOOM
+ *    when the workspace cannot be allocated.
+ */
+#ifndef PDBX_CUDA_GEMM_H
+#define PDBX_CUDA_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/plan/plan.h"
+
+#define CUDA_GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+
+typedef struct cuda_gemm cuda_gemm;
+typedef struct cuda_gemm_plan cuda_gemm_plan;
+
+typedef struct {
+    pdbx_dtype dtype;
+    int trans_a, trans_b;         /* op(A) = A^T when set (column-major view) */
+    int64_t m, n, k;              /* C[m,n] = op(A)[m,k] op(B)[k,n], column-major */
+    int64_t lda, ldb, ldc;
+    int32_t batch;                /* 1 for a plain GEMM */
+    int64_t stride_a, stride_b, stride_c;   /* elements between batch members */
+    uint32_t align_a, align_b, align_c;     /* byte alignment of the pointers (and offsets) */
+} cuda_gemm_shape;
+
+int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen);
+void cuda_gemm_destroy(cuda_gemm *g);
+
+/* Row-major Y[m,n] = X[m,k] W[n,k]^T, pointers 256-byte aligned (cudaMalloc). */
+cuda_gemm_shape cuda_gemm_linear_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k);
+/* Largest power of two <= 256 dividing the address (cuBLASLt alignment preference). */
+uint32_t cuda_gemm_ptr_align(const void *p);
+
+/* Finds or builds the cached plan of a shape (descriptors + heuristic algorithm). */
+int cuda_gemm_plan_get(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **out,
+                       char *err, size_t errlen);
+/* C = alpha * op(A) op(B) (beta 0) on stream; A, B, C must honour the plan's alignments. */
+int cuda_gemm_exec(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a,
+                   const void *b, void *c, cudaStream_t stream, char *err, size_t errlen);
+
+/* Number of cached plans (for tests and the run environment). */
+size_t cuda_gemm_plan_count(const cuda_gemm *g);
+/* "cuBLASLt 13.0.0.19 (cudart 13000)" */
+void cuda_gemm_version(char *buf, size_t len);
+
+#endif

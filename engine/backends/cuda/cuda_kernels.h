@@ -1,0 +1,61 @@
+/* cuda_kernels.h: the own CUDA kernels of the cuda backend (cuda_kernels.cu), callable from C.
+ *
+ * Contract:
+ *  - Every function enqueues its kernel(s) on `stream` and returns the launch status
+ *    (cudaGetLastError() right after the launch); nothing here synchronises.
+ *  - Element types follow pdbx_dtype (bf16, fp16, fp32). Arithmetic is done in fp32 and the
+ *    result rounded once to the storage type, as PyTorch's kernels do.
+ *  - Shapes are row-major; sizes are element counts (not bytes).
+ *  - These symbols are hidden in libpdbx_cuda.so (-fvisibility=hidden).
+ */
+#ifndef PDBX_CUDA_KERNELS_H
+#define PDBX_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/plan/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* buf[i] = uniform in [lo, hi) from a counter-based hash of (seed, i): deterministic. */
+cudaError_t ck_fill_uniform(void *buf, size_t n, pdbx_dtype dt, uint64_t seed, float lo, float hi,
+                            cudaStream_t stream);
+/* ids[i] = hash(seed, i) mod vocab: token ids over the full vocabulary. */
+cudaError_t ck_fill_tokens(int32_t *ids, size_t n, int32_t vocab, uint64_t seed, cudaStream_t stream);
+
+/* Vocab-parallel embedding (Megatron VocabParallelEmbedding): out[t,:] = table[ids[t]-vstart,:]
+ * when vstart <= ids[t] < vstart+vrows, else zeros. table is [vrows, h], out is [T, h]. */
+cudaError_t ck_embed_gather(const int32_t *ids, int64_t tokens, const void *table, int64_t vstart,
+                            int64_t vrows, int64_t h, void *out, pdbx_dtype dt, cudaStream_t stream);
+
+/* RMSNorm (HF LlamaRMSNorm): y = x * rsqrt(mean(x^2) + eps) * w over each row of [rows, cols]. */
+cudaError_t ck_rmsnorm(const void *x, const void *w, void *y, int64_t rows, int64_t cols, float eps,
+                       pdbx_dtype dt, cudaStream_t stream);
+
+/* out = silu(gate) * up, element-wise over n elements (HF LlamaMLP act_fn(gate) * up). */
+cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, int64_t n, pdbx_dtype dt,
+                        cudaStream_t stream);
+
+/* In-place causal softmax over `nmat` row-major [s, s] score matrices (already scaled by
+ * 1/sqrt(d)): row i keeps columns j <= i (softmax in fp32), columns j > i become 0. */
+cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,
+                              cudaStream_t stream);
+
+/* *acc += sum of x[0..n) in double (atomicAdd; acc is a device pointer). */
+cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt, double *acc,
+                              cudaStream_t stream);
+
+/* One thread busy-waits `cycles` SM clock cycles (torch.cuda._sleep): queued before a start
+ * event it keeps the GPU busy while the host enqueues the timed work, so the launch gap is not
+ * timed. */
+cudaError_t ck_spin(long long cycles, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

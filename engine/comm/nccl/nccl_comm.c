@@ -1,0 +1,317 @@
+/* cuda_nccl.c: the `nccl` comm backend of libpdbx_cuda.so.
+ *
+ * One NCCL communicator per group the engine builds (TP, PP, DP, collectives sweep): group
+ * rank 0 creates an ncclUniqueId, the engine's MPI broadcast (desc->bcast) hands it to the
+ * group, every member calls ncclCommInitRank. Collectives run on the compute backend's one
+ * stream and are timed with its CUDA events, in place on the buffer the engine got from
+ * comm_buffer(). Sizes follow nccl-tests: `bytes` is S, the whole array (all_gather: the
+ * gathered output, reduce_scatter: the input), so the engine's busbw factors
+ * (pdbx_coll_busbw_factor, backend.h) apply unchanged. Elements are of the run's dtype
+ * (bf16 all-reduces, as Megatron's TP all-reduce in bf16 training).
+ */
+#include "engine/backends/cuda/cuda_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <nccl.h>
+
+struct pdbx_comm {
+    pdbx_compute *c;
+    char version[64];
+};
+
+struct pdbx_group {
+    ncclComm_t comm;
+    int rank, size;
+    float *scratch;   /* one element for barrier() */
+};
+
+static int nccl_fail(char *err, size_t errlen, const char *call, ncclResult_t r, ncclComm_t comm)
+{
+    if (err && errlen) {
+        const char *detail = ncclGetLastError(comm);
+        snprintf(err, errlen, "%s failed: %s%s%s", call, ncclGetErrorString(r),
+                 detail && *detail ? ": " : "", detail ? detail : "");
+    }
+    return -1;
+}
+
+#define NCCL_TRY(name, comm, expr)                                  \
+    do {                                                            \
+        ncclResult_t r_ = (expr);                                   \
+        if (r_ != ncclSuccess) {                                    \
+            rc = nccl_fail(err, errlen, (name), r_, (comm));        \
+            goto fail;                                              \
+        }                                                           \
+    } while (0)
+
+#define CU_TRY(name, expr)                              \
+    do {                                                \
+        cudaError_t e_ = (expr);                        \
+        if (e_ != cudaSuccess) {                        \
+            rc = cuda_fail(err, errlen, (name), e_);    \
+            goto fail;                                  \
+        }                                               \
+    } while (0)
+
+void cuda_nccl_version(char *buf, size_t len)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess) {
+        snprintf(buf, len, "NCCL (version unknown)");
+        return;
+    }
+    /* NCCL >= 2.9 encodes major*10000 + minor*100 + patch, older major*1000 + minor*100 + patch */
+    if (v >= 20900)
+        snprintf(buf, len, "NCCL %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+    else
+        snprintf(buf, len, "NCCL %d.%d.%d", v / 1000, v / 100 % 10, v % 100);
+}
+
+static int nccl_init(pdbx_compute *compute, pdbx_comm **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!compute) {
+        snprintf(err, errlen, "nccl init: needs the cuda compute backend (got none)");
+        return -1;
+    }
+    pdbx_comm *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "nccl init: out of host memory");
+        return -1;
+    }
+    m->c = compute;
+    cuda_nccl_version(m->version, sizeof m->version);
+    *out = m;
+    return 0;
+}
+
+static void nccl_fini(pdbx_comm *m)
+{
+    free(m);
+}
+
+static const char *nccl_version(pdbx_comm *m)
+{
+    return m ? m->version : "NCCL";
+}
+
+static void nccl_group_destroy(pdbx_comm *m, pdbx_group *g)
+{
+    if (!g)
+        return;
+    if (m && m->c && m->c->stream)
+        cudaStreamSynchronize(m->c->stream);
+    if (g->comm)
+        ncclCommDestroy(g->comm);
+    if (g->scratch)
+        cudaFree(g->scratch);
+    free(g);
+}
+
+static int nccl_group_create(pdbx_comm *m, const pdbx_group_desc *desc, pdbx_group **out,
+                             char *err, size_t errlen)
+{
+    int rc = -1;
+    struct {
+        int ok;              /* 0: rank 0 failed to make an id; the others stop too */
+        ncclUniqueId id;
+    } msg;
+    *out = NULL;
+    memset(&msg, 0, sizeof msg);
+    if (!desc || !desc->bcast || desc->group_size < 1 || desc->group_rank < 0 ||
+        desc->group_rank >= desc->group_size) {
+        snprintf(err, errlen, "nccl group_create: invalid group (rank %d of %d, bcast %s)",
+                 desc ? desc->group_rank : -1, desc ? desc->group_size : 0,
+                 desc && desc->bcast ? "set" : "missing");
+        return -1;
+    }
+    pdbx_group *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "nccl group_create: out of host memory");
+        return -1;
+    }
+    g->rank = desc->group_rank;
+    g->size = desc->group_size;
+    char id_err[256] = "";
+    if (g->rank == 0) {
+        ncclResult_t r = ncclGetUniqueId(&msg.id);
+        msg.ok = r == ncclSuccess;
+        if (!msg.ok)
+            nccl_fail(id_err, sizeof id_err, "ncclGetUniqueId", r, NULL);
+    }
+    /* Everyone takes part in the broadcast, also when rank 0 failed, so nobody waits. */
+    if (desc->bcast(&msg, sizeof msg, 0, desc->bcast_ctx) != 0) {
+        snprintf(err, errlen, "nccl group_create: broadcasting the NCCL unique id failed");
+        goto fail;
+    }
+    if (!msg.ok) {
+        if (g->rank == 0)
+            snprintf(err, errlen, "%s", id_err);
+        else
+            snprintf(err, errlen, "nccl group_create: group rank 0 could not create an NCCL id");
+        goto fail;
+    }
+    CU_TRY("cudaSetDevice", cudaSetDevice(m->c->device));
+    NCCL_TRY("ncclCommInitRank", NULL, ncclCommInitRank(&g->comm, g->size, msg.id, g->rank));
+    CU_TRY("cudaMalloc(barrier scratch)", cudaMalloc((void **)&g->scratch, sizeof(float)));
+    CU_TRY("cudaMemsetAsync(barrier scratch)", cudaMemsetAsync(g->scratch, 0, sizeof(float),
+                                                               m->c->stream));
+    *out = g;
+    return 0;
+fail:
+    nccl_group_destroy(m, g);
+    return rc;
+}
+
+static ncclDataType_t nccl_type(pdbx_dtype dt)
+{
+    switch (dt) {
+    case PDBX_DTYPE_BF16: return ncclBfloat16;
+    case PDBX_DTYPE_FP16: return ncclFloat16;
+    default: return ncclFloat32;
+    }
+}
+
+static const char *coll_str(pdbx_coll coll)
+{
+    switch (coll) {
+    case PDBX_COLL_ALL_REDUCE: return "all_reduce";
+    case PDBX_COLL_ALL_GATHER: return "all_gather";
+    case PDBX_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    case PDBX_COLL_SEND_RECV: return "send_recv";
+    default: return "?";
+    }
+}
+
+/* Waits for the stop event while watching the communicator for asynchronous errors (a peer
+ * that died), which a plain cudaEventSynchronize would wait on forever. */
+static int wait_collective(pdbx_comm *m, pdbx_group *g, double *ms, char *err, size_t errlen)
+{
+    int rc = -1;
+    pdbx_compute *c = m->c;
+    CU_TRY("cudaEventRecord(stop)", cudaEventRecord(c->ev_stop, c->stream));
+    for (;;) {
+        cudaError_t q = cudaEventQuery(c->ev_stop);
+        if (q == cudaSuccess)
+            break;
+        if (q != cudaErrorNotReady)
+            CU_TRY("cudaEventQuery(stop)", q);
+        ncclResult_t async = ncclSuccess;
+        NCCL_TRY("ncclCommGetAsyncError", g->comm, ncclCommGetAsyncError(g->comm, &async));
+        if (async != ncclSuccess && async != ncclInProgress) {
+            rc = nccl_fail(err, errlen, "NCCL collective (asynchronous error)", async, g->comm);
+            ncclCommAbort(g->comm);
+            g->comm = NULL;
+            goto fail;
+        }
+        struct timespec nap = {0, 20000};   /* 20 us: short next to any collective worth timing */
+        nanosleep(&nap, NULL);
+    }
+    float f = 0.0f;
+    CU_TRY("cudaEventElapsedTime", cudaEventElapsedTime(&f, c->ev_start, c->ev_stop));
+    *ms = (double)f;
+    return 0;
+fail:
+    return rc;
+}
+
+static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_t bytes,
+                    double *ms, char *err, size_t errlen)
+{
+    int rc = -1;
+    pdbx_compute *c = m->c;
+    if (!g || !g->comm) {
+        snprintf(err, errlen, "nccl %s: the group has no communicator", coll_str(coll));
+        return -1;
+    }
+    const size_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const size_t n = (size_t)g->size;
+    const ncclDataType_t t = nccl_type(c->dtype);
+    size_t count = bytes / es;                 /* elements of S */
+    size_t chunk = count / n;                  /* one rank's part for gather/scatter */
+    if (bytes == 0 || bytes % es != 0 ||
+        ((coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER) && count % n != 0)) {
+        snprintf(err, errlen, "nccl %s: %zu bytes is not a positive multiple of %zu (%zu-byte "
+                 "elements x %zu ranks)", coll_str(coll), bytes,
+                 (coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER) ? es * n : es,
+                 es, n);
+        return -1;
+    }
+    /* buf must lie in the device buffer comm_buffer() handed out (NCCL needs device memory). */
+    const char *lo = c->comm_buf, *hi = lo ? lo + c->comm_bytes : NULL;
+    if (!lo || (const char *)buf < lo || (const char *)buf > hi || bytes > (size_t)(hi - (const char *)buf)) {
+        snprintf(err, errlen, "nccl %s: %zu bytes at %p do not lie in comm_buffer() (%zu bytes "
+                 "at %p)", coll_str(coll), bytes, buf, c->comm_bytes, c->comm_buf);
+        return -1;
+    }
+    char *b = buf;
+    int peer = -1;
+    if (coll == PDBX_COLL_SEND_RECV) {
+        peer = g->rank % 2 == 0 ? g->rank + 1 : g->rank - 1;
+        if (peer >= g->size) {   /* odd group size: the last rank has no partner */
+            *ms = 0.0;
+            return 0;
+        }
+    }
+    rc = cuda_timer_start(c, err, errlen);
+    if (rc)
+        return rc;
+    rc = -1;
+    switch (coll) {
+    case PDBX_COLL_ALL_REDUCE:
+        NCCL_TRY("ncclAllReduce", g->comm, ncclAllReduce(b, b, count, t, ncclSum, g->comm, c->stream));
+        break;
+    case PDBX_COLL_ALL_GATHER:   /* in place: rank r's part sits at offset r * chunk */
+        NCCL_TRY("ncclAllGather", g->comm,
+                 ncclAllGather(b + (size_t)g->rank * chunk * es, b, chunk, t, g->comm, c->stream));
+        break;
+    case PDBX_COLL_REDUCE_SCATTER:
+        NCCL_TRY("ncclReduceScatter", g->comm,
+                 ncclReduceScatter(b, b + (size_t)g->rank * chunk * es, chunk, t, ncclSum, g->comm,
+                                   c->stream));
+        break;
+    case PDBX_COLL_SEND_RECV:
+        if (g->rank % 2 == 0)
+            NCCL_TRY("ncclSend", g->comm, ncclSend(b, count, t, peer, g->comm, c->stream));
+        else
+            NCCL_TRY("ncclRecv", g->comm, ncclRecv(b, count, t, peer, g->comm, c->stream));
+        break;
+    default:
+        snprintf(err, errlen, "nccl run: collective %d (allowed: all_reduce, all_gather, "
+                 "reduce_scatter, send_recv)", (int)coll);
+        goto fail;
+    }
+    return wait_collective(m, g, ms, err, errlen);
+fail:
+    cudaStreamSynchronize(c->stream);
+    (void)cudaGetLastError();
+    return rc;
+}
+
+static int nccl_barrier(pdbx_comm *m, pdbx_group *g)
+{
+    if (!m || !g || !g->comm)
+        return -1;
+    if (ncclAllReduce(g->scratch, g->scratch, 1, ncclFloat32, ncclSum, g->comm, m->c->stream) !=
+        ncclSuccess)
+        return -1;
+    if (cudaStreamSynchronize(m->c->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
+const pdbx_comm_ops cuda_nccl_comm_ops = {
+    .name = "nccl",
+    .init = nccl_init,
+    .fini = nccl_fini,
+    .version = nccl_version,
+    .group_create = nccl_group_create,
+    .group_destroy = nccl_group_destroy,
+    .run = nccl_run,
+    .barrier = nccl_barrier,
+};

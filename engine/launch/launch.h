@@ -1,0 +1,39 @@
+/* launch.h: starting, watching and cancelling a sweep in the background. Shared by the CLI
+ * (`pdbx run/attach/cancel`) and the explorer (new-sweep form, monitor). Uses only
+ * engine/plan/plan.h and store/: the engine is a separate program started with mpirun.
+ *
+ * A launch forks a supervisor process that becomes its own session/process-group leader
+ * (setsid), so closing the terminal or the explorer never stops the sweep. The supervisor
+ * writes the validated spec to a file, runs `mpirun -np N pdbx-engine --spec S --store D
+ * --run-id ID` once per distinct rank count of the plan (adding --allow-run-as-root and
+ * --oversubscribe when needed), and exports PDBX_LAUNCHER_PID so the engine records the
+ * supervisor's pid and host in run_start. If mpirun or an engine dies without writing run_end,
+ * the supervisor appends run_end "failed" with the reason. Cancel = SIGTERM to that process
+ * group: the engine finishes or drops the measurement in flight and ends the run `cancelled`.
+ */
+#ifndef PDBX_LAUNCH_H
+#define PDBX_LAUNCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "engine/plan/plan.h"
+#include "store/store.h"
+
+typedef struct {
+    char run_id[PDBX_RUN_ID_MAX];
+    pid_t supervisor;            /* pid == process group id of the sweep */
+    char log_path[PDBX_PATH_MAX];/* mpirun/engine stderr, kept next to the store */
+} pdbx_launch;
+
+/* Validates spec, creates the run id, starts the supervisor and returns at once (the run file
+ * exists with run_start, or the call fails, when it returns). */
+int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch *out,
+                      char *err, size_t errlen);
+/* SIGTERM to the sweep's process group (found from run_start's pid/host). Fails with a clear
+ * message when the run is not running or runs on another host. */
+int pdbx_launch_cancel(pdbx_store *st, const char *run_id, char *err, size_t errlen);
+/* Path of the pdbx-engine and mpirun binaries used ($PDBX_ENGINE, else next to pdbx). */
+const char *pdbx_engine_path(void);
+
+#endif

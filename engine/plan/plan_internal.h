@@ -1,0 +1,103 @@
+/* plan_internal.h: helpers shared by the planner's modules (engine/plan*.c) and nothing else.
+ * Not part of the contract: tui/ and the engine core use engine/plan/plan.h only.
+ *
+ * Conventions: every function that can fail writes one line into err (may be NULL) and
+ * returns -1; 0 on success. Messages name the field, the value and what is allowed.
+ */
+#ifndef PDBX_PLAN_INTERNAL_H
+#define PDBX_PLAN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/plan/plan.h"
+#include "store/util/err.h"
+#include "store/util/text.h"
+
+/* Reads a whole file and parses it as JSON. The caller cJSON_Delete()s the result. */
+cJSON *plan_json_file(const char *path, char *err, size_t errlen);
+
+/* A short printable form of a JSON value for messages: "abc" quoted, numbers, [..], {..}. */
+void plan_json_brief(const cJSON *v, char *buf, size_t len);
+
+/* Typed readers for one JSON value of field `field` (used in messages).
+ * Integers must be integral numbers within [lo, hi]. */
+int plan_json_int(const cJSON *v, const char *field, long long lo, long long hi, long long *out,
+                  char *err, size_t errlen);
+/* Numbers (integral or not) within [lo, hi]: "<field>: 0 is out of range (allowed: 1..64)". */
+int plan_json_number(const cJSON *v, const char *field, double lo, double hi, double *out,
+                     char *err, size_t errlen);
+int plan_json_bool(const cJSON *v, const char *field, int *out, char *err, size_t errlen);
+int plan_json_string(const cJSON *v, const char *field, const char **out, char *err, size_t errlen);
+
+/* Range message: "<field>: <value> is out of range (allowed: lo..hi)". */
+int plan_range_fail(const char *field, long long v, long long lo, long long hi, char *err, size_t errlen);
+
+/* Whole-string parsers for CLI values. */
+int plan_parse_ll(const char *s, long long *out);      /* 0 ok, -1 not an integer */
+int plan_parse_double(const char *s, double *out);     /* 0 ok, -1 not a number */
+int plan_parse_bool(const char *s, int *out);          /* true/false, 1/0, yes/no, on/off */
+/* A byte size: integer with optional K, M, G, T suffix (powers of 1024), e.g. "64K". */
+int plan_parse_bytes(const char *s, double *out);
+
+int plan_is_pow2(long long v);
+
+/* Loads a GPU description from a parsed JSON object (the gpus/<name>.json format).
+ * mem_bytes 0 on a host preset ("cpu") becomes the host MemTotal. */
+int plan_gpu_from_json(const cJSON *obj, const char *origin, pdbx_gpu *out, char *err, size_t errlen);
+/* JSON objects that pdbx_model_from_json / plan_gpu_from_json read back to equal structs. */
+cJSON *plan_model_to_json(const pdbx_model *m);
+cJSON *plan_gpu_to_json(const pdbx_gpu *g);
+/* Host memory in bytes from /proc/meminfo MemTotal, 0 when unknown. */
+double plan_host_mem_bytes(void);
+
+/* Resolves a sweep preset name (or a path) to its file. */
+int plan_sweep_path(const char *name_or_path, char *path, size_t pathlen, char *err, size_t errlen);
+
+/* Model sanity (positive sizes, heads divide hidden ...), origin used as message prefix. */
+int plan_model_check(const pdbx_model *m, const char *origin, char *err, size_t errlen);
+/* Built-in copy of configs/models/TinyLlama-1.1B.json and of the cpu GPU preset, for
+ * pdbx_spec_defaults() which cannot fail (a unit test checks they equal the files). */
+void plan_default_model(pdbx_model *m);
+void plan_default_gpu(pdbx_gpu *g);
+
+/* Attention heads held by one TP rank: query heads a/t, kv heads k/t or 1 when t > k
+ * (replicated, as Megatron does for GQA). */
+int plan_kv_heads_per_rank(const pdbx_model *m, int tp);
+/* Decoder layers on pipeline stage 0, the largest stage: ceil(layers / pp). */
+int plan_layers_per_stage(const pdbx_model *m, int pp);
+
+/* ---- spec values (plan_values.c) -------------------------------------------------------- */
+int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
+int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);
+/* tp, pp, dp lists: an integer, a list, "1,2,4" or "A:B" (powers of two); no duplicates. */
+int plan_read_int_list(const cJSON *v, const char *field, long long lo, long long hi, int *out, size_t cap,
+                       size_t *n, char *err, size_t errlen);
+/* One MBS bound: 1..1024 and a power of two ("mbs_max: 100 is not a power of two ..."). */
+int plan_check_mbs_bound(const char *field, long long v, char *err, size_t errlen);
+int plan_read_mbs(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
+int plan_read_ops(const cJSON *v, uint32_t *out, char *err, size_t errlen);
+int plan_read_coll_sizes(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
+
+/* ---- parallel configurations (plan_configs.c) -------------------------------------------- */
+#define PLAN_LIST_CAP 64
+#define PLAN_TP_MAX 4096
+#define PLAN_PP_MAX 4096
+#define PLAN_DP_MAX 65536
+
+typedef struct {
+    pdbx_parallel c[PDBX_MAX_CONFIGS];
+    int n;
+} plan_config_set;
+
+void plan_configs_apply(pdbx_spec *s, const plan_config_set *cs);
+/* tp x pp x dp (TP outermost), or with gpus > 0 tp x pp with DP = gpus/(tp*pp); combinations
+ * not fitting gpus_per_node x nodes, or not dividing gpus, are skipped (error if none is left). */
+int plan_configs_cross(const pdbx_spec *s, const int *tps, size_t ntp, const int *pps, size_t npp, const int *dps,
+                       size_t ndp, long long gpus, plan_config_set *out, char *err, size_t errlen);
+int plan_configs_from_json(const cJSON *v, plan_config_set *out, char *err, size_t errlen);
+int plan_configs_from_text(const char *str, plan_config_set *out, char *err, size_t errlen);   /* "1x8x1,2x4x1" */
+/* pdbx_spec_set of tp, pp, dp or gpus: rebuilds s->configs from the current ones. */
+int plan_configs_override(pdbx_spec *s, const char *field, const cJSON *v, char *err, size_t errlen);
+
+#endif

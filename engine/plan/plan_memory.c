@@ -1,0 +1,46 @@
+/* plan_memory.c: predicted training memory of one rank of pipeline stage 0 (design.md
+ * section 4; formulas and choices in docs/spec.md, "Memory model").
+ *
+ * Stage 0 is the stage predicted: under 1F1B it holds PP micro-batches of activations (the
+ * last stage holds one), and its embedding table is as large as the last stage's lm_head, so
+ * it is the fullest stage. With uneven splits it is given ceil(layers / PP) layers. */
+#include "engine/plan/plan_internal.h"
+
+#include <string.h>
+
+void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mbs, pdbx_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    const pdbx_model *m = &spec->model;
+    if (!par || par->tp < 1 || par->pp < 1 || par->dp < 1 || mbs < 1 || m->layers < 1)
+        return;
+    const double t = par->tp, h = m->hidden, a = m->heads, d = m->head_dim, I = m->intermediate,
+                 V = m->vocab, s = spec->seq_len, b = mbs, e = pdbx_dtype_bytes(spec->dtype);
+    const double kv = plan_kv_heads_per_rank(m, par->tp);   /* kv heads held per rank */
+    const double L = plan_layers_per_stage(m, par->pp);
+
+    /* Parameters of one decoder layer on one TP rank: q and o are split over TP, k and v hold
+     * kv/TP heads (one replicated head when TP > kv heads), gate/up/down are split, the two
+     * RMSNorm weights are replicated. */
+    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + 3 * h * I / t + 2 * h;
+    double params = L * layer_params + V * h / t;         /* + vocab-parallel embedding */
+    if (par->pp == 1)                                     /* stage 0 is also the last stage */
+        params += h + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */
+    out->params_per_rank = params;
+    out->weights = e * params;
+    out->grads = e * params;
+    out->optimizer = (spec->bytes_per_param - 2 * e) * params / (spec->zero1 ? par->dp : 1);
+
+    /* Activations kept for backward per layer per micro-batch (Korthikanti et al. 2022, no
+     * sequence parallelism) adapted to Llama: replicated [s,b,h] tensors (two norm inputs, two
+     * norm outputs feeding the QKV and gate/up GEMMs) plus two 1-byte dropout masks; per TP
+     * rank q, k, v (GQA: kv heads per rank), the attn_o input, four [s,b,I/t] SwiGLU tensors
+     * (gate out, up out, SiLU out, product) and the score terms softmax out + mask + dropout
+     * out (2e+1 bytes per score) unless flash attention recomputes them. With e = 2, k = a,
+     * a*d = h and a 2-tensor GeLU MLP of 4h this is exactly s*b*h*(10 + 24/t + 5*a*s/(h*t)). */
+    double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + 4 * I / t));
+    if (!spec->flash_attention)
+        per_layer += (2 * e + 1) * (a / t) * s * s * b;
+    out->activations = per_layer * L * par->pp;           /* 1F1B: PP micro-batches in flight */
+    out->total = out->weights + out->grads + out->optimizer + out->activations;
+}

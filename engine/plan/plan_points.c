@@ -1,0 +1,42 @@
+/* plan_points.c: expands a validated spec into sweep points in FASOP's order (configurations as
+ * given, MBS ascending over the powers of two mbs_min..mbs_max), each with its predicted
+ * memory and predicted-OOM mark. The plan lists every point; stopping a configuration's sweep
+ * at the first predicted OOM (predict_oom) is the engine's decision. */
+#include "engine/plan/plan_internal.h"
+
+#include <stdlib.h>
+
+int pdbx_plan_expand(const pdbx_spec *spec, pdbx_plan_point **out, size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    if (pdbx_spec_validate(spec, err, errlen) != 0)
+        return -1;
+    size_t per_config = 0;
+    for (int mbs = spec->mbs_min; mbs <= spec->mbs_max; mbs *= 2)
+        per_config++;
+    size_t total = per_config * (size_t)spec->nconfigs;
+    pdbx_plan_point *pts = calloc(total, sizeof *pts);
+    if (!pts)
+        return pdbx_fail(err, errlen, "plan: out of memory for %zu points", total);
+    size_t k = 0;
+    for (int c = 0; c < spec->nconfigs; c++) {
+        const pdbx_parallel *par = &spec->configs[c];
+        for (int mbs = spec->mbs_min; mbs <= spec->mbs_max; mbs *= 2, k++) {
+            pdbx_plan_point *p = &pts[k];
+            p->index = (int)k;
+            p->config = c;
+            p->tp = par->tp;
+            p->pp = par->pp;
+            p->dp = par->dp;
+            p->mbs = mbs;
+            p->ranks = par->tp * par->pp * par->dp;
+            pdbx_memory_predict(spec, par, mbs, &p->mem);
+            /* mem_bytes 0: unknown memory (no /proc/meminfo), nothing is predicted to OOM */
+            p->predicted_oom = spec->gpu.mem_bytes > 0 && p->mem.total > spec->gpu.mem_bytes;
+        }
+    }
+    *out = pts;
+    *n = k;
+    return 0;
+}

@@ -1,0 +1,92 @@
+/* plan_shapes.c: per-op work on one TP rank (design.md section 3): GEMM dimensions, FLOPs of
+ * one execution and the minimal bytes read + written (the roofline's memory traffic).
+ * Choices (docs/spec.md, "Shapes"): GEMM FLOPs are 2mnk; the causal attention core counts
+ * half of the full QK^T and PV matrices (the unmasked half: 2*b*heads*s*s*d), its bytes are
+ * q, k, v read and the output written once (no score matrix: a fused kernel's minimum);
+ * RMSNorm counts 4 FLOPs per element, SiLU(gate)*up 4 per element; the TP all-reduces carry
+ * their message size S = T*h*e as bytes and no FLOPs (nothing at TP 1). */
+#include "engine/plan/plan_internal.h"
+
+#include <string.h>
+
+static void gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)
+{
+    o->m = m;
+    o->n = n;
+    o->k = k;
+    o->batch = 1;
+    o->flops = 2.0 * (double)m * (double)n * (double)k;
+    o->bytes = e * ((double)m * k + (double)k * n + (double)m * n);
+}
+
+static void elementwise(pdbx_op_shape *o, int64_t rows, int64_t cols, double flops_per_elem, double bytes)
+{
+    o->m = rows;
+    o->n = cols;
+    o->k = 0;
+    o->batch = 1;
+    o->flops = flops_per_elem * (double)rows * (double)cols;
+    o->bytes = bytes;
+}
+
+int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out)
+{
+    const pdbx_model *m = &spec->model;
+    memset(out, 0, sizeof *out);
+    if (tp < 1 || mbs < 1 || (int)op < 0 || op >= PDBX_OP_COUNT || spec->seq_len < 1 || m->heads % tp != 0 ||
+        m->intermediate % tp != 0 || m->vocab % tp != 0 || (m->kv_heads % tp != 0 && tp % m->kv_heads != 0))
+        return -1;
+    const int64_t T = (int64_t)mbs * spec->seq_len, h = m->hidden, s = spec->seq_len, d = m->head_dim;
+    const int64_t a_t = m->heads / tp, kv_t = plan_kv_heads_per_rank(m, tp);
+    const int64_t I_t = m->intermediate / tp, V_t = m->vocab / tp;
+    const double e = pdbx_dtype_bytes(spec->dtype);
+
+    switch (op) {
+    case PDBX_OP_EMBED:            /* gather T rows of [V/TP, h]: rows read, [T,h] written */
+        elementwise(out, T, h, 0, 2.0 * e * (double)T * h);
+        break;
+    case PDBX_OP_INPUT_NORM:
+    case PDBX_OP_POST_ATTN_NORM:
+    case PDBX_OP_FINAL_NORM:       /* x read, y written, weight read */
+        elementwise(out, T, h, 4, e * (2.0 * (double)T * h + (double)h));
+        break;
+    case PDBX_OP_ATTN_Q:
+        gemm(out, T, a_t * d, h, e);
+        break;
+    case PDBX_OP_ATTN_K:
+    case PDBX_OP_ATTN_V:
+        gemm(out, T, kv_t * d, h, e);
+        break;
+    case PDBX_OP_ATTN_CORE:
+        out->m = s;
+        out->n = s;
+        out->k = d;
+        out->batch = (int64_t)mbs * a_t;
+        out->flops = 2.0 * (double)mbs * (double)a_t * (double)s * (double)s * (double)d;
+        out->bytes = e * (double)mbs * (double)s * (double)d * (double)(2 * a_t + 2 * kv_t);
+        break;
+    case PDBX_OP_ATTN_O:
+        gemm(out, T, h, a_t * d, e);
+        break;
+    case PDBX_OP_TP_ALLREDUCE_ATTN:
+    case PDBX_OP_TP_ALLREDUCE_MLP:
+        elementwise(out, T, h, 0, tp > 1 ? e * (double)T * h : 0);
+        break;
+    case PDBX_OP_MLP_GATE:
+    case PDBX_OP_MLP_UP:
+        gemm(out, T, I_t, h, e);
+        break;
+    case PDBX_OP_MLP_ACT_FN:       /* gate and up read, product written */
+        elementwise(out, T, I_t, 4, 3.0 * e * (double)T * I_t);
+        break;
+    case PDBX_OP_MLP_DOWN:
+        gemm(out, T, h, I_t, e);
+        break;
+    case PDBX_OP_LM_HEAD:
+        gemm(out, T, V_t, h, e);
+        break;
+    case PDBX_OP_COUNT:
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,521 @@
+/* plan_spec.c: the sweep spec: defaults, JSON reading (pdbx_spec_from_json / _load), CLI-style
+ * overrides (pdbx_spec_set) and JSON writing (pdbx_spec_to_json). Structured values are read by
+ * plan_values.c, configuration lists by plan_configs.c, the whole spec is checked by
+ * plan_validate.c; the schema is documented in docs/spec.md.
+ *
+ * Both the JSON reader and pdbx_spec_set go through apply_field(), so a field has one reader
+ * and one set of messages: pdbx_spec_set turns its string into the JSON value the field expects
+ * ("2048" -> 2048, "true" -> true) and lists keep their string forms ("1:128", "1,2,4"). */
+#include "engine/plan/plan_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *pdbx_dtype_name(pdbx_dtype d)
+{
+    switch (d) {
+    case PDBX_DTYPE_BF16: return "bf16";
+    case PDBX_DTYPE_FP16: return "fp16";
+    case PDBX_DTYPE_FP32: return "fp32";
+    }
+    return "?";
+}
+
+int pdbx_dtype_bytes(pdbx_dtype d)
+{
+    return d == PDBX_DTYPE_FP32 ? 4 : 2;
+}
+
+const char *pdbx_backend_name(pdbx_backend_kind b)
+{
+    switch (b) {
+    case PDBX_BACKEND_AUTO: return "auto";
+    case PDBX_BACKEND_CPU: return "cpu";
+    case PDBX_BACKEND_CUDA: return "cuda";
+    }
+    return "?";
+}
+
+/* ---- field table ----------------------------------------------------------------------- */
+
+typedef enum { K_STR, K_INT, K_NUM, K_BOOL, K_LIST } field_kind;   /* K_LIST: keeps string forms */
+
+typedef struct {
+    const char *name;
+    field_kind kind;
+    long long lo, hi;          /* K_INT range checked when read */
+} field_def;
+
+/* In the order pdbx_spec_to_json writes them and --help lists them. */
+static const field_def fields[] = {
+    {"name", K_STR, 0, 0},
+    {"model", K_STR, 0, 0},
+    {"gpu", K_STR, 0, 0},
+    {"gpu_mem_gb", K_NUM, 0, 0},
+    {"layers", K_INT, 1, 4096},
+    {"seq_len", K_INT, 1, 131072},
+    {"dtype", K_STR, 0, 0},
+    {"backend", K_STR, 0, 0},
+    {"gpus_per_node", K_INT, 1, 256},
+    {"nodes", K_INT, 1, 4096},
+    {"configs", K_LIST, 0, 0},
+    {"tp", K_LIST, 0, 0},
+    {"pp", K_LIST, 0, 0},
+    {"dp", K_LIST, 0, 0},
+    {"gpus", K_INT, 1, 1048576},
+    {"mbs", K_LIST, 0, 0},
+    {"mbs_min", K_INT, 1, 1024},
+    {"mbs_max", K_INT, 1, 1024},
+    {"warmup", K_INT, 0, 1000},
+    {"steps", K_INT, 1, 100000},
+    {"ops", K_LIST, 0, 0},
+    {"collectives", K_BOOL, 0, 0},
+    {"coll_sizes", K_LIST, 0, 0},
+    {"predict_oom", K_BOOL, 0, 0},
+    {"bytes_per_param", K_NUM, 0, 0},
+    {"zero1", K_BOOL, 0, 0},
+    {"flash_attention", K_BOOL, 0, 0},
+    {"timeout_s", K_NUM, 0, 0},
+    {"flush_l2", K_BOOL, 0, 0},
+};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+/* Filled from fields[] on first use, so the two can never disagree. */
+const char *const *pdbx_spec_field_names(void)
+{
+    static const char *names[N_FIELDS + 1];
+    if (!names[0])
+        for (size_t i = 0; i < N_FIELDS; i++)
+            names[i] = fields[i].name;
+    return names;
+}
+
+/* Spec files may also carry a free-text "description" (not stored, not written back). */
+static const char *const json_only_fields[] = {"description"};
+
+static const field_def *find_field(const char *name)
+{
+    for (size_t i = 0; i < N_FIELDS; i++)
+        if (strcmp(fields[i].name, name) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+static int unknown_field(const char *name, int json, char *err, size_t errlen)
+{
+    const char *cands[N_FIELDS + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < N_FIELDS; i++)
+        cands[n++] = fields[i].name;
+    if (json)
+        cands[n++] = json_only_fields[0];
+    char sug[1024];
+    pdbx_suggest(name, cands, n, sug, sizeof sug);
+    return pdbx_fail(err, errlen, "unknown field '%s'%s", name, sug);
+}
+
+/* ---- defaults ---------------------------------------------------------------------------- */
+
+void pdbx_spec_defaults(pdbx_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    pdbx_strcopy(s->name, sizeof s->name, "custom");
+    plan_default_model(&s->model);
+    plan_default_gpu(&s->gpu);
+    s->layers_profiled = 1;
+    s->seq_len = 128;
+    s->dtype = PDBX_DTYPE_FP32;
+    s->backend = PDBX_BACKEND_CPU;
+    s->gpus_per_node = 2;
+    s->nodes = 1;
+    s->configs[0] = (pdbx_parallel){1, 1, 2};
+    s->configs[1] = (pdbx_parallel){2, 1, 1};
+    s->nconfigs = 2;
+    s->mbs_min = 1;
+    s->mbs_max = 8;
+    s->warmup = 1;
+    s->steps = 3;
+    s->ops = PDBX_OPS_ALL;
+    s->collectives = 1;
+    s->coll_sizes[0] = 4096;
+    s->coll_sizes[1] = 65536;
+    s->coll_sizes[2] = 1048576;
+    s->ncoll_sizes = 3;
+    s->predict_oom = 1;
+    s->bytes_per_param = 16;
+    s->zero1 = 0;
+    s->flash_attention = 0;
+    s->timeout_s = 300;
+    s->flush_l2 = 0;
+}
+
+/* ---- one field --------------------------------------------------------------------------- */
+
+static int *int_slot(pdbx_spec *s, const char *name)
+{
+    if (strcmp(name, "layers") == 0) return &s->layers_profiled;
+    if (strcmp(name, "seq_len") == 0) return &s->seq_len;
+    if (strcmp(name, "gpus_per_node") == 0) return &s->gpus_per_node;
+    if (strcmp(name, "nodes") == 0) return &s->nodes;
+    if (strcmp(name, "warmup") == 0) return &s->warmup;
+    if (strcmp(name, "steps") == 0) return &s->steps;
+    if (strcmp(name, "collectives") == 0) return &s->collectives;
+    if (strcmp(name, "predict_oom") == 0) return &s->predict_oom;
+    if (strcmp(name, "zero1") == 0) return &s->zero1;
+    if (strcmp(name, "flash_attention") == 0) return &s->flash_attention;
+    if (strcmp(name, "flush_l2") == 0) return &s->flush_l2;
+    return NULL;
+}
+
+/* Applies every field except configs/tp/pp/dp/gpus (those combine; see the callers). */
+static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *err, size_t errlen)
+{
+    const char *name = f->name;
+    const char *str;
+    if (strcmp(name, "name") == 0) {
+        if (plan_json_string(v, name, &str, err, errlen) != 0)
+            return -1;
+        if (!*str || strlen(str) >= sizeof s->name)
+            return pdbx_fail(err, errlen, "name: \"%s\" has %zu characters (allowed: 1..%zu)", str, strlen(str),
+                             sizeof s->name - 1);
+        /* the name is printed on one-line headers and listings: no control characters */
+        for (const unsigned char *c = (const unsigned char *)str; *c; c++)
+            if (*c < 0x20 || *c == 0x7f)
+                return pdbx_fail(err, errlen, "name: \"%s\" contains control character 0x%02x "
+                                 "(allowed: printable text)", str, *c);
+        pdbx_strcopy(s->name, sizeof s->name, str);
+        return 0;
+    }
+    if (strcmp(name, "model") == 0) {
+        pdbx_model m;
+        if (cJSON_IsObject(v)) {
+            if (pdbx_model_from_json(v, "model", &m, err, errlen) != 0)
+                return -1;
+        } else {
+            if (plan_json_string(v, name, &str, err, errlen) != 0 || pdbx_model_load(str, &m, err, errlen) != 0)
+                return -1;
+        }
+        s->model = m;
+        return 0;
+    }
+    if (strcmp(name, "gpu") == 0) {
+        pdbx_gpu g;
+        if (cJSON_IsObject(v)) {
+            if (plan_gpu_from_json(v, "gpu", &g, err, errlen) != 0)
+                return -1;
+        } else {
+            if (plan_json_string(v, name, &str, err, errlen) != 0 || pdbx_gpu_load(str, &g, err, errlen) != 0)
+                return -1;
+        }
+        s->gpu = g;
+        return 0;
+    }
+    if (strcmp(name, "gpu_mem_gb") == 0) {
+        double gb;
+        if (plan_json_number(v, name, 0.001, 1e6, &gb, err, errlen) != 0)
+            return -1;
+        s->gpu.mem_bytes = gb * 1e9;
+        return 0;
+    }
+    if (strcmp(name, "dtype") == 0)
+        return plan_read_dtype(v, &s->dtype, err, errlen);
+    if (strcmp(name, "backend") == 0)
+        return plan_read_backend(v, &s->backend, err, errlen);
+    if (strcmp(name, "mbs") == 0)
+        return plan_read_mbs(v, s, err, errlen);
+    if (strcmp(name, "mbs_min") == 0 || strcmp(name, "mbs_max") == 0) {
+        long long x;
+        if (plan_json_int(v, name, -(1LL << 40), 1LL << 40, &x, err, errlen) != 0 ||
+            plan_check_mbs_bound(name, x, err, errlen) != 0)
+            return -1;
+        *(name[5] == 'i' ? &s->mbs_min : &s->mbs_max) = (int)x;
+        return 0;
+    }
+    if (strcmp(name, "ops") == 0)
+        return plan_read_ops(v, &s->ops, err, errlen);
+    if (strcmp(name, "coll_sizes") == 0)
+        return plan_read_coll_sizes(v, s, err, errlen);
+    if (strcmp(name, "bytes_per_param") == 0)
+        return plan_json_number(v, name, 1, 64, &s->bytes_per_param, err, errlen);
+    if (strcmp(name, "timeout_s") == 0)
+        return plan_json_number(v, name, 1, 86400, &s->timeout_s, err, errlen);
+    int *slot = int_slot(s, name);
+    if (slot && f->kind == K_BOOL)
+        return plan_json_bool(v, name, slot, err, errlen);
+    if (slot && f->kind == K_INT) {
+        long long x;
+        if (plan_json_int(v, name, f->lo, f->hi, &x, err, errlen) != 0)
+            return -1;
+        *slot = (int)x;
+        return 0;
+    }
+    return pdbx_fail(err, errlen, "%s: cannot be set this way", name);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------- */
+
+/* Applies obj over *s (fields it lacks keep their values in *s), then validates the result.
+ * Messages are not prefixed with origin: pdbx_spec_load prefixes the file's path, and callers
+ * holding inline JSON know where it came from. */
+int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char *err, size_t errlen)
+{
+    (void)origin;
+    if (!cJSON_IsObject(obj))
+        return pdbx_fail(err, errlen, "spec: expected a JSON object");
+    pdbx_spec t = *s;   /* work on a copy: *s is untouched on error */
+
+    /* Unknown and repeated fields first: a typo must not be silently ignored. */
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        const char *key = it->string ? it->string : "";
+        if (!find_field(key) && strcmp(key, json_only_fields[0]) != 0)
+            return unknown_field(key, 1, err, errlen);
+        for (const cJSON *p = obj->child; p != it; p = p->next)
+            if (p->string && strcmp(p->string, key) == 0)
+                return pdbx_fail(err, errlen, "%s: given twice (allowed: once)", key);
+    }
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
+    const char *dummy;
+    if (desc && plan_json_string(desc, "description", &dummy, err, errlen) != 0)
+        return -1;
+    const cJSON *mbs = cJSON_GetObjectItemCaseSensitive(obj, "mbs");
+    if (mbs && (cJSON_GetObjectItemCaseSensitive(obj, "mbs_min") || cJSON_GetObjectItemCaseSensitive(obj, "mbs_max")))
+        return pdbx_fail(err, errlen, "mbs: cannot be combined with mbs_min/mbs_max (allowed: one form)");
+
+    /* Scalars in table order: model and gpu come before gpu_mem_gb, which overrides the GPU's
+     * memory; the configuration fields are read after gpus_per_node and nodes. */
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        const field_def *f = &fields[i];
+        if (f->kind == K_LIST && (strcmp(f->name, "configs") == 0 || strcmp(f->name, "tp") == 0 ||
+                                  strcmp(f->name, "pp") == 0 || strcmp(f->name, "dp") == 0))
+            continue;
+        if (strcmp(f->name, "gpus") == 0)
+            continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->name);
+        if (v && apply_field(&t, f, v, err, errlen) != 0)
+            return -1;
+    }
+
+    const cJSON *jc = cJSON_GetObjectItemCaseSensitive(obj, "configs");
+    const cJSON *jtp = cJSON_GetObjectItemCaseSensitive(obj, "tp");
+    const cJSON *jpp = cJSON_GetObjectItemCaseSensitive(obj, "pp");
+    const cJSON *jdp = cJSON_GetObjectItemCaseSensitive(obj, "dp");
+    const cJSON *jg = cJSON_GetObjectItemCaseSensitive(obj, "gpus");
+    plan_config_set cs = {.n = 0};
+    if (jc && (jtp || jpp || jdp || jg))
+        return pdbx_fail(err, errlen, "configs: cannot be combined with tp/pp/dp/gpus (allowed: either a configs "
+                         "list or tp/pp/dp lists)");
+    if (jg && jdp)
+        return pdbx_fail(err, errlen, "dp: cannot be combined with gpus (allowed: one of them; with gpus, "
+                         "DP = gpus/(tp*pp))");
+    if (jc) {
+        if (plan_configs_from_json(jc, &cs, err, errlen) != 0)
+            return -1;
+        plan_configs_apply(&t, &cs);
+    } else if (jtp || jpp || jdp || jg) {
+        int tps[PLAN_LIST_CAP] = {1}, pps[PLAN_LIST_CAP] = {1}, dps[PLAN_LIST_CAP] = {1};
+        size_t ntp = 1, npp = 1, ndp = 1;
+        long long g = 0;
+        if (jtp && plan_read_int_list(jtp, "tp", 1, PLAN_TP_MAX, tps, PLAN_LIST_CAP, &ntp, err, errlen) != 0)
+            return -1;
+        if (jpp && plan_read_int_list(jpp, "pp", 1, PLAN_PP_MAX, pps, PLAN_LIST_CAP, &npp, err, errlen) != 0)
+            return -1;
+        if (jdp && plan_read_int_list(jdp, "dp", 1, PLAN_DP_MAX, dps, PLAN_LIST_CAP, &ndp, err, errlen) != 0)
+            return -1;
+        if (jg && plan_json_int(jg, "gpus", 1, 1048576, &g, err, errlen) != 0)
+            return -1;
+        if (plan_configs_cross(&t, tps, ntp, pps, npp, dps, ndp, g, &cs, err, errlen) != 0)
+            return -1;
+        plan_configs_apply(&t, &cs);
+    }
+    if (pdbx_spec_validate(&t, err, errlen) != 0)
+        return -1;
+    *s = t;
+    return 0;
+}
+
+int pdbx_spec_load(const char *name_or_path, pdbx_spec *spec, char *err, size_t errlen)
+{
+    char path[PDBX_PATH_MAX];
+    if (plan_sweep_path(name_or_path, path, sizeof path, err, errlen) != 0)
+        return -1;
+    cJSON *root = plan_json_file(path, err, errlen);
+    if (!root)
+        return -1;
+    pdbx_spec s;
+    pdbx_spec_defaults(&s);
+    /* The sweep's name: its "name" field, else the file's base name. */
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char nm[sizeof s.name];
+    pdbx_strcopy(nm, sizeof nm, base);
+    size_t n = strlen(nm);
+    if (n > 5 && strcmp(nm + n - 5, ".json") == 0)
+        nm[n - 5] = '\0';
+    pdbx_strcopy(s.name, sizeof s.name, nm);
+    char inner[512];
+    int rc = pdbx_spec_from_json(root, path, &s, inner, sizeof inner);
+    cJSON_Delete(root);
+    if (rc != 0) {
+        /* Field messages stay as they are; the file is named once in front. */
+        pdbx_fail(err, errlen, "%s: %s", path, inner);
+        return -1;
+    }
+    *spec = s;
+    return 0;
+}
+
+/* ---- overrides --------------------------------------------------------------------------- */
+
+int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *err, size_t errlen)
+{
+    if (!field || !value)
+        return pdbx_fail(err, errlen, "spec: missing field or value");
+    const field_def *f = find_field(field);
+    if (!f)
+        return unknown_field(field, 0, err, errlen);
+    cJSON *v = NULL;
+    int rc = -1;
+    switch (f->kind) {
+    case K_INT: {
+        long long x;
+        if (plan_parse_ll(value, &x) != 0) {
+            pdbx_fail(err, errlen, "%s: expected an integer, got \"%s\"", field, value);
+            goto fail;
+        }
+        v = cJSON_CreateNumber((double)x);
+        break;
+    }
+    case K_NUM: {
+        double x;
+        if (plan_parse_double(value, &x) != 0) {
+            pdbx_fail(err, errlen, "%s: expected a number, got \"%s\"", field, value);
+            goto fail;
+        }
+        v = cJSON_CreateNumber(x);
+        break;
+    }
+    case K_BOOL: {
+        int b;
+        if (plan_parse_bool(value, &b) != 0) {
+            pdbx_fail(err, errlen, "%s: expected true or false, got \"%s\"", field, value);
+            goto fail;
+        }
+        v = cJSON_CreateBool(b);
+        break;
+    }
+    case K_STR:
+    case K_LIST:
+        v = cJSON_CreateString(value);
+        break;
+    }
+    if (!v) {
+        pdbx_fail(err, errlen, "%s: out of memory", field);
+        goto fail;
+    }
+    pdbx_spec t = *spec;
+    if (strcmp(field, "configs") == 0) {
+        plan_config_set cs;
+        if (plan_configs_from_text(value, &cs, err, errlen) != 0)
+            goto fail;
+        plan_configs_apply(&t, &cs);
+    } else if (strcmp(field, "tp") == 0 || strcmp(field, "pp") == 0 || strcmp(field, "dp") == 0 ||
+               strcmp(field, "gpus") == 0) {
+        if (plan_configs_override(&t, field, v, err, errlen) != 0)
+            goto fail;
+    } else if (apply_field(&t, f, v, err, errlen) != 0) {
+        goto fail;
+    }
+    *spec = t;
+    rc = 0;
+fail:
+    cJSON_Delete(v);
+    return rc;
+}
+
+/* ---- writing --------------------------------------------------------------------------- */
+
+cJSON *pdbx_spec_to_json(const pdbx_spec *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *model = NULL, *gpu = NULL, *configs = NULL, *mbs = NULL, *ops = NULL, *sizes = NULL;
+    if (!o)
+        return NULL;
+    if (!cJSON_AddStringToObject(o, "name", s->name))
+        goto fail;
+    model = plan_model_to_json(&s->model);
+    if (!model || !cJSON_AddItemToObject(o, "model", model))
+        goto fail_model;
+    model = NULL;
+    gpu = plan_gpu_to_json(&s->gpu);
+    if (!gpu || !cJSON_AddItemToObject(o, "gpu", gpu))
+        goto fail_gpu;
+    gpu = NULL;
+    if (!cJSON_AddNumberToObject(o, "layers", s->layers_profiled) ||
+        !cJSON_AddNumberToObject(o, "seq_len", s->seq_len) ||
+        !cJSON_AddStringToObject(o, "dtype", pdbx_dtype_name(s->dtype)) ||
+        !cJSON_AddStringToObject(o, "backend", pdbx_backend_name(s->backend)) ||
+        !cJSON_AddNumberToObject(o, "gpus_per_node", s->gpus_per_node) ||
+        !cJSON_AddNumberToObject(o, "nodes", s->nodes))
+        goto fail;
+    configs = cJSON_AddArrayToObject(o, "configs");
+    if (!configs)
+        goto fail;
+    for (int i = 0; i < s->nconfigs && i < PDBX_MAX_CONFIGS; i++) {
+        cJSON *c = cJSON_CreateObject();
+        if (!c || !cJSON_AddItemToArray(configs, c)) {
+            cJSON_Delete(c);
+            goto fail;
+        }
+        if (!cJSON_AddNumberToObject(c, "tp", s->configs[i].tp) || !cJSON_AddNumberToObject(c, "pp", s->configs[i].pp) ||
+            !cJSON_AddNumberToObject(c, "dp", s->configs[i].dp))
+            goto fail;
+    }
+    mbs = cJSON_AddObjectToObject(o, "mbs");
+    if (!mbs || !cJSON_AddNumberToObject(mbs, "min", s->mbs_min) || !cJSON_AddNumberToObject(mbs, "max", s->mbs_max))
+        goto fail;
+    if (!cJSON_AddNumberToObject(o, "warmup", s->warmup) || !cJSON_AddNumberToObject(o, "steps", s->steps))
+        goto fail;
+    ops = cJSON_AddArrayToObject(o, "ops");
+    if (!ops)
+        goto fail;
+    for (int i = 0; i < PDBX_OP_COUNT; i++) {
+        if (!(s->ops & PDBX_OP_BIT(i)))
+            continue;
+        cJSON *n = cJSON_CreateString(pdbx_op_name((pdbx_op)i));
+        if (!n || !cJSON_AddItemToArray(ops, n)) {
+            cJSON_Delete(n);
+            goto fail;
+        }
+    }
+    if (!cJSON_AddBoolToObject(o, "collectives", s->collectives))
+        goto fail;
+    sizes = cJSON_AddArrayToObject(o, "coll_sizes");
+    if (!sizes)
+        goto fail;
+    for (int i = 0; i < s->ncoll_sizes && i < PDBX_MAX_COLL_SIZES; i++) {
+        cJSON *n = cJSON_CreateNumber(s->coll_sizes[i]);
+        if (!n || !cJSON_AddItemToArray(sizes, n)) {
+            cJSON_Delete(n);
+            goto fail;
+        }
+    }
+    if (!cJSON_AddBoolToObject(o, "predict_oom", s->predict_oom) ||
+        !cJSON_AddNumberToObject(o, "bytes_per_param", s->bytes_per_param) ||
+        !cJSON_AddBoolToObject(o, "zero1", s->zero1) ||
+        !cJSON_AddBoolToObject(o, "flash_attention", s->flash_attention) ||
+        !cJSON_AddNumberToObject(o, "timeout_s", s->timeout_s) ||
+        !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2))
+        goto fail;
+    return o;
+fail_model:
+    cJSON_Delete(model);
+    goto fail;
+fail_gpu:
+    cJSON_Delete(gpu);
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}

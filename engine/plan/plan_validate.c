@@ -1,0 +1,161 @@
+/* plan_validate.c: pdbx_spec_validate, the checks that need the whole spec (the model against
+ * TP and PP, configurations against the cluster, dtype against bytes_per_param ...). Each
+ * error is one line: field, value, what is allowed. */
+#include "engine/plan/plan_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* TP is valid for a model when it divides the attention heads, the intermediate size and the
+ * vocabulary (vocab-parallel embedding and lm_head), and divides the kv heads or is a multiple
+ * of them (kv heads are then replicated, one per rank). */
+static const char *tp_violation(const pdbx_model *m, int tp, int *what_value)
+{
+    if (m->heads % tp != 0) {
+        *what_value = m->heads;
+        return "does not divide num_attention_heads";
+    }
+    if (m->kv_heads % tp != 0 && tp % m->kv_heads != 0) {
+        *what_value = m->kv_heads;
+        return "neither divides nor is a multiple of num_key_value_heads";
+    }
+    if (m->intermediate % tp != 0) {
+        *what_value = m->intermediate;
+        return "does not divide intermediate_size";
+    }
+    if (m->vocab % tp != 0) {
+        *what_value = m->vocab;
+        return "does not divide vocab_size";
+    }
+    return NULL;
+}
+
+static void tp_allowed(const pdbx_model *m, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int t = 1; t <= m->heads && used < len; t++) {
+        int dummy;
+        if (!tp_violation(m, t, &dummy))
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", t);
+    }
+}
+
+static int range(const char *field, long long v, long long lo, long long hi, char *err, size_t errlen)
+{
+    if (v < lo || v > hi)
+        return plan_range_fail(field, v, lo, hi, err, errlen);
+    return 0;
+}
+
+static int check_bool(const char *field, int v, char *err, size_t errlen)
+{
+    if (v != 0 && v != 1)
+        return pdbx_fail(err, errlen, "%s: %d is out of range (allowed: true or false)", field, v);
+    return 0;
+}
+
+int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
+{
+    const pdbx_model *m = &s->model;
+    if (m->hidden <= 0 || m->intermediate <= 0 || m->heads <= 0 || m->kv_heads <= 0 || m->head_dim <= 0 ||
+        m->layers <= 0 || m->vocab <= 0)
+        return pdbx_fail(err, errlen, "model: '%s' has a zero or negative size (allowed: a preset name or a "
+                         "config.json path)", m->name);
+    if (plan_model_check(m, "model", err, errlen) != 0)
+        return -1;
+    if (s->layers_profiled < 1 || s->layers_profiled > m->layers)
+        return pdbx_fail(err, errlen, "layers: %d is out of range (allowed: 1..%d, num_hidden_layers of %s)",
+                         s->layers_profiled, m->layers, m->name);
+    if (range("seq_len", s->seq_len, 1, 131072, err, errlen) != 0)
+        return -1;
+    if ((int)s->dtype < PDBX_DTYPE_BF16 || (int)s->dtype > PDBX_DTYPE_FP32)
+        return pdbx_fail(err, errlen, "dtype: %d is out of range (allowed: bf16, fp16, fp32)", (int)s->dtype);
+    if ((int)s->backend < PDBX_BACKEND_AUTO || (int)s->backend > PDBX_BACKEND_CUDA)
+        return pdbx_fail(err, errlen, "backend: %d is out of range (allowed: auto, cpu, cuda)", (int)s->backend);
+    if (range("gpus_per_node", s->gpus_per_node, 1, 256, err, errlen) != 0 ||
+        range("nodes", s->nodes, 1, 4096, err, errlen) != 0)
+        return -1;
+    if (plan_check_mbs_bound("mbs_min", s->mbs_min, err, errlen) != 0 || plan_check_mbs_bound("mbs_max", s->mbs_max, err, errlen) != 0)
+        return -1;
+    if (s->mbs_min > s->mbs_max)
+        return pdbx_fail(err, errlen, "mbs_min: %d is greater than mbs_max %d (allowed: mbs_min <= mbs_max)",
+                         s->mbs_min, s->mbs_max);
+    if (range("warmup", s->warmup, 0, 1000, err, errlen) != 0 || range("steps", s->steps, 1, 100000, err, errlen) != 0)
+        return -1;
+
+    if (s->nconfigs < 1 || s->nconfigs > PDBX_MAX_CONFIGS)
+        return pdbx_fail(err, errlen, "configs: %d configurations (allowed: 1..%d)", s->nconfigs, PDBX_MAX_CONFIGS);
+    long long cluster = (long long)s->gpus_per_node * s->nodes;
+    for (int i = 0; i < s->nconfigs; i++) {
+        const pdbx_parallel *c = &s->configs[i];
+        if (range("tp", c->tp, 1, 4096, err, errlen) != 0 || range("pp", c->pp, 1, 4096, err, errlen) != 0 ||
+            range("dp", c->dp, 1, 65536, err, errlen) != 0)
+            return -1;
+        int value;
+        const char *why = tp_violation(m, c->tp, &value);
+        if (why) {
+            char allowed[512];
+            tp_allowed(m, allowed, sizeof allowed);
+            return pdbx_fail(err, errlen, "tp: %d %s %d (allowed: %s)", c->tp, why, value, allowed);
+        }
+        if (c->pp > m->layers)
+            return pdbx_fail(err, errlen, "pp: %d is greater than num_hidden_layers %d of %s (allowed: 1..%d)",
+                             c->pp, m->layers, m->name, m->layers);
+        long long g = (long long)c->tp * c->pp * c->dp;
+        if (g > cluster)
+            return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d needs %lld GPUs but gpus_per_node %d x nodes %d "
+                             "= %lld (allowed: at most %lld GPUs per configuration)", c->tp, c->pp, c->dp, g,
+                             s->gpus_per_node, s->nodes, cluster, cluster);
+        for (int j = 0; j < i; j++)
+            if (s->configs[j].tp == c->tp && s->configs[j].pp == c->pp && s->configs[j].dp == c->dp)
+                return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d is listed twice (allowed: each configuration "
+                                 "once)", c->tp, c->pp, c->dp);
+    }
+
+    if (s->ops == 0)
+        return pdbx_fail(err, errlen, "ops: empty (allowed: one or more op names, or \"all\")");
+    if (s->ops & ~PDBX_OPS_ALL)
+        return pdbx_fail(err, errlen, "ops: unknown op bits 0x%x (allowed: mask 0x%x)", (unsigned)(s->ops & ~PDBX_OPS_ALL),
+                         (unsigned)PDBX_OPS_ALL);
+    if (check_bool("collectives", s->collectives, err, errlen) != 0)
+        return -1;
+    if (s->ncoll_sizes < 0 || s->ncoll_sizes > PDBX_MAX_COLL_SIZES)
+        return pdbx_fail(err, errlen, "coll_sizes: %d sizes (allowed: 0..%d)", s->ncoll_sizes, PDBX_MAX_COLL_SIZES);
+    if (s->collectives && s->ncoll_sizes == 0)
+        return pdbx_fail(err, errlen, "coll_sizes: empty while collectives is true (allowed: powers of two from 1 "
+                         "to 17179869184 bytes)");
+    for (int i = 0; i < s->ncoll_sizes; i++) {
+        double x = s->coll_sizes[i];
+        if (!(x >= 1 && x <= 17179869184.0) || x != floor(x) || !plan_is_pow2((long long)x))
+            return pdbx_fail(err, errlen, "coll_sizes: %.0f is not a power of two between 1 and 17179869184 bytes", x);
+        if (i > 0 && x <= s->coll_sizes[i - 1])
+            return pdbx_fail(err, errlen, "coll_sizes: %.0f after %.0f (allowed: ascending, each size once)", x,
+                             s->coll_sizes[i - 1]);
+    }
+    if (check_bool("predict_oom", s->predict_oom, err, errlen) != 0 || check_bool("zero1", s->zero1, err, errlen) != 0 ||
+        check_bool("flash_attention", s->flash_attention, err, errlen) != 0 ||
+        check_bool("flush_l2", s->flush_l2, err, errlen) != 0)
+        return -1;
+    int e = pdbx_dtype_bytes(s->dtype);
+    if (!(s->bytes_per_param >= 2 * e && s->bytes_per_param <= 64))
+        return pdbx_fail(err, errlen, "bytes_per_param: %g is out of range (allowed: %d..64 at %s: weights and "
+                         "gradients alone take %d)", s->bytes_per_param, 2 * e, pdbx_dtype_name(s->dtype), 2 * e);
+    if (!(s->timeout_s >= 1 && s->timeout_s <= 86400))
+        return pdbx_fail(err, errlen, "timeout_s: %g is out of range (allowed: 1..86400)", s->timeout_s);
+    if (!(s->gpu.mem_bytes >= 0) || !(s->gpu.bw_gbs >= 0) || !(s->gpu.peak_tflops_bf16 >= 0) ||
+        !(s->gpu.peak_tflops_fp16 >= 0) || !(s->gpu.peak_tflops_fp32 >= 0))
+        return pdbx_fail(err, errlen, "gpu: %s has a negative size or peak (allowed: >= 0)", s->gpu.name);
+    if (s->backend == PDBX_BACKEND_CUDA && strcmp(s->gpu.name, "cpu") == 0) {
+        char names[32][64];
+        size_t n = pdbx_preset_names("gpus", names, 32), used = 0;
+        char list[512] = "";
+        for (size_t i = 0; i < n && used < sizeof list; i++)
+            if (strcmp(names[i], "cpu") != 0)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", names[i]);
+        return pdbx_fail(err, errlen, "gpu: cpu is the host preset, backend cuda needs a GPU preset (allowed: %s)",
+                         used ? list : "a gpus/<name>.json preset");
+    }
+    return 0;
+}

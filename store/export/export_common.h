@@ -1,0 +1,49 @@
+/* export_common.h: small helpers the export modules share (export_npz.c, export_csv.c,
+ * export_trace.c). Not a public API: only store/export_*.c include it. */
+#ifndef PDBX_EXPORT_COMMON_H
+#define PDBX_EXPORT_COMMON_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "store/util/err.h"
+
+/* mkdir -p DIR (mode 0755). 0, or -1 with "<path>: cannot create directory: <why>" or
+ * "<dir>: not a directory" in err. */
+int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen);
+
+/* snprintf into err when err is not NULL. */
+
+/* cJSON builders with a sticky success flag: a document is built with many adds and checked
+ * once (*ok == 0 after any failed allocation). An item that cannot be attached is freed. */
+static inline void pdbx_json_str(int *ok, cJSON *obj, const char *key, const char *value)
+{
+    if (!cJSON_AddStringToObject(obj, key, value ? value : ""))
+        *ok = 0;
+}
+
+static inline void pdbx_json_num(int *ok, cJSON *obj, const char *key, double value)
+{
+    if (!cJSON_AddNumberToObject(obj, key, value))
+        *ok = 0;
+}
+
+static inline void pdbx_json_bool(int *ok, cJSON *obj, const char *key, int value)
+{
+    if (!cJSON_AddBoolToObject(obj, key, value))
+        *ok = 0;
+}
+
+/* Attaches item to obj under key (key NULL: appends to the array obj). */
+static inline void pdbx_json_put(int *ok, cJSON *obj, const char *key, cJSON *item)
+{
+    int attached = item && obj && (key ? cJSON_AddItemToObject(obj, key, item)
+                                        : cJSON_AddItemToArray(obj, item));
+    if (!attached) {
+        cJSON_Delete(item);
+        *ok = 0;
+    }
+}
+
+#endif

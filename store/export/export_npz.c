@@ -1,0 +1,424 @@
+/* export_npz.c: FASOP profile files, one `{model}_{gpu}_{tp}.npz` per TP degree (export.h,
+ * docs/exports.md).
+ *
+ * A row is one micro-batch size: row i is MBS 2^i, consecutive ok points from MBS 1. A column
+ * is the sum of the chosen statistic of the ops pdbx_fasop_col_ops() puts in it. Layer ops are
+ * sampled once per profiled layer, so their statistic already is the per-layer value; embed
+ * and lm_head are sampled once per step, i.e. once per micro-batch forward.
+ *
+ * Missing cells: the op that names a column (a GEMM, embed, the activation, lm_head) must be
+ * measured in every row, else the export fails naming the op and the MBS. An op that FASOP's
+ * timing only folds into a column (norms, attention core, TP all-reduces, final norm) is
+ * either measured in every row (added), or in none (adds 0, e.g. the all-reduces at TP 1 do
+ * not exist; listed under "ops_not_measured" in meta.json), never in some rows only.
+ */
+#include "store/util/err.h"
+#include "store/export/export.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "store/util/fs.h"
+#include "store/export/export_common.h"
+#include "store/version.h"
+#include "store/export/export_zip.h"
+
+/* FASOP sweeps MBS 1..128; 2^30 is far beyond any real sweep and keeps 2^i in an int. */
+#define FASOP_MAX_ROWS 31
+
+/* One config's matrix and what went into it. */
+typedef struct {
+    int tp, pp, dp;
+    int rows;
+    double values[FASOP_MAX_ROWS * PDBX_FASOP_COLS];
+    uint32_t not_measured;    /* folded ops measured in none of the rows (they add 0) */
+} fasop_matrix;
+
+static const char *config_str(char *buf, size_t len, int tp, int pp, int dp)
+{
+    snprintf(buf, len, "TP %d PP %d DP %d", tp, pp, dp);
+    return buf;
+}
+
+static int cell_ok(const pdbx_point *pt, pdbx_op op, pdbx_stat_kind stat)
+{
+    const pdbx_cell *c = &pt->op[op];
+    return c->valid && isfinite(pdbx_stats_get(&c->stats, stat));
+}
+
+/* The leading run of ok points at MBS 1, 2, 4, ...; returns its length or -1 with err. */
+static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
+                        const pdbx_point **rows, char *err, size_t errlen)
+{
+    char cfg[64];
+    config_str(cfg, sizeof cfg, tp, pp, dp);
+    const pdbx_point **pts = malloc((run->npoints ? run->npoints : 1) * sizeof *pts);
+    if (!pts) {
+        pdbx_errf(err, errlen, "out of memory listing the points of %s", cfg);
+        return -1;
+    }
+    size_t n = pdbx_run_config_points(run, tp, pp, dp, pts, run->npoints);
+    if (n == 0) {
+        pdbx_errf(err, errlen, "run %s has no points with %s", run->id, cfg);
+        free(pts);
+        return -1;
+    }
+    int count = 0;
+    long want = 1;
+    for (size_t i = 0; i < n && count < FASOP_MAX_ROWS; i++) {
+        if (pts[i]->mbs < want)
+            continue;                 /* a duplicate of an MBS already taken */
+        if (pts[i]->mbs != want || pts[i]->status != PDBX_POINT_OK)
+            break;
+        rows[count++] = pts[i];
+        want *= 2;
+    }
+    if (count == 0) {
+        const pdbx_point *first = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (pts[i]->mbs == 1) {
+                first = pts[i];
+                break;
+            }
+        if (!first)
+            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
+                    "there; FASOP rows must start at MBS 1", tp, cfg);
+        else
+            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
+                    "must start at MBS 1", tp, cfg, pdbx_point_status_name(first->status),
+                    first->message ? ": " : "", first->message ? first->message : "");
+        free(pts);
+        return -1;
+    }
+    free(pts);
+    return count;
+}
+
+static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attribution attr,
+                        pdbx_stat_kind stat, fasop_matrix *m, char *err, size_t errlen)
+{
+    char cfg[64];
+    config_str(cfg, sizeof cfg, tp, pp, dp);
+    memset(m, 0, sizeof *m);
+    m->tp = tp;
+    m->pp = pp;
+    m->dp = dp;
+    if ((int)stat < 0 || stat >= PDBX_STAT_COUNT_KINDS) {
+        pdbx_errf(err, errlen, "stat: %d is not a statistic (allowed: mean, median, min, max, std)",
+                (int)stat);
+        return -1;
+    }
+    if (attr != PDBX_ATTR_FASOP && attr != PDBX_ATTR_PURE) {
+        pdbx_errf(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
+        return -1;
+    }
+    const pdbx_point *rows[FASOP_MAX_ROWS];
+    int nrows = leading_rows(run, tp, pp, dp, rows, err, errlen);
+    if (nrows < 0)
+        return -1;
+
+    /* Decide for every op that any column wants: required, added, or absent everywhere. */
+    uint32_t wanted = 0, own = 0;
+    for (int col = 0; col < PDBX_FASOP_COLS; col++) {
+        wanted |= pdbx_fasop_col_ops(col, attr == PDBX_ATTR_FASOP);
+        own |= pdbx_fasop_col_ops(col, 0);
+    }
+    uint32_t added = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        if (!(wanted & PDBX_OP_BIT(op)))
+            continue;
+        int first_missing = -1, first_present = -1;
+        for (int r = 0; r < nrows; r++) {
+            if (cell_ok(rows[r], (pdbx_op)op, stat)) {
+                if (first_present < 0)
+                    first_present = r;
+            } else if (first_missing < 0) {
+                first_missing = r;
+            }
+        }
+        if (first_missing < 0) {
+            added |= PDBX_OP_BIT(op);
+            continue;
+        }
+        if (own & PDBX_OP_BIT(op)) {
+            int col = 0;
+            while (col < PDBX_FASOP_COLS && !(pdbx_fasop_col_ops(col, 0) & PDBX_OP_BIT(op)))
+                col++;
+            pdbx_errf(err, errlen, "FASOP column %s needs op %s, which has no %s value at MBS %d "
+                    "(%s): measure it or drop MBS >= %d", pdbx_fasop_col_name(col),
+                    pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_missing]->mbs,
+                    cfg, rows[first_missing]->mbs);
+            return -1;
+        }
+        if (first_present >= 0) {
+            pdbx_errf(err, errlen, "op %s has a %s value at MBS %d but none at MBS %d (%s): a "
+                    "FASOP column cannot mix rows with and without it",
+                    pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_present]->mbs,
+                    rows[first_missing]->mbs, cfg);
+            return -1;
+        }
+        m->not_measured |= PDBX_OP_BIT(op);
+    }
+
+    for (int r = 0; r < nrows; r++) {
+        for (int col = 0; col < PDBX_FASOP_COLS; col++) {
+            uint32_t ops = pdbx_fasop_col_ops(col, attr == PDBX_ATTR_FASOP) & added;
+            double sum = 0.0;
+            for (int op = 0; op < PDBX_OP_COUNT; op++)
+                if (ops & PDBX_OP_BIT(op))
+                    sum += pdbx_stats_get(&rows[r]->op[op].stats, stat);
+            m->values[r * PDBX_FASOP_COLS + col] = sum;
+        }
+    }
+    m->rows = nrows;
+    return 0;
+}
+
+int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attribution attr,
+                    pdbx_stat_kind stat, double *out, int cap, char *err, size_t errlen)
+{
+    fasop_matrix *m = malloc(sizeof *m);
+    if (!m) {
+        pdbx_errf(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
+        return -1;
+    }
+    if (build_matrix(run, tp, pp, dp, attr, stat, m, err, errlen) != 0) {
+        free(m);
+        return -1;
+    }
+    /* out == NULL asks for the row count only; otherwise at most cap rows are written. */
+    int rows = m->rows;
+    if (out) {
+        if (rows > cap)
+            rows = cap < 0 ? 0 : cap;
+        memcpy(out, m->values, (size_t)rows * PDBX_FASOP_COLS * sizeof *out);
+    }
+    free(m);
+    return rows;
+}
+
+/* Tags become file names: keep them to characters every file system and FASOP accept. */
+static int check_tag(const char *field, const char *tag, char *err, size_t errlen)
+{
+    if (!tag || !*tag) {
+        pdbx_errf(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
+        return -1;
+    }
+    for (const char *p = tag; *p; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')
+                 || *p == '-' || *p == '.' || *p == '+';
+        if (!ok) {
+            pdbx_errf(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
+                    field, tag, *p);
+            return -1;
+        }
+    }
+    if (strlen(tag) > 64) {
+        pdbx_errf(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
+        return -1;
+    }
+    return 0;
+}
+
+static cJSON *string_array_of_ops(uint32_t mask)
+{
+    int ok = 1;
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if (mask & PDBX_OP_BIT(op))
+            pdbx_json_put(&ok, arr, NULL, cJSON_CreateString(pdbx_op_name((pdbx_op)op)));
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* meta.json: what the numbers in data.npy are. NULL when out of memory. */
+static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *model_tag,
+                       const char *gpu_tag, pdbx_attribution attr, pdbx_stat_kind stat)
+{
+    int ok = 1;
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    pdbx_json_str(&ok, o, "format", "pdbx FASOP profile");
+    pdbx_json_num(&ok, o, "format_version", 1);
+    pdbx_json_str(&ok, o, "attribution", attr == PDBX_ATTR_FASOP ? "fasop" : "pure");
+    pdbx_json_str(&ok, o, "attribution_note", attr == PDBX_ATTR_FASOP
+        ? "FASOP module timing: each column also holds the unnamed work before its module "
+          "(input norm and the previous layer's MLP all-reduce in attn_q, attention core in "
+          "attn_o, attention all-reduce and post-attention norm in mlp_gate, final norm in "
+          "lm_head); the layer columns sum to the layer's forward time"
+        : "pure: each column is its own op only");
+    pdbx_json_str(&ok, o, "stat", pdbx_stat_name(stat));
+    pdbx_json_str(&ok, o, "units", "ms");
+    pdbx_json_str(&ok, o, "per", "forward only, one micro-batch; layer columns per layer "
+                  "(averaged over the profiled layers); embed and lm_head once");
+    pdbx_json_str(&ok, o, "run_id", run->id);
+    pdbx_json_str(&ok, o, "model", run->model.name);
+    pdbx_json_str(&ok, o, "model_tag", model_tag);
+    pdbx_json_str(&ok, o, "gpu", run->gpu);
+    pdbx_json_str(&ok, o, "gpu_tag", gpu_tag);
+    pdbx_json_str(&ok, o, "backend", run->backend);
+    pdbx_json_str(&ok, o, "dtype", run->dtype);
+    pdbx_json_str(&ok, o, "device", run->device_name);
+    pdbx_json_num(&ok, o, "tp", m->tp);
+    pdbx_json_num(&ok, o, "pp", m->pp);
+    pdbx_json_num(&ok, o, "dp", m->dp);
+    pdbx_json_num(&ok, o, "seq_len", run->seq_len);
+    pdbx_json_num(&ok, o, "layers_profiled", run->layers_profiled);
+    pdbx_json_num(&ok, o, "layers", run->model.layers);
+    cJSON *mbs = cJSON_CreateArray();
+    for (int r = 0; mbs && r < m->rows; r++)
+        pdbx_json_put(&ok, mbs, NULL, cJSON_CreateNumber((double)(1L << r)));
+    pdbx_json_put(&ok, o, "mbs", mbs);
+    cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
+    for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
+        pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
+        uint32_t ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured;
+        pdbx_json_put(&ok, col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
+    }
+    pdbx_json_put(&ok, o, "columns", cols);
+    pdbx_json_put(&ok, o, "column_ops", col_ops);
+    pdbx_json_put(&ok, o, "ops_not_measured", string_array_of_ops(m->not_measured));
+    char source[128];
+    snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
+    pdbx_json_str(&ok, o, "source", source);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return text;
+}
+
+static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir,
+                     const char *model_tag, const char *gpu_tag, pdbx_attribution attr,
+                     pdbx_stat_kind stat, pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
+{
+    int rc = -1;
+    unsigned char *npy = NULL, *zip = NULL;
+    size_t npy_len = 0, zip_len = 0;
+    char *meta = NULL;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s_%s_%d.npz", dir, model_tag, gpu_tag, m->tp)
+        >= (int)sizeof path) {
+        pdbx_errf(err, errlen, "%s: path too long", dir);
+        goto out;
+    }
+    if (pdbx_npy_f64(m->values, (size_t)m->rows, PDBX_FASOP_COLS, &npy, &npy_len, err, errlen) != 0)
+        goto out;
+    meta = meta_json(run, m, model_tag, gpu_tag, attr, stat);
+    if (!meta) {
+        pdbx_errf(err, errlen, "%s: out of memory building meta.json", path);
+        goto out;
+    }
+    pdbx_zip_member members[2] = {
+        { "data.npy", npy, npy_len },
+        { "meta.json", meta, strlen(meta) },
+    };
+    if (pdbx_zip_stored(members, 2, &zip, &zip_len, err, errlen) != 0)
+        goto out;
+    if (pdbx_durable_write(path, zip, zip_len, err, errlen) != 0)
+        goto out;
+    if (wrote)
+        wrote(path, ctx);
+    rc = 0;
+out:
+    free(npy);
+    free(zip);
+    free(meta);
+    return rc;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,
+                    pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
+{
+    pdbx_npz_options defaults = { NULL, NULL, PDBX_ATTR_FASOP, PDBX_STAT_MEAN };
+    if (!opt)
+        opt = &defaults;
+    const char *model_tag = opt->model_tag ? opt->model_tag : run->model.tag;
+    const char *gpu_tag = opt->gpu_tag ? opt->gpu_tag : run->gpu_tag;
+    if (check_tag("model tag", model_tag, err, errlen) != 0
+        || check_tag("gpu tag", gpu_tag, err, errlen) != 0)
+        return -1;
+
+    int rc = -1;
+    size_t cap = run->npoints ? run->npoints : 1;
+    int (*configs)[3] = malloc(cap * sizeof *configs);
+    int *tps = malloc(cap * sizeof *tps);
+    fasop_matrix *best = malloc(sizeof *best), *cand = malloc(sizeof *cand);
+    if (!configs || !tps || !best || !cand) {
+        pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
+        goto out;
+    }
+    size_t nconfigs = pdbx_run_configs(run, configs, cap);
+    if (nconfigs == 0) {
+        pdbx_errf(err, errlen, "run %s has no points: nothing to export", run->id);
+        goto out;
+    }
+    size_t ntp = 0;
+    for (size_t i = 0; i < nconfigs; i++) {
+        size_t j = 0;
+        while (j < ntp && tps[j] != configs[i][0])
+            j++;
+        if (j == ntp)
+            tps[ntp++] = configs[i][0];
+    }
+    qsort(tps, ntp, sizeof *tps, cmp_int);
+    if (pdbx_export_mkdirs(dir, err, errlen) != 0)
+        goto out;
+
+    /* Every TP that can be written is written; the first TP that cannot is the error. */
+    char first_err[512] = "";
+    for (size_t t = 0; t < ntp; t++) {
+        int have = 0;
+        char tp_err[512] = "";
+        for (size_t i = 0; i < nconfigs; i++) {
+            if (configs[i][0] != tps[t])
+                continue;
+            char e[512];
+            if (build_matrix(run, configs[i][0], configs[i][1], configs[i][2], opt->attribution,
+                             opt->stat, cand, e, sizeof e) != 0) {
+                if (!tp_err[0])
+                    snprintf(tp_err, sizeof tp_err, "%s", e);
+                continue;
+            }
+            if (!have || cand->rows > best->rows) {   /* ties: the first config in plan order */
+                fasop_matrix *tmp = best;
+                best = cand;
+                cand = tmp;
+                have = 1;
+            }
+        }
+        if (!have) {
+            if (!first_err[0])
+                snprintf(first_err, sizeof first_err, "%s", tp_err);
+            continue;
+        }
+        if (write_npz(run, best, dir, model_tag, gpu_tag, opt->attribution, opt->stat,
+                      wrote, ctx, err, errlen) != 0)
+            goto out;
+    }
+    if (first_err[0]) {
+        pdbx_errf(err, errlen, "%s", first_err);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(configs);
+    free(tps);
+    free(best);
+    free(cand);
+    return rc;
+}

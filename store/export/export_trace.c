@@ -1,0 +1,296 @@
+/* export_trace.c: Chrome trace JSON (Trace Event Format) of one measured step per rank
+ * (export.h, docs/exports.md); Perfetto and chrome://tracing open it.
+ *
+ * {"traceEvents":[...], "displayTimeUnit":"ms", "metadata":{...}}
+ *  - one complete event {"ph":"X","name":op,"cat":class,"pid":rank,"tid":point,"ts":us,
+ *    "dur":us,"args":{"layer","mbs","tp","pp","dp"}} per entry of run->trace, i.e. per op
+ *    (per layer for layer ops) of the step the engine recorded on each rank; ts is relative to
+ *    that step's start, so every point's step starts at 0 on its own track (tid);
+ *  - metadata events ("ph":"M") name the processes "rank N" and the threads after the point.
+ * A run without trace events (an older or CPU-less recording) gets a synthesized step instead:
+ * for each ok point and each TP rank, the per-rank medians of the ops laid back to back in
+ * execution order (embed, layers_profiled x the layer ops, final_norm, lm_head), and the
+ * metadata says "synthesized": true. Nothing there was measured as a timeline.
+ */
+#include "store/util/err.h"
+#include "store/export/export.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "store/util/fs.h"
+#include "store/export/export_common.h"
+#include "store/version.h"
+
+static const pdbx_point *point_by_index(const pdbx_run *run, int index)
+{
+    if (index >= 0 && (size_t)index < run->npoints && run->points[index].index == index)
+        return &run->points[index];
+    for (size_t i = 0; i < run->npoints; i++)
+        if (run->points[i].index == index)
+            return &run->points[i];
+    return NULL;
+}
+
+static const char *op_category(pdbx_op op)
+{
+    if (pdbx_op_is_gemm(op))
+        return "gemm";
+    if (pdbx_op_is_comm(op))
+        return "comm";
+    switch (op) {
+    case PDBX_OP_EMBED: return "embedding";
+    case PDBX_OP_ATTN_CORE: return "attention";
+    case PDBX_OP_MLP_ACT_FN: return "activation";
+    default: return "norm";
+    }
+}
+
+/* Appends one complete event; returns 0 or -1 when cJSON ran out of memory. */
+static int add_complete(cJSON *events, const pdbx_point *pt, int point_index, int rank, int layer,
+                        pdbx_op op, double ts_us, double dur_us)
+{
+    int ok = 1;
+    cJSON *e = cJSON_CreateObject(), *args = cJSON_CreateObject();
+    if (e) {
+        pdbx_json_str(&ok, e, "name", pdbx_op_name(op));
+        pdbx_json_str(&ok, e, "cat", op_category(op));
+        pdbx_json_str(&ok, e, "ph", "X");
+        pdbx_json_num(&ok, e, "pid", rank);
+        pdbx_json_num(&ok, e, "tid", point_index);
+        pdbx_json_num(&ok, e, "ts", ts_us);
+        pdbx_json_num(&ok, e, "dur", dur_us);
+    }
+    if (args) {
+        pdbx_json_num(&ok, args, "layer", layer);
+        if (pt) {
+            pdbx_json_num(&ok, args, "mbs", pt->mbs);
+            pdbx_json_num(&ok, args, "tp", pt->tp);
+            pdbx_json_num(&ok, args, "pp", pt->pp);
+            pdbx_json_num(&ok, args, "dp", pt->dp);
+        }
+    }
+    pdbx_json_put(&ok, e, "args", args);
+    pdbx_json_put(&ok, events, NULL, e);
+    return ok ? 0 : -1;
+}
+
+/* A metadata event naming a process (tid < 0) or a thread. */
+static int add_name_meta(cJSON *events, const char *what, int pid, int tid, const char *name)
+{
+    int ok = 1;
+    cJSON *e = cJSON_CreateObject(), *args = cJSON_CreateObject();
+    if (e) {
+        pdbx_json_str(&ok, e, "name", what);
+        pdbx_json_str(&ok, e, "ph", "M");
+        pdbx_json_num(&ok, e, "pid", pid);
+        if (tid >= 0)
+            pdbx_json_num(&ok, e, "tid", tid);
+    }
+    if (args)
+        pdbx_json_str(&ok, args, "name", name);
+    pdbx_json_put(&ok, e, "args", args);
+    pdbx_json_put(&ok, events, NULL, e);
+    return ok ? 0 : -1;
+}
+
+/* The (rank, point) tracks the events use, collected, then named once each. */
+typedef struct {
+    int rank, point;
+} track;
+
+typedef struct {
+    track *v;
+    size_t n, cap;
+} track_set;
+
+static int track_add(track_set *s, int rank, int point)
+{
+    if (s->n > 0 && s->v[s->n - 1].rank == rank && s->v[s->n - 1].point == point)
+        return 0;                 /* events of one track come together: skip the common repeat */
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        track *p = realloc(s->v, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n].rank = rank;
+    s->v[s->n].point = point;
+    s->n++;
+    return 0;
+}
+
+static int track_cmp(const void *a, const void *b)
+{
+    const track *x = a, *y = b;
+    if (x->rank != y->rank)
+        return (x->rank > y->rank) - (x->rank < y->rank);
+    return (x->point > y->point) - (x->point < y->point);
+}
+
+static int name_tracks(cJSON *events, const pdbx_run *run, track_set *s)
+{
+    if (s->n == 0)
+        return 0;
+    qsort(s->v, s->n, sizeof *s->v, track_cmp);
+    char name[128];
+    for (size_t i = 0; i < s->n; i++) {
+        if (i > 0 && track_cmp(&s->v[i - 1], &s->v[i]) == 0)
+            continue;
+        int rank = s->v[i].rank, point = s->v[i].point;
+        if (i == 0 || s->v[i - 1].rank != rank) {
+            snprintf(name, sizeof name, "rank %d", rank);
+            if (add_name_meta(events, "process_name", rank, -1, name) != 0)
+                return -1;
+        }
+        const pdbx_point *pt = point_by_index(run, point);
+        if (pt)
+            snprintf(name, sizeof name, "point %d: TP %d PP %d DP %d MBS %d", point, pt->tp,
+                     pt->pp, pt->dp, pt->mbs);
+        else
+            snprintf(name, sizeof name, "point %d", point);
+        if (add_name_meta(events, "thread_name", rank, point, name) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static double rank_median(const pdbx_cell *c, int rank)
+{
+    if (c->rank && rank < c->nranks)
+        return c->rank[rank].median;
+    return c->stats.median;
+}
+
+/* The synthesized step of one point on one rank: medians back to back, execution order. */
+static int synthesize_point(cJSON *events, const pdbx_run *run, const pdbx_point *pt, int rank,
+                            size_t *count)
+{
+    double t = 0.0;
+    int layers = run->layers_profiled > 0 ? run->layers_profiled : 1;
+    for (int pass = 0; pass < 3; pass++) {
+        /* pass 0: embed; pass 1: the layer ops, once per profiled layer; pass 2: the tail */
+        int nlayers = pass == 1 ? layers : 1;
+        for (int layer = 0; layer < nlayers; layer++) {
+            for (int op = 0; op < PDBX_OP_COUNT; op++) {
+                int per_layer = pdbx_op_is_per_layer((pdbx_op)op);
+                if ((pass == 1) != per_layer || (pass == 0 && op != PDBX_OP_EMBED)
+                    || (pass == 2 && op == PDBX_OP_EMBED))
+                    continue;
+                const pdbx_cell *c = &pt->op[op];
+                double ms = c->valid ? rank_median(c, rank) : NAN;
+                if (!isfinite(ms))
+                    continue;
+                if (add_complete(events, pt, pt->index, rank, per_layer ? layer : -1, (pdbx_op)op,
+                                 t, ms * 1000.0) != 0)
+                    return -1;
+                t += ms * 1000.0;
+                (*count)++;
+            }
+        }
+    }
+    return 0;
+}
+
+int pdbx_export_trace(const pdbx_run *run, const char *file,
+                      pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
+{
+    int rc = -1;
+    track_set tracks = { 0 };
+    char *text = NULL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
+    if (!events) {
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
+        goto out;
+    }
+    size_t count = 0;
+    int synthesized = run->ntrace == 0;
+    if (!synthesized) {
+        for (size_t i = 0; i < run->ntrace; i++) {
+            const pdbx_trace_event *ev = &run->trace[i];
+            const pdbx_point *pt = point_by_index(run, ev->point);
+            if (track_add(&tracks, ev->rank, ev->point) != 0
+                || add_complete(events, pt, ev->point, ev->rank, ev->layer, ev->op,
+                                ev->start_us, ev->dur_us) != 0) {
+                pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
+                goto out;
+            }
+            count++;
+        }
+    } else {
+        for (size_t i = 0; i < run->npoints; i++) {
+            const pdbx_point *pt = &run->points[i];
+            if (pt->status != PDBX_POINT_OK)
+                continue;
+            int nranks = 1;
+            for (int op = 0; op < PDBX_OP_COUNT; op++)
+                if (pt->op[op].valid && pt->op[op].rank && pt->op[op].nranks > nranks)
+                    nranks = pt->op[op].nranks;
+            for (int r = 0; r < nranks; r++) {
+                if (track_add(&tracks, r, pt->index) != 0
+                    || synthesize_point(events, run, pt, r, &count) != 0) {
+                    pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
+                    goto out;
+                }
+            }
+        }
+    }
+    if (count == 0) {
+        pdbx_errf(err, errlen, "run %s has neither trace events nor an ok point: nothing "
+                        "to write to %s", run->id, file);
+        goto out;
+    }
+    if (name_tracks(events, run, &tracks) != 0) {
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
+        goto out;
+    }
+    int ok = 1;
+    pdbx_json_str(&ok, root, "displayTimeUnit", "ms");
+    cJSON *meta = cJSON_CreateObject();
+    if (meta) {
+        pdbx_json_str(&ok, meta, "run_id", run->id);
+        pdbx_json_str(&ok, meta, "model", run->model.name);
+        pdbx_json_str(&ok, meta, "gpu", run->gpu);
+        pdbx_json_str(&ok, meta, "backend", run->backend);
+        pdbx_json_str(&ok, meta, "dtype", run->dtype);
+        pdbx_json_str(&ok, meta, "device", run->device_name);
+        pdbx_json_num(&ok, meta, "layers_profiled", run->layers_profiled);
+        pdbx_json_num(&ok, meta, "seq_len", run->seq_len);
+        pdbx_json_bool(&ok, meta, "synthesized", synthesized);
+        pdbx_json_str(&ok, meta, "note", synthesized
+            ? "synthesized: the run recorded no trace events; each track lays the per-rank "
+              "medians of the ops back to back in execution order (not a measured timeline)"
+            : "one measured step per rank as the engine recorded it; pid = rank, tid = point; "
+              "ts and dur in microseconds relative to the step start");
+        char source[128];
+        snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
+        pdbx_json_str(&ok, meta, "source", source);
+    }
+    pdbx_json_put(&ok, root, "metadata", meta);
+    if (!ok) {
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
+        goto out;
+    }
+    text = cJSON_PrintUnformatted(root);
+    if (!text) {
+        pdbx_errf(err, errlen, "%s: out of memory printing the trace", file);
+        goto out;
+    }
+    if (pdbx_durable_write(file, text, strlen(text), err, errlen) != 0)
+        goto out;
+    if (wrote)
+        wrote(file, ctx);
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    free(text);
+    free(tracks.v);
+    return rc;
+}

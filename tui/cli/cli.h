@@ -1,0 +1,180 @@
+/* cli.h: the contract shared by the `pdbx` subcommands (tui/cli_*.c) and their dispatcher
+ * (tui/pdbx_main.c).
+ *
+ * A subcommand is a handler `int fn(int argc, char **argv)` with argv[0] the subcommand's
+ * name; it returns the process exit status:
+ *   PDBX_EXIT_OK (0)     done
+ *   PDBX_EXIT_FAIL (1)   the command could not do its job (I/O, a corrupt or failed export ...)
+ *   PDBX_EXIT_USAGE (2)  the command line is wrong: unknown option, bad value, missing or extra
+ *                        argument, a RUN that names no run or more than one
+ * Every error is ONE line on stderr, "pdbx CMD: what is wrong", naming the option or value at
+ * fault and what is allowed, e.g.
+ *   pdbx show: --stat: 'avg' is not one of mean, median, min, max, std
+ * Results go to stdout only, so `pdbx show RUN --format csv > f.csv` is clean.
+ *
+ * Options are declared once per subcommand in a pdbx_cli_opt table: pdbx_cli_parse() builds
+ * the getopt_long table from it, handles --help (prints the help generated from the same
+ * table) and reports unknown options, missing values and wrong positional counts. Every
+ * subcommand accepts --help/-h, and --store DIR where it reads or writes the store.
+ */
+#ifndef PDBX_CLI_H
+#define PDBX_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "engine/plan/plan.h"
+#include "store/store.h"
+
+enum { PDBX_EXIT_OK = 0, PDBX_EXIT_FAIL = 1, PDBX_EXIT_USAGE = 2 };
+
+/* ---- the subcommand table (pdbx_main.c) ------------------------------------------------ */
+typedef int (*pdbx_cli_handler)(int argc, char **argv);
+
+typedef struct {
+    const char *name;          /* what the user types: "show" */
+    const char *summary;       /* one line for `pdbx --help` */
+    pdbx_cli_handler run;
+} pdbx_cli_command;
+
+/* Handlers of the subcommands. run/attach/cancel live in tui/cli/cli_run.c (engine helper), the
+ * explorer's entry point in the tui helper's files; they are declared here so wiring one into
+ * the table in pdbx_main.c is a one-line change. */
+int pdbx_cmd_ls(int argc, char **argv);
+int pdbx_cmd_show(int argc, char **argv);
+int pdbx_cmd_diff(int argc, char **argv);
+int pdbx_cmd_export(int argc, char **argv);
+int pdbx_cmd_plan(int argc, char **argv);
+int pdbx_cmd_record(int argc, char **argv);
+int pdbx_cmd_import(int argc, char **argv);
+int pdbx_cmd_run(int argc, char **argv);
+int pdbx_cmd_attach(int argc, char **argv);
+int pdbx_cmd_cancel(int argc, char **argv);
+/* `pdbx` without a subcommand until the explorer lands: the plan of the `quick` preset and the
+ * store listing. argv[0] is "pdbx"; accepts --store DIR. */
+int pdbx_cmd_overview(int argc, char **argv);
+
+/* ---- option tables and parsing (cli_common.c) ----------------------------------------- */
+typedef struct {
+    const char *name;          /* long name without "--"; NULL ends a table */
+    const char *arg;           /* value placeholder for help ("N", "DIR"); NULL: a flag */
+    const char *help;          /* one line */
+} pdbx_cli_opt;
+
+typedef struct {
+    const char *name;          /* subcommand, as in "pdbx NAME" */
+    const char *args;          /* positional synopsis, e.g. "RUN" or "RUN_A RUN_B" ("" none) */
+    const char *about;         /* a few lines printed under the usage line by --help */
+    const pdbx_cli_opt *opts;  /* NULL-name terminated; --help is added automatically */
+    int min_args, max_args;    /* positional argument counts accepted */
+} pdbx_cli_spec;
+
+/* Called once per option in command-line order with the option's table entry and its value
+ * (NULL for a flag). Returns 0, or -1 after writing a one-line reason to err (without the
+ * "pdbx CMD: " prefix, which the parser adds). */
+typedef int (*pdbx_cli_opt_fn)(const pdbx_cli_opt *opt, const char *value, void *ctx,
+                               char *err, size_t errlen);
+
+#define PDBX_CLI_HELP_SHOWN (-100)   /* pdbx_cli_parse printed --help: exit 0 */
+
+/* Parses argv (argv[0] = the subcommand). Options may come before or after positionals; "--"
+ * ends options. On success returns 0 and points *pos at the npos positional arguments (inside
+ * argv). Returns PDBX_CLI_HELP_SHOWN after printing --help to stdout, or PDBX_EXIT_USAGE after
+ * printing one error line. */
+int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_opt_fn fn,
+                   void *ctx, char ***pos, int *npos);
+/* Exit status for a parse result: 0 for help, the usage code otherwise. */
+int pdbx_cli_parse_exit(int parse_rc);
+void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out);
+
+/* "pdbx CMD: <message>\n" on stderr. Returns code, so `return pdbx_cli_fail(...)` reads well. */
+int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Value checks for option callbacks: on error they write "--OPT: 'VALUE' is ..." into err. */
+int pdbx_cli_int(const char *opt, const char *value, long min, long max, int *out,
+                 char *err, size_t errlen);
+/* value must be one of the NULL-terminated choices; *out is its index. */
+int pdbx_cli_choice(const char *opt, const char *value, const char *const *choices, int *out,
+                    char *err, size_t errlen);
+/* mean|median|min|max|std -> pdbx_stat_kind. */
+int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_t errlen);
+
+/* ---- the store and runs ---------------------------------------------------------------- */
+/* Opens --store DIR (dir != NULL) or the default store ($PDBX_STORE, $XDG_DATA_HOME/pdbx,
+ * ~/.local/share/pdbx). The default store is created when missing; an explicit DIR must
+ * already be a store unless create != 0. Prints the error and returns an exit code on failure. */
+int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store **out);
+/* Loads RUN: a unique id prefix (or whole id) in the store, or a path to a run file (it
+ * contains '/'). The run is pdbx_run_init'ed here; free it with pdbx_run_free. An unknown or
+ * ambiguous prefix is a usage error (2); an unreadable file a failure (1). */
+int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run *run);
+
+/* ---- table columns over a point's cells (show, diff) ------------------------------------ */
+/* A column is one op (pure attribution) or one FASOP column (fasop attribution: the ops its
+ * module timing folds in). Its value in a point is the sum of the chosen statistic over the
+ * column's valid op cells; invalid when none is valid. */
+typedef struct {
+    char name[32];
+    uint32_t ops;              /* PDBX_OP_BIT mask */
+    int per_layer;             /* every op of the column runs once per layer */
+} pdbx_cli_col;
+
+#define PDBX_CLI_MAX_COLS PDBX_OP_COUNT
+/* Fills out[PDBX_CLI_MAX_COLS]; returns the column count. */
+size_t pdbx_cli_columns(int fasop, pdbx_cli_col *out);
+/* 1 and *value when the column has a valid cell in p, else 0. */
+int pdbx_cli_cell(const pdbx_point *p, const pdbx_cli_col *col, pdbx_stat_kind stat, double *value);
+/* A point's row: every column's value plus "layer" (the sum of the per-layer columns: one
+ * layer's forward) and "total" (every valid column). No totals for std (a sum of standard
+ * deviations is not the deviation of a sum). */
+typedef struct {
+    double v[PDBX_CLI_MAX_COLS];
+    int valid[PDBX_CLI_MAX_COLS];
+    double layer, total;
+    int layer_valid, total_valid;
+} pdbx_cli_row;
+void pdbx_cli_row_fill(const pdbx_point *p, const pdbx_cli_col *cols, size_t ncols,
+                       pdbx_stat_kind stat, pdbx_cli_row *r);
+/* The attribution choices, in option order: "pure", "fasop". */
+extern const char *const pdbx_cli_attributions[];
+enum { PDBX_CLI_ATTR_PURE = 0, PDBX_CLI_ATTR_FASOP = 1 };
+
+/* ---- pieces shared between subcommands (the overview reuses ls and plan) -------------- */
+/* Prints the store listing (table or JSON) to out. Returns an exit code (errors printed). */
+int pdbx_cli_list_runs(const char *cmd, pdbx_store *st, int json, FILE *out);
+/* Validates spec, expands it and prints the plan (table or JSON). Returns an exit code. */
+int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *out);
+/* Prints a JSON document (indented, one trailing newline) to out; 0, or -1 out of memory. */
+int pdbx_cli_print_json(FILE *out, const cJSON *doc);
+
+/* ---- spec fields as options (`pdbx plan`, `pdbx run`) -----------------------------------
+ * Every field pdbx_spec_set accepts is also an option, '_' spelled '-' (--seq-len 2048), applied
+ * in command-line order after the preset is loaded. */
+typedef struct {
+    pdbx_cli_opt *opts;        /* the command's own options, then one per spec field */
+    size_t nextra;             /* how many of opts are the command's own */
+    struct { const char *field, *value; } *ov;   /* overrides seen, in order */
+    size_t nov, cap;
+} pdbx_cli_spec_opts;
+/* Builds opts from the command's own (extra, NULL-name terminated) plus the spec fields. */
+int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra);
+void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so);
+/* Records one option that is a spec field (call from the handler for options past nextra). */
+int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
+                           char *err, size_t errlen);
+/* 1 when opt is one of the spec-field options. */
+int pdbx_cli_spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt);
+/* Loads SPEC|PRESET (NULL: defaults) into spec and applies the overrides; on error prints the
+ * one-line message for cmd and returns the exit code (PDBX_EXIT_USAGE), else 0. */
+int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,
+                        pdbx_spec *spec);
+
+/* ---- shared output helpers -------------------------------------------------------------- */
+/* Writes one CSV field (RFC 4180 quoting when needed). */
+void pdbx_csv_field(FILE *out, const char *s);
+/* The distinct (tp, pp, dp) configs of a run, optionally only those with tp == only_tp
+ * (only_tp <= 0: all). Returns the count written. */
+size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], size_t cap);
+
+#endif

@@ -1,0 +1,480 @@
+/* cli_common.c: option parsing, one-line errors, the store and run look-ups shared by the
+ * `pdbx` subcommands (see cli.h). */
+#include "tui/cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPT_BASE 1000          /* getopt_long val of opts[i] is OPT_BASE + i */
+#define CLI_ERR_MAX 1024
+
+int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
+{
+    char msg[CLI_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One line, always: a message from a lower layer must not break the contract. */
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    if (cmd && *cmd)
+        fprintf(stderr, "pdbx %s: %s\n", cmd, msg);
+    else
+        fprintf(stderr, "pdbx: %s\n", msg);
+    return code;
+}
+
+int pdbx_cli_parse_exit(int parse_rc)
+{
+    return parse_rc == PDBX_CLI_HELP_SHOWN ? PDBX_EXIT_OK : PDBX_EXIT_USAGE;
+}
+
+void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
+{
+    fprintf(out, "usage: pdbx%s%s%s%s [options]\n", *spec->name ? " " : "", spec->name,
+            spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
+    if (spec->about && *spec->about)
+        fprintf(out, "\n%s\n", spec->about);
+    fprintf(out, "\noptions:\n");
+    size_t w = strlen("-h, --help");
+    for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
+        size_t l = 2 + strlen(o->name) + (o->arg ? 1 + strlen(o->arg) : 0);
+        if (l > w)
+            w = l;
+    }
+    for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
+        char left[256];
+        snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        fprintf(out, "  %-*s  %s\n", (int)w, left, o->help ? o->help : "");
+    }
+    fprintf(out, "  %-*s  %s\n", (int)w, "-h, --help", "print this help and exit");
+}
+
+/* Edit distance, for "did you mean" on unknown options. Short strings only. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return (size_t)-1;
+    size_t prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
+    }
+    return prev[lb];
+}
+
+static const char *closest_option(const pdbx_cli_spec *spec, const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = 3;         /* suggest only within two edits */
+    for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
+        size_t d = edit_distance(name, o->name);
+        if (d < best_d) {
+            best_d = d;
+            best = o->name;
+        }
+    }
+    return best;
+}
+
+static int unknown_option(const pdbx_cli_spec *spec, const char *arg)
+{
+    char name[128];
+    const char *s = arg;
+    while (*s == '-')
+        s++;
+    snprintf(name, sizeof name, "%s", s);
+    name[strcspn(name, "=")] = '\0';
+    char help[96];
+    snprintf(help, sizeof help, "pdbx%s%s --help", *spec->name ? " " : "", spec->name);
+    const char *hint = closest_option(spec, name);
+    if (hint)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name,
+                             "unknown option '%s' (did you mean '--%s'? see '%s')", arg, hint, help);
+    return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "unknown option '%s' (see '%s')", arg, help);
+}
+
+int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_opt_fn fn,
+                   void *ctx, char ***pos, int *npos)
+{
+    int rc = PDBX_EXIT_USAGE;
+    size_t nopts = 0;
+    while (spec->opts && spec->opts[nopts].name)
+        nopts++;
+    struct option *lo = calloc(nopts + 2, sizeof *lo);
+    if (!lo)
+        return pdbx_cli_fail(PDBX_EXIT_FAIL, spec->name, "out of memory");
+    for (size_t i = 0; i < nopts; i++) {
+        lo[i].name = spec->opts[i].name;
+        lo[i].has_arg = spec->opts[i].arg ? required_argument : no_argument;
+        lo[i].val = OPT_BASE + (int)i;
+    }
+    lo[nopts].name = "help";
+    lo[nopts].has_arg = no_argument;
+    lo[nopts].val = 'h';
+
+    opterr = 0;                /* our own one-line messages */
+    optind = 0;                /* glibc: full re-initialisation (a second parse in-process) */
+    for (;;) {
+        int c = getopt_long(argc, argv, ":h", lo, NULL);
+        if (c == -1)
+            break;
+        const char *cur = argv[optind - 1 < argc ? optind - 1 : argc - 1];
+        if (c == 'h') {
+            pdbx_cli_print_help(spec, stdout);
+            rc = PDBX_CLI_HELP_SHOWN;
+            goto done;
+        }
+        if (c == ':') {
+            const char *name = cur;
+            while (*name == '-')
+                name++;
+            for (size_t i = 0; i < nopts; i++)
+                if (optopt == OPT_BASE + (int)i)
+                    name = spec->opts[i].name;
+            char n2[128];
+            snprintf(n2, sizeof n2, "%s", name);
+            n2[strcspn(n2, "=")] = '\0';
+            const char *what = "a value";
+            for (size_t i = 0; i < nopts; i++)
+                if (strcmp(spec->opts[i].name, n2) == 0 && spec->opts[i].arg)
+                    what = spec->opts[i].arg;
+            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--%s needs a value (%s)", n2, what);
+            goto done;
+        }
+        if (c == '?') {
+            if (optopt >= OPT_BASE && optopt < OPT_BASE + (int)nopts) {
+                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--%s takes no value (got '%s')",
+                                   spec->opts[optopt - OPT_BASE].name, cur);
+            } else if (optopt == 'h') {
+                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--help takes no value");
+            } else if (optopt > 0 && optopt < 256) {
+                char shortopt[3] = { '-', (char)optopt, '\0' };
+                rc = unknown_option(spec, shortopt);
+            } else {
+                rc = unknown_option(spec, cur);
+            }
+            goto done;
+        }
+        if (c < OPT_BASE || c >= OPT_BASE + (int)nopts) {
+            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "unexpected option '%s'", cur);
+            goto done;
+        }
+        char err[CLI_ERR_MAX] = "";
+        if (fn && fn(&spec->opts[c - OPT_BASE], optarg, ctx, err, sizeof err) != 0) {
+            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "%s",
+                               err[0] ? err : "bad option value");
+            goto done;
+        }
+    }
+    int n = argc - optind;
+    if (n < spec->min_args) {
+        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "missing argument: usage: pdbx %s %s",
+                           spec->name, spec->args);
+        goto done;
+    }
+    if (n > spec->max_args) {
+        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name,
+                           "unexpected argument '%s' (usage: pdbx%s%s%s%s)",
+                           argv[optind + spec->max_args], *spec->name ? " " : "", spec->name,
+                           spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
+        goto done;
+    }
+    *pos = argv + optind;
+    *npos = n;
+    rc = 0;
+done:
+    free(lo);
+    return rc;
+}
+
+int pdbx_cli_int(const char *opt, const char *value, long min, long max, int *out,
+                 char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (!*value || *end || errno == ERANGE) {
+        snprintf(err, errlen, "--%s: '%s' is not an integer", opt, value);
+        return -1;
+    }
+    if (v < min || v > max || v < INT_MIN || v > INT_MAX) {
+        snprintf(err, errlen, "--%s: %ld is out of range (allowed: %ld..%ld)", opt, v, min, max);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int pdbx_cli_choice(const char *opt, const char *value, const char *const *choices, int *out,
+                    char *err, size_t errlen)
+{
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(value, choices[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    size_t used = (size_t)snprintf(err, errlen, "--%s: '%s' is not one of ", opt, value);
+    for (int i = 0; choices[i] && used < errlen; i++)
+        used += (size_t)snprintf(err + used, errlen - used, "%s%s", i ? ", " : "", choices[i]);
+    return -1;
+}
+
+int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_t errlen)
+{
+    const char *names[PDBX_STAT_COUNT_KINDS + 1];
+    for (int k = 0; k < PDBX_STAT_COUNT_KINDS; k++)
+        names[k] = pdbx_stat_name((pdbx_stat_kind)k);
+    names[PDBX_STAT_COUNT_KINDS] = NULL;
+    return pdbx_cli_choice(opt, value, names, out, err, errlen);
+}
+
+int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store **out)
+{
+    char err[CLI_ERR_MAX] = "";
+    char def[4096];
+    *out = NULL;
+    if (dir && !*dir)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "--store: the value is empty (allowed: a store directory)");
+    if (!dir) {
+        if (pdbx_store_default_dir(def, sizeof def, err, sizeof err) != 0)
+            return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : "no default store");
+        dir = def;
+        create = 1;            /* the default store is ours to create */
+    }
+    if (pdbx_store_open(dir, create, out, err, sizeof err) != 0) {
+        *out = NULL;
+        return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : dir);
+    }
+    return PDBX_EXIT_OK;
+}
+
+int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run *run)
+{
+    char err[CLI_ERR_MAX] = "";
+    pdbx_run_init(run);
+    if (strchr(ref, '/')) {
+        if (pdbx_run_load_file(ref, run, err, sizeof err) != 0) {
+            pdbx_run_free(run);
+            pdbx_run_init(run);
+            return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : ref);
+        }
+        /* Any file loads (a damaged one as CORRUPT); one without a run_start is not a run. */
+        if (!run->id[0]) {
+            int damaged = run->status == PDBX_RUN_CORRUPT && run->end_reason[0];
+            int rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s: not a pdbx run file or recording "
+                                   "(no run_start event%s%s)", ref, damaged ? "; " : "",
+                                   damaged ? run->end_reason : "");
+            pdbx_run_free(run);
+            pdbx_run_init(run);
+            return rc;
+        }
+        return PDBX_EXIT_OK;
+    }
+    char id[PDBX_RUN_ID_MAX];
+    if (pdbx_store_resolve(st, ref, id, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err[0] ? err : ref);
+    if (pdbx_run_load(st, id, run, err, sizeof err) != 0) {
+        pdbx_run_free(run);
+        pdbx_run_init(run);
+        return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : id);
+    }
+    return PDBX_EXIT_OK;
+}
+
+void pdbx_csv_field(FILE *out, const char *s)
+{
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], size_t cap)
+{
+    int all[256][3];
+    size_t n = pdbx_run_configs(run, all, sizeof all / sizeof all[0]);
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < cap; i++) {
+        if (only_tp > 0 && all[i][0] != only_tp)
+            continue;
+        memcpy(out[k++], all[i], sizeof all[i]);
+    }
+    return k;
+}
+
+const char *const pdbx_cli_attributions[] = { "pure", "fasop", NULL };
+
+size_t pdbx_cli_columns(int fasop, pdbx_cli_col *out)
+{
+    size_t n = 0;
+    if (!fasop) {
+        for (int op = 0; op < PDBX_OP_COUNT; op++, n++) {
+            snprintf(out[n].name, sizeof out[n].name, "%s", pdbx_op_name((pdbx_op)op));
+            out[n].ops = PDBX_OP_BIT(op);
+            out[n].per_layer = pdbx_op_is_per_layer((pdbx_op)op);
+        }
+        return n;
+    }
+    for (int c = 0; c < PDBX_FASOP_COLS; c++, n++) {
+        snprintf(out[n].name, sizeof out[n].name, "%s", pdbx_fasop_col_name(c));
+        out[n].ops = pdbx_fasop_col_ops(c, 1);
+        out[n].per_layer = 1;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if ((out[n].ops & PDBX_OP_BIT(op)) && !pdbx_op_is_per_layer((pdbx_op)op))
+                out[n].per_layer = 0;
+    }
+    return n;
+}
+
+int pdbx_cli_cell(const pdbx_point *p, const pdbx_cli_col *col, pdbx_stat_kind stat, double *value)
+{
+    int valid = 0;
+    double sum = 0.0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        if (!(col->ops & PDBX_OP_BIT(op)) || !p->op[op].valid)
+            continue;
+        sum += pdbx_stats_get(&p->op[op].stats, stat);
+        valid = 1;
+    }
+    *value = sum;
+    return valid;
+}
+
+void pdbx_cli_row_fill(const pdbx_point *p, const pdbx_cli_col *cols, size_t ncols,
+                       pdbx_stat_kind stat, pdbx_cli_row *r)
+{
+    memset(r, 0, sizeof *r);
+    for (size_t c = 0; c < ncols && c < PDBX_CLI_MAX_COLS; c++) {
+        r->valid[c] = pdbx_cli_cell(p, &cols[c], stat, &r->v[c]);
+        if (!r->valid[c])
+            continue;
+        r->total += r->v[c];
+        r->total_valid = 1;
+        if (cols[c].per_layer) {
+            r->layer += r->v[c];
+            r->layer_valid = 1;
+        }
+    }
+    if (stat == PDBX_STAT_STD)
+        r->layer_valid = r->total_valid = 0;
+}
+
+/* ---- spec fields as options ---------------------------------------------------------------- */
+int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra)
+{
+    memset(so, 0, sizeof *so);
+    const char *const *names = pdbx_spec_field_names();
+    size_t nf = 0, ne = 0;
+    while (names && names[nf])
+        nf++;
+    while (extra && extra[ne].name)
+        ne++;
+    so->opts = calloc(ne + nf + 1, sizeof *so->opts);
+    if (!so->opts)
+        return -1;
+    memcpy(so->opts, extra, ne * sizeof *extra);
+    so->nextra = ne;
+    for (size_t i = 0; i < nf; i++) {
+        char *name = strdup(names[i]);
+        if (!name) {
+            pdbx_cli_spec_opts_free(so);
+            return -1;
+        }
+        for (char *p = name; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        so->opts[ne + i] = (pdbx_cli_opt){ name, "VALUE", "spec field (see docs/spec.md)" };
+    }
+    return 0;
+}
+
+void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so)
+{
+    for (size_t i = so->nextra; so->opts && so->opts[i].name; i++)
+        free((char *)so->opts[i].name);   /* the field options own their names */
+    free(so->opts);
+    free(so->ov);
+    memset(so, 0, sizeof *so);
+}
+
+int pdbx_cli_spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt)
+{
+    return opt >= so->opts + so->nextra && opt->name != NULL;
+}
+
+int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
+                           char *err, size_t errlen)
+{
+    if (so->nov == so->cap) {
+        size_t cap = so->cap ? so->cap * 2 : 16;
+        void *ov = realloc(so->ov, cap * sizeof *so->ov);
+        if (!ov) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        so->ov = ov;
+        so->cap = cap;
+    }
+    so->ov[so->nov].field = opt->name;
+    so->ov[so->nov].value = value;
+    so->nov++;
+    return 0;
+}
+
+int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,
+                        pdbx_spec *spec)
+{
+    char err[1024] = "";
+    pdbx_spec_defaults(spec);
+    if (name && pdbx_spec_load(name, spec, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    for (size_t i = 0; i < so->nov; i++) {
+        char field[64];
+        snprintf(field, sizeof field, "%s", so->ov[i].field);
+        for (char *p = field; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        if (pdbx_spec_set(spec, field, so->ov[i].value, err, sizeof err) != 0) {
+            /* The planner's message names the field already ("seq_len: ..."); else say which. */
+            if (strncmp(err, field, strlen(field)) == 0)
+                return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+            return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "--%s: %s", so->ov[i].field, err);
+        }
+    }
+    return 0;
+}
+
+int pdbx_cli_print_json(FILE *out, const cJSON *doc)
+{
+    char *text = cJSON_Print(doc);
+    if (!text)
+        return -1;
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return 0;
+}

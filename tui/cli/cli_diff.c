@@ -1,0 +1,325 @@
+/* cli_diff.c: `pdbx diff RUN_A RUN_B`: the ratio B/A of every cell the two runs have in common
+ * (same config, MBS and op, ok in both), per config as a table MBS x ops, then the geometric
+ * mean of the ratios per op over all common cells. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "tui/cli/cli.h"
+#include "store/util/fmt.h"
+
+static const pdbx_cli_opt diff_opts[] = {
+    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    { "stat", "STAT", "statistic compared: mean (default), median, min, max, std" },
+    { "format", "FMT", "table (default), json or csv (csv: one row per common cell)" },
+    { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" },
+    { NULL, NULL, NULL },
+};
+
+static const pdbx_cli_spec diff_spec = {
+    .name = "diff", .args = "RUN_A RUN_B", .opts = diff_opts, .min_args = 2, .max_args = 2,
+    .about = "Compares two runs cell by cell: for every (config, MBS, op) measured ok in both, the\n"
+             "ratio B/A of the statistic (below 1: B is faster), then the geometric mean of the\n"
+             "ratios per op over all common cells. 'layer' and 'total' compare the row sums.\n"
+             "RUN is a unique prefix of a run id, or a path to a run file or recording.",
+};
+
+enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV };
+static const char *const formats[] = { "table", "json", "csv", NULL };
+
+typedef struct {
+    const char *store;
+    int stat, format, attribution;
+} diff_args;
+
+static int diff_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
+{
+    diff_args *a = ctx;
+    if (strcmp(opt->name, "store") == 0) {
+        a->store = value;
+        return 0;
+    }
+    if (strcmp(opt->name, "stat") == 0)
+        return pdbx_cli_stat(opt->name, value, &a->stat, err, errlen);
+    if (strcmp(opt->name, "format") == 0)
+        return pdbx_cli_choice(opt->name, value, formats, &a->format, err, errlen);
+    if (strcmp(opt->name, "attribution") == 0)
+        return pdbx_cli_choice(opt->name, value, pdbx_cli_attributions, &a->attribution, err, errlen);
+    return 0;
+}
+
+#define MAX_DCOLS (PDBX_CLI_MAX_COLS + 2)   /* ops..., layer, total */
+
+/* One common cell: A's and B's values of column `col` at (config, MBS). */
+typedef struct {
+    int cfg[3], mbs;
+    size_t col;
+    double a, b;
+} diff_cell;
+
+typedef struct {
+    char names[MAX_DCOLS][32];
+    size_t ncols;              /* including layer and total */
+    diff_cell *cells;
+    size_t ncells, cap;
+    double logsum[MAX_DCOLS];
+    size_t count[MAX_DCOLS];
+} diff_result;
+
+static int add_cell(diff_result *d, const int cfg[3], int mbs, size_t col, double a, double b)
+{
+    if (!(a > 0.0) || !(b > 0.0) || !isfinite(a) || !isfinite(b))
+        return 0;              /* a ratio needs two positive times */
+    if (d->ncells == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 256;
+        diff_cell *c = realloc(d->cells, cap * sizeof *c);
+        if (!c)
+            return -1;
+        d->cells = c;
+        d->cap = cap;
+    }
+    diff_cell *c = &d->cells[d->ncells++];
+    memcpy(c->cfg, cfg, sizeof c->cfg);
+    c->mbs = mbs;
+    c->col = col;
+    c->a = a;
+    c->b = b;
+    d->logsum[col] += log(b / a);
+    d->count[col]++;
+    return 0;
+}
+
+static const pdbx_point *find_point(const pdbx_point **pts, size_t n, int mbs)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pts[i]->mbs == mbs)
+            return pts[i];
+    return NULL;
+}
+
+static int compute(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args, diff_result *d)
+{
+    pdbx_cli_col cols[PDBX_CLI_MAX_COLS];
+    size_t nc = pdbx_cli_columns(args->attribution == PDBX_CLI_ATTR_FASOP, cols);
+    for (size_t c = 0; c < nc; c++)
+        memcpy(d->names[c], cols[c].name, sizeof d->names[c]);   /* both char[32] */
+    snprintf(d->names[nc], sizeof d->names[nc], "layer");
+    snprintf(d->names[nc + 1], sizeof d->names[nc + 1], "total");
+    d->ncols = nc + 2;
+
+    size_t cap = (ra->npoints > rb->npoints ? ra->npoints : rb->npoints) + 1;
+    const pdbx_point **pa = calloc(cap, sizeof *pa), **pb = calloc(cap, sizeof *pb);
+    int rc = -1;
+    if (!pa || !pb)
+        goto done;
+    int cfgs[256][3];
+    size_t ncfg = pdbx_cli_run_configs(ra, 0, cfgs, 256);
+    for (size_t i = 0; i < ncfg; i++) {
+        size_t na = pdbx_run_config_points(ra, cfgs[i][0], cfgs[i][1], cfgs[i][2], pa, cap);
+        size_t nb = pdbx_run_config_points(rb, cfgs[i][0], cfgs[i][1], cfgs[i][2], pb, cap);
+        for (size_t k = 0; k < na && nb; k++) {
+            const pdbx_point *p = pa[k], *q = find_point(pb, nb, p->mbs);
+            if (!q || p->status != PDBX_POINT_OK || q->status != PDBX_POINT_OK)
+                continue;
+            pdbx_cli_row x, y;
+            pdbx_cli_row_fill(p, cols, nc, (pdbx_stat_kind)args->stat, &x);
+            pdbx_cli_row_fill(q, cols, nc, (pdbx_stat_kind)args->stat, &y);
+            for (size_t c = 0; c < nc; c++)
+                if (x.valid[c] && y.valid[c] && add_cell(d, cfgs[i], p->mbs, c, x.v[c], y.v[c]))
+                    goto done;
+            if (x.layer_valid && y.layer_valid && add_cell(d, cfgs[i], p->mbs, nc, x.layer, y.layer))
+                goto done;
+            if (x.total_valid && y.total_valid && add_cell(d, cfgs[i], p->mbs, nc + 1, x.total, y.total))
+                goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(pa);
+    free(pb);
+    return rc;
+}
+
+static double geomean(const diff_result *d, size_t col)
+{
+    return d->count[col] ? exp(d->logsum[col] / (double)d->count[col]) : NAN;
+}
+
+static void describe(const char *label, const pdbx_run *r, FILE *out)
+{
+    fprintf(out, "%s %s  %s, %s/%s, %s, seq_len %d, %s\n", label, r->id,
+            r->model.name[0] ? r->model.name : PDBX_NA, r->backend[0] ? r->backend : PDBX_NA,
+            r->gpu[0] ? r->gpu : PDBX_NA, r->device_name[0] ? r->device_name : PDBX_NA,
+            r->seq_len, pdbx_run_status_name(r->status));
+}
+
+static int print_table(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args,
+                       const diff_result *d, FILE *out)
+{
+    describe("A", ra, out);
+    describe("B", rb, out);
+    fprintf(out, "ratio B/A of the %s time per cell (below 1: B is faster), attribution %s\n",
+            pdbx_stat_name((pdbx_stat_kind)args->stat), pdbx_cli_attributions[args->attribution]);
+    pdbx_table *t = NULL;
+    size_t i = 0;
+    while (i < d->ncells) {
+        const int *cfg = d->cells[i].cfg;
+        t = pdbx_table_new(d->ncols + 1);
+        int used[MAX_DCOLS] = { 0 };
+        if (!t || pdbx_table_header(t, 0, "mbs", PDBX_ALIGN_RIGHT))
+            goto fail;
+        for (size_t c = 0; c < d->ncols; c++)
+            if (pdbx_table_header(t, 1 + c, d->names[c], PDBX_ALIGN_RIGHT))
+                goto fail;
+        /* Cells come grouped by config, then MBS, in plan order. */
+        int mbs = -1;
+        for (; i < d->ncells && memcmp(d->cells[i].cfg, cfg, sizeof d->cells[i].cfg) == 0; i++) {
+            const diff_cell *c = &d->cells[i];
+            char buf[32];
+            if (c->mbs != mbs) {
+                if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", c->mbs))
+                    goto fail;
+                for (size_t k = 0; k < d->ncols; k++)
+                    if (pdbx_table_set(t, 1 + k, "%s", PDBX_NA))
+                        goto fail;
+                mbs = c->mbs;
+            }
+            used[c->col] = 1;
+            if (pdbx_table_set(t, 1 + c->col, "%s", pdbx_fmt_ratio(c->b / c->a, 1, buf, sizeof buf)))
+                goto fail;
+        }
+        for (size_t k = 0; k < d->ncols; k++)
+            pdbx_table_hide(t, 1 + k, !used[k]);
+        fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg[0], cfg[1], cfg[2]);
+        pdbx_table_print(t, out, "  ");
+        pdbx_table_free(t);
+        t = NULL;
+    }
+    t = pdbx_table_new(3);
+    if (!t || pdbx_table_header(t, 0, "op", PDBX_ALIGN_LEFT) || pdbx_table_header(t, 1, "cells", PDBX_ALIGN_RIGHT)
+        || pdbx_table_header(t, 2, "geomean", PDBX_ALIGN_RIGHT))
+        goto fail;
+    for (size_t c = 0; c < d->ncols; c++) {
+        char buf[32];
+        if (!d->count[c])
+            continue;
+        if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%s", d->names[c])
+            || pdbx_table_set(t, 1, "%zu", d->count[c])
+            || pdbx_table_set(t, 2, "%s", pdbx_fmt_ratio(geomean(d, c), 1, buf, sizeof buf)))
+            goto fail;
+    }
+    fprintf(out, "\ngeometric mean of B/A per op over the common cells:\n");
+    pdbx_table_print(t, out, "  ");
+    pdbx_table_free(t);
+    return 0;
+fail:
+    pdbx_table_free(t);
+    return -1;
+}
+
+static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args,
+                      const diff_result *d, FILE *out)
+{
+    cJSON *root = cJSON_CreateObject(), *cells = cJSON_CreateArray(), *geo = cJSON_CreateObject();
+    if (!root || !cells || !geo)
+        goto fail;
+    for (size_t i = 0; i < d->ncells; i++) {
+        const diff_cell *c = &d->cells[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(cells, o)) {
+            cJSON_Delete(o);
+            goto fail;
+        }
+        if (!cJSON_AddNumberToObject(o, "tp", c->cfg[0]) || !cJSON_AddNumberToObject(o, "pp", c->cfg[1])
+            || !cJSON_AddNumberToObject(o, "dp", c->cfg[2]) || !cJSON_AddNumberToObject(o, "mbs", c->mbs)
+            || !cJSON_AddStringToObject(o, "op", d->names[c->col]) || !cJSON_AddNumberToObject(o, "a", c->a)
+            || !cJSON_AddNumberToObject(o, "b", c->b) || !cJSON_AddNumberToObject(o, "ratio", c->b / c->a))
+            goto fail;
+    }
+    for (size_t c = 0; c < d->ncols; c++) {
+        if (!d->count[c])
+            continue;
+        cJSON *o = cJSON_AddObjectToObject(geo, d->names[c]);
+        if (!o || !cJSON_AddNumberToObject(o, "geomean", geomean(d, c))
+            || !cJSON_AddNumberToObject(o, "cells", (double)d->count[c]))
+            goto fail;
+    }
+    if (!cJSON_AddStringToObject(root, "a", ra->id) || !cJSON_AddStringToObject(root, "b", rb->id)
+        || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)args->stat))
+        || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[args->attribution]))
+        goto fail;
+    if (!cJSON_AddItemToObject(root, "cells", cells))
+        goto fail;
+    cells = NULL;
+    if (!cJSON_AddItemToObject(root, "geomean", geo))
+        goto fail;
+    geo = NULL;
+    if (pdbx_cli_print_json(out, root) != 0)
+        goto fail;
+    cJSON_Delete(root);
+    return 0;
+fail:
+    cJSON_Delete(cells);
+    cJSON_Delete(geo);
+    cJSON_Delete(root);
+    return -1;
+}
+
+static void print_csv(const diff_result *d, FILE *out)
+{
+    fputs("tp,pp,dp,mbs,op,a,b,ratio\n", out);
+    for (size_t i = 0; i < d->ncells; i++) {
+        const diff_cell *c = &d->cells[i];
+        fprintf(out, "%d,%d,%d,%d,%s,%.17g,%.17g,%.17g\n", c->cfg[0], c->cfg[1], c->cfg[2], c->mbs,
+                d->names[c->col], c->a, c->b, c->b / c->a);
+    }
+}
+
+int pdbx_cmd_diff(int argc, char **argv)
+{
+    diff_args a = { .stat = PDBX_STAT_MEAN, .format = FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
+    char **pos;
+    int npos;
+    int rc = pdbx_cli_parse(&diff_spec, argc, argv, diff_opt, &a, &pos, &npos);
+    if (rc != 0)
+        return pdbx_cli_parse_exit(rc);
+    pdbx_store *st = NULL;
+    pdbx_run ra, rb;
+    diff_result d;
+    memset(&d, 0, sizeof d);
+    pdbx_run_init(&ra);
+    pdbx_run_init(&rb);
+    if ((!strchr(pos[0], '/') || !strchr(pos[1], '/'))
+        && (rc = pdbx_cli_open_store(diff_spec.name, a.store, 0, &st)) != 0)
+        return rc;
+    if ((rc = pdbx_cli_load_run(diff_spec.name, st, pos[0], &ra)) != 0
+        || (rc = pdbx_cli_load_run(diff_spec.name, st, pos[1], &rb)) != 0)
+        goto done;
+    if (compute(&ra, &rb, &a, &d) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, diff_spec.name, "out of memory");
+        goto done;
+    }
+    if (d.ncells == 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, diff_spec.name,
+                           "runs %s and %s have no cell in common (same TP/PP/DP, MBS and op, ok in both)",
+                           ra.id, rb.id);
+        goto done;
+    }
+    int err = 0;
+    if (a.format == FMT_JSON)
+        err = print_json(&ra, &rb, &a, &d, stdout);
+    else if (a.format == FMT_CSV)
+        print_csv(&d, stdout);
+    else
+        err = print_table(&ra, &rb, &a, &d, stdout);
+    rc = err ? pdbx_cli_fail(PDBX_EXIT_FAIL, diff_spec.name, "out of memory") : PDBX_EXIT_OK;
+done:
+    free(d.cells);
+    pdbx_run_free(&ra);
+    pdbx_run_free(&rb);
+    if (st)
+        pdbx_store_close(st);
+    return rc;
+}

@@ -1,0 +1,242 @@
+/* cli_plan.c: `pdbx plan SPEC|PRESET [overrides]`: the sweep's points grouped by parallel
+ * config with predicted training memory against the GPU preset and the OOM marks, as a table
+ * or JSON. Nothing runs.
+ *
+ * Every field pdbx_spec_set() accepts is an option: the field name with '_' spelled '-'
+ * (seq_len -> --seq-len). The option table is generated from pdbx_spec_field_names(), so a
+ * field the planner adds is a flag here without touching this file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "tui/cli/cli.h"
+#include "store/util/fmt.h"
+
+typedef struct {
+    int json;
+    pdbx_cli_spec_opts so;
+} plan_args;
+
+static const pdbx_cli_opt plan_opts[] = {
+    { "json", NULL, "print the plan as JSON" },
+    { NULL, NULL, NULL },
+};
+
+static const char *const plan_about =
+    "Prints the points a sweep would measure, grouped by parallel config (TP, PP, DP), with the\n"
+    "predicted training memory per rank (weights, gradients, optimizer states, activations of\n"
+    "stage 0, in GB = 1e9 bytes) against the GPU preset's memory. 'predicted' marks OOM points;\n"
+    "'sweep' says what the engine does: measure, stop (the first predicted OOM of a config,\n"
+    "when predict_oom is on) or skip (the points after it).\n"
+    "SPEC|PRESET is a sweep preset name or a spec file (default: the built-in defaults); each\n"
+    "spec field is also an option (--seq-len 2048, --tp 1,2,4, --mbs 1:64, --gpu A40 ...),\n"
+    "applied in the order given after the preset is loaded.";
+
+static int plan_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
+{
+    plan_args *a = ctx;
+    if (pdbx_cli_spec_opts_is_field(&a->so, opt))
+        return pdbx_cli_spec_opts_add(&a->so, opt, value, err, errlen);
+    a->json = 1;   /* --json, the only option of its own */
+    return 0;
+}
+
+/* What the engine does with each point: predicted OOM stops a config's MBS sweep. */
+typedef enum { SWEEP_MEASURE = 0, SWEEP_STOP, SWEEP_SKIP } sweep_action;
+static const char *const sweep_names[] = { "measure", "stop", "skip" };
+
+static void sweep_actions(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
+                          sweep_action *act)
+{
+    int stopped[PDBX_MAX_CONFIGS] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        int c = pts[i].config >= 0 && pts[i].config < PDBX_MAX_CONFIGS ? pts[i].config : 0;
+        if (stopped[c])
+            act[i] = SWEEP_SKIP;
+        else if (spec->predict_oom && pts[i].predicted_oom) {
+            act[i] = SWEEP_STOP;
+            stopped[c] = 1;
+        } else
+            act[i] = SWEEP_MEASURE;
+    }
+}
+
+static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
+                       const sweep_action *act, FILE *out)
+{
+    char gb[32];
+    fprintf(out, "sweep %s: %s (%s), %d of %d layers profiled, seq_len %d, %s, backend %s\n",
+            spec->name, spec->model.name, spec->model.tag, spec->layers_profiled, spec->model.layers,
+            spec->seq_len, pdbx_dtype_name(spec->dtype), pdbx_backend_name(spec->backend));
+    fprintf(out, "gpu %s: %s GB; %d GPUs per node, %d node(s); warmup %d, steps %d; "
+                 "predicted-OOM stop %s\n",
+            spec->gpu.name, pdbx_fmt_gb(spec->gpu.mem_bytes, gb, sizeof gb), spec->gpus_per_node,
+            spec->nodes, spec->warmup, spec->steps, spec->predict_oom ? "on" : "off");
+    fprintf(out, "memory model: %.4g bytes/param (weights+grads+Adam), ZeRO-1 %s, flash attention %s\n",
+            spec->bytes_per_param, spec->zero1 ? "on" : "off", spec->flash_attention ? "on" : "off");
+    size_t measured = 0, oom = 0;
+    for (size_t i = 0; i < n; i++) {
+        measured += act[i] == SWEEP_MEASURE;
+        oom += pts[i].predicted_oom != 0;
+    }
+    fprintf(out, "%zu points in %d configs: %zu to measure, %zu predicted OOM; launches:", n,
+            spec->nconfigs, measured, oom);
+    /* One mpirun per distinct rank count (a preset may mix 8- and 16-GPU configs). */
+    for (int c = 0; c < spec->nconfigs; c++) {
+        const pdbx_parallel *p = &spec->configs[c];
+        int ranks = p->tp * p->pp * p->dp, seen = 0, count = 0;
+        for (int k = 0; k < spec->nconfigs; k++) {
+            const pdbx_parallel *q = &spec->configs[k];
+            if (q->tp * q->pp * q->dp == ranks) {
+                seen |= k < c;
+                count++;
+            }
+        }
+        if (!seen)
+            fprintf(out, "%s %d ranks (%d config%s)", c ? "," : "", ranks, count, count > 1 ? "s" : "");
+    }
+    fputc('\n', out);
+
+    for (int c = 0; c < spec->nconfigs; c++) {
+        const pdbx_parallel *par = &spec->configs[c];
+        pdbx_table *t = pdbx_table_new(9);
+        if (!t)
+            return -1;
+        static const char *const hd[] = { "mbs", "weights", "grads", "optimizer", "activations",
+                                          "total", "gpu", "predicted", "sweep" };
+        for (size_t k = 0; k < 9; k++)
+            if (pdbx_table_header(t, k, hd[k], k >= 7 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
+                goto fail;
+        for (size_t i = 0; i < n; i++) {
+            if (pts[i].config != c)
+                continue;
+            char w[32], g[32], o[32], a[32], tot[32], gpu[32];
+            const pdbx_memory *m = &pts[i].mem;
+            if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", pts[i].mbs)
+                || pdbx_table_set(t, 1, "%s", pdbx_fmt_gb(m->weights, w, sizeof w))
+                || pdbx_table_set(t, 2, "%s", pdbx_fmt_gb(m->grads, g, sizeof g))
+                || pdbx_table_set(t, 3, "%s", pdbx_fmt_gb(m->optimizer, o, sizeof o))
+                || pdbx_table_set(t, 4, "%s", pdbx_fmt_gb(m->activations, a, sizeof a))
+                || pdbx_table_set(t, 5, "%s", pdbx_fmt_gb(m->total, tot, sizeof tot))
+                || pdbx_table_set(t, 6, "%s", pdbx_fmt_gb(spec->gpu.mem_bytes, gpu, sizeof gpu))
+                || pdbx_table_set(t, 7, "%s", pts[i].predicted_oom ? "OOM" : "fits")
+                || pdbx_table_set(t, 8, "%s", sweep_names[act[i]]))
+                goto fail;
+        }
+        fprintf(out, "\nTP %d  PP %d  DP %d  (%d ranks; memory in GB per rank)\n", par->tp, par->pp,
+                par->dp, par->tp * par->pp * par->dp);
+        pdbx_table_print(t, out, "  ");
+        pdbx_table_free(t);
+        continue;
+fail:
+        pdbx_table_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
+                      const sweep_action *act, FILE *out)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *sj = pdbx_spec_to_json(spec);
+    cJSON *arr = cJSON_CreateArray();
+    if (!root || !sj || !arr)
+        goto fail;
+    if (!cJSON_AddItemToObject(root, "spec", sj))
+        goto fail;
+    sj = NULL;
+    cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
+    if (!gpu || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
+        || !cJSON_AddNumberToObject(gpu, "mem_bytes", spec->gpu.mem_bytes))
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        const pdbx_plan_point *p = &pts[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            goto fail;
+        }
+        if (!cJSON_AddNumberToObject(o, "index", p->index) || !cJSON_AddNumberToObject(o, "config", p->config)
+            || !cJSON_AddNumberToObject(o, "tp", p->tp) || !cJSON_AddNumberToObject(o, "pp", p->pp)
+            || !cJSON_AddNumberToObject(o, "dp", p->dp) || !cJSON_AddNumberToObject(o, "mbs", p->mbs)
+            || !cJSON_AddNumberToObject(o, "ranks", p->ranks)
+            || !cJSON_AddBoolToObject(o, "predicted_oom", p->predicted_oom)
+            || !cJSON_AddStringToObject(o, "sweep", sweep_names[act[i]]))
+            goto fail;
+        cJSON *m = cJSON_AddObjectToObject(o, "mem");
+        if (!m || !cJSON_AddNumberToObject(m, "params_per_rank", p->mem.params_per_rank)
+            || !cJSON_AddNumberToObject(m, "weights", p->mem.weights)
+            || !cJSON_AddNumberToObject(m, "grads", p->mem.grads)
+            || !cJSON_AddNumberToObject(m, "optimizer", p->mem.optimizer)
+            || !cJSON_AddNumberToObject(m, "activations", p->mem.activations)
+            || !cJSON_AddNumberToObject(m, "total", p->mem.total))
+            goto fail;
+    }
+    if (!cJSON_AddItemToObject(root, "points", arr))
+        goto fail;
+    arr = NULL;
+    if (pdbx_cli_print_json(out, root) != 0)
+        goto fail;
+    cJSON_Delete(root);
+    return 0;
+fail:
+    cJSON_Delete(sj);
+    cJSON_Delete(arr);
+    cJSON_Delete(root);
+    return -1;
+}
+
+int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *out)
+{
+    char err[1024] = "";
+    pdbx_plan_point *pts = NULL;
+    size_t n = 0;
+    if (pdbx_spec_validate(spec, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    if (pdbx_plan_expand(spec, &pts, &n, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    sweep_action *act = calloc(n ? n : 1, sizeof *act);
+    int rc = PDBX_EXIT_OK;
+    if (!act) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "out of memory");
+        goto done;
+    }
+    sweep_actions(spec, pts, n, act);
+    if ((json ? print_json(spec, pts, n, act, out) : print_table(spec, pts, n, act, out)) != 0)
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "out of memory");
+done:
+    free(act);
+    free(pts);
+    return rc;
+}
+
+int pdbx_cmd_plan(int argc, char **argv)
+{
+    plan_args a = { 0 };
+    if (pdbx_cli_spec_opts_init(&a.so, plan_opts) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_FAIL, "plan", "out of memory");
+    pdbx_cli_spec spec_cli = { .name = "plan", .args = "[SPEC|PRESET]", .about = plan_about,
+                               .opts = a.so.opts, .min_args = 0, .max_args = 1 };
+    pdbx_spec *spec = NULL;
+    char **pos;
+    int npos;
+    int rc = pdbx_cli_parse(&spec_cli, argc, argv, plan_opt, &a, &pos, &npos);
+    if (rc != 0) {
+        rc = pdbx_cli_parse_exit(rc);
+        goto done;
+    }
+    spec = calloc(1, sizeof *spec);
+    if (!spec) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "plan", "out of memory");
+        goto done;
+    }
+    rc = pdbx_cli_spec_build("plan", npos == 1 ? pos[0] : NULL, &a.so, spec);
+    if (rc == 0)
+        rc = pdbx_cli_plan_print("plan", spec, a.json, stdout);
+done:
+    free(spec);
+    pdbx_cli_spec_opts_free(&a.so);
+    return rc;
+}

@@ -1,0 +1,417 @@
+/* cli_run.c: `pdbx run`, `pdbx attach` and `pdbx cancel` (tui/cli/cli.h, engine/launch/launch.h).
+ *
+ *   pdbx run SPEC|PRESET [--FIELD VALUE ...] [--detach] [--store DIR]
+ *   pdbx attach RUN [--store DIR]
+ *   pdbx cancel RUN [--no-wait] [--store DIR]
+ *
+ * run plans (same overrides as `pdbx plan`), starts the sweep in the background
+ * (pdbx_launch_start) and, unless --detach, draws a one-line progress bar on stderr until the
+ * run ends; the run id goes to stdout. The bar tails the run file with pdbx_scan_file from the
+ * last offset and folds events with pdbx_run_apply, the same way the explorer's monitor does.
+ * Ctrl-C while watching cancels the sweep (a second Ctrl-C stops watching; the sweep's end is
+ * then the supervisor's business). Exit: 0 complete, 1 failed, 3 cancelled, 2 usage.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tui/cli/cli.h"
+#include "engine/launch/launch.h"
+
+#define EXIT_CANCELLED 3
+
+/* ---- shared: the progress bar ---------------------------------------------------------- */
+static volatile sig_atomic_t interrupts;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupts++;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct {
+    pdbx_run run;
+    char err[256];
+} fold_ctx;
+
+static int fold(const cJSON *ev, void *ctx)
+{
+    fold_ctx *f = ctx;
+    pdbx_run_apply(&f->run, ev, f->err, sizeof f->err);   /* a malformed event is skipped */
+    return 0;
+}
+
+static void fmt_dur(double s, char *buf, size_t len)
+{
+    if (!(s >= 0) || !isfinite(s)) {
+        snprintf(buf, len, "--");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60)
+        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, len, "%lds", t);
+}
+
+/* Last progress heartbeat values not kept by pdbx_run: read straight from the events. */
+typedef struct {
+    double elapsed, eta, at;   /* at: wall time of the heartbeat */
+    int have;
+} beat;
+
+static int read_beat(const cJSON *ev, void *ctx)
+{
+    beat *b = ctx;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    if (!cJSON_IsString(t) || strcmp(t->valuestring, "progress") != 0)
+        return 0;
+    const cJSON *el = cJSON_GetObjectItemCaseSensitive(ev, "elapsed_s");
+    const cJSON *eta = cJSON_GetObjectItemCaseSensitive(ev, "eta_s");
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(ev, "t");
+    b->elapsed = cJSON_IsNumber(el) ? el->valuedouble : NAN;
+    b->eta = cJSON_IsNumber(eta) ? eta->valuedouble : NAN;
+    b->at = cJSON_IsNumber(at) ? at->valuedouble : wall_s();
+    b->have = 1;
+    return 0;
+}
+
+typedef struct {
+    fold_ctx f;
+    beat b;
+} watch_state;
+
+static int both(const cJSON *ev, void *ctx)
+{
+    watch_state *w = ctx;
+    fold(ev, &w->f);
+    read_beat(ev, &w->b);
+    return 0;
+}
+
+static void draw(const watch_state *w, int tty, int *last_done)
+{
+    const pdbx_run *r = &w->f.run;
+    int total = r->progress_total > 0 ? (int)r->progress_total : (int)r->npoints;
+    int done = (int)pdbx_run_points_done(r);
+    if (r->progress_done > done)
+        done = (int)r->progress_done;
+    /* an ended run's clock stops at its last event (attach to a run that ended long ago) */
+    double now = r->have_end && r->last_event > 0 ? r->last_event : wall_s();
+    double elapsed = w->b.have ? w->b.elapsed + (now - w->b.at) : now - r->created;
+    double eta = w->b.have ? w->b.eta - (now - w->b.at) : NAN;
+    if (eta < 0 || r->have_end)
+        eta = 0;
+    char el[32], et[32], cur[96] = "";
+    fmt_dur(elapsed, el, sizeof el);
+    fmt_dur(eta, et, sizeof et);
+    if (r->have_end) {
+        /* no point or op is current any more */
+    } else if (r->current_point >= 0 && (size_t)r->current_point < r->npoints) {
+        const pdbx_point *p = &r->points[r->current_point];
+        snprintf(cur, sizeof cur, "point %d TP%d PP%d DP%d MBS %d %s", p->index, p->tp, p->pp,
+                 p->dp, p->mbs, r->current_op);
+    } else if (r->current_op[0]) {
+        snprintf(cur, sizeof cur, "%s", r->current_op);
+    }
+    const int width = 24;
+    int fill = total > 0 ? done * width / total : 0;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    if (tty) {
+        fprintf(stderr, "\r\033[K[%s] %d/%d  %s  elapsed %s  ETA %s", bar, done, total, cur, el, et);
+    } else if (done != *last_done) {
+        fprintf(stderr, "[%s] %d/%d  %s  elapsed %s  ETA %s\n", bar, done, total, cur, el, et);
+    }
+    *last_done = done;
+    fflush(stderr);
+}
+
+/* Watches run `id` until it ends (or stops being alive, or the user gives up). Returns the
+ * exit code for the run's final status. cancel_on_int: Ctrl-C cancels the sweep. */
+static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_int)
+{
+    char path[PDBX_PATH_MAX];
+    pdbx_store_run_path(st, id, path, sizeof path);
+    watch_state w;
+    memset(&w, 0, sizeof w);
+    pdbx_run_init(&w.f.run);
+    uint64_t off = 0;
+    int tty = isatty(2), last_done = -1, cancel_sent = 0, rc = PDBX_EXIT_OK;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    double next_live = 0;
+    for (;;) {
+        pdbx_scan_result res;
+        char err[256];
+        if (pdbx_scan_file(path, off, both, &w, &res, err, sizeof err) != 0) {
+            rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err);
+            goto out;
+        }
+        off = res.next_offset;
+        if (res.corrupt) {
+            rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", res.corrupt_msg);
+            goto out;
+        }
+        draw(&w, tty, &last_done);
+        if (w.f.run.have_end)
+            break;
+        double now = wall_s();
+        if (now >= next_live) {          /* the supervisor died without run_end? */
+            pdbx_run_refresh_liveness(&w.f.run);
+            if (w.f.run.status == PDBX_RUN_FAILED)
+                break;
+            next_live = now + 2.0;
+        }
+        if (interrupts && cancel_on_int && !cancel_sent) {
+            if (tty)
+                fputc('\n', stderr);
+            fprintf(stderr, "pdbx %s: cancelling %s (Ctrl-C again to stop watching)\n", cmd, id);
+            if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
+                fprintf(stderr, "pdbx %s: %s\n", cmd, err);
+            cancel_sent = 1;
+            interrupts = 0;
+        } else if (interrupts && (cancel_sent || !cancel_on_int)) {
+            if (tty)
+                fputc('\n', stderr);
+            fprintf(stderr, "pdbx %s: stopped watching; %s goes on in the background "
+                    "(pdbx attach %s)\n", cmd, id, id);
+            rc = PDBX_EXIT_OK;
+            goto out;
+        }
+        struct timespec ts = { 0, 200 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    if (tty)
+        fputc('\n', stderr);
+    switch (w.f.run.status) {
+    case PDBX_RUN_COMPLETE:
+        fprintf(stderr, "pdbx %s: run %s complete (%zu points)\n", cmd, id, w.f.run.npoints);
+        rc = PDBX_EXIT_OK;
+        break;
+    case PDBX_RUN_CANCELLED:
+        fprintf(stderr, "pdbx %s: run %s cancelled%s%s\n", cmd, id, w.f.run.end_reason[0] ? ": " : "",
+                w.f.run.end_reason);
+        rc = EXIT_CANCELLED;
+        break;
+    default:
+        fprintf(stderr, "pdbx %s: run %s %s%s%s\n", cmd, id, pdbx_run_status_name(w.f.run.status),
+                w.f.run.end_reason[0] ? ": " : "", w.f.run.end_reason[0] ? w.f.run.end_reason : "");
+        rc = PDBX_EXIT_FAIL;
+        break;
+    }
+out:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    pdbx_run_free(&w.f.run);
+    return rc;
+}
+
+/* ---- pdbx run ------------------------------------------------------------------------------ */
+typedef struct {
+    int detach;
+    const char *store;
+    pdbx_cli_spec_opts so;
+} run_args;
+
+static const pdbx_cli_opt run_opts[] = {
+    { "detach", NULL, "start the sweep and return at once (prints the run id)" },
+    { "store", "DIR", "store directory (default $PDBX_STORE, ~/.local/share/pdbx)" },
+    { NULL, NULL, NULL },
+};
+
+static const char *const run_about =
+    "Plans the sweep (SPEC|PRESET and the same field options as 'pdbx plan'), starts it in the\n"
+    "background (mpirun -np N pdbx-engine, once per distinct rank count) and shows a one-line\n"
+    "progress bar on stderr until it ends; the run id is printed on stdout. Closing the terminal\n"
+    "does not stop the sweep: 'pdbx attach RUN' watches it again, 'pdbx cancel RUN' ends it.\n"
+    "Ctrl-C while watching cancels the sweep. Exit: 0 complete, 1 failed, 3 cancelled.";
+
+static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
+{
+    run_args *a = ctx;
+    if (pdbx_cli_spec_opts_is_field(&a->so, opt))
+        return pdbx_cli_spec_opts_add(&a->so, opt, value, err, errlen);
+    if (strcmp(opt->name, "detach") == 0)
+        a->detach = 1;
+    else if (strcmp(opt->name, "store") == 0)
+        a->store = value;
+    return 0;
+}
+
+int pdbx_cmd_run(int argc, char **argv)
+{
+    run_args a = { 0 };
+    pdbx_spec *spec = calloc(1, sizeof *spec);
+    pdbx_store *st = NULL;
+    int rc = PDBX_EXIT_FAIL;
+    if (!spec || pdbx_cli_spec_opts_init(&a.so, run_opts) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "out of memory");
+        goto done;
+    }
+    pdbx_cli_spec cli = { .name = "run", .args = "SPEC|PRESET", .about = run_about, .opts = a.so.opts,
+                          .min_args = 1, .max_args = 1 };
+    char **pos;
+    int npos;
+    char err[1024] = "";
+    rc = pdbx_cli_parse(&cli, argc, argv, run_opt, &a, &pos, &npos);
+    if (rc != 0) {
+        rc = pdbx_cli_parse_exit(rc);
+        goto done;
+    }
+    rc = pdbx_cli_spec_build("run", pos[0], &a.so, spec);
+    if (rc != 0)
+        goto done;
+    if (pdbx_spec_validate(spec, err, sizeof err) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
+        goto done;
+    }
+    rc = pdbx_cli_open_store("run", a.store, 1, &st);
+    if (rc != 0)
+        goto done;
+    pdbx_launch L;
+    if (pdbx_launch_start(spec, pdbx_store_dir(st), &L, err, sizeof err) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "%s", err);
+        goto done;
+    }
+    if (a.detach) {
+        printf("%s\n", L.run_id);
+        fprintf(stderr, "pdbx run: %s started in the background (supervisor pid %ld, log %s)\n",
+                L.run_id, (long)L.supervisor, L.log_path);
+        rc = PDBX_EXIT_OK;
+        goto done;
+    }
+    fprintf(stderr, "pdbx run: %s (log %s)\n", L.run_id, L.log_path);
+    rc = watch("run", st, L.run_id, 1);
+    printf("%s\n", L.run_id);
+done:
+    if (st)
+        pdbx_store_close(st);
+    pdbx_cli_spec_opts_free(&a.so);
+    free(spec);
+    return rc;
+}
+
+/* ---- pdbx attach / cancel ------------------------------------------------------------------ */
+typedef struct {
+    const char *store;
+    int no_wait;
+} ref_args;
+
+static int ref_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    ref_args *a = ctx;
+    if (strcmp(opt->name, "store") == 0)
+        a->store = value;
+    else if (strcmp(opt->name, "no-wait") == 0)
+        a->no_wait = 1;
+    return 0;
+}
+
+static int open_run(const char *cmd, const pdbx_cli_spec *cli, int argc, char **argv, ref_args *a,
+                    pdbx_store **st, char id[PDBX_RUN_ID_MAX])
+{
+    char **pos;
+    int npos;
+    int rc = pdbx_cli_parse(cli, argc, argv, ref_opt, a, &pos, &npos);
+    if (rc != 0)
+        return pdbx_cli_parse_exit(rc);
+    rc = pdbx_cli_open_store(cmd, a->store, 0, st);
+    if (rc != 0)
+        return rc;
+    char err[512];
+    if (pdbx_store_resolve(*st, pos[0], id, err, sizeof err) != 0) {
+        pdbx_store_close(*st);
+        *st = NULL;
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    }
+    return 0;
+}
+
+int pdbx_cmd_attach(int argc, char **argv)
+{
+    static const pdbx_cli_opt opts[] = {
+        { "store", "DIR", "store directory" },
+        { NULL, NULL, NULL },
+    };
+    pdbx_cli_spec cli = { .name = "attach", .args = "RUN", .opts = opts, .min_args = 1, .max_args = 1,
+                          .about = "Shows the progress bar of a running sweep until it ends (Ctrl-C\n"
+                                   "stops watching; the sweep goes on). Exit: 0 complete, 1 failed,\n"
+                                   "3 cancelled." };
+    ref_args a = { 0 };
+    pdbx_store *st = NULL;
+    char id[PDBX_RUN_ID_MAX];
+    int rc = open_run("attach", &cli, argc, argv, &a, &st, id);
+    if (rc != 0 || !st)        /* !st: --help was printed */
+        return rc;
+    rc = watch("attach", st, id, 0);
+    pdbx_store_close(st);
+    return rc;
+}
+
+int pdbx_cmd_cancel(int argc, char **argv)
+{
+    static const pdbx_cli_opt opts[] = {
+        { "store", "DIR", "store directory" },
+        { "no-wait", NULL, "return once the signal is sent instead of waiting for the run end" },
+        { NULL, NULL, NULL },
+    };
+    pdbx_cli_spec cli = { .name = "cancel", .args = "RUN", .opts = opts, .min_args = 1, .max_args = 1,
+                          .about = "Ends a running sweep cleanly: the measurement in flight finishes\n"
+                                   "or is dropped and the run ends 'cancelled'. Waits (up to 2\n"
+                                   "minutes) for the run end unless --no-wait." };
+    ref_args a = { 0 };
+    pdbx_store *st = NULL;
+    char id[PDBX_RUN_ID_MAX], err[512];
+    int rc = open_run("cancel", &cli, argc, argv, &a, &st, id);
+    if (rc != 0 || !st)        /* !st: --help was printed */
+        return rc;
+    if (pdbx_launch_cancel(st, id, err, sizeof err) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "cancel", "%s", err);
+        goto out;
+    }
+    fprintf(stderr, "pdbx cancel: sent SIGTERM to the sweep of %s\n", id);
+    if (a.no_wait)
+        goto out;
+    for (int i = 0; i < 1200; i++) {
+        pdbx_run run;
+        if (pdbx_run_load(st, id, &run, err, sizeof err) == 0) {
+            int ended = run.have_end || run.status != PDBX_RUN_RUNNING;
+            if (ended) {
+                fprintf(stderr, "pdbx cancel: run %s %s%s%s\n", id, pdbx_run_status_name(run.status),
+                        run.end_reason[0] ? ": " : "", run.end_reason);
+                pdbx_run_free(&run);
+                goto out;
+            }
+            pdbx_run_free(&run);
+        }
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "cancel", "run %s did not end within 2 minutes", id);
+out:
+    pdbx_store_close(st);
+    return rc;
+}

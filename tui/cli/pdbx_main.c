@@ -1,0 +1,94 @@
+/* pdbx_main.c: main() of `pdbx`. Dispatches argv[1] through the subcommand table below; the
+ * same table generates `pdbx --help`. Adding a subcommand is one line in `commands` (its
+ * handler is declared in tui/cli/cli.h). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/version.h"
+#include "tui/cli/cli.h"
+#include "tui/explorer.h"
+
+static const pdbx_cli_command commands[] = {
+    { "ls",     "list the runs in the store",                             pdbx_cmd_ls },
+    { "show",   "print a run's per-op times (MBS x ops) per parallel config", pdbx_cmd_show },
+    { "diff",   "compare two runs: ratio B/A per cell, geometric mean per op", pdbx_cmd_diff },
+    { "export", "write FASOP NPZ, Vidur CSV and/or a Chrome trace of a run",  pdbx_cmd_export },
+    { "plan",   "print a sweep's points and predicted memory (no run)",   pdbx_cmd_plan },
+    { "record", "copy a run's event stream to a recording file",          pdbx_cmd_record },
+    { "import", "import a recording file into the store",                 pdbx_cmd_import },
+    { "run",    "start a sweep in the background and show its progress",  pdbx_cmd_run },
+    { "attach", "show the progress of a running sweep",                   pdbx_cmd_attach },
+    { "cancel", "end a running sweep cleanly (status cancelled)",         pdbx_cmd_cancel },
+    { "replay", "play a recording through the explorer's monitor",        pdbx_replay_main },
+};
+
+/* What `pdbx` does without a subcommand: the explorer on a terminal; the overview (the quick
+ * preset's plan and the runs) when stdin or stdout is not one, so scripts still get text. */
+static int no_subcommand(int argc, char **argv)
+{
+    if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+        return pdbx_explorer_main(argc, argv);
+    return pdbx_cmd_overview(argc, argv);
+}
+
+static void print_help(FILE *out)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strlen(commands[i].name) > w)
+            w = strlen(commands[i].name);
+    fprintf(out, "usage: pdbx [--store DIR] [COMMAND [options]]\n\n"
+                 "pdbx profiles the per-operator costs of a transformer layer (a ProfileDB) for\n"
+                 "planning TP/PP/DP training. Without a command it opens the explorer (press ? there\n"
+                 "for its keys; options: pdbx --explorer-help); without a terminal it prints an overview.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-*s  %s\n", (int)w, commands[i].name, commands[i].summary);
+    fprintf(out, "\n'pdbx COMMAND --help' describes a command's options. The store is --store DIR,\n"
+                 "else $PDBX_STORE, else $XDG_DATA_HOME/pdbx, else ~/.local/share/pdbx.\n");
+}
+
+static const pdbx_cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    /* `pdbx --store DIR CMD ...` (the form the usage line shows) is `pdbx CMD --store DIR ...`:
+     * rotate the command name in front of the store option. */
+    if (argc >= 4 && strcmp(argv[1], "--store") == 0 && find_command(argv[3])) {
+        char *cmd = argv[3];
+        argv[3] = argv[2];
+        argv[2] = argv[1];
+        argv[1] = cmd;
+    } else if (argc >= 3 && strncmp(argv[1], "--store=", 8) == 0 && find_command(argv[2])) {
+        char *cmd = argv[2];
+        argv[2] = argv[1];
+        argv[1] = cmd;
+    }
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+            print_help(stdout);
+            return PDBX_EXIT_OK;
+        }
+        if (argc >= 2 && strcmp(argv[1], "--explorer-help") == 0) {
+            char *help[] = { "pdbx", "--help", NULL };
+            return pdbx_explorer_main(2, help);
+        }
+        if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+            printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());
+            return PDBX_EXIT_OK;
+        }
+        argv[0] = "pdbx";
+        return no_subcommand(argc, argv);
+    }
+    const pdbx_cli_command *c = find_command(argv[1]);
+    if (c)
+        return c->run(argc - 1, argv + 1);
+    return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", argv[1]);
+}

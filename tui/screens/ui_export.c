@@ -1,0 +1,200 @@
+/* ui_export.c: the export dialog of the run in the run view: FASOP NPZ (model/GPU tags
+ * prefilled from the run's presets, editable), Vidur CSV or a Chrome trace, into a chosen
+ * directory, then a report of every file written. */
+#include <curses.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/export/export.h"
+#include "tui/ui_app.h"
+
+enum { F_FORMAT, F_DIR, F_MODEL, F_GPU, F_ATTR, F_STAT, NFIELDS };
+static const char *const field_labels[NFIELDS] = { "format", "directory", "FASOP model tag", "FASOP GPU tag",
+                                                   "attribution", "statistic" };
+static const char *const formats[3] = { "npz (FASOP)", "csv (Vidur)", "trace (Chrome JSON)" };
+static const char *const attrs[2] = { "fasop (rows sum to the layer)", "pure (each op alone)" };
+
+void ui_export_open(ui_app *app, ui_screen_id back)
+{
+    ui_export_state *e = &app->exp;
+    const pdbx_run *run = &app->rv.run;
+    memset(e, 0, sizeof(*e));
+    e->back = back;
+    char cwd[PDBX_PATH_MAX - 64];
+    if (!getcwd(cwd, sizeof(cwd)))
+        snprintf(cwd, sizeof(cwd), ".");
+    snprintf(e->dir, sizeof(e->dir), "%s/pdbx-export", cwd);
+    snprintf(e->model_tag, sizeof(e->model_tag), "%s", run->model.tag);
+    snprintf(e->gpu_tag, sizeof(e->gpu_tag), "%s", run->gpu_tag[0] ? run->gpu_tag : run->gpu);
+    e->attribution = PDBX_ATTR_FASOP;
+    e->stat = PDBX_STAT_MEAN;
+    e->sel = F_DIR;
+    e->cursor = (int)strlen(e->dir);
+    ui_app_switch(app, UI_SCREEN_EXPORT);
+}
+
+static char *text_of(ui_export_state *e, int f, size_t *cap)
+{
+    switch (f) {
+    case F_DIR: *cap = sizeof(e->dir); return e->dir;
+    case F_MODEL: *cap = sizeof(e->model_tag); return e->model_tag;
+    case F_GPU: *cap = sizeof(e->gpu_tag); return e->gpu_tag;
+    default: *cap = 0; return NULL;
+    }
+}
+
+static void wrote(const char *path, void *ctx)
+{
+    ui_export_state *e = ctx;
+    if (e->nreport < 16)
+        snprintf(e->report[e->nreport++], sizeof(e->report[0]), "%s", path);
+}
+
+static int mkdir_p(const char *path, char *err, size_t errlen)
+{
+    char tmp[PDBX_PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+                snprintf(err, errlen, "cannot create %.400s: %s", tmp, strerror(errno));
+                return -1;
+            }
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return 0;
+}
+
+static void do_export(ui_app *app)
+{
+    ui_export_state *e = &app->exp;
+    const pdbx_run *run = &app->rv.run;
+    char err[512];
+    e->nreport = 0;
+    if (!e->dir[0]) {
+        ui_app_message(app, 1, "directory: empty (give a directory to write into)");
+        return;
+    }
+    if (mkdir_p(e->dir, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return;
+    }
+    int rc;
+    if (e->format == 0) {
+        pdbx_npz_options o = { e->model_tag[0] ? e->model_tag : NULL, e->gpu_tag[0] ? e->gpu_tag : NULL,
+                               (pdbx_attribution)e->attribution, (pdbx_stat_kind)e->stat };
+        rc = pdbx_export_npz(run, e->dir, &o, wrote, e, err, sizeof(err));
+    } else if (e->format == 1) {
+        rc = pdbx_export_csv(run, e->dir, wrote, e, err, sizeof(err));
+    } else {
+        char file[PDBX_PATH_MAX + 80];
+        snprintf(file, sizeof(file), "%s/%s.trace.json", e->dir, run->id);
+        rc = pdbx_export_trace(run, file, wrote, e, err, sizeof(err));
+    }
+    if (rc != 0)
+        ui_app_message(app, 1, "%s", err);
+    else
+        ui_app_message(app, 0, "wrote %d file%s to %s", e->nreport, e->nreport == 1 ? "" : "s", e->dir);
+}
+
+static int export_key(ui_app *app, int key, ui_action act)
+{
+    ui_export_state *e = &app->exp;
+    size_t cap;
+    char *text = text_of(e, e->sel, &cap);
+    if (act == UI_ACT_BACK) {
+        ui_app_switch(app, e->back);
+        if (e->back == UI_SCREEN_RUNS)
+            ui_runview_close(app);
+        return UI_H_HANDLED;
+    }
+    if (act == UI_ACT_LAUNCH || key == '\n' || key == '\r' || key == KEY_ENTER) {
+        do_export(app);
+        return UI_H_HANDLED;
+    }
+    if (act == UI_ACT_UP) {
+        e->sel = (e->sel + NFIELDS - 1) % NFIELDS;
+    } else if (act == UI_ACT_DOWN) {
+        e->sel = (e->sel + 1) % NFIELDS;
+    } else if (!text && (act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT || key == ' ')) {
+        int d = act == UI_ACT_CHOICE_PREV ? -1 : 1;
+        if (e->sel == F_FORMAT) e->format = (e->format + 3 + d) % 3;
+        if (e->sel == F_ATTR) e->attribution = !e->attribution;
+        if (e->sel == F_STAT) e->stat = (e->stat + PDBX_STAT_COUNT_KINDS + d) % PDBX_STAT_COUNT_KINDS;
+        return UI_H_HANDLED;
+    } else if (text) {
+        size_t len = strlen(text);
+        if (e->cursor > (int)len) e->cursor = (int)len;
+        if (act == UI_ACT_CHOICE_PREV && e->cursor > 0) e->cursor--;
+        else if (act == UI_ACT_CHOICE_NEXT && e->cursor < (int)len) e->cursor++;
+        else if (key == KEY_HOME || key == 1) e->cursor = 0;
+        else if (key == KEY_END || key == 5) e->cursor = (int)len;
+        else if ((key == KEY_BACKSPACE || key == 127 || key == 8) && e->cursor > 0) {
+            memmove(text + e->cursor - 1, text + e->cursor, len - (size_t)e->cursor + 1);
+            e->cursor--;
+        } else if (key == KEY_DC && e->cursor < (int)len) {
+            memmove(text + e->cursor, text + e->cursor + 1, len - (size_t)e->cursor);
+        } else if (act == UI_ACT_CLEAR_FIELD) {
+            text[0] = '\0';
+            e->cursor = 0;
+        } else if (ui_keys_is_text_key(key) && len + 1 < cap) {
+            memmove(text + e->cursor + 1, text + e->cursor, len - (size_t)e->cursor + 1);
+            text[e->cursor++] = (char)key;
+        } else {
+            return UI_H_NONE;
+        }
+        return UI_H_HANDLED;
+    } else {
+        return UI_H_NONE;
+    }
+    text = text_of(e, e->sel, &cap);
+    e->cursor = text ? (int)strlen(text) : 0;
+    return UI_H_HANDLED;
+}
+
+static void export_draw(ui_app *app, ui_rect b)
+{
+    ui_export_state *e = &app->exp;
+    const pdbx_run *run = &app->rv.run;
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "Export %s (%s, %s/%s)", run->id, run->model.name, run->backend, run->gpu);
+    int y = b.y + 2;
+    for (int f = 0; f < NFIELDS; f++, y++) {
+        int active = f == e->sel;
+        int npz_only = (f == F_MODEL || f == F_GPU || f == F_ATTR || f == F_STAT) && e->format != 0;
+        ui_put(y, 2, 18, npz_only ? UI_C_DIM : UI_C_NORMAL, 1, "%s", field_labels[f]);
+        ui_role role = active ? UI_C_FIELD_ACTIVE : UI_C_FIELD;
+        int fw = b.w - 24;
+        size_t cap;
+        const char *text = text_of(e, f, &cap);
+        if (text) {
+            ui_put(y, 21, fw, role, 1, "%s", text);
+        } else {
+            const char *v = f == F_FORMAT ? formats[e->format] : f == F_ATTR ? attrs[e->attribution]
+                                                                             : pdbx_stat_name((pdbx_stat_kind)e->stat);
+            ui_put(y, 21, fw, role, 1, "< %s >", v);
+        }
+        if (active && text && 21 + e->cursor < 21 + fw) {
+            app->cursor_y = y;
+            app->cursor_x = 21 + e->cursor;
+        }
+    }
+    y++;
+    ui_put(y++, 2, b.w - 4, UI_C_DIM, 0, "Up/Down field, Left/Right change a choice, Enter or F5 writes, Esc back.");
+    if (e->format == 0)
+        ui_put(y++, 2, b.w - 4, UI_C_DIM, 0, "NPZ files: {model}_{gpu}_{tp}.npz, one per TP degree, rows MBS 1, 2, 4, ...");
+    y++;
+    if (e->nreport) {
+        ui_put(y++, 2, b.w - 4, UI_C_HEADER, 0, "files written:");
+        for (int i = 0; i < e->nreport && y < b.y + b.h; i++)
+            ui_put(y++, 4, b.w - 6, UI_C_OK, 0, "%s", e->report[i]);
+    }
+}
+
+const ui_screen ui_screen_export = { "export", UI_SCR_EXPORT, 0, NULL, export_key, export_draw };

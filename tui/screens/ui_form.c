@@ -1,0 +1,428 @@
+/* ui_form.c: the new-sweep form. Every field is applied to a copy of the preset's spec with
+ * pdbx_spec_set, so each field's error is the planner's own one-line message, shown inline;
+ * then pdbx_spec_validate checks the whole and pdbx_plan_expand gives the preview (points,
+ * predicted memory, OOM marks). F5 launches in the background (pdbx_launch_start) and opens the
+ * monitor. Fields take every printable key; Left/Right cycle a field's presets/choices. */
+#include <curses.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/launch/launch.h"
+#include "tui/ui_app.h"
+
+static const char *const dtypes[] = { "bf16", "fp16", "fp32", NULL };
+static const char *const backends[] = { "auto", "cpu", "cuda", NULL };
+static const char *const onoff[] = { "true", "false", NULL };
+
+/* Preset name lists for the model/gpu/sweep choices, filled at open. */
+static char model_names[64][64], gpu_names[32][64], sweep_names[32][64];
+static const char *model_choices[65], *gpu_choices[33], *sweep_choices[33];
+
+static void fill_choices(const char *kind, char (*names)[64], size_t cap, const char **choices)
+{
+    size_t n = pdbx_preset_names(kind, names, cap);
+    for (size_t i = 0; i < n; i++)
+        choices[i] = names[i];
+    choices[n] = NULL;
+}
+
+static void add_field(ui_form_state *f, const char *label, const char *field, const char *const *choices)
+{
+    ui_form_field *x = &f->f[f->nf++];
+    memset(x, 0, sizeof(*x));
+    x->label = label;
+    x->field = field;
+    x->choices = choices;
+}
+
+static ui_form_field *field_named(ui_form_state *f, const char *name)
+{
+    for (int i = 0; i < f->nf; i++)
+        if (strcmp(f->f[i].field, name) == 0) return &f->f[i];
+    return NULL;
+}
+
+static void setv(ui_form_state *f, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void setv(ui_form_state *f, const char *name, const char *fmt, ...)
+{
+    ui_form_field *x = field_named(f, name);
+    if (!x) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->value, sizeof(x->value), fmt, ap);
+    va_end(ap);
+}
+
+/* The field values that reproduce a spec. */
+static void values_from_spec(ui_form_state *f, const pdbx_spec *s)
+{
+    setv(f, "model", "%s", s->model.name);
+    setv(f, "layers", "%d", s->layers_profiled);
+    setv(f, "seq_len", "%d", s->seq_len);
+    setv(f, "dtype", "%s", pdbx_dtype_name(s->dtype));
+    setv(f, "backend", "%s", pdbx_backend_name(s->backend));
+    setv(f, "gpu", "%s", s->gpu.name);
+    setv(f, "gpus_per_node", "%d", s->gpus_per_node);
+    setv(f, "nodes", "%d", s->nodes);
+    char cfg[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < s->nconfigs && n + 16 < sizeof(cfg); i++)
+        n += (size_t)snprintf(cfg + n, sizeof(cfg) - n, "%s%dx%dx%d", i ? "," : "", s->configs[i].tp,
+                              s->configs[i].pp, s->configs[i].dp);
+    setv(f, "configs", "%s", cfg);
+    setv(f, "gpus", "%s", "");
+    setv(f, "mbs", "%d:%d", s->mbs_min, s->mbs_max);
+    setv(f, "warmup", "%d", s->warmup);
+    setv(f, "steps", "%d", s->steps);
+    setv(f, "collectives", "%s", s->collectives ? "true" : "false");
+    setv(f, "predict_oom", "%s", s->predict_oom ? "true" : "false");
+}
+
+/* Every valid TPxPPxDP with TP*PP*DP == gpus under the current spec, into f->combos. */
+static void list_combos(ui_form_state *f, int gpus)
+{
+    f->combos[0] = '\0';
+    size_t n = 0;
+    int count = 0;
+    for (int tp = 1; tp <= gpus; tp++) {
+        if (gpus % tp) continue;
+        for (int pp = 1; pp <= gpus / tp; pp++) {
+            if ((gpus / tp) % pp) continue;
+            int dp = gpus / tp / pp;
+            char c[48], err[256];
+            snprintf(c, sizeof(c), "%dx%dx%d", tp, pp, dp);
+            pdbx_spec s = f->spec;
+            if (pdbx_spec_set(&s, "configs", c, err, sizeof(err)) != 0 || pdbx_spec_validate(&s, err, sizeof(err)) != 0)
+                continue;
+            if (n + strlen(c) + 2 < sizeof(f->combos))
+                n += (size_t)snprintf(f->combos + n, sizeof(f->combos) - n, "%s%s", count ? "," : "", c);
+            count++;
+        }
+    }
+}
+
+/* Applies every field to the preset's spec; sets per-field errors, the spec error and the
+ * preview points. */
+static void recompute(ui_form_state *f)
+{
+    char err[256];
+    pdbx_spec s;
+    pdbx_spec_defaults(&s);
+    if (f->preset[0] && pdbx_spec_load(f->preset, &s, err, sizeof(err)) != 0)
+        pdbx_spec_defaults(&s);
+    int bad = 0;
+    int gpus = 0;
+    for (int i = 0; i < f->nf; i++) {
+        ui_form_field *x = &f->f[i];
+        x->error[0] = '\0';
+        if (strcmp(x->field, "preset") == 0) continue;
+        if (!x->value[0]) {
+            if (strcmp(x->field, "gpus") != 0) {
+                snprintf(x->error, sizeof(x->error), "%s: empty (give a value)", x->field);
+                bad = 1;
+            }
+            continue;
+        }
+        if (pdbx_spec_set(&s, x->field, x->value, x->error, sizeof(x->error)) != 0)
+            bad = 1;
+        else if (strcmp(x->field, "gpus") == 0)
+            gpus = atoi(x->value);
+    }
+    f->spec = s;
+    free(f->points);
+    f->points = NULL;
+    f->npoints = 0;
+    f->spec_ok = 0;
+    f->spec_error[0] = '\0';
+    f->combos[0] = '\0';
+    if (bad)
+        return;
+    if (pdbx_spec_validate(&s, f->spec_error, sizeof(f->spec_error)) != 0)
+        return;
+    if (pdbx_plan_expand(&s, &f->points, &f->npoints, f->spec_error, sizeof(f->spec_error)) != 0)
+        return;
+    f->spec_ok = 1;
+    if (gpus > 0)
+        list_combos(f, gpus);
+}
+
+void ui_form_free(ui_form_state *f)
+{
+    free(f->points);
+    f->points = NULL;
+    f->npoints = 0;
+}
+
+int ui_form_open(ui_app *app, const char *preset)
+{
+    ui_form_state *f = &app->form;
+    ui_form_free(f);
+    memset(f, 0, sizeof(*f));
+    fill_choices("models", model_names, 63, model_choices);
+    fill_choices("gpus", gpu_names, 31, gpu_choices);
+    fill_choices("sweeps", sweep_names, 31, sweep_choices);
+    snprintf(f->preset, sizeof(f->preset), "%s", preset && *preset ? preset : "quick");
+    add_field(f, "sweep preset", "preset", sweep_choices);
+    add_field(f, "model", "model", model_choices);
+    add_field(f, "layers to profile", "layers", NULL);
+    add_field(f, "seq_len", "seq_len", NULL);
+    add_field(f, "dtype", "dtype", dtypes);
+    add_field(f, "backend", "backend", backends);
+    add_field(f, "GPU preset", "gpu", gpu_choices);
+    add_field(f, "GPUs per node", "gpus_per_node", NULL);
+    add_field(f, "nodes", "nodes", NULL);
+    add_field(f, "TPxPPxDP configs", "configs", NULL);
+    add_field(f, "or a GPU count", "gpus", NULL);
+    add_field(f, "MBS min:max", "mbs", NULL);
+    add_field(f, "warmup steps", "warmup", NULL);
+    add_field(f, "measured steps", "steps", NULL);
+    add_field(f, "collectives", "collectives", onoff);
+    add_field(f, "stop at pred. OOM", "predict_oom", onoff);
+    char err[256];
+    pdbx_spec s;
+    pdbx_spec_defaults(&s);
+    if (pdbx_spec_load(f->preset, &s, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s (using the built-in defaults)", err);
+        f->preset[0] = '\0';
+        pdbx_spec_defaults(&s);
+    }
+    snprintf(f->f[0].value, sizeof(f->f[0].value), "%s", f->preset);
+    values_from_spec(f, &s);
+    f->sel = 1;
+    f->cursor = (int)strlen(f->f[1].value);
+    recompute(f);
+    return 0;
+}
+
+static void do_launch(ui_app *app)
+{
+    ui_form_state *f = &app->form;
+    char err[512];
+    recompute(f);
+    if (!f->spec_ok) {
+        for (int i = 0; i < f->nf; i++)
+            if (f->f[i].error[0]) {
+                f->sel = i;
+                ui_app_message(app, 1, "%s", f->f[i].error);
+                return;
+            }
+        ui_app_message(app, 1, "%s", f->spec_error[0] ? f->spec_error : "the sweep is not valid");
+        return;
+    }
+    pdbx_launch l;
+    ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
+    if (pdbx_launch_start(&f->spec, app->store_dir, &l, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "launch failed: %s", err);
+        return;
+    }
+    if (ui_monitor_open(app, l.run_id) != 0)
+        return;
+    app->monitor_back = UI_SCREEN_RUNS;
+    ui_app_switch(app, UI_SCREEN_MONITOR);
+    ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running", l.run_id, l.log_path);
+}
+
+static void cycle_choice(ui_form_state *f, ui_form_field *x, int d)
+{
+    int n = 0, cur = -1;
+    while (x->choices[n]) {
+        if (strcasecmp(x->choices[n], x->value) == 0) cur = n;
+        n++;
+    }
+    if (n == 0) return;
+    cur = cur < 0 ? (d > 0 ? 0 : n - 1) : (cur + n + d) % n;
+    snprintf(x->value, sizeof(x->value), "%s", x->choices[cur]);
+    f->cursor = (int)strlen(x->value);
+}
+
+static int form_key(ui_app *app, int key, ui_action act)
+{
+    ui_form_state *f = &app->form;
+    ui_form_field *x = &f->f[f->sel];
+    size_t len = strlen(x->value);
+    if (f->cursor > (int)len) f->cursor = (int)len;
+    if (act == UI_ACT_BACK) {
+        ui_form_free(f);
+        ui_app_switch(app, UI_SCREEN_RUNS);
+        return UI_H_HANDLED;
+    }
+    if (act == UI_ACT_LAUNCH) {
+        do_launch(app);
+        return UI_H_HANDLED;
+    }
+    int changed = 0;
+    if (act == UI_ACT_UP) {
+        f->sel = (f->sel + f->nf - 1) % f->nf;
+    } else if (act == UI_ACT_DOWN || key == '\n' || key == '\r' || key == KEY_ENTER) {
+        f->sel = (f->sel + 1) % f->nf;
+    } else if (act == UI_ACT_PGUP) {
+        f->preview_top -= 10;
+        if (f->preview_top < 0) f->preview_top = 0;
+        return UI_H_HANDLED;
+    } else if (act == UI_ACT_PGDN) {
+        f->preview_top += 10;
+        return UI_H_HANDLED;
+    } else if (act == UI_ACT_USE_COMBOS) {
+        if (!f->combos[0]) {
+            ui_app_message(app, 1, "give a GPU count first: the valid combinations are listed for it");
+            return UI_H_HANDLED;
+        }
+        setv(f, "configs", "%s", f->combos);
+        setv(f, "gpus", "%s", "");
+        changed = 1;
+    } else if ((act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT) && x->choices) {
+        cycle_choice(f, x, act == UI_ACT_CHOICE_PREV ? -1 : 1);
+        changed = 1;
+    } else if (act == UI_ACT_CHOICE_PREV) {
+        if (f->cursor > 0) f->cursor--;
+        return UI_H_HANDLED;
+    } else if (act == UI_ACT_CHOICE_NEXT) {
+        if (f->cursor < (int)len) f->cursor++;
+        return UI_H_HANDLED;
+    } else if (key == KEY_HOME || key == 1) {
+        f->cursor = 0;
+        return UI_H_HANDLED;
+    } else if (key == KEY_END || key == 5) {
+        f->cursor = (int)len;
+        return UI_H_HANDLED;
+    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+        if (f->cursor > 0) {
+            memmove(x->value + f->cursor - 1, x->value + f->cursor, len - (size_t)f->cursor + 1);
+            f->cursor--;
+            changed = 1;
+        }
+    } else if (key == KEY_DC) {
+        if (f->cursor < (int)len) {
+            memmove(x->value + f->cursor, x->value + f->cursor + 1, len - (size_t)f->cursor);
+            changed = 1;
+        }
+    } else if (act == UI_ACT_CLEAR_FIELD) {
+        x->value[0] = '\0';
+        f->cursor = 0;
+        changed = 1;
+    } else if (ui_keys_is_text_key(key)) {
+        if (len + 1 < sizeof(x->value)) {
+            memmove(x->value + f->cursor + 1, x->value + f->cursor, len - (size_t)f->cursor + 1);
+            x->value[f->cursor++] = (char)key;
+            changed = 1;
+        }
+    } else {
+        return UI_H_NONE;
+    }
+    if (changed) {
+        if (strcmp(x->field, "preset") == 0) {
+            /* a new preset reloads every field when it names a real preset */
+            pdbx_spec s;
+            char err[256];
+            pdbx_spec_defaults(&s);
+            if (pdbx_spec_load(x->value, &s, err, sizeof(err)) == 0) {
+                snprintf(f->preset, sizeof(f->preset), "%s", x->value);
+                values_from_spec(f, &s);
+                x->error[0] = '\0';
+            } else {
+                snprintf(x->error, sizeof(x->error), "%s", err);
+            }
+        }
+        char keep[256];
+        snprintf(keep, sizeof(keep), "%s", f->f[0].error);
+        recompute(f);
+        if (strcmp(x->field, "preset") == 0)
+            snprintf(f->f[0].error, sizeof(f->f[0].error), "%s", keep);
+    } else {
+        f->cursor = (int)strlen(f->f[f->sel].value);
+    }
+    return UI_H_HANDLED;
+}
+
+static void form_draw(ui_app *app, ui_rect b)
+{
+    ui_form_state *f = &app->form;
+    const int lw = 19;
+    int left_w = b.w * 52 / 100;
+    if (left_w < 46) left_w = 46;
+    int vw = left_w - lw - 3;
+    int y = b.y;
+    ui_put(y++, 1, left_w, UI_C_HEADER, 1, "New sweep");
+    for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++) {
+        ui_form_field *x = &f->f[i];
+        int active = i == f->sel;
+        ui_put(y, 1, 1, UI_C_BAD, 1, "%s", x->error[0] ? "!" : " ");
+        ui_put(y, 2, lw, x->error[0] ? UI_C_BAD : UI_C_NORMAL, 1, "%s", x->label);
+        ui_put(y, 2 + lw, vw, active ? UI_C_FIELD_ACTIVE : UI_C_FIELD, 1, "%s%s", x->value,
+               x->choices && active ? "" : "");
+        if (x->choices)
+            ui_put(y, 2 + lw + vw, 2, UI_C_DIM, 0, "%s", "<>");
+        if (active) {
+            int cx = 2 + lw + f->cursor;
+            if (cx < 2 + lw + vw) {
+                app->cursor_y = y;
+                app->cursor_x = cx;
+            }
+        }
+    }
+    /* inline errors under the fields, full width: the selected field's first, then the others */
+    int preview_end = y;
+    y++;
+    int erows = b.y + b.h - y;
+    const ui_form_field *sx = &f->f[f->sel];
+    if (sx->error[0] && erows > 0) {
+        ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", sx->error);
+        erows--;
+    }
+    for (int i = 0; i < f->nf && erows > 0; i++)
+        if (i != f->sel && f->f[i].error[0]) {
+            ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", f->f[i].error);
+            erows--;
+        }
+    if (f->spec_error[0] && erows > 0) {
+        ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", f->spec_error);
+        erows--;
+    }
+    if (f->spec_ok && erows > 0)
+        ui_put(y++, 1, b.w - 2, UI_C_OK, 1, "valid: F5 launches the sweep in the background and opens the monitor");
+    if (erows > 1)
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
+               "Up/Down field  Left/Right preset or choice  ^U clear  PgUp/PgDn preview");
+    /* preview, beside the fields */
+    int px = left_w + 2, pw = b.w - px - 1;
+    b.h = preview_end - b.y;
+    y = b.y;
+    if (!f->spec_ok) {
+        ui_put(y, px, pw, UI_C_HEADER, 1, "Preview");
+        ui_put(y + 1, px, pw, UI_C_DIM, 0, "fix the fields marked !");
+        return;
+    }
+    int ranks_max = 0, noom = 0;
+    for (size_t i = 0; i < f->npoints; i++) {
+        if (f->points[i].ranks > ranks_max) ranks_max = f->points[i].ranks;
+        noom += f->points[i].predicted_oom;
+    }
+    /* three short lines: the 80-column preview pane is about 30 wide, and the OOM count and
+       the dtype were what got cut */
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, %d pred. OOM", f->npoints, noom);
+    ui_put(y++, px, pw, UI_C_DIM, 1, "%s on %s (%.0f GB)", f->spec.model.name, f->spec.gpu.name,
+           f->spec.gpu.mem_bytes / 1e9);
+    ui_put(y++, px, pw, UI_C_DIM, 1, "%s, <= %d ranks", pdbx_dtype_name(f->spec.dtype), ranks_max);
+    if (f->combos[0]) {
+        ui_put(y++, px, pw, UI_C_INFO, 1, "valid for that GPU count (F6 uses them):");
+        ui_put(y++, px, pw, UI_C_INFO, 1, "%s", f->combos);
+    }
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "%3s %-10s %5s %10s %s", "#", "TPxPPxDP", "MBS", "pred. mem", "");
+    int rows = b.y + b.h - y;
+    if (f->preview_top > (int)f->npoints - rows) f->preview_top = (int)f->npoints - rows;
+    if (f->preview_top < 0) f->preview_top = 0;
+    for (int i = 0; i < rows && (size_t)(f->preview_top + i) < f->npoints; i++) {
+        const pdbx_plan_point *p = &f->points[f->preview_top + i];
+        char cfg[32], mem[32];
+        snprintf(cfg, sizeof(cfg), "%dx%dx%d", p->tp, p->pp, p->dp);
+        snprintf(mem, sizeof(mem), p->mem.total >= 100e9 ? "%.0f GB" : "%.1f GB", p->mem.total / 1e9);
+        ui_put(y++, px, pw, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-10s %5d %10s %s", p->index,
+               cfg, p->mbs, mem, p->predicted_oom ? "OOM" : "");
+    }
+}
+
+const ui_screen ui_screen_form = { "new sweep", UI_SCR_FORM, 0, NULL, form_key, form_draw };

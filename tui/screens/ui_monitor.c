@@ -1,0 +1,369 @@
+/* ui_monitor.c: live progress of a sweep, by tailing its run file with pdbx_scan_file from the
+ * last offset (the explorer is never in the data path), or of a recording played back by
+ * ui_replay. Esc leaves the sweep running; `c` cancels it after confirmation. */
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/launch/launch.h"
+#include "tui/ui_app.h"
+
+static int apply_event(const cJSON *ev, void *ctx)
+{
+    char err[256];
+    pdbx_run_apply(ctx, ev, err, sizeof(err));      /* malformed events are skipped */
+    return 0;
+}
+
+void ui_monitor_close(ui_app *app)
+{
+    ui_monitor_state *m = &app->mon;
+    if (m->have_run)
+        pdbx_run_free(&m->run);
+    if (m->replay)
+        ui_replay_free(&m->rp);
+    memset(m, 0, sizeof(*m));
+}
+
+static int tail(ui_app *app)
+{
+    ui_monitor_state *m = &app->mon;
+    pdbx_scan_result res;
+    char err[256];
+    if (pdbx_scan_file(m->path, m->offset, apply_event, &m->run, &res, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return -1;
+    }
+    m->offset = res.next_offset;
+    if (res.corrupt)
+        snprintf(m->corrupt, sizeof(m->corrupt), "%s", res.corrupt_msg);
+    return (int)res.events;
+}
+
+int ui_monitor_open(ui_app *app, const char *id)
+{
+    ui_monitor_close(app);
+    ui_monitor_state *m = &app->mon;
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    if (pdbx_store_run_path(app->store, id, m->path, sizeof(m->path)) != 0) {
+        ui_app_message(app, 1, "cannot locate run %s", id);
+        return -1;
+    }
+    pdbx_run_init(&m->run);
+    m->have_run = 1;
+    m->opened = ui_now();
+    if (tail(app) < 0) {
+        ui_monitor_close(app);
+        return -1;
+    }
+    pdbx_run_refresh_liveness(&m->run);
+    m->last_liveness = ui_now();
+    return 0;
+}
+
+int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
+{
+    ui_monitor_close(app);
+    ui_monitor_state *m = &app->mon;
+    char err[256];
+    if (ui_replay_load(path, speed, &m->rp, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return -1;
+    }
+    m->replay = 1;
+    snprintf(m->path, sizeof(m->path), "%s", path);
+    pdbx_run_init(&m->run);
+    m->have_run = 1;
+    m->opened = m->last_wall = ui_now();
+    ui_replay_advance(&m->rp, 0, &m->run);
+    snprintf(m->id, sizeof(m->id), "%s", m->run.id);
+    if (m->rp.corrupt)
+        snprintf(m->corrupt, sizeof(m->corrupt), "%s", m->rp.corrupt_msg);
+    return 0;
+}
+
+static int monitor_tick(ui_app *app)
+{
+    ui_monitor_state *m = &app->mon;
+    if (!m->have_run)
+        return UI_H_NONE;
+    double now = ui_now();
+    int changed = 0;
+    if (m->replay) {
+        double dt = m->paused ? 0 : now - m->last_wall;
+        m->last_wall = now;
+        int was_done = ui_replay_done(&m->rp);
+        changed = ui_replay_advance(&m->rp, dt, &m->run) > 0;
+        if (!was_done && ui_replay_done(&m->rp)) {
+            ui_app_message(app, 0, "replay finished: %s", m->run.have_end ? pdbx_run_status_name(m->run.status) : "no run end in the recording");
+            changed = 1;
+        }
+        if (m->run.id[0] && !m->id[0])
+            snprintf(m->id, sizeof(m->id), "%s", m->run.id);
+    } else {
+        int before = m->run.status;
+        changed = tail(app) != 0;
+        if (!m->run.have_end && now - m->last_liveness >= 1.0) {
+            pdbx_run_refresh_liveness(&m->run);
+            m->last_liveness = now;
+        }
+        changed |= (int)m->run.status != before;
+    }
+    /* draw only when events arrived or the elapsed time shown moved to the next second */
+    long second = m->replay ? (long)m->rp.vt : (long)time(NULL);
+    if (!m->run.have_end && second != m->drawn_second) {
+        m->drawn_second = second;
+        changed = 1;
+    }
+    return changed ? UI_H_REDRAW : UI_H_NONE;
+}
+
+static void do_cancel(ui_app *app)
+{
+    char err[256];
+    if (pdbx_launch_cancel(app->store, app->mon.id, err, sizeof(err)) != 0)
+        ui_app_message(app, 1, "%s", err);
+    else
+        ui_app_message(app, 0, "cancel sent: the point in flight finishes, then the run ends 'cancelled'");
+}
+
+static int monitor_key(ui_app *app, int key, ui_action act)
+{
+    (void)key;
+    ui_monitor_state *m = &app->mon;
+    switch (act) {
+    case UI_ACT_BACK:
+        if (app->replay_only)
+            return UI_H_QUIT;
+        ui_monitor_close(app);
+        ui_app_switch(app, app->monitor_back);
+        if (app->monitor_back == UI_SCREEN_RUNS)
+            ui_app_message(app, 0, "the sweep keeps running in the background; Enter on it reattaches");
+        return UI_H_HANDLED;
+    case UI_ACT_CANCEL_SWEEP:
+        if (m->replay) {
+            ui_app_message(app, 1, "this is a replay: nothing to cancel");
+            return UI_H_HANDLED;
+        }
+        if (m->run.have_end || m->run.status != PDBX_RUN_RUNNING) {
+            ui_app_message(app, 1, "run %s is not running (%s)", m->id, pdbx_run_status_name(m->run.status));
+            return UI_H_HANDLED;
+        }
+        ui_app_confirm(app, do_cancel, "cancel sweep %s?", m->id);
+        return UI_H_HANDLED;
+    case UI_ACT_OPEN:
+        /* a key in the bar never does nothing silently: say when the results can open */
+        if (m->replay)
+            return UI_H_HANDLED;   /* not bound on the replay screen */
+        if (!m->run.have_end)
+            ui_app_message(app, 1, "the results open when the sweep ends (Esc leaves it running)");
+        else if (ui_runview_open(app, m->id) == 0) {
+            ui_monitor_close(app);
+            ui_app_switch(app, UI_SCREEN_RUNVIEW);
+        }
+        return UI_H_HANDLED;
+    case UI_ACT_FASTER:
+        if (m->replay && m->rp.speed < 1024) m->rp.speed *= 2;
+        ui_app_message(app, 0, "replay speed x%g", m->rp.speed);
+        return UI_H_HANDLED;
+    case UI_ACT_SLOWER:
+        if (m->replay && m->rp.speed > 1.0 / 64) m->rp.speed /= 2;
+        ui_app_message(app, 0, "replay speed x%g", m->rp.speed);
+        return UI_H_HANDLED;
+    case UI_ACT_PAUSE:
+        m->paused = !m->paused;
+        return UI_H_HANDLED;
+    case UI_ACT_UP: if (m->scroll > 0) m->scroll--; return UI_H_HANDLED;
+    case UI_ACT_DOWN: m->scroll++; return UI_H_HANDLED;
+    default:
+        return UI_H_NONE;
+    }
+}
+
+static char point_glyph(pdbx_point_status s)
+{
+    switch (s) {
+    case PDBX_POINT_OK: return '#';
+    case PDBX_POINT_OOM: return 'O';
+    case PDBX_POINT_PREDICTED_OOM: return 'P';
+    case PDBX_POINT_ERROR: return '!';
+    case PDBX_POINT_RUNNING: return '>';
+    case PDBX_POINT_SKIPPED: return '-';
+    case PDBX_POINT_PENDING: return '.';
+    }
+    return '?';
+}
+
+/* Rows `text` takes wrapped at width w (ASCII engine messages; a UTF-8 sequence is never split). */
+static int wrap_cut(const char *text, int w)
+{
+    int len = (int)strlen(text);
+    if (len <= w || w < 2) return len;
+    int cut = w;
+    while (cut > w / 2 && text[cut] != ' ') cut--;   /* break at a space in the right half */
+    if (text[cut] != ' ') cut = w;
+    while (cut > 1 && ((unsigned char)text[cut] & 0xC0) == 0x80) cut--;
+    return cut;
+}
+
+static int wrapped_rows(const char *text, int w)
+{
+    int rows = 0;
+    do {
+        int cut = wrap_cut(text, w);
+        text += cut;
+        while (*text == ' ') text++;
+        rows++;
+    } while (*text);
+    return rows;
+}
+
+/* Draws text wrapped over at most max_rows rows from (y, x); returns the rows used. */
+static int put_wrapped(int y, int x, int w, int max_rows, ui_role role, const char *text)
+{
+    int rows = 0;
+    while (rows < max_rows) {
+        int cut = wrap_cut(text, w);
+        ui_put(y + rows, x, w, role, 1, "%.*s", cut, text);
+        text += cut;
+        while (*text == ' ') text++;
+        rows++;
+        if (!*text) break;
+    }
+    return rows;
+}
+
+static void monitor_draw(ui_app *app, ui_rect b)
+{
+    ui_monitor_state *m = &app->mon;
+    pdbx_run *run = &m->run;
+    int y = b.y, w = b.w - 2;
+    const char *status = m->replay && !ui_replay_done(&m->rp) ? "replaying" : pdbx_run_status_name(run->status);
+    ui_put(y++, 1, w, UI_C_HEADER, 1, "%s  %s  %s/%s  %s", m->id[0] ? m->id : "(waiting for run_start)",
+           run->model.name[0] ? run->model.name : "N/A", run->backend[0] ? run->backend : "N/A",
+           run->gpu[0] ? run->gpu : "N/A", status);
+    /* overall progress */
+    size_t total = run->npoints, done = pdbx_run_points_done(run);
+    if (total == 0 && run->progress_total > 0) {
+        total = (size_t)run->progress_total;
+        done = (size_t)run->progress_done;
+    }
+    double frac = total ? (double)done / (double)total : NAN;
+    double now_unix = m->replay ? m->rp.vt : (double)time(NULL);
+    double elapsed = run->created > 0 ? ((run->have_end ? run->last_event : now_unix) - run->created) : NAN;
+    /* an ended run has nothing left to wait for only when it completed; a cancelled or failed
+       one never reaches its remaining points, so its ETA is N/A rather than 0 */
+    double eta = (done > 0 && !run->have_end && total > done) ? elapsed / done * (total - done)
+               : (run->have_end && run->status == PDBX_RUN_COMPLETE ? 0 : NAN);
+    char el[32], et[32];
+    ui_format_duration(elapsed, el, sizeof(el));
+    ui_format_duration(eta, et, sizeof(et));
+    int barw = w - 48;
+    if (barw < 10) barw = 10;
+    ui_canvas c;
+    if (ui_canvas_init(&c, barw, 1) == 0) {
+        ui_chart_hbar(&c, 0, 0, barw, frac, UI_CLS_SERIES, app->unicode && !app->force_ascii);
+        ui_put(y, 1, 1, UI_C_AXIS, 0, "[");
+        ui_draw_canvas(&c, y, 2);
+        ui_put(y, 2 + barw, 1, UI_C_AXIS, 0, "]");
+        ui_canvas_free(&c);
+    }
+    ui_put(y++, 4 + barw, w - barw - 3, UI_C_NORMAL, 0, "%zu/%zu points %3.0f%%  elapsed %s  ETA %s",
+           done, total, isnan(frac) ? 0.0 : frac * 100, el, et);
+    /* current point and op */
+    if (!run->have_end && run->current_point >= 0 && (size_t)run->current_point < run->npoints) {
+        const pdbx_point *p = &run->points[run->current_point];
+        ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: point %d  TP%d PP%d DP%d  MBS %d  op %s", p->index, p->tp,
+               p->pp, p->dp, p->mbs, run->current_op[0] ? run->current_op : "N/A");
+    } else if (run->have_end) {
+        /* the reason (an engine error, say) may be long: two rows rather than a cut message */
+        char ended[sizeof(run->end_reason) + 32];
+        snprintf(ended, sizeof(ended), "ended %s%s%s", pdbx_run_status_name(run->status),
+                 run->end_reason[0] ? ": " : "", run->end_reason);
+        y += put_wrapped(y, 1, w, 2, ui_role_run_status(run->status), ended);
+    } else {
+        ui_put(y++, 1, w, UI_C_DIM, 1, "now: %s", run->npoints ? "between points" : "waiting for the engine");
+    }
+    /* ranks and hosts */
+    char hosts[256] = "";
+    size_t hn = 0;
+    const cJSON *hl = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "hosts") : NULL;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, hl) {
+        if (!cJSON_IsString(h) || hn + 2 >= sizeof(hosts))
+            continue;
+        int seen = 0;                  /* the engine lists a host once per rank */
+        for (const cJSON *p = hl->child; p != h; p = p->next)
+            seen |= cJSON_IsString(p) && strcmp(p->valuestring, h->valuestring) == 0;
+        if (!seen)
+            hn += (size_t)snprintf(hosts + hn, sizeof(hosts) - hn, "%s%s", hn ? ", " : "", h->valuestring);
+    }
+    char ranks[48];
+    if (run->world_size > 0)
+        snprintf(ranks, sizeof(ranks), "%d (%d per node)", run->world_size, run->ranks_per_node);
+    else
+        snprintf(ranks, sizeof(ranks), "N/A");
+    ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %s  hosts: %s  device: %s", ranks,
+           hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"), run->device_name[0] ? run->device_name : "N/A");
+    /* the replay speed on the spare row, not over the header's right end (which it hid at 80
+       columns) */
+    if (m->replay)
+        ui_put(y, 1, w, UI_C_INFO, 1, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
+    y++;
+    /* the legend sits beside the header when it fits, else on its own line below it, so a new
+       user at 80 columns still learns what every glyph means */
+    static const char legend[] = "# ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped";
+    if (w >= 28 + (int)sizeof(legend) - 1) {
+        ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   %s", "config", legend);
+    } else {
+        ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points", "config");
+        ui_put(y++, 1, w, UI_C_DIM, 1, "legend: %s", legend);
+    }
+    /* per-config rows */
+    int cfg[PDBX_MAX_CONFIGS][3];
+    size_t ncfg = pdbx_run_configs(run, cfg, PDBX_MAX_CONFIGS);
+    int warn_rows = run->nwarnings ? 4 : 1;
+    int rows = b.y + b.h - y - warn_rows - 1;
+    if (m->scroll > (int)ncfg - 1) m->scroll = ncfg ? (int)ncfg - 1 : 0;
+    for (size_t i = (size_t)m->scroll; i < ncfg && rows > 0; i++, rows--) {
+        const pdbx_point *pts[64];
+        size_t np = pdbx_run_config_points(run, cfg[i][0], cfg[i][1], cfg[i][2], pts, 64);
+        ui_put(y, 1, 15, UI_C_NORMAL, 1, "TP%d PP%d DP%d", cfg[i][0], cfg[i][1], cfg[i][2]);
+        int x = 16;
+        for (size_t k = 0; k < np && x < b.w - 6; k++) {
+            char cell[16];
+            int len = snprintf(cell, sizeof(cell), "%d%c", pts[k]->mbs, point_glyph(pts[k]->status));
+            ui_put(y, x, len, ui_role_point_status(pts[k]->status), 0, "%s", cell);
+            x += len + 2;
+        }
+        y++;
+    }
+    /* warnings tail */
+    int wy = b.y + b.h - warn_rows;
+    if (m->corrupt[0]) {
+        ui_put(wy - 1, 1, w, UI_C_BAD, 1, "corrupt: %s", m->corrupt);
+    }
+    if (run->nwarnings) {
+        ui_put(wy++, 1, w, UI_C_HEADER, 1, "warnings (%d)", run->nwarnings);
+        /* the newest warnings that fit in 3 rows, each wrapped rather than cut at the edge */
+        int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
+        int first = run->nwarnings, budget = 3;
+        while (first > run->nwarnings - held && budget > 0) {
+            int need = wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
+            if (need > budget && first < run->nwarnings)
+                break;   /* an older one that does not fit would push the newest off */
+            budget -= need;
+            first--;
+        }
+        for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
+            wy += put_wrapped(wy, 1, w, b.y + b.h - wy, UI_C_WARNING, run->warnings[i % PDBX_WARN_RING]);
+    } else {
+        ui_put(wy, 1, w, UI_C_DIM, 1, "no warnings%s", run->have_end && !m->replay ? "  (Enter opens the results)" : "");
+    }
+}
+
+const ui_screen ui_screen_monitor = { "monitor", UI_SCR_MONITOR, 250, monitor_tick,
+                                      monitor_key, monitor_draw };
