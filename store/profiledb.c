@@ -203,6 +203,9 @@ static void point_free(pdbx_point *p)
         free(p->op[o].rank);
         p->op[o].rank = NULL;
     }
+    free(p->layer.rank);
+    free(p->total.rank);
+    p->layer.rank = p->total.rank = NULL;
 }
 
 void pdbx_run_free(pdbx_run *run)

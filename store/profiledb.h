@@ -72,6 +72,13 @@ typedef struct {
     int predicted_oom;
     double started, ended;   /* unix seconds, 0 when unknown */
     pdbx_cell op[PDBX_OP_COUNT];
+    /* Measured sums, never added up from the op cells (so std/min/max are real):
+     *  layer: one sample per profiled layer per measured step, the wall time of that layer's
+     *         forward (its ops and TP all-reduces back to back);
+     *  total: one sample per measured step, the wall time of the whole step's forward (embed,
+     *         every profiled layer, final_norm, lm_head).
+     * valid == 0 for runs recorded before the engine measured them: views print N/A. */
+    pdbx_cell layer, total;
     pdbx_comm_cell tp_allreduce, pp_sendrecv, dp_allreduce;
 } pdbx_point;
 
