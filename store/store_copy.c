@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "store/events.h"
+#include "store/layout.h"
 #include "store/util/fs.h"
 #include "store/util/text.h"
 #include "store/store_impl.h"
@@ -93,7 +94,7 @@ static int probe_first(const cJSON *ev, void *vctx)
     pdbx_ev_run_start h;
     memset(&h, 0, sizeof h);
     if (pdbx_event_type_of(ev) == PDBX_EV_RUN_START &&
-        pdbx_event_decode_run_start(ev, &h, NULL, 0) == 0 && store_valid_id(h.who.id))
+        pdbx_event_decode_run_start(ev, &h, NULL, 0) == 0 && pdbx_layout_valid_id(h.who.id))
         pdbx_strcopy(p->id, sizeof p->id, h.who.id);
     return 1;   /* only the first event matters here */
 }
