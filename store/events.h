@@ -42,10 +42,9 @@ int pdbx_event_time(const cJSON *ev, double *t);
 /* Adds "t" = t to ev when it has none; -1 when out of memory. */
 int pdbx_event_stamp(cJSON *ev, double t);
 
-/* Cheap matching of a serialised event without parsing it: the bytes an encoded event of
- * type t starts with ({"type":"op",), and whether json[0..len) starts with them. An event
- * spelled otherwise simply does not match (callers then parse it). */
-const char *pdbx_event_raw_prefix(pdbx_event_type t);
+/* Cheap matching of a serialised event without parsing it: 1 when json[0..len) starts with
+ * the bytes an encoder's event of type t starts with ({"type":"op",). An event spelled
+ * otherwise simply does not match (callers then parse it). */
 int pdbx_event_raw_is(const char *json, size_t len, pdbx_event_type t);
 
 /* ---- run_start and launch -------------------------------------------------------------- */
@@ -79,8 +78,8 @@ typedef struct {
  * h->spec/h->env members are ignored. */
 cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
                             const pdbx_ev_plan_point *pts, size_t n);
-/* Overlays the header (no required field). */
-int pdbx_event_decode_run_start(const cJSON *ev, pdbx_ev_run_start *out, char *err, size_t errlen);
+/* Overlays the header (no required field: never fails). */
+void pdbx_event_decode_run_start(const cJSON *ev, pdbx_ev_run_start *out);
 /* The plan of a run_start: *pts malloc'ed (NULL when n == 0); *n = 0 and 0 when the event has
  * no "points". Points without "index" get their position. */
 int pdbx_event_decode_plan(const cJSON *ev, pdbx_ev_plan_point **pts, size_t *n,
@@ -88,7 +87,8 @@ int pdbx_event_decode_plan(const cJSON *ev, pdbx_ev_plan_point **pts, size_t *n,
 
 /* launch: a later launch appending to a run; takes env; configs[0..n) are its (tp, pp, dp). */
 cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*configs)[3], size_t n);
-int pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out, char *err, size_t errlen);
+/* Overlays (never fails). */
+void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out);
 
 /* ---- the env object of run_start/launch (opaque beyond these fields) ------------------- */
 typedef struct {
@@ -198,8 +198,9 @@ typedef struct {
 } pdbx_ev_progress;
 
 cJSON *pdbx_event_progress(const pdbx_ev_progress *p);
-/* No required field: callers initialise done/total/elapsed_s (NaN: absent), point -1. */
-int pdbx_event_decode_progress(const cJSON *ev, pdbx_ev_progress *out, char *err, size_t errlen);
+/* Overlays (never fails): callers initialise done/total/elapsed_s/op/point (point -1: none);
+ * eta_s is NaN unless the event has a number. */
+void pdbx_event_decode_progress(const cJSON *ev, pdbx_ev_progress *out);
 
 cJSON *pdbx_event_warning(const char *message);
 /* Required: message. */

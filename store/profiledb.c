@@ -177,7 +177,7 @@ static int apply_run_start(pdbx_run *run, const cJSON *ev, double t, char *err, 
     h.seq_len = run->seq_len;
     h.warmup = run->warmup;
     h.steps = run->steps;
-    pdbx_event_decode_run_start(ev, &h, err, errlen);
+    pdbx_event_decode_run_start(ev, &h);
     if (run->created == 0.0)
         run->created = t;
     pdbx_strcopy(run->id, sizeof run->id, h.who.id);
@@ -205,11 +205,10 @@ static int apply_run_start(pdbx_run *run, const cJSON *ev, double t, char *err, 
     return apply_plan(run, ev, err, errlen);
 }
 
-static int apply_launch(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
+static int apply_launch(pdbx_run *run, const cJSON *ev)
 {
     pdbx_ev_launcher w = launcher_of(run);
-    if (pdbx_event_decode_launch(ev, &w, err, errlen) != 0)
-        return -1;
+    pdbx_event_decode_launch(ev, &w);
     set_launcher(run, &w);
     if (run->have_end)        /* a later launch runs the run again */
         reopen(run);
@@ -350,11 +349,10 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     return 0;
 }
 
-static int apply_progress(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
+static int apply_progress(pdbx_run *run, const cJSON *ev)
 {
     pdbx_ev_progress pg = {run->progress_done, run->progress_total, -1, NULL, 0.0, 0.0};
-    if (pdbx_event_decode_progress(ev, &pg, err, errlen) != 0)
-        return -1;
+    pdbx_event_decode_progress(ev, &pg);
     run->progress_done = pg.done;
     run->progress_total = pg.total;
     if (pg.point >= 0)
@@ -403,7 +401,7 @@ int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
         run->last_event = t;
     switch (pdbx_event_type_of(event)) {
     case PDBX_EV_RUN_START: return apply_run_start(run, event, t, err, errlen);
-    case PDBX_EV_LAUNCH: return apply_launch(run, event, err, errlen);
+    case PDBX_EV_LAUNCH: return apply_launch(run, event);
     case PDBX_EV_POINT_START: return apply_point_start(run, event, t, err, errlen);
     case PDBX_EV_OP: return apply_op(run, event, err, errlen);
     case PDBX_EV_STEP: return apply_step(run, event, err, errlen);
@@ -411,7 +409,7 @@ int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
     case PDBX_EV_TRACE: return apply_trace(run, event, err, errlen);
     case PDBX_EV_POINT_END: return apply_point_end(run, event, t, err, errlen);
     case PDBX_EV_COLL: return apply_coll(run, event, err, errlen);
-    case PDBX_EV_PROGRESS: return apply_progress(run, event, err, errlen);
+    case PDBX_EV_PROGRESS: return apply_progress(run, event);
     case PDBX_EV_WARNING: return apply_warning(run, event, err, errlen);
     case PDBX_EV_RUN_END: return apply_run_end(run, event, err, errlen);
     default: return 0;    /* unknown type: ignored (forward compatible) */

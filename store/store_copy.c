@@ -93,9 +93,11 @@ static int probe_first(const cJSON *ev, void *vctx)
     pdbx_strcopy(p->first_type, sizeof p->first_type, pdbx_event_type_str(ev));
     pdbx_ev_run_start h;
     memset(&h, 0, sizeof h);
-    if (pdbx_event_type_of(ev) == PDBX_EV_RUN_START &&
-        pdbx_event_decode_run_start(ev, &h, NULL, 0) == 0 && pdbx_layout_valid_id(h.who.id))
-        pdbx_strcopy(p->id, sizeof p->id, h.who.id);
+    if (pdbx_event_type_of(ev) == PDBX_EV_RUN_START) {
+        pdbx_event_decode_run_start(ev, &h);
+        if (pdbx_layout_valid_id(h.who.id))
+            pdbx_strcopy(p->id, sizeof p->id, h.who.id);
+    }
     return 1;   /* only the first event matters here */
 }
 
