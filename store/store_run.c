@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "store/layout.h"
+#include "store/util/clock.h"
 #include "store/util/fs.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
@@ -207,7 +208,7 @@ int store_launcher_alive(const char *host, long pid, double last_event)
 {
     if (pid > 0 && same_host(host))
         return pdbx_process_alive(pid);
-    return last_event > 0 && pdbx_now() - last_event < PDBX_HEARTBEAT_TIMEOUT_S;
+    return last_event > 0 && pdbx_wall_s() - last_event < PDBX_HEARTBEAT_TIMEOUT_S;
 }
 
 void store_no_end_reason(char *buf, size_t len, const char *host, long pid, double last_event)
@@ -215,7 +216,7 @@ void store_no_end_reason(char *buf, size_t len, const char *host, long pid, doub
     if (pid > 0 && same_host(host))
         snprintf(buf, len, "no run end (launcher pid %ld on %s is gone)", pid, host);
     else if (last_event > 0)
-        snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_now() - last_event);
+        snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_wall_s() - last_event);
     else
         snprintf(buf, len, "no run end (no events)");
 }
