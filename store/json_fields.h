@@ -52,7 +52,8 @@ void jf_get_fields(const cJSON *obj, void *dst, const jf_field *f, size_t n);
 /* Strict reading of JF_NUM fields that must all be present: a number, or null read as NaN.
  * -1 when one is absent or not a number (dst is then partly written). */
 int jf_get_numbers_or_null(const cJSON *obj, void *dst, const jf_field *f, size_t n);
-/* The position of name in names[0..n), -1 when absent (or name is NULL). */
+/* The position of name in names[0..n), -1 when absent (or name is NULL): the reverse of every
+ * name table in store/ (event types, ops, stats, comm kinds). */
 int jf_name_index(const char *name, const char *const *names, size_t n);
 
 #endif

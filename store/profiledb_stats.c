@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/json_fields.h"
+
 /* ---- statistics ---------------------------------------------------------------------- */
 
 static const char *const stat_names[PDBX_STAT_COUNT_KINDS] = {
@@ -21,12 +23,7 @@ const char *pdbx_stat_name(pdbx_stat_kind k)
 
 int pdbx_stat_from_name(const char *name)
 {
-    if (!name)
-        return -1;
-    for (int k = 0; k < PDBX_STAT_COUNT_KINDS; k++)
-        if (strcmp(stat_names[k], name) == 0)
-            return k;
-    return -1;
+    return jf_name_index(name, stat_names, PDBX_STAT_COUNT_KINDS);
 }
 
 double pdbx_stats_get(const pdbx_stats *s, pdbx_stat_kind k)
