@@ -5,6 +5,9 @@
  *   store_list.c    summaries, listing with the index.json cache, rebuild
  *   store_copy.c    record and import
  *   store_frames.c  frames (encoder, durable append, scanner); store_index.c the index file
+ *   events.c        the event schema (events.h); json_fields.c the JSON member helpers
+ *   layout.c        the paths of a store (layout.h)
+ *   profiledb*.c    the fold (profiledb.c), statistics and names, queries
  */
 #ifndef PDBX_STORE_IMPL_H
 #define PDBX_STORE_IMPL_H
