@@ -20,7 +20,9 @@
 #define ROW_TP_ALL PDBX_OP_COUNT              /* both TP all-reduces together */
 #define ROW_PP (PDBX_OP_COUNT + 1)
 #define ROW_DP (PDBX_OP_COUNT + 2)
-#define NROWS (PDBX_OP_COUNT + 3)
+#define ROW_LAYER (PDBX_OP_COUNT + 3)         /* one layer's forward, per layer and step */
+#define ROW_TOTAL (PDBX_OP_COUNT + 4)         /* one step's forward, per step */
+#define NROWS (PDBX_OP_COUNT + 5)
 #define MSG_LEN 256
 
 enum { ST_OK = 0, ST_OOM = 1, ST_ERROR = 2 };
@@ -365,6 +367,48 @@ static const pdbx_op layer_ops[] = {
     PDBX_OP_MLP_UP, PDBX_OP_MLP_ACT_FN, PDBX_OP_MLP_DOWN, PDBX_OP_TP_ALLREDUCE_MLP,
 };
 
+/* Brackets span s with the compute backend; a failure counts as a failed op (the point ends
+ * as an error once the ranks agree). ms < 0 on end means nothing was measured. */
+static void span(point_run *pr, pdbx_span s, int end, double *ms)
+{
+    pdbx_engine *e = pr->e;
+    if (pr->failed) {
+        *ms = -1;
+        return;
+    }
+    char err[MSG_LEN];
+    int rc = end ? e->be.compute->span_end(e->compute, s, ms, err, sizeof err)
+                 : e->be.compute->span_begin(e->compute, s, err, sizeof err);
+    if (rc != 0) {
+        pr->failed = 1;
+        snprintf(pr->msg, sizeof pr->msg, "%s", err);
+        *ms = -1;
+    }
+}
+
+/* One step's forward: embed, every profiled layer, final_norm, lm_head, with the layer and
+ * step spans measured around them (the sums of profiledb.h's layer and total cells). */
+static void run_forward(point_run *pr, double step0, int measured, int last)
+{
+    const pdbx_spec *sp = &pr->e->spec;
+    double ms = 0;
+    span(pr, PDBX_SPAN_STEP, 0, &ms);
+    run_one(pr, PDBX_OP_EMBED, -1, step0, measured, last);
+    for (int l = 0; l < sp->layers_profiled; l++) {
+        span(pr, PDBX_SPAN_LAYER, 0, &ms);
+        for (size_t i = 0; i < sizeof layer_ops / sizeof layer_ops[0]; i++)
+            run_one(pr, layer_ops[i], l, step0, measured, last);
+        span(pr, PDBX_SPAN_LAYER, 1, &ms);
+        if (measured && ms >= 0)
+            push(&pr->sm, ROW_LAYER, ms);
+    }
+    run_one(pr, PDBX_OP_FINAL_NORM, -1, step0, measured, last);
+    run_one(pr, PDBX_OP_LM_HEAD, -1, step0, measured, last);
+    span(pr, PDBX_SPAN_STEP, 1, &ms);
+    if (measured && ms >= 0)
+        push(&pr->sm, ROW_TOTAL, ms);
+}
+
 /* Runs warmup + measured steps. Returns 0, or 1 when cancelled. */
 static int run_steps(point_run *pr)
 {
@@ -376,12 +420,7 @@ static int run_steps(point_run *pr)
             return 1;
         int measured = s >= sp->warmup, last = s == total - 1;
         double step0 = now_ms();
-        run_one(pr, PDBX_OP_EMBED, -1, step0, measured, last);
-        for (int l = 0; l < sp->layers_profiled; l++)
-            for (size_t i = 0; i < sizeof layer_ops / sizeof layer_ops[0]; i++)
-                run_one(pr, layer_ops[i], l, step0, measured, last);
-        run_one(pr, PDBX_OP_FINAL_NORM, -1, step0, measured, last);
-        run_one(pr, PDBX_OP_LM_HEAD, -1, step0, measured, last);
+        run_forward(pr, step0, measured, last);
         double ms = 0;
         if (pr->cg->pp > 1) {
             if (e->ev)
@@ -416,7 +455,36 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
-/* Rank 0: op, comm and trace events of a measured point from every rank's packed rows. */
+/* A cell as the op and step events carry it: `key` the element-wise max over the TP ranks of
+ * row, `ranks_key` each TP rank's own statistics. */
+static int add_cell(cJSON *ev, const char *key, const char *ranks_key, const double *all, int row,
+                    const int *tp_members, int ntp)
+{
+    double st[NSTAT];
+    pdbx_estats_max(all, NROWS, tp_members, ntp, row, st);
+    if (!add_item(ev, key, stats_json(st)))
+        return 0;
+    cJSON *ranks = cJSON_AddArrayToObject(ev, ranks_key);
+    int ok = ranks != NULL;
+    for (int i = 0; ok && i < ntp; i++)
+        ok = add_to_array(ranks, stats_json(all + ((size_t)tp_members[i] * NROWS + row) * NSTAT));
+    return ok;
+}
+
+/* The measured layer and step sums of a point (no event when no step was measured). */
+static void step_event(pdbx_engine *e, int point, const double *all, const int *tp_members, int ntp)
+{
+    if (all[(size_t)ROW_TOTAL * NSTAT] <= 0)
+        return;
+    cJSON *ev = cJSON_CreateObject();
+    int ok = cJSON_AddStringToObject(ev, "type", "step") &&
+             cJSON_AddNumberToObject(ev, "point", point) &&
+             add_cell(ev, "layer", "layer_ranks", all, ROW_LAYER, tp_members, ntp) &&
+             add_cell(ev, "total", "total_ranks", all, ROW_TOTAL, tp_members, ntp);
+    emit(e, complete_or_null(ev, ok));
+}
+
+/* Rank 0: op, step, comm and trace events of a measured point from every rank's packed rows. */
 static void write_point_events(pdbx_engine *e, const point_run *pr, const double *all,
                                const double *traces, const int *ntrace, size_t trace_cap)
 {
@@ -435,16 +503,11 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         if (all[(size_t)op * NSTAT] <= 0)
             continue;                       /* not measured (not in ops, or TP 1 all-reduce) */
-        pdbx_estats_max(all, NROWS, tp_members, ntp, op, st);
         cJSON *ev = cJSON_CreateObject();
         int ok = cJSON_AddStringToObject(ev, "type", "op") &&
                  cJSON_AddNumberToObject(ev, "point", pt->index) &&
                  cJSON_AddStringToObject(ev, "op", pdbx_op_name((pdbx_op)op)) &&
-                 add_item(ev, "stats", stats_json(st));
-        cJSON *ranks = ok ? cJSON_AddArrayToObject(ev, "ranks") : NULL;
-        ok = ok && ranks;
-        for (int i = 0; ok && i < ntp; i++)
-            ok = add_to_array(ranks, stats_json(all + ((size_t)tp_members[i] * NROWS + op) * NSTAT));
+                 add_cell(ev, "stats", "ranks", all, op, tp_members, ntp);
         pdbx_op_shape shape;
         memset(&shape, 0, sizeof shape);
         if (pdbx_op_is_comm((pdbx_op)op)) {
@@ -457,6 +520,7 @@ static void write_point_events(pdbx_engine *e, const point_run *pr, const double
         }
         emit(e, complete_or_null(ev, ok));
     }
+    step_event(e, pt->index, all, tp_members, ntp);
     if (pt->tp > 1 && all[(size_t)ROW_TP_ALL * NSTAT] > 0) {
         pdbx_estats_max(all, NROWS, tp_members, ntp, ROW_TP_ALL, st);
         comm_event(e, pt->index, "tp_allreduce", pr->tp_bytes, pt->tp, PDBX_COLL_ALL_REDUCE, st);

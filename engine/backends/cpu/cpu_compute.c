@@ -9,6 +9,7 @@
  * cache); activations are shared between layers. */
 #include "engine/backends/cpu/cpu_compute.h"
 #include "engine/backends/cpu/cpu_kernels.h"
+#include "store/util/clock.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -57,15 +58,14 @@ struct pdbx_compute {
     void *comm_buf;
     size_t comm_bytes;
     sbgemm_fn sbgemm;
+    double span_t0[PDBX_SPAN_COUNT];   /* now_ms() at each span's begin */
 };
 
 static sbgemm_fn find_sbgemm(void);
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return pdbx_mono_s() * 1e3;
 }
 
 int pdbx_cpu_meminfo(uint64_t *available, uint64_t *total)
@@ -643,6 +643,32 @@ static double cpu_checksum(pdbx_compute *c)
     return s;
 }
 
+/* Spans on the clock the ops use: the ops run synchronously, so the time between the span's
+ * boundaries is the wall time of its ops (and of the TP all-reduces between them). */
+static int span_valid(pdbx_span s, char *err, size_t errlen)
+{
+    if ((int)s >= 0 && s < PDBX_SPAN_COUNT)
+        return 1;
+    snprintf(err, errlen, "cpu span: unknown span %d", (int)s);
+    return 0;
+}
+
+static int cpu_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen)
+{
+    if (!span_valid(s, err, errlen))
+        return -1;
+    c->span_t0[s] = now_ms();
+    return 0;
+}
+
+static int cpu_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen)
+{
+    if (!span_valid(s, err, errlen))
+        return -1;
+    *ms = now_ms() - c->span_t0[s];
+    return 0;
+}
+
 static const pdbx_compute_ops cpu_ops = {
     .name = "cpu",
     .init = cpu_init,
@@ -654,6 +680,8 @@ static const pdbx_compute_ops cpu_ops = {
     .release = cpu_release,
     .run_op = cpu_run_op,
     .comm_buffer = cpu_comm_buffer,
+    .span_begin = cpu_span_begin,
+    .span_end = cpu_span_end,
     .checksum = cpu_checksum,
 };
 

@@ -41,15 +41,6 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
     return e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
 }
 
-#define CU_TRY(name, expr)                              \
-    do {                                                \
-        cudaError_t e_ = (expr);                        \
-        if (e_ != cudaSuccess) {                        \
-            rc = cuda_fail(err, errlen, (name), e_);    \
-            goto fail;                                  \
-        }                                               \
-    } while (0)
-
 /* ---- point buffers ---------------------------------------------------------------------- */
 
 enum {   /* one set per point, shared by all layers */
@@ -374,37 +365,6 @@ fail:
     return rc;
 }
 
-/* ---- timing ----------------------------------------------------------------------------- */
-
-int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen)
-{
-    int rc = -1;
-    if (c->flush_l2 && c->l2_flush) {
-        c->l2_flush_value ^= 0x5a;
-        CU_TRY("cudaMemsetAsync(L2 flush)", cudaMemsetAsync(c->l2_flush, c->l2_flush_value,
-                                                            c->l2_flush_bytes, c->stream));
-    } else {
-        CU_TRY("ck_spin", ck_spin(c->spin_cycles, c->stream));
-    }
-    CU_TRY("cudaEventRecord(start)", cudaEventRecord(c->ev_start, c->stream));
-    return 0;
-fail:
-    return rc;
-}
-
-int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen)
-{
-    int rc = -1;
-    float f = 0.0f;
-    CU_TRY("cudaEventRecord(stop)", cudaEventRecord(c->ev_stop, c->stream));
-    CU_TRY("cudaEventSynchronize(stop)", cudaEventSynchronize(c->ev_stop));
-    CU_TRY("cudaEventElapsedTime", cudaEventElapsedTime(&f, c->ev_start, c->ev_stop));
-    *ms = (double)f;
-    return 0;
-fail:
-    return rc;
-}
-
 /* ---- ops -------------------------------------------------------------------------------- */
 
 static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void *w, void *y,
@@ -538,6 +498,10 @@ static void cuda_fini(pdbx_compute *c)
         cudaEventDestroy(c->ev_start);
     if (c->ev_stop)
         cudaEventDestroy(c->ev_stop);
+    for (int k = 0; k < PDBX_SPAN_COUNT; k++)
+        for (int e = 0; e < 2; e++)
+            if (c->ev_span[k][e])
+                cudaEventDestroy(c->ev_span[k][e]);
     if (c->stream)
         cudaStreamDestroy(c->stream);
     free(c);
@@ -577,6 +541,9 @@ static int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *e
     CU_TRY("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CU_TRY("cudaEventCreate(start)", cudaEventCreate(&c->ev_start));
     CU_TRY("cudaEventCreate(stop)", cudaEventCreate(&c->ev_stop));
+    for (int k = 0; k < PDBX_SPAN_COUNT; k++)
+        for (int e = 0; e < 2; e++)
+            CU_TRY("cudaEventCreate(span)", cudaEventCreate(&c->ev_span[k][e]));
     CU_TRY("cudaMalloc(checksum)", cudaMalloc((void **)&c->checksum_dev, sizeof(double)));
     rc = cuda_gemm_create(&c->gemm, err, errlen);
     if (rc)
@@ -759,6 +726,8 @@ static const pdbx_compute_ops cuda_compute_ops = {
     .release = cuda_release,
     .run_op = cuda_run_op,
     .comm_buffer = cuda_comm_buffer,
+    .span_begin = cuda_span_begin,
+    .span_end = cuda_span_end,
     .checksum = cuda_checksum,
 };
 

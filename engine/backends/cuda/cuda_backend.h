@@ -27,6 +27,7 @@ struct pdbx_compute {
     int clock_khz, mem_clock_khz;   /* peak SM and memory clocks (cudaDeviceGetAttribute) */
     cudaStream_t stream;
     cudaEvent_t ev_start, ev_stop;
+    cudaEvent_t ev_span[PDBX_SPAN_COUNT][2];   /* begin, end of each span (cuda_timing.c) */
     void *l2_flush;                 /* flush_l2: memset before each timed execution */
     unsigned char l2_flush_value;   /* changes every flush so no write can be skipped */
     size_t l2_flush_bytes;
@@ -60,10 +61,25 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
  * cudaErrorMemoryAllocation, else -1. Clears the (non-sticky) last error. */
 int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
 
+/* Calls a CUDA runtime function; on failure sets rc (cuda_fail) and jumps to the caller's
+ * `fail:` label (needs `rc`, `err`, `errlen` in scope). */
+#define CU_TRY(name, expr)                              \
+    do {                                                \
+        cudaError_t e_ = (expr);                        \
+        if (e_ != cudaSuccess) {                        \
+            rc = cuda_fail(err, errlen, (name), e_);    \
+            goto fail;                                  \
+        }                                               \
+    } while (0)
+
 /* Records the start event (after the L2 flush or spin), for the caller to enqueue its work. */
 int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen);
 /* Records the stop event, waits for it and returns the elapsed device time in ms. */
 int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen);
+
+/* backend.h's span_begin/span_end: events recorded on the stream at the span's boundaries. */
+int cuda_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen);
+int cuda_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen);
 
 extern const pdbx_comm_ops cuda_nccl_comm_ops;   /* cuda_nccl.c */
 /* "NCCL 2.28.9" from ncclGetVersion() (the loaded library, not the header). */

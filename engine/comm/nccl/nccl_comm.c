@@ -47,15 +47,6 @@ static int nccl_fail(char *err, size_t errlen, const char *call, ncclResult_t r,
         }                                                           \
     } while (0)
 
-#define CU_TRY(name, expr)                              \
-    do {                                                \
-        cudaError_t e_ = (expr);                        \
-        if (e_ != cudaSuccess) {                        \
-            rc = cuda_fail(err, errlen, (name), e_);    \
-            goto fail;                                  \
-        }                                               \
-    } while (0)
-
 void cuda_nccl_version(char *buf, size_t len)
 {
     int v = 0;
