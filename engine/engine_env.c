@@ -1,7 +1,7 @@
 /* engine_env.c: hosts, threads and the run_start/launch events (engine_env.h). */
 #define _GNU_SOURCE          /* sched_getaffinity, CPU_COUNT */
 #include "engine/engine_env.h"
-#include "engine/backends/cpu/cpu_compute.h"
+#include "engine/backends/host.h"
 #include "store/version.h"
 
 #include <sched.h>
@@ -90,7 +90,7 @@ cJSON *pdbx_env_json(pdbx_engine *e)
         return NULL;
     }
     char cpu[256];
-    pdbx_cpu_model_name(cpu, sizeof cpu);
+    pdbx_host_cpu_model(cpu, sizeof cpu);
     int ok = (cJSON_GetObjectItemCaseSensitive(env, "cpu") || cJSON_AddStringToObject(env, "cpu", cpu)) &&
              (cJSON_GetObjectItemCaseSensitive(env, "blas_threads") ||
               cJSON_AddNumberToObject(env, "blas_threads", e->blas_threads)) &&

@@ -77,6 +77,42 @@ int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
     return rc;
 }
 
+int pdbx_events_emit(pdbx_events *ev, cJSON *event)
+{
+    char err[512];
+    if (pdbx_events_append(ev, event, err, sizeof err) != 0) {
+        fprintf(stderr, "pdbx-engine: writing an event: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+int pdbx_json_add(cJSON *obj, const char *name, cJSON *item)
+{
+    if (!item || !obj || !cJSON_AddItemToObject(obj, name, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+int pdbx_json_push(cJSON *arr, cJSON *item)
+{
+    if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+cJSON *pdbx_json_complete(cJSON *ev, int ok)
+{
+    if (ok)
+        return ev;
+    cJSON_Delete(ev);
+    return NULL;
+}
+
 int pdbx_events_warning(pdbx_events *ev, const char *msg)
 {
     cJSON *e = cJSON_CreateObject();

@@ -138,7 +138,7 @@ int pdbx_fault_parse(const char *s, pdbx_fault *out, char *err, size_t errlen)
     if (sscanf(s, "%15[a-z]:rank=%d:point=%d%n", kind, &rank, &point, &used) != 3 ||
         s[used] != '\0' || rank < 0 || point < 0) {
         snprintf(err, errlen, "PDBX_FAULT: '%s' is not KIND:rank=R:point=P "
-                 "(KIND: hang, oom, exit; test use only)", s);
+                 "(KIND: hang, oom, exit, group; test use only)", s);
         return -1;
     }
     if (strcmp(kind, "hang") == 0)
@@ -147,8 +147,11 @@ int pdbx_fault_parse(const char *s, pdbx_fault *out, char *err, size_t errlen)
         out->kind = PDBX_FAULT_OOM;
     else if (strcmp(kind, "exit") == 0)
         out->kind = PDBX_FAULT_EXIT;
+    else if (strcmp(kind, "group") == 0)
+        out->kind = PDBX_FAULT_GROUP;
     else {
-        snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit)", kind);
+        snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit, group)",
+                 kind);
         return -1;
     }
     out->rank = rank;

@@ -9,6 +9,7 @@
  * cache); activations are shared between layers. */
 #include "engine/backends/cpu/cpu_compute.h"
 #include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/host.h"
 #include "store/util/clock.h"
 
 #include <cblas.h>
@@ -68,50 +69,6 @@ static double now_ms(void)
     return pdbx_mono_s() * 1e3;
 }
 
-int pdbx_cpu_meminfo(uint64_t *available, uint64_t *total)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    unsigned long long kb;
-    int found = 0;
-    *available = *total = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-            *available = (uint64_t)kb * 1024u;
-            found |= 1;
-        } else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
-            *total = (uint64_t)kb * 1024u;
-            found |= 2;
-        }
-    }
-    fclose(f);
-    return found == 3 ? 0 : -1;
-}
-
-void pdbx_cpu_model_name(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown cpu");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *colon = strchr(line, ':');
-            if (colon) {
-                colon++;
-                while (*colon == ' ' || *colon == '\t')
-                    colon++;
-                colon[strcspn(colon, "\n")] = '\0';
-                snprintf(buf, len, "%s", colon);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
 
 static int cpu_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen)
 {
@@ -136,7 +93,7 @@ static int cpu_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *er
     if (c->cfg.blas_threads < 1)
         c->cfg.blas_threads = 1;
     openblas_set_num_threads(c->cfg.blas_threads);
-    pdbx_cpu_model_name(c->device, sizeof c->device);
+    pdbx_host_cpu_model(c->device, sizeof c->device);
     *out = c;
     return 0;
 }
@@ -185,7 +142,7 @@ static const char *cpu_device_name(pdbx_compute *c)
 static int cpu_describe(pdbx_compute *c, cJSON *env)
 {
     uint64_t avail = 0, total = 0;
-    pdbx_cpu_meminfo(&avail, &total);
+    pdbx_host_meminfo(&avail, &total);
     const char *blas = openblas_get_config();
     char blasv[256];
     snprintf(blasv, sizeof blasv, "%s", blas ? blas : "OpenBLAS (unknown config)");
@@ -202,7 +159,7 @@ static int cpu_describe(pdbx_compute *c, cJSON *env)
 static int cpu_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes)
 {
     (void)c;
-    return pdbx_cpu_meminfo(free_bytes, total_bytes);
+    return pdbx_host_meminfo(free_bytes, total_bytes);
 }
 
 /* Allocation accounting: first pass adds sizes (alloc == 0), second pass allocates. */
@@ -395,7 +352,7 @@ static int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, s
         layout_weights(&ap);
     }
     uint64_t avail = 0, total = 0;
-    if (pdbx_cpu_meminfo(&avail, &total) == 0) {
+    if (pdbx_host_meminfo(&avail, &total) == 0) {
         int ranks_here = c->cfg.local_size > 0 ? c->cfg.local_size : 1;
         double need = (double)c->planned * ranks_here;
         double budget = (double)avail * 0.95;
@@ -589,7 +546,7 @@ static int cpu_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err,
         return 0;
     }
     uint64_t avail = 0, total = 0;
-    if (pdbx_cpu_meminfo(&avail, &total) == 0 &&
+    if (pdbx_host_meminfo(&avail, &total) == 0 &&
         (double)bytes * (c->cfg.local_size > 0 ? c->cfg.local_size : 1) > (double)avail * 0.95) {
         snprintf(err, errlen, "comm buffer of %zu bytes would exceed MemAvailable", bytes);
         return PDBX_EOOM;
