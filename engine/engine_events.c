@@ -1,5 +1,6 @@
 /* engine_events.c: rank 0's event writer and progress heartbeat (engine_events.h). */
 #include "engine/engine_events.h"
+#include "store/util/clock.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -22,13 +23,6 @@ struct pdbx_events {
     pthread_cond_t hb_cv;
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
                      char *err, size_t errlen)
 {
@@ -46,7 +40,7 @@ int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx
     pthread_cond_init(&ev->hb_cv, &ca);
     pthread_condattr_destroy(&ca);
     ev->point = -1;
-    ev->t0 = mono_s();
+    ev->t0 = pdbx_mono_s();
     if (pdbx_store_open(store_dir, 1, &ev->store, err, errlen) != 0)
         goto fail;
     int rc = append ? pdbx_run_writer_open(ev->store, run_id, &ev->w, err, errlen)
@@ -148,7 +142,7 @@ void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_do
     ev->total_work = total_work;
     ev->done_work = 0;
     ev->t_done = 0;
-    ev->t0 = mono_s();
+    ev->t0 = pdbx_mono_s();
     pthread_mutex_unlock(&ev->mu);
 }
 
@@ -172,14 +166,14 @@ void pdbx_events_progress_done(pdbx_events *ev, double work)
     pthread_mutex_lock(&ev->mu);
     ev->done++;
     ev->done_work += work;
-    ev->t_done = mono_s() - ev->t0;
+    ev->t_done = pdbx_mono_s() - ev->t0;
     pthread_mutex_unlock(&ev->mu);
 }
 
 /* The progress event, or NULL when out of memory (never one with fields missing). */
 static cJSON *progress_event_locked(pdbx_events *ev)
 {
-    double elapsed = mono_s() - ev->t0;
+    double elapsed = pdbx_mono_s() - ev->t0;
     cJSON *e = cJSON_CreateObject();
     int ok = cJSON_AddStringToObject(e, "type", "progress") &&
              cJSON_AddNumberToObject(e, "done", ev->done) &&
@@ -219,9 +213,7 @@ static void *heartbeat_main(void *arg)
     pdbx_events *ev = arg;
     pthread_mutex_lock(&ev->mu);
     while (!ev->hb_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += 1;
+        struct timespec until = pdbx_mono_deadline(1.0);
         pthread_cond_timedwait(&ev->hb_cv, &ev->mu, &until);
         if (ev->hb_stop)
             break;

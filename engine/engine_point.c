@@ -16,11 +16,6 @@
 #define NROWS PDBX_NROWS
 #define MSG_LEN PDBX_MSG_LEN
 
-static double now_ms(void)
-{
-    return pdbx_mono_s() * 1e3;
-}
-
 /* ---- per-rank samples of one point ------------------------------------------------------- */
 typedef struct {
     double *s[NROWS];
@@ -132,7 +127,7 @@ static void run_one(point_run *pr, pdbx_op op, int layer, double step0, int meas
         return;
     if (e->ev)
         pdbx_events_progress_op(e->ev, pdbx_op_name(op));
-    double start = now_ms(), ms = 0;
+    double start = pdbx_mono_s() * 1e3, ms = 0;
     if (pdbx_op_is_comm(op)) {
         if (pr->cg->tp < 2)
             return;
@@ -216,7 +211,7 @@ static int run_steps(point_run *pr)
         if (pdbx_agree_cancel(e, pr->pt->index))
             return 1;
         int measured = s >= sp->warmup, last = s == total - 1;
-        double step0 = now_ms();
+        double step0 = pdbx_mono_s() * 1e3;
         run_forward(pr, step0, measured, last);
         double ms = 0;
         if (pr->cg->pp > 1) {

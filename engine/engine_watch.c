@@ -1,5 +1,6 @@
 /* engine_watch.c: signals, watchdog thread and fault injection (engine_watch.h). */
 #include "engine/engine_watch.h"
+#include "store/util/clock.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -52,20 +53,13 @@ static struct {
     double since;               /* monotonic seconds */
 } wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void pdbx_watch_begin(const char *what, int point)
 {
     pthread_mutex_lock(&wd.mu);
     wd.open = 1;
     snprintf(wd.what, sizeof wd.what, "%s", what);
     wd.point = point;
-    wd.since = mono_s();
+    wd.since = pdbx_mono_s();
     pthread_mutex_unlock(&wd.mu);
 }
 
@@ -87,7 +81,7 @@ static void *watch_main(void *arg)
             pthread_mutex_unlock(&wd.mu);
             return NULL;
         }
-        double age = wd.open ? mono_s() - wd.since : 0.0;
+        double age = wd.open ? pdbx_mono_s() - wd.since : 0.0;
         int fire = wd.open && age > wd.timeout_s + wd.grace_s;
         char what[64];
         int point = wd.point;

@@ -59,15 +59,10 @@ struct pdbx_compute {
     void *comm_buf;
     size_t comm_bytes;
     sbgemm_fn sbgemm;
-    double span_t0[PDBX_SPAN_COUNT];   /* now_ms() at each span's begin */
+    double span_t0[PDBX_SPAN_COUNT];   /* pdbx_mono_s() in ms at each span's begin */
 };
 
 static sbgemm_fn find_sbgemm(void);
-
-static double now_ms(void)
-{
-    return pdbx_mono_s() * 1e3;
-}
 
 
 static int cpu_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen)
@@ -486,7 +481,7 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *
     const int bf = c->esz == 2;
     cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
     const float eps = 1e-5f;
-    double t0 = now_ms();
+    double t0 = pdbx_mono_s() * 1e3;
     switch (op) {
     case PDBX_OP_EMBED:
         pdbx_k_embed_gather(c->emb_table, c->vloc, 0, c->ids, T, (size_t)h * c->esz, c->emb_out);
@@ -535,7 +530,7 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }
-    *ms = now_ms() - t0;
+    *ms = pdbx_mono_s() * 1e3 - t0;
     return 0;
 }
 
@@ -614,7 +609,7 @@ static int cpu_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen
 {
     if (!span_valid(s, err, errlen))
         return -1;
-    c->span_t0[s] = now_ms();
+    c->span_t0[s] = pdbx_mono_s() * 1e3;
     return 0;
 }
 
@@ -622,7 +617,7 @@ static int cpu_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, siz
 {
     if (!span_valid(s, err, errlen))
         return -1;
-    *ms = now_ms() - c->span_t0[s];
+    *ms = pdbx_mono_s() * 1e3 - c->span_t0[s];
     return 0;
 }
 
