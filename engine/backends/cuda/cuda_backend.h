@@ -14,6 +14,9 @@
 
 #include "engine/backends/backend.h"
 
+/* Seed of the deterministic fill of every buffer (points and the comm buffer). */
+#define FILL_SEED UINT64_C(0x9d2c5680a1b2c3d4)
+
 struct cuda_gemm;
 struct cuda_point;
 
@@ -80,6 +83,19 @@ int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen);
 /* backend.h's span_begin/span_end: events recorded on the stream at the span's boundaries. */
 int cuda_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen);
 int cuda_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen);
+
+/* cuda_device.c: the compute ops that concern the device rather than a point, and the probe. */
+int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
+void cuda_fini(pdbx_compute *c);
+const char *cuda_device_name(pdbx_compute *c);
+int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes);
+int cuda_describe(pdbx_compute *c, cJSON *env);
+int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
+int cuda_probe(char *why, size_t len);
+/* cuda_backend.c: frees the prepared point's buffers; cudaMalloc with a message naming the
+ * buffer (PDBX_EOOM on cudaErrorMemoryAllocation). */
+void cuda_release(pdbx_compute *c);
+int cuda_alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t errlen);
 
 extern const pdbx_comm_ops cuda_nccl_comm_ops;   /* cuda_nccl.c */
 /* "NCCL 2.28.9" from ncclGetVersion() (the loaded library, not the header). */
