@@ -201,6 +201,18 @@ static void run_forward(point_run *pr, double step0, int measured, int last)
         push(&pr->sm, PDBX_ROW_TOTAL, ms);
 }
 
+/* A once-per-step collective of the PP or DP group after the forward; row < 0: not kept. */
+static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double bytes,
+                      const char *name, int row)
+{
+    double ms = 0;
+    if (pr->e->ev)
+        pdbx_events_progress_op(pr->e->ev, name);
+    coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms);
+    if (row >= 0)
+        push(&pr->sm, row, ms);
+}
+
 /* Runs warmup + measured steps. Returns 0, or 1 when cancelled. */
 static int run_steps(point_run *pr)
 {
@@ -213,23 +225,12 @@ static int run_steps(point_run *pr)
         int measured = s >= sp->warmup, last = s == total - 1;
         double step0 = pdbx_mono_s() * 1e3;
         run_forward(pr, step0, measured, last);
-        double ms = 0;
-        if (pr->cg->pp > 1) {
-            if (e->ev)
-                pdbx_events_progress_op(e->ev, "pp_sendrecv");
-            coll_timed(pr, pr->cg->g[PDBX_GRID_PP], PDBX_COLL_SEND_RECV, pr->bytes.pp,
-                       "pp_sendrecv", &ms);
-            if (measured)
-                push(&pr->sm, PDBX_ROW_PP, ms);
-        }
-        if (pr->cg->dp > 1) {
-            if (e->ev)
-                pdbx_events_progress_op(e->ev, "dp_allreduce");
-            coll_timed(pr, pr->cg->g[PDBX_GRID_DP], PDBX_COLL_ALL_REDUCE, pr->bytes.dp,
-                       "dp_allreduce", &ms);
-            if (measured)
-                push(&pr->sm, PDBX_ROW_DP, ms);
-        }
+        if (pr->cg->pp > 1)
+            step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv",
+                      measured ? PDBX_ROW_PP : -1);
+        if (pr->cg->dp > 1)
+            step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce",
+                      measured ? PDBX_ROW_DP : -1);
     }
     return 0;
 }

@@ -135,15 +135,14 @@ int pdbx_fault_parse(const char *s, pdbx_fault *out, char *err, size_t errlen)
                  "(KIND: hang, oom, exit, group; test use only)", s);
         return -1;
     }
-    if (strcmp(kind, "hang") == 0)
-        out->kind = PDBX_FAULT_HANG;
-    else if (strcmp(kind, "oom") == 0)
-        out->kind = PDBX_FAULT_OOM;
-    else if (strcmp(kind, "exit") == 0)
-        out->kind = PDBX_FAULT_EXIT;
-    else if (strcmp(kind, "group") == 0)
-        out->kind = PDBX_FAULT_GROUP;
-    else {
+    static const struct { const char *name; pdbx_fault_kind kind; } kinds[] = {
+        { "hang", PDBX_FAULT_HANG }, { "oom", PDBX_FAULT_OOM }, { "exit", PDBX_FAULT_EXIT },
+        { "group", PDBX_FAULT_GROUP },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !out->kind; i++)
+        if (strcmp(kind, kinds[i].name) == 0)
+            out->kind = kinds[i].kind;
+    if (!out->kind) {
         snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit, group)",
                  kind);
         return -1;

@@ -18,6 +18,7 @@
 #define PDBX_BACKEND_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
@@ -53,6 +54,15 @@ typedef struct {
  * one layer's forward (its ops and TP all-reduces back to back) and one step's forward (embed,
  * every profiled layer, final_norm, lm_head). A layer span nests inside a step span. */
 typedef enum { PDBX_SPAN_STEP = 0, PDBX_SPAN_LAYER, PDBX_SPAN_COUNT } pdbx_span;
+
+/* For the backends' span functions: 1 when s names a span, else 0 with a message. */
+static inline int pdbx_span_valid(const char *backend, pdbx_span s, char *err, size_t errlen)
+{
+    if ((int)s >= 0 && s < PDBX_SPAN_COUNT)
+        return 1;
+    snprintf(err, errlen, "%s span: unknown span %d", backend, (int)s);
+    return 0;
+}
 
 typedef struct {
     const char *name;                                         /* "cpu", "cuda" */

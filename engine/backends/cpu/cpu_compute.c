@@ -258,17 +258,9 @@ static double cpu_checksum(pdbx_compute *c)
 
 /* Spans on the clock the ops use: the ops run synchronously, so the time between the span's
  * boundaries is the wall time of its ops (and of the TP all-reduces between them). */
-static int span_valid(pdbx_span s, char *err, size_t errlen)
-{
-    if ((int)s >= 0 && s < PDBX_SPAN_COUNT)
-        return 1;
-    snprintf(err, errlen, "cpu span: unknown span %d", (int)s);
-    return 0;
-}
-
 static int cpu_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen)
 {
-    if (!span_valid(s, err, errlen))
+    if (!pdbx_span_valid("cpu", s, err, errlen))
         return -1;
     c->span_t0[s] = pdbx_mono_s() * 1e3;
     return 0;
@@ -276,7 +268,7 @@ static int cpu_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen
 
 static int cpu_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen)
 {
-    if (!span_valid(s, err, errlen))
+    if (!pdbx_span_valid("cpu", s, err, errlen))
         return -1;
     *ms = pdbx_mono_s() * 1e3 - c->span_t0[s];
     return 0;

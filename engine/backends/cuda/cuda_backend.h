@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cuda/cuda_try.h"
 
 /* Seed of the deterministic fill of every buffer (points and the comm buffer). */
 #define FILL_SEED UINT64_C(0x9d2c5680a1b2c3d4)
@@ -66,14 +67,8 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
 
 /* Calls a CUDA runtime function; on failure sets rc (cuda_fail) and jumps to the caller's
  * `fail:` label (needs `rc`, `err`, `errlen` in scope). */
-#define CU_TRY(name, expr)                              \
-    do {                                                \
-        cudaError_t e_ = (expr);                        \
-        if (e_ != cudaSuccess) {                        \
-            rc = cuda_fail(err, errlen, (name), e_);    \
-            goto fail;                                  \
-        }                                               \
-    } while (0)
+#define CU_TRY(name, expr) \
+    CUDA_TRY_STATUS(cudaError_t, cudaSuccess, expr, cuda_fail(err, errlen, (name), s_))
 
 /* Records the start event (after the L2 flush or spin), for the caller to enqueue its work. */
 int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen);

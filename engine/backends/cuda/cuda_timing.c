@@ -42,18 +42,10 @@ fail:
     return rc;
 }
 
-static int span_valid(pdbx_span s, char *err, size_t errlen)
-{
-    if ((int)s >= 0 && s < PDBX_SPAN_COUNT)
-        return 1;
-    snprintf(err, errlen, "cuda span: unknown span %d", (int)s);
-    return 0;
-}
-
 int cuda_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen)
 {
     int rc = -1;
-    if (!span_valid(s, err, errlen))
+    if (!pdbx_span_valid("cuda", s, err, errlen))
         return -1;
     CU_TRY("cudaEventRecord(span begin)", cudaEventRecord(c->ev_span[s][0], c->stream));
     return 0;
@@ -65,7 +57,7 @@ int cuda_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t er
 {
     int rc = -1;
     float f = 0.0f;
-    if (!span_valid(s, err, errlen))
+    if (!pdbx_span_valid("cuda", s, err, errlen))
         return -1;
     CU_TRY("cudaEventRecord(span end)", cudaEventRecord(c->ev_span[s][1], c->stream));
     CU_TRY("cudaEventSynchronize(span end)", cudaEventSynchronize(c->ev_span[s][1]));
