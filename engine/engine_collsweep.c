@@ -8,6 +8,7 @@
 #include "engine/engine_agree.h"
 #include "engine/engine_groups.h"
 #include "engine/engine_stats.h"
+#include "store/events.h"
 
 #define NSTAT PDBX_ESTAT
 #define MSG_LEN PDBX_MSG_LEN
@@ -29,17 +30,13 @@ static void coll_event(pdbx_engine *e, const coll_group *cg, pdbx_coll c, size_t
                        const double *mx)
 {
     int peers = c == PDBX_COLL_SEND_RECV ? 2 : cg->g;
-    double algbw = mx[3] > 0 ? (double)bytes / (mx[3] / 1e3) / 1e9 : 0;
-    cJSON *ev = cJSON_CreateObject();
-    int ok = cJSON_AddStringToObject(ev, "type", "coll") &&
-             cJSON_AddStringToObject(ev, "coll", pdbx_coll_name(c)) &&
-             cJSON_AddNumberToObject(ev, "bytes", (double)bytes) &&
-             cJSON_AddNumberToObject(ev, "nranks", cg->g) &&
-             cJSON_AddNumberToObject(ev, "ranks_per_node", cg->ranks_per_node) &&
-             pdbx_json_add(ev, "stats", pdbx_estats_json(mx)) &&
-             cJSON_AddNumberToObject(ev, "algbw", algbw) &&
-             cJSON_AddNumberToObject(ev, "busbw", algbw * pdbx_coll_busbw_factor(c, peers));
-    pdbx_events_emit(e->ev, pdbx_json_complete(ev, ok));
+    pdbx_coll_result r = { .bytes = (double)bytes, .nranks = cg->g,
+                           .ranks_per_node = cg->ranks_per_node };
+    snprintf(r.coll, sizeof r.coll, "%s", pdbx_coll_name(c));
+    pdbx_estats_unpack(mx, &r.time);
+    r.algbw = r.time.mean > 0 ? (double)bytes / (r.time.mean / 1e3) / 1e9 : 0;
+    r.busbw = r.algbw * pdbx_coll_busbw_factor(c, peers);
+    pdbx_events_emit(e->ev, pdbx_event_coll(&r));
 }
 
 /* Members: warmup + measured repetitions of collective c at `bytes`; the group's max to

@@ -1,7 +1,9 @@
 /* engine_events.c: rank 0's event writer and progress heartbeat (engine_events.h). */
 #include "engine/engine_events.h"
+#include "store/events.h"
 #include "store/util/clock.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,41 +83,12 @@ int pdbx_events_emit(pdbx_events *ev, cJSON *event)
     return 0;
 }
 
-int pdbx_json_add(cJSON *obj, const char *name, cJSON *item)
-{
-    if (!item || !obj || !cJSON_AddItemToObject(obj, name, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-int pdbx_json_push(cJSON *arr, cJSON *item)
-{
-    if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-cJSON *pdbx_json_complete(cJSON *ev, int ok)
-{
-    if (ok)
-        return ev;
-    cJSON_Delete(ev);
-    return NULL;
-}
-
 int pdbx_events_warning(pdbx_events *ev, const char *msg)
 {
-    cJSON *e = cJSON_CreateObject();
     char err[256];
-    if (!e || !cJSON_AddStringToObject(e, "type", "warning") ||
-        !cJSON_AddStringToObject(e, "message", msg)) {
-        cJSON_Delete(e);
+    cJSON *e = pdbx_event_warning(msg);
+    if (!e)
         return -1;
-    }
     return pdbx_events_append(ev, e, err, sizeof err);
 }
 
@@ -174,27 +147,16 @@ void pdbx_events_progress_done(pdbx_events *ev, double work)
 static cJSON *progress_event_locked(pdbx_events *ev)
 {
     double elapsed = pdbx_mono_s() - ev->t0;
-    cJSON *e = cJSON_CreateObject();
-    int ok = cJSON_AddStringToObject(e, "type", "progress") &&
-             cJSON_AddNumberToObject(e, "done", ev->done) &&
-             cJSON_AddNumberToObject(e, "total", ev->total) &&
-             (ev->point >= 0 ? cJSON_AddNumberToObject(e, "point", ev->point) != NULL
-                             : cJSON_AddNullToObject(e, "point") != NULL) &&
-             cJSON_AddStringToObject(e, "op", ev->op) &&
-             cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
+    pdbx_ev_progress p = { .done = ev->done, .total = ev->total, .point = ev->point, .op = ev->op,
+                           .elapsed_s = elapsed, .eta_s = NAN };
     /* rate from the finished points only, minus the time already spent on the current one:
      * the ETA then counts down while a point runs instead of growing */
-    if (ok && ev->done_work > 0 && ev->total_work >= ev->done_work) {
+    if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
         double eta = ev->t_done / ev->done_work * (ev->total_work - ev->done_work) -
                      (elapsed - ev->t_done);
-        ok = cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0) != NULL;
-    } else if (ok)
-        ok = cJSON_AddNullToObject(e, "eta_s") != NULL;
-    if (!ok) {
-        cJSON_Delete(e);
-        return NULL;
+        p.eta_s = eta > 0 ? eta : 0;
     }
-    return e;
+    return pdbx_event_progress(&p);
 }
 
 int pdbx_events_progress_now(pdbx_events *ev)
@@ -250,8 +212,7 @@ void pdbx_events_heartbeat_stop(pdbx_events *ev)
 
 static int find_end(const cJSON *event, void *ctx)
 {
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(event, "type");
-    if (cJSON_IsString(t) && strcmp(t->valuestring, "run_end") == 0) {
+    if (pdbx_event_type_of(event) == PDBX_EV_RUN_END) {
         *(int *)ctx = 1;
         return 1;
     }

@@ -9,6 +9,7 @@
 
 #include "engine/engine_agree.h"
 #include "engine/engine_env.h"
+#include "store/events.h"
 #include "store/store.h"
 #include "store/util/clock.h"
 
@@ -129,11 +130,11 @@ typedef struct {
 static int collect_ended(const cJSON *event, void *ctx)
 {
     ended_ctx *c = ctx;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(event, "type");
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(event, "point");
-    if (cJSON_IsString(t) && strcmp(t->valuestring, "point_end") == 0 && cJSON_IsNumber(p) &&
-        p->valuedouble >= 0 && p->valuedouble < (double)c->n)   /* in range before the cast */
-        c->ended[(size_t)p->valuedouble] = 1;
+    pdbx_ev_point_end pe = { .point = -1 };
+    char err[256];
+    if (pdbx_event_type_of(event) == PDBX_EV_POINT_END &&
+        pdbx_event_decode_point_end(event, &pe, err, sizeof err) == 0 && (size_t)pe.point < c->n)
+        c->ended[pe.point] = 1;
     return 0;
 }
 
@@ -217,19 +218,16 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
 /* ---- sweep ----------------------------------------------------------------------------- */
 
 /* run_end through ev_w (the engine's writer, or the watchdog's own: see on_timeout) */
-static void write_end_to(pdbx_events *ev_w, double t_start, const char *status, const char *reason)
+static void write_end_to(pdbx_events *ev_w, double t_start, pdbx_run_status status,
+                         const char *reason)
 {
     if (!ev_w)
         return;
     pdbx_events_heartbeat_stop(ev_w);
     pdbx_events_progress_now(ev_w);
-    cJSON *ev = cJSON_CreateObject();
-    int ok = cJSON_AddStringToObject(ev, "type", "run_end") &&
-             cJSON_AddStringToObject(ev, "status", status) &&
-             cJSON_AddStringToObject(ev, "reason", reason ? reason : "") &&
-             cJSON_AddNumberToObject(ev, "elapsed_s", pdbx_mono_s() - t_start);
+    cJSON *ev = pdbx_event_run_end(status, reason ? reason : "", pdbx_mono_s() - t_start, NULL);
     char err[ERR_LEN];
-    if (pdbx_events_append(ev_w, pdbx_json_complete(ev, ok), err, sizeof err) != 0)
+    if (pdbx_events_append(ev_w, ev, err, sizeof err) != 0)
         fprintf(stderr, "pdbx-engine: writing run_end: %s\n", err);
 }
 
@@ -244,14 +242,14 @@ static void on_timeout(const char *what, int point, double age_s, void *ctx)
         snprintf(reason, sizeof reason, "timeout: %s after %.1f s (rank %d)", what, age_s, e->rank);
     fprintf(stderr, "pdbx-engine: %s: aborting\n", reason);
     if (e->rank == 0 && e->ev) {
-        write_end_to(e->ev, e->t_start, "failed", reason);
+        write_end_to(e->ev, e->t_start, PDBX_RUN_FAILED, reason);
     } else if (!pdbx_events_file_has_end(e->run_path)) {
         /* rank 0 did not report (it may be the one stuck outside MPI): this rank does */
         pdbx_events *ev = NULL;
         char err[ERR_LEN];
         /* its own writer: e->ev belongs to the main thread, which may still be reading it */
         if (pdbx_events_open(e->store_dir, e->run_id, 1, &ev, err, sizeof err) == 0)
-            write_end_to(ev, e->t_start, "failed", reason);
+            write_end_to(ev, e->t_start, PDBX_RUN_FAILED, reason);
     }
     MPI_Abort(MPI_COMM_WORLD, 4);
     _exit(4);
@@ -287,7 +285,7 @@ static void end_or_continue(pdbx_engine *e)
 {
     size_t done = count_ended(e->run_path, e->npoints);
     if (done >= e->npoints) {
-        write_end_to(e->ev, e->t_start, "complete", "");
+        write_end_to(e->ev, e->t_start, PDBX_RUN_COMPLETE, "");
         return;
     }
     pdbx_events_heartbeat_stop(e->ev);
@@ -315,10 +313,10 @@ int pdbx_run_sweep(pdbx_engine *e)
     int code = 0;
     if (e->rank == 0) {
         if (rc != 0) {
-            write_end_to(e->ev, e->t_start, "failed", err);
+            write_end_to(e->ev, e->t_start, PDBX_RUN_FAILED, err);
             code = 1;
         } else if (e->cancelled) {
-            write_end_to(e->ev, e->t_start, "cancelled", cancel_reason());
+            write_end_to(e->ev, e->t_start, PDBX_RUN_CANCELLED, cancel_reason());
         } else {
             end_or_continue(e);
         }

@@ -60,7 +60,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
                         config_run *cr)
 {
     if (cr->stop[0]) {
-        pdbx_point_end_event(e, pt->index, "skipped", cr->stop);
+        pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, cr->stop);
         progress_done(e, 0);
         return 0;
     }
@@ -70,7 +70,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
         char a[32], b[32], m[MSG_LEN];
         snprintf(m, sizeof m, "predicted %s > %s of %s", gb(pt->mem.total, a, sizeof a),
                  gb(e->spec.gpu.mem_bytes, b, sizeof b), e->spec.gpu.name);
-        pdbx_point_end_event(e, pt->index, "predicted_oom", m);
+        pdbx_point_end_event(e, pt->index, PDBX_POINT_PREDICTED_OOM, m);
         snprintf(cr->stop, sizeof cr->stop, "after the predicted OOM at MBS %d", pt->mbs);
         progress_done(e, pt->mbs);
         return 0;
@@ -80,16 +80,16 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     char msg[MSG_LEN];
     int st = pdbx_point_measure(e, pt, cg, msg);
     if (st < 0) {
-        pdbx_point_end_event(e, pt->index, "skipped", "cancelled while measuring: dropped");
+        pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, "cancelled while measuring: dropped");
         return 1;
     }
     if (st == PDBX_ST_OK) {
-        pdbx_point_end_event(e, pt->index, "ok", NULL);
+        pdbx_point_end_event(e, pt->index, PDBX_POINT_OK, NULL);
     } else if (st == PDBX_ST_OOM) {
-        pdbx_point_end_event(e, pt->index, "oom", msg);
+        pdbx_point_end_event(e, pt->index, PDBX_POINT_OOM, msg);
         snprintf(cr->stop, sizeof cr->stop, "after the OOM at MBS %d", pt->mbs);
     } else {
-        pdbx_point_end_event(e, pt->index, "error", msg);
+        pdbx_point_end_event(e, pt->index, PDBX_POINT_ERROR, msg);
         snprintf(cr->stop, sizeof cr->stop, "config stopped after the error at MBS %d", pt->mbs);
     }
     progress_done(e, pt->mbs);
@@ -109,7 +109,7 @@ static void measure_config(pdbx_engine *e, int config)
             pdbx_groups_free(e, &cg);
         for (size_t i = 0; i < e->npoints; i++)
             if (e->points[i].config == config)
-                pdbx_point_end_event(e, e->points[i].index, "error", err);
+                pdbx_point_end_event(e, e->points[i].index, PDBX_POINT_ERROR, err);
         return;
     }
     config_run cr;

@@ -32,11 +32,11 @@ for p in S["points"]:
     steps = [e for e in E if e["type"] == "step" and e["point"] == p["index"]]
     assert len(steps) == 1, steps
     sv = steps[0]
-    L, T = sv["layer"], sv["total"]
+    L, T = sv["layer"]["stats"], sv["total"]["stats"]
     assert T["count"] == 1 and L["count"] >= 1 and L["count"] % T["count"] == 0, sv
-    assert len(sv["layer_ranks"]) == len(sv["total_ranks"]) == p["tp"], sv
+    assert len(sv["layer"]["ranks"]) == len(sv["total"]["ranks"]) == p["tp"], sv
     assert 0 < L["min"] <= L["mean"] <= L["max"] and T["mean"] >= L["max"], sv
-    assert all(r["count"] == T["count"] for r in sv["total_ranks"]), sv
+    assert all(r["count"] == T["count"] for r in sv["total"]["ranks"]), sv
 q = {(p["tp"], p["mbs"]): p["index"] for p in S["points"]}
 fl = {e["point"]: e["flops"] for e in E if e["type"] == "op" and e["op"] == "mlp_up"}
 for m in (1, 2, 4, 8):

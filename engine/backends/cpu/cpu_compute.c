@@ -11,6 +11,7 @@
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/host.h"
+#include "store/events.h"
 #include "store/util/clock.h"
 
 #include <cblas.h>
@@ -72,7 +73,8 @@ static int cpu_describe(pdbx_compute *c, cJSON *env)
     const char *blas = openblas_get_config();
     char blasv[256];
     snprintf(blasv, sizeof blasv, "%s", blas ? blas : "OpenBLAS (unknown config)");
-    if (!cJSON_AddStringToObject(env, "device", c->device) ||
+    /* the device through the schema; the rest is this backend's own description (opaque) */
+    if (pdbx_event_env_set_device(env, c->device) != 0 ||
         !cJSON_AddNumberToObject(env, "device_mem_bytes", (double)total) ||
         !cJSON_AddStringToObject(env, "blas", blasv) ||
         !cJSON_AddNumberToObject(env, "blas_threads", c->cfg.blas_threads) ||
