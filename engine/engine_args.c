@@ -1,5 +1,6 @@
 /* engine_args.c: pdbx-engine's command line (engine_args.h). */
 #include "engine/engine_args.h"
+#include "store/layout.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,22 +12,6 @@ const char *pdbx_engine_usage(void)
            "  Measures the sweep points of FILE whose tp*pp*dp equals N and appends the events to\n"
            "  DIR/runs/<ID>.pdbx (created when ID is new; a second launch with the same ID adds the\n"
            "  configs of another rank count). Usually started by `pdbx run`.\n";
-}
-
-/* The store's rule for ids (they name files), checked here so that a bad --run-id is a usage
- * error (exit 2) like the other arguments rather than a failed run creation. */
-static int run_id_ok(const char *id)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n >= 64 || id[0] == '.')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.'))
-            return 0;
-    }
-    return 1;
 }
 
 int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *err, size_t errlen)
@@ -71,7 +56,7 @@ int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *e
                  out->backend);
         return -1;
     }
-    if (out->run_id && !run_id_ok(out->run_id)) {
+    if (out->run_id && !pdbx_layout_valid_id(out->run_id)) {
         snprintf(err, errlen, "--run-id: '%s' is not a run id (1-63 of A-Z a-z 0-9 . _ -, "
                  "not starting with '.')", out->run_id);
         return -1;

@@ -1,7 +1,8 @@
 /* engine_env.c: hosts, threads and the run_start/launch events (engine_env.h). */
 #define _GNU_SOURCE          /* sched_getaffinity, CPU_COUNT */
 #include "engine/engine_env.h"
-#include "engine/backends/cpu/cpu_compute.h"
+#include "engine/backends/host.h"
+#include "store/events.h"
 #include "store/version.h"
 
 #include <sched.h>
@@ -57,56 +58,30 @@ int pdbx_env_blas_threads(int local_size, char *note, size_t len)
     return per_rank;
 }
 
-/* NULL when out of memory (never an array with names missing). */
-static cJSON *str_array(char (*v)[PDBX_HOST_MAX], int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++)
-        if (!cJSON_AddItemToArray(a, cJSON_CreateString(v[i]))) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-    return a;
-}
-
-/* Adds item under name, taking ownership: false (item freed) when it cannot be attached. */
-static int add_item(cJSON *obj, const char *name, cJSON *item)
-{
-    if (!item || !cJSON_AddItemToObject(obj, name, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
 cJSON *pdbx_env_json(pdbx_engine *e)
 {
     cJSON *env = cJSON_CreateObject();
-    if (!env)
-        return NULL;
-    if (!add_item(env, "hosts", str_array(e->hosts, e->size)) ||
-        e->be.compute->describe(e->compute, env) != 0) {
+    const char **hosts = malloc(sizeof *hosts * (size_t)(e->size > 0 ? e->size : 1));
+    if (!env || !hosts || e->be.compute->describe(e->compute, env) != 0) {
         cJSON_Delete(env);
+        free(hosts);
         return NULL;
     }
+    for (int i = 0; i < e->size; i++)
+        hosts[i] = e->hosts[i];
     char cpu[256];
-    pdbx_cpu_model_name(cpu, sizeof cpu);
-    int ok = (cJSON_GetObjectItemCaseSensitive(env, "cpu") || cJSON_AddStringToObject(env, "cpu", cpu)) &&
-             (cJSON_GetObjectItemCaseSensitive(env, "blas_threads") ||
-              cJSON_AddNumberToObject(env, "blas_threads", e->blas_threads)) &&
-             cJSON_AddStringToObject(env, "mpi", e->be.comm->version(e->comm)) &&
-             cJSON_AddStringToObject(env, "comm", e->be.comm->name) &&
-             (cJSON_GetObjectItemCaseSensitive(env, "nccl") || cJSON_AddNullToObject(env, "nccl")) &&
-             (cJSON_GetObjectItemCaseSensitive(env, "cuda") || cJSON_AddNullToObject(env, "cuda")) &&
-             cJSON_AddStringToObject(env, "pdbx_version", pdbx_version()) &&
-             cJSON_AddStringToObject(env, "git_rev", pdbx_git_rev()) &&
-             cJSON_AddNumberToObject(env, "ranks_per_node", e->ranks_per_node) &&
-             cJSON_AddNumberToObject(env, "cores_per_node", (double)sysconf(_SC_NPROCESSORS_ONLN)) &&
-             cJSON_AddStringToObject(env, "rank_order",
-                                     "megatron tp-cp-ep-dp-pp (tp fastest, then dp, then pp)") &&
-             cJSON_AddStringToObject(env, "timing",
-                                     "per op: barrier-free on compute; collectives after a group barrier");
-    if (!ok) {
+    pdbx_host_cpu_model(cpu, sizeof cpu);
+    pdbx_ev_env f = {
+        .hosts = hosts, .nhosts = (size_t)e->size, .blas_threads = e->blas_threads, .cpu = cpu,
+        .mpi = e->be.comm->version(e->comm), .comm = e->be.comm->name,
+        .pdbx_version = pdbx_version(), .git_rev = pdbx_git_rev(),
+        .ranks_per_node = e->ranks_per_node, .cores_per_node = (int)sysconf(_SC_NPROCESSORS_ONLN),
+        .rank_order = "megatron tp-cp-ep-dp-pp (tp fastest, then dp, then pp)",
+        .timing = "per op: barrier-free on compute; collectives after a group barrier",
+    };
+    int rc = pdbx_event_env_fill(env, &f);
+    free(hosts);
+    if (rc != 0) {
         cJSON_Delete(env);
         return NULL;
     }
@@ -125,44 +100,83 @@ static long launcher_pid(void)
     return (long)getpid();
 }
 
-cJSON *pdbx_env_start_event(pdbx_engine *e)
+/* launch: the (tp, pp, dp) of the configs this launch measures. */
+static cJSON *launch_event(pdbx_engine *e, const pdbx_ev_launcher *who, cJSON *env)
 {
     const pdbx_spec *sp = &e->spec;
-    cJSON *ev = cJSON_CreateObject();
-    if (!ev)
-        return NULL;
-    char host[256] = "unknown";
-    gethostname(host, sizeof host - 1);
-    /* NULL (out of memory) rather than an event with fields missing */
-    int ok = cJSON_AddStringToObject(ev, "type", e->append ? "launch" : "run_start") &&
-             cJSON_AddStringToObject(ev, "id", e->run_id) &&
-             cJSON_AddStringToObject(ev, "pdbx_version", pdbx_version()) &&
-             cJSON_AddStringToObject(ev, "git_rev", pdbx_git_rev()) &&
-             cJSON_AddStringToObject(ev, "host", host) &&
-             cJSON_AddNumberToObject(ev, "pid", (double)launcher_pid()) &&
-             cJSON_AddNumberToObject(ev, "world_size", e->size) &&
-             cJSON_AddNumberToObject(ev, "ranks_per_node", e->ranks_per_node) &&
-             add_item(ev, "env", pdbx_env_json(e));
-    if (ok && e->append) {
-        cJSON *cfgs = cJSON_AddArrayToObject(ev, "configs");
-        ok = cfgs != NULL;
-        for (int c = 0; ok && c < sp->nconfigs; c++) {
-            const pdbx_parallel *p = &sp->configs[c];
-            if (p->tp * p->pp * p->dp != e->size)
-                continue;
-            int v[3] = { p->tp, p->pp, p->dp };
-            cJSON *one = cJSON_CreateIntArray(v, 3);
-            ok = cJSON_AddItemToArray(cfgs, one);
-            if (!ok)
-                cJSON_Delete(one);
-        }
-        if (ok)
-            return ev;
-    }
-    if (!ok || !cJSON_AddStringToObject(ev, "backend", e->be.compute->name) ||
-        pdbx_plan_describe(ev, sp, e->points, e->npoints) != 0) {
-        cJSON_Delete(ev);
+    int (*cfgs)[3] = malloc(sizeof *cfgs * (size_t)(sp->nconfigs > 0 ? sp->nconfigs : 1));
+    if (!cfgs) {
+        cJSON_Delete(env);
         return NULL;
     }
+    size_t n = 0;
+    for (int c = 0; c < sp->nconfigs; c++) {
+        const pdbx_parallel *p = &sp->configs[c];
+        if (p->tp * p->pp * p->dp != e->size)
+            continue;
+        cfgs[n][0] = p->tp;
+        cfgs[n][1] = p->pp;
+        cfgs[n][2] = p->dp;
+        n++;
+    }
+    cJSON *ev = pdbx_event_launch(who, env, (const int (*)[3])cfgs, n);
+    free(cfgs);
     return ev;
+}
+
+/* run_start: the spec, the model, the run's settings and the whole plan. */
+static cJSON *run_start_event(pdbx_engine *e, const pdbx_ev_launcher *who, cJSON *env)
+{
+    const pdbx_spec *sp = &e->spec;
+    pdbx_ev_run_start h;
+    memset(&h, 0, sizeof h);
+    h.who = *who;
+    snprintf(h.backend, sizeof h.backend, "%s", e->be.compute->name);
+    const pdbx_model *m = &sp->model;
+    pdbx_model_info mi = { .hidden = m->hidden, .intermediate = m->intermediate,
+                           .heads = m->heads, .kv_heads = m->kv_heads, .head_dim = m->head_dim,
+                           .layers = m->layers, .vocab = m->vocab };
+    snprintf(mi.name, sizeof mi.name, "%s", m->name);
+    snprintf(mi.tag, sizeof mi.tag, "%s", m->tag);
+    h.model = mi;
+    h.layers_profiled = sp->layers_profiled;
+    h.seq_len = sp->seq_len;
+    h.warmup = sp->warmup;
+    h.steps = sp->steps;
+    snprintf(h.dtype, sizeof h.dtype, "%s", pdbx_dtype_name(sp->dtype));
+    snprintf(h.gpu, sizeof h.gpu, "%s", sp->gpu.name);
+    snprintf(h.gpu_tag, sizeof h.gpu_tag, "%s", sp->gpu.tag);
+    pdbx_ev_plan_point *pts = malloc(sizeof *pts * (e->npoints ? e->npoints : 1));
+    if (!pts) {
+        cJSON_Delete(env);
+        return NULL;
+    }
+    for (size_t i = 0; i < e->npoints; i++) {
+        const pdbx_plan_point *p = &e->points[i];
+        pts[i] = (pdbx_ev_plan_point){ .index = p->index, .tp = p->tp, .pp = p->pp, .dp = p->dp,
+                                       .mbs = p->mbs, .seq_len = sp->seq_len,
+                                       .predicted_mem_bytes = p->mem.total,
+                                       .predicted_oom = p->predicted_oom };
+    }
+    cJSON *spec = pdbx_spec_to_json(sp);
+    cJSON *ev = spec ? pdbx_event_run_start(&h, spec, env, pts, e->npoints) : NULL;
+    if (!spec)
+        cJSON_Delete(env);
+    free(pts);
+    return ev;
+}
+
+cJSON *pdbx_env_start_event(pdbx_engine *e)
+{
+    pdbx_ev_launcher who = { .pid = launcher_pid(), .world_size = e->size,
+                             .ranks_per_node = e->ranks_per_node };
+    snprintf(who.id, sizeof who.id, "%s", e->run_id);
+    snprintf(who.pdbx_version, sizeof who.pdbx_version, "%s", pdbx_version());
+    snprintf(who.git_rev, sizeof who.git_rev, "%s", pdbx_git_rev());
+    snprintf(who.host, sizeof who.host, "unknown");
+    gethostname(who.host, sizeof who.host - 1);
+    cJSON *env = pdbx_env_json(e);
+    if (!env)
+        return NULL;       /* NULL (out of memory) rather than an event with fields missing */
+    return e->append ? launch_event(e, &who, env) : run_start_event(e, &who, env);
 }

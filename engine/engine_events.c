@@ -1,6 +1,9 @@
 /* engine_events.c: rank 0's event writer and progress heartbeat (engine_events.h). */
 #include "engine/engine_events.h"
+#include "store/events.h"
+#include "store/util/clock.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +25,6 @@ struct pdbx_events {
     pthread_cond_t hb_cv;
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
                      char *err, size_t errlen)
 {
@@ -46,7 +42,7 @@ int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx
     pthread_cond_init(&ev->hb_cv, &ca);
     pthread_condattr_destroy(&ca);
     ev->point = -1;
-    ev->t0 = mono_s();
+    ev->t0 = pdbx_mono_s();
     if (pdbx_store_open(store_dir, 1, &ev->store, err, errlen) != 0)
         goto fail;
     int rc = append ? pdbx_run_writer_open(ev->store, run_id, &ev->w, err, errlen)
@@ -77,15 +73,22 @@ int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
     return rc;
 }
 
-int pdbx_events_warning(pdbx_events *ev, const char *msg)
+int pdbx_events_emit(pdbx_events *ev, cJSON *event)
 {
-    cJSON *e = cJSON_CreateObject();
-    char err[256];
-    if (!e || !cJSON_AddStringToObject(e, "type", "warning") ||
-        !cJSON_AddStringToObject(e, "message", msg)) {
-        cJSON_Delete(e);
+    char err[512];
+    if (pdbx_events_append(ev, event, err, sizeof err) != 0) {
+        fprintf(stderr, "pdbx-engine: writing an event: %s\n", err);
         return -1;
     }
+    return 0;
+}
+
+int pdbx_events_warning(pdbx_events *ev, const char *msg)
+{
+    char err[256];
+    cJSON *e = pdbx_event_warning(msg);
+    if (!e)
+        return -1;
     return pdbx_events_append(ev, e, err, sizeof err);
 }
 
@@ -112,7 +115,7 @@ void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_do
     ev->total_work = total_work;
     ev->done_work = 0;
     ev->t_done = 0;
-    ev->t0 = mono_s();
+    ev->t0 = pdbx_mono_s();
     pthread_mutex_unlock(&ev->mu);
 }
 
@@ -136,35 +139,24 @@ void pdbx_events_progress_done(pdbx_events *ev, double work)
     pthread_mutex_lock(&ev->mu);
     ev->done++;
     ev->done_work += work;
-    ev->t_done = mono_s() - ev->t0;
+    ev->t_done = pdbx_mono_s() - ev->t0;
     pthread_mutex_unlock(&ev->mu);
 }
 
 /* The progress event, or NULL when out of memory (never one with fields missing). */
 static cJSON *progress_event_locked(pdbx_events *ev)
 {
-    double elapsed = mono_s() - ev->t0;
-    cJSON *e = cJSON_CreateObject();
-    int ok = cJSON_AddStringToObject(e, "type", "progress") &&
-             cJSON_AddNumberToObject(e, "done", ev->done) &&
-             cJSON_AddNumberToObject(e, "total", ev->total) &&
-             (ev->point >= 0 ? cJSON_AddNumberToObject(e, "point", ev->point) != NULL
-                             : cJSON_AddNullToObject(e, "point") != NULL) &&
-             cJSON_AddStringToObject(e, "op", ev->op) &&
-             cJSON_AddNumberToObject(e, "elapsed_s", elapsed);
+    double elapsed = pdbx_mono_s() - ev->t0;
+    pdbx_ev_progress p = { .done = ev->done, .total = ev->total, .point = ev->point, .op = ev->op,
+                           .elapsed_s = elapsed, .eta_s = NAN };
     /* rate from the finished points only, minus the time already spent on the current one:
      * the ETA then counts down while a point runs instead of growing */
-    if (ok && ev->done_work > 0 && ev->total_work >= ev->done_work) {
+    if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
         double eta = ev->t_done / ev->done_work * (ev->total_work - ev->done_work) -
                      (elapsed - ev->t_done);
-        ok = cJSON_AddNumberToObject(e, "eta_s", eta > 0 ? eta : 0) != NULL;
-    } else if (ok)
-        ok = cJSON_AddNullToObject(e, "eta_s") != NULL;
-    if (!ok) {
-        cJSON_Delete(e);
-        return NULL;
+        p.eta_s = eta > 0 ? eta : 0;
     }
-    return e;
+    return pdbx_event_progress(&p);
 }
 
 int pdbx_events_progress_now(pdbx_events *ev)
@@ -183,9 +175,7 @@ static void *heartbeat_main(void *arg)
     pdbx_events *ev = arg;
     pthread_mutex_lock(&ev->mu);
     while (!ev->hb_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += 1;
+        struct timespec until = pdbx_mono_deadline(1.0);
         pthread_cond_timedwait(&ev->hb_cv, &ev->mu, &until);
         if (ev->hb_stop)
             break;
@@ -222,8 +212,7 @@ void pdbx_events_heartbeat_stop(pdbx_events *ev)
 
 static int find_end(const cJSON *event, void *ctx)
 {
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(event, "type");
-    if (cJSON_IsString(t) && strcmp(t->valuestring, "run_end") == 0) {
+    if (pdbx_event_type_of(event) == PDBX_EV_RUN_END) {
         *(int *)ctx = 1;
         return 1;
     }

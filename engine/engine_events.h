@@ -20,9 +20,13 @@ int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx
                      char *err, size_t errlen);
 /* Appends and frees event (always freed). 0, or -1 with err. */
 int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen);
-/* Convenience: {"type":"warning","message":msg}. */
+/* A warning event with message msg. */
 int pdbx_events_warning(pdbx_events *ev, const char *msg);
 void pdbx_events_close(pdbx_events *ev);
+/* Appends event (NULL: it could not be built) and reports a failure on stderr: the sweep goes
+ * on, a lost event is no reason to stop measuring. 0 or -1. */
+int pdbx_events_emit(pdbx_events *ev, cJSON *event);
+
 
 /* Progress state: total work is the sum of `work` over the points this launch measures. */
 void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_done,

@@ -23,6 +23,13 @@ void pdbx_estats_unpack(const double *row, pdbx_stats *st)
     st->std = row[5];
 }
 
+cJSON *pdbx_estats_json(const double *row)
+{
+    pdbx_stats st;
+    pdbx_estats_unpack(row, &st);
+    return pdbx_stats_to_json(&st);
+}
+
 void pdbx_estats_max(const double *all, int nrows, const int *ranks, int n, int row, double *out)
 {
     for (int k = 0; k < PDBX_ESTAT; k++)

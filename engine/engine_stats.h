@@ -17,6 +17,8 @@
 /* Sorts x in place. */
 void pdbx_estats_pack(double *row, double *x, size_t n);
 void pdbx_estats_unpack(const double *row, pdbx_stats *st);
+/* The stats object of an event from a row (NULL when out of memory). */
+cJSON *pdbx_estats_json(const double *row);
 /* all: rows of every world rank, `nrows` rows per rank; out = element-wise max of row `row`
  * over the world ranks listed in ranks[0..n-1]. */
 void pdbx_estats_max(const double *all, int nrows, const int *ranks, int n, int row, double *out);

@@ -40,6 +40,7 @@ typedef struct {
     char run_path[PDBX_PATH_MAX];
     int append;                   /* this launch appends to an existing run */
     pdbx_fault fault;
+    size_t already;               /* rank 0: points earlier launches of this run ended */
     double t_start;               /* monotonic seconds at start */
     int cancelled;                /* agreed across ranks */
 } pdbx_engine;
@@ -47,8 +48,5 @@ typedef struct {
 /* Runs this launch's points and (when the spec asks) the collectives sweep. Returns 0 when the
  * sweep ran to its end or was cancelled (e->cancelled), -1 on a fatal error (err). */
 int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen);
-
-/* Monotonic seconds. */
-double pdbx_engine_now(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* engine_watch.c: signals, watchdog thread and fault injection (engine_watch.h). */
 #include "engine/engine_watch.h"
+#include "store/util/clock.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -52,20 +53,13 @@ static struct {
     double since;               /* monotonic seconds */
 } wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void pdbx_watch_begin(const char *what, int point)
 {
     pthread_mutex_lock(&wd.mu);
     wd.open = 1;
     snprintf(wd.what, sizeof wd.what, "%s", what);
     wd.point = point;
-    wd.since = mono_s();
+    wd.since = pdbx_mono_s();
     pthread_mutex_unlock(&wd.mu);
 }
 
@@ -87,7 +81,7 @@ static void *watch_main(void *arg)
             pthread_mutex_unlock(&wd.mu);
             return NULL;
         }
-        double age = wd.open ? mono_s() - wd.since : 0.0;
+        double age = wd.open ? pdbx_mono_s() - wd.since : 0.0;
         int fire = wd.open && age > wd.timeout_s + wd.grace_s;
         char what[64];
         int point = wd.point;
@@ -138,17 +132,19 @@ int pdbx_fault_parse(const char *s, pdbx_fault *out, char *err, size_t errlen)
     if (sscanf(s, "%15[a-z]:rank=%d:point=%d%n", kind, &rank, &point, &used) != 3 ||
         s[used] != '\0' || rank < 0 || point < 0) {
         snprintf(err, errlen, "PDBX_FAULT: '%s' is not KIND:rank=R:point=P "
-                 "(KIND: hang, oom, exit; test use only)", s);
+                 "(KIND: hang, oom, exit, group; test use only)", s);
         return -1;
     }
-    if (strcmp(kind, "hang") == 0)
-        out->kind = PDBX_FAULT_HANG;
-    else if (strcmp(kind, "oom") == 0)
-        out->kind = PDBX_FAULT_OOM;
-    else if (strcmp(kind, "exit") == 0)
-        out->kind = PDBX_FAULT_EXIT;
-    else {
-        snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit)", kind);
+    static const struct { const char *name; pdbx_fault_kind kind; } kinds[] = {
+        { "hang", PDBX_FAULT_HANG }, { "oom", PDBX_FAULT_OOM }, { "exit", PDBX_FAULT_EXIT },
+        { "group", PDBX_FAULT_GROUP },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !out->kind; i++)
+        if (strcmp(kind, kinds[i].name) == 0)
+            out->kind = kinds[i].kind;
+    if (!out->kind) {
+        snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit, group)",
+                 kind);
         return -1;
     }
     out->rank = rank;

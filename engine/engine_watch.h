@@ -15,7 +15,9 @@
  * Fault injection (TESTS ONLY): PDBX_FAULT=KIND:rank=R:point=P makes world rank R misbehave at
  * plan point P. KIND is `hang` (sleeps forever inside its first op: exercises the timeout),
  * `oom` (prepare reports an allocation failure: exercises the OOM stop) or `exit` (_exit(3)
- * inside its first op: a rank that dies). Unset, nothing changes.
+ * inside its first op: a rank that dies) or `group` (creating the collectives sweep's group
+ * of P ranks fails on rank R: P is the group size there, not a plan point). Unset, nothing
+ * changes.
  */
 #ifndef PDBX_ENGINE_WATCH_H
 #define PDBX_ENGINE_WATCH_H
@@ -34,7 +36,8 @@ typedef void (*pdbx_timeout_fn)(const char *what, int point, double age_s, void 
 int pdbx_watch_start(double timeout_s, double grace_s, pdbx_timeout_fn fn, void *ctx);
 void pdbx_watch_stop(void);
 
-typedef enum { PDBX_FAULT_NONE = 0, PDBX_FAULT_HANG, PDBX_FAULT_OOM, PDBX_FAULT_EXIT } pdbx_fault_kind;
+typedef enum { PDBX_FAULT_NONE = 0, PDBX_FAULT_HANG, PDBX_FAULT_OOM, PDBX_FAULT_EXIT,
+               PDBX_FAULT_GROUP } pdbx_fault_kind;
 typedef struct {
     pdbx_fault_kind kind;
     int rank, point;

@@ -18,6 +18,7 @@
 #define PDBX_BACKEND_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
@@ -25,7 +26,8 @@
 #include "store/ops.h"
 
 #define PDBX_EOOM (-2)
-#define PDBX_BACKEND_ABI 1
+/* 2: compute ops gained span_begin/span_end (measured layer and step sums). */
+#define PDBX_BACKEND_ABI 2
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -48,6 +50,20 @@ typedef struct {
     pdbx_op_shape shape[PDBX_OP_COUNT];   /* from pdbx_op_shape_for() */
 } pdbx_point_shapes;
 
+/* The spans the engine measures as a whole (store/profiledb.h, pdbx_point's layer and total):
+ * one layer's forward (its ops and TP all-reduces back to back) and one step's forward (embed,
+ * every profiled layer, final_norm, lm_head). A layer span nests inside a step span. */
+typedef enum { PDBX_SPAN_STEP = 0, PDBX_SPAN_LAYER, PDBX_SPAN_COUNT } pdbx_span;
+
+/* For the backends' span functions: 1 when s names a span, else 0 with a message. */
+static inline int pdbx_span_valid(const char *backend, pdbx_span s, char *err, size_t errlen)
+{
+    if ((int)s >= 0 && s < PDBX_SPAN_COUNT)
+        return 1;
+    snprintf(err, errlen, "%s span: unknown span %d", backend, (int)s);
+    return 0;
+}
+
 typedef struct {
     const char *name;                                         /* "cpu", "cuda" */
     int (*init)(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
@@ -66,6 +82,11 @@ typedef struct {
     int (*run_op)(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *err, size_t errlen);
     /* A device buffer of at least `bytes` for collectives (reused; PDBX_EOOM if it fails). */
     int (*comm_buffer)(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
+    /* Brackets span s: begin before its first op, end after its last; end gives its wall time
+     * in ms on the clock the ops use (cpu: CLOCK_MONOTONIC at both boundaries; cuda: events
+     * recorded on the backend's stream at both boundaries, end waits for its event). */
+    int (*span_begin)(pdbx_compute *c, pdbx_span s, char *err, size_t errlen);
+    int (*span_end)(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen);
     /* Folds the outputs into one number so no work can be optimised away. */
     double (*checksum)(pdbx_compute *c);
 } pdbx_compute_ops;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Failures inside a sweep: a real OOM stops its config's MBS sweep (later points skipped) and
 # the next config still runs; a predicted OOM does the same without measuring; a rank that
-# hangs inside a collective trips the timeout and the run ends failed with the reason.
+# hangs inside a collective trips the timeout and the run ends failed with the reason; a
+# collectives-sweep group that fails to form on one rank ends the sweep with a warning on every
+# rank (no rank waits on it until the timeout).
 # Uses PDBX_FAULT, the engine's test-only fault injection (docs/engine.md).
 source "$(dirname "$0")/engine_common.inc"
 
@@ -50,4 +52,19 @@ assert len(end) == 1 and end[0]["status"] == "failed", end
 assert end[0]["reason"].startswith("timeout: ") and "point 0" in end[0]["reason"], end[0]
 print(end[0]["reason"])
 ' || { cat "$TMP/err"; fail "timeout events"; }
+# ---- a collectives-sweep group that fails on rank 1: warning, run complete, no timeout ----
+tiny_spec "$TMP/grp.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'layers=1' 'steps=1' 'collectives=true' 'timeout_s=5'
+t0=$(date +%s)
+PDBX_FAULT=group:rank=1:point=2 timeout 60 "${MPIRUN[@]}" -np 2 -x PDBX_FAULT "$ENGINE" --spec "$TMP/grp.json" --store "$TMP/st5" >/dev/null 2>"$TMP/err"
+rc=$?; dt=$(( $(date +%s) - t0 ))
+[ $rc -eq 0 ] || { cat "$TMP/err"; fail "group failure run: exit $rc"; }
+[ $dt -lt 30 ] || fail "group failure took ${dt}s"
+ev_py "$(run_file "$TMP/st5")" '
+w = [e["message"] for e in E if e["type"] == "warning" and "collectives sweep" in e["message"]]
+assert len(w) == 1 and "group of 2 ranks failed" in w[0] and "rank 1: " in w[0], w
+assert not any(e["type"] == "coll" for e in E)
+assert [e["status"] for e in E if e["type"] == "point_end"] == ["ok"]
+assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete", E[-1]
+print(w[0])
+' || { cat "$TMP/err"; fail "group failure events"; }
 echo PASS

@@ -28,6 +28,15 @@ for p in S["points"]:
         st = c["stats"]
         assert st["count"] >= 1 and st["mean"] > 0 and len(c["ranks"]) == p["tp"], c
     assert len([e for e in E if e["type"] == "trace" and e["point"] == p["index"]]) == 2
+    # measured sums: one layer sample per profiled layer per step, one total per step
+    steps = [e for e in E if e["type"] == "step" and e["point"] == p["index"]]
+    assert len(steps) == 1, steps
+    sv = steps[0]
+    L, T = sv["layer"]["stats"], sv["total"]["stats"]
+    assert T["count"] == 1 and L["count"] >= 1 and L["count"] % T["count"] == 0, sv
+    assert len(sv["layer"]["ranks"]) == len(sv["total"]["ranks"]) == p["tp"], sv
+    assert 0 < L["min"] <= L["mean"] <= L["max"] and T["mean"] >= L["max"], sv
+    assert all(r["count"] == T["count"] for r in sv["total"]["ranks"]), sv
 q = {(p["tp"], p["mbs"]): p["index"] for p in S["points"]}
 fl = {e["point"]: e["flops"] for e in E if e["type"] == "op" and e["op"] == "mlp_up"}
 for m in (1, 2, 4, 8):

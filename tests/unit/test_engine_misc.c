@@ -17,8 +17,10 @@
 #include "engine/engine_args.h"
 #include "engine/engine_env.h"
 #include "engine/engine_events.h"
+#include "engine/engine_point_events.h"
 #include "engine/engine_stats.h"
 #include "engine/engine_watch.h"
+#include "store/events.h"
 #include "store/store.h"
 
 static void test_args(void **state)
@@ -70,6 +72,9 @@ static void test_fault_syntax(void **state)
     assert_int_equal(f.kind, PDBX_FAULT_OOM);
     assert_int_equal(pdbx_fault_parse("exit:rank=2:point=1", &f, err, sizeof err), 0);
     assert_int_equal(f.kind, PDBX_FAULT_EXIT);
+    assert_int_equal(pdbx_fault_parse("group:rank=1:point=2", &f, err, sizeof err), 0);
+    assert_int_equal(f.kind, PDBX_FAULT_GROUP);
+    assert_true(pdbx_fault_hits(&f, PDBX_FAULT_GROUP, 1, 2));
     const char *bad[] = { "hang", "hang:rank=1", "boom:rank=1:point=0", "hang:rank=-1:point=0",
                           "hang:rank=1:point=0:extra" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -217,6 +222,109 @@ static void test_heartbeat_ticks(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The step event of a point: per TP rank the stats of its layer and total rows, and as the
+ * point's cell their element-wise max (a step is as slow as its slowest TP rank), the same
+ * rule as the op cells; never a sum of the op cells. */
+typedef struct {
+    int steps, ops;
+    pdbx_ev_step step;
+    pdbx_stats op_mlp_up;
+} step_seen;
+
+static int collect_step(const cJSON *ev, void *ctx)
+{
+    step_seen *s = ctx;
+    char err[256];
+    if (pdbx_event_type_of(ev) == PDBX_EV_STEP) {
+        assert_int_equal(pdbx_event_decode_step(ev, &s->step, err, sizeof err), 0);
+        s->steps++;
+    } else if (pdbx_event_type_of(ev) == PDBX_EV_OP) {
+        pdbx_ev_op op;
+        memset(&op, 0, sizeof op);
+        assert_int_equal(pdbx_event_decode_op(ev, &op, err, sizeof err), 0);
+        if (op.op == PDBX_OP_MLP_UP)
+            s->op_mlp_up = op.cell.stats;
+        free(op.cell.rank);
+        s->ops++;
+    }
+    return 0;
+}
+
+static void fill_row(double *all, int rank, int row, double base)
+{
+    double *r = all + ((size_t)rank * PDBX_NROWS + row) * PDBX_ESTAT;
+    r[0] = 4;                 /* count */
+    r[1] = base;              /* min */
+    r[2] = base + 3;          /* max */
+    r[3] = base + 1;          /* mean */
+    r[4] = base + 1.5;        /* median */
+    r[5] = 0.25 * base;       /* std */
+}
+
+static void test_step_event_cells(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pdbx-engine-step-XXXXXX", err[256] = "";
+    assert_non_null(mkdtemp(dir));
+    pdbx_engine e;
+    memset(&e, 0, sizeof e);
+    e.rank = 0;
+    e.size = 2;
+    assert_int_equal(pdbx_spec_load("quick", &e.spec, err, sizeof err), 0);
+    e.spec.ops = PDBX_OP_BIT(PDBX_OP_MLP_UP);
+    assert_int_equal(pdbx_events_open(dir, "step-run", 0, &e.ev, err, sizeof err), 0);
+    pdbx_plan_point pt;
+    memset(&pt, 0, sizeof pt);
+    pt.index = 3;
+    pt.tp = 2;
+    pt.pp = pt.dp = pt.mbs = 1;
+    double all[2 * PDBX_NROWS * PDBX_ESTAT];
+    memset(all, 0, sizeof all);
+    fill_row(all, 0, PDBX_ROW_LAYER, 10);
+    fill_row(all, 1, PDBX_ROW_LAYER, 12);
+    fill_row(all, 0, PDBX_ROW_TOTAL, 40);
+    fill_row(all, 1, PDBX_ROW_TOTAL, 38);
+    fill_row(all, 0, PDBX_OP_MLP_UP, 1);
+    fill_row(all, 1, PDBX_OP_MLP_UP, 2);
+    double traces[2 * 4] = { 0 };
+    int ntrace[2] = { 0, 0 };
+    pdbx_point_bytes bytes = { 4096, 4096, 4096 };
+    pdbx_point_results res = { all, traces, ntrace, 1 };
+    pdbx_point_results_events(&e, &pt, &bytes, &res);
+    pdbx_events_close(e.ev);
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs/step-run.pdbx", dir);
+    step_seen seen;
+    memset(&seen, 0, sizeof seen);
+    pdbx_scan_result sr;
+    assert_int_equal(pdbx_scan_file(path, 0, collect_step, &seen, &sr, err, sizeof err), 0);
+    assert_int_equal(seen.steps, 1);
+    assert_int_equal(seen.ops, 1);
+    const pdbx_ev_step *st = &seen.step;
+    assert_int_equal(st->point, 3);
+    assert_true(st->layer.valid && st->total.valid);
+    assert_int_equal(st->layer.nranks, 2);
+    assert_int_equal(st->total.nranks, 2);
+    /* element-wise max over the TP ranks; count from the first rank */
+    assert_int_equal((int)st->layer.stats.count, 4);
+    assert_true(st->layer.stats.min == 12 && st->layer.stats.max == 15 &&
+                st->layer.stats.mean == 13 && st->layer.stats.std == 3);
+    assert_true(st->total.stats.min == 40 && st->total.stats.max == 43 &&
+                st->total.stats.mean == 41 && st->total.stats.std == 10);
+    assert_true(st->layer.rank[0].mean == 11 && st->layer.rank[1].mean == 13);
+    assert_true(st->total.rank[0].min == 40 && st->total.rank[1].min == 38);
+    /* the op cell by the same rule */
+    assert_true(seen.op_mlp_up.min == 2 && seen.op_mlp_up.max == 5);
+    free(st->layer.rank);
+    free(st->total.rank);
+    char runs[512];
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(runs), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_blas_threads),
         cmocka_unit_test(test_progress_event_under_oom),
         cmocka_unit_test(test_heartbeat_ticks),
+        cmocka_unit_test(test_step_event_cells),
     };
     return cmocka_run_group_tests_name("engine_misc", tests, NULL, NULL);
 }

@@ -22,9 +22,5 @@
 const pdbx_compute_ops *pdbx_cpu_compute_ops(void);
 /* 1 when this process's OpenBLAS exports cblas_sbgemm (bf16 GEMMs). */
 int pdbx_cpu_has_bf16_gemm(void);
-/* Host memory from /proc/meminfo (bytes); 0 on success, -1 when unreadable. */
-int pdbx_cpu_meminfo(uint64_t *available, uint64_t *total);
-/* "model name" of /proc/cpuinfo into buf ("unknown cpu" when absent). */
-void pdbx_cpu_model_name(char *buf, size_t len);
 
 #endif

@@ -28,8 +28,6 @@
 #include "engine/backends/cuda/cuda_kernels.h"
 
 #define RMS_EPS 1e-5f                 /* rms_norm_eps of the Llama 3 and TinyLlama configs */
-#define SPIN_US 100                   /* busy kernel before a start event (launch gap) */
-#define FILL_SEED UINT64_C(0x9d2c5680a1b2c3d4)
 
 /* ---- errors --------------------------------------------------------------------------- */
 
@@ -40,15 +38,6 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
         snprintf(err, errlen, "%s failed: %s (%s)", call, cudaGetErrorName(e), cudaGetErrorString(e));
     return e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
 }
-
-#define CU_TRY(name, expr)                              \
-    do {                                                \
-        cudaError_t e_ = (expr);                        \
-        if (e_ != cudaSuccess) {                        \
-            rc = cuda_fail(err, errlen, (name), e_);    \
-            goto fail;                                  \
-        }                                               \
-    } while (0)
 
 /* ---- point buffers ---------------------------------------------------------------------- */
 
@@ -116,11 +105,6 @@ struct cuda_point {
 static size_t dtype_size(pdbx_dtype dt)
 {
     return dt == PDBX_DTYPE_FP32 ? 4 : 2;
-}
-
-static const char *dtype_str(pdbx_dtype dt)
-{
-    return dt == PDBX_DTYPE_BF16 ? "bf16" : dt == PDBX_DTYPE_FP16 ? "fp16" : "fp32";
 }
 
 static void point_free(struct cuda_point *pt)
@@ -199,7 +183,7 @@ fail:
     return rc;
 }
 
-static int alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t errlen)
+int cuda_alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t errlen)
 {
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
@@ -275,13 +259,76 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
     return 0;
 }
 
-static void cuda_release(pdbx_compute *c)
+void cuda_release(pdbx_compute *c)
 {
     if (!c || !c->point)
         return;
     cudaStreamSynchronize(c->stream);
     point_free(c->point);
     c->point = NULL;
+}
+
+/* Allocates and fills the point's shared buffers, then every layer's weights. */
+static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
+{
+    int rc = 0;
+    const size_t es = dtype_size(c->dtype);
+    uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
+    for (int b = 0; b < B_COUNT && rc == 0; b++) {
+        uint32_t uses = global_bufs[b].ops;
+        if (b == B_EMBED && pt->d.tied)
+            uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
+        if (b == B_LM_W && pt->d.tied)
+            uses = 0;
+        if (!(uses & pt->d.ops))
+            continue;
+        size_t elems = global_elems(pt, b);
+        pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : es);
+        rc = cuda_alloc_buf(&pt->buf[b], pt->bytes[b], global_bufs[b].name, err, errlen);
+        if (rc == 0)
+            rc = fill(c, pt->buf[b], elems, global_bufs[b].kind, seed + (uint64_t)b, pt,
+                      global_bufs[b].name, err, errlen);
+    }
+    for (int l = 0; l < pt->d.layers && rc == 0; l++)
+        for (int w = 0; w < W_COUNT && rc == 0; w++) {
+            if (!(layer_bufs[w].ops & pt->d.ops))
+                continue;
+            size_t elems = layer_elems(pt, w);
+            void **slot = &pt->w[(size_t)l * W_COUNT + w];
+            pt->wbytes[w] = elems * es;
+            char name[64];
+            snprintf(name, sizeof name, "layer %d %s", l, layer_bufs[w].name);
+            rc = cuda_alloc_buf(slot, pt->wbytes[w], name, err, errlen);
+            if (rc == 0)
+                rc = fill(c, *slot, elems, layer_bufs[w].kind,
+                          seed + 0x1000u * (uint64_t)(l + 1) + (uint64_t)w, pt, name, err, errlen);
+        }
+    return rc;
+}
+
+/* GEMM plans now, so the heuristic never runs between the timing events. */
+static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
+{
+    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
+                  kvd = pt->d.kv_heads * pt->d.head_dim;
+    const struct { pdbx_op op; int64_t n, k; } lin[] = {
+        {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
+        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->d.inter, h}, {PDBX_OP_MLP_UP, pt->d.inter, h},
+        {PDBX_OP_MLP_DOWN, h, pt->d.inter}, {PDBX_OP_LM_HEAD, pt->d.vocab, h},
+    };
+    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+        if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
+            continue;
+        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
+        int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (!(pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)))
+        return 0;
+    const cuda_attention_dims attn_dims = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads,
+                                           pt->d.head_dim, c->dtype};
+    return cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
 }
 
 static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
@@ -302,106 +349,20 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
         snprintf(err, errlen, "cuda prepare: out of host memory");
         goto fail;
     }
-    const size_t es = dtype_size(c->dtype);
-    const cuda_attention_dims attn_dims = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads,
-                                           pt->d.head_dim, c->dtype};
-    uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
-    for (int b = 0; b < B_COUNT; b++) {
-        uint32_t uses = global_bufs[b].ops;
-        if (b == B_EMBED && pt->d.tied)
-            uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
-        if (b == B_LM_W && pt->d.tied)
-            uses = 0;
-        if (!(uses & pt->d.ops))
-            continue;
-        size_t elems = global_elems(pt, b);
-        pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : es);
-        rc = alloc_buf(&pt->buf[b], pt->bytes[b], global_bufs[b].name, err, errlen);
-        if (rc)
-            goto fail;
-        rc = fill(c, pt->buf[b], elems, global_bufs[b].kind, seed + (uint64_t)b, pt,
-                  global_bufs[b].name, err, errlen);
-        if (rc)
-            goto fail;
-    }
-    for (int l = 0; l < pt->d.layers; l++)
-        for (int w = 0; w < W_COUNT; w++) {
-            if (!(layer_bufs[w].ops & pt->d.ops))
-                continue;
-            size_t elems = layer_elems(pt, w);
-            void **slot = &pt->w[(size_t)l * W_COUNT + w];
-            pt->wbytes[w] = elems * es;
-            char name[64];
-            snprintf(name, sizeof name, "layer %d %s", l, layer_bufs[w].name);
-            rc = alloc_buf(slot, pt->wbytes[w], name, err, errlen);
-            if (rc)
-                goto fail;
-            rc = fill(c, *slot, elems, layer_bufs[w].kind, seed + 0x1000u * (uint64_t)(l + 1) + (uint64_t)w,
-                      pt, name, err, errlen);
-            if (rc)
-                goto fail;
-        }
+    rc = alloc_point_bufs(c, pt, err, errlen);
+    if (rc)
+        goto fail;
     rc = -1;
     CU_TRY("cudaStreamSynchronize(after fill)", cudaStreamSynchronize(c->stream));
-
-    /* GEMM plans now, so the heuristic never runs between the timing events. */
-    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
-                  kvd = pt->d.kv_heads * pt->d.head_dim;
-    const struct { pdbx_op op; int64_t n, k; } lin[] = {
-        {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
-        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->d.inter, h}, {PDBX_OP_MLP_UP, pt->d.inter, h},
-        {PDBX_OP_MLP_DOWN, h, pt->d.inter}, {PDBX_OP_LM_HEAD, pt->d.vocab, h},
-    };
-    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
-            continue;
-        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
-        rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
-        if (rc)
-            goto fail;
-    }
-    if (pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)) {
-        rc = cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
-        if (rc)
-            goto fail;
-    }
+    rc = plan_point_gemms(c, pt, err, errlen);
+    if (rc)
+        goto fail;
     c->point = pt;
     return 0;
 fail:
     cudaStreamSynchronize(c->stream);
     (void)cudaGetLastError();
     point_free(pt);
-    return rc;
-}
-
-/* ---- timing ----------------------------------------------------------------------------- */
-
-int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen)
-{
-    int rc = -1;
-    if (c->flush_l2 && c->l2_flush) {
-        c->l2_flush_value ^= 0x5a;
-        CU_TRY("cudaMemsetAsync(L2 flush)", cudaMemsetAsync(c->l2_flush, c->l2_flush_value,
-                                                            c->l2_flush_bytes, c->stream));
-    } else {
-        CU_TRY("ck_spin", ck_spin(c->spin_cycles, c->stream));
-    }
-    CU_TRY("cudaEventRecord(start)", cudaEventRecord(c->ev_start, c->stream));
-    return 0;
-fail:
-    return rc;
-}
-
-int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen)
-{
-    int rc = -1;
-    float f = 0.0f;
-    CU_TRY("cudaEventRecord(stop)", cudaEventRecord(c->ev_stop, c->stream));
-    CU_TRY("cudaEventSynchronize(stop)", cudaEventSynchronize(c->ev_stop));
-    CU_TRY("cudaEventElapsedTime", cudaEventElapsedTime(&f, c->ev_start, c->ev_stop));
-    *ms = (double)f;
-    return 0;
-fail:
     return rc;
 }
 
@@ -518,235 +479,13 @@ fail:
     return NAN;
 }
 
-/* ---- device ----------------------------------------------------------------------------- */
-
-static void cuda_fini(pdbx_compute *c)
-{
-    if (!c)
-        return;
-    cuda_release(c);
-    if (c->stream)
-        cudaStreamSynchronize(c->stream);
-    if (c->comm_buf)
-        cudaFree(c->comm_buf);
-    if (c->l2_flush)
-        cudaFree(c->l2_flush);
-    if (c->checksum_dev)
-        cudaFree(c->checksum_dev);
-    cuda_gemm_destroy(c->gemm);
-    if (c->ev_start)
-        cudaEventDestroy(c->ev_start);
-    if (c->ev_stop)
-        cudaEventDestroy(c->ev_stop);
-    if (c->stream)
-        cudaStreamDestroy(c->stream);
-    free(c);
-}
-
-static int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen)
-{
-    int rc = -1;
-    *out = NULL;
-    pdbx_compute *c = calloc(1, sizeof *c);
-    if (!c) {
-        snprintf(err, errlen, "cuda init: out of host memory");
-        return -1;
-    }
-    if (cfg->dtype != PDBX_DTYPE_BF16 && cfg->dtype != PDBX_DTYPE_FP16 && cfg->dtype != PDBX_DTYPE_FP32) {
-        snprintf(err, errlen, "cuda init: dtype %d (allowed: bf16, fp16, fp32)", (int)cfg->dtype);
-        goto fail;
-    }
-    c->dtype = cfg->dtype;
-    c->flush_l2 = cfg->flush_l2;
-    c->local_rank = cfg->local_rank;
-    c->world_rank = cfg->world_rank;
-    CU_TRY("cudaGetDeviceCount", cudaGetDeviceCount(&c->device_count));
-    if (c->device_count <= 0) {
-        snprintf(err, errlen, "cuda init: no CUDA device (cudaGetDeviceCount returned 0)");
-        rc = -1;
-        goto fail;
-    }
-    c->device = (cfg->local_rank < 0 ? 0 : cfg->local_rank) % c->device_count;
-    CU_TRY("cudaSetDevice", cudaSetDevice(c->device));
-    CU_TRY("cudaGetDeviceProperties", cudaGetDeviceProperties(&c->prop, c->device));
-    snprintf(c->name, sizeof c->name, "%s", c->prop.name);
-    CU_TRY("cudaDeviceGetAttribute(ClockRate)",
-           cudaDeviceGetAttribute(&c->clock_khz, cudaDevAttrClockRate, c->device));
-    CU_TRY("cudaDeviceGetAttribute(MemoryClockRate)",
-           cudaDeviceGetAttribute(&c->mem_clock_khz, cudaDevAttrMemoryClockRate, c->device));
-    CU_TRY("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    CU_TRY("cudaEventCreate(start)", cudaEventCreate(&c->ev_start));
-    CU_TRY("cudaEventCreate(stop)", cudaEventCreate(&c->ev_stop));
-    CU_TRY("cudaMalloc(checksum)", cudaMalloc((void **)&c->checksum_dev, sizeof(double)));
-    rc = cuda_gemm_create(&c->gemm, err, errlen);
-    if (rc)
-        goto fail;
-    rc = -1;
-    if (c->flush_l2) {
-        /* Twice the L2 so every line of the previous execution's data is evicted. */
-        size_t l2 = c->prop.l2CacheSize > 0 ? (size_t)c->prop.l2CacheSize : ((size_t)64 << 20);
-        c->l2_flush_bytes = 2 * l2;
-        rc = alloc_buf(&c->l2_flush, c->l2_flush_bytes, "L2 flush buffer", err, errlen);
-        if (rc)
-            goto fail;
-        rc = -1;
-    }
-    c->spin_cycles = (long long)(c->clock_khz > 0 ? c->clock_khz : 1500000) * SPIN_US / 1000;
-    *out = c;
-    return 0;
-fail:
-    cuda_fini(c);
-    return rc;
-}
-
-static const char *cuda_device_name(pdbx_compute *c)
-{
-    return c ? c->name : "none";
-}
-
-static int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes)
-{
-    size_t f = 0, t = 0;
-    (void)c;
-    if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return -1;
-    }
-    *free_bytes = f;
-    *total_bytes = t;
-    return 0;
-}
-
-static void json_set(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return;
-    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
-    cJSON_AddItemToObject(obj, key, item);
-}
-
-static void version_str(int v, char *buf, size_t len)   /* 13000 -> "13.0" */
-{
-    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
-}
-
-static int cuda_describe(pdbx_compute *c, cJSON *env)
-{
-    int drv = 0, rt = 0;
-    char drv_s[32], rt_s[32], blas[96], nccl[64], pci[32] = "", buf[160];
-    if (cudaDriverGetVersion(&drv) != cudaSuccess || cudaRuntimeGetVersion(&rt) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return -1;
-    }
-    if (cudaDeviceGetPCIBusId(pci, (int)sizeof pci, c->device) != cudaSuccess)
-        (void)cudaGetLastError();
-    version_str(drv, drv_s, sizeof drv_s);
-    version_str(rt, rt_s, sizeof rt_s);
-    cuda_gemm_version(blas, sizeof blas);
-    cuda_nccl_version(nccl, sizeof nccl);
-    cJSON *gpu = cJSON_CreateObject();
-    if (!gpu)
-        return -1;
-    cJSON_AddStringToObject(gpu, "name", c->name);
-    cJSON_AddNumberToObject(gpu, "index", c->device);
-    cJSON_AddNumberToObject(gpu, "count", c->device_count);
-    cJSON_AddStringToObject(gpu, "pci_bus_id", pci);
-    snprintf(buf, sizeof buf, "%d.%d", c->prop.major, c->prop.minor);
-    cJSON_AddStringToObject(gpu, "compute_capability", buf);
-    cJSON_AddNumberToObject(gpu, "memory_bytes", (double)c->prop.totalGlobalMem);
-    cJSON_AddNumberToObject(gpu, "sm_count", c->prop.multiProcessorCount);
-    cJSON_AddNumberToObject(gpu, "clock_mhz", c->clock_khz / 1000.0);
-    cJSON_AddNumberToObject(gpu, "memory_clock_mhz", c->mem_clock_khz / 1000.0);
-    cJSON_AddNumberToObject(gpu, "memory_bus_bits", c->prop.memoryBusWidth);
-    cJSON_AddNumberToObject(gpu, "l2_bytes", c->prop.l2CacheSize);
-    cJSON_AddStringToObject(gpu, "driver", drv_s);
-    cJSON_AddStringToObject(gpu, "runtime", rt_s);
-    cJSON_AddStringToObject(gpu, "cublaslt", blas);
-    cJSON_AddNumberToObject(gpu, "cublaslt_workspace_bytes", (double)CUDA_GEMM_WORKSPACE_BYTES);
-    cJSON_AddStringToObject(gpu, "nccl", nccl);
-    cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
-    cJSON_AddStringToObject(gpu, "attention", "cublaslt strided-batched QK^T, causal softmax, PV");
-    cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
-                                                      : "cuda events after a 100 us spin kernel");
-    json_set(env, "gpu", gpu);
-    json_set(env, "device", cJSON_CreateString(c->name));
-    snprintf(buf, sizeof buf, "CUDA runtime %s, driver %s", rt_s, drv_s);
-    json_set(env, "cuda", cJSON_CreateString(buf));
-    json_set(env, "nccl", cJSON_CreateString(nccl));
-    json_set(env, "blas", cJSON_CreateString(blas));
-    return 0;
-}
-
-static int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
-{
-    int rc = -1;
-    if (bytes < 256)
-        bytes = 256;
-    if (c->comm_buf && c->comm_bytes >= bytes) {
-        *buf = c->comm_buf;
-        return 0;
-    }
-    if (c->comm_buf) {
-        cudaStreamSynchronize(c->stream);
-        cudaFree(c->comm_buf);
-        c->comm_buf = NULL;
-        c->comm_bytes = 0;
-    }
-    rc = alloc_buf(&c->comm_buf, bytes, "collective buffer", err, errlen);
-    if (rc)
-        return rc;
-    c->comm_bytes = bytes;
-    /* Real values (fp32-sized elements cover any dtype's bytes). */
-    CU_TRY("fill(collective buffer)", ck_fill_uniform(c->comm_buf, bytes / 4, PDBX_DTYPE_FP32,
-                                                      FILL_SEED, -1.0f, 1.0f, c->stream));
-    CU_TRY("cudaStreamSynchronize(collective buffer)", cudaStreamSynchronize(c->stream));
-    *buf = c->comm_buf;
-    return 0;
-fail:
-    return rc;
-}
-
 #ifdef PDBX_CUDA_NO_NCCL   /* built where nccl.h is missing: no comm backend of our own */
-void cuda_nccl_version(char *buf, size_t len)
-{
-    snprintf(buf, len, "none");
-}
 #define CUDA_COMM_OPS NULL
 #else
 #define CUDA_COMM_OPS (&cuda_nccl_comm_ops)
 #endif
 
-/* ---- probe and entry -------------------------------------------------------------------- */
-
-static int cuda_probe(char *why, size_t len)
-{
-    /* The CUDA runtime loads the driver (libcuda.so.1) itself; trying first names the cause. */
-    void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!drv) {
-        const char *e = dlerror();
-        snprintf(why, len, "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)", e ? e : "?");
-        return 0;
-    }
-    dlclose(drv);
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(why, len, "CUDA driver present but unusable: cudaGetDeviceCount failed: %s (%s)",
-                 cudaGetErrorName(e), cudaGetErrorString(e));
-        return 0;
-    }
-    if (n <= 0) {
-        snprintf(why, len, "no CUDA device: the driver reports 0 devices");
-        return 0;
-    }
-    int drv_v = 0;
-    if (cudaDriverGetVersion(&drv_v) != cudaSuccess)
-        (void)cudaGetLastError();
-    snprintf(why, len, "%d CUDA device%s, driver %d.%d", n, n == 1 ? "" : "s", drv_v / 1000,
-             (drv_v % 1000) / 10);
-    return 1;
-}
+/* ---- entry -------------------------------------------------------------------------------- */
 
 static const pdbx_compute_ops cuda_compute_ops = {
     .name = "cuda",
@@ -759,6 +498,8 @@ static const pdbx_compute_ops cuda_compute_ops = {
     .release = cuda_release,
     .run_op = cuda_run_op,
     .comm_buffer = cuda_comm_buffer,
+    .span_begin = cuda_span_begin,
+    .span_end = cuda_span_end,
     .checksum = cuda_checksum,
 };
 

@@ -13,6 +13,10 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cuda/cuda_try.h"
+
+/* Seed of the deterministic fill of every buffer (points and the comm buffer). */
+#define FILL_SEED UINT64_C(0x9d2c5680a1b2c3d4)
 
 struct cuda_gemm;
 struct cuda_point;
@@ -27,6 +31,7 @@ struct pdbx_compute {
     int clock_khz, mem_clock_khz;   /* peak SM and memory clocks (cudaDeviceGetAttribute) */
     cudaStream_t stream;
     cudaEvent_t ev_start, ev_stop;
+    cudaEvent_t ev_span[PDBX_SPAN_COUNT][2];   /* begin, end of each span (cuda_timing.c) */
     void *l2_flush;                 /* flush_l2: memset before each timed execution */
     unsigned char l2_flush_value;   /* changes every flush so no write can be skipped */
     size_t l2_flush_bytes;
@@ -60,10 +65,32 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
  * cudaErrorMemoryAllocation, else -1. Clears the (non-sticky) last error. */
 int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
 
+/* Calls a CUDA runtime function; on failure sets rc (cuda_fail) and jumps to the caller's
+ * `fail:` label (needs `rc`, `err`, `errlen` in scope). */
+#define CU_TRY(name, expr) \
+    CUDA_TRY_STATUS(cudaError_t, cudaSuccess, expr, cuda_fail(err, errlen, (name), s_))
+
 /* Records the start event (after the L2 flush or spin), for the caller to enqueue its work. */
 int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen);
 /* Records the stop event, waits for it and returns the elapsed device time in ms. */
 int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen);
+
+/* backend.h's span_begin/span_end: events recorded on the stream at the span's boundaries. */
+int cuda_span_begin(pdbx_compute *c, pdbx_span s, char *err, size_t errlen);
+int cuda_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen);
+
+/* cuda_device.c: the compute ops that concern the device rather than a point, and the probe. */
+int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
+void cuda_fini(pdbx_compute *c);
+const char *cuda_device_name(pdbx_compute *c);
+int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes);
+int cuda_describe(pdbx_compute *c, cJSON *env);
+int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
+int cuda_probe(char *why, size_t len);
+/* cuda_backend.c: frees the prepared point's buffers; cudaMalloc with a message naming the
+ * buffer (PDBX_EOOM on cudaErrorMemoryAllocation). */
+void cuda_release(pdbx_compute *c);
+int cuda_alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t errlen);
 
 extern const pdbx_comm_ops cuda_nccl_comm_ops;   /* cuda_nccl.c */
 /* "NCCL 2.28.9" from ncclGetVersion() (the loaded library, not the header). */

@@ -11,6 +11,7 @@
 #include <cublasLt.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cuda/cuda_try.h"
 
 struct cuda_gemm_plan {
     cuda_gemm_shape shape;
@@ -36,14 +37,8 @@ static int lt_fail(char *err, size_t errlen, const char *call, cublasStatus_t st
     return -1;
 }
 
-#define LT_TRY(name, expr)                              \
-    do {                                                \
-        cublasStatus_t st_ = (expr);                    \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {             \
-            rc = lt_fail(err, errlen, (name), st_);     \
-            goto fail;                                  \
-        }                                               \
-    } while (0)
+#define LT_TRY(name, expr) \
+    CUDA_TRY_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, expr, lt_fail(err, errlen, (name), s_))
 
 int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen)
 {

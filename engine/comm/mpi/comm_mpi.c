@@ -1,5 +1,6 @@
 /* comm_mpi.c: the `mpi` comm backend (see comm_mpi.h). */
 #include "engine/comm/mpi/comm_mpi.h"
+#include "store/util/clock.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -15,13 +16,6 @@ struct pdbx_group {
     MPI_Comm comm;
     int rank, size;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int mpi_init(pdbx_compute *compute, pdbx_comm **out, char *err, size_t errlen)
 {
@@ -122,7 +116,7 @@ static int mpi_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_
     /* elements per call: the whole array (all_reduce, send_recv) or each rank's block */
     const size_t total = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER
                              ? bytes / sizeof(float) / n : bytes / sizeof(float);
-    double t0 = now_ms();
+    double t0 = pdbx_mono_s() * 1e3;
     size_t off = 0;
     do {                                   /* one call even for an empty message */
         const size_t left = total - off;
@@ -152,7 +146,7 @@ static int mpi_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_
         }
         off += (size_t)count;
     } while (rc == MPI_SUCCESS && off < total);
-    *ms = now_ms() - t0;
+    *ms = pdbx_mono_s() * 1e3 - t0;
     if (rc != MPI_SUCCESS)
         return mpi_fail(rc, pdbx_coll_name(coll), err, errlen);
     return 0;

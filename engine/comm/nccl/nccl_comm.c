@@ -38,23 +38,8 @@ static int nccl_fail(char *err, size_t errlen, const char *call, ncclResult_t r,
     return -1;
 }
 
-#define NCCL_TRY(name, comm, expr)                                  \
-    do {                                                            \
-        ncclResult_t r_ = (expr);                                   \
-        if (r_ != ncclSuccess) {                                    \
-            rc = nccl_fail(err, errlen, (name), r_, (comm));        \
-            goto fail;                                              \
-        }                                                           \
-    } while (0)
-
-#define CU_TRY(name, expr)                              \
-    do {                                                \
-        cudaError_t e_ = (expr);                        \
-        if (e_ != cudaSuccess) {                        \
-            rc = cuda_fail(err, errlen, (name), e_);    \
-            goto fail;                                  \
-        }                                               \
-    } while (0)
+#define NCCL_TRY(name, comm, expr) \
+    CUDA_TRY_STATUS(ncclResult_t, ncclSuccess, expr, nccl_fail(err, errlen, (name), s_, (comm)))
 
 void cuda_nccl_version(char *buf, size_t len)
 {
@@ -175,17 +160,6 @@ static ncclDataType_t nccl_type(pdbx_dtype dt)
     }
 }
 
-static const char *coll_str(pdbx_coll coll)
-{
-    switch (coll) {
-    case PDBX_COLL_ALL_REDUCE: return "all_reduce";
-    case PDBX_COLL_ALL_GATHER: return "all_gather";
-    case PDBX_COLL_REDUCE_SCATTER: return "reduce_scatter";
-    case PDBX_COLL_SEND_RECV: return "send_recv";
-    default: return "?";
-    }
-}
-
 /* Waits for the stop event while watching the communicator for asynchronous errors (a peer
  * that died), which a plain cudaEventSynchronize would wait on forever. */
 static int wait_collective(pdbx_comm *m, pdbx_group *g, double *ms, char *err, size_t errlen)
@@ -224,7 +198,7 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size
     int rc = -1;
     pdbx_compute *c = m->c;
     if (!g || !g->comm) {
-        snprintf(err, errlen, "nccl %s: the group has no communicator", coll_str(coll));
+        snprintf(err, errlen, "nccl %s: the group has no communicator", pdbx_coll_name(coll));
         return -1;
     }
     const size_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
@@ -235,7 +209,7 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size
     if (bytes == 0 || bytes % es != 0 ||
         ((coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER) && count % n != 0)) {
         snprintf(err, errlen, "nccl %s: %zu bytes is not a positive multiple of %zu (%zu-byte "
-                 "elements x %zu ranks)", coll_str(coll), bytes,
+                 "elements x %zu ranks)", pdbx_coll_name(coll), bytes,
                  (coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER) ? es * n : es,
                  es, n);
         return -1;
@@ -244,7 +218,7 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size
     const char *lo = c->comm_buf, *hi = lo ? lo + c->comm_bytes : NULL;
     if (!lo || (const char *)buf < lo || (const char *)buf > hi || bytes > (size_t)(hi - (const char *)buf)) {
         snprintf(err, errlen, "nccl %s: %zu bytes at %p do not lie in comm_buffer() (%zu bytes "
-                 "at %p)", coll_str(coll), bytes, buf, c->comm_bytes, c->comm_buf);
+                 "at %p)", pdbx_coll_name(coll), bytes, buf, c->comm_bytes, c->comm_buf);
         return -1;
     }
     char *b = buf;

@@ -1,4 +1,6 @@
-/* engine_coll.c: collective names and nccl-tests' bus bandwidth factors (backend.h). */
+/* backend_coll.c: collective names and nccl-tests' bus bandwidth factors (backend.h). Part of
+ * the engine/backends library and compiled into libpdbx_cuda.so too (the nccl comm backend
+ * names its collectives in messages). */
 #include "engine/backends/backend.h"
 
 const char *pdbx_coll_name(pdbx_coll c)

@@ -1,0 +1,63 @@
+/* cpu_internal.h: the cpu backend's state, shared by its files (not a public header: the
+ * engine sees only backend.h and pdbx_cpu_compute_ops()).
+ *
+ * cpu_compute.c: init, fini, describe, run_op, spans, comm buffer, checksum;
+ * cpu_memory.c:  prepare and release (memory guard, allocation, real values in every buffer;
+ *                the weights kept across a config's MBS sweep, cpu_compute.h).
+ */
+#ifndef PDBX_CPU_INTERNAL_H
+#define PDBX_CPU_INTERNAL_H
+
+#include <cblas.h>
+#include <stdint.h>
+
+#include "engine/backends/backend.h"
+
+#define MAX_LAYERS 256
+#define MAX_BUFS (32 + 7 * MAX_LAYERS)
+
+typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
+                          blasint, blasint, float, const bfloat16 *, blasint, const bfloat16 *,
+                          blasint, float, float *, blasint);
+
+typedef struct {
+    void *wq, *wk, *wv, *wo, *wg, *wu, *wd;   /* fp32 or bf16, [k, n] row-major */
+} cpu_layer;
+
+struct pdbx_compute {
+    pdbx_compute_config cfg;
+    char device[256];
+    int prepared;
+    pdbx_point_shapes p;
+    size_t esz;                  /* bytes per weight/GEMM-input element: 4 fp32, 2 bf16 */
+    int64_t T, h, qd, kvd, inter, vloc, heads, kv_heads, d;
+    /* activations of the point (freed by release()) and weights (kept while the next point has
+     * the same weight shapes: a config's MBS sweep allocates and fills them once) */
+    void *bufs[MAX_BUFS];
+    int nbufs;
+    void *wbufs[MAX_BUFS];
+    int nw;
+    int have_weights;
+    int64_t wkey[10];
+    size_t planned;              /* bytes the next prepare() allocates */
+    int32_t *ids;
+    void *emb_table, *emb_out;
+    float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
+    void *xn_b, *ctx_b, *yn_b, *act_b;        /* bf16 GEMM inputs (NULL in fp32) */
+    void *wlm;
+    cpu_layer layer[MAX_LAYERS];
+    int nlayers;
+    void *comm_buf;
+    size_t comm_bytes;
+    sbgemm_fn sbgemm;
+    double span_t0[PDBX_SPAN_COUNT];   /* pdbx_mono_s() in ms at each span's begin */
+};
+
+/* cblas_sbgemm of this process's OpenBLAS, NULL when it has none (looked up once). */
+sbgemm_fn pdbx_cpu_find_sbgemm(void);
+/* backend.h's prepare and release; free_weights drops the kept weights too. */
+int pdbx_cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
+void pdbx_cpu_release(pdbx_compute *c);
+void pdbx_cpu_free_weights(pdbx_compute *c);
+
+#endif

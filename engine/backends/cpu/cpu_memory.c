@@ -1,0 +1,343 @@
+/* cpu_memory.c: a point's buffers on the cpu backend (cpu_internal.h, cpu_compute.h's memory
+ * policy): planned sizes first, the MemAvailable guard, then allocation and real values. */
+#include "engine/backends/cpu/cpu_internal.h"
+#include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/host.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pdbx_cpu_release(pdbx_compute *c)
+{
+    for (int i = 0; i < c->nbufs; i++)
+        free(c->bufs[i]);
+    c->nbufs = 0;
+    free(c->comm_buf);
+    c->comm_buf = NULL;
+    c->comm_bytes = 0;
+    c->prepared = 0;
+    c->ids = NULL;
+    c->emb_out = NULL;
+    c->x = c->xn = c->q = c->k = c->v = c->ctx = c->y = c->yn = c->g = c->u = c->act = NULL;
+    c->logits = c->attn_scratch = NULL;
+    c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
+}
+
+void pdbx_cpu_free_weights(pdbx_compute *c)
+{
+    for (int i = 0; i < c->nw; i++)
+        free(c->wbufs[i]);
+    c->nw = 0;
+    c->have_weights = 0;
+    c->emb_table = c->wlm = NULL;
+    c->norm_w = NULL;
+    memset(c->layer, 0, sizeof c->layer);
+}
+
+/* Allocation accounting: first pass adds sizes (alloc == 0), second pass allocates. */
+typedef struct {
+    pdbx_compute *c;
+    int alloc;
+    int weights;               /* allocations go to the weight list */
+    int failed;
+} alloc_pass;
+
+static void *take(alloc_pass *ap, size_t bytes)
+{
+    pdbx_compute *c = ap->c;
+    bytes = (bytes + 63u) & ~(size_t)63u;
+    if (!ap->alloc) {
+        c->planned += bytes;
+        return NULL;
+    }
+    if (ap->failed)
+        return NULL;
+    void **list = ap->weights ? c->wbufs : c->bufs;
+    int *n = ap->weights ? &c->nw : &c->nbufs;
+    if (*n >= MAX_BUFS) {
+        ap->failed = 1;
+        return NULL;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0) {
+        ap->failed = 1;
+        return NULL;
+    }
+    list[(*n)++] = p;
+    return p;
+}
+
+/* Fills x[0..n) with pseudo-random values in [-scale, scale]: FILL_BLOCK random elements,
+ * then copies of them (memcpy runs at memory speed; generating every element of a GB-sized
+ * weight would dominate the sweep's overhead). The values are real and varied, which is all the
+ * timing needs (no zeros, no denormals, no NaN); the period is FILL_BLOCK elements. */
+#define FILL_BLOCK 65536
+static void tile(void *x, size_t n, size_t esz)
+{
+    size_t have = n < FILL_BLOCK ? n : FILL_BLOCK, total = n * esz;
+    unsigned char *b = x;
+    for (size_t done = have * esz; done < total;) {
+        size_t chunk = done < total - done ? done : total - done;
+        memcpy(b + done, b, chunk);
+        done += chunk;
+    }
+}
+
+static void fill_f32(float *x, size_t n, float scale, uint64_t seed)
+{
+    if (!x)
+        return;
+    if (scale == 0.0f) {
+        memset(x, 0, n * sizeof *x);
+        return;
+    }
+    pdbx_k_fill_uniform(x, n < FILL_BLOCK ? n : FILL_BLOCK, scale, seed);
+    tile(x, n, sizeof *x);
+}
+
+/* Same for n elements of esz bytes (fp32 or bf16). */
+static void fill_elems(void *x, size_t n, size_t esz, float scale, uint64_t seed)
+{
+    if (!x)
+        return;
+    if (esz == 4) {
+        fill_f32(x, n, scale, seed);
+        return;
+    }
+    uint16_t *b = x;
+    float tmp[1024];
+    size_t head = n < FILL_BLOCK ? n : FILL_BLOCK;
+    for (size_t i = 0; i < head; i += 1024) {
+        size_t m = head - i < 1024 ? head - i : 1024;
+        pdbx_k_fill_uniform(tmp, m, scale, seed + i);
+        for (size_t j = 0; j < m; j++)
+            b[i + j] = pdbx_k_f32_to_bf16(tmp[j]);
+    }
+    tile(x, n, esz);
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Plans (ap->alloc == 0) or performs the allocations of a point's activations. */
+static void layout_acts(alloc_pass *ap)
+{
+    pdbx_compute *c = ap->c;
+    const uint32_t ops = c->p.ops;
+    const size_t f = sizeof(float), e = c->esz;
+    const int64_t T = c->T, h = c->h;
+    int bf = (e == 2);
+#define HAS(op) (ops & PDBX_OP_BIT(op))
+    c->ids = take(ap, (size_t)T * sizeof(int32_t));
+    if (HAS(PDBX_OP_EMBED))
+        c->emb_out = take(ap, (size_t)T * h * e);
+    c->x = take(ap, (size_t)T * h * f);
+    c->xn = take(ap, (size_t)T * h * f);
+    c->q = take(ap, (size_t)T * c->qd * f);
+    c->k = take(ap, (size_t)T * c->kvd * f);
+    c->v = take(ap, (size_t)T * c->kvd * f);
+    c->ctx = take(ap, (size_t)T * c->qd * f);
+    c->y = take(ap, (size_t)T * h * f);
+    c->yn = take(ap, (size_t)T * h * f);
+    c->g = take(ap, (size_t)T * c->inter * f);
+    c->u = take(ap, (size_t)T * c->inter * f);
+    c->act = take(ap, (size_t)T * c->inter * f);
+    c->attn_scratch = take(ap, pdbx_k_attention_scratch_floats(c->p.seq_len, c->d,
+                                                                c->cfg.blas_threads) * f);
+    if (bf) {
+        c->xn_b = take(ap, (size_t)T * h * e);
+        c->ctx_b = take(ap, (size_t)T * c->qd * e);
+        c->yn_b = take(ap, (size_t)T * h * e);
+        c->act_b = take(ap, (size_t)T * c->inter * e);
+    }
+    if (HAS(PDBX_OP_LM_HEAD))
+        c->logits = take(ap, (size_t)T * c->vloc * f);
+#undef HAS
+}
+
+/* Plans or performs the allocations of the weights (MBS-independent). */
+static void layout_weights(alloc_pass *ap)
+{
+    pdbx_compute *c = ap->c;
+    const uint32_t ops = c->p.ops;
+    const size_t f = sizeof(float), e = c->esz;
+    const int64_t h = c->h;
+#define HAS(op) (ops & PDBX_OP_BIT(op))
+    if (HAS(PDBX_OP_EMBED))
+        c->emb_table = take(ap, (size_t)c->vloc * h * e);
+    c->norm_w = take(ap, (size_t)h * f);
+    if (HAS(PDBX_OP_LM_HEAD))
+        c->wlm = take(ap, (size_t)h * c->vloc * e);
+    for (int l = 0; l < c->nlayers; l++) {
+        cpu_layer *L = &c->layer[l];
+        L->wq = HAS(PDBX_OP_ATTN_Q) ? take(ap, (size_t)h * c->qd * e) : NULL;
+        L->wk = HAS(PDBX_OP_ATTN_K) ? take(ap, (size_t)h * c->kvd * e) : NULL;
+        L->wv = HAS(PDBX_OP_ATTN_V) ? take(ap, (size_t)h * c->kvd * e) : NULL;
+        L->wo = HAS(PDBX_OP_ATTN_O) ? take(ap, (size_t)c->qd * h * e) : NULL;
+        L->wg = HAS(PDBX_OP_MLP_GATE) ? take(ap, (size_t)h * c->inter * e) : NULL;
+        L->wu = HAS(PDBX_OP_MLP_UP) ? take(ap, (size_t)h * c->inter * e) : NULL;
+        L->wd = HAS(PDBX_OP_MLP_DOWN) ? take(ap, (size_t)c->inter * h * e) : NULL;
+    }
+#undef HAS
+}
+
+/* Per-rank dimensions of the point (TP shards heads, intermediate and vocabulary). 0 or -1. */
+static int point_dims(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
+{
+    const pdbx_model *m = &p->model;
+    if (p->tp < 1 || p->mbs < 1 || p->seq_len < 1 || p->layers < 1 || p->layers > MAX_LAYERS ||
+        m->hidden < 1 || m->heads < 1 || m->head_dim < 1 || m->kv_heads < 1 ||
+        m->intermediate < 1 || m->vocab < 1 || m->heads % p->tp || m->intermediate % p->tp ||
+        m->vocab % p->tp) {
+        snprintf(err, errlen, "cpu backend: unsupported point shape (tp %d, mbs %d, seq_len %d, "
+                 "layers %d, allowed layers 1..%d)", p->tp, p->mbs, p->seq_len, p->layers, MAX_LAYERS);
+        return -1;
+    }
+    c->T = (int64_t)p->mbs * p->seq_len;
+    c->h = m->hidden;
+    c->heads = m->heads / p->tp;
+    c->kv_heads = max64(m->kv_heads / p->tp, 1);
+    c->d = m->head_dim;
+    c->qd = c->heads * c->d;
+    c->kvd = c->kv_heads * c->d;
+    c->inter = m->intermediate / p->tp;
+    c->vloc = m->vocab / p->tp;
+    c->nlayers = p->layers;
+    if (c->heads % c->kv_heads) {
+        snprintf(err, errlen, "cpu backend: %lld local heads not a multiple of %lld kv heads",
+                 (long long)c->heads, (long long)c->kv_heads);
+        return -1;
+    }
+    return 0;
+}
+
+/* The memory guard: PDBX_EOOM when this point's buffers times the ranks on this node would
+ * exceed 95% of MemAvailable (before any malloc), else 0. */
+static int check_budget(pdbx_compute *c, char *err, size_t errlen)
+{
+    uint64_t avail = 0, total = 0;
+    if (pdbx_host_meminfo(&avail, &total) != 0)
+        return 0;
+    int ranks_here = c->cfg.local_size > 0 ? c->cfg.local_size : 1;
+    double need = (double)c->planned * ranks_here;
+    double budget = (double)avail * 0.95;
+    if (need <= budget)
+        return 0;
+    snprintf(err, errlen, "would exceed MemAvailable: %.2f GiB per rank x %d ranks on this "
+             "node > %.2f GiB available", c->planned / 1073741824.0, ranks_here,
+             budget / 1073741824.0);
+    c->planned = 0;
+    return PDBX_EOOM;
+}
+
+/* Plans, guards and allocates the activations (and the weights when new_weights). */
+static int alloc_point(pdbx_compute *c, int new_weights, char *err, size_t errlen)
+{
+    alloc_pass ap = { .c = c, .alloc = 0 };
+    c->planned = 0;
+    layout_acts(&ap);
+    if (new_weights) {
+        ap.weights = 1;
+        layout_weights(&ap);
+    }
+    int rc = check_budget(c, err, errlen);
+    if (rc != 0)
+        return rc;
+    ap.alloc = 1;
+    ap.weights = 0;
+    layout_acts(&ap);
+    if (new_weights && !ap.failed) {
+        ap.weights = 1;
+        layout_weights(&ap);
+    }
+    if (!ap.failed)
+        return 0;
+    snprintf(err, errlen, "allocation of %.2f GiB failed: %s", c->planned / 1073741824.0,
+             strerror(ENOMEM));
+    pdbx_cpu_release(c);
+    if (new_weights)
+        pdbx_cpu_free_weights(c);
+    return PDBX_EOOM;
+}
+
+/* Real values in every activation; returns the next seed. */
+static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
+{
+    const int64_t T = c->T, h = c->h;
+    const size_t e = c->esz;
+    for (int64_t i = 0; i < T; i++)
+        c->ids[i] = (int32_t)(((uint64_t)i * 2654435761u + seed) % (uint64_t)vocab);
+    fill_elems(c->emb_out, (size_t)(T * h), e, 0.0f, seed++);
+    fill_f32(c->x, (size_t)(T * h), 1.0f, seed++);
+    fill_f32(c->xn, (size_t)(T * h), 1.0f, seed++);
+    fill_f32(c->q, (size_t)(T * c->qd), 1.0f, seed++);
+    fill_f32(c->k, (size_t)(T * c->kvd), 1.0f, seed++);
+    fill_f32(c->v, (size_t)(T * c->kvd), 1.0f, seed++);
+    fill_f32(c->ctx, (size_t)(T * c->qd), 1.0f, seed++);
+    fill_f32(c->y, (size_t)(T * h), 1.0f, seed++);
+    fill_f32(c->yn, (size_t)(T * h), 1.0f, seed++);
+    fill_f32(c->g, (size_t)(T * c->inter), 1.0f, seed++);
+    fill_f32(c->u, (size_t)(T * c->inter), 1.0f, seed++);
+    fill_f32(c->act, (size_t)(T * c->inter), 1.0f, seed++);
+    fill_f32(c->attn_scratch, pdbx_k_attention_scratch_floats(c->p.seq_len, c->d, c->cfg.blas_threads),
+             0.0f, seed++);
+    fill_elems(c->xn_b, (size_t)(T * h), e, 1.0f, seed++);
+    fill_elems(c->ctx_b, (size_t)(T * c->qd), e, 1.0f, seed++);
+    fill_elems(c->yn_b, (size_t)(T * h), e, 1.0f, seed++);
+    fill_elems(c->act_b, (size_t)(T * c->inter), e, 1.0f, seed++);
+    fill_f32(c->logits, (size_t)(T * c->vloc), 0.0f, seed++);
+    return seed;
+}
+
+/* Weights scaled 1/sqrt(fan_in) so activations stay O(1) and no denormals slow the kernels. */
+static void fill_weights(pdbx_compute *c, uint64_t seed)
+{
+    const int64_t h = c->h;
+    const size_t e = c->esz;
+    float sh = 1.0f / sqrtf((float)h), sq = 1.0f / sqrtf((float)c->qd), si = 1.0f / sqrtf((float)c->inter);
+    fill_elems(c->emb_table, (size_t)(c->vloc * h), e, 1.0f, seed++);
+    for (int64_t i = 0; i < h; i++)
+        c->norm_w[i] = 1.0f + 0.01f * (float)(i % 7);
+    fill_elems(c->wlm, (size_t)(h * c->vloc), e, sh, seed++);
+    for (int l = 0; l < c->nlayers; l++) {
+        cpu_layer *L = &c->layer[l];
+        fill_elems(L->wq, (size_t)(h * c->qd), e, sh, seed++);
+        fill_elems(L->wk, (size_t)(h * c->kvd), e, sh, seed++);
+        fill_elems(L->wv, (size_t)(h * c->kvd), e, sh, seed++);
+        fill_elems(L->wo, (size_t)(c->qd * h), e, sq, seed++);
+        fill_elems(L->wg, (size_t)(h * c->inter), e, sh, seed++);
+        fill_elems(L->wu, (size_t)(h * c->inter), e, sh, seed++);
+        fill_elems(L->wd, (size_t)(c->inter * h), e, si, seed++);
+    }
+}
+
+int pdbx_cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
+{
+    pdbx_cpu_release(c);
+    c->p = *p;
+    c->esz = c->cfg.dtype == PDBX_DTYPE_BF16 ? 2 : 4;
+    if (point_dims(c, p, err, errlen) != 0)
+        return -1;
+    /* weights are kept from the previous point when their shapes are the same */
+    const pdbx_model *m = &p->model;
+    const int64_t key[10] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
+                              m->vocab, p->tp, p->layers, (int64_t)p->ops, (int64_t)c->esz };
+    if (c->have_weights && memcmp(key, c->wkey, sizeof key) != 0)
+        pdbx_cpu_free_weights(c);
+    int new_weights = !c->have_weights;
+    int rc = alloc_point(c, new_weights, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (new_weights) {
+        memcpy(c->wkey, key, sizeof key);
+        c->have_weights = 1;
+    }
+    uint64_t seed = fill_acts(c, m->vocab, 1000u + (uint64_t)c->cfg.world_rank * 7919u);
+    if (new_weights)
+        fill_weights(c, seed);
+    c->prepared = 1;
+    return 0;
+}
+

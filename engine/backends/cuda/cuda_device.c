@@ -1,0 +1,255 @@
+/* cuda_device.c: the device side of the cuda backend (cuda_backend.h): init and fini (device,
+ * stream, events, GEMM handle, L2 flush buffer), what describes the device in run_start's env,
+ * memory info, the comm buffer, the NCCL version and the probe pdbx-engine calls before it
+ * picks the backend. */
+#include "engine/backends/cuda/cuda_backend.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backends/cuda/cuda_gemm.h"
+#include "engine/backends/cuda/cuda_kernels.h"
+
+static const char *dtype_str(pdbx_dtype dt)
+{
+    return dt == PDBX_DTYPE_BF16 ? "bf16" : dt == PDBX_DTYPE_FP16 ? "fp16" : "fp32";
+}
+
+#define SPIN_US 100                   /* busy kernel before a start event (launch gap) */
+
+/* ---- device ----------------------------------------------------------------------------- */
+
+void cuda_fini(pdbx_compute *c)
+{
+    if (!c)
+        return;
+    cuda_release(c);
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    if (c->comm_buf)
+        cudaFree(c->comm_buf);
+    if (c->l2_flush)
+        cudaFree(c->l2_flush);
+    if (c->checksum_dev)
+        cudaFree(c->checksum_dev);
+    cuda_gemm_destroy(c->gemm);
+    if (c->ev_start)
+        cudaEventDestroy(c->ev_start);
+    if (c->ev_stop)
+        cudaEventDestroy(c->ev_stop);
+    for (int k = 0; k < PDBX_SPAN_COUNT; k++)
+        for (int e = 0; e < 2; e++)
+            if (c->ev_span[k][e])
+                cudaEventDestroy(c->ev_span[k][e]);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen)
+{
+    int rc = -1;
+    *out = NULL;
+    pdbx_compute *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "cuda init: out of host memory");
+        return -1;
+    }
+    if (cfg->dtype != PDBX_DTYPE_BF16 && cfg->dtype != PDBX_DTYPE_FP16 && cfg->dtype != PDBX_DTYPE_FP32) {
+        snprintf(err, errlen, "cuda init: dtype %d (allowed: bf16, fp16, fp32)", (int)cfg->dtype);
+        goto fail;
+    }
+    c->dtype = cfg->dtype;
+    c->flush_l2 = cfg->flush_l2;
+    c->local_rank = cfg->local_rank;
+    c->world_rank = cfg->world_rank;
+    CU_TRY("cudaGetDeviceCount", cudaGetDeviceCount(&c->device_count));
+    if (c->device_count <= 0) {
+        snprintf(err, errlen, "cuda init: no CUDA device (cudaGetDeviceCount returned 0)");
+        rc = -1;
+        goto fail;
+    }
+    c->device = (cfg->local_rank < 0 ? 0 : cfg->local_rank) % c->device_count;
+    CU_TRY("cudaSetDevice", cudaSetDevice(c->device));
+    CU_TRY("cudaGetDeviceProperties", cudaGetDeviceProperties(&c->prop, c->device));
+    snprintf(c->name, sizeof c->name, "%s", c->prop.name);
+    CU_TRY("cudaDeviceGetAttribute(ClockRate)",
+           cudaDeviceGetAttribute(&c->clock_khz, cudaDevAttrClockRate, c->device));
+    CU_TRY("cudaDeviceGetAttribute(MemoryClockRate)",
+           cudaDeviceGetAttribute(&c->mem_clock_khz, cudaDevAttrMemoryClockRate, c->device));
+    CU_TRY("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CU_TRY("cudaEventCreate(start)", cudaEventCreate(&c->ev_start));
+    CU_TRY("cudaEventCreate(stop)", cudaEventCreate(&c->ev_stop));
+    for (int k = 0; k < PDBX_SPAN_COUNT; k++)
+        for (int e = 0; e < 2; e++)
+            CU_TRY("cudaEventCreate(span)", cudaEventCreate(&c->ev_span[k][e]));
+    CU_TRY("cudaMalloc(checksum)", cudaMalloc((void **)&c->checksum_dev, sizeof(double)));
+    rc = cuda_gemm_create(&c->gemm, err, errlen);
+    if (rc)
+        goto fail;
+    rc = -1;
+    if (c->flush_l2) {
+        /* Twice the L2 so every line of the previous execution's data is evicted. */
+        size_t l2 = c->prop.l2CacheSize > 0 ? (size_t)c->prop.l2CacheSize : ((size_t)64 << 20);
+        c->l2_flush_bytes = 2 * l2;
+        rc = cuda_alloc_buf(&c->l2_flush, c->l2_flush_bytes, "L2 flush buffer", err, errlen);
+        if (rc)
+            goto fail;
+        rc = -1;
+    }
+    c->spin_cycles = (long long)(c->clock_khz > 0 ? c->clock_khz : 1500000) * SPIN_US / 1000;
+    *out = c;
+    return 0;
+fail:
+    cuda_fini(c);
+    return rc;
+}
+
+const char *cuda_device_name(pdbx_compute *c)
+{
+    return c ? c->name : "none";
+}
+
+int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    size_t f = 0, t = 0;
+    (void)c;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    *free_bytes = f;
+    *total_bytes = t;
+    return 0;
+}
+
+static void json_set(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    cJSON_AddItemToObject(obj, key, item);
+}
+
+static void version_str(int v, char *buf, size_t len)   /* 13000 -> "13.0" */
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+int cuda_describe(pdbx_compute *c, cJSON *env)
+{
+    int drv = 0, rt = 0;
+    char drv_s[32], rt_s[32], blas[96], nccl[64], pci[32] = "", buf[160];
+    if (cudaDriverGetVersion(&drv) != cudaSuccess || cudaRuntimeGetVersion(&rt) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (cudaDeviceGetPCIBusId(pci, (int)sizeof pci, c->device) != cudaSuccess)
+        (void)cudaGetLastError();
+    version_str(drv, drv_s, sizeof drv_s);
+    version_str(rt, rt_s, sizeof rt_s);
+    cuda_gemm_version(blas, sizeof blas);
+    cuda_nccl_version(nccl, sizeof nccl);
+    cJSON *gpu = cJSON_CreateObject();
+    if (!gpu)
+        return -1;
+    cJSON_AddStringToObject(gpu, "name", c->name);
+    cJSON_AddNumberToObject(gpu, "index", c->device);
+    cJSON_AddNumberToObject(gpu, "count", c->device_count);
+    cJSON_AddStringToObject(gpu, "pci_bus_id", pci);
+    snprintf(buf, sizeof buf, "%d.%d", c->prop.major, c->prop.minor);
+    cJSON_AddStringToObject(gpu, "compute_capability", buf);
+    cJSON_AddNumberToObject(gpu, "memory_bytes", (double)c->prop.totalGlobalMem);
+    cJSON_AddNumberToObject(gpu, "sm_count", c->prop.multiProcessorCount);
+    cJSON_AddNumberToObject(gpu, "clock_mhz", c->clock_khz / 1000.0);
+    cJSON_AddNumberToObject(gpu, "memory_clock_mhz", c->mem_clock_khz / 1000.0);
+    cJSON_AddNumberToObject(gpu, "memory_bus_bits", c->prop.memoryBusWidth);
+    cJSON_AddNumberToObject(gpu, "l2_bytes", c->prop.l2CacheSize);
+    cJSON_AddStringToObject(gpu, "driver", drv_s);
+    cJSON_AddStringToObject(gpu, "runtime", rt_s);
+    cJSON_AddStringToObject(gpu, "cublaslt", blas);
+    cJSON_AddNumberToObject(gpu, "cublaslt_workspace_bytes", (double)CUDA_GEMM_WORKSPACE_BYTES);
+    cJSON_AddStringToObject(gpu, "nccl", nccl);
+    cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
+    cJSON_AddStringToObject(gpu, "attention", "cublaslt strided-batched QK^T, causal softmax, PV");
+    cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
+                                                      : "cuda events after a 100 us spin kernel");
+    json_set(env, "gpu", gpu);
+    json_set(env, "device", cJSON_CreateString(c->name));
+    snprintf(buf, sizeof buf, "CUDA runtime %s, driver %s", rt_s, drv_s);
+    json_set(env, "cuda", cJSON_CreateString(buf));
+    json_set(env, "nccl", cJSON_CreateString(nccl));
+    json_set(env, "blas", cJSON_CreateString(blas));
+    return 0;
+}
+
+int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
+{
+    int rc = -1;
+    if (bytes < 256)
+        bytes = 256;
+    if (c->comm_buf && c->comm_bytes >= bytes) {
+        *buf = c->comm_buf;
+        return 0;
+    }
+    if (c->comm_buf) {
+        cudaStreamSynchronize(c->stream);
+        cudaFree(c->comm_buf);
+        c->comm_buf = NULL;
+        c->comm_bytes = 0;
+    }
+    rc = cuda_alloc_buf(&c->comm_buf, bytes, "collective buffer", err, errlen);
+    if (rc)
+        return rc;
+    c->comm_bytes = bytes;
+    /* Real values (fp32-sized elements cover any dtype's bytes). */
+    CU_TRY("fill(collective buffer)", ck_fill_uniform(c->comm_buf, bytes / 4, PDBX_DTYPE_FP32,
+                                                      FILL_SEED, -1.0f, 1.0f, c->stream));
+    CU_TRY("cudaStreamSynchronize(collective buffer)", cudaStreamSynchronize(c->stream));
+    *buf = c->comm_buf;
+    return 0;
+fail:
+    return rc;
+}
+
+#ifdef PDBX_CUDA_NO_NCCL   /* built where nccl.h is missing: no comm backend of our own */
+void cuda_nccl_version(char *buf, size_t len)
+{
+    snprintf(buf, len, "none");
+}
+#endif
+
+/* ---- probe ------------------------------------------------------------------------------ */
+
+int cuda_probe(char *why, size_t len)
+{
+    /* The CUDA runtime loads the driver (libcuda.so.1) itself; trying first names the cause. */
+    void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!drv) {
+        const char *e = dlerror();
+        snprintf(why, len, "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)", e ? e : "?");
+        return 0;
+    }
+    dlclose(drv);
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why, len, "CUDA driver present but unusable: cudaGetDeviceCount failed: %s (%s)",
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+        return 0;
+    }
+    if (n <= 0) {
+        snprintf(why, len, "no CUDA device: the driver reports 0 devices");
+        return 0;
+    }
+    int drv_v = 0;
+    if (cudaDriverGetVersion(&drv_v) != cudaSuccess)
+        (void)cudaGetLastError();
+    snprintf(why, len, "%d CUDA device%s, driver %d.%d", n, n == 1 ? "" : "s", drv_v / 1000,
+             (drv_v % 1000) / 10);
+    return 1;
+}
+

@@ -1,0 +1,26 @@
+/* engine_agree.h: how the ranks of a launch agree before they go on.
+ *
+ * Every call is a collective over MPI_COMM_WORLD that every rank must make, in the same order,
+ * whatever its own outcome: a rank that skipped one would leave the others waiting forever. A
+ * step that may fail on some ranks only (prepare, group creation, a gather's buffers) ends with
+ * one of these, and the ranks act on the agreed outcome, not on their own.
+ */
+#ifndef PDBX_ENGINE_AGREE_H
+#define PDBX_ENGINE_AGREE_H
+
+#include "engine/engine_sweep.h"
+
+#define PDBX_MSG_LEN 256
+
+/* Outcomes, ordered by severity: the agreed one is the max over the ranks. */
+enum { PDBX_ST_OK = 0, PDBX_ST_OOM = 1, PDBX_ST_ERROR = 2 };
+
+/* Max of every rank's status. When it is not OK, rank 0's msg (PDBX_MSG_LEN bytes) gets the
+ * message of the lowest rank that has that status and a message ("rank R: ..." when R != 0). */
+int pdbx_agree_status(pdbx_engine *e, int status, char *msg, int point);
+/* Whether any rank asked to cancel (a signal); sets e->cancelled when so. */
+int pdbx_agree_cancel(pdbx_engine *e, int point);
+/* Whether any rank passed a non-zero `mine` (start-up steps that may fail on one rank). */
+int pdbx_agree_any(int mine);
+
+#endif

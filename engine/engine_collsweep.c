@@ -1,0 +1,189 @@
+/* engine_collsweep.c: the collectives sweep (engine_collsweep.h). */
+#include "engine/engine_collsweep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_agree.h"
+#include "engine/engine_groups.h"
+#include "engine/engine_stats.h"
+#include "store/events.h"
+
+#define NSTAT PDBX_ESTAT
+#define MSG_LEN PDBX_MSG_LEN
+
+/* One group of the sweep as this rank sees it. */
+typedef struct {
+    pdbx_engine *e;
+    int g;                     /* group size: world ranks 0..g-1 */
+    int member;                /* this rank is one of them */
+    MPI_Comm sub;              /* MPI_COMM_NULL on non-members */
+    pdbx_group *grp;
+    int ranks_per_node;        /* of rank 0's host among the members */
+    void *buf;
+    double *x;                 /* steps samples */
+} coll_group;
+
+/* Rank 0: one coll event from the group's max statistics. */
+static void coll_event(pdbx_engine *e, const coll_group *cg, pdbx_coll c, size_t bytes,
+                       const double *mx)
+{
+    int peers = c == PDBX_COLL_SEND_RECV ? 2 : cg->g;
+    pdbx_coll_result r = { .bytes = (double)bytes, .nranks = cg->g,
+                           .ranks_per_node = cg->ranks_per_node };
+    snprintf(r.coll, sizeof r.coll, "%s", pdbx_coll_name(c));
+    pdbx_estats_unpack(mx, &r.time);
+    r.algbw = r.time.mean > 0 ? (double)bytes / (r.time.mean / 1e3) / 1e9 : 0;
+    r.busbw = r.algbw * pdbx_coll_busbw_factor(c, peers);
+    pdbx_events_emit(e->ev, pdbx_event_coll(&r));
+}
+
+/* Members: warmup + measured repetitions of collective c at `bytes`; the group's max to
+ * rank 0. A failed repetition ends the repetitions (the stats hold what was measured). */
+static void coll_one(coll_group *cg, pdbx_coll c, size_t bytes)
+{
+    pdbx_engine *e = cg->e;
+    const pdbx_spec *sp = &e->spec;
+    char err[MSG_LEN];
+    size_t n = 0;
+    for (int s = 0; s < sp->warmup + sp->steps; s++) {
+        double ms = 0;
+        pdbx_watch_begin("barrier", -1);
+        e->be.comm->barrier(e->comm, cg->grp);
+        pdbx_watch_end();
+        pdbx_watch_begin(pdbx_coll_name(c), -1);
+        int rc = e->be.comm->run(e->comm, cg->grp, c, cg->buf, bytes, &ms, err, sizeof err);
+        pdbx_watch_end();
+        if (rc != 0) {
+            fprintf(stderr, "pdbx-engine: rank %d: %s\n", e->rank, err);
+            break;
+        }
+        if (s >= sp->warmup)
+            cg->x[n++] = ms;
+    }
+    double mine[NSTAT], mx[NSTAT];
+    pdbx_estats_pack(mine, cg->x, n);
+    pdbx_watch_begin("reduce", -1);
+    MPI_Reduce(mine, mx, NSTAT, MPI_DOUBLE, MPI_MAX, 0, cg->sub);
+    pdbx_watch_end();
+    if (e->rank == 0)
+        coll_event(e, cg, c, bytes, mx);
+}
+
+/* Members: every collective at every size, agreeing on cancellation after each collective. */
+static void coll_group_run(coll_group *cg)
+{
+    pdbx_engine *e = cg->e;
+    const pdbx_spec *sp = &e->spec;
+    for (int c = 0; c < PDBX_COLL_COUNT && !e->cancelled; c++) {
+        for (int si = 0; si < sp->ncoll_sizes; si++) {
+            size_t bytes = (size_t)sp->coll_sizes[si];
+            if (bytes < (size_t)cg->g * sizeof(float))
+                continue;
+            if (e->ev)
+                pdbx_events_progress_op(e->ev, pdbx_coll_name((pdbx_coll)c));
+            coll_one(cg, (pdbx_coll)c, bytes);
+        }
+        /* cancellation within the group; non-members wait at the world barrier */
+        int mine = pdbx_watch_cancelled(), any = 0;
+        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, cg->sub);
+        if (any)
+            e->cancelled = 1;
+    }
+}
+
+/* All ranks: split, create the members' group and agree that every member has it. 0, or -1
+ * when some rank failed (rank 0 has written the warning; nothing is left allocated). */
+static int coll_group_open(coll_group *cg)
+{
+    pdbx_engine *e = cg->e;
+    char err[MSG_LEN] = "";
+    int st = PDBX_ST_OK;
+    cg->member = e->rank < cg->g;
+    cg->sub = MPI_COMM_NULL;
+    cg->grp = NULL;
+    if (MPI_Comm_split(MPI_COMM_WORLD, cg->member ? 0 : MPI_UNDEFINED, e->rank, &cg->sub) !=
+        MPI_SUCCESS) {
+        st = PDBX_ST_ERROR;
+        snprintf(err, sizeof err, "MPI_Comm_split failed");
+    } else if (cg->member && pdbx_fault_hits(&e->fault, PDBX_FAULT_GROUP, e->rank, cg->g)) {
+        st = PDBX_ST_ERROR;
+        snprintf(err, sizeof err, "group creation failed (injected by PDBX_FAULT)");
+    } else if (cg->member && pdbx_group_open(e, &cg->sub, e->rank, cg->g, &cg->grp, err,
+                                             sizeof err) != 0) {
+        st = PDBX_ST_ERROR;
+    }
+    /* every rank, member or not: nobody goes on to a barrier a failed rank will never reach */
+    if (pdbx_agree_status(e, st, err, -1) == PDBX_ST_OK)
+        return 0;
+    if (cg->grp)
+        e->be.comm->group_destroy(e->comm, cg->grp);
+    if (cg->sub != MPI_COMM_NULL)
+        MPI_Comm_free(&cg->sub);
+    if (e->ev) {
+        char m[MSG_LEN + 96];
+        snprintf(m, sizeof m, "collectives sweep stopped: creating the group of %d ranks failed: %s",
+                 cg->g, err);
+        pdbx_events_warning(e->ev, m);
+    }
+    return -1;
+}
+
+static void coll_group_close(coll_group *cg)
+{
+    if (!cg->member)
+        return;
+    cg->e->be.comm->group_destroy(cg->e->comm, cg->grp);
+    MPI_Comm_free(&cg->sub);
+}
+
+/* The comm buffer of the largest size, agreed: 0, or -1 when some rank has none (warned). */
+static int coll_buffer(pdbx_engine *e, void **buf)
+{
+    const pdbx_spec *sp = &e->spec;
+    size_t maxb = (size_t)sp->coll_sizes[sp->ncoll_sizes - 1];
+    char err[MSG_LEN] = "";
+    int st = e->be.compute->comm_buffer(e->compute, maxb, buf, err, sizeof err) == 0 ? PDBX_ST_OK
+                                                                                       : PDBX_ST_OOM;
+    if (pdbx_agree_status(e, st, err, -1) == PDBX_ST_OK)
+        return 0;
+    if (e->ev) {
+        char m[MSG_LEN + 64];
+        snprintf(m, sizeof m, "collectives sweep skipped: %s", err);
+        pdbx_events_warning(e->ev, m);
+    }
+    return -1;
+}
+
+int pdbx_coll_sweep(pdbx_engine *e)
+{
+    const pdbx_spec *sp = &e->spec;
+    if (!sp->collectives || sp->ncoll_sizes == 0 || e->size < 2)
+        return 0;
+    coll_group cg = { .e = e };
+    if (coll_buffer(e, &cg.buf) != 0)
+        return 0;
+    cg.x = malloc(sizeof(double) * (size_t)(sp->steps > 0 ? sp->steps : 1));
+    if (!cg.x)
+        return -1;
+    for (int g = 2; g <= e->size; g *= 2) {
+        cg.g = g;
+        if (coll_group_open(&cg) != 0)
+            break;
+        if (cg.member) {
+            cg.ranks_per_node = 0;
+            for (int r = 0; r < g; r++)
+                cg.ranks_per_node += strcmp(e->hosts[r], e->hosts[0]) == 0;
+            coll_group_run(&cg);
+        }
+        coll_group_close(&cg);
+        pdbx_watch_begin("barrier", -1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        pdbx_watch_end();
+        if (pdbx_agree_cancel(e, -1))
+            break;
+    }
+    free(cg.x);
+    return 0;
+}

@@ -1,0 +1,21 @@
+/* engine_collsweep.h: the collectives sweep (spec `collectives`, sizes `coll_sizes`).
+ *
+ * For every power-of-two group of the first g ranks, g = 2..world: all_reduce, all_gather,
+ * reduce_scatter and send_recv at every size, warmup + measured repetitions each after a
+ * barrier of the group; the max over the group's ranks per statistic goes to rank 0, which
+ * writes one `coll` event per (collective, size). Every rank takes part in every step that
+ * involves the world (the split, the agreement on the group, the barrier after it), members or
+ * not. When creating a group fails on any rank, all ranks learn it (an agreed status, never a
+ * wait on a rank that gave up), rank 0 writes a warning naming the group and the reason, and
+ * the sweep stops there: the run's points are unaffected. Cancellation is agreed after each
+ * collective within the group and after each group across the world.
+ */
+#ifndef PDBX_ENGINE_COLLSWEEP_H
+#define PDBX_ENGINE_COLLSWEEP_H
+
+#include "engine/engine_sweep.h"
+
+/* 0 when it ran, stopped with a warning, or was skipped; -1 on a fatal error (no memory). */
+int pdbx_coll_sweep(pdbx_engine *e);
+
+#endif

@@ -1,0 +1,366 @@
+/* engine_point.c: the point loop (engine_point.h). */
+#include "engine/engine_point.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine_agree.h"
+#include "engine/engine_point_events.h"
+#include "engine/engine_stats.h"
+#include "store/util/clock.h"
+
+#define NSTAT PDBX_ESTAT
+#define NROWS PDBX_NROWS
+#define MSG_LEN PDBX_MSG_LEN
+
+/* ---- per-rank samples of one point ------------------------------------------------------- */
+typedef struct {
+    double *s[NROWS];
+    size_t n[NROWS], cap[NROWS];
+    double *trace;             /* [op, layer, start_us, dur_us] per entry */
+    size_t ntrace, trace_cap;
+} samples;
+
+static void samples_free(samples *sm)
+{
+    for (int r = 0; r < NROWS; r++)
+        free(sm->s[r]);
+    free(sm->trace);
+    memset(sm, 0, sizeof *sm);
+}
+
+static int samples_init(samples *sm, int layers, int steps)
+{
+    memset(sm, 0, sizeof *sm);
+    for (int r = 0; r < NROWS; r++) {
+        sm->cap[r] = (size_t)(2 * layers + 1) * (size_t)steps;
+        sm->s[r] = malloc(sm->cap[r] * sizeof(double));
+        if (!sm->s[r])
+            goto fail;
+    }
+    sm->trace_cap = (size_t)(3 + layers * PDBX_OP_COUNT + 2);
+    sm->trace = calloc(sm->trace_cap * 4, sizeof(double));
+    if (!sm->trace)
+        goto fail;
+    return 0;
+fail:
+    samples_free(sm);
+    return -1;
+}
+
+static void push(samples *sm, int row, double ms)
+{
+    if (sm->n[row] < sm->cap[row])
+        sm->s[row][sm->n[row]++] = ms;
+}
+
+static void push_trace(samples *sm, int op, int layer, double start_ms, double dur_ms)
+{
+    if (sm->ntrace >= sm->trace_cap)
+        return;
+    double *t = sm->trace + 4 * sm->ntrace++;
+    t[0] = op;
+    t[1] = layer;
+    t[2] = start_ms * 1e3;
+    t[3] = dur_ms * 1e3;
+}
+
+/* ---- one point ---------------------------------------------------------------------------- */
+typedef struct {
+    pdbx_engine *e;
+    const pdbx_plan_point *pt;
+    pdbx_cfg_groups *cg;
+    samples sm;
+    void *buf;
+    pdbx_point_bytes bytes;
+    int failed;                /* a compute op failed: keep joining collectives, report error */
+    char msg[MSG_LEN];
+} point_run;
+
+/* The first failure of this rank in the point; the others are consequences. */
+static void fail_with(point_run *pr, const char *err)
+{
+    if (pr->failed)
+        return;
+    pr->failed = 1;
+    snprintf(pr->msg, sizeof pr->msg, "%s", err);
+}
+
+static void fault_check(point_run *pr)
+{
+    pdbx_engine *e = pr->e;
+    if (pdbx_fault_hits(&e->fault, PDBX_FAULT_HANG, e->rank, pr->pt->index)) {
+        pdbx_watch_begin("fault_hang", pr->pt->index);
+        for (;;)
+            sleep(1);
+    }
+    if (pdbx_fault_hits(&e->fault, PDBX_FAULT_EXIT, e->rank, pr->pt->index)) {
+        fprintf(stderr, "pdbx-engine: rank %d: PDBX_FAULT exit at point %d\n", e->rank, pr->pt->index);
+        _exit(3);
+    }
+}
+
+static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes,
+                      const char *name, double *ms)
+{
+    pdbx_engine *e = pr->e;
+    int point = pr->pt->index;
+    pdbx_watch_begin("barrier", point);
+    e->be.comm->barrier(e->comm, g);
+    pdbx_watch_end();
+    pdbx_watch_begin(name, point);
+    char err[MSG_LEN];
+    int rc = e->be.comm->run(e->comm, g, coll, pr->buf, (size_t)bytes, ms, err, sizeof err);
+    pdbx_watch_end();
+    if (rc != 0)
+        fail_with(pr, err);
+    return rc;
+}
+
+static void run_one(point_run *pr, pdbx_op op, int layer, double step0, int measured, int last)
+{
+    pdbx_engine *e = pr->e;
+    if (!(e->spec.ops & PDBX_OP_BIT(op)))
+        return;
+    if (e->ev)
+        pdbx_events_progress_op(e->ev, pdbx_op_name(op));
+    double start = pdbx_mono_s() * 1e3, ms = 0;
+    if (pdbx_op_is_comm(op)) {
+        if (pr->cg->tp < 2)
+            return;
+        coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, pr->bytes.tp,
+                   pdbx_op_name(op), &ms);
+        if (measured)
+            push(&pr->sm, PDBX_ROW_TP_ALL, ms);
+    } else {
+        if (pr->failed)
+            return;
+        fault_check(pr);
+        char err[MSG_LEN];
+        pdbx_watch_begin(pdbx_op_name(op), pr->pt->index);
+        int rc = e->be.compute->run_op(e->compute, op, layer, &ms, err, sizeof err);
+        pdbx_watch_end();
+        if (rc != 0) {
+            fail_with(pr, err);
+            return;
+        }
+    }
+    if (measured)
+        push(&pr->sm, op, ms);
+    if (last)
+        push_trace(&pr->sm, op, pdbx_op_is_per_layer(op) ? layer : -1, start - step0, ms);
+}
+
+static const pdbx_op layer_ops[] = {
+    PDBX_OP_INPUT_NORM, PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V, PDBX_OP_ATTN_CORE,
+    PDBX_OP_ATTN_O, PDBX_OP_TP_ALLREDUCE_ATTN, PDBX_OP_POST_ATTN_NORM, PDBX_OP_MLP_GATE,
+    PDBX_OP_MLP_UP, PDBX_OP_MLP_ACT_FN, PDBX_OP_MLP_DOWN, PDBX_OP_TP_ALLREDUCE_MLP,
+};
+
+/* Brackets span s with the compute backend; a failure counts as a failed op (the point ends
+ * as an error once the ranks agree). ms < 0 on end means nothing was measured. */
+static void span(point_run *pr, pdbx_span s, int end, double *ms)
+{
+    pdbx_engine *e = pr->e;
+    if (pr->failed) {
+        *ms = -1;
+        return;
+    }
+    char err[MSG_LEN];
+    int rc = end ? e->be.compute->span_end(e->compute, s, ms, err, sizeof err)
+                 : e->be.compute->span_begin(e->compute, s, err, sizeof err);
+    if (rc != 0) {
+        fail_with(pr, err);
+        *ms = -1;
+    }
+}
+
+/* One step's forward: embed, every profiled layer, final_norm, lm_head, with the layer and
+ * step spans measured around them (the sums of profiledb.h's layer and total cells). */
+static void run_forward(point_run *pr, double step0, int measured, int last)
+{
+    const pdbx_spec *sp = &pr->e->spec;
+    double ms = 0;
+    span(pr, PDBX_SPAN_STEP, 0, &ms);
+    run_one(pr, PDBX_OP_EMBED, -1, step0, measured, last);
+    for (int l = 0; l < sp->layers_profiled; l++) {
+        span(pr, PDBX_SPAN_LAYER, 0, &ms);
+        for (size_t i = 0; i < sizeof layer_ops / sizeof layer_ops[0]; i++)
+            run_one(pr, layer_ops[i], l, step0, measured, last);
+        span(pr, PDBX_SPAN_LAYER, 1, &ms);
+        if (measured && ms >= 0)
+            push(&pr->sm, PDBX_ROW_LAYER, ms);
+    }
+    run_one(pr, PDBX_OP_FINAL_NORM, -1, step0, measured, last);
+    run_one(pr, PDBX_OP_LM_HEAD, -1, step0, measured, last);
+    span(pr, PDBX_SPAN_STEP, 1, &ms);
+    if (measured && ms >= 0)
+        push(&pr->sm, PDBX_ROW_TOTAL, ms);
+}
+
+/* A once-per-step collective of the PP or DP group after the forward; row < 0: not kept. */
+static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double bytes,
+                      const char *name, int row)
+{
+    double ms = 0;
+    if (pr->e->ev)
+        pdbx_events_progress_op(pr->e->ev, name);
+    coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms);
+    if (row >= 0)
+        push(&pr->sm, row, ms);
+}
+
+/* Runs warmup + measured steps. Returns 0, or 1 when cancelled. */
+static int run_steps(point_run *pr)
+{
+    pdbx_engine *e = pr->e;
+    const pdbx_spec *sp = &e->spec;
+    const int total = sp->warmup + sp->steps;
+    for (int s = 0; s < total; s++) {
+        if (pdbx_agree_cancel(e, pr->pt->index))
+            return 1;
+        int measured = s >= sp->warmup, last = s == total - 1;
+        double step0 = pdbx_mono_s() * 1e3;
+        run_forward(pr, step0, measured, last);
+        if (pr->cg->pp > 1)
+            step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv",
+                      measured ? PDBX_ROW_PP : -1);
+        if (pr->cg->dp > 1)
+            step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce",
+                      measured ? PDBX_ROW_DP : -1);
+    }
+    return 0;
+}
+
+static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_shapes *ps)
+{
+    memset(ps, 0, sizeof *ps);
+    ps->model = e->spec.model;
+    ps->tp = pt->tp;
+    ps->mbs = pt->mbs;
+    ps->seq_len = e->spec.seq_len;
+    ps->layers = e->spec.layers_profiled;
+    ps->ops = e->spec.ops;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
+}
+
+/* Bytes of the point's collectives: [T, h] activations for TP and PP, a stage's gradients for
+ * DP (capped on the cpu backend), whole 4 KiB pages. */
+static pdbx_point_bytes point_bytes(const pdbx_engine *e, const pdbx_plan_point *pt)
+{
+    const pdbx_spec *sp = &e->spec;
+    const int esz = pdbx_dtype_bytes(sp->dtype);
+    pdbx_point_bytes b;
+    b.tp = b.pp = (double)pt->mbs * sp->seq_len * sp->model.hidden * esz;
+    b.dp = pt->mem.params_per_rank * esz;
+    if (strcmp(e->be.compute->name, "cpu") == 0 && b.dp > PDBX_CPU_DP_CAP_BYTES)
+        b.dp = PDBX_CPU_DP_CAP_BYTES;
+    b.dp = floor(b.dp / 4096.0) * 4096.0;
+    if (b.dp < 4096)
+        b.dp = 4096;
+    return b;
+}
+
+/* Sample buffers, the point's buffers and the comm buffer on this rank; then the ranks agree. */
+static int point_prepare(point_run *pr, char *msg)
+{
+    pdbx_engine *e = pr->e;
+    const pdbx_plan_point *pt = pr->pt;
+    int status = PDBX_ST_OK;
+    if (samples_init(&pr->sm, e->spec.layers_profiled, e->spec.steps) != 0) {
+        status = PDBX_ST_OOM;
+        snprintf(msg, MSG_LEN, "host allocation of the sample buffers failed");
+    }
+    if (status == PDBX_ST_OK) {
+        pdbx_point_shapes ps;
+        fill_shapes(e, pt, &ps);
+        char err[MSG_LEN] = "";
+        int rc;
+        if (e->ev)
+            pdbx_events_progress_op(e->ev, "prepare");
+        pdbx_watch_begin("prepare", pt->index);
+        if (pdbx_fault_hits(&e->fault, PDBX_FAULT_OOM, e->rank, pt->index)) {
+            rc = PDBX_EOOM;
+            snprintf(err, sizeof err, "allocation failed (injected by PDBX_FAULT)");
+        } else {
+            rc = e->be.compute->prepare(e->compute, &ps, err, sizeof err);
+        }
+        if (rc == 0) {
+            double need = pr->bytes.tp > pr->bytes.dp ? pr->bytes.tp : pr->bytes.dp;
+            rc = e->be.compute->comm_buffer(e->compute, (size_t)need, &pr->buf, err, sizeof err);
+        }
+        pdbx_watch_end();
+        if (rc != 0) {
+            status = rc == PDBX_EOOM ? PDBX_ST_OOM : PDBX_ST_ERROR;
+            snprintf(msg, MSG_LEN, "%s", err);
+        }
+    }
+    return pdbx_agree_status(e, status, msg, pt->index);
+}
+
+/* Every rank's rows and trace to rank 0, which writes the point's events. */
+static int point_gather(point_run *pr, char *msg)
+{
+    pdbx_engine *e = pr->e;
+    const int point = pr->pt->index;
+    double rows[NROWS * NSTAT];
+    for (int r = 0; r < NROWS; r++)
+        pdbx_estats_pack(rows + r * NSTAT, pr->sm.s[r], pr->sm.n[r]);
+    const int root = e->rank == 0;
+    const size_t tcap = pr->sm.trace_cap;
+    double *all = root ? malloc(sizeof rows * (size_t)e->size) : NULL;
+    double *traces = root ? malloc(tcap * 4 * sizeof(double) * (size_t)e->size) : NULL;
+    int *ntrace = root ? malloc(sizeof(int) * (size_t)e->size) : NULL;
+    /* every rank learns whether rank 0 can receive before gathering into its buffers */
+    int can_gather = !root || (all && traces && ntrace);
+    if (!can_gather)
+        snprintf(msg, MSG_LEN, "out of memory for the results of %d ranks", e->size);
+    int status = pdbx_agree_status(e, can_gather ? PDBX_ST_OK : PDBX_ST_ERROR, msg, point);
+    if (status == PDBX_ST_OK) {
+        int mine = (int)pr->sm.ntrace;
+        pdbx_watch_begin("gather", point);
+        MPI_Gather(rows, NROWS * NSTAT, MPI_DOUBLE, all, NROWS * NSTAT, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        MPI_Gather(pr->sm.trace, (int)(tcap * 4), MPI_DOUBLE, traces, (int)(tcap * 4), MPI_DOUBLE, 0,
+                   MPI_COMM_WORLD);
+        MPI_Gather(&mine, 1, MPI_INT, ntrace, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        pdbx_watch_end();
+        pdbx_point_results res = { all, traces, ntrace, tcap };
+        pdbx_point_results_events(e, pr->pt, &pr->bytes, &res);
+    }
+    free(all);
+    free(traces);
+    free(ntrace);
+    return status;
+}
+
+int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg, char *msg)
+{
+    point_run pr;
+    memset(&pr, 0, sizeof pr);
+    pr.e = e;
+    pr.pt = pt;
+    pr.cg = cg;
+    pr.bytes = point_bytes(e, pt);
+    msg[0] = '\0';
+    int status = point_prepare(&pr, msg);
+    if (status == PDBX_ST_OK && run_steps(&pr) == 1)
+        status = -1;
+    if (status == PDBX_ST_OK) {
+        status = pdbx_agree_status(e, pr.failed ? PDBX_ST_ERROR : PDBX_ST_OK, pr.msg, pt->index);
+        if (status != PDBX_ST_OK)
+            snprintf(msg, MSG_LEN, "%s", pr.msg);
+    }
+    if (status == PDBX_ST_OK) {
+        /* keep the outputs alive: no op can be optimised away */
+        volatile double sink = e->be.compute->checksum(e->compute);
+        (void)sink;
+        status = point_gather(&pr, msg);
+    }
+    e->be.compute->release(e->compute);
+    samples_free(&pr.sm);
+    return status;
+}

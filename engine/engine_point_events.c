@@ -1,0 +1,166 @@
+/* engine_point_events.c: rank 0's events about one point (engine_point_events.h), built by
+ * store/events.h's encoders from the gathered statistics rows. */
+#include "engine/engine_point_events.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_grid.h"
+#include "engine/engine_stats.h"
+#include "store/events.h"
+
+#define NSTAT PDBX_ESTAT
+
+/* World ranks of world rank 0's TP, PP and DP groups of the point's config, and room for the
+ * per-TP-rank statistics of two cells (a step event holds two). */
+typedef struct {
+    int *tp, *pp, *dp;
+    int ntp, npp, ndp;
+    pdbx_stats *rank_stats[2];
+} rank0_groups;
+
+void pdbx_point_start_event(pdbx_engine *e, const pdbx_plan_point *pt)
+{
+    if (e->rank == 0)
+        pdbx_events_emit(e->ev, pdbx_event_point_start(pt->index, pt->tp, pt->pp, pt->dp, pt->mbs));
+}
+
+void pdbx_point_end_event(pdbx_engine *e, int point, pdbx_point_status status, const char *msg)
+{
+    if (e->rank == 0)
+        pdbx_events_emit(e->ev, pdbx_event_point_end(point, status, msg));
+}
+
+/* A cell as the op and step events carry it: stats the element-wise max over the TP ranks of
+ * row, rank[i] each TP rank's own statistics (in g->rank_stats[slot]). */
+static pdbx_cell row_cell(const double *all, int row, const rank0_groups *g, int slot)
+{
+    pdbx_cell c;
+    memset(&c, 0, sizeof c);
+    double st[NSTAT];
+    pdbx_estats_max(all, PDBX_NROWS, g->tp, g->ntp, row, st);
+    pdbx_estats_unpack(st, &c.stats);
+    for (int i = 0; i < g->ntp; i++)
+        pdbx_estats_unpack(all + ((size_t)g->tp[i] * PDBX_NROWS + row) * NSTAT, &g->rank_stats[slot][i]);
+    c.valid = 1;
+    c.nranks = g->ntp;
+    c.rank = g->rank_stats[slot];
+    return c;
+}
+
+static int row_measured(const double *all, int row)
+{
+    return all[(size_t)row * NSTAT] > 0;
+}
+
+static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_point_bytes *b,
+                      const double *all, const rank0_groups *g)
+{
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        if (!row_measured(all, op))
+            continue;                       /* not measured (not in ops, or TP 1 all-reduce) */
+        pdbx_cell c = row_cell(all, op, g, 0);
+        if (pdbx_op_is_comm((pdbx_op)op)) {
+            c.flops = 0;
+            c.bytes = b->tp;
+        } else {
+            pdbx_op_shape shape;
+            memset(&shape, 0, sizeof shape);
+            pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
+            c.flops = shape.flops;
+            c.bytes = shape.bytes;
+        }
+        pdbx_events_emit(e->ev, pdbx_event_op(pt->index, (pdbx_op)op, &c));
+    }
+}
+
+/* The measured layer and step sums of a point (no event when no step was measured). */
+static void step_event(pdbx_engine *e, int point, const double *all, const rank0_groups *g)
+{
+    if (!row_measured(all, PDBX_ROW_TOTAL))
+        return;
+    pdbx_cell layer = row_cell(all, PDBX_ROW_LAYER, g, 0);
+    pdbx_cell total = row_cell(all, PDBX_ROW_TOTAL, g, 1);
+    layer.valid = row_measured(all, PDBX_ROW_LAYER);
+    pdbx_events_emit(e->ev, pdbx_event_step(point, &layer, &total));
+}
+
+/* One comm event: max over ranks[0..n) of row; algbw = S / mean, busbw by nccl-tests' factor. */
+static void comm_event(pdbx_engine *e, int point, pdbx_comm_kind kind, double bytes,
+                       int group_size, pdbx_coll coll, const double *all, const int *ranks,
+                       int n, int row)
+{
+    double st[NSTAT];
+    pdbx_estats_max(all, PDBX_NROWS, ranks, n, row, st);
+    pdbx_comm_cell c = { .valid = 1, .bytes = bytes, .group_size = group_size };
+    pdbx_estats_unpack(st, &c.time);
+    double mean_s = c.time.mean / 1e3;
+    c.algbw = mean_s > 0 ? bytes / mean_s / 1e9 : 0;
+    c.busbw = c.algbw * pdbx_coll_busbw_factor(coll, group_size);
+    pdbx_events_emit(e->ev, pdbx_event_comm(point, kind, &c));
+}
+
+static void comm_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_point_bytes *b,
+                        const double *all, const rank0_groups *g)
+{
+    if (pt->tp > 1 && row_measured(all, PDBX_ROW_TP_ALL))
+        comm_event(e, pt->index, PDBX_COMM_TP_ALLREDUCE, b->tp, pt->tp, PDBX_COLL_ALL_REDUCE, all,
+                   g->tp, g->ntp, PDBX_ROW_TP_ALL);
+    if (pt->pp > 1 && row_measured(all, PDBX_ROW_PP)) {
+        /* adjacent stages 0 -> 1: the receiver's time is when the data has arrived */
+        int pair[2] = { g->pp[0], g->pp[1] };
+        comm_event(e, pt->index, PDBX_COMM_PP_SENDRECV, b->pp, 2, PDBX_COLL_SEND_RECV, all, pair,
+                   g->npp > 1 ? 2 : 1, PDBX_ROW_PP);
+    }
+    if (pt->dp > 1 && row_measured(all, PDBX_ROW_DP))
+        comm_event(e, pt->index, PDBX_COMM_DP_ALLREDUCE, b->dp, pt->dp, PDBX_COLL_ALL_REDUCE, all,
+                   g->dp, g->ndp, PDBX_ROW_DP);
+}
+
+static void trace_events(pdbx_engine *e, int point, const pdbx_point_results *res)
+{
+    pdbx_trace_event *ops = malloc(sizeof *ops * (res->trace_cap ? res->trace_cap : 1));
+    if (!ops) {
+        fprintf(stderr, "pdbx-engine: point %d: out of memory for its trace events\n", point);
+        return;
+    }
+    for (int r = 0; r < e->size; r++) {
+        size_t n = (size_t)res->ntrace[r];
+        for (size_t i = 0; i < n; i++) {
+            const double *t = res->traces + ((size_t)r * res->trace_cap + i) * 4;
+            ops[i] = (pdbx_trace_event){ .point = point, .rank = r, .op = (pdbx_op)(int)t[0],
+                                         .layer = (int)t[1], .start_us = t[2], .dur_us = t[3] };
+        }
+        pdbx_events_emit(e->ev, pdbx_event_trace(point, r, ops, n));
+    }
+    free(ops);
+}
+
+void pdbx_point_results_events(pdbx_engine *e, const pdbx_plan_point *pt,
+                               const pdbx_point_bytes *bytes, const pdbx_point_results *res)
+{
+    if (e->rank != 0)
+        return;
+    /* each group has at most the world's ranks */
+    int *members = malloc(3 * sizeof(int) * (size_t)e->size);
+    pdbx_stats *stats = malloc(2 * sizeof *stats * (size_t)e->size);
+    if (!members || !stats) {
+        fprintf(stderr, "pdbx-engine: point %d: out of memory for its events\n", pt->index);
+        free(members);
+        free(stats);
+        return;
+    }
+    rank0_groups g = { .tp = members, .pp = members + e->size, .dp = members + 2 * e->size,
+                       .rank_stats = { stats, stats + e->size } };
+    g.ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_TP, g.tp, NULL);
+    g.npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_PP, g.pp, NULL);
+    g.ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_DP, g.dp, NULL);
+    op_events(e, pt, bytes, res->all, &g);
+    step_event(e, pt->index, res->all, &g);
+    comm_events(e, pt, bytes, res->all, &g);
+    trace_events(e, pt->index, res);
+    free(members);
+    free(stats);
+}

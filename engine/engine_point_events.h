@@ -1,0 +1,20 @@
+/* engine_point_events.h: what rank 0 writes about one point (docs/engine.md "What is
+ * measured"): point_start and point_end, and from the gathered results the op cells (max over
+ * the TP ranks of world rank 0's TP group, and each TP rank's own), the step event (measured
+ * layer and step sums, cells built by the same code as the op cells), the comm events
+ * (tp_allreduce, pp_sendrecv, dp_allreduce) and one trace event per rank. Every function is a
+ * no-op on ranks other than 0. Every event goes through store/events.h's encoders.
+ */
+#ifndef PDBX_ENGINE_POINT_EVENTS_H
+#define PDBX_ENGINE_POINT_EVENTS_H
+
+#include "engine/engine_point.h"
+#include "store/profiledb.h"
+
+void pdbx_point_start_event(pdbx_engine *e, const pdbx_plan_point *pt);
+/* status: OK, OOM, PREDICTED_OOM, ERROR or SKIPPED; msg may be NULL or "". */
+void pdbx_point_end_event(pdbx_engine *e, int point, pdbx_point_status status, const char *msg);
+void pdbx_point_results_events(pdbx_engine *e, const pdbx_plan_point *pt,
+                               const pdbx_point_bytes *bytes, const pdbx_point_results *res);
+
+#endif
