@@ -59,12 +59,9 @@ static int export_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
         return pdbx_cli_choice(n, value, npz_attributions, &a->attribution, err, errlen);
     } else if (strcmp(n, "stat") == 0) {
         a->stat_set = 1;
-        if (pdbx_cli_stat(n, value, &a->stat, err, errlen) != 0)
+        if (pdbx_cli_stat(n, value, &a->stat, err, errlen) != 0
+            || pdbx_rt_check_time_stat((pdbx_stat_kind)a->stat, err, errlen) != 0)
             return -1;
-        if (a->stat == PDBX_STAT_STD) {
-            snprintf(err, errlen, "--stat: 'std' is not a time (allowed: mean, median, min, max)");
-            return -1;
-        }
     }
     /* A tag ends up in a file name: refuse path separators. */
     if ((a->model_tag == value || a->gpu_tag == value) && strchr(value, '/')) {

@@ -82,7 +82,9 @@ static void do_export(ui_app *app)
         ui_app_message(app, 1, "directory: empty (give a directory to write into)");
         return;
     }
-    if (mkdir_p(e->dir, err, sizeof(err)) != 0) {
+    /* the NPZ refuses std exactly as `pdbx export` does (store/runtable.h), before any mkdir */
+    if ((e->format == 0 && pdbx_rt_check_time_stat((pdbx_stat_kind)e->stat, err, sizeof(err)) != 0)
+        || mkdir_p(e->dir, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "%s", err);
         return;
     }
