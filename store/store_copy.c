@@ -13,7 +13,10 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "store/events.h"
+#include "store/layout.h"
 #include "store/util/fs.h"
+#include "store/util/text.h"
 #include "store/store_impl.h"
 
 /* Copies bytes [0, len) of src to the durable file f. */
@@ -87,11 +90,12 @@ typedef struct {
 static int probe_first(const cJSON *ev, void *vctx)
 {
     import_probe *p = vctx;
-    snprintf(p->first_type, sizeof p->first_type, "%s",
-             cJSON_GetObjectItemCaseSensitive(ev, "type")->valuestring);
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(ev, "id");
-    if (cJSON_IsString(id) && store_valid_id(id->valuestring))
-        snprintf(p->id, sizeof p->id, "%s", id->valuestring);
+    pdbx_strcopy(p->first_type, sizeof p->first_type, pdbx_event_type_str(ev));
+    pdbx_ev_run_start h;
+    memset(&h, 0, sizeof h);
+    if (pdbx_event_type_of(ev) == PDBX_EV_RUN_START &&
+        pdbx_event_decode_run_start(ev, &h, NULL, 0) == 0 && pdbx_layout_valid_id(h.who.id))
+        pdbx_strcopy(p->id, sizeof p->id, h.who.id);
     return 1;   /* only the first event matters here */
 }
 
@@ -110,8 +114,9 @@ int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_
         pdbx_errf(err, errlen, "%s: no events: not a pdbx run file or recording", file);
         return -1;
     }
-    if (strcmp(probe.first_type, "run_start") != 0) {
-        pdbx_errf(err, errlen, "%s: first event is \"%s\", expected \"run_start\"", file, probe.first_type);
+    if (pdbx_event_type_from_name(probe.first_type) != PDBX_EV_RUN_START) {
+        pdbx_errf(err, errlen, "%s: first event is \"%s\", expected \"%s\"", file, probe.first_type,
+                  pdbx_event_type_name(PDBX_EV_RUN_START));
         return -1;
     }
     /* Validate the whole file (the probe stopped early) and find its whole-frame length. */

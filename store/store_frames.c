@@ -11,6 +11,7 @@
 #include "store/util/err.h"
 #include "store/store_frames.h"
 #include "store/store.h"
+#include "store/events.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,14 +112,15 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
     cJSON *copy = NULL;
     char *text = NULL;
     int rc = -1;
-    if (!cJSON_IsObject(event) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(event, "type"))) {
+    if (!cJSON_IsObject(event) || !pdbx_event_type_str(event)) {
         pdbx_errf(err, errlen, "event: must be a JSON object with a string field \"type\"");
         return -1;
     }
     const cJSON *to_print = event;
-    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(event, "t"))) {
+    double t;
+    if (!pdbx_event_time(event, &t)) {
         copy = cJSON_Duplicate(event, 1);
-        if (!copy || !cJSON_AddNumberToObject(copy, "t", pdbx_now()))
+        if (!copy || pdbx_event_stamp(copy, pdbx_now()) != 0)
             goto oom;
         to_print = copy;
     }
@@ -341,7 +343,7 @@ static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, pdbx_fra
         snprintf(why, whylen, "not JSON (stray text after the event)");
         return 1;
     }
-    if (!cJSON_IsObject(j) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "type"))) {
+    if (!cJSON_IsObject(j) || !pdbx_event_type_str(j)) {
         cJSON_Delete(j);
         snprintf(why, whylen, "not a JSON object with a string \"type\"");
         return 1;

@@ -15,7 +15,6 @@
 #include "store/util/err.h"
 #include "store/store.h"
 
-#define PDBX_RUN_SUFFIX ".pdbx"
 /* A run without run_end on another host is running while its last event is younger. */
 #define PDBX_HEARTBEAT_TIMEOUT_S 60.0
 
@@ -25,11 +24,6 @@ struct pdbx_store {
     char *index;      /* DIR/index.json */
 };
 
-/* Formats a one-line message into err (err may be NULL). */
-/* "a/b", malloc'ed (NULL when out of memory). */
-char *store_join(const char *a, const char *b);
-/* Ids name files: 1..PDBX_RUN_ID_MAX-1 of A-Z a-z 0-9 . _ -, not starting with '.'. */
-int store_valid_id(const char *id);
 /* DIR/runs/<id>.pdbx, malloc'ed. */
 char *store_run_path_alloc(const pdbx_store *st, const char *id);
 

@@ -12,39 +12,40 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "store/events.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
 #include "store/store_index.h"
 
 /* ---- summaries and listing ----------------------------------------------------------- */
 
-/* Measurement events a summary does not need; their frames are verified but not parsed.
- * The writer prints "type" first (cJSON keeps insertion order); any other spelling is simply
- * parsed and skipped in summary_event. */
+/* Measurement events a summary does not need (warnings only move last_event). */
+static const pdbx_event_type summary_skips[] = {PDBX_EV_OP, PDBX_EV_STEP, PDBX_EV_TRACE,
+                                                PDBX_EV_COMM, PDBX_EV_COLL};
+
+/* Frames of measurement events are verified but not parsed. An event spelled otherwise than
+ * the encoders write it is simply parsed and skipped in summary_event. */
 static int summary_wants(const char *json, size_t len, void *ctx)
 {
     (void)ctx;
-    static const char *const skip[] = {"{\"type\":\"op\",", "{\"type\":\"trace\",",
-                                       "{\"type\":\"comm\",", "{\"type\":\"coll\","};
-    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
-        size_t n = strlen(skip[i]);
-        if (len > n && memcmp(json, skip[i], n) == 0)
+    for (size_t i = 0; i < sizeof summary_skips / sizeof summary_skips[0]; i++)
+        if (pdbx_event_raw_is(json, len, summary_skips[i]))
             return 0;
-    }
     return 1;
 }
 
-/* Folds only what a summary needs: measurements (op, comm, trace, coll) are skipped. */
+/* Folds only what a summary needs: measurements and warnings are skipped. */
 static int summary_event(const cJSON *ev, void *vctx)
 {
     store_load_ctx *c = vctx;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    const char *t = type->valuestring;
-    if (strcmp(t, "op") == 0 || strcmp(t, "comm") == 0 || strcmp(t, "trace") == 0 ||
-        strcmp(t, "coll") == 0 || strcmp(t, "warning") == 0) {
-        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(ev, "t");
-        if (cJSON_IsNumber(tm) && tm->valuedouble > c->run->last_event)
-            c->run->last_event = tm->valuedouble;
+    pdbx_event_type t = pdbx_event_type_of(ev);
+    int skip = t == PDBX_EV_WARNING;
+    for (size_t i = 0; i < sizeof summary_skips / sizeof summary_skips[0]; i++)
+        skip |= t == summary_skips[i];
+    if (skip) {
+        double tm;
+        if (pdbx_event_time(ev, &tm) && tm > c->run->last_event)
+            c->run->last_event = tm;
         c->index++;
         return 0;
     }
