@@ -36,6 +36,7 @@ typedef struct {
     int rows;
     double values[FASOP_MAX_ROWS * PDBX_FASOP_COLS];
     uint32_t not_measured;    /* folded ops measured in none of the rows (they add 0) */
+    double layer[FASOP_MAX_ROWS], total[FASOP_MAX_ROWS];   /* measured cells, NaN = N/A */
 } fasop_matrix;
 
 static const char *config_str(char *buf, size_t len, int tp, int pp, int dp)
@@ -170,6 +171,10 @@ static int build_matrix(const pdbx_run *run, const pdbx_rt_config *c, pdbx_attri
         for (int r = 0; r < nrows; r++)
             m->values[r * PDBX_FASOP_COLS + col] = pdbx_rt_col_value(rows[r], &cols[col], stat);
     }
+    for (int r = 0; r < nrows; r++) {
+        m->layer[r] = pdbx_rt_value(&rows[r]->layer, stat);
+        m->total[r] = pdbx_rt_value(&rows[r]->total, stat);
+    }
     m->rows = nrows;
     return 0;
 }
@@ -228,6 +233,20 @@ static int check_tag(const char *field, const char *tag, char *err, size_t errle
     return 0;
 }
 
+/* A row's measured cells as a JSON array: numbers, null where not measured. */
+static cJSON *ms_array(const double *v, int n)
+{
+    int ok = 1;
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++)
+        pdbx_json_put(&ok, arr, NULL, isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull());
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 static cJSON *string_array_of_ops(uint32_t mask)
 {
     int ok = 1;
@@ -283,6 +302,9 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     for (int r = 0; mbs && r < m->rows; r++)
         pdbx_json_put(&ok, mbs, NULL, cJSON_CreateNumber((double)(1L << r)));
     pdbx_json_put(&ok, o, "mbs", mbs);
+    /* the run table's measured layer and total per row (not columns: FASOP reads data.npy) */
+    pdbx_json_put(&ok, o, "layer_ms", ms_array(m->layer, m->rows));
+    pdbx_json_put(&ok, o, "total_ms", ms_array(m->total, m->rows));
     cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
     for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
         pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
