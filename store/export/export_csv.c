@@ -338,11 +338,7 @@ static int publish(const char *dir, const char *name, csv_buf *b, pdbx_wrote_fn 
         pdbx_errf(err, errlen, "%s: out of memory building the file", path);
         return -1;
     }
-    if (pdbx_durable_write(path, b->data ? b->data : "", b->len, err, errlen) != 0)
-        return -1;
-    if (wrote)
-        wrote(path, ctx);
-    return 0;
+    return pdbx_export_publish(path, b->data ? b->data : "", b->len, wrote, ctx, err, errlen);
 }
 
 int pdbx_export_csv(const pdbx_run *run, const char *dir,

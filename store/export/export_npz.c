@@ -349,10 +349,8 @@ static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir
     };
     if (pdbx_zip_stored(members, 2, &zip, &zip_len, err, errlen) != 0)
         goto out;
-    if (pdbx_durable_write(path, zip, zip_len, err, errlen) != 0)
+    if (pdbx_export_publish(path, zip, zip_len, wrote, ctx, err, errlen) != 0)
         goto out;
-    if (wrote)
-        wrote(path, ctx);
     rc = 0;
 out:
     free(npy);

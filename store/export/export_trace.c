@@ -282,10 +282,8 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
         pdbx_errf(err, errlen, "%s: out of memory printing the trace", file);
         goto out;
     }
-    if (pdbx_durable_write(file, text, strlen(text), err, errlen) != 0)
+    if (pdbx_export_publish(file, text, strlen(text), wrote, ctx, err, errlen) != 0)
         goto out;
-    if (wrote)
-        wrote(file, ctx);
     rc = 0;
 out:
     cJSON_Delete(root);

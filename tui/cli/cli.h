@@ -128,6 +128,13 @@ void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t n
 int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_runtable *t);
 /* The run table's attribution for an index of pdbx_cli_attributions. */
 pdbx_attribution pdbx_cli_attr(int cli_attribution);
+/* Options and choices several subcommands share, spelled once. */
+#define PDBX_CLI_OPT_STORE \
+    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" }
+#define PDBX_CLI_OPT_ATTRIBUTION \
+    { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" }
+enum { PDBX_CLI_FMT_TABLE = 0, PDBX_CLI_FMT_JSON, PDBX_CLI_FMT_CSV };
+extern const char *const pdbx_cli_formats[];    /* "table", "json", "csv" (the enum's order) */
 /* The attribution choices, in option order: "pure", "fasop". */
 extern const char *const pdbx_cli_attributions[];
 enum { PDBX_CLI_ATTR_PURE = 0, PDBX_CLI_ATTR_FASOP = 1 };

@@ -329,6 +329,7 @@ size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], siz
 }
 
 const char *const pdbx_cli_attributions[] = { "pure", "fasop", NULL };
+const char *const pdbx_cli_formats[] = { "table", "json", "csv", NULL };
 
 pdbx_attribution pdbx_cli_attr(int cli_attribution)
 {

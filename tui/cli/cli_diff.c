@@ -11,10 +11,10 @@
 #include "store/util/fmt.h"
 
 static const pdbx_cli_opt diff_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "stat", "STAT", "statistic compared: mean (default), median, min, max, std" },
     { "format", "FMT", "table (default), json or csv (csv: one row per common cell)" },
-    { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" },
+    PDBX_CLI_OPT_ATTRIBUTION,
     { NULL, NULL, NULL },
 };
 
@@ -22,12 +22,11 @@ static const pdbx_cli_spec diff_spec = {
     .name = "diff", .args = "RUN_A RUN_B", .opts = diff_opts, .min_args = 2, .max_args = 2,
     .about = "Compares two runs cell by cell: for every (config, MBS, op) measured ok in both, the\n"
              "ratio B/A of the statistic (below 1: B is faster), then the geometric mean of the\n"
-             "ratios per op over all common cells. 'layer' and 'total' compare the row sums.\n"
+             "ratios per op over all common cells. 'layer' and 'total' compare the measured\n"
+             "layer and step cells (N/A in a run recorded without them).\n"
              "RUN is a unique prefix of a run id, or a path to a run file or recording.",
 };
 
-enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV };
-static const char *const formats[] = { "table", "json", "csv", NULL };
 
 typedef struct {
     const char *store;
@@ -44,7 +43,7 @@ static int diff_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
     if (strcmp(opt->name, "stat") == 0)
         return pdbx_cli_stat(opt->name, value, &a->stat, err, errlen);
     if (strcmp(opt->name, "format") == 0)
-        return pdbx_cli_choice(opt->name, value, formats, &a->format, err, errlen);
+        return pdbx_cli_choice(opt->name, value, pdbx_cli_formats, &a->format, err, errlen);
     if (strcmp(opt->name, "attribution") == 0)
         return pdbx_cli_choice(opt->name, value, pdbx_cli_attributions, &a->attribution, err, errlen);
     return 0;
@@ -287,7 +286,7 @@ static void print_csv(const diff_result *d, FILE *out)
 
 int pdbx_cmd_diff(int argc, char **argv)
 {
-    diff_args a = { .stat = PDBX_STAT_MEAN, .format = FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
+    diff_args a = { .stat = PDBX_STAT_MEAN, .format = PDBX_CLI_FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
     char **pos;
     int npos;
     int rc = pdbx_cli_parse(&diff_spec, argc, argv, diff_opt, &a, &pos, &npos);
@@ -316,9 +315,9 @@ int pdbx_cmd_diff(int argc, char **argv)
         goto done;
     }
     int err = 0;
-    if (a.format == FMT_JSON)
+    if (a.format == PDBX_CLI_FMT_JSON)
         err = print_json(&ra, &rb, &a, &d, stdout);
-    else if (a.format == FMT_CSV)
+    else if (a.format == PDBX_CLI_FMT_CSV)
         print_csv(&d, stdout);
     else
         err = print_table(&ra, &rb, &a, &d, stdout);

@@ -1,14 +1,13 @@
 /* cli_export.c: `pdbx export RUN`: FASOP NPZ (--npz DIR), Vidur CSV (--csv DIR) and a Chrome
  * trace (--trace FILE), any combination; prints every file written, one per line. */
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "store/export/export.h"
+#include "store/util/fs.h"
 #include "tui/cli/cli.h"
 
 static const pdbx_cli_opt export_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "npz", "DIR", "write FASOP NPZ files {model}_{gpu}_{tp}.npz into DIR" },
     { "model-tag", "T", "FASOP model type in the NPZ names (default: the run's model tag)" },
     { "gpu-tag", "G", "GPU name in the NPZ names (default: the run's GPU tag)" },
@@ -83,19 +82,7 @@ static int make_parent_dirs(const char *file, char *err, size_t errlen)
     if (!slash || slash == dir)
         return 0;
     *slash = '\0';
-    for (char *p = dir + 1; ; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "%.900s: cannot create directory: %s", dir, strerror(errno));
-            return -1;
-        }
-        *p = c;
-        if (c == '\0')
-            return 0;
-    }
+    return pdbx_mkdirs(dir, err, errlen);
 }
 
 static void print_written(const char *path, void *ctx)

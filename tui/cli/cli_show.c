@@ -1,4 +1,5 @@
-/* cli_show.c: `pdbx show RUN`: per parallel config a table MBS x ops (ms) with row totals and
+/* cli_show.c: `pdbx show RUN`: per parallel config a table MBS x ops (ms) with the measured
+ * layer and total cells (store/runtable.h, the table every view reads) and
  * each point's status, the point's parallelism traffic (comm) and the collectives sweep; as an
  * aligned table, JSON or CSV. */
 #include <math.h>
@@ -11,11 +12,11 @@
 #include "store/util/fmt.h"
 
 static const pdbx_cli_opt show_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "tp", "N", "only the configs with this TP degree" },
     { "stat", "STAT", "statistic shown: mean (default), median, min, max, std" },
     { "format", "FMT", "table (default), json or csv (csv: the op table only)" },
-    { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" },
+    PDBX_CLI_OPT_ATTRIBUTION,
     { NULL, NULL, NULL },
 };
 
@@ -23,13 +24,12 @@ static const pdbx_cli_spec show_spec = {
     .name = "show", .args = "RUN", .opts = show_opts, .min_args = 1, .max_args = 1,
     .about = "Prints a run: per parallel config (TP, PP, DP) a table of MBS x ops in ms per\n"
              "execution on one TP rank (the max across TP ranks), with 'layer' (one layer's\n"
-             "forward: the per-layer ops) and 'total' (every cell of the row), each point's\n"
-             "status (ok, oom, predicted_oom, skipped ...), the comm cells and the collectives.\n"
+             "forward) and 'total' (the whole step's forward), both measured by the engine (N/A\n"
+             "in runs recorded without them, never a sum of the ops), each point's status (ok,\n"
+             "oom, predicted_oom, skipped ...), the comm cells and the collectives.\n"
              "RUN is a unique prefix of a run id, or a path to a run file or recording.",
 };
 
-enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV };
-static const char *const formats[] = { "table", "json", "csv", NULL };
 
 typedef struct {
     const char *store;
@@ -48,7 +48,7 @@ static int show_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
     if (strcmp(opt->name, "stat") == 0)
         return pdbx_cli_stat(opt->name, value, &a->stat, err, errlen);
     if (strcmp(opt->name, "format") == 0)
-        return pdbx_cli_choice(opt->name, value, formats, &a->format, err, errlen);
+        return pdbx_cli_choice(opt->name, value, pdbx_cli_formats, &a->format, err, errlen);
     if (strcmp(opt->name, "attribution") == 0)
         return pdbx_cli_choice(opt->name, value, pdbx_cli_attributions, &a->attribution, err, errlen);
     return 0;
@@ -397,9 +397,9 @@ static int show_table(const pdbx_runtable *t, const show_args *a, FILE *out)
 {
     pdbx_rt_col cols[PDBX_RT_MAX_COLS];
     size_t ncols = pdbx_rt_columns(pdbx_cli_attr(a->attribution), cols);
-    if (a->format == FMT_JSON)
+    if (a->format == PDBX_CLI_FMT_JSON)
         return print_json(t, a, cols, ncols, out);
-    if (a->format == FMT_CSV)
+    if (a->format == PDBX_CLI_FMT_CSV)
         return print_csv(t, a, cols, ncols, out);
     int err = 0;
     print_header(t->run, a, out);
@@ -412,7 +412,7 @@ static int show_table(const pdbx_runtable *t, const show_args *a, FILE *out)
 
 int pdbx_cmd_show(int argc, char **argv)
 {
-    show_args a = { .stat = PDBX_STAT_MEAN, .format = FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
+    show_args a = { .stat = PDBX_STAT_MEAN, .format = PDBX_CLI_FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
     char **pos;
     int npos;
     int rc = pdbx_cli_parse(&show_spec, argc, argv, show_opt, &a, &pos, &npos);
