@@ -1,45 +1,42 @@
 /* ui_data.c: see ui_data.h. */
 #include "tui/ui_data.h"
 
+#include "store/runtable.h"
+
 #include <math.h>
 #include <string.h>
+
+static void matrix_point(const pdbx_rt_point *p, int i, pdbx_stat_kind stat, ui_matrix *m)
+{
+    m->mbs[i] = p->mbs;
+    m->status[i] = p->status;
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        const pdbx_rt_cell *c = &p->op[op];
+        m->v[op][i] = pdbx_rt_value(c, stat);
+        m->flops[op][i] = c->flops;
+        m->bytes[op][i] = c->bytes;
+        m->share[op][i] = pdbx_rt_share(p, (pdbx_op)op, stat);
+    }
+    m->layer[i] = pdbx_rt_value(&p->layer, stat);
+    m->total[i] = pdbx_rt_value(&p->total, stat);
+    const pdbx_comm_cell *pp_c = p->comm[PDBX_RT_COMM_PP], *dp_c = p->comm[PDBX_RT_COMM_DP];
+    m->pp_sendrecv[i] = pp_c->valid ? pdbx_stats_get(&pp_c->time, stat) : NAN;
+    m->dp_allreduce[i] = dp_c->valid ? pdbx_stats_get(&dp_c->time, stat) : NAN;
+    m->pp_present |= pp_c->valid;
+    m->dp_present |= dp_c->valid;
+}
 
 void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m)
 {
     memset(m, 0, sizeof(*m));
-    const pdbx_point *pts[UI_MAX_MBS];
-    size_t n = pdbx_run_config_points(run, tp, pp, dp, pts, UI_MAX_MBS);
-    m->n = (int)n;
-    for (int i = 0; i < m->n; i++) {
-        m->mbs[i] = pts[i]->mbs;
-        m->status[i] = pts[i]->status;
-        double total = 0;
-        int any = 0;
-        for (int op = 0; op < PDBX_OP_COUNT; op++) {
-            const pdbx_cell *c = &pts[i]->op[op];
-            if (c->valid) {
-                double v = pdbx_stats_get(&c->stats, stat);
-                m->v[op][i] = v;
-                m->flops[op][i] = c->flops;
-                m->bytes[op][i] = c->bytes;
-                m->op_present[op] = 1;
-                if (isfinite(v)) {
-                    total += v;
-                    any = 1;
-                }
-            } else {
-                m->v[op][i] = NAN;
-                m->flops[op][i] = NAN;
-                m->bytes[op][i] = NAN;
-            }
-        }
-        m->total[i] = any ? total : NAN;
-        const pdbx_comm_cell *pp_c = &pts[i]->pp_sendrecv, *dp_c = &pts[i]->dp_allreduce;
-        m->pp_sendrecv[i] = pp_c->valid ? pdbx_stats_get(&pp_c->time, stat) : NAN;
-        m->dp_allreduce[i] = dp_c->valid ? pdbx_stats_get(&dp_c->time, stat) : NAN;
-        m->pp_present |= pp_c->valid;
-        m->dp_present |= dp_c->valid;
-    }
+    pdbx_rt_config c;
+    if (pdbx_rt_config_build(run, tp, pp, dp, &c) != 0)
+        return;                  /* out of memory: an empty matrix, the views say no points */
+    m->n = c.npoints < UI_MAX_MBS ? (int)c.npoints : UI_MAX_MBS;
+    for (int i = 0; i < m->n; i++)
+        matrix_point(&c.points[i], i, stat, m);
+    memcpy(m->op_present, c.op_present, sizeof m->op_present);
+    pdbx_rt_config_free(&c);
 }
 
 int ui_matrix_find(const ui_matrix *m, int mbs)

@@ -1,10 +1,12 @@
 /* ui_data.h: the numbers the run view and compare screens show, computed from a loaded
  * pdbx_run. Pure: no curses, no I/O.
  *
- * A config matrix holds one config's points in MBS order and, per op, the chosen statistic in
- * ms (NaN where the cell was never measured: the views print N/A, never 0). The total of a
- * point is the sum of its measured ops: one layer's ops plus the once-per-step ops (embed,
- * final_norm, lm_head), i.e. the forward time of a one-layer model; shares are op / total.
+ * A config matrix is a thin view over the run table (store/runtable.h), the one table
+ * `pdbx show`, `pdbx diff` and every export read: one config's points in MBS order and, per op,
+ * the chosen statistic in ms (NaN where the cell was never measured: the views print N/A,
+ * never 0). layer and total are the point's MEASURED cells (never a sum of the ops: N/A for a
+ * run recorded before the engine measured them); share is pdbx_rt_share (op / layer for a
+ * per-layer op, op / total for embed, final_norm and lm_head).
  */
 #ifndef PDBX_UI_DATA_H
 #define PDBX_UI_DATA_H
@@ -21,7 +23,8 @@ typedef struct {
     double v[PDBX_OP_COUNT][UI_MAX_MBS];     /* ms, NaN = not measured */
     double flops[PDBX_OP_COUNT][UI_MAX_MBS]; /* per TP rank, one execution */
     double bytes[PDBX_OP_COUNT][UI_MAX_MBS];
-    double total[UI_MAX_MBS];                /* NaN when no op of the point was measured */
+    double layer[UI_MAX_MBS], total[UI_MAX_MBS];   /* measured; NaN = not measured */
+    double share[PDBX_OP_COUNT][UI_MAX_MBS];       /* 0..1, NaN = N/A */
     int op_present[PDBX_OP_COUNT];           /* 1 when any point measured the op */
     /* the point's PP send/recv and DP gradient all-reduce (ms, NaN = not measured): not ops of
        the layer's forward, so outside the total; *_present as op_present */

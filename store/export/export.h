@@ -10,7 +10,8 @@
  *  - Chrome trace: FILE, one complete ("ph":"X") event per op of one measured step per rank,
  *    pid = rank, tid = point.
  * Writes are durable (tmp -> fsync -> rename). Each call reports every file it wrote through
- * `wrote` (may be NULL). Errors: -1 with one line naming the file or the reason (for example
+ * `wrote` (may be NULL). Every writer reads the run table (store/runtable.h). Errors: -1
+ * with one line naming the file or the reason (for example
  * "no ok point at MBS 1 for TP 4: FASOP rows must start at MBS 1").
  */
 #ifndef PDBX_EXPORT_H
@@ -18,15 +19,15 @@
 
 #include <stddef.h>
 #include "store/profiledb.h"
+#include "store/runtable.h"   /* pdbx_attribution, the cells every writer reads */
 
-typedef enum { PDBX_ATTR_FASOP = 0, PDBX_ATTR_PURE } pdbx_attribution;
 typedef void (*pdbx_wrote_fn)(const char *path, void *ctx);
 
 typedef struct {
     const char *model_tag;        /* NULL: run->model.tag */
     const char *gpu_tag;          /* NULL: run->gpu_tag */
     pdbx_attribution attribution;
-    pdbx_stat_kind stat;          /* which statistic fills the cells (FASOP: mean) */
+    pdbx_stat_kind stat;          /* a time: mean (FASOP), median, min, max; std is refused */
 } pdbx_npz_options;
 
 int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,

@@ -5,7 +5,6 @@
 
 #include <stdarg.h>
 
-
 int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen)
 {
     if (!dir || !*dir) {
@@ -13,4 +12,15 @@ int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen)
         return -1;
     }
     return pdbx_mkdirs(dir, err, errlen);
+}
+
+int pdbx_export_publish(const char *path, const void *data, size_t len,
+                        void (*wrote)(const char *path, void *ctx), void *ctx,
+                        char *err, size_t errlen)
+{
+    if (pdbx_durable_write(path, data, len, err, errlen) != 0)
+        return -1;
+    if (wrote)
+        wrote(path, ctx);
+    return 0;
 }

@@ -13,7 +13,11 @@
  * "<dir>: not a directory" in err. */
 int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen);
 
-/* snprintf into err when err is not NULL. */
+/* Writes data to path durably (tmp -> fsync -> rename) and reports it through wrote (may be
+ * NULL). 0, or -1 with err. */
+int pdbx_export_publish(const char *path, const void *data, size_t len,
+                        void (*wrote)(const char *path, void *ctx), void *ctx,
+                        char *err, size_t errlen);
 
 /* cJSON builders with a sticky success flag: a document is built with many adds and checked
  * once (*ok == 0 after any failed allocation). An item that cannot be attached is freed. */

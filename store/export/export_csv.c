@@ -146,7 +146,7 @@ static const csv_op mlp_ops[] = {
 #define N_MLP_OPS (sizeof mlp_ops / sizeof mlp_ops[0])
 
 /* Fills the five statistics of a (possibly fused) op; 0 when some part was not measured. */
-static int csv_op_stats(const pdbx_point *pt, const csv_op *c, double out[5])
+static int csv_op_stats(const pdbx_rt_point *pt, const csv_op *c, double out[5])
 {
     double var = 0.0;
     for (int i = 0; i < 5; i++)
@@ -154,7 +154,7 @@ static int csv_op_stats(const pdbx_point *pt, const csv_op *c, double out[5])
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         if (!(c->parts & PDBX_OP_BIT(op)))
             continue;
-        const pdbx_cell *cell = &pt->op[op];
+        const pdbx_rt_cell *cell = &pt->op[op];
         if (!cell->valid)
             return 0;
         double v[5];
@@ -167,24 +167,58 @@ static int csv_op_stats(const pdbx_point *pt, const csv_op *c, double out[5])
     return 1;
 }
 
-static int mlp_csv(const pdbx_run *run, csv_buf *b, char *err, size_t errlen)
+/* The model columns after the op statistics (Vidur's MlpWrapper.profile() keys). */
+static void mlp_model_fields(const pdbx_run *run, const pdbx_rt_point *pt, csv_buf *b)
+{
+    int seq_len = pt->point->seq_len > 0 ? pt->point->seq_len : run->seq_len;
+    const long v[] = { run->model.heads, run->model.kv_heads, run->model.hidden,
+                       run->model.intermediate, run->model.vocab };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        buf_int(b, v[i]);
+        buf_put(b, ",", 1);
+    }
+    buf_field(b, "True");                 /* Llama's SwiGLU MLP is gated */
+    buf_put(b, ",", 1);
+    buf_int(b, (long)pt->mbs * seq_len);
+    buf_put(b, ",", 1);
+    buf_int(b, pt->point->tp);
+    buf_put(b, "\n", 1);
+}
+
+static void mlp_row(const pdbx_run *run, const pdbx_rt_point *pt, const int *present, csv_buf *b)
+{
+    for (size_t c = 0; c < N_MLP_OPS; c++) {
+        if (!present[c])
+            continue;
+        double v[5];
+        int ok = csv_op_stats(pt, &mlp_ops[c], v);
+        for (int s = 0; s < 5; s++) {
+            if (ok)
+                buf_num(b, v[s]);
+            buf_put(b, ",", 1);
+        }
+    }
+    mlp_model_fields(run, pt, b);
+}
+
+static int mlp_csv(const pdbx_runtable *t, csv_buf *b, char *err, size_t errlen)
 {
     /* Columns: ops measured in at least one exported row. */
     int present[N_MLP_OPS] = { 0 };
     size_t nrows = 0;
-    for (size_t i = 0; i < run->npoints; i++) {
-        const pdbx_point *pt = &run->points[i];
-        if (pt->status != PDBX_POINT_OK)
-            continue;
-        nrows++;
-        for (size_t c = 0; c < N_MLP_OPS; c++) {
-            double v[5];
-            if (csv_op_stats(pt, &mlp_ops[c], v))
-                present[c] = 1;
+    for (size_t k = 0; k < t->nconfigs; k++)
+        for (size_t i = 0; i < t->configs[k].npoints; i++) {
+            const pdbx_rt_point *pt = &t->configs[k].points[i];
+            if (pt->status != PDBX_POINT_OK)
+                continue;
+            nrows++;
+            for (size_t c = 0; c < N_MLP_OPS; c++) {
+                double v[5];
+                present[c] |= csv_op_stats(pt, &mlp_ops[c], v);
+            }
         }
-    }
     if (nrows == 0) {
-        pdbx_errf(err, errlen, "run %s has no ok point: nothing to write to mlp.csv", run->id);
+        pdbx_errf(err, errlen, "run %s has no ok point: nothing to write to mlp.csv", t->run->id);
         return -1;
     }
     int first = 1;
@@ -194,55 +228,10 @@ static int mlp_csv(const pdbx_run *run, csv_buf *b, char *err, size_t errlen)
     buf_str(b, first ? "" : ",");
     buf_str(b, "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,"
                "num_tensor_parallel_workers\n");
-
-    size_t cap = run->npoints ? run->npoints : 1;   /* malloc(0) may return NULL */
-    int (*configs)[3] = malloc(cap * sizeof *configs);
-    const pdbx_point **pts = malloc(cap * sizeof *pts);
-    if (!configs || !pts) {
-        free(configs);
-        free(pts);
-        pdbx_errf(err, errlen, "out of memory writing mlp.csv of run %s", run->id);
-        return -1;
-    }
-    size_t nconfigs = pdbx_run_configs(run, configs, cap);
-    for (size_t k = 0; k < nconfigs; k++) {
-        size_t n = pdbx_run_config_points(run, configs[k][0], configs[k][1], configs[k][2], pts, cap);
-        for (size_t i = 0; i < n; i++) {
-            const pdbx_point *pt = pts[i];
-            if (pt->status != PDBX_POINT_OK)
-                continue;
-            for (size_t c = 0; c < N_MLP_OPS; c++) {
-                if (!present[c])
-                    continue;
-                double v[5];
-                int ok = csv_op_stats(pt, &mlp_ops[c], v);
-                for (int s = 0; s < 5; s++) {
-                    if (ok)
-                        buf_num(b, v[s]);
-                    buf_put(b, ",", 1);
-                }
-            }
-            int seq_len = pt->seq_len > 0 ? pt->seq_len : run->seq_len;
-            buf_int(b, run->model.heads);
-            buf_put(b, ",", 1);
-            buf_int(b, run->model.kv_heads);
-            buf_put(b, ",", 1);
-            buf_int(b, run->model.hidden);
-            buf_put(b, ",", 1);
-            buf_int(b, run->model.intermediate);
-            buf_put(b, ",", 1);
-            buf_int(b, run->model.vocab);
-            buf_put(b, ",", 1);
-            buf_field(b, "True");                 /* Llama's SwiGLU MLP is gated */
-            buf_put(b, ",", 1);
-            buf_int(b, (long)pt->mbs * seq_len);
-            buf_put(b, ",", 1);
-            buf_int(b, pt->tp);
-            buf_put(b, "\n", 1);
-        }
-    }
-    free(configs);
-    free(pts);
+    for (size_t k = 0; k < t->nconfigs; k++)
+        for (size_t i = 0; i < t->configs[k].npoints; i++)
+            if (t->configs[k].points[i].status == PDBX_POINT_OK)
+                mlp_row(t->run, &t->configs[k].points[i], present, b);
     return 0;
 }
 
@@ -349,11 +338,7 @@ static int publish(const char *dir, const char *name, csv_buf *b, pdbx_wrote_fn 
         pdbx_errf(err, errlen, "%s: out of memory building the file", path);
         return -1;
     }
-    if (pdbx_durable_write(path, b->data ? b->data : "", b->len, err, errlen) != 0)
-        return -1;
-    if (wrote)
-        wrote(path, ctx);
-    return 0;
+    return pdbx_export_publish(path, b->data ? b->data : "", b->len, wrote, ctx, err, errlen);
 }
 
 int pdbx_export_csv(const pdbx_run *run, const char *dir,
@@ -361,8 +346,13 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
 {
     int rc = -1;
     csv_buf mlp = { 0 }, ar = { 0 }, sr = { 0 };
+    pdbx_runtable t;
+    if (pdbx_runtable_build(run, 0, &t) != 0) {
+        pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
+        return -1;
+    }
     /* Build all three first, so a run with nothing to export writes no file at all. */
-    if (mlp_csv(run, &mlp, err, errlen) != 0)
+    if (mlp_csv(&t, &mlp, err, errlen) != 0)
         goto out;
     coll_csv(run, "all_reduce", &ar);
     coll_csv(run, "send_recv", &sr);
@@ -374,6 +364,7 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
         goto out;
     rc = 0;
 out:
+    pdbx_runtable_free(&t);
     free(mlp.data);
     free(ar.data);
     free(sr.data);

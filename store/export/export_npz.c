@@ -36,6 +36,7 @@ typedef struct {
     int rows;
     double values[FASOP_MAX_ROWS * PDBX_FASOP_COLS];
     uint32_t not_measured;    /* folded ops measured in none of the rows (they add 0) */
+    double layer[FASOP_MAX_ROWS], total[FASOP_MAX_ROWS];   /* measured cells, NaN = N/A */
 } fasop_matrix;
 
 static const char *config_str(char *buf, size_t len, int tp, int pp, int dp)
@@ -44,103 +45,77 @@ static const char *config_str(char *buf, size_t len, int tp, int pp, int dp)
     return buf;
 }
 
-static int cell_ok(const pdbx_point *pt, pdbx_op op, pdbx_stat_kind stat)
+static int cell_ok(const pdbx_rt_point *pt, pdbx_op op, pdbx_stat_kind stat)
 {
-    const pdbx_cell *c = &pt->op[op];
-    return c->valid && isfinite(pdbx_stats_get(&c->stats, stat));
+    return isfinite(pdbx_rt_value(&pt->op[op], stat));
+}
+
+static void no_rows_error(const pdbx_rt_config *c, const char *cfg, char *err, size_t errlen)
+{
+    const pdbx_rt_point *first = NULL;
+    for (size_t i = 0; i < c->npoints && !first; i++)
+        if (c->points[i].mbs == 1)
+            first = &c->points[i];
+    if (!first)
+        pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
+                  "there; FASOP rows must start at MBS 1", c->tp, cfg);
+    else
+        pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
+                  "must start at MBS 1", c->tp, cfg, pdbx_point_status_name(first->status),
+                  first->point->message ? ": " : "",
+                  first->point->message ? first->point->message : "");
 }
 
 /* The leading run of ok points at MBS 1, 2, 4, ...; returns its length or -1 with err. */
-static int leading_rows(const pdbx_run *run, int tp, int pp, int dp,
-                        const pdbx_point **rows, char *err, size_t errlen)
+static int leading_rows(const pdbx_run *run, const pdbx_rt_config *c,
+                        const pdbx_rt_point **rows, char *err, size_t errlen)
 {
     char cfg[64];
-    config_str(cfg, sizeof cfg, tp, pp, dp);
-    const pdbx_point **pts = malloc((run->npoints ? run->npoints : 1) * sizeof *pts);
-    if (!pts) {
-        pdbx_errf(err, errlen, "out of memory listing the points of %s", cfg);
-        return -1;
-    }
-    size_t n = pdbx_run_config_points(run, tp, pp, dp, pts, run->npoints);
-    if (n == 0) {
+    config_str(cfg, sizeof cfg, c->tp, c->pp, c->dp);
+    if (c->npoints == 0) {
         pdbx_errf(err, errlen, "run %s has no points with %s", run->id, cfg);
-        free(pts);
         return -1;
     }
     int count = 0;
     long want = 1;
-    for (size_t i = 0; i < n && count < FASOP_MAX_ROWS; i++) {
-        if (pts[i]->mbs < want)
+    for (size_t i = 0; i < c->npoints && count < FASOP_MAX_ROWS; i++) {
+        const pdbx_rt_point *p = &c->points[i];
+        if (p->mbs < want)
             continue;                 /* a duplicate of an MBS already taken */
-        if (pts[i]->mbs != want || pts[i]->status != PDBX_POINT_OK)
+        if (p->mbs != want || p->status != PDBX_POINT_OK)
             break;
-        rows[count++] = pts[i];
+        rows[count++] = p;
         want *= 2;
     }
-    if (count == 0) {
-        const pdbx_point *first = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (pts[i]->mbs == 1) {
-                first = pts[i];
-                break;
-            }
-        if (!first)
-            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): the run has no MBS 1 point "
-                    "there; FASOP rows must start at MBS 1", tp, cfg);
-        else
-            pdbx_errf(err, errlen, "no ok point at MBS 1 for TP %d (%s): MBS 1 is %s%s%s; FASOP rows "
-                    "must start at MBS 1", tp, cfg, pdbx_point_status_name(first->status),
-                    first->message ? ": " : "", first->message ? first->message : "");
-        free(pts);
-        return -1;
-    }
-    free(pts);
-    return count;
+    if (count == 0)
+        no_rows_error(c, cfg, err, errlen);
+    return count ? count : -1;
 }
 
-static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attribution attr,
-                        pdbx_stat_kind stat, fasop_matrix *m, char *err, size_t errlen)
+/* Every op a column wants is measured in every row (added), in none (adds 0, listed in
+ * meta.json), or the config cannot be exported: a column's own op missing, or a folded op
+ * in some rows only. Returns the added mask, or 0 with err. */
+static uint32_t decide_ops(const pdbx_rt_point **rows, int nrows, pdbx_attribution attr,
+                           pdbx_stat_kind stat, const char *cfg, uint32_t *not_measured,
+                           char *err, size_t errlen)
 {
-    char cfg[64];
-    config_str(cfg, sizeof cfg, tp, pp, dp);
-    memset(m, 0, sizeof *m);
-    m->tp = tp;
-    m->pp = pp;
-    m->dp = dp;
-    if ((int)stat < 0 || stat >= PDBX_STAT_COUNT_KINDS) {
-        pdbx_errf(err, errlen, "stat: %d is not a statistic (allowed: mean, median, min, max, std)",
-                (int)stat);
-        return -1;
-    }
-    if (attr != PDBX_ATTR_FASOP && attr != PDBX_ATTR_PURE) {
-        pdbx_errf(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
-        return -1;
-    }
-    const pdbx_point *rows[FASOP_MAX_ROWS];
-    int nrows = leading_rows(run, tp, pp, dp, rows, err, errlen);
-    if (nrows < 0)
-        return -1;
-
-    /* Decide for every op that any column wants: required, added, or absent everywhere. */
-    uint32_t wanted = 0, own = 0;
+    uint32_t wanted = 0, own = 0, added = 0;
     for (int col = 0; col < PDBX_FASOP_COLS; col++) {
         wanted |= pdbx_fasop_col_ops(col, attr == PDBX_ATTR_FASOP);
         own |= pdbx_fasop_col_ops(col, 0);
     }
-    uint32_t added = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         if (!(wanted & PDBX_OP_BIT(op)))
             continue;
-        int first_missing = -1, first_present = -1;
+        int miss = -1, have = -1;
         for (int r = 0; r < nrows; r++) {
-            if (cell_ok(rows[r], (pdbx_op)op, stat)) {
-                if (first_present < 0)
-                    first_present = r;
-            } else if (first_missing < 0) {
-                first_missing = r;
-            }
+            int ok = cell_ok(rows[r], (pdbx_op)op, stat);
+            if (ok && have < 0)
+                have = r;
+            if (!ok && miss < 0)
+                miss = r;
         }
-        if (first_missing < 0) {
+        if (miss < 0) {
             added |= PDBX_OP_BIT(op);
             continue;
         }
@@ -149,30 +124,56 @@ static int build_matrix(const pdbx_run *run, int tp, int pp, int dp, pdbx_attrib
             while (col < PDBX_FASOP_COLS && !(pdbx_fasop_col_ops(col, 0) & PDBX_OP_BIT(op)))
                 col++;
             pdbx_errf(err, errlen, "FASOP column %s needs op %s, which has no %s value at MBS %d "
-                    "(%s): measure it or drop MBS >= %d", pdbx_fasop_col_name(col),
-                    pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_missing]->mbs,
-                    cfg, rows[first_missing]->mbs);
-            return -1;
+                      "(%s): measure it or drop MBS >= %d", pdbx_fasop_col_name(col),
+                      pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[miss]->mbs, cfg,
+                      rows[miss]->mbs);
+            return 0;
         }
-        if (first_present >= 0) {
+        if (have >= 0) {
             pdbx_errf(err, errlen, "op %s has a %s value at MBS %d but none at MBS %d (%s): a "
-                    "FASOP column cannot mix rows with and without it",
-                    pdbx_op_name((pdbx_op)op), pdbx_stat_name(stat), rows[first_present]->mbs,
-                    rows[first_missing]->mbs, cfg);
-            return -1;
+                      "FASOP column cannot mix rows with and without it", pdbx_op_name((pdbx_op)op),
+                      pdbx_stat_name(stat), rows[have]->mbs, rows[miss]->mbs, cfg);
+            return 0;
         }
-        m->not_measured |= PDBX_OP_BIT(op);
+        *not_measured |= PDBX_OP_BIT(op);
     }
+    return added;
+}
 
+static int build_matrix(const pdbx_run *run, const pdbx_rt_config *c, pdbx_attribution attr,
+                        pdbx_stat_kind stat, fasop_matrix *m, char *err, size_t errlen)
+{
+    char cfg[64];
+    config_str(cfg, sizeof cfg, c->tp, c->pp, c->dp);
+    memset(m, 0, sizeof *m);
+    m->tp = c->tp;
+    m->pp = c->pp;
+    m->dp = c->dp;
+    if (pdbx_rt_check_time_stat(stat, err, errlen) != 0)
+        return -1;
+    if (attr != PDBX_ATTR_FASOP && attr != PDBX_ATTR_PURE) {
+        pdbx_errf(err, errlen, "attribution: %d is not one (allowed: fasop, pure)", (int)attr);
+        return -1;
+    }
+    const pdbx_rt_point *rows[FASOP_MAX_ROWS];
+    int nrows = leading_rows(run, c, rows, err, errlen);
+    if (nrows < 0)
+        return -1;
+    uint32_t added = decide_ops(rows, nrows, attr, stat, cfg, &m->not_measured, err, errlen);
+    if (!added)
+        return -1;
+    /* The run table's columns over the ops measured in every row: the same values `pdbx show
+       --attribution` prints for these points. */
+    pdbx_rt_col cols[PDBX_FASOP_COLS];
+    pdbx_rt_fasop_columns(attr, cols);
+    for (int col = 0; col < PDBX_FASOP_COLS; col++) {
+        cols[col].ops &= added;
+        for (int r = 0; r < nrows; r++)
+            m->values[r * PDBX_FASOP_COLS + col] = pdbx_rt_col_value(rows[r], &cols[col], stat);
+    }
     for (int r = 0; r < nrows; r++) {
-        for (int col = 0; col < PDBX_FASOP_COLS; col++) {
-            uint32_t ops = pdbx_fasop_col_ops(col, attr == PDBX_ATTR_FASOP) & added;
-            double sum = 0.0;
-            for (int op = 0; op < PDBX_OP_COUNT; op++)
-                if (ops & PDBX_OP_BIT(op))
-                    sum += pdbx_stats_get(&rows[r]->op[op].stats, stat);
-            m->values[r * PDBX_FASOP_COLS + col] = sum;
-        }
+        m->layer[r] = pdbx_rt_value(&rows[r]->layer, stat);
+        m->total[r] = pdbx_rt_value(&rows[r]->total, stat);
     }
     m->rows = nrows;
     return 0;
@@ -186,7 +187,15 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
         pdbx_errf(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
         return -1;
     }
-    if (build_matrix(run, tp, pp, dp, attr, stat, m, err, errlen) != 0) {
+    pdbx_rt_config c;
+    if (pdbx_rt_config_build(run, tp, pp, dp, &c) != 0) {
+        free(m);
+        pdbx_errf(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
+        return -1;
+    }
+    int bad = build_matrix(run, &c, attr, stat, m, err, errlen);
+    pdbx_rt_config_free(&c);
+    if (bad) {
         free(m);
         return -1;
     }
@@ -222,6 +231,20 @@ static int check_tag(const char *field, const char *tag, char *err, size_t errle
         return -1;
     }
     return 0;
+}
+
+/* A row's measured cells as a JSON array: numbers, null where not measured. */
+static cJSON *ms_array(const double *v, int n)
+{
+    int ok = 1;
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++)
+        pdbx_json_put(&ok, arr, NULL, isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull());
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
 }
 
 static cJSON *string_array_of_ops(uint32_t mask)
@@ -279,6 +302,9 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     for (int r = 0; mbs && r < m->rows; r++)
         pdbx_json_put(&ok, mbs, NULL, cJSON_CreateNumber((double)(1L << r)));
     pdbx_json_put(&ok, o, "mbs", mbs);
+    /* the run table's measured layer and total per row (not columns: FASOP reads data.npy) */
+    pdbx_json_put(&ok, o, "layer_ms", ms_array(m->layer, m->rows));
+    pdbx_json_put(&ok, o, "total_ms", ms_array(m->total, m->rows));
     cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
     for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
         pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
@@ -323,10 +349,8 @@ static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir
     };
     if (pdbx_zip_stored(members, 2, &zip, &zip_len, err, errlen) != 0)
         goto out;
-    if (pdbx_durable_write(path, zip, zip_len, err, errlen) != 0)
+    if (pdbx_export_publish(path, zip, zip_len, wrote, ctx, err, errlen) != 0)
         goto out;
-    if (wrote)
-        wrote(path, ctx);
     rc = 0;
 out:
     free(npy);
@@ -341,6 +365,48 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The config of TP degree tp with the most rows into *best (ties: the first in plan order).
+ * 1 when one could be built, else 0 with the first config's reason in err. */
+static int best_of_tp(const pdbx_runtable *t, int tp, const pdbx_npz_options *opt,
+                      fasop_matrix **best, fasop_matrix **cand, char *err, size_t errlen)
+{
+    int have = 0;
+    err[0] = '\0';
+    for (size_t i = 0; i < t->nconfigs; i++) {
+        if (t->configs[i].tp != tp)
+            continue;
+        char e[512];
+        if (build_matrix(t->run, &t->configs[i], opt->attribution, opt->stat, *cand, e,
+                         sizeof e) != 0) {
+            if (!err[0])
+                snprintf(err, errlen, "%s", e);
+            continue;
+        }
+        if (!have || (*cand)->rows > (*best)->rows) {
+            fasop_matrix *tmp = *best;
+            *best = *cand;
+            *cand = tmp;
+            have = 1;
+        }
+    }
+    return have;
+}
+
+/* The distinct TP degrees of the table, ascending; returns the count. */
+static size_t tp_degrees(const pdbx_runtable *t, int *tps)
+{
+    size_t ntp = 0;
+    for (size_t i = 0; i < t->nconfigs; i++) {
+        size_t j = 0;
+        while (j < ntp && tps[j] != t->configs[i].tp)
+            j++;
+        if (j == ntp)
+            tps[ntp++] = t->configs[i].tp;
+    }
+    qsort(tps, ntp, sizeof *tps, cmp_int);
+    return ntp;
+}
+
 int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
 {
@@ -349,59 +415,32 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
         opt = &defaults;
     const char *model_tag = opt->model_tag ? opt->model_tag : run->model.tag;
     const char *gpu_tag = opt->gpu_tag ? opt->gpu_tag : run->gpu_tag;
-    if (check_tag("model tag", model_tag, err, errlen) != 0
+    if (pdbx_rt_check_time_stat(opt->stat, err, errlen) != 0
+        || check_tag("model tag", model_tag, err, errlen) != 0
         || check_tag("gpu tag", gpu_tag, err, errlen) != 0)
         return -1;
 
     int rc = -1;
-    size_t cap = run->npoints ? run->npoints : 1;
-    int (*configs)[3] = malloc(cap * sizeof *configs);
-    int *tps = malloc(cap * sizeof *tps);
+    pdbx_runtable t;
+    int tbad = pdbx_runtable_build(run, 0, &t);
+    int *tps = malloc((t.nconfigs ? t.nconfigs : 1) * sizeof *tps);
     fasop_matrix *best = malloc(sizeof *best), *cand = malloc(sizeof *cand);
-    if (!configs || !tps || !best || !cand) {
+    if (tbad || !tps || !best || !cand) {
         pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
         goto out;
     }
-    size_t nconfigs = pdbx_run_configs(run, configs, cap);
-    if (nconfigs == 0) {
+    if (t.nconfigs == 0) {
         pdbx_errf(err, errlen, "run %s has no points: nothing to export", run->id);
         goto out;
     }
-    size_t ntp = 0;
-    for (size_t i = 0; i < nconfigs; i++) {
-        size_t j = 0;
-        while (j < ntp && tps[j] != configs[i][0])
-            j++;
-        if (j == ntp)
-            tps[ntp++] = configs[i][0];
-    }
-    qsort(tps, ntp, sizeof *tps, cmp_int);
+    size_t ntp = tp_degrees(&t, tps);
     if (pdbx_export_mkdirs(dir, err, errlen) != 0)
         goto out;
-
     /* Every TP that can be written is written; the first TP that cannot is the error. */
     char first_err[512] = "";
-    for (size_t t = 0; t < ntp; t++) {
-        int have = 0;
-        char tp_err[512] = "";
-        for (size_t i = 0; i < nconfigs; i++) {
-            if (configs[i][0] != tps[t])
-                continue;
-            char e[512];
-            if (build_matrix(run, configs[i][0], configs[i][1], configs[i][2], opt->attribution,
-                             opt->stat, cand, e, sizeof e) != 0) {
-                if (!tp_err[0])
-                    snprintf(tp_err, sizeof tp_err, "%s", e);
-                continue;
-            }
-            if (!have || cand->rows > best->rows) {   /* ties: the first config in plan order */
-                fasop_matrix *tmp = best;
-                best = cand;
-                cand = tmp;
-                have = 1;
-            }
-        }
-        if (!have) {
+    for (size_t i = 0; i < ntp; i++) {
+        char tp_err[512];
+        if (!best_of_tp(&t, tps[i], opt, &best, &cand, tp_err, sizeof tp_err)) {
             if (!first_err[0])
                 snprintf(first_err, sizeof first_err, "%s", tp_err);
             continue;
@@ -416,7 +455,7 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
     }
     rc = 0;
 out:
-    free(configs);
+    pdbx_runtable_free(&t);
     free(tps);
     free(best);
     free(cand);

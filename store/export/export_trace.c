@@ -198,59 +198,37 @@ static int synthesize_point(cJSON *events, const pdbx_run *run, const pdbx_point
     return 0;
 }
 
-int pdbx_export_trace(const pdbx_run *run, const char *file,
-                      pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
+/* The complete events: the recorded ones, else a synthesized step per ok point and rank.
+ * 0, or -1 out of memory. */
+static int add_events(cJSON *events, const pdbx_run *run, track_set *tracks, size_t *count)
 {
-    int rc = -1;
-    track_set tracks = { 0 };
-    char *text = NULL;
-    cJSON *root = cJSON_CreateObject();
-    cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
-    if (!events) {
-        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
-        goto out;
+    for (size_t i = 0; i < run->ntrace; i++) {
+        const pdbx_trace_event *ev = &run->trace[i];
+        if (track_add(tracks, ev->rank, ev->point) != 0
+            || add_complete(events, point_by_index(run, ev->point), ev->point, ev->rank,
+                            ev->layer, ev->op, ev->start_us, ev->dur_us) != 0)
+            return -1;
+        (*count)++;
     }
-    size_t count = 0;
-    int synthesized = run->ntrace == 0;
-    if (!synthesized) {
-        for (size_t i = 0; i < run->ntrace; i++) {
-            const pdbx_trace_event *ev = &run->trace[i];
-            const pdbx_point *pt = point_by_index(run, ev->point);
-            if (track_add(&tracks, ev->rank, ev->point) != 0
-                || add_complete(events, pt, ev->point, ev->rank, ev->layer, ev->op,
-                                ev->start_us, ev->dur_us) != 0) {
-                pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
-                goto out;
-            }
-            count++;
-        }
-    } else {
-        for (size_t i = 0; i < run->npoints; i++) {
-            const pdbx_point *pt = &run->points[i];
-            if (pt->status != PDBX_POINT_OK)
-                continue;
-            int nranks = 1;
-            for (int op = 0; op < PDBX_OP_COUNT; op++)
-                if (pt->op[op].valid && pt->op[op].rank && pt->op[op].nranks > nranks)
-                    nranks = pt->op[op].nranks;
-            for (int r = 0; r < nranks; r++) {
-                if (track_add(&tracks, r, pt->index) != 0
-                    || synthesize_point(events, run, pt, r, &count) != 0) {
-                    pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
-                    goto out;
-                }
-            }
-        }
+    for (size_t i = 0; run->ntrace == 0 && i < run->npoints; i++) {
+        const pdbx_point *pt = &run->points[i];
+        if (pt->status != PDBX_POINT_OK)
+            continue;
+        int nranks = 1;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (pt->op[op].valid && pt->op[op].rank && pt->op[op].nranks > nranks)
+                nranks = pt->op[op].nranks;
+        for (int r = 0; r < nranks; r++)
+            if (track_add(tracks, r, pt->index) != 0
+                || synthesize_point(events, run, pt, r, count) != 0)
+                return -1;
     }
-    if (count == 0) {
-        pdbx_errf(err, errlen, "run %s has neither trace events nor an ok point: nothing "
-                        "to write to %s", run->id, file);
-        goto out;
-    }
-    if (name_tracks(events, run, &tracks) != 0) {
-        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
-        goto out;
-    }
+    return 0;
+}
+
+/* The "metadata" object; 0 when out of memory. */
+static int add_metadata(cJSON *root, const pdbx_run *run, int synthesized)
+{
     int ok = 1;
     pdbx_json_str(&ok, root, "displayTimeUnit", "ms");
     cJSON *meta = cJSON_CreateObject();
@@ -274,7 +252,28 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
         pdbx_json_str(&ok, meta, "source", source);
     }
     pdbx_json_put(&ok, root, "metadata", meta);
-    if (!ok) {
+    return ok;
+}
+
+int pdbx_export_trace(const pdbx_run *run, const char *file,
+                      pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
+{
+    int rc = -1;
+    track_set tracks = { 0 };
+    char *text = NULL;
+    size_t count = 0;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
+    if (!events || add_events(events, run, &tracks, &count) != 0) {
+        pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
+        goto out;
+    }
+    if (count == 0) {
+        pdbx_errf(err, errlen, "run %s has neither trace events nor an ok point: nothing "
+                        "to write to %s", run->id, file);
+        goto out;
+    }
+    if (name_tracks(events, run, &tracks) != 0 || !add_metadata(root, run, run->ntrace == 0)) {
         pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
@@ -283,10 +282,8 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
         pdbx_errf(err, errlen, "%s: out of memory printing the trace", file);
         goto out;
     }
-    if (pdbx_durable_write(file, text, strlen(text), err, errlen) != 0)
+    if (pdbx_export_publish(file, text, strlen(text), wrote, ctx, err, errlen) != 0)
         goto out;
-    if (wrote)
-        wrote(file, ctx);
     rc = 0;
 out:
     cJSON_Delete(root);

@@ -65,6 +65,47 @@ static unsigned char *put_bytes(unsigned char *p, const void *src, size_t len)
 #define ZIP_DOS_TIME 0u           /* 00:00:00 */
 #define ZIP_DOS_DATE 0x0021u      /* 1980-01-01: reproducible archives */
 
+/* The fields a local header and a central directory entry share, from "version needed"
+ * through the name length (APPNOTE 4.3.7 / 4.3.12). */
+static unsigned char *put_member_fields(unsigned char *p, uint32_t crc, uint32_t len, uint16_t name_len)
+{
+    p = put16(p, ZIP_VERSION);                /* version needed to extract */
+    p = put16(p, 0);                          /* flags */
+    p = put16(p, 0);                          /* method: stored */
+    p = put16(p, ZIP_DOS_TIME);
+    p = put16(p, ZIP_DOS_DATE);
+    p = put32(p, crc);
+    p = put32(p, len);                        /* compressed size */
+    p = put32(p, len);                        /* uncompressed size */
+    return put16(p, name_len);
+}
+
+static unsigned char *put_local(unsigned char *p, const pdbx_zip_member *m, uint32_t crc)
+{
+    uint16_t name_len = (uint16_t)strlen(m->name);
+    p = put32(p, 0x04034b50u);                /* local file header signature */
+    p = put_member_fields(p, crc, (uint32_t)m->len, name_len);
+    p = put16(p, 0);                          /* extra field length */
+    p = put_bytes(p, m->name, name_len);
+    return put_bytes(p, m->data, m->len);
+}
+
+static unsigned char *put_central(unsigned char *p, const pdbx_zip_member *m, uint32_t crc,
+                                  uint32_t offset)
+{
+    uint16_t name_len = (uint16_t)strlen(m->name);
+    p = put32(p, 0x02014b50u);                /* central directory header signature */
+    p = put16(p, ZIP_VERSION);                /* version made by (MS-DOS, 2.0) */
+    p = put_member_fields(p, crc, (uint32_t)m->len, name_len);
+    p = put16(p, 0);                          /* extra */
+    p = put16(p, 0);                          /* comment */
+    p = put16(p, 0);                          /* disk number start */
+    p = put16(p, 0);                          /* internal attributes */
+    p = put32(p, 0);                          /* external attributes */
+    p = put32(p, offset);
+    return put_bytes(p, m->name, name_len);
+}
+
 int pdbx_zip_stored(const pdbx_zip_member *members, size_t n, unsigned char **out,
                     size_t *outlen, char *err, size_t errlen)
 {
@@ -97,47 +138,13 @@ int pdbx_zip_stored(const pdbx_zip_member *members, size_t n, unsigned char **ou
 
     unsigned char *p = buf;
     for (size_t i = 0; i < n; i++) {
-        const pdbx_zip_member *m = &members[i];
-        uint16_t name_len = (uint16_t)strlen(m->name);
-        crcs[i] = pdbx_crc32(0, m->data, m->len);
+        crcs[i] = pdbx_crc32(0, members[i].data, members[i].len);
         offsets[i] = (uint32_t)(p - buf);
-        p = put32(p, 0x04034b50u);            /* local file header signature */
-        p = put16(p, ZIP_VERSION);            /* version needed to extract */
-        p = put16(p, 0);                      /* flags */
-        p = put16(p, 0);                      /* method: stored */
-        p = put16(p, ZIP_DOS_TIME);
-        p = put16(p, ZIP_DOS_DATE);
-        p = put32(p, crcs[i]);
-        p = put32(p, (uint32_t)m->len);       /* compressed size */
-        p = put32(p, (uint32_t)m->len);       /* uncompressed size */
-        p = put16(p, name_len);
-        p = put16(p, 0);                      /* extra field length */
-        p = put_bytes(p, m->name, name_len);
-        p = put_bytes(p, m->data, m->len);
+        p = put_local(p, &members[i], crcs[i]);
     }
     uint32_t central_start = (uint32_t)(p - buf);
-    for (size_t i = 0; i < n; i++) {
-        const pdbx_zip_member *m = &members[i];
-        uint16_t name_len = (uint16_t)strlen(m->name);
-        p = put32(p, 0x02014b50u);            /* central directory header signature */
-        p = put16(p, ZIP_VERSION);            /* version made by (MS-DOS, 2.0) */
-        p = put16(p, ZIP_VERSION);            /* version needed */
-        p = put16(p, 0);
-        p = put16(p, 0);
-        p = put16(p, ZIP_DOS_TIME);
-        p = put16(p, ZIP_DOS_DATE);
-        p = put32(p, crcs[i]);
-        p = put32(p, (uint32_t)m->len);
-        p = put32(p, (uint32_t)m->len);
-        p = put16(p, name_len);
-        p = put16(p, 0);                      /* extra */
-        p = put16(p, 0);                      /* comment */
-        p = put16(p, 0);                      /* disk number start */
-        p = put16(p, 0);                      /* internal attributes */
-        p = put32(p, 0);                      /* external attributes */
-        p = put32(p, offsets[i]);
-        p = put_bytes(p, m->name, name_len);
-    }
+    for (size_t i = 0; i < n; i++)
+        p = put_central(p, &members[i], crcs[i], offsets[i]);
     uint32_t central_size = (uint32_t)(p - buf) - central_start;
     p = put32(p, 0x06054b50u);                /* end of central directory signature */
     p = put16(p, 0);                          /* this disk */

@@ -69,6 +69,10 @@ for e in events:
     if e["type"] == "op":
         p = pts[e["point"]]
         want[(p["tp"], p["mbs"], e["op"])] = e["stats"]
+steps = {}  # (tp, mbs) -> the step event: measured layer and total
+for e in events:
+    if e["type"] == "step":
+        steps[(pts[e["point"]]["tp"], pts[e["point"]]["mbs"])] = e
 def close(a, b):
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300)
 for stat in ["mean", "median", "min", "max", "std"]:
@@ -88,10 +92,11 @@ for stat in ["mean", "median", "min", "max", "std"]:
                 n += 1
                 if op not in ("embed", "final_norm", "lm_head"):
                     layer += v
-            if stat == "std":
-                assert p["layer"] is None and p["total"] is None
-            else:
-                assert close(p["layer"], layer), (p["layer"], layer)
+            # layer and total are the measured cells (std included), never the sum of the ops
+            st = steps[(cfg["tp"], p["mbs"])]
+            assert close(p["layer"], st["layer"]["stats"][stat]), (stat, p["layer"], st["layer"])
+            assert close(p["total"], st["total"]["stats"][stat]), (stat, p["total"], st["total"])
+            assert not close(p["layer"], layer), (stat, p["layer"], layer)
     assert n == len(want), (n, len(want))
 tp2 = json.load(open(f"{tmp}/show.tp2.json"))
 assert [c["tp"] for c in tp2["configs"]] == [2]

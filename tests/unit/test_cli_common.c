@@ -151,16 +151,26 @@ static void set_cell(pdbx_point *p, pdbx_op op, double mean)
                                     .mean = mean, .median = mean, .std = mean * 0.1 };
 }
 
+/* A one-point run: the run table reads its points through pdbx_run_config_points. */
+static void one_point_run(pdbx_run *run, pdbx_point *p)
+{
+    memset(run, 0, sizeof *run);
+    p->tp = p->pp = p->dp = p->mbs = 1;
+    p->status = PDBX_POINT_OK;
+    run->npoints = 1;
+    run->points = p;
+}
+
 static void test_columns_and_rows(void **state)
 {
     (void)state;
-    pdbx_cli_col cols[PDBX_CLI_MAX_COLS];
-    size_t n = pdbx_cli_columns(0, cols);
+    pdbx_rt_col cols[PDBX_RT_MAX_COLS];
+    size_t n = pdbx_rt_columns(PDBX_ATTR_PURE, cols);
     assert_int_equal(n, PDBX_OP_COUNT);
     assert_string_equal(cols[PDBX_OP_ATTN_Q].name, "attn_q");
     assert_false(cols[PDBX_OP_EMBED].per_layer);
     assert_true(cols[PDBX_OP_INPUT_NORM].per_layer);
-    size_t nf = pdbx_cli_columns(1, cols);
+    size_t nf = pdbx_rt_columns(pdbx_cli_attr(PDBX_CLI_ATTR_FASOP), cols);
     assert_int_equal(nf, PDBX_FASOP_COLS);
     assert_string_equal(cols[1].name, "attn_q");
     assert_true(cols[1].ops & PDBX_OP_BIT(PDBX_OP_INPUT_NORM));   /* FASOP folds the norm in */
@@ -174,30 +184,54 @@ static void test_columns_and_rows(void **state)
             set_cell(&p, (pdbx_op)op, 1.0);
     set_cell(&p, PDBX_OP_EMBED, 0.5);
     set_cell(&p, PDBX_OP_LM_HEAD, 2.0);
+    pdbx_run run;
+    one_point_run(&run, &p);
+    pdbx_rt_config c;
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(c.npoints, 1);
     pdbx_cli_row r;
-    n = pdbx_cli_columns(0, cols);
-    pdbx_cli_row_fill(&p, cols, n, PDBX_STAT_MEAN, &r);
+    n = pdbx_rt_columns(PDBX_ATTR_PURE, cols);
+    pdbx_cli_row_fill(&c.points[0], cols, n, PDBX_STAT_MEAN, &r);
     assert_false(r.valid[PDBX_OP_TP_ALLREDUCE_ATTN]);
+    /* No measured layer/total cells: N/A, never the sum of the ops. */
+    assert_false(r.layer_valid || r.total_valid);
+    pdbx_rt_config_free(&c);
+    p.layer.valid = p.total.valid = 1;
+    p.layer.stats = (pdbx_stats){ .count = 8, .min = 9, .max = 13, .mean = 11.5, .median = 11, .std = 0.7 };
+    p.total.stats = (pdbx_stats){ .count = 2, .min = 14, .max = 16, .mean = 15, .median = 15, .std = 1 };
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    pdbx_cli_row_fill(&c.points[0], cols, n, PDBX_STAT_STD, &r);
     assert_true(r.layer_valid && r.total_valid);
-    assert_true(fabs(r.layer - 11.0) < 1e-12);                    /* 11 per-layer ops */
-    assert_true(fabs(r.total - (11.0 + 0.5 + 1.0 + 2.0)) < 1e-12);
-    /* FASOP attribution moves ops between columns but keeps the layer sum. */
-    nf = pdbx_cli_columns(1, cols);
+    assert_true(fabs(r.layer - 0.7) < 1e-12 && fabs(r.total - 1.0) < 1e-12);
+    assert_true(r.valid[PDBX_OP_ATTN_Q]);                         /* one op: its std */
+    /* FASOP attribution moves ops between columns; a folded column has no std. */
+    nf = pdbx_rt_columns(PDBX_ATTR_FASOP, cols);
     pdbx_cli_row rf;
-    pdbx_cli_row_fill(&p, cols, nf, PDBX_STAT_MEAN, &rf);
-    assert_true(fabs(rf.layer - r.layer) < 1e-12);
+    pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_MEAN, &rf);
     assert_true(fabs(rf.v[1] - 2.0) < 1e-12);                     /* attn_q + input_norm */
     assert_true(fabs(rf.v[9] - 3.0) < 1e-12);                     /* lm_head + final_norm */
-    /* std never sums into totals. */
-    pdbx_cli_row_fill(&p, cols, nf, PDBX_STAT_STD, &rf);
-    assert_false(rf.layer_valid);
-    assert_false(rf.total_valid);
+    assert_true(fabs(rf.layer - 11.5) < 1e-12);
+    pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_STD, &rf);
+    assert_false(rf.valid[1]);
+    assert_true(rf.valid[2]);                                     /* attn_k: one op */
+    /* The run-view share: per-layer ops over the layer, once-per-step ops over the total. */
+    assert_true(fabs(pdbx_rt_share(&c.points[0], PDBX_OP_ATTN_Q, PDBX_STAT_MEAN) - 1.0 / 11.5) < 1e-12);
+    assert_true(fabs(pdbx_rt_share(&c.points[0], PDBX_OP_LM_HEAD, PDBX_STAT_MEAN) - 2.0 / 15) < 1e-12);
+    pdbx_rt_config_free(&c);
     /* An unmeasured point has no valid cell, no totals. */
     static pdbx_point empty;
-    pdbx_cli_row_fill(&empty, cols, nf, PDBX_STAT_MEAN, &rf);
-    for (size_t c = 0; c < nf; c++)
-        assert_false(rf.valid[c]);
+    one_point_run(&run, &empty);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_MEAN, &rf);
+    for (size_t k = 0; k < nf; k++)
+        assert_false(rf.valid[k]);
     assert_false(rf.total_valid);
+    assert_true(isnan(pdbx_rt_share(&c.points[0], PDBX_OP_ATTN_Q, PDBX_STAT_MEAN)));
+    pdbx_rt_config_free(&c);
+    char err[128];
+    assert_int_equal(pdbx_rt_check_time_stat(PDBX_STAT_STD, err, sizeof err), -1);
+    assert_string_equal(err, "--stat: 'std' is not a time (allowed: mean, median, min, max)");
+    assert_int_equal(pdbx_rt_check_time_stat(PDBX_STAT_MEDIAN, err, sizeof err), 0);
 }
 
 int main(void)

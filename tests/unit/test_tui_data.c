@@ -32,6 +32,9 @@ static const char *const events[] = {
     "\"flops\":4e9,\"bytes\":2e6}",
     "{\"type\":\"comm\",\"t\":102.2,\"point\":0,\"kind\":\"dp_allreduce\",\"bytes\":1048576,\"group_size\":2,"
     "\"stats\":{\"count\":3,\"min\":0.5,\"max\":0.9,\"mean\":0.7,\"median\":0.6,\"std\":0.1},\"algbw\":1.5,\"busbw\":1.5}",
+    /* the measured sums: layer and total are these, never the sum of the ops above */
+    "{\"type\":\"step\",\"t\":102.3,\"point\":0,\"layer\":{\"stats\":{\"count\":3,\"min\":9,\"max\":11,\"mean\":10,\"median\":10,\"std\":0.8}},"
+    "\"total\":{\"stats\":{\"count\":3,\"min\":18,\"max\":22,\"mean\":20,\"median\":21,\"std\":1.5}}}",
     "{\"type\":\"point_end\",\"t\":102.5,\"point\":0,\"status\":\"ok\"}",
     "{\"type\":\"point_start\",\"t\":103.0,\"point\":1,\"tp\":1,\"pp\":1,\"dp\":1,\"mbs\":2}",
     "{\"type\":\"op\",\"t\":103.5,\"point\":1,\"op\":\"attn_q\",\"stats\":{\"count\":3,\"min\":3,\"max\":5,\"mean\":4,\"median\":4,\"std\":0.5},"
@@ -72,9 +75,16 @@ static void test_matrix(void **state)
     /* never measured: NaN (N/A on screen), never 0 */
     assert_true(isnan(m.v[PDBX_OP_MLP_UP][1]));
     assert_true(isnan(m.v[PDBX_OP_ATTN_Q][2]));
-    assert_float_equal(m.total[0], 8.0, 1e-12);
-    assert_float_equal(m.total[1], 4.0, 1e-12);
+    /* measured layer/total (cmocka's assert_float_equal passes on NaN: check finiteness) */
+    assert_true(isfinite(m.total[0]) && isfinite(m.layer[0]));
+    assert_float_equal(m.total[0], 20.0, 1e-12);
+    assert_float_equal(m.layer[0], 10.0, 1e-12);
+    /* no step event: N/A, never the sum of the ops (4.0) */
+    assert_true(isnan(m.total[1]) && isnan(m.layer[1]));
     assert_true(isnan(m.total[2]));
+    /* shares: a per-layer op over the measured layer; N/A without it */
+    assert_float_equal(m.share[PDBX_OP_ATTN_Q][0], 0.2, 1e-12);
+    assert_true(isnan(m.share[PDBX_OP_ATTN_Q][1]));
     assert_int_equal(m.op_present[PDBX_OP_ATTN_Q], 1);
     assert_int_equal(m.op_present[PDBX_OP_EMBED], 0);
     assert_float_equal(m.flops[PDBX_OP_MLP_UP][0], 4e9, 1);
@@ -90,6 +100,10 @@ static void test_matrix(void **state)
     ui_matrix_build(&run, 1, 1, 1, PDBX_STAT_MAX, &m);
     assert_float_equal(m.v[PDBX_OP_ATTN_Q][0], 3.0, 1e-12);
     assert_float_equal(m.dp_allreduce[0], 0.9, 1e-12);
+    assert_float_equal(m.total[0], 22.0, 1e-12);
+    ui_matrix_build(&run, 1, 1, 1, PDBX_STAT_STD, &m);
+    assert_float_equal(m.total[0], 1.5, 1e-12);                /* a measured std, not a sum */
+    assert_true(isfinite(m.total[0]));
     /* an unknown config has no points */
     ui_matrix_build(&run, 2, 1, 1, PDBX_STAT_MEAN, &m);
     assert_int_equal(m.n, 0);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "engine/plan/plan.h"
+#include "store/runtable.h"
 #include "store/store.h"
 
 enum { PDBX_EXIT_OK = 0, PDBX_EXIT_FAIL = 1, PDBX_EXIT_USAGE = 2 };
@@ -110,32 +111,30 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
  * ambiguous prefix is a usage error (2); an unreadable file a failure (1). */
 int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run *run);
 
-/* ---- table columns over a point's cells (show, diff) ------------------------------------ */
-/* A column is one op (pure attribution) or one FASOP column (fasop attribution: the ops its
- * module timing folds in). Its value in a point is the sum of the chosen statistic over the
- * column's valid op cells; invalid when none is valid. */
+/* ---- rows of the run table as show and diff print them (cli_common.c) ------------------
+ * Columns and cells come from store/runtable.h (the one table every view reads). A row holds
+ * every column's value and the point's MEASURED layer and total cells; NaN = not measured
+ * (printed N/A, JSON null, CSV empty). */
 typedef struct {
-    char name[32];
-    uint32_t ops;              /* PDBX_OP_BIT mask */
-    int per_layer;             /* every op of the column runs once per layer */
-} pdbx_cli_col;
-
-#define PDBX_CLI_MAX_COLS PDBX_OP_COUNT
-/* Fills out[PDBX_CLI_MAX_COLS]; returns the column count. */
-size_t pdbx_cli_columns(int fasop, pdbx_cli_col *out);
-/* 1 and *value when the column has a valid cell in p, else 0. */
-int pdbx_cli_cell(const pdbx_point *p, const pdbx_cli_col *col, pdbx_stat_kind stat, double *value);
-/* A point's row: every column's value plus "layer" (the sum of the per-layer columns: one
- * layer's forward) and "total" (every valid column). No totals for std (a sum of standard
- * deviations is not the deviation of a sum). */
-typedef struct {
-    double v[PDBX_CLI_MAX_COLS];
-    int valid[PDBX_CLI_MAX_COLS];
+    double v[PDBX_RT_MAX_COLS];
+    int valid[PDBX_RT_MAX_COLS];
     double layer, total;
     int layer_valid, total_valid;
 } pdbx_cli_row;
-void pdbx_cli_row_fill(const pdbx_point *p, const pdbx_cli_col *cols, size_t ncols,
+void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t ncols,
                        pdbx_stat_kind stat, pdbx_cli_row *r);
+/* The run table of `run` (configs with tp == only_tp when only_tp > 0); prints "out of memory"
+ * for cmd and returns PDBX_EXIT_FAIL when it cannot be built, else 0. */
+int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_runtable *t);
+/* The run table's attribution for an index of pdbx_cli_attributions. */
+pdbx_attribution pdbx_cli_attr(int cli_attribution);
+/* Options and choices several subcommands share, spelled once. */
+#define PDBX_CLI_OPT_STORE \
+    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" }
+#define PDBX_CLI_OPT_ATTRIBUTION \
+    { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" }
+enum { PDBX_CLI_FMT_TABLE = 0, PDBX_CLI_FMT_JSON, PDBX_CLI_FMT_CSV };
+extern const char *const pdbx_cli_formats[];    /* "table", "json", "csv" (the enum's order) */
 /* The attribution choices, in option order: "pure", "fasop". */
 extern const char *const pdbx_cli_attributions[];
 enum { PDBX_CLI_ATTR_PURE = 0, PDBX_CLI_ATTR_FASOP = 1 };

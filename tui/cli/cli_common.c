@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,60 +329,33 @@ size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], siz
 }
 
 const char *const pdbx_cli_attributions[] = { "pure", "fasop", NULL };
+const char *const pdbx_cli_formats[] = { "table", "json", "csv", NULL };
 
-size_t pdbx_cli_columns(int fasop, pdbx_cli_col *out)
+pdbx_attribution pdbx_cli_attr(int cli_attribution)
 {
-    size_t n = 0;
-    if (!fasop) {
-        for (int op = 0; op < PDBX_OP_COUNT; op++, n++) {
-            snprintf(out[n].name, sizeof out[n].name, "%s", pdbx_op_name((pdbx_op)op));
-            out[n].ops = PDBX_OP_BIT(op);
-            out[n].per_layer = pdbx_op_is_per_layer((pdbx_op)op);
-        }
-        return n;
-    }
-    for (int c = 0; c < PDBX_FASOP_COLS; c++, n++) {
-        snprintf(out[n].name, sizeof out[n].name, "%s", pdbx_fasop_col_name(c));
-        out[n].ops = pdbx_fasop_col_ops(c, 1);
-        out[n].per_layer = 1;
-        for (int op = 0; op < PDBX_OP_COUNT; op++)
-            if ((out[n].ops & PDBX_OP_BIT(op)) && !pdbx_op_is_per_layer((pdbx_op)op))
-                out[n].per_layer = 0;
-    }
-    return n;
+    return cli_attribution == PDBX_CLI_ATTR_FASOP ? PDBX_ATTR_FASOP : PDBX_ATTR_PURE;
 }
 
-int pdbx_cli_cell(const pdbx_point *p, const pdbx_cli_col *col, pdbx_stat_kind stat, double *value)
+int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_runtable *t)
 {
-    int valid = 0;
-    double sum = 0.0;
-    for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        if (!(col->ops & PDBX_OP_BIT(op)) || !p->op[op].valid)
-            continue;
-        sum += pdbx_stats_get(&p->op[op].stats, stat);
-        valid = 1;
-    }
-    *value = sum;
-    return valid;
+    if (pdbx_runtable_build(run, only_tp, t) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "out of memory");
+    return 0;
 }
 
-void pdbx_cli_row_fill(const pdbx_point *p, const pdbx_cli_col *cols, size_t ncols,
+void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t ncols,
                        pdbx_stat_kind stat, pdbx_cli_row *r)
 {
     memset(r, 0, sizeof *r);
-    for (size_t c = 0; c < ncols && c < PDBX_CLI_MAX_COLS; c++) {
-        r->valid[c] = pdbx_cli_cell(p, &cols[c], stat, &r->v[c]);
-        if (!r->valid[c])
-            continue;
-        r->total += r->v[c];
-        r->total_valid = 1;
-        if (cols[c].per_layer) {
-            r->layer += r->v[c];
-            r->layer_valid = 1;
-        }
+    for (size_t c = 0; c < ncols && c < PDBX_RT_MAX_COLS; c++) {
+        r->v[c] = pdbx_rt_col_value(p, &cols[c], stat);
+        r->valid[c] = isfinite(r->v[c]);
     }
-    if (stat == PDBX_STAT_STD)
-        r->layer_valid = r->total_valid = 0;
+    /* measured, never the sum of the columns (store/runtable.h) */
+    r->layer = pdbx_rt_value(&p->layer, stat);
+    r->total = pdbx_rt_value(&p->total, stat);
+    r->layer_valid = isfinite(r->layer);
+    r->total_valid = isfinite(r->total);
 }
 
 /* ---- spec fields as options ---------------------------------------------------------------- */

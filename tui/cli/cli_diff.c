@@ -11,10 +11,10 @@
 #include "store/util/fmt.h"
 
 static const pdbx_cli_opt diff_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "stat", "STAT", "statistic compared: mean (default), median, min, max, std" },
     { "format", "FMT", "table (default), json or csv (csv: one row per common cell)" },
-    { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" },
+    PDBX_CLI_OPT_ATTRIBUTION,
     { NULL, NULL, NULL },
 };
 
@@ -22,12 +22,11 @@ static const pdbx_cli_spec diff_spec = {
     .name = "diff", .args = "RUN_A RUN_B", .opts = diff_opts, .min_args = 2, .max_args = 2,
     .about = "Compares two runs cell by cell: for every (config, MBS, op) measured ok in both, the\n"
              "ratio B/A of the statistic (below 1: B is faster), then the geometric mean of the\n"
-             "ratios per op over all common cells. 'layer' and 'total' compare the row sums.\n"
+             "ratios per op over all common cells. 'layer' and 'total' compare the measured\n"
+             "layer and step cells (N/A in a run recorded without them).\n"
              "RUN is a unique prefix of a run id, or a path to a run file or recording.",
 };
 
-enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV };
-static const char *const formats[] = { "table", "json", "csv", NULL };
 
 typedef struct {
     const char *store;
@@ -44,13 +43,13 @@ static int diff_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
     if (strcmp(opt->name, "stat") == 0)
         return pdbx_cli_stat(opt->name, value, &a->stat, err, errlen);
     if (strcmp(opt->name, "format") == 0)
-        return pdbx_cli_choice(opt->name, value, formats, &a->format, err, errlen);
+        return pdbx_cli_choice(opt->name, value, pdbx_cli_formats, &a->format, err, errlen);
     if (strcmp(opt->name, "attribution") == 0)
         return pdbx_cli_choice(opt->name, value, pdbx_cli_attributions, &a->attribution, err, errlen);
     return 0;
 }
 
-#define MAX_DCOLS (PDBX_CLI_MAX_COLS + 2)   /* ops..., layer, total */
+#define MAX_DCOLS (PDBX_RT_MAX_COLS + 2)   /* ops..., layer, total */
 
 /* One common cell: A's and B's values of column `col` at (config, MBS). */
 typedef struct {
@@ -91,54 +90,62 @@ static int add_cell(diff_result *d, const int cfg[3], int mbs, size_t col, doubl
     return 0;
 }
 
-static const pdbx_point *find_point(const pdbx_point **pts, size_t n, int mbs)
+static const pdbx_rt_point *find_point(const pdbx_rt_config *c, int mbs)
 {
-    for (size_t i = 0; i < n; i++)
-        if (pts[i]->mbs == mbs)
-            return pts[i];
+    for (size_t i = 0; i < c->npoints; i++)
+        if (c->points[i].mbs == mbs)
+            return &c->points[i];
     return NULL;
+}
+
+/* The common ok points of config a (run A) and b (the same config in run B). 0 or -1 (OOM). */
+static int compare_config(const pdbx_rt_config *a, const pdbx_rt_config *b, const pdbx_rt_col *cols,
+                          size_t nc, pdbx_stat_kind stat, diff_result *d)
+{
+    const int cfg[3] = { a->tp, a->pp, a->dp };
+    for (size_t k = 0; k < a->npoints; k++) {
+        const pdbx_rt_point *p = &a->points[k], *q = find_point(b, p->mbs);
+        if (!q || p->status != PDBX_POINT_OK || q->status != PDBX_POINT_OK)
+            continue;
+        pdbx_cli_row x, y;
+        pdbx_cli_row_fill(p, cols, nc, stat, &x);
+        pdbx_cli_row_fill(q, cols, nc, stat, &y);
+        /* add_cell skips the cells that are N/A (NaN) on either side */
+        for (size_t c = 0; c < nc; c++)
+            if (add_cell(d, cfg, p->mbs, c, x.v[c], y.v[c]))
+                return -1;
+        if (add_cell(d, cfg, p->mbs, nc, x.layer, y.layer)
+            || add_cell(d, cfg, p->mbs, nc + 1, x.total, y.total))
+            return -1;
+    }
+    return 0;
 }
 
 static int compute(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args, diff_result *d)
 {
-    pdbx_cli_col cols[PDBX_CLI_MAX_COLS];
-    size_t nc = pdbx_cli_columns(args->attribution == PDBX_CLI_ATTR_FASOP, cols);
+    pdbx_rt_col cols[PDBX_RT_MAX_COLS];
+    size_t nc = pdbx_rt_columns(pdbx_cli_attr(args->attribution), cols);
     for (size_t c = 0; c < nc; c++)
         memcpy(d->names[c], cols[c].name, sizeof d->names[c]);   /* both char[32] */
     snprintf(d->names[nc], sizeof d->names[nc], "layer");
     snprintf(d->names[nc + 1], sizeof d->names[nc + 1], "total");
     d->ncols = nc + 2;
 
-    size_t cap = (ra->npoints > rb->npoints ? ra->npoints : rb->npoints) + 1;
-    const pdbx_point **pa = calloc(cap, sizeof *pa), **pb = calloc(cap, sizeof *pb);
-    int rc = -1;
-    if (!pa || !pb)
-        goto done;
-    int cfgs[256][3];
-    size_t ncfg = pdbx_cli_run_configs(ra, 0, cfgs, 256);
-    for (size_t i = 0; i < ncfg; i++) {
-        size_t na = pdbx_run_config_points(ra, cfgs[i][0], cfgs[i][1], cfgs[i][2], pa, cap);
-        size_t nb = pdbx_run_config_points(rb, cfgs[i][0], cfgs[i][1], cfgs[i][2], pb, cap);
-        for (size_t k = 0; k < na && nb; k++) {
-            const pdbx_point *p = pa[k], *q = find_point(pb, nb, p->mbs);
-            if (!q || p->status != PDBX_POINT_OK || q->status != PDBX_POINT_OK)
-                continue;
-            pdbx_cli_row x, y;
-            pdbx_cli_row_fill(p, cols, nc, (pdbx_stat_kind)args->stat, &x);
-            pdbx_cli_row_fill(q, cols, nc, (pdbx_stat_kind)args->stat, &y);
-            for (size_t c = 0; c < nc; c++)
-                if (x.valid[c] && y.valid[c] && add_cell(d, cfgs[i], p->mbs, c, x.v[c], y.v[c]))
-                    goto done;
-            if (x.layer_valid && y.layer_valid && add_cell(d, cfgs[i], p->mbs, nc, x.layer, y.layer))
-                goto done;
-            if (x.total_valid && y.total_valid && add_cell(d, cfgs[i], p->mbs, nc + 1, x.total, y.total))
-                goto done;
+    pdbx_runtable ta;
+    if (pdbx_runtable_build(ra, 0, &ta) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < ta.nconfigs && rc == 0; i++) {
+        const pdbx_rt_config *a = &ta.configs[i];
+        pdbx_rt_config b;
+        if (pdbx_rt_config_build(rb, a->tp, a->pp, a->dp, &b) != 0) {
+            rc = -1;
+            break;
         }
+        rc = compare_config(a, &b, cols, nc, (pdbx_stat_kind)args->stat, d);
+        pdbx_rt_config_free(&b);
     }
-    rc = 0;
-done:
-    free(pa);
-    free(pb);
+    pdbx_runtable_free(&ta);
     return rc;
 }
 
@@ -279,7 +286,7 @@ static void print_csv(const diff_result *d, FILE *out)
 
 int pdbx_cmd_diff(int argc, char **argv)
 {
-    diff_args a = { .stat = PDBX_STAT_MEAN, .format = FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
+    diff_args a = { .stat = PDBX_STAT_MEAN, .format = PDBX_CLI_FMT_TABLE, .attribution = PDBX_CLI_ATTR_PURE };
     char **pos;
     int npos;
     int rc = pdbx_cli_parse(&diff_spec, argc, argv, diff_opt, &a, &pos, &npos);
@@ -308,9 +315,9 @@ int pdbx_cmd_diff(int argc, char **argv)
         goto done;
     }
     int err = 0;
-    if (a.format == FMT_JSON)
+    if (a.format == PDBX_CLI_FMT_JSON)
         err = print_json(&ra, &rb, &a, &d, stdout);
-    else if (a.format == FMT_CSV)
+    else if (a.format == PDBX_CLI_FMT_CSV)
         print_csv(&d, stdout);
     else
         err = print_table(&ra, &rb, &a, &d, stdout);

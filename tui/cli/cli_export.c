@@ -1,14 +1,13 @@
 /* cli_export.c: `pdbx export RUN`: FASOP NPZ (--npz DIR), Vidur CSV (--csv DIR) and a Chrome
  * trace (--trace FILE), any combination; prints every file written, one per line. */
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "store/export/export.h"
+#include "store/util/fs.h"
 #include "tui/cli/cli.h"
 
 static const pdbx_cli_opt export_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "npz", "DIR", "write FASOP NPZ files {model}_{gpu}_{tp}.npz into DIR" },
     { "model-tag", "T", "FASOP model type in the NPZ names (default: the run's model tag)" },
     { "gpu-tag", "G", "GPU name in the NPZ names (default: the run's GPU tag)" },
@@ -59,12 +58,9 @@ static int export_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
         return pdbx_cli_choice(n, value, npz_attributions, &a->attribution, err, errlen);
     } else if (strcmp(n, "stat") == 0) {
         a->stat_set = 1;
-        if (pdbx_cli_stat(n, value, &a->stat, err, errlen) != 0)
+        if (pdbx_cli_stat(n, value, &a->stat, err, errlen) != 0
+            || pdbx_rt_check_time_stat((pdbx_stat_kind)a->stat, err, errlen) != 0)
             return -1;
-        if (a->stat == PDBX_STAT_STD) {
-            snprintf(err, errlen, "--stat: 'std' is not a time (allowed: mean, median, min, max)");
-            return -1;
-        }
     }
     /* A tag ends up in a file name: refuse path separators. */
     if ((a->model_tag == value || a->gpu_tag == value) && strchr(value, '/')) {
@@ -86,19 +82,7 @@ static int make_parent_dirs(const char *file, char *err, size_t errlen)
     if (!slash || slash == dir)
         return 0;
     *slash = '\0';
-    for (char *p = dir + 1; ; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "%.900s: cannot create directory: %s", dir, strerror(errno));
-            return -1;
-        }
-        *p = c;
-        if (c == '\0')
-            return 0;
-    }
+    return pdbx_mkdirs(dir, err, errlen);
 }
 
 static void print_written(const char *path, void *ctx)

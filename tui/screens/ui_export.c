@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "store/export/export.h"
+#include "store/util/fs.h"
 #include "tui/ui_app.h"
 
 enum { F_FORMAT, F_DIR, F_MODEL, F_GPU, F_ATTR, F_STAT, NFIELDS };
@@ -53,25 +54,6 @@ static void wrote(const char *path, void *ctx)
         snprintf(e->report[e->nreport++], sizeof(e->report[0]), "%s", path);
 }
 
-static int mkdir_p(const char *path, char *err, size_t errlen)
-{
-    char tmp[PDBX_PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "cannot create %.400s: %s", tmp, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (!c) break;
-        }
-    }
-    return 0;
-}
-
 static void do_export(ui_app *app)
 {
     ui_export_state *e = &app->exp;
@@ -82,7 +64,9 @@ static void do_export(ui_app *app)
         ui_app_message(app, 1, "directory: empty (give a directory to write into)");
         return;
     }
-    if (mkdir_p(e->dir, err, sizeof(err)) != 0) {
+    /* the NPZ refuses std exactly as `pdbx export` does (store/runtable.h), before any mkdir */
+    if ((e->format == 0 && pdbx_rt_check_time_stat((pdbx_stat_kind)e->stat, err, sizeof(err)) != 0)
+        || pdbx_mkdirs(e->dir, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "%s", err);
         return;
     }

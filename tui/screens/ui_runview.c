@@ -143,8 +143,9 @@ static void draw_table(ui_app *app, ui_rect b, const ui_matrix *m, int share)
             double x = m->v[op][first + i];
             char s[32];
             if (share) {
-                if (isnan(x) || !(m->total[first + i] > 0)) snprintf(s, sizeof(s), "N/A");
-                else snprintf(s, sizeof(s), "%.1f%%", 100 * x / m->total[first + i]);
+                double sh = m->share[op][first + i];   /* op / measured layer or total */
+                if (isnan(sh)) snprintf(s, sizeof(s), "N/A");
+                else snprintf(s, sizeof(s), "%.1f%%", 100 * sh);
             } else {
                 ui_format_value(x, s, sizeof(s));
             }

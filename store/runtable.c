@@ -1,0 +1,184 @@
+/* runtable.c: the one builder of the run table (runtable.h). */
+#include "store/runtable.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/util/err.h"
+
+static const pdbx_stats no_stats = { 0, NAN, NAN, NAN, NAN, NAN };
+
+/* A measured cell keeps its statistics; anything else reads NaN, so no view can mistake an
+ * unmeasured cell for a 0 ms one. */
+static pdbx_rt_cell cell_of(const pdbx_cell *c)
+{
+    pdbx_rt_cell r = { 0, no_stats, NAN, NAN };
+    if (c->valid) {
+        r.valid = 1;
+        r.stats = c->stats;
+        r.flops = c->flops;
+        r.bytes = c->bytes;
+    }
+    return r;
+}
+
+static void point_of(const pdbx_point *p, pdbx_rt_point *out)
+{
+    out->point = p;
+    out->mbs = p->mbs;
+    out->status = p->status;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        out->op[op] = cell_of(&p->op[op]);
+    out->layer = cell_of(&p->layer);     /* measured, never a sum of op cells */
+    out->total = cell_of(&p->total);
+    out->comm[PDBX_RT_COMM_TP] = &p->tp_allreduce;
+    out->comm[PDBX_RT_COMM_PP] = &p->pp_sendrecv;
+    out->comm[PDBX_RT_COMM_DP] = &p->dp_allreduce;
+}
+
+int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_rt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    out->tp = tp;
+    out->pp = pp;
+    out->dp = dp;
+    size_t cap = run->npoints ? run->npoints : 1;
+    const pdbx_point **pts = malloc(cap * sizeof *pts);
+    out->points = calloc(cap, sizeof *out->points);
+    if (!pts || !out->points) {
+        free(pts);
+        pdbx_rt_config_free(out);
+        return -1;
+    }
+    out->npoints = pdbx_run_config_points(run, tp, pp, dp, pts, cap);
+    for (size_t i = 0; i < out->npoints; i++) {
+        point_of(pts[i], &out->points[i]);
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            out->op_present[op] |= out->points[i].op[op].valid;
+    }
+    free(pts);
+    return 0;
+}
+
+void pdbx_rt_config_free(pdbx_rt_config *c)
+{
+    free(c->points);
+    c->points = NULL;
+    c->npoints = 0;
+}
+
+int pdbx_runtable_build(const pdbx_run *run, int only_tp, pdbx_runtable *t)
+{
+    memset(t, 0, sizeof *t);
+    t->run = run;
+    size_t cap = run->npoints ? run->npoints : 1;
+    int (*cfgs)[3] = malloc(cap * sizeof *cfgs);
+    t->configs = calloc(cap, sizeof *t->configs);
+    if (!cfgs || !t->configs) {
+        free(cfgs);
+        pdbx_runtable_free(t);
+        return -1;
+    }
+    size_t n = pdbx_run_configs(run, cfgs, cap);
+    for (size_t i = 0; i < n; i++) {
+        if (only_tp > 0 && cfgs[i][0] != only_tp)
+            continue;
+        if (pdbx_rt_config_build(run, cfgs[i][0], cfgs[i][1], cfgs[i][2],
+                                 &t->configs[t->nconfigs]) != 0) {
+            free(cfgs);
+            pdbx_runtable_free(t);
+            return -1;
+        }
+        t->nconfigs++;
+    }
+    free(cfgs);
+    return 0;
+}
+
+void pdbx_runtable_free(pdbx_runtable *t)
+{
+    for (size_t i = 0; t->configs && i < t->nconfigs; i++)
+        pdbx_rt_config_free(&t->configs[i]);
+    free(t->configs);
+    t->configs = NULL;
+    t->nconfigs = 0;
+}
+
+double pdbx_rt_value(const pdbx_rt_cell *c, pdbx_stat_kind stat)
+{
+    return c->valid ? pdbx_stats_get(&c->stats, stat) : NAN;
+}
+
+const char *pdbx_rt_comm_name(int kind)
+{
+    static const char *const names[PDBX_RT_NCOMM] = { "tp_allreduce", "pp_sendrecv", "dp_allreduce" };
+    return kind >= 0 && kind < PDBX_RT_NCOMM ? names[kind] : "?";
+}
+
+/* ---- attribution -------------------------------------------------------------------------- */
+static void set_col(pdbx_rt_col *c, const char *name, uint32_t ops)
+{
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->ops = ops;
+    c->per_layer = 1;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if ((ops & PDBX_OP_BIT(op)) && !pdbx_op_is_per_layer((pdbx_op)op))
+            c->per_layer = 0;
+}
+
+size_t pdbx_rt_fasop_columns(pdbx_attribution attr, pdbx_rt_col *out)
+{
+    for (int c = 0; c < PDBX_FASOP_COLS; c++)
+        set_col(&out[c], pdbx_fasop_col_name(c), pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP));
+    return PDBX_FASOP_COLS;
+}
+
+size_t pdbx_rt_columns(pdbx_attribution attr, pdbx_rt_col *out)
+{
+    if (attr == PDBX_ATTR_FASOP)
+        return pdbx_rt_fasop_columns(attr, out);
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        set_col(&out[op], pdbx_op_name((pdbx_op)op), PDBX_OP_BIT(op));
+    return PDBX_OP_COUNT;
+}
+
+double pdbx_rt_col_value(const pdbx_rt_point *p, const pdbx_rt_col *col, pdbx_stat_kind stat)
+{
+    int nops = 0, valid = 0;
+    double sum = 0.0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        if (!(col->ops & PDBX_OP_BIT(op)))
+            continue;
+        nops++;
+        if (!p->op[op].valid)
+            continue;
+        sum += pdbx_stats_get(&p->op[op].stats, stat);
+        valid = 1;
+    }
+    if (!valid || (stat == PDBX_STAT_STD && nops > 1))
+        return NAN;
+    return sum;
+}
+
+int pdbx_rt_check_time_stat(pdbx_stat_kind stat, char *err, size_t errlen)
+{
+    if ((int)stat >= 0 && stat < PDBX_STAT_COUNT_KINDS && stat != PDBX_STAT_STD)
+        return 0;
+    if (stat == PDBX_STAT_STD)
+        pdbx_errf(err, errlen, "--stat: 'std' is not a time (allowed: mean, median, min, max)");
+    else
+        pdbx_errf(err, errlen, "--stat: %d is not a statistic (allowed: mean, median, min, max)",
+                  (int)stat);
+    return -1;
+}
+
+double pdbx_rt_share(const pdbx_rt_point *p, pdbx_op op, pdbx_stat_kind stat)
+{
+    const pdbx_rt_cell *whole = pdbx_op_is_per_layer(op) ? &p->layer : &p->total;
+    double part = pdbx_rt_value(&p->op[op], stat), den = pdbx_rt_value(whole, stat);
+    if (!isfinite(part) || !(den > 0))
+        return NAN;
+    return part / den;
+}
