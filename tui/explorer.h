@@ -1,4 +1,4 @@
-/* explorer.h: entry points of the ncurses explorer, called from tui/pdbx_main.c.
+/* explorer.h: entry points of the ncurses explorer, called from tui/cli/pdbx_main.c.
  *
  *   pdbx [--store DIR] [--theme NAME|FILE] [--no-color] [--ascii] [--preset NAME]
  *        opens the explorer on the runs screen (`n` opens the new-sweep form with the preset,
@@ -12,7 +12,10 @@
 #ifndef PDBX_EXPLORER_H
 #define PDBX_EXPLORER_H
 
-int pdbx_explorer_main(int argc, char **argv);
-int pdbx_replay_main(int argc, char **argv);
+#include "tui/screen.h"
+
+/* screens: the registry indexed by ui_screen_id (tui/screens/screens.h gives the program's). */
+int pdbx_explorer_main(int argc, char **argv, const ui_screen_ops *const *screens);
+int pdbx_replay_main(int argc, char **argv, const ui_screen_ops *const *screens);
 
 #endif

@@ -9,7 +9,10 @@
 #include <time.h>
 
 #include "engine/launch/launch.h"
+#include "store/util/clock.h"
+#include "store/util/fmt.h"
 #include "tui/ui_app.h"
+#include "tui/ui_replay.h"
 
 static int apply_event(const cJSON *ev, void *ctx)
 {
@@ -18,19 +21,36 @@ static int apply_event(const cJSON *ev, void *ctx)
     return 0;
 }
 
-void ui_monitor_close(ui_app *app)
+typedef struct {
+    char id[PDBX_RUN_ID_MAX];
+    char path[PDBX_PATH_MAX];
+    pdbx_run run;
+    uint64_t offset;
+    char corrupt[256];
+    double opened;           /* monotonic */
+    double last_liveness;
+    /* replay */
+    int replay;
+    ui_replay rp;
+    double last_wall;
+    int paused;
+    int scroll;
+    long drawn_second;       /* the elapsed second last drawn (redraw when it moves) */
+} mon_state;
+
+static void monitor_close(void *st)
 {
-    ui_monitor_state *m = &app->mon;
-    if (m->have_run)
-        pdbx_run_free(&m->run);
+    mon_state *m = st;
+    if (!m)
+        return;
+    pdbx_run_free(&m->run);
     if (m->replay)
         ui_replay_free(&m->rp);
-    memset(m, 0, sizeof(*m));
+    free(m);
 }
 
-static int tail(ui_app *app)
+static int tail(ui_app *app, mon_state *m)
 {
-    ui_monitor_state *m = &app->mon;
     pdbx_scan_result res;
     char err[256];
     if (pdbx_scan_file(m->path, m->offset, apply_event, &m->run, &res, err, sizeof(err)) != 0) {
@@ -43,31 +63,23 @@ static int tail(ui_app *app)
     return (int)res.events;
 }
 
-int ui_monitor_open(ui_app *app, const char *id)
+static int open_run(ui_app *app, mon_state *m, const char *id)
 {
-    ui_monitor_close(app);
-    ui_monitor_state *m = &app->mon;
     snprintf(m->id, sizeof(m->id), "%s", id);
     if (pdbx_store_run_path(app->store, id, m->path, sizeof(m->path)) != 0) {
         ui_app_message(app, 1, "cannot locate run %s", id);
         return -1;
     }
-    pdbx_run_init(&m->run);
-    m->have_run = 1;
-    m->opened = ui_now();
-    if (tail(app) < 0) {
-        ui_monitor_close(app);
+    m->opened = pdbx_mono_s();
+    if (tail(app, m) < 0)
         return -1;
-    }
     pdbx_run_refresh_liveness(&m->run);
-    m->last_liveness = ui_now();
+    m->last_liveness = pdbx_mono_s();
     return 0;
 }
 
-int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
+static int open_replay(ui_app *app, mon_state *m, const char *path, double speed)
 {
-    ui_monitor_close(app);
-    ui_monitor_state *m = &app->mon;
     char err[256];
     if (ui_replay_load(path, speed, &m->rp, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "%s", err);
@@ -75,9 +87,7 @@ int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
     }
     m->replay = 1;
     snprintf(m->path, sizeof(m->path), "%s", path);
-    pdbx_run_init(&m->run);
-    m->have_run = 1;
-    m->opened = m->last_wall = ui_now();
+    m->opened = m->last_wall = pdbx_mono_s();
     ui_replay_advance(&m->rp, 0, &m->run);
     snprintf(m->id, sizeof(m->id), "%s", m->run.id);
     if (m->rp.corrupt)
@@ -85,12 +95,33 @@ int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
     return 0;
 }
 
-static int monitor_tick(ui_app *app)
+static void *monitor_open(ui_app *app, const void *arg)
 {
-    ui_monitor_state *m = &app->mon;
-    if (!m->have_run)
-        return UI_H_NONE;
-    double now = ui_now();
+    const ui_monitor_arg *a = arg;
+    mon_state *m = calloc(1, sizeof(*m));
+    if (!m) {
+        ui_app_message(app, 1, "out of memory opening the monitor");
+        return NULL;
+    }
+    pdbx_run_init(&m->run);
+    int rc = a->id ? open_run(app, m, a->id) : open_replay(app, m, a->replay_path, a->speed);
+    if (rc != 0) {
+        monitor_close(m);
+        return NULL;
+    }
+    return m;
+}
+
+static unsigned monitor_keys(const void *st)
+{
+    const mon_state *m = st;
+    return m->replay ? UI_SCR_REPLAY : UI_SCR_MONITOR;
+}
+
+static int monitor_tick(ui_app *app, void *st)
+{
+    mon_state *m = st;
+    double now = pdbx_mono_s();
     int changed = 0;
     if (m->replay) {
         double dt = m->paused ? 0 : now - m->last_wall;
@@ -105,7 +136,7 @@ static int monitor_tick(ui_app *app)
             snprintf(m->id, sizeof(m->id), "%s", m->run.id);
     } else {
         int before = m->run.status;
-        changed = tail(app) != 0;
+        changed = tail(app, m) != 0;
         if (!m->run.have_end && now - m->last_liveness >= 1.0) {
             pdbx_run_refresh_liveness(&m->run);
             m->last_liveness = now;
@@ -121,27 +152,26 @@ static int monitor_tick(ui_app *app)
     return changed ? UI_H_REDRAW : UI_H_NONE;
 }
 
-static void do_cancel(ui_app *app)
+static void do_cancel(ui_app *app, void *st)
 {
+    const mon_state *m = st;
     char err[256];
-    if (pdbx_launch_cancel(app->store, app->mon.id, err, sizeof(err)) != 0)
+    if (pdbx_launch_cancel(app->store, m->id, err, sizeof(err)) != 0)
         ui_app_message(app, 1, "%s", err);
     else
         ui_app_message(app, 0, "cancel sent: the point in flight finishes, then the run ends 'cancelled'");
 }
 
-static int monitor_key(ui_app *app, int key, ui_action act)
+static int monitor_key(ui_app *app, void *st, int key, ui_action act)
 {
     (void)key;
-    ui_monitor_state *m = &app->mon;
+    mon_state *m = st;
     switch (act) {
     case UI_ACT_BACK:
-        if (app->replay_only)
+        if (app->depth == 1)     /* `pdbx replay`: nothing below, leaving the monitor quits */
             return UI_H_QUIT;
-        ui_monitor_close(app);
-        ui_app_switch(app, app->monitor_back);
-        if (app->monitor_back == UI_SCREEN_RUNS)
-            ui_app_message(app, 0, "the sweep keeps running in the background; Enter on it reattaches");
+        ui_app_pop(app);
+        ui_app_message(app, 0, "the sweep keeps running in the background; Enter on it reattaches");
         return UI_H_HANDLED;
     case UI_ACT_CANCEL_SWEEP:
         if (m->replay) {
@@ -152,7 +182,7 @@ static int monitor_key(ui_app *app, int key, ui_action act)
             ui_app_message(app, 1, "run %s is not running (%s)", m->id, pdbx_run_status_name(m->run.status));
             return UI_H_HANDLED;
         }
-        ui_app_confirm(app, do_cancel, "cancel sweep %s?", m->id);
+        ui_app_confirm(app, do_cancel, m, "cancel sweep %s?", m->id);
         return UI_H_HANDLED;
     case UI_ACT_OPEN:
         /* a key in the bar never does nothing silently: say when the results can open */
@@ -160,9 +190,10 @@ static int monitor_key(ui_app *app, int key, ui_action act)
             return UI_H_HANDLED;   /* not bound on the replay screen */
         if (!m->run.have_end)
             ui_app_message(app, 1, "the results open when the sweep ends (Esc leaves it running)");
-        else if (ui_runview_open(app, m->id) == 0) {
-            ui_monitor_close(app);
-            ui_app_switch(app, UI_SCREEN_RUNVIEW);
+        else {
+            char id[PDBX_RUN_ID_MAX];
+            snprintf(id, sizeof(id), "%s", m->id);   /* m is freed when the run view replaces it */
+            ui_app_replace(app, UI_SCREEN_RUNVIEW, id);
         }
         return UI_H_HANDLED;
     case UI_ACT_FASTER:
@@ -236,9 +267,9 @@ static int put_wrapped(int y, int x, int w, int max_rows, ui_role role, const ch
     return rows;
 }
 
-static void monitor_draw(ui_app *app, ui_rect b)
+static void monitor_draw(ui_app *app, void *st, ui_rect b)
 {
-    ui_monitor_state *m = &app->mon;
+    mon_state *m = st;
     pdbx_run *run = &m->run;
     int y = b.y, w = b.w - 2;
     const char *status = m->replay && !ui_replay_done(&m->rp) ? "replaying" : pdbx_run_status_name(run->status);
@@ -259,8 +290,8 @@ static void monitor_draw(ui_app *app, ui_rect b)
     double eta = (done > 0 && !run->have_end && total > done) ? elapsed / done * (total - done)
                : (run->have_end && run->status == PDBX_RUN_COMPLETE ? 0 : NAN);
     char el[32], et[32];
-    ui_format_duration(elapsed, el, sizeof(el));
-    ui_format_duration(eta, et, sizeof(et));
+    pdbx_fmt_duration(elapsed, el, sizeof(el));
+    pdbx_fmt_duration(eta, et, sizeof(et));
     int barw = w - 48;
     if (barw < 10) barw = 10;
     ui_canvas c;
@@ -365,5 +396,5 @@ static void monitor_draw(ui_app *app, ui_rect b)
     }
 }
 
-const ui_screen ui_screen_monitor = { "monitor", UI_SCR_MONITOR, 250, monitor_tick,
-                                      monitor_key, monitor_draw };
+const ui_screen_ops ui_screen_monitor = { "monitor", UI_SCR_MONITOR, 250, monitor_open, monitor_close, monitor_draw,
+                                          monitor_key, monitor_tick, NULL, monitor_keys };
