@@ -1,4 +1,4 @@
-/* explorer.c: command line, terminal setup and teardown of the explorer (see explorer.h). */
+/* explorer.c: terminal setup and teardown of the explorer around the loop (see explorer.h). */
 #include "tui/explorer.h"
 
 #include <curses.h>
@@ -11,74 +11,6 @@
 #include <unistd.h>
 
 #include "tui/ui_app.h"
-
-typedef struct {
-    const char *store, *theme, *preset, *replay_file;
-    int no_color, ascii;
-    double speed;
-} explorer_opts;
-
-static void usage(FILE *out, int replay)
-{
-    if (replay)
-        fprintf(out, "usage: pdbx replay FILE [--speed X] [--store DIR] [--theme NAME|FILE] [--no-color] [--ascii]\n"
-                     "  plays a recording (a run file) through the monitor; +/- change the speed, Space pauses, q quits\n");
-    else
-        fprintf(out, "usage: pdbx [--store DIR] [--theme NAME|FILE] [--no-color] [--ascii] [--preset NAME]\n"
-                     "  opens the explorer: runs, new sweep (n), monitor, results, compare, export; ? lists the keys\n"
-                     "  --store DIR      the run store (default $PDBX_STORE, else ~/.local/share/pdbx)\n"
-                     "  --theme NAME     a theme of themes/ (default-dark, light, monochrome, high-contrast) or a file\n"
-                     "  --no-color       monochrome (also when NO_COLOR is set or the terminal has no colours)\n"
-                     "  --ascii          plain ASCII charts even in a UTF-8 locale\n"
-                     "  --preset NAME    the sweep preset the new-sweep form starts from (default quick)\n");
-}
-
-/* Parses options from argv[first..]; returns 0, 1 for --help, or 2 (usage error, reported). */
-static int parse(int argc, char **argv, int first, int replay, explorer_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->speed = 1;
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        int has_next = i + 1 < argc;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout, replay);
-            return 1;
-        } else if (strcmp(a, "--no-color") == 0 || strcmp(a, "--no-colour") == 0) {
-            o->no_color = 1;
-        } else if (strcmp(a, "--ascii") == 0) {
-            o->ascii = 1;
-        } else if ((strcmp(a, "--store") == 0 || strcmp(a, "--theme") == 0 || strcmp(a, "--preset") == 0
-                    || strcmp(a, "--speed") == 0) && !has_next) {
-            fprintf(stderr, "pdbx: %s needs a value\n", a);
-            return 2;
-        } else if (strcmp(a, "--store") == 0) {
-            o->store = argv[++i];
-        } else if (strcmp(a, "--theme") == 0) {
-            o->theme = argv[++i];
-        } else if (strcmp(a, "--preset") == 0 && !replay) {
-            o->preset = argv[++i];
-        } else if (strcmp(a, "--speed") == 0 && replay) {
-            char *end;
-            o->speed = strtod(argv[++i], &end);
-            if (*end || !(o->speed > 0) || o->speed > 1e6) {
-                fprintf(stderr, "pdbx replay: --speed: '%s' is not a positive number (allowed: e.g. 0.5, 1, 10)\n", argv[i]);
-                return 2;
-            }
-        } else if (replay && a[0] != '-' && !o->replay_file) {
-            o->replay_file = a;
-        } else {
-            fprintf(stderr, "pdbx%s: unknown argument '%s' (see pdbx%s --help)\n", replay ? " replay" : "", a,
-                    replay ? " replay" : "");
-            return 2;
-        }
-    }
-    if (replay && !o->replay_file) {
-        fprintf(stderr, "pdbx replay: missing FILE (a recording or a run file)\n");
-        return 2;
-    }
-    return 0;
-}
 
 /* 1 when DIR/runs holds no run file (a quick readdir, not a listing). */
 static int store_is_empty(const char *dir)
@@ -109,7 +41,7 @@ static void restore_terminal(void)
 }
 
 /* Theme from --theme, else the saved choice, else default-dark; monochrome when asked. */
-static void choose_theme(ui_app *app, const explorer_opts *o)
+static void choose_theme(ui_app *app, const pdbx_explorer_opts *o)
 {
     char err[256];
     ui_theme_warnings w = { 0 };
@@ -132,7 +64,7 @@ static void choose_theme(ui_app *app, const explorer_opts *o)
 
 /* Everything before curses: locale, settings, colour choice and the store (whose errors wait
  * on the message line). Returns 0, or 1 when there is no terminal to run on. */
-static int prepare(ui_app *app, const explorer_opts *o)
+static int prepare(ui_app *app, const pdbx_explorer_opts *o)
 {
     char err[512];
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
@@ -159,7 +91,7 @@ static int prepare(ui_app *app, const explorer_opts *o)
 }
 
 /* curses on the terminal; NULL (said on stderr) when the terminal type cannot be driven. */
-static SCREEN *start_curses(ui_app *app, const explorer_opts *o)
+static SCREEN *start_curses(ui_app *app, const pdbx_explorer_opts *o)
 {
     SCREEN *scr = newterm(NULL, stdout, stdin);
     if (!scr) {
@@ -188,7 +120,7 @@ static SCREEN *start_curses(ui_app *app, const explorer_opts *o)
 
 /* The first screens: the replay's monitor alone, or the runs (with the new-sweep form on top
  * for a store without runs). Returns 0, or 1 when the replay cannot start. */
-static int open_first(ui_app *app, const explorer_opts *o, int replay)
+static int open_first(ui_app *app, const pdbx_explorer_opts *o, int replay)
 {
     if (replay) {
         if (ui_app_push(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .replay_path = o->replay_file,
@@ -210,7 +142,7 @@ static int open_first(ui_app *app, const explorer_opts *o, int replay)
     return 0;
 }
 
-static int run_explorer(explorer_opts *o, int replay, const ui_screen_ops *const *screens)
+static int run_explorer(const pdbx_explorer_opts *o, int replay, const ui_screen_ops *const *screens)
 {
     static ui_app app;            /* one per process */
     int rc = 1;
@@ -231,18 +163,7 @@ static int run_explorer(explorer_opts *o, int replay, const ui_screen_ops *const
     return rc;
 }
 
-int pdbx_explorer_main(int argc, char **argv, const ui_screen_ops *const *screens)
+int pdbx_explorer_run(const pdbx_explorer_opts *o, const ui_screen_ops *const *screens)
 {
-    explorer_opts o;
-    int r = parse(argc, argv, 1, 0, &o);
-    if (r) return r == 1 ? 0 : 2;
-    return run_explorer(&o, 0, screens);
-}
-
-int pdbx_replay_main(int argc, char **argv, const ui_screen_ops *const *screens)
-{
-    explorer_opts o;
-    int r = parse(argc, argv, 1, 1, &o);
-    if (r) return r == 1 ? 0 : 2;
-    return run_explorer(&o, 1, screens);
+    return run_explorer(o, o->replay_file != NULL, screens);
 }

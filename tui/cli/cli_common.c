@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/util/text.h"
+
 #define OPT_BASE 1000          /* getopt_long val of opts[i] is OPT_BASE + i */
 #define CLI_ERR_MAX 1024
 
@@ -56,33 +58,13 @@ void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
     fprintf(out, "  %-*s  %s\n", (int)w, "-h, --help", "print this help and exit");
 }
 
-/* Edit distance, for "did you mean" on unknown options. Short strings only. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return (size_t)-1;
-    size_t prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
-    }
-    return prev[lb];
-}
-
+/* The option within two edits of name, for "did you mean" on unknown options. */
 static const char *closest_option(const pdbx_cli_spec *spec, const char *name)
 {
     const char *best = NULL;
     size_t best_d = 3;         /* suggest only within two edits */
     for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
-        size_t d = edit_distance(name, o->name);
+        size_t d = pdbx_edit_distance(name, o->name);
         if (d < best_d) {
             best_d = d;
             best = o->name;

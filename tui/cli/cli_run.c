@@ -20,8 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tui/cli/cli.h"
 #include "engine/launch/launch.h"
+#include "store/util/clock.h"
+#include "store/util/fmt.h"
+#include "tui/cli/cli.h"
 
 #define EXIT_CANCELLED 3
 
@@ -34,13 +36,6 @@ static void on_interrupt(int sig)
     interrupts++;
 }
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 typedef struct {
     pdbx_run run;
     char err[256];
@@ -51,21 +46,6 @@ static int fold(const cJSON *ev, void *ctx)
     fold_ctx *f = ctx;
     pdbx_run_apply(&f->run, ev, f->err, sizeof f->err);   /* a malformed event is skipped */
     return 0;
-}
-
-static void fmt_dur(double s, char *buf, size_t len)
-{
-    if (!(s >= 0) || !isfinite(s)) {
-        snprintf(buf, len, "--");
-        return;
-    }
-    long t = (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-    else if (t >= 60)
-        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, len, "%lds", t);
 }
 
 /* Last progress heartbeat values not kept by pdbx_run: read straight from the events. */
@@ -85,7 +65,7 @@ static int read_beat(const cJSON *ev, void *ctx)
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(ev, "t");
     b->elapsed = cJSON_IsNumber(el) ? el->valuedouble : NAN;
     b->eta = cJSON_IsNumber(eta) ? eta->valuedouble : NAN;
-    b->at = cJSON_IsNumber(at) ? at->valuedouble : wall_s();
+    b->at = cJSON_IsNumber(at) ? at->valuedouble : pdbx_wall_s();
     b->have = 1;
     return 0;
 }
@@ -111,14 +91,14 @@ static void draw(const watch_state *w, int tty, int *last_done)
     if (r->progress_done > done)
         done = (int)r->progress_done;
     /* an ended run's clock stops at its last event (attach to a run that ended long ago) */
-    double now = r->have_end && r->last_event > 0 ? r->last_event : wall_s();
+    double now = r->have_end && r->last_event > 0 ? r->last_event : pdbx_wall_s();
     double elapsed = w->b.have ? w->b.elapsed + (now - w->b.at) : now - r->created;
     double eta = w->b.have ? w->b.eta - (now - w->b.at) : NAN;
     if (eta < 0 || r->have_end)
         eta = 0;
     char el[32], et[32], cur[96] = "";
-    fmt_dur(elapsed, el, sizeof el);
-    fmt_dur(eta, et, sizeof et);
+    pdbx_fmt_duration(elapsed, el, sizeof el);
+    pdbx_fmt_duration(eta, et, sizeof et);
     if (r->have_end) {
         /* no point or op is current any more */
     } else if (r->current_point >= 0 && (size_t)r->current_point < r->npoints) {
@@ -176,7 +156,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
         draw(&w, tty, &last_done);
         if (w.f.run.have_end)
             break;
-        double now = wall_s();
+        double now = pdbx_wall_s();
         if (now >= next_live) {          /* the supervisor died without run_end? */
             pdbx_run_refresh_liveness(&w.f.run);
             if (w.f.run.status == PDBX_RUN_FAILED)
