@@ -125,6 +125,44 @@ static void draw(const watch_state *w, int tty, int *last_done)
 
 /* Watches run `id` until it ends (or stops being alive, or the user gives up). Returns the
  * exit code for the run's final status. cancel_on_int: Ctrl-C cancels the sweep. */
+/* Ctrl-C while watching: the first cancels the sweep (when asked to), the next one stops
+ * watching. Returns 1 to stop watching. */
+static int stop_on_interrupt(const char *cmd, pdbx_store *st, const char *id, int tty, int cancel_on_int,
+                             int *cancel_sent)
+{
+    char err[256];
+    if (tty)
+        fputc('\n', stderr);
+    if (cancel_on_int && !*cancel_sent) {
+        fprintf(stderr, "pdbx %s: cancelling %s (Ctrl-C again to stop watching)\n", cmd, id);
+        if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
+            fprintf(stderr, "pdbx %s: %s\n", cmd, err);
+        *cancel_sent = 1;
+        interrupts = 0;
+        return 0;
+    }
+    fprintf(stderr, "pdbx %s: stopped watching; %s goes on in the background (pdbx attach %s)\n", cmd, id, id);
+    return 1;
+}
+
+/* The line saying how the run ended, and the exit status for it. */
+static int report_end(const char *cmd, const char *id, const pdbx_run *run)
+{
+    switch (run->status) {
+    case PDBX_RUN_COMPLETE:
+        fprintf(stderr, "pdbx %s: run %s complete (%zu points)\n", cmd, id, run->npoints);
+        return PDBX_EXIT_OK;
+    case PDBX_RUN_CANCELLED:
+        fprintf(stderr, "pdbx %s: run %s cancelled%s%s\n", cmd, id, run->end_reason[0] ? ": " : "",
+                run->end_reason);
+        return EXIT_CANCELLED;
+    default:
+        fprintf(stderr, "pdbx %s: run %s %s%s%s\n", cmd, id, pdbx_run_status_name(run->status),
+                run->end_reason[0] ? ": " : "", run->end_reason);
+        return PDBX_EXIT_FAIL;
+    }
+}
+
 static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_int)
 {
     char path[PDBX_PATH_MAX];
@@ -133,7 +171,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
     memset(&w, 0, sizeof w);
     pdbx_run_init(&w.f.run);
     uint64_t off = 0;
-    int tty = isatty(2), last_done = -1, cancel_sent = 0, rc = PDBX_EXIT_OK;
+    int tty = isatty(2), last_done = -1, cancel_sent = 0, rc;
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;
@@ -163,19 +201,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
                 break;
             next_live = now + 2.0;
         }
-        if (interrupts && cancel_on_int && !cancel_sent) {
-            if (tty)
-                fputc('\n', stderr);
-            fprintf(stderr, "pdbx %s: cancelling %s (Ctrl-C again to stop watching)\n", cmd, id);
-            if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
-                fprintf(stderr, "pdbx %s: %s\n", cmd, err);
-            cancel_sent = 1;
-            interrupts = 0;
-        } else if (interrupts && (cancel_sent || !cancel_on_int)) {
-            if (tty)
-                fputc('\n', stderr);
-            fprintf(stderr, "pdbx %s: stopped watching; %s goes on in the background "
-                    "(pdbx attach %s)\n", cmd, id, id);
+        if (interrupts && stop_on_interrupt(cmd, st, id, tty, cancel_on_int, &cancel_sent)) {
             rc = PDBX_EXIT_OK;
             goto out;
         }
@@ -184,22 +210,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
     }
     if (tty)
         fputc('\n', stderr);
-    switch (w.f.run.status) {
-    case PDBX_RUN_COMPLETE:
-        fprintf(stderr, "pdbx %s: run %s complete (%zu points)\n", cmd, id, w.f.run.npoints);
-        rc = PDBX_EXIT_OK;
-        break;
-    case PDBX_RUN_CANCELLED:
-        fprintf(stderr, "pdbx %s: run %s cancelled%s%s\n", cmd, id, w.f.run.end_reason[0] ? ": " : "",
-                w.f.run.end_reason);
-        rc = EXIT_CANCELLED;
-        break;
-    default:
-        fprintf(stderr, "pdbx %s: run %s %s%s%s\n", cmd, id, pdbx_run_status_name(w.f.run.status),
-                w.f.run.end_reason[0] ? ": " : "", w.f.run.end_reason[0] ? w.f.run.end_reason : "");
-        rc = PDBX_EXIT_FAIL;
-        break;
-    }
+    rc = report_end(cmd, id, &w.f.run);
 out:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -344,17 +344,16 @@ static int form_key(ui_app *app, void *st, int key, ui_action act)
     return UI_H_HANDLED;
 }
 
-static void form_draw(ui_app *app, void *st, ui_rect b)
+/* The fields (left column) with the text cursor in the selected one, then the planner's
+ * messages under them, full width; returns the row below the fields. */
+static int draw_fields(ui_app *app, const form_state *f, ui_rect b, int left_w)
 {
-    form_state *f = st;
     const int lw = 19;
-    int left_w = b.w * 52 / 100;
-    if (left_w < 46) left_w = 46;
     int vw = left_w - lw - 3;
     int y = b.y;
     ui_put(y++, 1, left_w, UI_C_HEADER, 1, "New sweep");
     for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++) {
-        form_field *x = &f->f[i];
+        const form_field *x = &f->f[i];
         int active = i == f->sel;
         ui_put(y, 1, 1, UI_C_BAD, 1, "%s", x->error[0] ? "!" : " ");
         ui_put(y, 2, lw, x->error[0] ? UI_C_BAD : UI_C_NORMAL, 1, "%s", x->label);
@@ -393,10 +392,14 @@ static void form_draw(ui_app *app, void *st, ui_rect b)
     if (erows > 1)
         ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
                "Up/Down field  Left/Right preset or choice  ^U clear  PgUp/PgDn preview");
-    /* preview, beside the fields */
+    return preview_end;
+}
+
+/* The preview beside the fields: the points, their predicted memory and OOM marks. */
+static void draw_preview(form_state *f, ui_rect b, int left_w)
+{
     int px = left_w + 2, pw = b.w - px - 1;
-    b.h = preview_end - b.y;
-    y = b.y;
+    int y = b.y;
     if (!f->spec_ok) {
         ui_put(y, px, pw, UI_C_HEADER, 1, "Preview");
         ui_put(y + 1, px, pw, UI_C_DIM, 0, "fix the fields marked !");
@@ -429,6 +432,16 @@ static void form_draw(ui_app *app, void *st, ui_rect b)
         ui_put(y++, px, pw, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-10s %5d %10s %s", p->index,
                cfg, p->mbs, mem, p->predicted_oom ? "OOM" : "");
     }
+}
+
+static void form_draw(ui_app *app, void *st, ui_rect b)
+{
+    form_state *f = st;
+    int left_w = b.w * 52 / 100;
+    if (left_w < 46) left_w = 46;
+    int end = draw_fields(app, f, b, left_w);
+    b.h = end - b.y;
+    draw_preview(f, b, left_w);
 }
 
 const ui_screen_ops ui_screen_form = { "new sweep", UI_SCR_FORM, 0, form_open, form_close, form_draw, form_key,

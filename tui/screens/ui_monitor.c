@@ -267,16 +267,14 @@ static int put_wrapped(int y, int x, int w, int max_rows, ui_role role, const ch
     return rows;
 }
 
-static void monitor_draw(ui_app *app, void *st, ui_rect b)
+/* The run's header row and the progress bar with points, elapsed time and ETA. */
+static int draw_progress(ui_app *app, const mon_state *m, int y, int w)
 {
-    mon_state *m = st;
-    pdbx_run *run = &m->run;
-    int y = b.y, w = b.w - 2;
+    const pdbx_run *run = &m->run;
     const char *status = m->replay && !ui_replay_done(&m->rp) ? "replaying" : pdbx_run_status_name(run->status);
     ui_put(y++, 1, w, UI_C_HEADER, 1, "%s  %s  %s/%s  %s", m->id[0] ? m->id : "(waiting for run_start)",
            run->model.name[0] ? run->model.name : "N/A", run->backend[0] ? run->backend : "N/A",
            run->gpu[0] ? run->gpu : "N/A", status);
-    /* overall progress */
     size_t total = run->npoints, done = pdbx_run_points_done(run);
     if (total == 0 && run->progress_total > 0) {
         total = (size_t)run->progress_total;
@@ -304,13 +302,17 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
     }
     ui_put(y++, 4 + barw, w - barw - 3, UI_C_NORMAL, 0, "%zu/%zu points %3.0f%%  elapsed %s  ETA %s",
            done, total, isnan(frac) ? 0.0 : frac * 100, el, et);
-    /* current point and op */
+    return y;
+}
+
+/* The point and op in flight, or how the run ended (the reason may take two rows). */
+static int draw_now(const pdbx_run *run, int y, int w)
+{
     if (!run->have_end && run->current_point >= 0 && (size_t)run->current_point < run->npoints) {
         const pdbx_point *p = &run->points[run->current_point];
         ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: point %d  TP%d PP%d DP%d  MBS %d  op %s", p->index, p->tp,
                p->pp, p->dp, p->mbs, run->current_op[0] ? run->current_op : "N/A");
     } else if (run->have_end) {
-        /* the reason (an engine error, say) may be long: two rows rather than a cut message */
         char ended[sizeof(run->end_reason) + 32];
         snprintf(ended, sizeof(ended), "ended %s%s%s", pdbx_run_status_name(run->status),
                  run->end_reason[0] ? ": " : "", run->end_reason);
@@ -318,7 +320,12 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
     } else {
         ui_put(y++, 1, w, UI_C_DIM, 1, "now: %s", run->npoints ? "between points" : "waiting for the engine");
     }
-    /* ranks and hosts */
+    return y;
+}
+
+/* Ranks, the distinct hosts (the engine lists a host once per rank) and the device. */
+static int draw_ranks(const pdbx_run *run, int y, int w)
+{
     char hosts[256] = "";
     size_t hn = 0;
     const cJSON *hl = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "hosts") : NULL;
@@ -326,7 +333,7 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
     cJSON_ArrayForEach(h, hl) {
         if (!cJSON_IsString(h) || hn + 2 >= sizeof(hosts))
             continue;
-        int seen = 0;                  /* the engine lists a host once per rank */
+        int seen = 0;
         for (const cJSON *p = hl->child; p != h; p = p->next)
             seen |= cJSON_IsString(p) && strcmp(p->valuestring, h->valuestring) == 0;
         if (!seen)
@@ -339,13 +346,15 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
         snprintf(ranks, sizeof(ranks), "N/A");
     ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %s  hosts: %s  device: %s", ranks,
            hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"), run->device_name[0] ? run->device_name : "N/A");
-    /* the replay speed on the spare row, not over the header's right end (which it hid at 80
-       columns) */
-    if (m->replay)
-        ui_put(y, 1, w, UI_C_INFO, 1, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
-    y++;
-    /* the legend sits beside the header when it fits, else on its own line below it, so a new
-       user at 80 columns still learns what every glyph means */
+    return y;
+}
+
+/* One row per config with each point's MBS and status glyph, under a header with the legend
+ * (beside it when it fits, else on its own line, so 80 columns still explain every glyph). */
+static void draw_configs(mon_state *m, ui_rect b, int y, int rows_below)
+{
+    const pdbx_run *run = &m->run;
+    int w = b.w - 2;
     static const char legend[] = "# ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped";
     if (w >= 28 + (int)sizeof(legend) - 1) {
         ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   %s", "config", legend);
@@ -353,11 +362,9 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
         ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points", "config");
         ui_put(y++, 1, w, UI_C_DIM, 1, "legend: %s", legend);
     }
-    /* per-config rows */
     int cfg[PDBX_MAX_CONFIGS][3];
     size_t ncfg = pdbx_run_configs(run, cfg, PDBX_MAX_CONFIGS);
-    int warn_rows = run->nwarnings ? 4 : 1;
-    int rows = b.y + b.h - y - warn_rows - 1;
+    int rows = b.y + b.h - y - rows_below;
     if (m->scroll > (int)ncfg - 1) m->scroll = ncfg ? (int)ncfg - 1 : 0;
     for (size_t i = (size_t)m->scroll; i < ncfg && rows > 0; i++, rows--) {
         const pdbx_point *pts[64];
@@ -372,28 +379,48 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
         }
         y++;
     }
-    /* warnings tail */
-    int wy = b.y + b.h - warn_rows;
-    if (m->corrupt[0]) {
+}
+
+/* The newest warnings that fit in 3 rows at the bottom, each wrapped rather than cut. */
+static void draw_warnings(const mon_state *m, ui_rect b, int warn_rows)
+{
+    const pdbx_run *run = &m->run;
+    int w = b.w - 2, wy = b.y + b.h - warn_rows;
+    if (m->corrupt[0])
         ui_put(wy - 1, 1, w, UI_C_BAD, 1, "corrupt: %s", m->corrupt);
-    }
-    if (run->nwarnings) {
-        ui_put(wy++, 1, w, UI_C_HEADER, 1, "warnings (%d)", run->nwarnings);
-        /* the newest warnings that fit in 3 rows, each wrapped rather than cut at the edge */
-        int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
-        int first = run->nwarnings, budget = 3;
-        while (first > run->nwarnings - held && budget > 0) {
-            int need = wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
-            if (need > budget && first < run->nwarnings)
-                break;   /* an older one that does not fit would push the newest off */
-            budget -= need;
-            first--;
-        }
-        for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
-            wy += put_wrapped(wy, 1, w, b.y + b.h - wy, UI_C_WARNING, run->warnings[i % PDBX_WARN_RING]);
-    } else {
+    if (!run->nwarnings) {
         ui_put(wy, 1, w, UI_C_DIM, 1, "no warnings%s", run->have_end && !m->replay ? "  (Enter opens the results)" : "");
+        return;
     }
+    ui_put(wy++, 1, w, UI_C_HEADER, 1, "warnings (%d)", run->nwarnings);
+    int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
+    int first = run->nwarnings, budget = 3;
+    while (first > run->nwarnings - held && budget > 0) {
+        int need = wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
+        if (need > budget && first < run->nwarnings)
+            break;   /* an older one that does not fit would push the newest off */
+        budget -= need;
+        first--;
+    }
+    for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
+        wy += put_wrapped(wy, 1, w, b.y + b.h - wy, UI_C_WARNING, run->warnings[i % PDBX_WARN_RING]);
+}
+
+static void monitor_draw(ui_app *app, void *st, ui_rect b)
+{
+    mon_state *m = st;
+    int w = b.w - 2;
+    int y = draw_progress(app, m, b.y, w);
+    y = draw_now(&m->run, y, w);
+    y = draw_ranks(&m->run, y, w);
+    /* the replay speed on the spare row, not over the header's right end (which it hid at 80
+       columns) */
+    if (m->replay)
+        ui_put(y, 1, w, UI_C_INFO, 1, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
+    y++;
+    int warn_rows = m->run.nwarnings ? 4 : 1;
+    draw_configs(m, b, y, warn_rows + 1);
+    draw_warnings(m, b, warn_rows);
 }
 
 const ui_screen_ops ui_screen_monitor = { "monitor", UI_SCR_MONITOR, 250, monitor_open, monitor_close, monitor_draw,
