@@ -341,20 +341,33 @@ static int open_run(const char *cmd, const pdbx_cli_spec *cli, int argc, char **
     return 0;
 }
 
+/* cancel takes both options, attach only --store (the table's tail). */
+static const pdbx_cli_opt ref_opts[] = {
+    { "no-wait", NULL, "return once the signal is sent instead of waiting for the run end" },
+    { "store", "DIR", "store directory" },
+    { NULL, NULL, NULL },
+};
+
+static const pdbx_cli_spec attach_spec = {
+    .name = "attach", .args = "RUN", .opts = ref_opts + 1, .min_args = 1, .max_args = 1,
+    .about = "Shows the progress bar of a running sweep until it ends (Ctrl-C\n"
+             "stops watching; the sweep goes on). Exit: 0 complete, 1 failed,\n"
+             "3 cancelled.",
+};
+
+static const pdbx_cli_spec cancel_spec = {
+    .name = "cancel", .args = "RUN", .opts = ref_opts, .min_args = 1, .max_args = 1,
+    .about = "Ends a running sweep cleanly: the measurement in flight finishes\n"
+             "or is dropped and the run ends 'cancelled'. Waits (up to 2\n"
+             "minutes) for the run end unless --no-wait.",
+};
+
 int pdbx_cmd_attach(int argc, char **argv)
 {
-    static const pdbx_cli_opt opts[] = {
-        { "store", "DIR", "store directory" },
-        { NULL, NULL, NULL },
-    };
-    pdbx_cli_spec cli = { .name = "attach", .args = "RUN", .opts = opts, .min_args = 1, .max_args = 1,
-                          .about = "Shows the progress bar of a running sweep until it ends (Ctrl-C\n"
-                                   "stops watching; the sweep goes on). Exit: 0 complete, 1 failed,\n"
-                                   "3 cancelled." };
     ref_args a = { 0 };
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX];
-    int rc = open_run("attach", &cli, argc, argv, &a, &st, id);
+    int rc = open_run("attach", &attach_spec, argc, argv, &a, &st, id);
     if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     rc = watch("attach", st, id, 0);
@@ -364,19 +377,10 @@ int pdbx_cmd_attach(int argc, char **argv)
 
 int pdbx_cmd_cancel(int argc, char **argv)
 {
-    static const pdbx_cli_opt opts[] = {
-        { "store", "DIR", "store directory" },
-        { "no-wait", NULL, "return once the signal is sent instead of waiting for the run end" },
-        { NULL, NULL, NULL },
-    };
-    pdbx_cli_spec cli = { .name = "cancel", .args = "RUN", .opts = opts, .min_args = 1, .max_args = 1,
-                          .about = "Ends a running sweep cleanly: the measurement in flight finishes\n"
-                                   "or is dropped and the run ends 'cancelled'. Waits (up to 2\n"
-                                   "minutes) for the run end unless --no-wait." };
     ref_args a = { 0 };
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX], err[512];
-    int rc = open_run("cancel", &cli, argc, argv, &a, &st, id);
+    int rc = open_run("cancel", &cancel_spec, argc, argv, &a, &st, id);
     if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     if (pdbx_launch_cancel(st, id, err, sizeof err) != 0) {
