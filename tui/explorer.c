@@ -1,4 +1,4 @@
-/* explorer.c: command line, terminal setup and teardown of the explorer (see explorer.h). */
+/* explorer.c: terminal setup and teardown of the explorer around the loop (see explorer.h). */
 #include "tui/explorer.h"
 
 #include <curses.h>
@@ -11,75 +11,6 @@
 #include <unistd.h>
 
 #include "tui/ui_app.h"
-#include "tui/ui_lister.h"
-
-typedef struct {
-    const char *store, *theme, *preset, *replay_file;
-    int no_color, ascii;
-    double speed;
-} explorer_opts;
-
-static void usage(FILE *out, int replay)
-{
-    if (replay)
-        fprintf(out, "usage: pdbx replay FILE [--speed X] [--store DIR] [--theme NAME|FILE] [--no-color] [--ascii]\n"
-                     "  plays a recording (a run file) through the monitor; +/- change the speed, Space pauses, q quits\n");
-    else
-        fprintf(out, "usage: pdbx [--store DIR] [--theme NAME|FILE] [--no-color] [--ascii] [--preset NAME]\n"
-                     "  opens the explorer: runs, new sweep (n), monitor, results, compare, export; ? lists the keys\n"
-                     "  --store DIR      the run store (default $PDBX_STORE, else ~/.local/share/pdbx)\n"
-                     "  --theme NAME     a theme of themes/ (default-dark, light, monochrome, high-contrast) or a file\n"
-                     "  --no-color       monochrome (also when NO_COLOR is set or the terminal has no colours)\n"
-                     "  --ascii          plain ASCII charts even in a UTF-8 locale\n"
-                     "  --preset NAME    the sweep preset the new-sweep form starts from (default quick)\n");
-}
-
-/* Parses options from argv[first..]; returns 0, 1 for --help, or 2 (usage error, reported). */
-static int parse(int argc, char **argv, int first, int replay, explorer_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->speed = 1;
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        int has_next = i + 1 < argc;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout, replay);
-            return 1;
-        } else if (strcmp(a, "--no-color") == 0 || strcmp(a, "--no-colour") == 0) {
-            o->no_color = 1;
-        } else if (strcmp(a, "--ascii") == 0) {
-            o->ascii = 1;
-        } else if ((strcmp(a, "--store") == 0 || strcmp(a, "--theme") == 0 || strcmp(a, "--preset") == 0
-                    || strcmp(a, "--speed") == 0) && !has_next) {
-            fprintf(stderr, "pdbx: %s needs a value\n", a);
-            return 2;
-        } else if (strcmp(a, "--store") == 0) {
-            o->store = argv[++i];
-        } else if (strcmp(a, "--theme") == 0) {
-            o->theme = argv[++i];
-        } else if (strcmp(a, "--preset") == 0 && !replay) {
-            o->preset = argv[++i];
-        } else if (strcmp(a, "--speed") == 0 && replay) {
-            char *end;
-            o->speed = strtod(argv[++i], &end);
-            if (*end || !(o->speed > 0) || o->speed > 1e6) {
-                fprintf(stderr, "pdbx replay: --speed: '%s' is not a positive number (allowed: e.g. 0.5, 1, 10)\n", argv[i]);
-                return 2;
-            }
-        } else if (replay && a[0] != '-' && !o->replay_file) {
-            o->replay_file = a;
-        } else {
-            fprintf(stderr, "pdbx%s: unknown argument '%s' (see pdbx%s --help)\n", replay ? " replay" : "", a,
-                    replay ? " replay" : "");
-            return 2;
-        }
-    }
-    if (replay && !o->replay_file) {
-        fprintf(stderr, "pdbx replay: missing FILE (a recording or a run file)\n");
-        return 2;
-    }
-    return 0;
-}
 
 /* 1 when DIR/runs holds no run file (a quick readdir, not a listing). */
 static int store_is_empty(const char *dir)
@@ -110,7 +41,7 @@ static void restore_terminal(void)
 }
 
 /* Theme from --theme, else the saved choice, else default-dark; monochrome when asked. */
-static void choose_theme(ui_app *app, const explorer_opts *o)
+static void choose_theme(ui_app *app, const pdbx_explorer_opts *o)
 {
     char err[256];
     ui_theme_warnings w = { 0 };
@@ -131,49 +62,42 @@ static void choose_theme(ui_app *app, const explorer_opts *o)
     }
 }
 
-static int run_explorer(explorer_opts *o, int replay)
+/* Everything before curses: locale, settings, colour choice and the store (whose errors wait
+ * on the message line). Returns 0, or 1 when there is no terminal to run on. */
+static int prepare(ui_app *app, const pdbx_explorer_opts *o)
 {
-    static ui_app app;            /* large; one per process */
-    int rc = 1;
     char err[512];
-    memset(&app, 0, sizeof(app));
-    app.screens[UI_SCREEN_RUNS] = &ui_screen_runs;
-    app.screens[UI_SCREEN_FORM] = &ui_screen_form;
-    app.screens[UI_SCREEN_MONITOR] = &ui_screen_monitor;
-    app.screens[UI_SCREEN_RUNVIEW] = &ui_screen_runview;
-    app.screens[UI_SCREEN_COMPARE] = &ui_screen_compare;
-    app.screens[UI_SCREEN_EXPORT] = &ui_screen_export;
-    app.screens[UI_SCREEN_HELP] = &ui_screen_help;
-    app.replay_speed = 1;
-    app.cursor_y = -1;
-
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "pdbx: the explorer needs a terminal; in scripts use the subcommands (pdbx --help)\n");
         return 1;
     }
     setlocale(LC_ALL, "");
-    app.unicode = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-    if (ui_config_load(&app.cfg, err, sizeof(err)) != 0)
-        ui_app_message(&app, 1, "config: %s", err);
-    app.force_ascii = o->ascii || app.cfg.ascii;
+    app->unicode = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+    if (ui_config_load(&app->cfg, err, sizeof(err)) != 0)
+        ui_app_message(app, 1, "config: %s", err);
+    app->force_ascii = o->ascii || app->cfg.ascii;
     const char *nc = getenv("NO_COLOR");
-    app.mono = o->no_color || (nc && *nc);
-
+    app->mono = o->no_color || (nc && *nc);
     /* the store: open (creating it) when we can; errors show on the message line */
     if (o->store)
-        snprintf(app.store_dir, sizeof(app.store_dir), "%s", o->store);
-    else if (pdbx_store_default_dir(app.store_dir, sizeof(app.store_dir), err, sizeof(err)) != 0)
-        ui_app_message(&app, 1, "%s", err);
-    if (app.store_dir[0] && pdbx_store_open(app.store_dir, 1, &app.store, err, sizeof(err)) != 0) {
-        ui_app_message(&app, 1, "%s", err);
-        app.store = NULL;
+        snprintf(app->store_dir, sizeof(app->store_dir), "%s", o->store);
+    else if (pdbx_store_default_dir(app->store_dir, sizeof(app->store_dir), err, sizeof(err)) != 0)
+        ui_app_message(app, 1, "%s", err);
+    if (app->store_dir[0] && pdbx_store_open(app->store_dir, 1, &app->store, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        app->store = NULL;
     }
+    return 0;
+}
 
+/* curses on the terminal; NULL (said on stderr) when the terminal type cannot be driven. */
+static SCREEN *start_curses(ui_app *app, const pdbx_explorer_opts *o)
+{
     SCREEN *scr = newterm(NULL, stdout, stdin);
     if (!scr) {
         fprintf(stderr, "pdbx: cannot drive terminal type '%s' (set TERM, e.g. TERM=xterm-256color)\n",
                 getenv("TERM") ? getenv("TERM") : "");
-        goto done;
+        return NULL;
     }
     curses_active = 1;
     atexit(restore_terminal);
@@ -183,45 +107,55 @@ static int run_explorer(explorer_opts *o, int replay)
     keypad(stdscr, TRUE);
     set_escdelay(25);
     curs_set(0);
-    if (!app.mono && has_colors()) {
+    if (!app->mono && has_colors()) {
         start_color();
         use_default_colors();
-    } else if (!app.mono) {
-        app.mono = 1;
+    } else if (!app->mono) {
+        app->mono = 1;
     }
-    choose_theme(&app, o);
-    ui_theme_apply(&app.theme, app.mono);
+    choose_theme(app, o);
+    ui_theme_apply(&app->theme, app->mono);
+    return scr;
+}
 
+/* The first screens: the replay's monitor alone, or the runs (with the new-sweep form on top
+ * for a store without runs). Returns 0, or 1 when the replay cannot start. */
+static int open_first(ui_app *app, const pdbx_explorer_opts *o, int replay)
+{
     if (replay) {
-        app.replay_only = 1;
-        if (ui_monitor_open_replay(&app, o->replay_file, o->speed) != 0) {
-            snprintf(err, sizeof(err), "%s", app.message);
+        if (ui_app_push(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .replay_path = o->replay_file,
+                                                                     .speed = o->speed }) != 0) {
+            char err[sizeof(app->message)];
+            snprintf(err, sizeof(err), "%s", app->message);
             restore_terminal();
             fprintf(stderr, "pdbx replay: %s\n", err);
-            goto done;
+            return 1;
         }
-        app.screen = UI_SCREEN_MONITOR;
-    } else {
-        app.screen = UI_SCREEN_RUNS;
-        ui_runs_refresh(&app, 1);
-        snprintf(app.form_preset, sizeof(app.form_preset), "%s", o->preset ? o->preset : "quick");
-        /* a store without runs (a new user): start on the new-sweep form, ready to launch */
-        if (app.store && store_is_empty(app.store_dir) && ui_form_open(&app, app.form_preset) == 0) {
-            app.screen = UI_SCREEN_FORM;
-            ui_app_message(&app, 0, "no runs yet: F5 launches this sweep, Esc shows the runs");
-        }
+        return 0;
     }
-    rc = ui_app_run(&app);
+    const char *preset = o->preset ? o->preset : "quick";
+    if (ui_app_push(app, UI_SCREEN_RUNS, preset) != 0)
+        return 1;
+    /* a store without runs (a new user): start on the new-sweep form, ready to launch */
+    if (app->store && store_is_empty(app->store_dir) && ui_app_push(app, UI_SCREEN_FORM, preset) == 0)
+        ui_app_message(app, 0, "no runs yet: F5 launches this sweep, Esc shows the runs");
+    return 0;
+}
+
+static int run_explorer(const pdbx_explorer_opts *o, int replay, const ui_screen_ops *const *screens)
+{
+    static ui_app app;            /* one per process */
+    int rc = 1;
+    memset(&app, 0, sizeof(app));
+    app.screens = screens;
+    app.cursor_y = -1;
+    if (prepare(&app, o) != 0)
+        return 1;
+    SCREEN *scr = start_curses(&app, o);
+    if (scr && open_first(&app, o, replay) == 0)
+        rc = ui_app_run(&app);
     restore_terminal();
-done:
-    restore_terminal();
-    ui_monitor_close(&app);
-    ui_runview_close(&app);
-    ui_compare_close(&app);
-    ui_form_free(&app.form);
-    ui_lister_stop(app.runs.lister);
-    free(app.runs.all);
-    free(app.runs.view);
+    ui_app_close_all(&app);
     if (app.store)
         pdbx_store_close(app.store);
     if (scr)
@@ -229,18 +163,7 @@ done:
     return rc;
 }
 
-int pdbx_explorer_main(int argc, char **argv)
+int pdbx_explorer_run(const pdbx_explorer_opts *o, const ui_screen_ops *const *screens)
 {
-    explorer_opts o;
-    int r = parse(argc, argv, 1, 0, &o);
-    if (r) return r == 1 ? 0 : 2;
-    return run_explorer(&o, 0);
-}
-
-int pdbx_replay_main(int argc, char **argv)
-{
-    explorer_opts o;
-    int r = parse(argc, argv, 1, 1, &o);
-    if (r) return r == 1 ? 0 : 2;
-    return run_explorer(&o, 1);
+    return run_explorer(o, o->replay_file != NULL, screens);
 }

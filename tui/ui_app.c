@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/util/clock.h"
 #include "store/version.h"
 #include "tui/ui_app.h"
 
@@ -16,13 +17,6 @@ static volatile sig_atomic_t g_quit_signal;
 static void on_quit_signal(int sig)
 {
     g_quit_signal = sig;
-}
-
-double ui_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 void ui_app_message(ui_app *app, int error, const char *fmt, ...)
@@ -34,13 +28,14 @@ void ui_app_message(ui_app *app, int error, const char *fmt, ...)
     app->message_error = error;
 }
 
-void ui_app_confirm(ui_app *app, void (*fn)(ui_app *), const char *fmt, ...)
+void ui_app_confirm(ui_app *app, void (*fn)(ui_app *, void *), void *st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(app->confirm, sizeof(app->confirm), fmt, ap);
     va_end(ap);
     app->on_confirm = fn;
+    app->confirm_state = st;
 }
 
 static void draw(ui_app *app);
@@ -55,35 +50,102 @@ void ui_app_busy(ui_app *app, const char *fmt, ...)
     draw(app);
 }
 
-void ui_app_switch(ui_app *app, ui_screen_id to)
+/* ---- the screen stack ---------------------------------------------------------------------- */
+static ui_frame *top(ui_app *app)
 {
-    if (to == UI_SCREEN_HELP && app->screen != UI_SCREEN_HELP) {
-        app->help_back = app->screen;
-        app->help_top = 0;
-    }
-    app->screen = to;
-    if (to == UI_SCREEN_RUNS)
-        ui_runs_refresh(app, 1);
+    return app->depth > 0 ? &app->stack[app->depth - 1] : NULL;
 }
 
-/* Key-table screens of the current screen: the monitor has different keys in a replay. */
-static unsigned keymask(const ui_app *app, ui_screen_id id)
+/* Opens ops over arg; 0 and the frame filled, or -1 (the screen said why). */
+static int open_frame(ui_app *app, const ui_screen_ops *ops, const void *arg, ui_frame *f)
 {
-    if (id == UI_SCREEN_MONITOR)
-        return app->mon.replay ? UI_SCR_REPLAY : UI_SCR_MONITOR;
-    return app->screens[id]->keymask;
+    void *st = ops->open ? ops->open(app, arg) : NULL;
+    if (ops->open && !st)
+        return -1;
+    f->ops = ops;
+    f->state = st;
+    app->generation++;
+    return 0;
+}
+
+static void close_frame(ui_frame *f)
+{
+    if (f->ops && f->ops->close)
+        f->ops->close(f->state);
+    f->ops = NULL;
+    f->state = NULL;
+}
+
+static int push_ops(ui_app *app, const ui_screen_ops *ops, const void *arg)
+{
+    if (app->depth >= UI_STACK_MAX) {
+        ui_app_message(app, 1, "too many screens open: press Esc first");
+        return -1;
+    }
+    ui_frame f;
+    if (open_frame(app, ops, arg, &f) != 0)
+        return -1;
+    app->stack[app->depth++] = f;
+    return 0;
+}
+
+int ui_app_push(ui_app *app, ui_screen_id id, const void *arg)
+{
+    return push_ops(app, app->screens[id], arg);
+}
+
+int ui_app_replace(ui_app *app, ui_screen_id id, const void *arg)
+{
+    ui_frame f;
+    if (app->depth == 0)
+        return ui_app_push(app, id, arg);
+    if (open_frame(app, app->screens[id], arg, &f) != 0)
+        return -1;
+    close_frame(top(app));
+    *top(app) = f;
+    return 0;
+}
+
+/* Closes the top screen; `resume` tells the one below that it shows again. */
+static void pop(ui_app *app, int resume)
+{
+    if (app->depth == 0)
+        return;
+    close_frame(top(app));
+    app->depth--;
+    app->generation++;
+    ui_frame *f = top(app);
+    if (resume && f && f->ops->resume)
+        f->ops->resume(app, f->state);
+}
+
+void ui_app_pop(ui_app *app)
+{
+    pop(app, 1);
+}
+
+void ui_app_close_all(ui_app *app)
+{
+    while (app->depth > 0)
+        pop(app, 0);
+}
+
+/* Key-table screens of a frame: the monitor has different keys in a replay. */
+static unsigned keymask(const ui_frame *f)
+{
+    return f->ops->keys ? f->ops->keys(f->state) : f->ops->keymask;
 }
 
 /* ---- the frame -------------------------------------------------------------------------- */
 static void draw_frame(ui_app *app)
 {
     const ui_layout *l = &app->layout;
-    const ui_screen *s = app->screens[app->screen];
+    const ui_frame *s = top(app);
     char store[96];
     size_t dl = strlen(app->store_dir);
     /* the tail of a long store path is the informative part */
     snprintf(store, sizeof(store), "%s%.63s", dl > 60 ? "..." : "", app->store_dir + (dl > 60 ? dl - 60 : 0));
-    ui_put(l->title.y, 0, l->cols, UI_C_TITLE, 1, " pdbx %s | %s", pdbx_version(), s->name);
+    ui_put(l->title.y, 0, l->cols, UI_C_TITLE, 1, " pdbx %s | %s", pdbx_version(), s->ops->name);
     int sl = (int)strlen(store) + 1;
     if (sl < l->cols / 2)
         ui_put(l->title.y, l->cols - sl, sl, UI_C_TITLE, 0, "%s ", store);
@@ -102,7 +164,7 @@ static void draw_frame(ui_app *app)
         ui_put(l->message.y, 0, l->cols, UI_C_NORMAL, 1, "%s", "");
     /* key bar: generated from the key table; key names highlighted */
     char bar[512];
-    unsigned mask = keymask(app, app->screen);
+    unsigned mask = keymask(s);
     ui_keys_bar(mask, l->cols - 1, bar, sizeof(bar));
     ui_put(l->keybar.y, 0, l->cols, UI_C_KEYBAR, 1, " %s", bar);
     /* re-draw each key name in the key role: pairs are "KEY label" separated by two blanks */
@@ -138,7 +200,7 @@ static void draw(ui_app *app)
         draw_too_small(app);
     } else {
         app->cursor_y = -1;
-        app->screens[app->screen]->draw(app, app->layout.body);
+        top(app)->ops->draw(app, top(app)->state, app->layout.body);
         draw_frame(app);
     }
     if (!app->layout.too_small && app->cursor_y >= 0 && !app->confirm[0]) {
@@ -150,42 +212,56 @@ static void draw(ui_app *app)
     refresh();
 }
 
-/* ---- help screen: generated from the key table ------------------------------------------ */
-static void help_draw(ui_app *app, ui_rect body)
+/* ---- help screen: generated from the key table of the screen below it ---------------------- */
+typedef struct {
+    int top;                 /* first line shown */
+} help_state;
+
+static void *help_open(ui_app *app, const void *arg)
 {
-    const ui_screen *back = app->screens[app->help_back];
+    (void)app;
+    (void)arg;
+    return calloc(1, sizeof(help_state));
+}
+
+static void help_draw(ui_app *app, void *st, ui_rect body)
+{
+    help_state *h = st;
+    const ui_frame *back = &app->stack[app->depth - 2];
     char lines[96][128];
-    int n = ui_keys_help(keymask(app, app->help_back), lines, 96);
+    int n = ui_keys_help(keymask(back), lines, 96);
     int rows = body.h - 3;
-    if (app->help_top > n - rows) app->help_top = n - rows;
-    if (app->help_top < 0) app->help_top = 0;
+    if (h->top > n - rows) h->top = n - rows;
+    if (h->top < 0) h->top = 0;
     if (n > rows) /* say that there is more, or the last keys stay unseen */
         ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen  (%d-%d of %d, Up/Down scroll)",
-               back->name, app->help_top + 1, app->help_top + rows, n);
+               back->ops->name, h->top + 1, h->top + rows, n);
     else
-        ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen", back->name);
-    for (int i = 0; i < rows && app->help_top + i < n; i++)
-        ui_put(body.y + 2 + i, 1, body.w - 2, UI_C_NORMAL, 0, "%s", lines[app->help_top + i]);
+        ui_put(body.y, 1, body.w - 2, UI_C_HEADER, 0, "Keys on the %s screen", back->ops->name);
+    for (int i = 0; i < rows && h->top + i < n; i++)
+        ui_put(body.y + 2 + i, 1, body.w - 2, UI_C_NORMAL, 0, "%s", lines[h->top + i]);
     ui_put(body.y + body.h - 1, 1, body.w - 2, UI_C_DIM, 0,
            "Text fields take every printable key; F10 quits, Esc goes back, from anywhere.");
 }
 
-static int help_key(ui_app *app, int key, ui_action act)
+static int help_key(ui_app *app, void *st, int key, ui_action act)
 {
+    help_state *h = st;
     (void)key;
     switch (act) {
-    case UI_ACT_UP: app->help_top--; return UI_H_HANDLED | UI_H_REDRAW;
-    case UI_ACT_DOWN: app->help_top++; return UI_H_HANDLED | UI_H_REDRAW;
-    case UI_ACT_PGUP: app->help_top -= 10; return UI_H_HANDLED | UI_H_REDRAW;
-    case UI_ACT_PGDN: app->help_top += 10; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_UP: h->top--; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_DOWN: h->top++; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_PGUP: h->top -= 10; return UI_H_HANDLED | UI_H_REDRAW;
+    case UI_ACT_PGDN: h->top += 10; return UI_H_HANDLED | UI_H_REDRAW;
     case UI_ACT_BACK:
-        app->screen = app->help_back;
+        pop(app, 0);         /* the screen below shows as it was left */
         return UI_H_HANDLED | UI_H_REDRAW;
     default: return UI_H_NONE;
     }
 }
 
-const ui_screen ui_screen_help = { "help", UI_SCR_HELP, 0, NULL, help_key, help_draw };
+static const ui_screen_ops help_screen = { "help", UI_SCR_HELP, 0, help_open, free, help_draw, help_key,
+                                           NULL, NULL, NULL };
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 static void cycle_theme(ui_app *app)
@@ -222,27 +298,32 @@ static void cycle_theme(ui_app *app)
 static int dispatch(ui_app *app, int ch)
 {
     if (app->confirm[0]) {
-        void (*fn)(ui_app *) = app->on_confirm;
+        void (*fn)(ui_app *, void *) = app->on_confirm;
+        void *st = app->confirm_state;
         app->confirm[0] = '\0';
         app->on_confirm = NULL;
+        app->confirm_state = NULL;
         if ((ch == 'y' || ch == 'Y') && fn)
-            fn(app);
+            fn(app, st);
         else
             ui_app_message(app, 0, "cancelled");
         return UI_H_REDRAW;
     }
-    const ui_screen *s = app->screens[app->screen];
-    ui_action act = ui_keys_action(keymask(app, app->screen), ch);
+    ui_frame *s = top(app);
+    ui_action act = ui_keys_action(keymask(s), ch);
     if (app->layout.too_small)
         return act == UI_ACT_QUIT ? UI_H_QUIT : UI_H_NONE;
     if (ch != ERR)
         app->message[0] = '\0';
-    int r = s->key(app, ch, act);
+    int r = s->ops->key(app, s->state, ch, act);
     if (r & UI_H_HANDLED)
         return r | UI_H_REDRAW;
     switch (act) {
     case UI_ACT_QUIT: return UI_H_QUIT;
-    case UI_ACT_HELP: ui_app_switch(app, UI_SCREEN_HELP); return UI_H_REDRAW;
+    case UI_ACT_HELP:
+        if (s->ops != &help_screen)
+            push_ops(app, &help_screen, NULL);
+        return UI_H_REDRAW;
     case UI_ACT_REDRAW: return UI_H_CLEAR | UI_H_REDRAW;
     case UI_ACT_THEME: cycle_theme(app); return UI_H_CLEAR | UI_H_REDRAW;
     case UI_ACT_ASCII:
@@ -254,7 +335,7 @@ static int dispatch(ui_app *app, int ch)
     }
 }
 
-int ui_app_run(ui_app *app)
+static void install_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -264,7 +345,33 @@ int ui_app_run(ui_app *app)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
+/* Ticks the top screen when its interval elapsed; returns its UI_H_* bits. */
+static int tick_top(ui_app *app, double now, double *next_tick)
+{
+    ui_frame *f = top(app);
+    if (!f->ops->tick || f->ops->tick_ms <= 0 || now < *next_tick)
+        return UI_H_NONE;
+    int r = f->ops->tick(app, f->state);
+    *next_tick = now + f->ops->tick_ms / 1000.0;
+    return r;
+}
+
+/* Milliseconds getch may wait: until the top screen's next tick, else a second. */
+static int wait_ms(ui_app *app, double next_tick)
+{
+    const ui_screen_ops *ops = top(app)->ops;
+    if (!ops->tick || ops->tick_ms <= 0)
+        return 1000;
+    double left = next_tick - pdbx_mono_s();
+    int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+    return ms > ops->tick_ms ? ops->tick_ms : ms;
+}
+
+int ui_app_run(ui_app *app)
+{
+    install_signals();
     int resized = 1, dirty = 1;
     double next_tick = 0;
     /* PDBX_TUI_KEYLOG=FILE: one line per key, the milliseconds from getch() returning it to the
@@ -275,51 +382,39 @@ int ui_app_run(ui_app *app)
         keylog = fopen(kl, "a");
     double key_t0 = -1;
     int key_code = 0;
-    while (!g_quit_signal) {
-        double now = ui_now();
+    while (!g_quit_signal && app->depth > 0) {
         if (resized) {
             resized = 0;
             ui_layout_compute(LINES, COLS, &app->layout);
             dirty = 1;
         }
-        const ui_screen *s = app->screens[app->screen];
-        if (s->tick && s->tick_ms > 0 && now >= next_tick) {
-            int r = s->tick(app);
-            if (r & UI_H_REDRAW) dirty = 1;
-            if (r & UI_H_QUIT) break;
-            next_tick = now + s->tick_ms / 1000.0;
-        }
+        int r = tick_top(app, pdbx_mono_s(), &next_tick);
+        if (r & UI_H_REDRAW) dirty = 1;
+        if (r & UI_H_QUIT) break;
         if (dirty) {
             draw(app);
             dirty = 0;
         }
         if (keylog && key_t0 >= 0) {
-            fprintf(keylog, "key %d ms %.3f\n", key_code, (ui_now() - key_t0) * 1000);
+            fprintf(keylog, "key %d ms %.3f\n", key_code, (pdbx_mono_s() - key_t0) * 1000);
             fflush(keylog);
             key_t0 = -1;
         }
-        int wait_ms = 1000;
-        s = app->screens[app->screen];
-        if (s->tick && s->tick_ms > 0) {
-            double left = next_tick - ui_now();
-            wait_ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
-            if (wait_ms > s->tick_ms) wait_ms = s->tick_ms;
-        }
-        timeout(wait_ms);
+        timeout(wait_ms(app, next_tick));
         int ch = getch();
         if (ch == ERR)
             continue;
-        key_t0 = ui_now();
+        key_t0 = pdbx_mono_s();
         key_code = ch;
         if (ch == KEY_RESIZE) {
             resized = 1;
             continue;
         }
-        ui_screen_id before = app->screen;
-        int r = dispatch(app, ch);
-        if (app->screen != before)
+        unsigned before = app->generation;
+        r = dispatch(app, ch);
+        if (app->generation != before)
             next_tick = 0;              /* a new screen ticks at once */
-        if (r & UI_H_QUIT) break;
+        if ((r & UI_H_QUIT) || app->depth == 0) break;
         if (r & UI_H_CLEAR) clearok(curscr, TRUE);
         if (r & UI_H_RESIZE) resized = 1;
         if (r & (UI_H_REDRAW | UI_H_HANDLED)) dirty = 1;

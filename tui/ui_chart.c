@@ -319,6 +319,42 @@ int ui_chart_stacked(ui_canvas *c, int y, int x, int label_w, int w,
     return nrows;
 }
 
+/* The line chart's frame: the y axis with three ticks (top, middle, bottom) in a column of
+ * width lw, the x axis with a tick and a label per point (labels that would overlap skipped). */
+static void lines_axes(ui_canvas *c, int y, int x, int lw, int ph, int pw, const ui_scale *sc, const int *col,
+                       int npts, const char *const *xlabels, int unicode)
+{
+    int px = x + lw + 1;
+    uint32_t vbar = unicode ? 0x2502 : '|', hbar = unicode ? 0x2500 : '-';
+    uint32_t corner = unicode ? 0x2514 : '+', tick = unicode ? 0x253C : '+';
+    for (int r = 0; r < ph; r++)
+        ui_canvas_put(c, y + r, x + lw, vbar, UI_CLS_AXIS);
+    double mid = sc->log ? sqrt(sc->lo * sc->hi) : (sc->lo + sc->hi) / 2;
+    const double ticks[3] = { sc->hi, mid, sc->lo };
+    const int trow[3] = { 0, (ph - 1) / 2, ph - 1 };
+    for (int t = 0; t < 3; t++) {
+        char lab[32], pad[32];
+        ui_format_value(ticks[t], lab, sizeof(lab));
+        snprintf(pad, sizeof(pad), "%*.*s", lw, lw, lab);
+        ui_canvas_text(c, y + trow[t], x, pad, UI_CLS_AXIS);
+    }
+    ui_canvas_put(c, y + ph, x + lw, corner, UI_CLS_AXIS);
+    for (int i = 0; i < pw; i++)
+        ui_canvas_put(c, y + ph, px + i, hbar, UI_CLS_AXIS);
+    int label_end = -1;
+    for (int i = 0; i < npts; i++) {
+        ui_canvas_put(c, y + ph, px + col[i], tick, UI_CLS_AXIS);
+        const char *l = xlabels && xlabels[i] ? xlabels[i] : "";
+        int len = (int)strlen(l);
+        int lx = col[i] - len / 2;
+        if (lx < 0) lx = 0;
+        if (lx + len > pw) lx = pw - len;
+        if (lx <= label_end) continue;      /* would overlap the previous label */
+        ui_canvas_text(c, y + ph + 1, px + lx, l, UI_CLS_AXIS);
+        label_end = lx + len;
+    }
+}
+
 int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const double *values, int nseries,
                    int npts, const char *const *xlabels, int log, int unicode)
 {
@@ -338,40 +374,11 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const double *value
     ui_scale sc;
     ui_scale_init(&sc, mn, mx, log);
     int px = x + lw + 1;
-    /* y axis with three ticks: top, middle, bottom */
-    uint32_t vbar = unicode ? 0x2502 : '|', hbar = unicode ? 0x2500 : '-';
-    uint32_t corner = unicode ? 0x2514 : '+', tick = unicode ? 0x253C : '+';
-    for (int r = 0; r < ph; r++)
-        ui_canvas_put(c, y + r, x + lw, vbar, UI_CLS_AXIS);
-    double mid = sc.log ? sqrt(sc.lo * sc.hi) : (sc.lo + sc.hi) / 2;
-    const double ticks[3] = { sc.hi, mid, sc.lo };
-    const int trow[3] = { 0, (ph - 1) / 2, ph - 1 };
-    for (int t = 0; t < 3; t++) {
-        char lab[32], pad[32];
-        ui_format_value(ticks[t], lab, sizeof(lab));
-        snprintf(pad, sizeof(pad), "%*.*s", lw, lw, lab);
-        ui_canvas_text(c, y + trow[t], x, pad, UI_CLS_AXIS);
-    }
-    /* x axis and labels */
-    ui_canvas_put(c, y + ph, x + lw, corner, UI_CLS_AXIS);
-    for (int i = 0; i < pw; i++)
-        ui_canvas_put(c, y + ph, px + i, hbar, UI_CLS_AXIS);
     int col[64];
     if (npts > 64) npts = 64;
     for (int i = 0; i < npts; i++)
         col[i] = npts == 1 ? pw / 2 : (int)lround((double)i * (pw - 1) / (npts - 1));
-    int label_end = -1;
-    for (int i = 0; i < npts; i++) {
-        ui_canvas_put(c, y + ph, px + col[i], tick, UI_CLS_AXIS);
-        const char *l = xlabels && xlabels[i] ? xlabels[i] : "";
-        int len = (int)strlen(l);
-        int lx = col[i] - len / 2;
-        if (lx < 0) lx = 0;
-        if (lx + len > pw) lx = pw - len;
-        if (lx <= label_end) continue;      /* would overlap the previous label */
-        ui_canvas_text(c, y + ph + 1, px + lx, l, UI_CLS_AXIS);
-        label_end = lx + len;
-    }
+    lines_axes(c, y, x, lw, ph, pw, &sc, col, npts, xlabels, unicode);
     /* joins first, markers over them */
     uint32_t dot = unicode ? 0x00B7 : '.';
     for (int s = 0; s < nseries; s++) {

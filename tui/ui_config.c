@@ -88,18 +88,6 @@ int ui_config_load(ui_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static int mkdir_p(char *dir)
-{
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) { *p = '/'; return -1; }
-        *p = '/';
-    }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
-    return 0;
-}
-
 int ui_config_save_if_changed(const ui_config *cfg, char *err, size_t errlen)
 {
     char path[PATH_MAX], text[4096];
@@ -118,8 +106,9 @@ int ui_config_save_if_changed(const ui_config *cfg, char *err, size_t errlen)
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
-        if (mkdir_p(dir) != 0) {
-            snprintf(err, errlen, "config: cannot create %s: %s", dir, strerror(errno));
+        char why[PATH_MAX + 96];
+        if (pdbx_mkdirs(dir, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "config: %s", why);
             return -1;
         }
     }

@@ -122,27 +122,3 @@ ui_role ui_role_point_status(pdbx_point_status s)
     }
     return UI_C_NORMAL;
 }
-
-void ui_format_time(double unix_s, char *buf, size_t len)
-{
-    if (!(unix_s > 0)) {
-        snprintf(buf, len, "N/A");
-        return;
-    }
-    time_t t = (time_t)unix_s;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%d %H:%M", &tm);
-}
-
-void ui_format_duration(double s, char *buf, size_t len)
-{
-    if (isnan(s) || s < 0) {
-        snprintf(buf, len, "N/A");
-        return;
-    }
-    long v = (long)(s + 0.5);
-    if (v >= 3600) snprintf(buf, len, "%ldh%02ldm", v / 3600, (v / 60) % 60);
-    else if (v >= 60) snprintf(buf, len, "%ldm%02lds", v / 60, v % 60);
-    else snprintf(buf, len, "%lds", v);
-}

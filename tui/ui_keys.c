@@ -180,3 +180,36 @@ int ui_keys_is_text_key(int key)
 {
     return (key >= 32 && key < 127) || (key >= 128 && key < 256);
 }
+
+ui_edit_result ui_keys_edit(char *text, size_t cap, int *cursor, int key, ui_action act)
+{
+    size_t len = strlen(text);
+    if (*cursor > (int)len) *cursor = (int)len;
+    int c = *cursor;
+    if (act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT || key == KEY_HOME || key == 1 || key == KEY_END
+        || key == 5) {
+        if (act == UI_ACT_CHOICE_PREV) *cursor = c > 0 ? c - 1 : c;
+        else if (act == UI_ACT_CHOICE_NEXT) *cursor = c < (int)len ? c + 1 : c;
+        else *cursor = (key == KEY_HOME || key == 1) ? 0 : (int)len;
+        return UI_EDIT_MOVED;
+    }
+    if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+        if (c == 0) return UI_EDIT_NOOP;
+        memmove(text + c - 1, text + c, len - (size_t)c + 1);
+        *cursor = c - 1;
+    } else if (key == KEY_DC) {
+        if (c >= (int)len) return UI_EDIT_NOOP;
+        memmove(text + c, text + c + 1, len - (size_t)c);
+    } else if (act == UI_ACT_CLEAR_FIELD) {
+        text[0] = '\0';
+        *cursor = 0;
+    } else if (ui_keys_is_text_key(key)) {
+        if (len + 1 >= cap) return UI_EDIT_NOOP;
+        memmove(text + c + 1, text + c, len - (size_t)c + 1);
+        text[c] = (char)key;
+        *cursor = c + 1;
+    } else {
+        return UI_EDIT_NONE;
+    }
+    return UI_EDIT_CHANGED;
+}

@@ -60,4 +60,17 @@ int ui_keys_help(unsigned screen, char (*lines)[128], int cap);
 /* Printable keys that text fields take (everything from space to '~', and UTF-8 bytes). */
 int ui_keys_is_text_key(int key);
 
+/* What ui_keys_edit did with a key. */
+typedef enum {
+    UI_EDIT_NONE = 0,        /* not an editing key: the caller decides */
+    UI_EDIT_MOVED,           /* the cursor moved (or tried to, at an end) */
+    UI_EDIT_NOOP,            /* an editing key with nothing to do (delete at an end, field full) */
+    UI_EDIT_CHANGED,         /* the text changed */
+} ui_edit_result;
+
+/* One-line text field editing shared by the form and the dialogs: Left/Right (the choice
+ * actions), Home/^A, End/^E, Backspace, Delete, ^U (UI_ACT_CLEAR_FIELD) and printable keys
+ * inserted at *cursor, for text of capacity cap (NUL included). */
+ui_edit_result ui_keys_edit(char *text, size_t cap, int *cursor, int key, ui_action act);
+
 #endif

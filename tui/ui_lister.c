@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/util/clock.h"
+
 struct ui_lister {
     pthread_t thread;
     pthread_mutex_t mu;
@@ -20,13 +22,6 @@ struct ui_lister {
     double ms;
     char err[256];
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void *worker(void *arg)
 {
@@ -45,7 +40,7 @@ static void *worker(void *arg)
         pdbx_run_summary *list = NULL;
         size_t n = 0;
         char err[256] = "";
-        double t0 = now_ms();
+        double t0 = pdbx_mono_s();
         if (!st && pdbx_store_open(l->dir, 0, &st, err, sizeof(err)) != 0)
             st = NULL;
         if (st && pdbx_store_list(st, &list, &n, err, sizeof(err)) != 0) {
@@ -53,7 +48,7 @@ static void *worker(void *arg)
             list = NULL;
             n = 0;
         }
-        double ms = now_ms() - t0;
+        double ms = (pdbx_mono_s() - t0) * 1e3;
 
         pthread_mutex_lock(&l->mu);
         free(l->list);                  /* a listing nobody took is superseded */

@@ -2,6 +2,8 @@
 # Explorer home screen through tmux: list (golden), sort, filter, help from the key table,
 # delete with confirmation, and a clean exit.
 . "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+# the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
+export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
 B=2026-11-20__11-00-00_bbbb0002
 C=2026-11-21__09-00-00_cccc0003

@@ -4,6 +4,8 @@
 # gets a one-line message naming file, line and value and the default theme is used; the theme
 # key cycles themes and the choice is saved in the user config.
 . "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+# the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
+export TZ=UTC
 make_run 2026-11-20__10-00-00_aaaa0001
 colours() { tmx capture-pane -e -p -t e2e | grep -cE $'\e\\[[0-9;]*(3[0-7]|4[0-7]|38;5|48;5)[;m]' ; }
 attrs() { tmx capture-pane -e -p -t e2e | grep -cE $'\e\\[[0-9;]*(1|7)[;m]' ; }

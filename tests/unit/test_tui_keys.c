@@ -134,6 +134,38 @@ static void test_key_names(void **state)
     assert_string_equal(ui_keys_name(KEY_PPAGE, b, sizeof(b)), "PgUp");
 }
 
+/* The one field editor of the form and the export dialog: insert at the cursor, move,
+ * delete on both sides, clear, and refuse (without damage) what does not fit. */
+static void test_field_edit(void **state)
+{
+    (void)state;
+    char t[6] = "ac";
+    int cur = 1;
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, 'b', UI_ACT_NONE), UI_EDIT_CHANGED);
+    assert_string_equal(t, "abc");
+    assert_int_equal(cur, 2);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_RIGHT, UI_ACT_CHOICE_NEXT), UI_EDIT_MOVED);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_RIGHT, UI_ACT_CHOICE_NEXT), UI_EDIT_MOVED);
+    assert_int_equal(cur, 3);                      /* stays at the end */
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_DC, UI_ACT_NONE), UI_EDIT_NOOP);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_BACKSPACE, UI_ACT_NONE), UI_EDIT_CHANGED);
+    assert_string_equal(t, "ab");
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, 1, UI_ACT_NONE), UI_EDIT_MOVED);   /* ^A */
+    assert_int_equal(cur, 0);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, 127, UI_ACT_NONE), UI_EDIT_NOOP);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_DC, UI_ACT_NONE), UI_EDIT_CHANGED);
+    assert_string_equal(t, "b");
+    for (const char *p = "xyzw"; *p; p++)
+        ui_keys_edit(t, sizeof t, &cur, *p, UI_ACT_NONE);
+    assert_string_equal(t, "xyzwb");               /* full: 5 bytes and the NUL */
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, 'q', UI_ACT_NONE), UI_EDIT_NOOP);
+    assert_string_equal(t, "xyzwb");
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_F(3), UI_ACT_NONE), UI_EDIT_NONE);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, 21, UI_ACT_CLEAR_FIELD), UI_EDIT_CHANGED);
+    assert_string_equal(t, "");
+    assert_int_equal(cur, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -143,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_help_is_generated_from_the_table),
         cmocka_unit_test(test_bar),
         cmocka_unit_test(test_key_names),
+        cmocka_unit_test(test_field_edit),
     };
     return cmocka_run_group_tests_name("tui_keys", tests, NULL, NULL);
 }

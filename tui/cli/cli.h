@@ -51,6 +51,9 @@ int pdbx_cmd_import(int argc, char **argv);
 int pdbx_cmd_run(int argc, char **argv);
 int pdbx_cmd_attach(int argc, char **argv);
 int pdbx_cmd_cancel(int argc, char **argv);
+/* The explorer (cli_explore.c): `pdbx [options]` on a terminal, and `pdbx replay FILE`. */
+int pdbx_cmd_explore(int argc, char **argv);
+int pdbx_cmd_replay(int argc, char **argv);
 /* `pdbx` without a subcommand until the explorer lands: the plan of the `quick` preset and the
  * store listing. argv[0] is "pdbx"; accepts --store DIR. */
 int pdbx_cmd_overview(int argc, char **argv);

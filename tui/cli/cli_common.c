@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/util/text.h"
+
 #define OPT_BASE 1000          /* getopt_long val of opts[i] is OPT_BASE + i */
 #define CLI_ERR_MAX 1024
 
@@ -57,33 +59,13 @@ void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
     fprintf(out, "  %-*s  %s\n", (int)w, "-h, --help", "print this help and exit");
 }
 
-/* Edit distance, for "did you mean" on unknown options. Short strings only. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return (size_t)-1;
-    size_t prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
-    }
-    return prev[lb];
-}
-
+/* The option within two edits of name, for "did you mean" on unknown options. */
 static const char *closest_option(const pdbx_cli_spec *spec, const char *name)
 {
     const char *best = NULL;
     size_t best_d = 3;         /* suggest only within two edits */
     for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
-        size_t d = edit_distance(name, o->name);
+        size_t d = pdbx_edit_distance(name, o->name);
         if (d < best_d) {
             best_d = d;
             best = o->name;
@@ -109,16 +91,12 @@ static int unknown_option(const pdbx_cli_spec *spec, const char *arg)
     return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "unknown option '%s' (see '%s')", arg, help);
 }
 
-int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_opt_fn fn,
-                   void *ctx, char ***pos, int *npos)
+/* The getopt_long table of spec's options, --help last; NULL when out of memory. */
+static struct option *long_options(const pdbx_cli_spec *spec, size_t nopts)
 {
-    int rc = PDBX_EXIT_USAGE;
-    size_t nopts = 0;
-    while (spec->opts && spec->opts[nopts].name)
-        nopts++;
     struct option *lo = calloc(nopts + 2, sizeof *lo);
     if (!lo)
-        return pdbx_cli_fail(PDBX_EXIT_FAIL, spec->name, "out of memory");
+        return NULL;
     for (size_t i = 0; i < nopts; i++) {
         lo[i].name = spec->opts[i].name;
         lo[i].has_arg = spec->opts[i].arg ? required_argument : no_argument;
@@ -127,7 +105,65 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
     lo[nopts].name = "help";
     lo[nopts].has_arg = no_argument;
     lo[nopts].val = 'h';
+    return lo;
+}
 
+/* getopt_long's ':' (a value is missing) and '?' (an unknown option, or a value given to a
+ * flag), said in one line; returns the usage exit code. cur is the argument being read. */
+static int option_error(const pdbx_cli_spec *spec, size_t nopts, int c, const char *cur)
+{
+    if (c == ':') {
+        const char *name = cur;
+        while (*name == '-')
+            name++;
+        for (size_t i = 0; i < nopts; i++)
+            if (optopt == OPT_BASE + (int)i)
+                name = spec->opts[i].name;
+        char n2[128];
+        snprintf(n2, sizeof n2, "%s", name);
+        n2[strcspn(n2, "=")] = '\0';
+        const char *what = "a value";
+        for (size_t i = 0; i < nopts; i++)
+            if (strcmp(spec->opts[i].name, n2) == 0 && spec->opts[i].arg)
+                what = spec->opts[i].arg;
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--%s needs a value (%s)", n2, what);
+    }
+    if (optopt >= OPT_BASE && optopt < OPT_BASE + (int)nopts)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--%s takes no value (got '%s')",
+                             spec->opts[optopt - OPT_BASE].name, cur);
+    if (optopt == 'h')
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--help takes no value");
+    if (optopt > 0 && optopt < 256) {
+        char shortopt[3] = { '-', (char)optopt, '\0' };
+        return unknown_option(spec, shortopt);
+    }
+    return unknown_option(spec, cur);
+}
+
+/* n positional arguments against spec's bounds: 0, or the usage exit code after one line. */
+static int check_positionals(const pdbx_cli_spec *spec, int n, char **rest)
+{
+    if (n < spec->min_args)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "missing argument: usage: pdbx %s %s",
+                             spec->name, spec->args);
+    if (n > spec->max_args)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name,
+                             "unexpected argument '%s' (usage: pdbx%s%s%s%s)",
+                             rest[spec->max_args], *spec->name ? " " : "", spec->name,
+                             spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
+    return 0;
+}
+
+int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_opt_fn fn,
+                   void *ctx, char ***pos, int *npos)
+{
+    int rc = PDBX_EXIT_USAGE;
+    size_t nopts = 0;
+    while (spec->opts && spec->opts[nopts].name)
+        nopts++;
+    struct option *lo = long_options(spec, nopts);
+    if (!lo)
+        return pdbx_cli_fail(PDBX_EXIT_FAIL, spec->name, "out of memory");
     opterr = 0;                /* our own one-line messages */
     optind = 0;                /* glibc: full re-initialisation (a second parse in-process) */
     for (;;) {
@@ -140,35 +176,8 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
             rc = PDBX_CLI_HELP_SHOWN;
             goto done;
         }
-        if (c == ':') {
-            const char *name = cur;
-            while (*name == '-')
-                name++;
-            for (size_t i = 0; i < nopts; i++)
-                if (optopt == OPT_BASE + (int)i)
-                    name = spec->opts[i].name;
-            char n2[128];
-            snprintf(n2, sizeof n2, "%s", name);
-            n2[strcspn(n2, "=")] = '\0';
-            const char *what = "a value";
-            for (size_t i = 0; i < nopts; i++)
-                if (strcmp(spec->opts[i].name, n2) == 0 && spec->opts[i].arg)
-                    what = spec->opts[i].arg;
-            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--%s needs a value (%s)", n2, what);
-            goto done;
-        }
-        if (c == '?') {
-            if (optopt >= OPT_BASE && optopt < OPT_BASE + (int)nopts) {
-                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--%s takes no value (got '%s')",
-                                   spec->opts[optopt - OPT_BASE].name, cur);
-            } else if (optopt == 'h') {
-                rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "--help takes no value");
-            } else if (optopt > 0 && optopt < 256) {
-                char shortopt[3] = { '-', (char)optopt, '\0' };
-                rc = unknown_option(spec, shortopt);
-            } else {
-                rc = unknown_option(spec, cur);
-            }
+        if (c == ':' || c == '?') {
+            rc = option_error(spec, nopts, c, cur);
             goto done;
         }
         if (c < OPT_BASE || c >= OPT_BASE + (int)nopts) {
@@ -177,27 +186,15 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
         }
         char err[CLI_ERR_MAX] = "";
         if (fn && fn(&spec->opts[c - OPT_BASE], optarg, ctx, err, sizeof err) != 0) {
-            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "%s",
-                               err[0] ? err : "bad option value");
+            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "%s", err[0] ? err : "bad option value");
             goto done;
         }
     }
-    int n = argc - optind;
-    if (n < spec->min_args) {
-        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name, "missing argument: usage: pdbx %s %s",
-                           spec->name, spec->args);
-        goto done;
+    rc = check_positionals(spec, argc - optind, argv + optind);
+    if (rc == 0) {
+        *pos = argv + optind;
+        *npos = argc - optind;
     }
-    if (n > spec->max_args) {
-        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, spec->name,
-                           "unexpected argument '%s' (usage: pdbx%s%s%s%s)",
-                           argv[optind + spec->max_args], *spec->name ? " " : "", spec->name,
-                           spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
-        goto done;
-    }
-    *pos = argv + optind;
-    *npos = n;
-    rc = 0;
 done:
     free(lo);
     return rc;

@@ -20,8 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tui/cli/cli.h"
 #include "engine/launch/launch.h"
+#include "store/util/clock.h"
+#include "store/util/fmt.h"
+#include "tui/cli/cli.h"
 
 #define EXIT_CANCELLED 3
 
@@ -34,13 +36,6 @@ static void on_interrupt(int sig)
     interrupts++;
 }
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 typedef struct {
     pdbx_run run;
     char err[256];
@@ -51,21 +46,6 @@ static int fold(const cJSON *ev, void *ctx)
     fold_ctx *f = ctx;
     pdbx_run_apply(&f->run, ev, f->err, sizeof f->err);   /* a malformed event is skipped */
     return 0;
-}
-
-static void fmt_dur(double s, char *buf, size_t len)
-{
-    if (!(s >= 0) || !isfinite(s)) {
-        snprintf(buf, len, "--");
-        return;
-    }
-    long t = (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-    else if (t >= 60)
-        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, len, "%lds", t);
 }
 
 /* Last progress heartbeat values not kept by pdbx_run: read straight from the events. */
@@ -85,7 +65,7 @@ static int read_beat(const cJSON *ev, void *ctx)
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(ev, "t");
     b->elapsed = cJSON_IsNumber(el) ? el->valuedouble : NAN;
     b->eta = cJSON_IsNumber(eta) ? eta->valuedouble : NAN;
-    b->at = cJSON_IsNumber(at) ? at->valuedouble : wall_s();
+    b->at = cJSON_IsNumber(at) ? at->valuedouble : pdbx_wall_s();
     b->have = 1;
     return 0;
 }
@@ -111,14 +91,14 @@ static void draw(const watch_state *w, int tty, int *last_done)
     if (r->progress_done > done)
         done = (int)r->progress_done;
     /* an ended run's clock stops at its last event (attach to a run that ended long ago) */
-    double now = r->have_end && r->last_event > 0 ? r->last_event : wall_s();
+    double now = r->have_end && r->last_event > 0 ? r->last_event : pdbx_wall_s();
     double elapsed = w->b.have ? w->b.elapsed + (now - w->b.at) : now - r->created;
     double eta = w->b.have ? w->b.eta - (now - w->b.at) : NAN;
     if (eta < 0 || r->have_end)
         eta = 0;
     char el[32], et[32], cur[96] = "";
-    fmt_dur(elapsed, el, sizeof el);
-    fmt_dur(eta, et, sizeof et);
+    pdbx_fmt_duration(elapsed, el, sizeof el);
+    pdbx_fmt_duration(eta, et, sizeof et);
     if (r->have_end) {
         /* no point or op is current any more */
     } else if (r->current_point >= 0 && (size_t)r->current_point < r->npoints) {
@@ -145,6 +125,44 @@ static void draw(const watch_state *w, int tty, int *last_done)
 
 /* Watches run `id` until it ends (or stops being alive, or the user gives up). Returns the
  * exit code for the run's final status. cancel_on_int: Ctrl-C cancels the sweep. */
+/* Ctrl-C while watching: the first cancels the sweep (when asked to), the next one stops
+ * watching. Returns 1 to stop watching. */
+static int stop_on_interrupt(const char *cmd, pdbx_store *st, const char *id, int tty, int cancel_on_int,
+                             int *cancel_sent)
+{
+    char err[256];
+    if (tty)
+        fputc('\n', stderr);
+    if (cancel_on_int && !*cancel_sent) {
+        fprintf(stderr, "pdbx %s: cancelling %s (Ctrl-C again to stop watching)\n", cmd, id);
+        if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
+            fprintf(stderr, "pdbx %s: %s\n", cmd, err);
+        *cancel_sent = 1;
+        interrupts = 0;
+        return 0;
+    }
+    fprintf(stderr, "pdbx %s: stopped watching; %s goes on in the background (pdbx attach %s)\n", cmd, id, id);
+    return 1;
+}
+
+/* The line saying how the run ended, and the exit status for it. */
+static int report_end(const char *cmd, const char *id, const pdbx_run *run)
+{
+    switch (run->status) {
+    case PDBX_RUN_COMPLETE:
+        fprintf(stderr, "pdbx %s: run %s complete (%zu points)\n", cmd, id, run->npoints);
+        return PDBX_EXIT_OK;
+    case PDBX_RUN_CANCELLED:
+        fprintf(stderr, "pdbx %s: run %s cancelled%s%s\n", cmd, id, run->end_reason[0] ? ": " : "",
+                run->end_reason);
+        return EXIT_CANCELLED;
+    default:
+        fprintf(stderr, "pdbx %s: run %s %s%s%s\n", cmd, id, pdbx_run_status_name(run->status),
+                run->end_reason[0] ? ": " : "", run->end_reason);
+        return PDBX_EXIT_FAIL;
+    }
+}
+
 static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_int)
 {
     char path[PDBX_PATH_MAX];
@@ -153,7 +171,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
     memset(&w, 0, sizeof w);
     pdbx_run_init(&w.f.run);
     uint64_t off = 0;
-    int tty = isatty(2), last_done = -1, cancel_sent = 0, rc = PDBX_EXIT_OK;
+    int tty = isatty(2), last_done = -1, cancel_sent = 0, rc;
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;
@@ -176,26 +194,14 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
         draw(&w, tty, &last_done);
         if (w.f.run.have_end)
             break;
-        double now = wall_s();
+        double now = pdbx_wall_s();
         if (now >= next_live) {          /* the supervisor died without run_end? */
             pdbx_run_refresh_liveness(&w.f.run);
             if (w.f.run.status == PDBX_RUN_FAILED)
                 break;
             next_live = now + 2.0;
         }
-        if (interrupts && cancel_on_int && !cancel_sent) {
-            if (tty)
-                fputc('\n', stderr);
-            fprintf(stderr, "pdbx %s: cancelling %s (Ctrl-C again to stop watching)\n", cmd, id);
-            if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
-                fprintf(stderr, "pdbx %s: %s\n", cmd, err);
-            cancel_sent = 1;
-            interrupts = 0;
-        } else if (interrupts && (cancel_sent || !cancel_on_int)) {
-            if (tty)
-                fputc('\n', stderr);
-            fprintf(stderr, "pdbx %s: stopped watching; %s goes on in the background "
-                    "(pdbx attach %s)\n", cmd, id, id);
+        if (interrupts && stop_on_interrupt(cmd, st, id, tty, cancel_on_int, &cancel_sent)) {
             rc = PDBX_EXIT_OK;
             goto out;
         }
@@ -204,22 +210,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
     }
     if (tty)
         fputc('\n', stderr);
-    switch (w.f.run.status) {
-    case PDBX_RUN_COMPLETE:
-        fprintf(stderr, "pdbx %s: run %s complete (%zu points)\n", cmd, id, w.f.run.npoints);
-        rc = PDBX_EXIT_OK;
-        break;
-    case PDBX_RUN_CANCELLED:
-        fprintf(stderr, "pdbx %s: run %s cancelled%s%s\n", cmd, id, w.f.run.end_reason[0] ? ": " : "",
-                w.f.run.end_reason);
-        rc = EXIT_CANCELLED;
-        break;
-    default:
-        fprintf(stderr, "pdbx %s: run %s %s%s%s\n", cmd, id, pdbx_run_status_name(w.f.run.status),
-                w.f.run.end_reason[0] ? ": " : "", w.f.run.end_reason[0] ? w.f.run.end_reason : "");
-        rc = PDBX_EXIT_FAIL;
-        break;
-    }
+    rc = report_end(cmd, id, &w.f.run);
 out:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -350,20 +341,33 @@ static int open_run(const char *cmd, const pdbx_cli_spec *cli, int argc, char **
     return 0;
 }
 
+/* cancel takes both options, attach only --store (the table's tail). */
+static const pdbx_cli_opt ref_opts[] = {
+    { "no-wait", NULL, "return once the signal is sent instead of waiting for the run end" },
+    { "store", "DIR", "store directory" },
+    { NULL, NULL, NULL },
+};
+
+static const pdbx_cli_spec attach_spec = {
+    .name = "attach", .args = "RUN", .opts = ref_opts + 1, .min_args = 1, .max_args = 1,
+    .about = "Shows the progress bar of a running sweep until it ends (Ctrl-C\n"
+             "stops watching; the sweep goes on). Exit: 0 complete, 1 failed,\n"
+             "3 cancelled.",
+};
+
+static const pdbx_cli_spec cancel_spec = {
+    .name = "cancel", .args = "RUN", .opts = ref_opts, .min_args = 1, .max_args = 1,
+    .about = "Ends a running sweep cleanly: the measurement in flight finishes\n"
+             "or is dropped and the run ends 'cancelled'. Waits (up to 2\n"
+             "minutes) for the run end unless --no-wait.",
+};
+
 int pdbx_cmd_attach(int argc, char **argv)
 {
-    static const pdbx_cli_opt opts[] = {
-        { "store", "DIR", "store directory" },
-        { NULL, NULL, NULL },
-    };
-    pdbx_cli_spec cli = { .name = "attach", .args = "RUN", .opts = opts, .min_args = 1, .max_args = 1,
-                          .about = "Shows the progress bar of a running sweep until it ends (Ctrl-C\n"
-                                   "stops watching; the sweep goes on). Exit: 0 complete, 1 failed,\n"
-                                   "3 cancelled." };
     ref_args a = { 0 };
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX];
-    int rc = open_run("attach", &cli, argc, argv, &a, &st, id);
+    int rc = open_run("attach", &attach_spec, argc, argv, &a, &st, id);
     if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     rc = watch("attach", st, id, 0);
@@ -373,19 +377,10 @@ int pdbx_cmd_attach(int argc, char **argv)
 
 int pdbx_cmd_cancel(int argc, char **argv)
 {
-    static const pdbx_cli_opt opts[] = {
-        { "store", "DIR", "store directory" },
-        { "no-wait", NULL, "return once the signal is sent instead of waiting for the run end" },
-        { NULL, NULL, NULL },
-    };
-    pdbx_cli_spec cli = { .name = "cancel", .args = "RUN", .opts = opts, .min_args = 1, .max_args = 1,
-                          .about = "Ends a running sweep cleanly: the measurement in flight finishes\n"
-                                   "or is dropped and the run ends 'cancelled'. Waits (up to 2\n"
-                                   "minutes) for the run end unless --no-wait." };
     ref_args a = { 0 };
     pdbx_store *st = NULL;
     char id[PDBX_RUN_ID_MAX], err[512];
-    int rc = open_run("cancel", &cli, argc, argv, &a, &st, id);
+    int rc = open_run("cancel", &cancel_spec, argc, argv, &a, &st, id);
     if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
     if (pdbx_launch_cancel(st, id, err, sizeof err) != 0) {

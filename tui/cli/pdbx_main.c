@@ -7,7 +7,6 @@
 
 #include "store/version.h"
 #include "tui/cli/cli.h"
-#include "tui/explorer.h"
 
 static const pdbx_cli_command commands[] = {
     { "ls",     "list the runs in the store",                             pdbx_cmd_ls },
@@ -20,7 +19,7 @@ static const pdbx_cli_command commands[] = {
     { "run",    "start a sweep in the background and show its progress",  pdbx_cmd_run },
     { "attach", "show the progress of a running sweep",                   pdbx_cmd_attach },
     { "cancel", "end a running sweep cleanly (status cancelled)",         pdbx_cmd_cancel },
-    { "replay", "play a recording through the explorer's monitor",        pdbx_replay_main },
+    { "replay", "play a recording through the explorer's monitor",        pdbx_cmd_replay },
 };
 
 /* What `pdbx` does without a subcommand: the explorer on a terminal; the overview (the quick
@@ -28,7 +27,7 @@ static const pdbx_cli_command commands[] = {
 static int no_subcommand(int argc, char **argv)
 {
     if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
-        return pdbx_explorer_main(argc, argv);
+        return pdbx_cmd_explore(argc, argv);
     return pdbx_cmd_overview(argc, argv);
 }
 
@@ -78,7 +77,7 @@ int main(int argc, char **argv)
         }
         if (argc >= 2 && strcmp(argv[1], "--explorer-help") == 0) {
             char *help[] = { "pdbx", "--help", NULL };
-            return pdbx_explorer_main(2, help);
+            return pdbx_cmd_explore(2, help);
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
             printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());

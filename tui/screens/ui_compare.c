@@ -4,35 +4,40 @@
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
-void ui_compare_close(ui_app *app)
+typedef enum { VIEW_TABLE = 0, VIEW_COST } view_kind;
+
+typedef struct {
+    pdbx_run a, b;           /* b unused when comparing two configs of one run */
+    int have_a, have_b, same_run;
+    int pairs[PDBX_MAX_CONFIGS][6];     /* config of A (tp,pp,dp), config of B */
+    int npairs;
+    int tab;
+    pdbx_stat_kind stat;
+    int log;
+    int op;                  /* -1: the total */
+    view_kind view;          /* TABLE (ratios) or COST (overlaid chart) */
+    int scroll;              /* op rows scrolled off the top of the ratio table */
+} cmp_state;
+
+static void compare_close(void *st)
 {
-    ui_compare_state *c = &app->cmp;
+    cmp_state *c = st;
+    if (!c)
+        return;
     if (c->have_a) pdbx_run_free(&c->a);
     if (c->have_b) pdbx_run_free(&c->b);
-    memset(c, 0, sizeof(*c));
+    free(c);
 }
 
-int ui_compare_open_runs(ui_app *app, const char *id_a, const char *id_b)
+/* Pairs the configs A and B have in common; else the first of each, saying so. */
+static int pair_configs(ui_app *app, cmp_state *c)
 {
-    ui_compare_close(app);
-    ui_compare_state *c = &app->cmp;
-    char err[256];
-    if (pdbx_run_load(app->store, id_a, &c->a, err, sizeof(err)) != 0) {
-        ui_app_message(app, 1, "%s", err);
-        return -1;
-    }
-    c->have_a = 1;
-    if (pdbx_run_load(app->store, id_b, &c->b, err, sizeof(err)) != 0) {
-        ui_app_message(app, 1, "%s", err);
-        ui_compare_close(app);
-        return -1;
-    }
-    c->have_b = 1;
     int ca[PDBX_MAX_CONFIGS][3], cb[PDBX_MAX_CONFIGS][3];
     size_t na = pdbx_run_configs(&c->a, ca, PDBX_MAX_CONFIGS);
     size_t nb = pdbx_run_configs(&c->b, cb, PDBX_MAX_CONFIGS);
@@ -52,17 +57,29 @@ int ui_compare_open_runs(ui_app *app, const char *id_a, const char *id_b)
     }
     if (c->npairs == 0) {
         ui_app_message(app, 1, "nothing to compare: a run has no configs");
-        ui_compare_close(app);
         return -1;
     }
-    c->op = -1;
     return 0;
 }
 
-int ui_compare_open_configs(ui_app *app, const pdbx_run *run, const int cfg_a[3], const int cfg_b[3])
+static int open_runs(ui_app *app, cmp_state *c, const char *id_a, const char *id_b)
 {
-    ui_compare_close(app);
-    ui_compare_state *c = &app->cmp;
+    char err[256];
+    if (pdbx_run_load(app->store, id_a, &c->a, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return -1;
+    }
+    c->have_a = 1;
+    if (pdbx_run_load(app->store, id_b, &c->b, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "%s", err);
+        return -1;
+    }
+    c->have_b = 1;
+    return pair_configs(app, c);
+}
+
+static int open_configs(ui_app *app, cmp_state *c, const pdbx_run *run, const int cfg_a[3], const int cfg_b[3])
+{
     char err[256];
     /* a private copy of the run, so the run view can be closed independently */
     if (pdbx_run_load(app->store, run->id, &c->a, err, sizeof(err)) != 0) {
@@ -74,22 +91,37 @@ int ui_compare_open_configs(ui_app *app, const pdbx_run *run, const int cfg_a[3]
     memcpy(c->pairs[0], cfg_a, 3 * sizeof(int));
     memcpy(c->pairs[0] + 3, cfg_b, 3 * sizeof(int));
     c->npairs = 1;
-    c->op = -1;
     return 0;
 }
 
-static int compare_key(ui_app *app, int key, ui_action act)
+static void *compare_open(ui_app *app, const void *arg)
+{
+    const ui_compare_arg *a = arg;
+    cmp_state *c = calloc(1, sizeof(*c));
+    if (!c) {
+        ui_app_message(app, 1, "out of memory opening the comparison");
+        return NULL;
+    }
+    int rc = a->run ? open_configs(app, c, a->run, a->cfg_a, a->cfg_b) : open_runs(app, c, a->id_a, a->id_b);
+    if (rc != 0) {
+        compare_close(c);
+        return NULL;
+    }
+    c->op = -1;
+    return c;
+}
+
+static int compare_key(ui_app *app, void *st, int key, ui_action act)
 {
     (void)key;
-    ui_compare_state *c = &app->cmp;
+    cmp_state *c = st;
     switch (act) {
     case UI_ACT_BACK:
-        ui_compare_close(app);
-        ui_app_switch(app, app->rv.have_run ? UI_SCREEN_RUNVIEW : UI_SCREEN_RUNS);
+        ui_app_pop(app);
         return UI_H_HANDLED;
     case UI_ACT_NEXT_TAB: c->tab = (c->tab + 1) % c->npairs; c->scroll = 0; return UI_H_HANDLED;
     case UI_ACT_PREV_TAB: c->tab = (c->tab + c->npairs - 1) % c->npairs; c->scroll = 0; return UI_H_HANDLED;
-    case UI_ACT_VIEW: c->view = c->view == UI_VIEW_TABLE ? UI_VIEW_COST : UI_VIEW_TABLE; return UI_H_HANDLED;
+    case UI_ACT_VIEW: c->view = c->view == VIEW_TABLE ? VIEW_COST : VIEW_TABLE; return UI_H_HANDLED;
     case UI_ACT_STAT: c->stat = (c->stat + 1) % PDBX_STAT_COUNT_KINDS; return UI_H_HANDLED;
     case UI_ACT_LOG: c->log = !c->log; return UI_H_HANDLED;
     case UI_ACT_UP: if (c->scroll > 0) c->scroll--; return UI_H_HANDLED;
@@ -124,10 +156,9 @@ static void draw_ratio_row(int y, int op, const ui_matrix *ma, const ui_matrix *
     }
 }
 
-static void compare_draw(ui_app *app, ui_rect b)
+static void compare_draw(ui_app *app, void *st, ui_rect b)
 {
-    ui_compare_state *c = &app->cmp;
-    if (!c->have_a) return;
+    cmp_state *c = st;
     const pdbx_run *ra = &c->a, *rb = c->same_run ? &c->a : &c->b;
     const char *names[PDBX_MAX_CONFIGS];
     char nb[PDBX_MAX_CONFIGS][48];
@@ -147,7 +178,7 @@ static void compare_draw(ui_app *app, ui_rect b)
     ui_matrix_build(ra, p[0], p[1], p[2], c->stat, &ma);
     ui_matrix_build(rb, p[3], p[4], p[5], c->stat, &mb);
     ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
-    if (c->view == UI_VIEW_COST) {
+    if (c->view == VIEW_COST) {
         const ui_matrix *ms[2] = { &ma, &mb };
         const char *nm[2] = { "A", "B" };
         ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op));
@@ -184,4 +215,5 @@ static void compare_draw(ui_app *app, ui_rect b)
                "Up/Down: more ops");
 }
 
-const ui_screen ui_screen_compare = { "compare", UI_SCR_COMPARE, 0, NULL, compare_key, compare_draw };
+const ui_screen_ops ui_screen_compare = { "compare", UI_SCR_COMPARE, 0, compare_open, compare_close, compare_draw,
+                                          compare_key, NULL, NULL, NULL };

@@ -2,10 +2,9 @@
  * prefilled from the run's presets, editable), Vidur CSV or a Chrome trace, into a chosen
  * directory, then a report of every file written. */
 #include <curses.h>
-#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/export/export.h"
@@ -18,12 +17,48 @@ static const char *const field_labels[NFIELDS] = { "format", "directory", "FASOP
 static const char *const formats[3] = { "npz (FASOP)", "csv (Vidur)", "trace (Chrome JSON)" };
 static const char *const attrs[2] = { "fasop (rows sum to the layer)", "pure (each op alone)" };
 
-void ui_export_open(ui_app *app, ui_screen_id back)
+typedef struct {
+    const pdbx_run *run;     /* the run exported: `own` below, or the screen's under this one */
+    pdbx_run own;
+    int have_own;
+    int sel;
+    int format;              /* 0 npz, 1 csv, 2 trace */
+    char dir[PDBX_PATH_MAX];
+    char model_tag[32], gpu_tag[32];
+    int attribution;         /* pdbx_attribution */
+    int stat;
+    char report[16][PDBX_PATH_MAX + 8];
+    int nreport;
+    int cursor;
+} export_state;
+
+static void export_close(void *st)
 {
-    ui_export_state *e = &app->exp;
-    const pdbx_run *run = &app->rv.run;
-    memset(e, 0, sizeof(*e));
-    e->back = back;
+    export_state *e = st;
+    if (e && e->have_own)
+        pdbx_run_free(&e->own);
+    free(e);
+}
+
+static void *export_open(ui_app *app, const void *arg)
+{
+    const ui_export_arg *a = arg;
+    export_state *e = calloc(1, sizeof(*e));
+    char err[256];
+    if (!e) {
+        ui_app_message(app, 1, "out of memory opening the export dialog");
+        return NULL;
+    }
+    if (!a->run) {
+        if (pdbx_run_load(app->store, a->id, &e->own, err, sizeof(err)) != 0) {
+            ui_app_message(app, 1, "%s", err);
+            free(e);
+            return NULL;
+        }
+        e->have_own = 1;
+    }
+    e->run = a->run ? a->run : &e->own;
+    const pdbx_run *run = e->run;
     char cwd[PDBX_PATH_MAX - 64];
     if (!getcwd(cwd, sizeof(cwd)))
         snprintf(cwd, sizeof(cwd), ".");
@@ -34,10 +69,10 @@ void ui_export_open(ui_app *app, ui_screen_id back)
     e->stat = PDBX_STAT_MEAN;
     e->sel = F_DIR;
     e->cursor = (int)strlen(e->dir);
-    ui_app_switch(app, UI_SCREEN_EXPORT);
+    return e;
 }
 
-static char *text_of(ui_export_state *e, int f, size_t *cap)
+static char *text_of(export_state *e, int f, size_t *cap)
 {
     switch (f) {
     case F_DIR: *cap = sizeof(e->dir); return e->dir;
@@ -49,15 +84,14 @@ static char *text_of(ui_export_state *e, int f, size_t *cap)
 
 static void wrote(const char *path, void *ctx)
 {
-    ui_export_state *e = ctx;
+    export_state *e = ctx;
     if (e->nreport < 16)
         snprintf(e->report[e->nreport++], sizeof(e->report[0]), "%s", path);
 }
 
-static void do_export(ui_app *app)
+static void do_export(ui_app *app, export_state *e)
 {
-    ui_export_state *e = &app->exp;
-    const pdbx_run *run = &app->rv.run;
+    const pdbx_run *run = e->run;
     char err[512];
     e->nreport = 0;
     if (!e->dir[0]) {
@@ -88,19 +122,17 @@ static void do_export(ui_app *app)
         ui_app_message(app, 0, "wrote %d file%s to %s", e->nreport, e->nreport == 1 ? "" : "s", e->dir);
 }
 
-static int export_key(ui_app *app, int key, ui_action act)
+static int export_key(ui_app *app, void *st, int key, ui_action act)
 {
-    ui_export_state *e = &app->exp;
+    export_state *e = st;
     size_t cap;
     char *text = text_of(e, e->sel, &cap);
     if (act == UI_ACT_BACK) {
-        ui_app_switch(app, e->back);
-        if (e->back == UI_SCREEN_RUNS)
-            ui_runview_close(app);
+        ui_app_pop(app);
         return UI_H_HANDLED;
     }
     if (act == UI_ACT_LAUNCH || key == '\n' || key == '\r' || key == KEY_ENTER) {
-        do_export(app);
+        do_export(app, e);
         return UI_H_HANDLED;
     }
     if (act == UI_ACT_UP) {
@@ -114,27 +146,7 @@ static int export_key(ui_app *app, int key, ui_action act)
         if (e->sel == F_STAT) e->stat = (e->stat + PDBX_STAT_COUNT_KINDS + d) % PDBX_STAT_COUNT_KINDS;
         return UI_H_HANDLED;
     } else if (text) {
-        size_t len = strlen(text);
-        if (e->cursor > (int)len) e->cursor = (int)len;
-        if (act == UI_ACT_CHOICE_PREV && e->cursor > 0) e->cursor--;
-        else if (act == UI_ACT_CHOICE_NEXT && e->cursor < (int)len) e->cursor++;
-        else if (key == KEY_HOME || key == 1) e->cursor = 0;
-        else if (key == KEY_END || key == 5) e->cursor = (int)len;
-        else if ((key == KEY_BACKSPACE || key == 127 || key == 8) && e->cursor > 0) {
-            memmove(text + e->cursor - 1, text + e->cursor, len - (size_t)e->cursor + 1);
-            e->cursor--;
-        } else if (key == KEY_DC && e->cursor < (int)len) {
-            memmove(text + e->cursor, text + e->cursor + 1, len - (size_t)e->cursor);
-        } else if (act == UI_ACT_CLEAR_FIELD) {
-            text[0] = '\0';
-            e->cursor = 0;
-        } else if (ui_keys_is_text_key(key) && len + 1 < cap) {
-            memmove(text + e->cursor + 1, text + e->cursor, len - (size_t)e->cursor + 1);
-            text[e->cursor++] = (char)key;
-        } else {
-            return UI_H_NONE;
-        }
-        return UI_H_HANDLED;
+        return ui_keys_edit(text, cap, &e->cursor, key, act) == UI_EDIT_NONE ? UI_H_NONE : UI_H_HANDLED;
     } else {
         return UI_H_NONE;
     }
@@ -143,10 +155,10 @@ static int export_key(ui_app *app, int key, ui_action act)
     return UI_H_HANDLED;
 }
 
-static void export_draw(ui_app *app, ui_rect b)
+static void export_draw(ui_app *app, void *st, ui_rect b)
 {
-    ui_export_state *e = &app->exp;
-    const pdbx_run *run = &app->rv.run;
+    export_state *e = st;
+    const pdbx_run *run = e->run;
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "Export %s (%s, %s/%s)", run->id, run->model.name, run->backend, run->gpu);
     int y = b.y + 2;
     for (int f = 0; f < NFIELDS; f++, y++) {
@@ -181,4 +193,5 @@ static void export_draw(ui_app *app, ui_rect b)
     }
 }
 
-const ui_screen ui_screen_export = { "export", UI_SCR_EXPORT, 0, NULL, export_key, export_draw };
+const ui_screen_ops ui_screen_export = { "export", UI_SCR_EXPORT, 0, export_open, export_close, export_draw,
+                                         export_key, NULL, NULL, NULL };

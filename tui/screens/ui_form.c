@@ -12,7 +12,32 @@
 #include <strings.h>
 
 #include "engine/launch/launch.h"
+#include "engine/plan/plan.h"
 #include "tui/ui_app.h"
+
+#define FORM_FIELDS 24
+typedef struct {
+    const char *label;
+    const char *field;       /* pdbx_spec_set field name */
+    char value[256];
+    char error[256];         /* planner message for this field, "" when fine */
+    const char *const *choices;   /* NULL: free text */
+} form_field;
+
+typedef struct {
+    form_field f[FORM_FIELDS];
+    int nf;
+    int sel;
+    int cursor;              /* byte offset in the selected field */
+    char preset[64];
+    pdbx_spec spec;          /* the spec the current values give */
+    int spec_ok;
+    char spec_error[256];    /* pdbx_spec_validate's message */
+    pdbx_plan_point *points;
+    size_t npoints;
+    char combos[512];        /* valid TP/PP/DP combinations for the GPU count */
+    int preview_top;
+} form_state;
 
 static const char *const dtypes[] = { "bf16", "fp16", "fp32", NULL };
 static const char *const backends[] = { "auto", "cpu", "cuda", NULL };
@@ -30,26 +55,26 @@ static void fill_choices(const char *kind, char (*names)[64], size_t cap, const 
     choices[n] = NULL;
 }
 
-static void add_field(ui_form_state *f, const char *label, const char *field, const char *const *choices)
+static void add_field(form_state *f, const char *label, const char *field, const char *const *choices)
 {
-    ui_form_field *x = &f->f[f->nf++];
+    form_field *x = &f->f[f->nf++];
     memset(x, 0, sizeof(*x));
     x->label = label;
     x->field = field;
     x->choices = choices;
 }
 
-static ui_form_field *field_named(ui_form_state *f, const char *name)
+static form_field *field_named(form_state *f, const char *name)
 {
     for (int i = 0; i < f->nf; i++)
         if (strcmp(f->f[i].field, name) == 0) return &f->f[i];
     return NULL;
 }
 
-static void setv(ui_form_state *f, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void setv(ui_form_state *f, const char *name, const char *fmt, ...)
+static void setv(form_state *f, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void setv(form_state *f, const char *name, const char *fmt, ...)
 {
-    ui_form_field *x = field_named(f, name);
+    form_field *x = field_named(f, name);
     if (!x) return;
     va_list ap;
     va_start(ap, fmt);
@@ -58,7 +83,7 @@ static void setv(ui_form_state *f, const char *name, const char *fmt, ...)
 }
 
 /* The field values that reproduce a spec. */
-static void values_from_spec(ui_form_state *f, const pdbx_spec *s)
+static void values_from_spec(form_state *f, const pdbx_spec *s)
 {
     setv(f, "model", "%s", s->model.name);
     setv(f, "layers", "%d", s->layers_profiled);
@@ -83,7 +108,7 @@ static void values_from_spec(ui_form_state *f, const pdbx_spec *s)
 }
 
 /* Every valid TPxPPxDP with TP*PP*DP == gpus under the current spec, into f->combos. */
-static void list_combos(ui_form_state *f, int gpus)
+static void list_combos(form_state *f, int gpus)
 {
     f->combos[0] = '\0';
     size_t n = 0;
@@ -107,7 +132,7 @@ static void list_combos(ui_form_state *f, int gpus)
 
 /* Applies every field to the preset's spec; sets per-field errors, the spec error and the
  * preview points. */
-static void recompute(ui_form_state *f)
+static void recompute(form_state *f)
 {
     char err[256];
     pdbx_spec s;
@@ -117,7 +142,7 @@ static void recompute(ui_form_state *f)
     int bad = 0;
     int gpus = 0;
     for (int i = 0; i < f->nf; i++) {
-        ui_form_field *x = &f->f[i];
+        form_field *x = &f->f[i];
         x->error[0] = '\0';
         if (strcmp(x->field, "preset") == 0) continue;
         if (!x->value[0]) {
@@ -150,18 +175,22 @@ static void recompute(ui_form_state *f)
         list_combos(f, gpus);
 }
 
-void ui_form_free(ui_form_state *f)
+static void form_close(void *st)
 {
-    free(f->points);
-    f->points = NULL;
-    f->npoints = 0;
+    form_state *f = st;
+    if (f)
+        free(f->points);
+    free(f);
 }
 
-int ui_form_open(ui_app *app, const char *preset)
+static void *form_open(ui_app *app, const void *arg)
 {
-    ui_form_state *f = &app->form;
-    ui_form_free(f);
-    memset(f, 0, sizeof(*f));
+    const char *preset = arg;
+    form_state *f = calloc(1, sizeof(*f));
+    if (!f) {
+        ui_app_message(app, 1, "out of memory opening the form");
+        return NULL;
+    }
     fill_choices("models", model_names, 63, model_choices);
     fill_choices("gpus", gpu_names, 31, gpu_choices);
     fill_choices("sweeps", sweep_names, 31, sweep_choices);
@@ -195,12 +224,11 @@ int ui_form_open(ui_app *app, const char *preset)
     f->sel = 1;
     f->cursor = (int)strlen(f->f[1].value);
     recompute(f);
-    return 0;
+    return f;
 }
 
-static void do_launch(ui_app *app)
+static void do_launch(ui_app *app, form_state *f)
 {
-    ui_form_state *f = &app->form;
     char err[512];
     recompute(f);
     if (!f->spec_ok) {
@@ -219,14 +247,12 @@ static void do_launch(ui_app *app)
         ui_app_message(app, 1, "launch failed: %s", err);
         return;
     }
-    if (ui_monitor_open(app, l.run_id) != 0)
+    if (ui_app_replace(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .id = l.run_id }) != 0)
         return;
-    app->monitor_back = UI_SCREEN_RUNS;
-    ui_app_switch(app, UI_SCREEN_MONITOR);
     ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running", l.run_id, l.log_path);
 }
 
-static void cycle_choice(ui_form_state *f, ui_form_field *x, int d)
+static void cycle_choice(form_state *f, form_field *x, int d)
 {
     int n = 0, cur = -1;
     while (x->choices[n]) {
@@ -239,116 +265,95 @@ static void cycle_choice(ui_form_state *f, ui_form_field *x, int d)
     f->cursor = (int)strlen(x->value);
 }
 
-static int form_key(ui_app *app, int key, ui_action act)
+/* A changed value: a new preset reloads every field when it names a real preset; then the
+ * planner checks the whole again (keeping the preset field's own error). */
+static void value_changed(form_state *f, form_field *x)
 {
-    ui_form_state *f = &app->form;
-    ui_form_field *x = &f->f[f->sel];
-    size_t len = strlen(x->value);
-    if (f->cursor > (int)len) f->cursor = (int)len;
+    if (strcmp(x->field, "preset") == 0) {
+        pdbx_spec s;
+        char err[256];
+        pdbx_spec_defaults(&s);
+        if (pdbx_spec_load(x->value, &s, err, sizeof(err)) == 0) {
+            snprintf(f->preset, sizeof(f->preset), "%.63s", x->value);
+            values_from_spec(f, &s);
+            x->error[0] = '\0';
+        } else {
+            snprintf(x->error, sizeof(x->error), "%s", err);
+        }
+    }
+    char keep[256];
+    snprintf(keep, sizeof(keep), "%s", f->f[0].error);
+    recompute(f);
+    if (strcmp(x->field, "preset") == 0)
+        snprintf(f->f[0].error, sizeof(f->f[0].error), "%s", keep);
+}
+
+/* Keys that move between fields or scroll the preview; UI_H_NONE for the others. */
+static int nav_key(form_state *f, int key, ui_action act)
+{
+    if (act == UI_ACT_UP)
+        f->sel = (f->sel + f->nf - 1) % f->nf;
+    else if (act == UI_ACT_DOWN || key == '\n' || key == '\r' || key == KEY_ENTER)
+        f->sel = (f->sel + 1) % f->nf;
+    else if (act == UI_ACT_PGUP)
+        f->preview_top = f->preview_top > 10 ? f->preview_top - 10 : 0;
+    else if (act == UI_ACT_PGDN)
+        f->preview_top += 10;
+    else
+        return UI_H_NONE;
+    if (act != UI_ACT_PGUP && act != UI_ACT_PGDN)
+        f->cursor = (int)strlen(f->f[f->sel].value);
+    return UI_H_HANDLED;
+}
+
+static int form_key(ui_app *app, void *st, int key, ui_action act)
+{
+    form_state *f = st;
+    form_field *x = &f->f[f->sel];
     if (act == UI_ACT_BACK) {
-        ui_form_free(f);
-        ui_app_switch(app, UI_SCREEN_RUNS);
+        ui_app_pop(app);
         return UI_H_HANDLED;
     }
     if (act == UI_ACT_LAUNCH) {
-        do_launch(app);
+        do_launch(app, f);
         return UI_H_HANDLED;
     }
-    int changed = 0;
-    if (act == UI_ACT_UP) {
-        f->sel = (f->sel + f->nf - 1) % f->nf;
-    } else if (act == UI_ACT_DOWN || key == '\n' || key == '\r' || key == KEY_ENTER) {
-        f->sel = (f->sel + 1) % f->nf;
-    } else if (act == UI_ACT_PGUP) {
-        f->preview_top -= 10;
-        if (f->preview_top < 0) f->preview_top = 0;
+    if (nav_key(f, key, act) != UI_H_NONE)
         return UI_H_HANDLED;
-    } else if (act == UI_ACT_PGDN) {
-        f->preview_top += 10;
-        return UI_H_HANDLED;
-    } else if (act == UI_ACT_USE_COMBOS) {
+    ui_edit_result r;
+    if (act == UI_ACT_USE_COMBOS) {
         if (!f->combos[0]) {
             ui_app_message(app, 1, "give a GPU count first: the valid combinations are listed for it");
             return UI_H_HANDLED;
         }
         setv(f, "configs", "%s", f->combos);
         setv(f, "gpus", "%s", "");
-        changed = 1;
+        r = UI_EDIT_CHANGED;
     } else if ((act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT) && x->choices) {
         cycle_choice(f, x, act == UI_ACT_CHOICE_PREV ? -1 : 1);
-        changed = 1;
-    } else if (act == UI_ACT_CHOICE_PREV) {
-        if (f->cursor > 0) f->cursor--;
-        return UI_H_HANDLED;
-    } else if (act == UI_ACT_CHOICE_NEXT) {
-        if (f->cursor < (int)len) f->cursor++;
-        return UI_H_HANDLED;
-    } else if (key == KEY_HOME || key == 1) {
-        f->cursor = 0;
-        return UI_H_HANDLED;
-    } else if (key == KEY_END || key == 5) {
-        f->cursor = (int)len;
-        return UI_H_HANDLED;
-    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (f->cursor > 0) {
-            memmove(x->value + f->cursor - 1, x->value + f->cursor, len - (size_t)f->cursor + 1);
-            f->cursor--;
-            changed = 1;
-        }
-    } else if (key == KEY_DC) {
-        if (f->cursor < (int)len) {
-            memmove(x->value + f->cursor, x->value + f->cursor + 1, len - (size_t)f->cursor);
-            changed = 1;
-        }
-    } else if (act == UI_ACT_CLEAR_FIELD) {
-        x->value[0] = '\0';
-        f->cursor = 0;
-        changed = 1;
-    } else if (ui_keys_is_text_key(key)) {
-        if (len + 1 < sizeof(x->value)) {
-            memmove(x->value + f->cursor + 1, x->value + f->cursor, len - (size_t)f->cursor + 1);
-            x->value[f->cursor++] = (char)key;
-            changed = 1;
-        }
+        r = UI_EDIT_CHANGED;
     } else {
+        r = ui_keys_edit(x->value, sizeof(x->value), &f->cursor, key, act);
+    }
+    if (r == UI_EDIT_NONE)
         return UI_H_NONE;
-    }
-    if (changed) {
-        if (strcmp(x->field, "preset") == 0) {
-            /* a new preset reloads every field when it names a real preset */
-            pdbx_spec s;
-            char err[256];
-            pdbx_spec_defaults(&s);
-            if (pdbx_spec_load(x->value, &s, err, sizeof(err)) == 0) {
-                snprintf(f->preset, sizeof(f->preset), "%s", x->value);
-                values_from_spec(f, &s);
-                x->error[0] = '\0';
-            } else {
-                snprintf(x->error, sizeof(x->error), "%s", err);
-            }
-        }
-        char keep[256];
-        snprintf(keep, sizeof(keep), "%s", f->f[0].error);
-        recompute(f);
-        if (strcmp(x->field, "preset") == 0)
-            snprintf(f->f[0].error, sizeof(f->f[0].error), "%s", keep);
-    } else {
-        f->cursor = (int)strlen(f->f[f->sel].value);
-    }
+    if (r == UI_EDIT_CHANGED)
+        value_changed(f, x);
+    else if (r == UI_EDIT_NOOP)
+        f->cursor = (int)strlen(x->value);
     return UI_H_HANDLED;
 }
 
-static void form_draw(ui_app *app, ui_rect b)
+/* The fields (left column) with the text cursor in the selected one, then the planner's
+ * messages under them, full width; returns the row below the fields. */
+static int draw_fields(ui_app *app, const form_state *f, ui_rect b, int left_w)
 {
-    ui_form_state *f = &app->form;
     const int lw = 19;
-    int left_w = b.w * 52 / 100;
-    if (left_w < 46) left_w = 46;
     int vw = left_w - lw - 3;
     int y = b.y;
     ui_put(y++, 1, left_w, UI_C_HEADER, 1, "New sweep");
     for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++) {
-        ui_form_field *x = &f->f[i];
+        const form_field *x = &f->f[i];
         int active = i == f->sel;
         ui_put(y, 1, 1, UI_C_BAD, 1, "%s", x->error[0] ? "!" : " ");
         ui_put(y, 2, lw, x->error[0] ? UI_C_BAD : UI_C_NORMAL, 1, "%s", x->label);
@@ -368,7 +373,7 @@ static void form_draw(ui_app *app, ui_rect b)
     int preview_end = y;
     y++;
     int erows = b.y + b.h - y;
-    const ui_form_field *sx = &f->f[f->sel];
+    const form_field *sx = &f->f[f->sel];
     if (sx->error[0] && erows > 0) {
         ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", sx->error);
         erows--;
@@ -387,10 +392,14 @@ static void form_draw(ui_app *app, ui_rect b)
     if (erows > 1)
         ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
                "Up/Down field  Left/Right preset or choice  ^U clear  PgUp/PgDn preview");
-    /* preview, beside the fields */
+    return preview_end;
+}
+
+/* The preview beside the fields: the points, their predicted memory and OOM marks. */
+static void draw_preview(form_state *f, ui_rect b, int left_w)
+{
     int px = left_w + 2, pw = b.w - px - 1;
-    b.h = preview_end - b.y;
-    y = b.y;
+    int y = b.y;
     if (!f->spec_ok) {
         ui_put(y, px, pw, UI_C_HEADER, 1, "Preview");
         ui_put(y + 1, px, pw, UI_C_DIM, 0, "fix the fields marked !");
@@ -425,4 +434,15 @@ static void form_draw(ui_app *app, ui_rect b)
     }
 }
 
-const ui_screen ui_screen_form = { "new sweep", UI_SCR_FORM, 0, NULL, form_key, form_draw };
+static void form_draw(ui_app *app, void *st, ui_rect b)
+{
+    form_state *f = st;
+    int left_w = b.w * 52 / 100;
+    if (left_w < 46) left_w = 46;
+    int end = draw_fields(app, f, b, left_w);
+    b.h = end - b.y;
+    draw_preview(f, b, left_w);
+}
+
+const ui_screen_ops ui_screen_form = { "new sweep", UI_SCR_FORM, 0, form_open, form_close, form_draw, form_key,
+                                       NULL, NULL, NULL };

@@ -9,7 +9,10 @@
 #include <time.h>
 
 #include "engine/launch/launch.h"
+#include "store/util/clock.h"
+#include "store/util/fmt.h"
 #include "tui/ui_app.h"
+#include "tui/ui_replay.h"
 
 static int apply_event(const cJSON *ev, void *ctx)
 {
@@ -18,19 +21,36 @@ static int apply_event(const cJSON *ev, void *ctx)
     return 0;
 }
 
-void ui_monitor_close(ui_app *app)
+typedef struct {
+    char id[PDBX_RUN_ID_MAX];
+    char path[PDBX_PATH_MAX];
+    pdbx_run run;
+    uint64_t offset;
+    char corrupt[256];
+    double opened;           /* monotonic */
+    double last_liveness;
+    /* replay */
+    int replay;
+    ui_replay rp;
+    double last_wall;
+    int paused;
+    int scroll;
+    long drawn_second;       /* the elapsed second last drawn (redraw when it moves) */
+} mon_state;
+
+static void monitor_close(void *st)
 {
-    ui_monitor_state *m = &app->mon;
-    if (m->have_run)
-        pdbx_run_free(&m->run);
+    mon_state *m = st;
+    if (!m)
+        return;
+    pdbx_run_free(&m->run);
     if (m->replay)
         ui_replay_free(&m->rp);
-    memset(m, 0, sizeof(*m));
+    free(m);
 }
 
-static int tail(ui_app *app)
+static int tail(ui_app *app, mon_state *m)
 {
-    ui_monitor_state *m = &app->mon;
     pdbx_scan_result res;
     char err[256];
     if (pdbx_scan_file(m->path, m->offset, apply_event, &m->run, &res, err, sizeof(err)) != 0) {
@@ -43,31 +63,23 @@ static int tail(ui_app *app)
     return (int)res.events;
 }
 
-int ui_monitor_open(ui_app *app, const char *id)
+static int open_run(ui_app *app, mon_state *m, const char *id)
 {
-    ui_monitor_close(app);
-    ui_monitor_state *m = &app->mon;
     snprintf(m->id, sizeof(m->id), "%s", id);
     if (pdbx_store_run_path(app->store, id, m->path, sizeof(m->path)) != 0) {
         ui_app_message(app, 1, "cannot locate run %s", id);
         return -1;
     }
-    pdbx_run_init(&m->run);
-    m->have_run = 1;
-    m->opened = ui_now();
-    if (tail(app) < 0) {
-        ui_monitor_close(app);
+    m->opened = pdbx_mono_s();
+    if (tail(app, m) < 0)
         return -1;
-    }
     pdbx_run_refresh_liveness(&m->run);
-    m->last_liveness = ui_now();
+    m->last_liveness = pdbx_mono_s();
     return 0;
 }
 
-int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
+static int open_replay(ui_app *app, mon_state *m, const char *path, double speed)
 {
-    ui_monitor_close(app);
-    ui_monitor_state *m = &app->mon;
     char err[256];
     if (ui_replay_load(path, speed, &m->rp, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "%s", err);
@@ -75,9 +87,7 @@ int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
     }
     m->replay = 1;
     snprintf(m->path, sizeof(m->path), "%s", path);
-    pdbx_run_init(&m->run);
-    m->have_run = 1;
-    m->opened = m->last_wall = ui_now();
+    m->opened = m->last_wall = pdbx_mono_s();
     ui_replay_advance(&m->rp, 0, &m->run);
     snprintf(m->id, sizeof(m->id), "%s", m->run.id);
     if (m->rp.corrupt)
@@ -85,12 +95,33 @@ int ui_monitor_open_replay(ui_app *app, const char *path, double speed)
     return 0;
 }
 
-static int monitor_tick(ui_app *app)
+static void *monitor_open(ui_app *app, const void *arg)
 {
-    ui_monitor_state *m = &app->mon;
-    if (!m->have_run)
-        return UI_H_NONE;
-    double now = ui_now();
+    const ui_monitor_arg *a = arg;
+    mon_state *m = calloc(1, sizeof(*m));
+    if (!m) {
+        ui_app_message(app, 1, "out of memory opening the monitor");
+        return NULL;
+    }
+    pdbx_run_init(&m->run);
+    int rc = a->id ? open_run(app, m, a->id) : open_replay(app, m, a->replay_path, a->speed);
+    if (rc != 0) {
+        monitor_close(m);
+        return NULL;
+    }
+    return m;
+}
+
+static unsigned monitor_keys(const void *st)
+{
+    const mon_state *m = st;
+    return m->replay ? UI_SCR_REPLAY : UI_SCR_MONITOR;
+}
+
+static int monitor_tick(ui_app *app, void *st)
+{
+    mon_state *m = st;
+    double now = pdbx_mono_s();
     int changed = 0;
     if (m->replay) {
         double dt = m->paused ? 0 : now - m->last_wall;
@@ -105,7 +136,7 @@ static int monitor_tick(ui_app *app)
             snprintf(m->id, sizeof(m->id), "%s", m->run.id);
     } else {
         int before = m->run.status;
-        changed = tail(app) != 0;
+        changed = tail(app, m) != 0;
         if (!m->run.have_end && now - m->last_liveness >= 1.0) {
             pdbx_run_refresh_liveness(&m->run);
             m->last_liveness = now;
@@ -121,27 +152,26 @@ static int monitor_tick(ui_app *app)
     return changed ? UI_H_REDRAW : UI_H_NONE;
 }
 
-static void do_cancel(ui_app *app)
+static void do_cancel(ui_app *app, void *st)
 {
+    const mon_state *m = st;
     char err[256];
-    if (pdbx_launch_cancel(app->store, app->mon.id, err, sizeof(err)) != 0)
+    if (pdbx_launch_cancel(app->store, m->id, err, sizeof(err)) != 0)
         ui_app_message(app, 1, "%s", err);
     else
         ui_app_message(app, 0, "cancel sent: the point in flight finishes, then the run ends 'cancelled'");
 }
 
-static int monitor_key(ui_app *app, int key, ui_action act)
+static int monitor_key(ui_app *app, void *st, int key, ui_action act)
 {
     (void)key;
-    ui_monitor_state *m = &app->mon;
+    mon_state *m = st;
     switch (act) {
     case UI_ACT_BACK:
-        if (app->replay_only)
+        if (app->depth == 1)     /* `pdbx replay`: nothing below, leaving the monitor quits */
             return UI_H_QUIT;
-        ui_monitor_close(app);
-        ui_app_switch(app, app->monitor_back);
-        if (app->monitor_back == UI_SCREEN_RUNS)
-            ui_app_message(app, 0, "the sweep keeps running in the background; Enter on it reattaches");
+        ui_app_pop(app);
+        ui_app_message(app, 0, "the sweep keeps running in the background; Enter on it reattaches");
         return UI_H_HANDLED;
     case UI_ACT_CANCEL_SWEEP:
         if (m->replay) {
@@ -152,7 +182,7 @@ static int monitor_key(ui_app *app, int key, ui_action act)
             ui_app_message(app, 1, "run %s is not running (%s)", m->id, pdbx_run_status_name(m->run.status));
             return UI_H_HANDLED;
         }
-        ui_app_confirm(app, do_cancel, "cancel sweep %s?", m->id);
+        ui_app_confirm(app, do_cancel, m, "cancel sweep %s?", m->id);
         return UI_H_HANDLED;
     case UI_ACT_OPEN:
         /* a key in the bar never does nothing silently: say when the results can open */
@@ -160,9 +190,10 @@ static int monitor_key(ui_app *app, int key, ui_action act)
             return UI_H_HANDLED;   /* not bound on the replay screen */
         if (!m->run.have_end)
             ui_app_message(app, 1, "the results open when the sweep ends (Esc leaves it running)");
-        else if (ui_runview_open(app, m->id) == 0) {
-            ui_monitor_close(app);
-            ui_app_switch(app, UI_SCREEN_RUNVIEW);
+        else {
+            char id[PDBX_RUN_ID_MAX];
+            snprintf(id, sizeof(id), "%s", m->id);   /* m is freed when the run view replaces it */
+            ui_app_replace(app, UI_SCREEN_RUNVIEW, id);
         }
         return UI_H_HANDLED;
     case UI_ACT_FASTER:
@@ -236,16 +267,14 @@ static int put_wrapped(int y, int x, int w, int max_rows, ui_role role, const ch
     return rows;
 }
 
-static void monitor_draw(ui_app *app, ui_rect b)
+/* The run's header row and the progress bar with points, elapsed time and ETA. */
+static int draw_progress(ui_app *app, const mon_state *m, int y, int w)
 {
-    ui_monitor_state *m = &app->mon;
-    pdbx_run *run = &m->run;
-    int y = b.y, w = b.w - 2;
+    const pdbx_run *run = &m->run;
     const char *status = m->replay && !ui_replay_done(&m->rp) ? "replaying" : pdbx_run_status_name(run->status);
     ui_put(y++, 1, w, UI_C_HEADER, 1, "%s  %s  %s/%s  %s", m->id[0] ? m->id : "(waiting for run_start)",
            run->model.name[0] ? run->model.name : "N/A", run->backend[0] ? run->backend : "N/A",
            run->gpu[0] ? run->gpu : "N/A", status);
-    /* overall progress */
     size_t total = run->npoints, done = pdbx_run_points_done(run);
     if (total == 0 && run->progress_total > 0) {
         total = (size_t)run->progress_total;
@@ -259,8 +288,8 @@ static void monitor_draw(ui_app *app, ui_rect b)
     double eta = (done > 0 && !run->have_end && total > done) ? elapsed / done * (total - done)
                : (run->have_end && run->status == PDBX_RUN_COMPLETE ? 0 : NAN);
     char el[32], et[32];
-    ui_format_duration(elapsed, el, sizeof(el));
-    ui_format_duration(eta, et, sizeof(et));
+    pdbx_fmt_duration(elapsed, el, sizeof(el));
+    pdbx_fmt_duration(eta, et, sizeof(et));
     int barw = w - 48;
     if (barw < 10) barw = 10;
     ui_canvas c;
@@ -273,13 +302,17 @@ static void monitor_draw(ui_app *app, ui_rect b)
     }
     ui_put(y++, 4 + barw, w - barw - 3, UI_C_NORMAL, 0, "%zu/%zu points %3.0f%%  elapsed %s  ETA %s",
            done, total, isnan(frac) ? 0.0 : frac * 100, el, et);
-    /* current point and op */
+    return y;
+}
+
+/* The point and op in flight, or how the run ended (the reason may take two rows). */
+static int draw_now(const pdbx_run *run, int y, int w)
+{
     if (!run->have_end && run->current_point >= 0 && (size_t)run->current_point < run->npoints) {
         const pdbx_point *p = &run->points[run->current_point];
         ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: point %d  TP%d PP%d DP%d  MBS %d  op %s", p->index, p->tp,
                p->pp, p->dp, p->mbs, run->current_op[0] ? run->current_op : "N/A");
     } else if (run->have_end) {
-        /* the reason (an engine error, say) may be long: two rows rather than a cut message */
         char ended[sizeof(run->end_reason) + 32];
         snprintf(ended, sizeof(ended), "ended %s%s%s", pdbx_run_status_name(run->status),
                  run->end_reason[0] ? ": " : "", run->end_reason);
@@ -287,7 +320,12 @@ static void monitor_draw(ui_app *app, ui_rect b)
     } else {
         ui_put(y++, 1, w, UI_C_DIM, 1, "now: %s", run->npoints ? "between points" : "waiting for the engine");
     }
-    /* ranks and hosts */
+    return y;
+}
+
+/* Ranks, the distinct hosts (the engine lists a host once per rank) and the device. */
+static int draw_ranks(const pdbx_run *run, int y, int w)
+{
     char hosts[256] = "";
     size_t hn = 0;
     const cJSON *hl = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "hosts") : NULL;
@@ -295,7 +333,7 @@ static void monitor_draw(ui_app *app, ui_rect b)
     cJSON_ArrayForEach(h, hl) {
         if (!cJSON_IsString(h) || hn + 2 >= sizeof(hosts))
             continue;
-        int seen = 0;                  /* the engine lists a host once per rank */
+        int seen = 0;
         for (const cJSON *p = hl->child; p != h; p = p->next)
             seen |= cJSON_IsString(p) && strcmp(p->valuestring, h->valuestring) == 0;
         if (!seen)
@@ -308,13 +346,15 @@ static void monitor_draw(ui_app *app, ui_rect b)
         snprintf(ranks, sizeof(ranks), "N/A");
     ui_put(y++, 1, w, UI_C_NORMAL, 1, "ranks: %s  hosts: %s  device: %s", ranks,
            hosts[0] ? hosts : (run->host[0] ? run->host : "N/A"), run->device_name[0] ? run->device_name : "N/A");
-    /* the replay speed on the spare row, not over the header's right end (which it hid at 80
-       columns) */
-    if (m->replay)
-        ui_put(y, 1, w, UI_C_INFO, 1, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
-    y++;
-    /* the legend sits beside the header when it fits, else on its own line below it, so a new
-       user at 80 columns still learns what every glyph means */
+    return y;
+}
+
+/* One row per config with each point's MBS and status glyph, under a header with the legend
+ * (beside it when it fits, else on its own line, so 80 columns still explain every glyph). */
+static void draw_configs(mon_state *m, ui_rect b, int y, int rows_below)
+{
+    const pdbx_run *run = &m->run;
+    int w = b.w - 2;
     static const char legend[] = "# ok  O oom  P predicted OOM  ! error  > running  . pending  - skipped";
     if (w >= 28 + (int)sizeof(legend) - 1) {
         ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points   %s", "config", legend);
@@ -322,11 +362,9 @@ static void monitor_draw(ui_app *app, ui_rect b)
         ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points", "config");
         ui_put(y++, 1, w, UI_C_DIM, 1, "legend: %s", legend);
     }
-    /* per-config rows */
     int cfg[PDBX_MAX_CONFIGS][3];
     size_t ncfg = pdbx_run_configs(run, cfg, PDBX_MAX_CONFIGS);
-    int warn_rows = run->nwarnings ? 4 : 1;
-    int rows = b.y + b.h - y - warn_rows - 1;
+    int rows = b.y + b.h - y - rows_below;
     if (m->scroll > (int)ncfg - 1) m->scroll = ncfg ? (int)ncfg - 1 : 0;
     for (size_t i = (size_t)m->scroll; i < ncfg && rows > 0; i++, rows--) {
         const pdbx_point *pts[64];
@@ -341,29 +379,49 @@ static void monitor_draw(ui_app *app, ui_rect b)
         }
         y++;
     }
-    /* warnings tail */
-    int wy = b.y + b.h - warn_rows;
-    if (m->corrupt[0]) {
-        ui_put(wy - 1, 1, w, UI_C_BAD, 1, "corrupt: %s", m->corrupt);
-    }
-    if (run->nwarnings) {
-        ui_put(wy++, 1, w, UI_C_HEADER, 1, "warnings (%d)", run->nwarnings);
-        /* the newest warnings that fit in 3 rows, each wrapped rather than cut at the edge */
-        int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
-        int first = run->nwarnings, budget = 3;
-        while (first > run->nwarnings - held && budget > 0) {
-            int need = wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
-            if (need > budget && first < run->nwarnings)
-                break;   /* an older one that does not fit would push the newest off */
-            budget -= need;
-            first--;
-        }
-        for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
-            wy += put_wrapped(wy, 1, w, b.y + b.h - wy, UI_C_WARNING, run->warnings[i % PDBX_WARN_RING]);
-    } else {
-        ui_put(wy, 1, w, UI_C_DIM, 1, "no warnings%s", run->have_end && !m->replay ? "  (Enter opens the results)" : "");
-    }
 }
 
-const ui_screen ui_screen_monitor = { "monitor", UI_SCR_MONITOR, 250, monitor_tick,
-                                      monitor_key, monitor_draw };
+/* The newest warnings that fit in 3 rows at the bottom, each wrapped rather than cut. */
+static void draw_warnings(const mon_state *m, ui_rect b, int warn_rows)
+{
+    const pdbx_run *run = &m->run;
+    int w = b.w - 2, wy = b.y + b.h - warn_rows;
+    if (m->corrupt[0])
+        ui_put(wy - 1, 1, w, UI_C_BAD, 1, "corrupt: %s", m->corrupt);
+    if (!run->nwarnings) {
+        ui_put(wy, 1, w, UI_C_DIM, 1, "no warnings%s", run->have_end && !m->replay ? "  (Enter opens the results)" : "");
+        return;
+    }
+    ui_put(wy++, 1, w, UI_C_HEADER, 1, "warnings (%d)", run->nwarnings);
+    int held = run->nwarnings < PDBX_WARN_RING ? run->nwarnings : PDBX_WARN_RING;
+    int first = run->nwarnings, budget = 3;
+    while (first > run->nwarnings - held && budget > 0) {
+        int need = wrapped_rows(run->warnings[(first - 1) % PDBX_WARN_RING], w);
+        if (need > budget && first < run->nwarnings)
+            break;   /* an older one that does not fit would push the newest off */
+        budget -= need;
+        first--;
+    }
+    for (int i = first; i < run->nwarnings && wy < b.y + b.h; i++)
+        wy += put_wrapped(wy, 1, w, b.y + b.h - wy, UI_C_WARNING, run->warnings[i % PDBX_WARN_RING]);
+}
+
+static void monitor_draw(ui_app *app, void *st, ui_rect b)
+{
+    mon_state *m = st;
+    int w = b.w - 2;
+    int y = draw_progress(app, m, b.y, w);
+    y = draw_now(&m->run, y, w);
+    y = draw_ranks(&m->run, y, w);
+    /* the replay speed on the spare row, not over the header's right end (which it hid at 80
+       columns) */
+    if (m->replay)
+        ui_put(y, 1, w, UI_C_INFO, 1, "replay x%g%s", m->rp.speed, m->paused ? " (paused)" : "");
+    y++;
+    int warn_rows = m->run.nwarnings ? 4 : 1;
+    draw_configs(m, b, y, warn_rows + 1);
+    draw_warnings(m, b, warn_rows);
+}
+
+const ui_screen_ops ui_screen_monitor = { "monitor", UI_SCR_MONITOR, 250, monitor_open, monitor_close, monitor_draw,
+                                          monitor_key, monitor_tick, NULL, monitor_keys };

@@ -9,8 +9,33 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "store/util/clock.h"
+#include "store/util/fmt.h"
 #include "tui/ui_app.h"
 #include "tui/ui_lister.h"
+
+typedef struct {
+    pdbx_run_summary *all;
+    size_t nall;
+    size_t *view;            /* indices into all after filter and sort */
+    size_t nview;
+    int sel, top;
+    int sort_col, sort_rev;
+    char filter[128];
+    int editing_filter;
+    char marked[PDBX_RUN_ID_MAX];
+    double runs_dir_mtime;
+    int any_running;
+    double last_list;        /* monotonic seconds of the last listing */
+    double list_ms;          /* how long the last listing took */
+    int loaded;              /* a listing arrived */
+    char pending_delete[PDBX_RUN_ID_MAX];   /* the run a delete confirmation is about */
+    struct ui_lister *lister;   /* lists on a worker thread (ui_lister.h) */
+    char form_preset[64];    /* sweep preset the new-sweep form starts from */
+} runs_state;
+
+/* Replays started here play at the recorded speed. */
+#define REPLAY_SPEED 1.0
 
 enum { COL_CREATED, COL_MODEL, COL_BACKEND, COL_TP, COL_MBS, COL_STATUS, NCOLS };
 static const char *const col_names[NCOLS] = { "created", "model", "backend/GPU", "TP", "MBS", "status" };
@@ -89,7 +114,7 @@ static int matches(const pdbx_run_summary *s, const char *f)
 }
 
 /* Id of the selected run, "" when none. */
-static void selected_id(const ui_runs_state *r, char out[PDBX_RUN_ID_MAX])
+static void selected_id(const runs_state *r, char out[PDBX_RUN_ID_MAX])
 {
     out[0] = '\0';
     if (r->nview > 0 && r->sel >= 0 && (size_t)r->sel < r->nview)
@@ -97,7 +122,7 @@ static void selected_id(const ui_runs_state *r, char out[PDBX_RUN_ID_MAX])
 }
 
 /* Filters and sorts into r->view, keeping `selected` (an id, may be "") selected. */
-static void rebuild_view_keep(ui_runs_state *r, const char *selected)
+static void rebuild_view_keep(runs_state *r, const char *selected)
 {
     r->nview = 0;
     for (size_t i = 0; i < r->nall; i++)
@@ -115,7 +140,7 @@ static void rebuild_view_keep(ui_runs_state *r, const char *selected)
     if (r->sel < 0) r->sel = 0;
 }
 
-static void rebuild_view(ui_runs_state *r)
+static void rebuild_view(runs_state *r)
 {
     char selected[PDBX_RUN_ID_MAX];
     selected_id(r, selected);
@@ -124,9 +149,8 @@ static void rebuild_view(ui_runs_state *r)
 
 /* Swaps in a listing the worker finished, keeping the selection. Returns UI_H_REDRAW when one
  * arrived. */
-static int take_listing(ui_app *app)
+static int take_listing(ui_app *app, runs_state *r)
 {
-    ui_runs_state *r = &app->runs;
     pdbx_run_summary *list = NULL;
     size_t n = 0;
     double ms = 0;
@@ -161,9 +185,8 @@ static int take_listing(ui_app *app)
     return UI_H_REDRAW;
 }
 
-int ui_runs_refresh(ui_app *app, int force)
+static int list_refresh(ui_app *app, runs_state *r, int force)
 {
-    ui_runs_state *r = &app->runs;
     if (!app->store)
         return UI_H_NONE;
     char err[256];
@@ -171,14 +194,14 @@ int ui_runs_refresh(ui_app *app, int force)
         ui_app_message(app, 1, "%s", err);
         return UI_H_REDRAW;
     }
-    int res = take_listing(app);
+    int res = take_listing(app, r);
     /* a new listing when runs/ changed (a run added or removed), and every 2 s while a run is
      * running (its progress); listings run on the worker, never here */
     char dir[PDBX_PATH_MAX + 8];
     snprintf(dir, sizeof(dir), "%s/runs", app->store_dir);
     struct stat stt;
     double mtime = stat(dir, &stt) == 0 ? (double)stt.st_mtim.tv_sec + stt.st_mtim.tv_nsec * 1e-9 : 0;
-    double now = ui_now();
+    double now = pdbx_mono_s();
     if ((force || mtime != r->runs_dir_mtime || (r->any_running && now - r->last_list >= 2.0))
         && !ui_lister_busy(r->lister)) {
         ui_lister_request(r->lister);
@@ -190,33 +213,61 @@ int ui_runs_refresh(ui_app *app, int force)
     return res;
 }
 
-static int runs_tick(ui_app *app)
+static int runs_tick(ui_app *app, void *st)
 {
-    return ui_runs_refresh(app, 0);
+    return list_refresh(app, st, 0);
 }
 
-static const pdbx_run_summary *selected(ui_app *app)
+static void runs_resume(ui_app *app, void *st)
 {
-    ui_runs_state *r = &app->runs;
+    list_refresh(app, st, 1);
+}
+
+static void runs_close(void *st)
+{
+    runs_state *r = st;
+    if (!r)
+        return;
+    ui_lister_stop(r->lister);
+    free(r->all);
+    free(r->view);
+    free(r);
+}
+
+static void *runs_open(ui_app *app, const void *arg)
+{
+    const char *preset = arg;
+    runs_state *r = calloc(1, sizeof(*r));
+    if (!r) {
+        ui_app_message(app, 1, "out of memory opening the runs");
+        return NULL;
+    }
+    snprintf(r->form_preset, sizeof(r->form_preset), "%s", preset && *preset ? preset : "quick");
+    list_refresh(app, r, 1);
+    return r;
+}
+
+static const pdbx_run_summary *selected(const runs_state *r)
+{
     if (r->nview == 0 || r->sel < 0 || (size_t)r->sel >= r->nview)
         return NULL;
     return &r->all[r->view[r->sel]];
 }
 
-static void do_delete(ui_app *app)
+static void do_delete(ui_app *app, void *st)
 {
+    runs_state *r = st;
     char err[256];
-    const char *id = app->runs.pending_delete;
+    const char *id = r->pending_delete;
     if (pdbx_store_delete(app->store, id, err, sizeof(err)) != 0)
         ui_app_message(app, 1, "%s", err);
     else
         ui_app_message(app, 0, "deleted %s", id);
-    ui_runs_refresh(app, 1);
+    list_refresh(app, r, 1);
 }
 
-static int filter_key(ui_app *app, int key)
+static int filter_key(runs_state *r, int key)
 {
-    ui_runs_state *r = &app->runs;
     size_t len = strlen(r->filter);
     if (key == 27) {
         r->filter[0] = '\0';
@@ -240,14 +291,9 @@ static int filter_key(ui_app *app, int key)
     return UI_H_HANDLED | UI_H_REDRAW;
 }
 
-static int runs_key(ui_app *app, int key, ui_action act)
+/* Moves, filter and sort: the keys that only change this list. UI_H_NONE for the others. */
+static int list_key(ui_app *app, runs_state *r, ui_action act, int rows)
 {
-    ui_runs_state *r = &app->runs;
-    if (r->editing_filter)
-        return filter_key(app, key);
-    const pdbx_run_summary *s = selected(app);
-    int rows = app->layout.body.h - 4;
-    char path[PDBX_PATH_MAX];
     switch (act) {
     case UI_ACT_UP: r->sel--; break;
     case UI_ACT_DOWN: r->sel++; break;
@@ -268,75 +314,95 @@ static int runs_key(ui_app *app, int key, ui_action act)
         r->sort_rev = !r->sort_rev;
         rebuild_view(r);
         break;
-    case UI_ACT_NEW:
-        if (ui_form_open(app, app->form_preset) == 0)
-            ui_app_switch(app, UI_SCREEN_FORM);
-        break;
-    case UI_ACT_OPEN:
-        if (!s) break;
-        if (s->status == PDBX_RUN_RUNNING) {
-            if (ui_monitor_open(app, s->id) == 0) {
-                app->monitor_back = UI_SCREEN_RUNS;
-                ui_app_switch(app, UI_SCREEN_MONITOR);
-            }
-        } else if (ui_runview_open(app, s->id) == 0) {
-            ui_app_switch(app, UI_SCREEN_RUNVIEW);
-        }
-        break;
-    case UI_ACT_DELETE:
-        if (!s) break;
-        if (s->status == PDBX_RUN_RUNNING) {
-            ui_app_message(app, 1, "%s is running: open it and cancel the sweep first", s->id);
-            break;
-        }
-        snprintf(r->pending_delete, sizeof(r->pending_delete), "%s", s->id);
-        ui_app_confirm(app, do_delete, "delete the file of run %s (%s)?", s->id, s->model);
-        break;
-    case UI_ACT_MARK:
-        if (!s) break;
-        if (strcmp(r->marked, s->id) == 0) {
-            r->marked[0] = '\0';
-            ui_app_message(app, 0, "unmarked");
-        } else {
-            snprintf(r->marked, sizeof(r->marked), "%s", s->id);
-            ui_app_message(app, 0, "marked %s: select another run and press c to compare", s->id);
-        }
-        break;
-    case UI_ACT_COMPARE:
-        if (!s) break;
-        if (!r->marked[0]) {
-            ui_app_message(app, 1, "mark a run with Space first, then select another and press c");
-            break;
-        }
-        if (ui_compare_open_runs(app, r->marked, s->id) == 0)
-            ui_app_switch(app, UI_SCREEN_COMPARE);
-        break;
-    case UI_ACT_EXPORT:
-        if (!s) break;
-        if (ui_runview_open(app, s->id) == 0)
-            ui_export_open(app, UI_SCREEN_RUNS);
-        break;
-    case UI_ACT_REPLAY:
-        if (!s) break;
-        if (pdbx_store_run_path(app->store, s->id, path, sizeof(path)) != 0) {
-            ui_app_message(app, 1, "cannot locate %s", s->id);
-            break;
-        }
-        if (ui_monitor_open_replay(app, path, app->replay_speed) == 0) {
-            app->monitor_back = UI_SCREEN_RUNS;
-            ui_app_switch(app, UI_SCREEN_MONITOR);
-        }
-        break;
     default:
         return UI_H_NONE;
     }
+    return UI_H_HANDLED;
+}
+
+/* Enter: a running run reattaches the monitor, an ended one opens its results. */
+static void open_selected(ui_app *app, const pdbx_run_summary *s)
+{
+    if (s->status == PDBX_RUN_RUNNING)
+        ui_app_push(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .id = s->id });
+    else
+        ui_app_push(app, UI_SCREEN_RUNVIEW, s->id);
+}
+
+static void delete_selected(ui_app *app, runs_state *r, const pdbx_run_summary *s)
+{
+    if (s->status == PDBX_RUN_RUNNING) {
+        ui_app_message(app, 1, "%s is running: open it and cancel the sweep first", s->id);
+        return;
+    }
+    snprintf(r->pending_delete, sizeof(r->pending_delete), "%s", s->id);
+    ui_app_confirm(app, do_delete, r, "delete the file of run %s (%s)?", s->id, s->model);
+}
+
+static void mark_selected(ui_app *app, runs_state *r, const pdbx_run_summary *s)
+{
+    if (strcmp(r->marked, s->id) == 0) {
+        r->marked[0] = '\0';
+        ui_app_message(app, 0, "unmarked");
+    } else {
+        snprintf(r->marked, sizeof(r->marked), "%s", s->id);
+        ui_app_message(app, 0, "marked %s: select another run and press c to compare", s->id);
+    }
+}
+
+static void replay_selected(ui_app *app, const pdbx_run_summary *s)
+{
+    char path[PDBX_PATH_MAX];
+    if (pdbx_store_run_path(app->store, s->id, path, sizeof(path)) != 0) {
+        ui_app_message(app, 1, "cannot locate %s", s->id);
+        return;
+    }
+    ui_app_push(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .replay_path = path, .speed = REPLAY_SPEED });
+}
+
+/* The keys that act on the selected run (or open another screen). UI_H_NONE for the others. */
+static int run_key(ui_app *app, runs_state *r, const pdbx_run_summary *s, ui_action act)
+{
+    if (act == UI_ACT_NEW) {
+        ui_app_push(app, UI_SCREEN_FORM, r->form_preset);
+        return UI_H_HANDLED;
+    }
+    if (act != UI_ACT_OPEN && act != UI_ACT_DELETE && act != UI_ACT_MARK && act != UI_ACT_COMPARE
+        && act != UI_ACT_EXPORT && act != UI_ACT_REPLAY)
+        return UI_H_NONE;
+    if (!s)
+        return UI_H_HANDLED;
+    switch (act) {
+    case UI_ACT_OPEN: open_selected(app, s); break;
+    case UI_ACT_DELETE: delete_selected(app, r, s); break;
+    case UI_ACT_MARK: mark_selected(app, r, s); break;
+    case UI_ACT_COMPARE:
+        if (!r->marked[0])
+            ui_app_message(app, 1, "mark a run with Space first, then select another and press c");
+        else
+            ui_app_push(app, UI_SCREEN_COMPARE, &(ui_compare_arg){ .id_a = r->marked, .id_b = s->id });
+        break;
+    case UI_ACT_EXPORT: ui_app_push(app, UI_SCREEN_EXPORT, &(ui_export_arg){ .id = s->id }); break;
+    default: replay_selected(app, s); break;
+    }
+    return UI_H_HANDLED;
+}
+
+static int runs_key(ui_app *app, void *st, int key, ui_action act)
+{
+    runs_state *r = st;
+    if (r->editing_filter)
+        return filter_key(r, key);
+    int rows = app->layout.body.h - 4;
+    if (list_key(app, r, act, rows) == UI_H_NONE && run_key(app, r, selected(r), act) == UI_H_NONE)
+        return UI_H_NONE;
     r->sel = ui_list_scroll((int)r->nview, rows, r->sel, &r->top);
     return UI_H_HANDLED | UI_H_REDRAW;
 }
 
-static void runs_draw(ui_app *app, ui_rect b)
+static void runs_draw(ui_app *app, void *st, ui_rect b)
 {
-    ui_runs_state *r = &app->runs;
+    runs_state *r = st;
     const int wc = 16, wb = 13, wt = 9, wm = 7, ws = 13;
     int wmodel = b.w - 2 - (wc + wb + wt + wm + ws + 5);
     if (wmodel < 8) wmodel = 8;
@@ -369,7 +435,7 @@ static void runs_draw(ui_app *app, ui_rect b)
         ui_role base = sel ? UI_C_SELECTED : (marked ? UI_C_MARKED : UI_C_NORMAL);
         int y = b.y + 1 + i;
         char created[32], be[64], tp[64], mbs[32], st[32];
-        ui_format_time(s->created, created, sizeof(created));
+        pdbx_fmt_time(s->created, created, sizeof(created));
         snprintf(be, sizeof(be), "%s/%s", s->backend, s->gpu);
         tp_text(s, tp, sizeof(tp));
         if (s->mbs_min > 0) snprintf(mbs, sizeof(mbs), "%d-%d", s->mbs_min, s->mbs_max);
@@ -385,7 +451,7 @@ static void runs_draw(ui_app *app, ui_rect b)
         }
     }
     /* detail of the selected run and list statistics */
-    const pdbx_run_summary *s = selected(app);
+    const pdbx_run_summary *s = selected(r);
     if (s)
         ui_put(b.y + b.h - 2, 1, b.w - 2, s->message[0] ? UI_C_WARNING : UI_C_DIM, 1, "%s  %.1f kB  %d/%d points%s%s",
                s->id, s->size / 1024.0, s->points_done, s->points_total, s->message[0] ? "  " : "", s->message);
@@ -399,4 +465,5 @@ static void runs_draw(ui_app *app, ui_rect b)
                r->marked[0] ? "  marked: " : "", r->marked);
 }
 
-const ui_screen ui_screen_runs = { "runs", UI_SCR_RUNS, 250, runs_tick, runs_key, runs_draw };
+const ui_screen_ops ui_screen_runs = { "runs", UI_SCR_RUNS, 250, runs_open, runs_close, runs_draw, runs_key,
+                                       runs_tick, runs_resume, NULL };

@@ -8,32 +8,67 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/plan/plan.h"
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
-static const char *const view_names[UI_VIEW_COUNT] = {
+typedef enum { VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_COUNT } view_kind;
+
+typedef struct {
+    pdbx_run run;
+    int configs[PDBX_MAX_CONFIGS][3];
+    int nconfigs;
+    int tab;                 /* 0..nconfigs-1 configs, nconfigs = collectives */
+    view_kind view;
+    pdbx_stat_kind stat;
+    int log;
+    int op;                  /* -1 = all ops in the cost chart */
+    int marked_tab;          /* -1 none */
+    int scroll;
+    pdbx_spec spec;          /* the run's spec (GPU peaks for the roofline) */
+    int have_spec;
+} rv_state;
+
+static const char *const view_names[VIEW_COUNT] = {
     "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency"
 };
 
-void ui_runview_close(ui_app *app)
+static void runview_close(void *st)
 {
-    ui_runview_state *v = &app->rv;
-    if (v->have_run)
-        pdbx_run_free(&v->run);
-    v->have_run = 0;
+    rv_state *v = st;
+    if (!v)
+        return;
+    pdbx_run_free(&v->run);
+    free(v);
 }
 
-int ui_runview_open(ui_app *app, const char *id)
+/* Says why the table may show less than the user expects. */
+static void open_message(ui_app *app, const rv_state *v)
 {
-    ui_runview_state *v = &app->rv;
-    ui_runview_close(app);
-    memset(v, 0, sizeof(*v));
+    if (v->run.status == PDBX_RUN_CORRUPT)
+        ui_app_message(app, 1, "corrupt run: showing the events before the damage (%s)", v->run.end_reason);
+    else if (v->nconfigs == 0)
+        ui_app_message(app, 1, "run %s has no planned points", v->run.id);
+    else if ((v->run.status == PDBX_RUN_FAILED || v->run.status == PDBX_RUN_CANCELLED) && v->run.end_reason[0])
+        /* why the table has pending or missing points (r on home replays the whole story) */
+        ui_app_message(app, v->run.status == PDBX_RUN_FAILED, "%s: %s", pdbx_run_status_name(v->run.status),
+                       v->run.end_reason);
+}
+
+static void *runview_open(ui_app *app, const void *arg)
+{
+    const char *id = arg;
+    rv_state *v = calloc(1, sizeof(*v));
     char err[256];
+    if (!v) {
+        ui_app_message(app, 1, "out of memory opening run %s", id);
+        return NULL;
+    }
     if (pdbx_run_load(app->store, id, &v->run, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "%s", err);
-        return -1;
+        free(v);
+        return NULL;
     }
-    v->have_run = 1;
     v->nconfigs = (int)pdbx_run_configs(&v->run, v->configs, PDBX_MAX_CONFIGS);
     v->marked_tab = -1;
     v->op = -1;
@@ -43,26 +78,18 @@ int ui_runview_open(ui_app *app, const char *id)
         pdbx_spec_defaults(&v->spec);
         v->have_spec = pdbx_spec_from_json(v->run.spec, v->run.id, &v->spec, serr, sizeof(serr)) == 0;
     }
-    if (v->run.status == PDBX_RUN_CORRUPT)
-        ui_app_message(app, 1, "corrupt run: showing the events before the damage (%s)", v->run.end_reason);
-    else if (v->nconfigs == 0)
-        ui_app_message(app, 1, "run %s has no planned points", id);
-    else if ((v->run.status == PDBX_RUN_FAILED || v->run.status == PDBX_RUN_CANCELLED) && v->run.end_reason[0])
-        /* why the table has pending or missing points (r on home replays the whole story) */
-        ui_app_message(app, v->run.status == PDBX_RUN_FAILED, "%s: %s", pdbx_run_status_name(v->run.status),
-                       v->run.end_reason);
-    return 0;
+    open_message(app, v);
+    return v;
 }
 
-static int runview_key(ui_app *app, int key, ui_action act)
+static int runview_key(ui_app *app, void *st, int key, ui_action act)
 {
     (void)key;
-    ui_runview_state *v = &app->rv;
+    rv_state *v = st;
     int ntabs = v->nconfigs + (v->run.ncoll > 0);
     switch (act) {
     case UI_ACT_BACK:
-        ui_runview_close(app);
-        ui_app_switch(app, UI_SCREEN_RUNS);
+        ui_app_pop(app);
         return UI_H_HANDLED;
     case UI_ACT_NEXT_TAB:
         if (ntabs) v->tab = (v->tab + 1) % ntabs;
@@ -73,7 +100,7 @@ static int runview_key(ui_app *app, int key, ui_action act)
         v->scroll = 0;
         return UI_H_HANDLED;
     case UI_ACT_VIEW:
-        v->view = (v->view + 1) % UI_VIEW_COUNT;
+        v->view = (v->view + 1) % VIEW_COUNT;
         return UI_H_HANDLED;
     case UI_ACT_STAT:
         v->stat = (v->stat + 1) % PDBX_STAT_COUNT_KINDS;
@@ -99,20 +126,19 @@ static int runview_key(ui_app *app, int key, ui_action act)
             ui_app_message(app, 1, "mark a config with m, switch to another tab, then press c");
             return UI_H_HANDLED;
         }
-        if (ui_compare_open_configs(app, &v->run, v->configs[v->marked_tab], v->configs[v->tab]) == 0)
-            ui_app_switch(app, UI_SCREEN_COMPARE);
+        ui_app_push(app, UI_SCREEN_COMPARE, &(ui_compare_arg){ .run = &v->run, .cfg_a = v->configs[v->marked_tab],
+                                                                .cfg_b = v->configs[v->tab] });
         return UI_H_HANDLED;
     case UI_ACT_EXPORT:
-        ui_export_open(app, UI_SCREEN_RUNVIEW);
+        ui_app_push(app, UI_SCREEN_EXPORT, &(ui_export_arg){ .run = &v->run });
         return UI_H_HANDLED;
     default:
         return UI_H_NONE;
     }
 }
 
-static void draw_table(ui_app *app, ui_rect b, const ui_matrix *m, int share)
+static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
 {
-    ui_runview_state *v = &app->rv;
     const int opw = 17, cw = 9;
     int ncols = (b.w - opw - 2) / cw;
     if (ncols > m->n) ncols = m->n;
@@ -205,7 +231,7 @@ static int draw_legend(ui_app *app, int y, int x, int w, const int *ops, int nop
     return rows;
 }
 
-static void draw_shares(ui_app *app, ui_rect b, const ui_matrix *m)
+static void draw_shares(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m)
 {
     int ops[PDBX_OP_COUNT], nops = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
@@ -231,7 +257,7 @@ static void draw_shares(ui_app *app, ui_rect b, const ui_matrix *m)
     }
     ui_chart_stacked(&c, 0, 0, 8, b.w - 12, labels, vals, rows, nops, 1, app->unicode && !app->force_ascii);
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "share of each op in the point's total (%s), one bar per MBS",
-           pdbx_stat_name(app->rv.stat));
+           pdbx_stat_name(v->stat));
     ui_draw_canvas(&c, b.y + 1, 1);
     draw_legend(app, b.y + 2 + rows, 1, b.w - 2, ops, nops, 0, b.h - rows - 2);
     ui_canvas_free(&c);
@@ -241,91 +267,8 @@ done:
     free(lab);
 }
 
-/* The ops with the largest value at the largest measured MBS, at most cap. */
-static int top_ops(const ui_matrix *m, int *ops, int cap)
+static void draw_roofline(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m)
 {
-    int n = 0;
-    int used[PDBX_OP_COUNT] = { 0 };
-    while (n < cap) {
-        int best = -1;
-        double bv = -1;
-        for (int op = 0; op < PDBX_OP_COUNT; op++) {
-            if (used[op] || !m->op_present[op]) continue;
-            double v = -1;
-            for (int i = m->n - 1; i >= 0; i--)
-                if (isfinite(m->v[op][i])) { v = m->v[op][i]; break; }
-            if (v > bv) { bv = v; best = op; }
-        }
-        if (best < 0) break;
-        used[best] = 1;
-        ops[n++] = best;
-    }
-    return n;
-}
-
-void ui_draw_cost_chart(ui_app *app, ui_rect b, const ui_matrix *const *ms, const char *const *names,
-                        int nm, int op_sel, int log, const char *title)
-{
-    /* x positions: the union of MBS values, in order (the first matrix's order) */
-    const ui_matrix *m0 = ms[0];
-    int npts = m0->n;
-    const char *xl[UI_MAX_MBS];
-    char xlab[UI_MAX_MBS][12];
-    for (int i = 0; i < npts; i++) {
-        snprintf(xlab[i], sizeof(xlab[i]), "%d", m0->mbs[i]);
-        xl[i] = xlab[i];
-    }
-    int ops[8], nops;
-    if (op_sel >= 0) { ops[0] = op_sel; nops = 1; }
-    else nops = top_ops(m0, ops, nm > 1 ? 4 : 8);
-    int nseries = nm > 1 ? nm * (nops ? nops : 1) : nops;
-    if (npts == 0 || nseries == 0) {
-        ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "nothing measured in this config yet");
-        return;
-    }
-    double *vals = malloc(sizeof(double) * (size_t)nseries * npts);
-    ui_canvas c;
-    if (!vals || ui_canvas_init(&c, b.w - 2, b.h - 3) != 0) {
-        free(vals);
-        ui_app_message(app, 1, "out of memory drawing the chart");
-        return;
-    }
-    int s = 0;
-    char snames[16][64];
-    for (int k = 0; k < nm; k++)
-        for (int o = 0; o < nops; o++, s++) {
-            for (int i = 0; i < npts; i++) {
-                int j = ui_matrix_find(ms[k], m0->mbs[i]);
-                vals[s * npts + i] = j >= 0 ? ms[k]->v[ops[o]][j] : NAN;
-            }
-            if (nm > 1) snprintf(snames[s], sizeof(snames[s]), "%s %s", names[k], pdbx_op_name(ops[o]));
-            else snprintf(snames[s], sizeof(snames[s]), "%s", pdbx_op_name(ops[o]));
-        }
-    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "%s (ms, %s scale) vs MBS", title, log ? "log" : "linear");
-    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nseries, npts, xl, log, app->unicode && !app->force_ascii) != 0)
-        ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 0, "not enough room or no values to plot");
-    else
-        ui_draw_canvas(&c, b.y + 1, 1);
-    /* legend with the series markers */
-    int unicode = app->unicode && !app->force_ascii;
-    int cx = 1, ly = b.y + b.h - 2;
-    for (int k = 0; k < nseries; k++) {
-        int len = (int)strlen(snames[k]) + 4;
-        if (cx + len > b.w - 1) { ly++; cx = 1; }
-        if (ly >= b.y + b.h) break;
-        char g[8];
-        ui_utf8_encode(ui_series_marker(k, unicode), g);
-        ui_put(ly, cx, 2, (ui_role)(UI_C_SERIES0 + k % 8), 0, "%s", g);
-        ui_put(ly, cx + 2, len - 2, UI_C_NORMAL, 0, "%s", snames[k]);
-        cx += len;
-    }
-    ui_canvas_free(&c);
-    free(vals);
-}
-
-static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
-{
-    ui_runview_state *v = &app->rv;
     if (!v->have_spec) {
         ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "the run has no readable spec: no GPU preset to compare with");
         return;
@@ -392,9 +335,9 @@ static void draw_roofline(ui_app *app, ui_rect b, const ui_matrix *m)
 }
 
 /* busbw vs message size, one series per collective, under the table when there is room. */
-static void draw_coll_chart(ui_app *app, ui_rect b)
+static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
 {
-    const pdbx_run *run = &app->rv.run;
+    const pdbx_run *run = &v->run;
     char names[8][16];
     double sizes[UI_MAX_MBS];
     int nn = 0, ns = 0;
@@ -431,8 +374,8 @@ static void draw_coll_chart(ui_app *app, ui_rect b)
     ui_canvas c;
     if (ui_canvas_init(&c, b.w - 2, b.h - 2) != 0) return;
     int unicode = app->unicode && !app->force_ascii;
-    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "busbw (GB/s, %s scale) vs message size (bytes)", app->rv.log ? "log" : "linear");
-    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nn, ns, xl, app->rv.log, unicode) == 0)
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "busbw (GB/s, %s scale) vs message size (bytes)", v->log ? "log" : "linear");
+    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nn, ns, xl, v->log, unicode) == 0)
         ui_draw_canvas(&c, b.y + 1, 1);
     ui_canvas_free(&c);
     int cx = 1;
@@ -445,9 +388,9 @@ static void draw_coll_chart(ui_app *app, ui_rect b)
     }
 }
 
-static void draw_collectives(ui_app *app, ui_rect b)
+static void draw_collectives(ui_app *app, rv_state *v, ui_rect b)
 {
-    const pdbx_run *run = &app->rv.run;
+    const pdbx_run *run = &v->run;
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "%-15s %10s %6s %6s %11s %10s %10s", "collective", "size (B)",
            "ranks", "/node", "time (us)", "algbw GB/s", "busbw GB/s");
     int y = b.y + 1;
@@ -456,13 +399,13 @@ static void draw_collectives(ui_app *app, ui_rect b)
     int table_rows = (int)run->ncoll;
     int with_chart = rows - table_rows >= chart_h + 1;
     if (!with_chart && table_rows > rows) table_rows = rows;
-    size_t first = (size_t)app->rv.scroll;
+    size_t first = (size_t)v->scroll;
     if (first >= run->ncoll) first = run->ncoll ? run->ncoll - 1 : 0;
     for (size_t i = first; i < run->ncoll && table_rows > 0; i++, table_rows--) {
         const pdbx_coll_result *r = &run->coll[i];
         char sz[32], t[32], a[32], bb[32];
         ui_format_value(r->bytes, sz, sizeof(sz));
-        ui_format_value(pdbx_stats_get(&r->time, app->rv.stat) * 1e3, t, sizeof(t));
+        ui_format_value(pdbx_stats_get(&r->time, v->stat) * 1e3, t, sizeof(t));
         ui_format_value(r->algbw, a, sizeof(a));
         ui_format_value(r->busbw, bb, sizeof(bb));
         ui_put(y++, 1, b.w - 2, UI_C_NORMAL, 1, "%-15s %10s %6d %6d %11s %10s %10s", r->coll, sz, r->nranks,
@@ -470,15 +413,14 @@ static void draw_collectives(ui_app *app, ui_rect b)
     }
     if (with_chart) {
         ui_rect cr = { y + 1, b.x, b.y + b.h - 1 - (y + 1), b.w };
-        draw_coll_chart(app, cr);
+        draw_coll_chart(app, v, cr);
     }
     ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw (nccl-tests): all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
 }
 
-static void runview_draw(ui_app *app, ui_rect b)
+static void runview_draw(ui_app *app, void *st, ui_rect b)
 {
-    ui_runview_state *v = &app->rv;
-    if (!v->have_run) return;
+    rv_state *v = st;
     const char *names[PDBX_MAX_CONFIGS + 1];
     char nb[PDBX_MAX_CONFIGS + 1][32];
     int ntabs = 0;
@@ -501,7 +443,7 @@ static void runview_draw(ui_app *app, ui_rect b)
         return;
     }
     if (v->tab >= v->nconfigs) {
-        draw_collectives(app, body);
+        draw_collectives(app, v, body);
         return;
     }
     ui_put(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s", view_names[v->view], pdbx_stat_name(v->stat),
@@ -509,18 +451,19 @@ static void runview_draw(ui_app *app, ui_rect b)
     ui_matrix m;
     ui_matrix_build(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat, &m);
     switch (v->view) {
-    case UI_VIEW_TABLE: draw_table(app, body, &m, 0); break;
-    case UI_VIEW_SHARE_TABLE: draw_table(app, body, &m, 1); break;
-    case UI_VIEW_SHARES: draw_shares(app, body, &m); break;
-    case UI_VIEW_COST: {
+    case VIEW_TABLE: draw_table(v, body, &m, 0); break;
+    case VIEW_SHARE_TABLE: draw_table(v, body, &m, 1); break;
+    case VIEW_SHARES: draw_shares(app, v, body, &m); break;
+    case VIEW_COST: {
         const ui_matrix *ms[1] = { &m };
         const char *nm[1] = { "" };
         ui_draw_cost_chart(app, body, ms, nm, 1, v->op, v->log, v->op < 0 ? "largest ops" : pdbx_op_name(v->op));
         break;
     }
-    case UI_VIEW_ROOFLINE: draw_roofline(app, body, &m); break;
+    case VIEW_ROOFLINE: draw_roofline(app, v, body, &m); break;
     default: break;
     }
 }
 
-const ui_screen ui_screen_runview = { "run", UI_SCR_RUNVIEW, 0, NULL, runview_key, runview_draw };
+const ui_screen_ops ui_screen_runview = { "run", UI_SCR_RUNVIEW, 0, runview_open, runview_close, runview_draw,
+                                          runview_key, NULL, NULL, NULL };
