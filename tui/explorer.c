@@ -10,22 +10,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/layout.h"
 #include "tui/ui_app.h"
 
 /* 1 when DIR/runs holds no run file (a quick readdir, not a listing). */
 static int store_is_empty(const char *dir)
 {
-    char path[PDBX_PATH_MAX + 8];
-    snprintf(path, sizeof(path), "%s/runs", dir);
+    char path[PDBX_PATH_MAX + 8], id[PDBX_RUN_ID_MAX];
+    if (pdbx_layout_path(PDBX_PATH_RUNS, dir, NULL, path, sizeof(path)) != 0)
+        return 1;
     DIR *d = opendir(path);
     if (!d)
         return 1;
     int empty = 1;
     struct dirent *e;
-    while (empty && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        empty = !(n > 5 && strcmp(e->d_name + n - 5, ".pdbx") == 0);
-    }
+    while (empty && (e = readdir(d)))
+        empty = !pdbx_layout_run_id_of_name(e->d_name, id);
     closedir(d);
     return empty;
 }

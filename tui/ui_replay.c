@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/events.h"
 #include "store/store.h"
 
 typedef struct {
@@ -32,8 +33,8 @@ static int collect(const cJSON *ev, void *vctx)
 
 static double event_time(const cJSON *ev)
 {
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "t");
-    return cJSON_IsNumber(t) ? t->valuedouble : NAN;
+    double t;
+    return pdbx_event_time(ev, &t) ? t : NAN;
 }
 
 int ui_replay_load(const char *path, double speed, ui_replay *rp, char *err, size_t errlen)

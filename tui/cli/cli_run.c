@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine/launch/launch.h"
+#include "store/events.h"
 #include "store/util/clock.h"
 #include "store/util/fmt.h"
 #include "tui/cli/cli.h"
@@ -57,15 +58,15 @@ typedef struct {
 static int read_beat(const cJSON *ev, void *ctx)
 {
     beat *b = ctx;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    if (!cJSON_IsString(t) || strcmp(t->valuestring, "progress") != 0)
+    if (pdbx_event_type_of(ev) != PDBX_EV_PROGRESS)
         return 0;
-    const cJSON *el = cJSON_GetObjectItemCaseSensitive(ev, "elapsed_s");
-    const cJSON *eta = cJSON_GetObjectItemCaseSensitive(ev, "eta_s");
-    const cJSON *at = cJSON_GetObjectItemCaseSensitive(ev, "t");
-    b->elapsed = cJSON_IsNumber(el) ? el->valuedouble : NAN;
-    b->eta = cJSON_IsNumber(eta) ? eta->valuedouble : NAN;
-    b->at = cJSON_IsNumber(at) ? at->valuedouble : pdbx_wall_s();
+    pdbx_ev_progress pg = { .done = NAN, .total = NAN, .point = -1, .op = NULL,
+                            .elapsed_s = NAN, .eta_s = NAN };
+    pdbx_event_decode_progress(ev, &pg);
+    b->elapsed = pg.elapsed_s;
+    b->eta = pg.eta_s;
+    if (!pdbx_event_time(ev, &b->at))
+        b->at = pdbx_wall_s();
     b->have = 1;
     return 0;
 }

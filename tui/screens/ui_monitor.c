@@ -11,6 +11,7 @@
 #include "engine/launch/launch.h"
 #include "store/util/clock.h"
 #include "store/util/fmt.h"
+#include "store/events.h"
 #include "tui/ui_app.h"
 #include "tui/ui_replay.h"
 
@@ -328,16 +329,14 @@ static int draw_ranks(const pdbx_run *run, int y, int w)
 {
     char hosts[256] = "";
     size_t hn = 0;
-    const cJSON *hl = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "hosts") : NULL;
-    const cJSON *h;
-    cJSON_ArrayForEach(h, hl) {
-        if (!cJSON_IsString(h) || hn + 2 >= sizeof(hosts))
-            continue;
+    const char *rank_host[64];
+    size_t nh = run->env ? pdbx_event_env_hosts(run->env, rank_host, 64) : 0;
+    for (size_t i = 0; i < nh && hn + 2 < sizeof(hosts); i++) {
         int seen = 0;
-        for (const cJSON *p = hl->child; p != h; p = p->next)
-            seen |= cJSON_IsString(p) && strcmp(p->valuestring, h->valuestring) == 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= strcmp(rank_host[j], rank_host[i]) == 0;
         if (!seen)
-            hn += (size_t)snprintf(hosts + hn, sizeof(hosts) - hn, "%s%s", hn ? ", " : "", h->valuestring);
+            hn += (size_t)snprintf(hosts + hn, sizeof(hosts) - hn, "%s%s", hn ? ", " : "", rank_host[i]);
     }
     char ranks[48];
     if (run->world_size > 0)

@@ -11,6 +11,7 @@
 
 #include "store/util/clock.h"
 #include "store/util/fmt.h"
+#include "store/layout.h"
 #include "tui/ui_app.h"
 #include "tui/ui_lister.h"
 
@@ -198,9 +199,9 @@ static int list_refresh(ui_app *app, runs_state *r, int force)
     /* a new listing when runs/ changed (a run added or removed), and every 2 s while a run is
      * running (its progress); listings run on the worker, never here */
     char dir[PDBX_PATH_MAX + 8];
-    snprintf(dir, sizeof(dir), "%s/runs", app->store_dir);
     struct stat stt;
-    double mtime = stat(dir, &stt) == 0 ? (double)stt.st_mtim.tv_sec + stt.st_mtim.tv_nsec * 1e-9 : 0;
+    double mtime = pdbx_layout_path(PDBX_PATH_RUNS, app->store_dir, NULL, dir, sizeof(dir)) == 0
+                   && stat(dir, &stt) == 0 ? (double)stt.st_mtim.tv_sec + stt.st_mtim.tv_nsec * 1e-9 : 0;
     double now = pdbx_mono_s();
     if ((force || mtime != r->runs_dir_mtime || (r->any_running && now - r->last_list >= 2.0))
         && !ui_lister_busy(r->lister)) {
