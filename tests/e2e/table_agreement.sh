@@ -32,6 +32,7 @@ start
 wait_for "1 run"
 keys Enter; wait_for "view: table (ms)"
 screen | grep -E '^ total ' > "$TMP/tui_total.txt" || fail "run view has no total row"
+screen | grep -E '^ layer ' > "$TMP/tui_layer.txt" || fail "run view has no layer row"
 keys e; wait_for "FASOP model tag"
 keys C-u; keys -l "$TMP/tui_fasop"; keys Enter
 wait_for "llama1b_A100_2.npz"
@@ -117,14 +118,15 @@ for attr in ("fasop", "pure"):
         a = np.load(f"{tmp}/cli_{attr}/llama1b_A100_{tp}.npz")["data"]
         b = np.load(f"{tmp}/tui_{attr}/llama1b_A100_{tp}.npz")["data"]
         assert a.tobytes() == b.tobytes(), (attr, tp)
-# the run view's total row (first tab: the first config) shows show's totals, 3 digits
-cells = open(f"{tmp}/tui_total.txt").read().split()[1:]
+# the run view's layer and total rows (first tab: the first config) show show's cells, 3 digits
 first = [p for p in show["pure"]["configs"][0]["points"]]
-assert len(cells) == len(first), (cells, len(first))
-for txt, p in zip(cells, first):
-    want = p["total"]
-    assert want is not None and abs(float(txt) - want) <= 0.006 * want, ("run view total", txt, want)
-    n += 1
+for row in ("layer", "total"):
+    cells = open(f"{tmp}/tui_{row}.txt").read().split()[1:]
+    assert len(cells) == len(first), (row, cells, len(first))
+    for txt, p in zip(cells, first):
+        want = p[row]
+        assert want is not None and abs(float(txt) - want) <= 0.006 * want, ("run view " + row, txt, want)
+        n += 1
 print(f"{n} cells agree across show, the explorer and pdbx export")
 PY
 echo PASS

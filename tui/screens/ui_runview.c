@@ -137,6 +137,18 @@ static int runview_key(ui_app *app, void *st, int key, ui_action act)
     }
 }
 
+/* One row of measured sums in ms under the op rows; returns the next row. */
+static int draw_sum_row(int y, int opw, int cw, int ncols, const char *name, const double *v)
+{
+    ui_put(y, 1, opw, UI_C_HEADER, 1, "%s", name);
+    for (int i = 0; i < ncols; i++) {
+        char s[32];
+        ui_format_value(v[i], s, sizeof(s));
+        ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*s", cw - 1, s);
+    }
+    return y + 1;
+}
+
 static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
 {
     const int opw = 17, cw = 9;
@@ -159,7 +171,7 @@ static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
                    pdbx_point_status_name(m->status[first + i]));
         y++;
     }
-    int rows_left = b.y + b.h - y - 1;
+    int rows_left = b.y + b.h - y - 2;   /* the layer and total rows always show */
     int skipped = 0;
     for (int op = 0; op < PDBX_OP_COUNT && rows_left > 0; op++) {
         if (!m->op_present[op]) continue;
@@ -181,14 +193,10 @@ static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
         rows_left--;
     }
     if (v->scroll > skipped) v->scroll = skipped;
-    ui_put(y, 1, opw, UI_C_HEADER, 1, "total");
-    for (int i = 0; i < ncols; i++) {
-        char s[32];
-        if (share) snprintf(s, sizeof(s), isnan(m->total[first + i]) ? "N/A" : "100%%");
-        else ui_format_value(m->total[first + i], s, sizeof(s));
-        ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*s", cw - 1, s);
-    }
-    y++;
+    /* The measured layer and step sums (never the ops added up). In the share view they are
+       the denominators: per-layer ops are shares of layer, embed/final_norm/lm_head of total. */
+    y = draw_sum_row(y, opw, cw, ncols, share ? "layer (ms)" : "layer", m->layer);
+    y = draw_sum_row(y, opw, cw, ncols, share ? "total (ms)" : "total", m->total);
     /* the point's PP and DP communication, measured but outside the layer total: shown in ms
        under it where there is room (the share view has no place for them) */
     if (share) return;
