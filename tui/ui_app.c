@@ -423,3 +423,11 @@ int ui_app_run(ui_app *app)
         fclose(keylog);
     return 0;
 }
+
+void *ui_screen_state_new(ui_app *app, size_t size, const char *what)
+{
+    void *st = calloc(1, size);
+    if (!st)
+        ui_app_message(app, 1, "out of memory opening %s", what);
+    return st;
+}

@@ -55,6 +55,9 @@ struct ui_app {
 };
 
 /* ---- app services (ui_app.c) ------------------------------------------------------------ */
+/* A screen's zeroed state for its open(): calloc, or NULL after telling the user
+ * "out of memory opening <what>". */
+void *ui_screen_state_new(ui_app *app, size_t size, const char *what);
 void ui_app_message(ui_app *app, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Asks y/n on the message line; y calls fn(app, st). */

@@ -147,8 +147,9 @@ enum { PDBX_CLI_ATTR_PURE = 0, PDBX_CLI_ATTR_FASOP = 1 };
 int pdbx_cli_list_runs(const char *cmd, pdbx_store *st, int json, FILE *out);
 /* Validates spec, expands it and prints the plan (table or JSON). Returns an exit code. */
 int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *out);
-/* Prints a JSON document (indented, one trailing newline) to out; 0, or -1 out of memory. */
-int pdbx_cli_print_json(FILE *out, const cJSON *doc);
+/* Prints a JSON document (indented, one trailing newline) to out and deletes it (also on
+ * failure, and doc may be NULL: a builder that ran out of memory); 0, or -1 out of memory. */
+int pdbx_cli_emit_json(FILE *out, cJSON *doc);
 
 /* ---- spec fields as options (`pdbx plan`, `pdbx run`) -----------------------------------
  * Every field pdbx_spec_set accepts is also an option, '_' spelled '-' (--seq-len 2048), applied

@@ -440,9 +440,10 @@ int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_o
     return 0;
 }
 
-int pdbx_cli_print_json(FILE *out, const cJSON *doc)
+int pdbx_cli_emit_json(FILE *out, cJSON *doc)
 {
-    char *text = cJSON_Print(doc);
+    char *text = doc ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
     if (!text)
         return -1;
     fprintf(out, "%s\n", text);

@@ -262,11 +262,7 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
     cells = NULL;
     if (!cJSON_AddItemToObject(root, "geomean", geo))
         goto fail;
-    geo = NULL;
-    if (pdbx_cli_print_json(out, root) != 0)
-        goto fail;
-    cJSON_Delete(root);
-    return 0;
+    return pdbx_cli_emit_json(out, root);
 fail:
     cJSON_Delete(cells);
     cJSON_Delete(geo);

@@ -81,10 +81,7 @@ static int print_json(const pdbx_run_summary *runs, size_t n, FILE *out)
             || !cJSON_AddStringToObject(o, "message", s->message))
             goto fail;
     }
-    if (pdbx_cli_print_json(out, arr) != 0)
-        goto fail;
-    cJSON_Delete(arr);
-    return 0;
+    return pdbx_cli_emit_json(out, arr);
 fail:
     cJSON_Delete(arr);
     return -1;

@@ -176,11 +176,7 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
     }
     if (!cJSON_AddItemToObject(root, "points", arr))
         goto fail;
-    arr = NULL;
-    if (pdbx_cli_print_json(out, root) != 0)
-        goto fail;
-    cJSON_Delete(root);
-    return 0;
+    return pdbx_cli_emit_json(out, root);
 fail:
     cJSON_Delete(sj);
     cJSON_Delete(arr);

@@ -337,10 +337,12 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
         if (bad)
             cJSON_Delete(cj);
     }
-    bad = bad || add_item(root, "collectives", collectives_json(run, (pdbx_stat_kind)a->stat))
-          || pdbx_cli_print_json(out, root) != 0;
-    cJSON_Delete(root);
-    return bad ? -1 : 0;
+    bad = bad || add_item(root, "collectives", collectives_json(run, (pdbx_stat_kind)a->stat));
+    if (bad) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    return pdbx_cli_emit_json(out, root);
 }
 
 /* ---- CSV: one row per point, every column (empty = not measured) ------------------------- */

@@ -97,11 +97,9 @@ static int open_configs(ui_app *app, cmp_state *c, const pdbx_run *run, const in
 static void *compare_open(ui_app *app, const void *arg)
 {
     const ui_compare_arg *a = arg;
-    cmp_state *c = calloc(1, sizeof(*c));
-    if (!c) {
-        ui_app_message(app, 1, "out of memory opening the comparison");
+    cmp_state *c = ui_screen_state_new(app, sizeof(*c), "the comparison");
+    if (!c)
         return NULL;
-    }
     int rc = a->run ? open_configs(app, c, a->run, a->cfg_a, a->cfg_b) : open_runs(app, c, a->id_a, a->id_b);
     if (rc != 0) {
         compare_close(c);

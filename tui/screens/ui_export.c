@@ -43,12 +43,10 @@ static void export_close(void *st)
 static void *export_open(ui_app *app, const void *arg)
 {
     const ui_export_arg *a = arg;
-    export_state *e = calloc(1, sizeof(*e));
+    export_state *e = ui_screen_state_new(app, sizeof(*e), "the export dialog");
     char err[256];
-    if (!e) {
-        ui_app_message(app, 1, "out of memory opening the export dialog");
+    if (!e)
         return NULL;
-    }
     if (!a->run) {
         if (pdbx_run_load(app->store, a->id, &e->own, err, sizeof(err)) != 0) {
             ui_app_message(app, 1, "%s", err);

@@ -186,11 +186,9 @@ static void form_close(void *st)
 static void *form_open(ui_app *app, const void *arg)
 {
     const char *preset = arg;
-    form_state *f = calloc(1, sizeof(*f));
-    if (!f) {
-        ui_app_message(app, 1, "out of memory opening the form");
+    form_state *f = ui_screen_state_new(app, sizeof(*f), "the form");
+    if (!f)
         return NULL;
-    }
     fill_choices("models", model_names, 63, model_choices);
     fill_choices("gpus", gpu_names, 31, gpu_choices);
     fill_choices("sweeps", sweep_names, 31, sweep_choices);

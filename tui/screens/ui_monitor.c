@@ -99,11 +99,9 @@ static int open_replay(ui_app *app, mon_state *m, const char *path, double speed
 static void *monitor_open(ui_app *app, const void *arg)
 {
     const ui_monitor_arg *a = arg;
-    mon_state *m = calloc(1, sizeof(*m));
-    if (!m) {
-        ui_app_message(app, 1, "out of memory opening the monitor");
+    mon_state *m = ui_screen_state_new(app, sizeof(*m), "the monitor");
+    if (!m)
         return NULL;
-    }
     pdbx_run_init(&m->run);
     int rc = a->id ? open_run(app, m, a->id) : open_replay(app, m, a->replay_path, a->speed);
     if (rc != 0) {

@@ -238,11 +238,9 @@ static void runs_close(void *st)
 static void *runs_open(ui_app *app, const void *arg)
 {
     const char *preset = arg;
-    runs_state *r = calloc(1, sizeof(*r));
-    if (!r) {
-        ui_app_message(app, 1, "out of memory opening the runs");
+    runs_state *r = ui_screen_state_new(app, sizeof(*r), "the runs");
+    if (!r)
         return NULL;
-    }
     snprintf(r->form_preset, sizeof(r->form_preset), "%s", preset && *preset ? preset : "quick");
     list_refresh(app, r, 1);
     return r;

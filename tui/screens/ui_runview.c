@@ -58,12 +58,10 @@ static void open_message(ui_app *app, const rv_state *v)
 static void *runview_open(ui_app *app, const void *arg)
 {
     const char *id = arg;
-    rv_state *v = calloc(1, sizeof(*v));
+    rv_state *v = ui_screen_state_new(app, sizeof(*v), "the run view");
     char err[256];
-    if (!v) {
-        ui_app_message(app, 1, "out of memory opening run %s", id);
+    if (!v)
         return NULL;
-    }
     if (pdbx_run_load(app->store, id, &v->run, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "%s", err);
         free(v);
