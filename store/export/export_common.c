@@ -24,3 +24,15 @@ int pdbx_export_publish(const char *path, const void *data, size_t len,
         wrote(path, ctx);
     return 0;
 }
+
+void pdbx_export_run_identity(int *ok, cJSON *obj, const pdbx_run *run)
+{
+    pdbx_json_str(ok, obj, "run_id", run->id);
+    pdbx_json_str(ok, obj, "model", run->model.name);
+    pdbx_json_str(ok, obj, "gpu", run->gpu);
+    pdbx_json_str(ok, obj, "backend", run->backend);
+    pdbx_json_str(ok, obj, "dtype", run->dtype);
+    pdbx_json_str(ok, obj, "device", run->device_name);
+    pdbx_json_num(ok, obj, "seq_len", run->seq_len);
+    pdbx_json_num(ok, obj, "layers_profiled", run->layers_profiled);
+}

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "store/profiledb.h"
 #include "store/util/err.h"
 
 /* mkdir -p DIR (mode 0755). 0, or -1 with "<path>: cannot create directory: <why>" or
@@ -49,5 +50,9 @@ static inline void pdbx_json_put(int *ok, cJSON *obj, const char *key, cJSON *it
         *ok = 0;
     }
 }
+
+/* The run's identity, the same keys in every export's metadata: run_id, model, gpu, backend,
+ * dtype, device, seq_len, layers_profiled. *ok becomes 0 when out of memory. */
+void pdbx_export_run_identity(int *ok, cJSON *obj, const pdbx_run *run);
 
 #endif

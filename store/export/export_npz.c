@@ -284,19 +284,12 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     pdbx_json_str(&ok, o, "units", "ms");
     pdbx_json_str(&ok, o, "per", "forward only, one micro-batch; layer columns per layer "
                   "(averaged over the profiled layers); embed and lm_head once");
-    pdbx_json_str(&ok, o, "run_id", run->id);
-    pdbx_json_str(&ok, o, "model", run->model.name);
+    pdbx_export_run_identity(&ok, o, run);
     pdbx_json_str(&ok, o, "model_tag", model_tag);
-    pdbx_json_str(&ok, o, "gpu", run->gpu);
     pdbx_json_str(&ok, o, "gpu_tag", gpu_tag);
-    pdbx_json_str(&ok, o, "backend", run->backend);
-    pdbx_json_str(&ok, o, "dtype", run->dtype);
-    pdbx_json_str(&ok, o, "device", run->device_name);
     pdbx_json_num(&ok, o, "tp", m->tp);
     pdbx_json_num(&ok, o, "pp", m->pp);
     pdbx_json_num(&ok, o, "dp", m->dp);
-    pdbx_json_num(&ok, o, "seq_len", run->seq_len);
-    pdbx_json_num(&ok, o, "layers_profiled", run->layers_profiled);
     pdbx_json_num(&ok, o, "layers", run->model.layers);
     cJSON *mbs = cJSON_CreateArray();
     for (int r = 0; mbs && r < m->rows; r++)

@@ -233,14 +233,7 @@ static int add_metadata(cJSON *root, const pdbx_run *run, int synthesized)
     pdbx_json_str(&ok, root, "displayTimeUnit", "ms");
     cJSON *meta = cJSON_CreateObject();
     if (meta) {
-        pdbx_json_str(&ok, meta, "run_id", run->id);
-        pdbx_json_str(&ok, meta, "model", run->model.name);
-        pdbx_json_str(&ok, meta, "gpu", run->gpu);
-        pdbx_json_str(&ok, meta, "backend", run->backend);
-        pdbx_json_str(&ok, meta, "dtype", run->dtype);
-        pdbx_json_str(&ok, meta, "device", run->device_name);
-        pdbx_json_num(&ok, meta, "layers_profiled", run->layers_profiled);
-        pdbx_json_num(&ok, meta, "seq_len", run->seq_len);
+        pdbx_export_run_identity(&ok, meta, run);
         pdbx_json_bool(&ok, meta, "synthesized", synthesized);
         pdbx_json_str(&ok, meta, "note", synthesized
             ? "synthesized: the run recorded no trace events; each track lays the per-rank "
