@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/util/proc.h"
+
 /* ---- configs directory --------------------------------------------------------------- */
 
 static int is_dir(const char *p)
@@ -32,15 +34,10 @@ const char *pdbx_configs_dir(void)
         return dir;
     }
     char exe[PDBX_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (pdbx_exe_dir(exe, sizeof exe) != 0) {
         snprintf(dir, sizeof dir, "configs");
         return dir;
     }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
     /* build tree: <repo>/build/bin/pdbx -> <repo>/configs; installed: <prefix>/bin -> share */
     static const char *const rel[] = {"/../../configs", "/../share/pdbx/configs"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
