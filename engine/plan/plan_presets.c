@@ -152,6 +152,16 @@ static int resolve_preset(const char *kind, const char *what, const char *tag_fi
     return pdbx_fail(err, errlen, "%s: unknown preset '%s'%s", what, name, sug);
 }
 
+/* The parsed JSON of preset name_or_path of kind (models, gpus), its path in path
+ * (PDBX_PATH_MAX); NULL with the message when it cannot be found or read. */
+static cJSON *load_preset(const char *kind, const char *what, const char *tag_field,
+                          const char *name_or_path, char path[PDBX_PATH_MAX], char *err, size_t errlen)
+{
+    if (resolve_preset(kind, what, tag_field, name_or_path, path, PDBX_PATH_MAX, err, errlen) != 0)
+        return NULL;
+    return plan_json_file(path, err, errlen);
+}
+
 /* ---- models ---------------------------------------------------------------------------- */
 
 /* The model's display name from where it came: a preset file's base name, or the directory of
@@ -272,12 +282,8 @@ int pdbx_model_from_json(const cJSON *hf, const char *origin, pdbx_model *out, c
 int pdbx_model_load(const char *name_or_path, pdbx_model *out, char *err, size_t errlen)
 {
     char path[PDBX_PATH_MAX];
-    if (resolve_preset("models", "model", "pdbx_tag", name_or_path, path, sizeof path, err, errlen) != 0)
-        return -1;
-    cJSON *root = plan_json_file(path, err, errlen);
-    if (!root)
-        return -1;
-    int rc = pdbx_model_from_json(root, path, out, err, errlen);
+    cJSON *root = load_preset("models", "model", "pdbx_tag", name_or_path, path, err, errlen);
+    int rc = root ? pdbx_model_from_json(root, path, out, err, errlen) : -1;
     cJSON_Delete(root);
     return rc;
 }
@@ -307,18 +313,12 @@ cJSON *plan_model_to_json(const pdbx_model *m)
 /* Copy of configs/models/TinyLlama-1.1B.json (test_plan_presets checks they agree). */
 void plan_default_model(pdbx_model *m)
 {
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "TinyLlama-1.1B");
-    snprintf(m->tag, sizeof m->tag, "tinyllama");
-    snprintf(m->source, sizeof m->source, "built-in (configs/models/TinyLlama-1.1B.json)");
-    m->hidden = 2048;
-    m->intermediate = 5632;
-    m->heads = 32;
-    m->kv_heads = 4;
-    m->head_dim = 64;
-    m->layers = 22;
-    m->vocab = 32000;
-    m->tie_embeddings = 0;
+    *m = (pdbx_model){
+        .name = "TinyLlama-1.1B", .tag = "tinyllama",
+        .source = "built-in (configs/models/TinyLlama-1.1B.json)",
+        .hidden = 2048, .intermediate = 5632, .heads = 32, .kv_heads = 4, .head_dim = 64,
+        .layers = 22, .vocab = 32000, .tie_embeddings = 0,
+    };
 }
 
 /* ---- GPUs ------------------------------------------------------------------------------ */
@@ -407,12 +407,8 @@ int plan_gpu_from_json(const cJSON *obj, const char *origin, pdbx_gpu *out, char
 int pdbx_gpu_load(const char *name_or_path, pdbx_gpu *out, char *err, size_t errlen)
 {
     char path[PDBX_PATH_MAX];
-    if (resolve_preset("gpus", "gpu", "tag", name_or_path, path, sizeof path, err, errlen) != 0)
-        return -1;
-    cJSON *root = plan_json_file(path, err, errlen);
-    if (!root)
-        return -1;
-    int rc = plan_gpu_from_json(root, path, out, err, errlen);
+    cJSON *root = load_preset("gpus", "gpu", "tag", name_or_path, path, err, errlen);
+    int rc = root ? plan_gpu_from_json(root, path, out, err, errlen) : -1;
     cJSON_Delete(root);
     return rc;
 }
