@@ -16,12 +16,9 @@
 
 const char *pdbx_dtype_name(pdbx_dtype d)
 {
-    switch (d) {
-    case PDBX_DTYPE_BF16: return "bf16";
-    case PDBX_DTYPE_FP16: return "fp16";
-    case PDBX_DTYPE_FP32: return "fp32";
-    }
-    return "?";
+    static const char *const names[] = {[PDBX_DTYPE_BF16] = "bf16", [PDBX_DTYPE_FP16] = "fp16",
+                                        [PDBX_DTYPE_FP32] = "fp32"};
+    return (unsigned)d < sizeof names / sizeof names[0] ? names[d] : "?";
 }
 
 int pdbx_dtype_bytes(pdbx_dtype d)
@@ -31,12 +28,9 @@ int pdbx_dtype_bytes(pdbx_dtype d)
 
 const char *pdbx_backend_name(pdbx_backend_kind b)
 {
-    switch (b) {
-    case PDBX_BACKEND_AUTO: return "auto";
-    case PDBX_BACKEND_CPU: return "cpu";
-    case PDBX_BACKEND_CUDA: return "cuda";
-    }
-    return "?";
+    static const char *const names[] = {[PDBX_BACKEND_AUTO] = "auto", [PDBX_BACKEND_CPU] = "cpu",
+                                        [PDBX_BACKEND_CUDA] = "cuda"};
+    return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "?";
 }
 
 /* ---- field table ----------------------------------------------------------------------- */
@@ -197,26 +191,22 @@ static int preset_form(const cJSON *v, const char *name, const char **str, char 
     return plan_json_string(v, name, str, err, errlen) == 0 ? 0 : -1;
 }
 
-static int read_model(pdbx_spec *s, const cJSON *v, char *err, size_t errlen)
+/* "model" or "gpu" (which), inline or by preset name; *s is untouched on error. */
+static int read_preset_field(pdbx_spec *s, const char *which, const cJSON *v, char *err, size_t errlen)
 {
-    pdbx_model m;
+    pdbx_model m = s->model;
+    pdbx_gpu g = s->gpu;
     const char *str = NULL;
-    int form = preset_form(v, "model", &str, err, errlen);
-    if (form < 0 || (form ? pdbx_model_from_json(v, "model", &m, err, errlen)
-                          : pdbx_model_load(str, &m, err, errlen)) != 0)
+    int form = preset_form(v, which, &str, err, errlen), rc;
+    if (form < 0)
+        return -1;
+    if (strcmp(which, "model") == 0)
+        rc = form ? pdbx_model_from_json(v, which, &m, err, errlen) : pdbx_model_load(str, &m, err, errlen);
+    else
+        rc = form ? plan_gpu_from_json(v, which, &g, err, errlen) : pdbx_gpu_load(str, &g, err, errlen);
+    if (rc != 0)
         return -1;
     s->model = m;
-    return 0;
-}
-
-static int read_gpu(pdbx_spec *s, const cJSON *v, char *err, size_t errlen)
-{
-    pdbx_gpu g;
-    const char *str = NULL;
-    int form = preset_form(v, "gpu", &str, err, errlen);
-    if (form < 0 || (form ? plan_gpu_from_json(v, "gpu", &g, err, errlen)
-                          : pdbx_gpu_load(str, &g, err, errlen)) != 0)
-        return -1;
     s->gpu = g;
     return 0;
 }
@@ -226,10 +216,8 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
 {
     if (strcmp(name, "name") == 0)
         return read_name(s, v, err, errlen);
-    if (strcmp(name, "model") == 0)
-        return read_model(s, v, err, errlen);
-    if (strcmp(name, "gpu") == 0)
-        return read_gpu(s, v, err, errlen);
+    if (strcmp(name, "model") == 0 || strcmp(name, "gpu") == 0)
+        return read_preset_field(s, name, v, err, errlen);
     if (strcmp(name, "gpu_mem_gb") == 0) {
         double gb;
         if (plan_json_number(v, name, 0.001, 1e6, &gb, err, errlen) != 0)
@@ -396,6 +384,31 @@ int pdbx_spec_load(const char *name_or_path, pdbx_spec *spec, char *err, size_t 
 
 /* ---- overrides --------------------------------------------------------------------------- */
 
+/* The JSON value that pdbx_spec_set's text stands for: numbers and booleans parsed, strings
+ * and lists kept as text (their readers take the string forms). NULL with the message. */
+static cJSON *value_of_text(const field_def *f, const char *value, char *err, size_t errlen)
+{
+    static const char *const want[] = {[K_INT] = "an integer", [K_NUM] = "a number",
+                                       [K_BOOL] = "true or false"};
+    long long i;
+    double d;
+    int b, ok = 1;
+    cJSON *v = NULL;
+    if (f->kind == K_INT && (ok = plan_parse_ll(value, &i) == 0))
+        v = cJSON_CreateNumber((double)i);
+    else if (f->kind == K_NUM && (ok = plan_parse_double(value, &d) == 0))
+        v = cJSON_CreateNumber(d);
+    else if (f->kind == K_BOOL && (ok = plan_parse_bool(value, &b) == 0))
+        v = cJSON_CreateBool(b);
+    else if (ok)                                   /* K_STR, K_LIST */
+        v = cJSON_CreateString(value);
+    if (!ok)
+        pdbx_fail(err, errlen, "%s: expected %s, got \"%s\"", f->name, want[f->kind], value);
+    else if (!v)
+        pdbx_fail(err, errlen, "%s: out of memory", f->name);
+    return v;
+}
+
 int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *err, size_t errlen)
 {
     if (!field || !value)
@@ -403,63 +416,27 @@ int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *e
     const field_def *f = find_field(field);
     if (!f)
         return unknown_field(field, 0, err, errlen);
-    cJSON *v = NULL;
-    int rc = -1;
-    switch (f->kind) {
-    case K_INT: {
-        long long x;
-        if (plan_parse_ll(value, &x) != 0) {
-            pdbx_fail(err, errlen, "%s: expected an integer, got \"%s\"", field, value);
-            goto fail;
-        }
-        v = cJSON_CreateNumber((double)x);
-        break;
-    }
-    case K_NUM: {
-        double x;
-        if (plan_parse_double(value, &x) != 0) {
-            pdbx_fail(err, errlen, "%s: expected a number, got \"%s\"", field, value);
-            goto fail;
-        }
-        v = cJSON_CreateNumber(x);
-        break;
-    }
-    case K_BOOL: {
-        int b;
-        if (plan_parse_bool(value, &b) != 0) {
-            pdbx_fail(err, errlen, "%s: expected true or false, got \"%s\"", field, value);
-            goto fail;
-        }
-        v = cJSON_CreateBool(b);
-        break;
-    }
-    case K_STR:
-    case K_LIST:
-        v = cJSON_CreateString(value);
-        break;
-    }
-    if (!v) {
-        pdbx_fail(err, errlen, "%s: out of memory", field);
-        goto fail;
-    }
+    cJSON *v = value_of_text(f, value, err, errlen);
+    if (!v)
+        return -1;
     pdbx_spec t = *spec;
+    int rc;
     if (strcmp(field, "configs") == 0) {
         plan_config_set cs;
-        if (plan_configs_from_text(value, &cs, err, errlen) != 0)
-            goto fail;
-        plan_configs_apply(&t, &cs);
+        rc = plan_configs_from_text(value, &cs, err, errlen);
+        if (rc == 0)
+            plan_configs_apply(&t, &cs);
     } else if (strcmp(field, "tp") == 0 || strcmp(field, "pp") == 0 || strcmp(field, "dp") == 0 ||
                strcmp(field, "gpus") == 0) {
-        if (plan_configs_override(&t, field, v, err, errlen) != 0)
-            goto fail;
-    } else if (apply_field(&t, f, v, err, errlen) != 0) {
-        goto fail;
+        rc = plan_configs_override(&t, field, v, err, errlen);
+    } else {
+        rc = apply_field(&t, f, v, err, errlen);
     }
-    *spec = t;
-    rc = 0;
-fail:
     cJSON_Delete(v);
-    return rc;
+    if (rc != 0)
+        return -1;
+    *spec = t;
+    return 0;
 }
 
 /* ---- writing --------------------------------------------------------------------------- */

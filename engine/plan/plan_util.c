@@ -278,3 +278,24 @@ int plan_layers_per_stage(const pdbx_model *m, int pp)
         return m->layers;
     return (m->layers + pp - 1) / pp;
 }
+
+cJSON *plan_fields_to_json(const void *obj, const plan_json_field *f, size_t n)
+{
+    cJSON *o = cJSON_CreateObject();
+    const char *base = obj;
+    for (size_t i = 0; o && i < n; i++) {
+        const void *at = base + f[i].offset;
+        int ok = 0;
+        switch (f[i].kind) {
+        case PLAN_J_STR: ok = cJSON_AddStringToObject(o, f[i].key, at) != NULL; break;
+        case PLAN_J_INT: ok = cJSON_AddNumberToObject(o, f[i].key, *(const int *)at) != NULL; break;
+        case PLAN_J_NUM: ok = cJSON_AddNumberToObject(o, f[i].key, *(const double *)at) != NULL; break;
+        case PLAN_J_BOOL: ok = cJSON_AddBoolToObject(o, f[i].key, *(const int *)at) != NULL; break;
+        }
+        if (!ok) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
