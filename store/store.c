@@ -15,45 +15,11 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "store/layout.h"
 #include "store/util/fs.h"
 #include "store/store_impl.h"
 #include "store/store_index.h"
 
-
-char *store_join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s/%s", a, b);
-    return s;
-}
-
-/* Ids name files: letters, digits, '-', '_', '.', not starting with '.', below the max. */
-int store_valid_id(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-    if (n == 0 || n >= PDBX_RUN_ID_MAX || id[0] == '.')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.'))
-            return 0;
-    }
-    return 1;
-}
-
-/* The id of a directory entry "<id>.pdbx", or 0 when the name is not a run file. */
-static int id_of_name(const char *name, char id[PDBX_RUN_ID_MAX])
-{
-    size_t n = strlen(name), sl = strlen(PDBX_RUN_SUFFIX);
-    if (n <= sl || strcmp(name + n - sl, PDBX_RUN_SUFFIX) != 0 || n - sl >= PDBX_RUN_ID_MAX)
-        return 0;
-    memcpy(id, name, n - sl);
-    id[n - sl] = '\0';
-    return store_valid_id(id);
-}
 
 /* ---- open ---------------------------------------------------------------------------- */
 
@@ -96,8 +62,7 @@ int pdbx_store_open(const char *dir, int create, pdbx_store **out, char *err, si
         return -1;
     }
     pdbx_store *st = calloc(1, sizeof *st);
-    if (!st || !(st->dir = strdup(dir)) || !(st->runs = store_join(dir, "runs")) ||
-        !(st->index = store_join(dir, "index.json"))) {
+    if (!st || !(st->dir = strdup(dir))) {
         pdbx_errf(err, errlen, "%s: out of memory", dir);
         pdbx_store_close(st);
         return -1;
@@ -105,6 +70,12 @@ int pdbx_store_open(const char *dir, int create, pdbx_store **out, char *err, si
     size_t n = strlen(st->dir);
     while (n > 1 && st->dir[n - 1] == '/')
         st->dir[--n] = '\0';
+    if (!(st->runs = pdbx_layout_path_alloc(PDBX_PATH_RUNS, st->dir, NULL)) ||
+        !(st->index = pdbx_layout_path_alloc(PDBX_PATH_INDEX, st->dir, NULL))) {
+        pdbx_errf(err, errlen, "%s: out of memory", dir);
+        pdbx_store_close(st);
+        return -1;
+    }
     if (create) {
         if (pdbx_mkdirs(st->runs, err, errlen) != 0) {
             pdbx_store_close(st);
@@ -129,17 +100,12 @@ const char *pdbx_store_dir(const pdbx_store *st)
 
 int pdbx_store_run_path(const pdbx_store *st, const char *id, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s/%s%s", st->runs, id ? id : "", PDBX_RUN_SUFFIX);
-    return (n < 0 || (size_t)n >= len) ? -1 : 0;
+    return pdbx_layout_path(PDBX_PATH_RUN, st->dir, id, buf, len);
 }
 
 char *store_run_path_alloc(const pdbx_store *st, const char *id)
 {
-    size_t n = strlen(st->runs) + strlen(id) + sizeof PDBX_RUN_SUFFIX + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s%s", st->runs, id, PDBX_RUN_SUFFIX);
-    return p;
+    return pdbx_layout_path_alloc(PDBX_PATH_RUN, st->dir, id);
 }
 
 /* ---- ids ----------------------------------------------------------------------------- */
@@ -174,7 +140,7 @@ int store_list_ids(const pdbx_store *st, store_id_list *l, char *err, size_t err
     struct dirent *e;
     char id[PDBX_RUN_ID_MAX];
     while ((e = readdir(d))) {
-        if (!id_of_name(e->d_name, id))
+        if (!pdbx_layout_run_id_of_name(e->d_name, id))
             continue;
         if (l->n == l->cap) {
             size_t ncap = l->cap ? 2 * l->cap : 64;
@@ -253,7 +219,7 @@ int pdbx_store_resolve(pdbx_store *st, const char *prefix, char out[PDBX_RUN_ID_
 
 int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen)
 {
-    if (!store_valid_id(id)) {
+    if (!pdbx_layout_valid_id(id)) {
         pdbx_errf(err, errlen, "run id '%s': not a valid run id", id ? id : "");
         return -1;
     }

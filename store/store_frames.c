@@ -11,6 +11,8 @@
 #include "store/util/err.h"
 #include "store/store_frames.h"
 #include "store/store.h"
+#include "store/events.h"
+#include "store/util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,13 +32,6 @@
 #define MAX_EVENT_BYTES (256u * 1024u * 1024u)   /* larger decompressed events are damage */
 #define MAX_RESYNC_TRIES 64
 
-
-double pdbx_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- encoder ------------------------------------------------------------------------- */
 
@@ -111,14 +106,15 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
     cJSON *copy = NULL;
     char *text = NULL;
     int rc = -1;
-    if (!cJSON_IsObject(event) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(event, "type"))) {
+    if (!cJSON_IsObject(event) || !pdbx_event_type_str(event)) {
         pdbx_errf(err, errlen, "event: must be a JSON object with a string field \"type\"");
         return -1;
     }
     const cJSON *to_print = event;
-    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(event, "t"))) {
+    double t;
+    if (!pdbx_event_time(event, &t)) {
         copy = cJSON_Duplicate(event, 1);
-        if (!copy || !cJSON_AddNumberToObject(copy, "t", pdbx_now()))
+        if (!copy || pdbx_event_stamp(copy, pdbx_wall_s()) != 0)
             goto oom;
         to_print = copy;
     }
@@ -239,6 +235,102 @@ typedef struct {
     size_t cap;
 } frame_decoder;
 
+/* Grows the output buffer to at least need bytes; -1 when out of memory. */
+static int out_reserve(frame_decoder *d, size_t need)
+{
+    if (need <= d->cap)
+        return 0;
+    size_t ncap = d->cap ? d->cap : 4096;
+    while (ncap < need)
+        ncap *= 2;
+    char *nb = realloc(d->out, ncap);
+    if (!nb)
+        return -1;
+    d->out = nb;
+    d->cap = ncap;
+    return 0;
+}
+
+/* Frame decoders below: 0 with *outlen set, 1 bad frame (why set), -1 out of memory. */
+
+/* The writer records the content size: one-shot decoding (much cheaper than a streaming
+ * session for small frames); it verifies the checksum too. */
+static int decompress_sized(frame_decoder *d, const uint8_t *src, size_t n, unsigned long long fcs,
+                            size_t *outlen, char *why, size_t whylen)
+{
+    if (fcs > MAX_EVENT_BYTES) {
+        snprintf(why, whylen, "event of %llu bytes is larger than %u", fcs, MAX_EVENT_BYTES);
+        return 1;
+    }
+    if (out_reserve(d, (size_t)fcs + 1) != 0)
+        return -1;
+    size_t r = ZSTD_decompressDCtx(d->dctx, d->out, (size_t)fcs, src, n);
+    if (ZSTD_isError(r))
+        snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+    else if (r != fcs)
+        snprintf(why, whylen, "zstd: %zu bytes decoded, frame header says %llu", r, fcs);
+    *outlen = r;
+    return ZSTD_isError(r) || r != fcs;
+}
+
+/* A frame without a recorded content size: streamed into the growing buffer. */
+static int decompress_stream(frame_decoder *d, const uint8_t *src, size_t n, size_t *outlen,
+                             char *why, size_t whylen)
+{
+    size_t r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
+    ZSTD_inBuffer in = {src, n, 0};
+    *outlen = 0;
+    while (!ZSTD_isError(r)) {
+        if (*outlen + 1 > MAX_EVENT_BYTES) {
+            snprintf(why, whylen, "event larger than %u bytes", MAX_EVENT_BYTES);
+            return 1;
+        }
+        if (out_reserve(d, *outlen + ZSTD_DStreamOutSize() + 1) != 0)
+            return -1;
+        ZSTD_outBuffer out = {d->out + *outlen, d->cap - *outlen - 1, 0};
+        r = ZSTD_decompressStream(d->dctx, &out, &in);
+        *outlen += out.pos;
+        if (r == 0)
+            break;
+        if (!ZSTD_isError(r) && in.pos == in.size && out.pos < out.size) {
+            snprintf(why, whylen, "zstd: frame ends early");
+            return 1;
+        }
+    }
+    if (ZSTD_isError(r)) {
+        snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
+        return 1;
+    }
+    if (in.pos != in.size) {
+        snprintf(why, whylen, "zstd: %zu stray bytes after the frame", in.size - in.pos);
+        return 1;
+    }
+    return 0;
+}
+
+/* The event in d->out[0..len): 0 (*ev set), 1 when it is not one JSON event (why set). */
+static int parse_event(const char *text, size_t len, cJSON **ev, char *why, size_t whylen)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) {
+        snprintf(why, whylen, "not JSON");
+        return 1;
+    }
+    while (end && end < text + len && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+        end++;
+    if (end && end < text + len)
+        snprintf(why, whylen, "not JSON (stray text after the event)");
+    else if (!cJSON_IsObject(j) || !pdbx_event_type_str(j))
+        snprintf(why, whylen, "not a JSON object with a string \"type\"");
+    else {
+        *ev = j;
+        return 0;
+    }
+    cJSON_Delete(j);
+    return 1;
+}
+
 /* Decodes one whole frame src[0..n) into a JSON event. Returns 0 (*ev set, or left NULL when
  * filter declined the text), 1 when the frame is bad (why set), -1 out of memory. */
 static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, pdbx_frame_filter_fn filter,
@@ -259,95 +351,15 @@ static int decode_frame(frame_decoder *d, const uint8_t *src, size_t n, pdbx_fra
     }
     size_t outlen = 0;
     unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
-    if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR) {
-        /* The writer records the content size: one-shot decoding (much cheaper than a
-         * streaming session for small frames); it verifies the checksum too. */
-        if (fcs > MAX_EVENT_BYTES) {
-            snprintf(why, whylen, "event of %llu bytes is larger than %u", fcs, MAX_EVENT_BYTES);
-            return 1;
-        }
-        if (fcs + 1 > d->cap) {
-            size_t ncap = d->cap ? d->cap : 4096;
-            while (ncap < fcs + 1)
-                ncap *= 2;
-            char *nb = realloc(d->out, ncap);
-            if (!nb)
-                return -1;
-            d->out = nb;
-            d->cap = ncap;
-        }
-        r = ZSTD_decompressDCtx(d->dctx, d->out, (size_t)fcs, src, n);
-        if (ZSTD_isError(r)) {
-            snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
-            return 1;
-        }
-        if (r != fcs) {
-            snprintf(why, whylen, "zstd: %zu bytes decoded, frame header says %llu", r, fcs);
-            return 1;
-        }
-        outlen = r;
-    } else {
-        r = ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only);
-        if (ZSTD_isError(r)) {
-            snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
-            return 1;
-        }
-        ZSTD_inBuffer in = {src, n, 0};
-        for (;;) {
-            if (d->cap - outlen < ZSTD_DStreamOutSize()) {
-                size_t ncap = d->cap ? 2 * d->cap : 4 * ZSTD_DStreamOutSize();
-                if (ncap > MAX_EVENT_BYTES + ZSTD_DStreamOutSize()) {
-                    snprintf(why, whylen, "event larger than %u bytes", MAX_EVENT_BYTES);
-                    return 1;
-                }
-                char *nb = realloc(d->out, ncap);
-                if (!nb)
-                    return -1;
-                d->out = nb;
-                d->cap = ncap;
-            }
-            ZSTD_outBuffer out = {d->out + outlen, d->cap - outlen - 1, 0};
-            r = ZSTD_decompressStream(d->dctx, &out, &in);
-            if (ZSTD_isError(r)) {
-                snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(r));
-                return 1;
-            }
-            outlen += out.pos;
-            if (r == 0)
-                break;
-            if (in.pos == in.size && out.pos < out.size) {
-                snprintf(why, whylen, "zstd: frame ends early");
-                return 1;
-            }
-        }
-        if (in.pos != in.size) {
-            snprintf(why, whylen, "zstd: %zu stray bytes after the frame", in.size - in.pos);
-            return 1;
-        }
-    }
+    int rc = (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR)
+                 ? decompress_sized(d, src, n, fcs, &outlen, why, whylen)
+                 : decompress_stream(d, src, n, &outlen, why, whylen);
+    if (rc != 0)
+        return rc;
     d->out[outlen] = '\0';
     if (filter && !filter(d->out, outlen, fctx))
         return 0;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(d->out, outlen, &end, 0);
-    if (!j) {
-        snprintf(why, whylen, "not JSON");
-        return 1;
-    }
-    while (end && end < d->out + outlen && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
-        end++;
-    if (end && end < d->out + outlen) {
-        cJSON_Delete(j);
-        snprintf(why, whylen, "not JSON (stray text after the event)");
-        return 1;
-    }
-    if (!cJSON_IsObject(j) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "type"))) {
-        cJSON_Delete(j);
-        snprintf(why, whylen, "not a JSON object with a string \"type\"");
-        return 1;
-    }
-    *ev = j;
-    return 0;
+    return parse_event(d->out, outlen, ev, why, whylen);
 }
 
 static int is_skippable(const uint8_t *p, size_t n)
@@ -386,94 +398,85 @@ int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
     return pdbx_scan_file_filtered(path, from, NULL, fn, ctx, res, err, errlen);
 }
 
+/* Where the next frame at pos ends. Returns 0 (*p and *fsz set), 1 at the end of the file
+ * (res->torn_tail set when a partial frame is left), 2 when the bytes at pos are damage (why
+ * set), -1 on a read error (errno). */
+static int next_frame(file_reader *rd, frame_decoder *dec, uint64_t pos, const uint8_t **p,
+                      size_t *fsz, pdbx_scan_result *res, char *why, size_t whylen)
+{
+    for (;;) {
+        if (reader_need(rd, pos, 64) != 0)
+            return -1;
+        size_t avail = rd->len - (size_t)(pos - rd->base);
+        if (avail == 0)
+            return 1;                                /* clean end */
+        *p = rd->buf + (pos - rd->base);
+        *fsz = ZSTD_findFrameCompressedSize(*p, avail);
+        if (!ZSTD_isError(*fsz))
+            return 0;
+        if (ZSTD_getErrorCode(*fsz) != ZSTD_error_srcSize_wrong) {
+            snprintf(why, whylen, "zstd: %s", ZSTD_getErrorName(*fsz));
+            return 2;
+        }
+        if (rd->eof) {
+            size_t later = find_later_frame(dec, *p, avail);
+            if (later == 0) {
+                res->torn_tail = 1;                  /* the event in flight: ignored */
+                return 1;
+            }
+            snprintf(why, whylen, "frame runs past a valid frame at byte %llu",
+                     (unsigned long long)(pos + later));
+            return 2;
+        }
+        /* the frame continues beyond the buffer */
+        if (reader_need(rd, pos, avail + (avail > READ_CHUNK ? avail : READ_CHUNK)) != 0)
+            return -1;
+    }
+}
+
 int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_fn filter,
                             pdbx_event_fn fn, void *ctx, pdbx_scan_result *res,
                             char *err, size_t errlen)
 {
     file_reader rd = {.fd = -1, .base = from};
     frame_decoder dec = {0};
-    int rc = -1;
     memset(res, 0, sizeof *res);
     res->next_offset = from;
-
-    rd.fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (rd.fd < 0) {
-        pdbx_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    dec.dctx = ZSTD_createDCtx();
-    if (!dec.dctx) {
-        pdbx_errf(err, errlen, "%s: out of memory (zstd context)", path);
-        goto done;
-    }
-    uint64_t pos = from;
+    if ((rd.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return pdbx_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    int rc = 0;
     char why[160];
-    for (;;) {
-        if (reader_need(&rd, pos, 64) != 0)
-            goto read_fail;
-        size_t avail = rd.len - (size_t)(pos - rd.base);
-        if (avail == 0)
-            break;                                   /* clean end */
-        const uint8_t *p = rd.buf + (pos - rd.base);
-        size_t fsz = ZSTD_findFrameCompressedSize(p, avail);
-        if (ZSTD_isError(fsz) && ZSTD_getErrorCode(fsz) == ZSTD_error_srcSize_wrong) {
-            if (!rd.eof) {                           /* the frame continues beyond the buffer */
-                if (reader_need(&rd, pos, avail + (avail > READ_CHUNK ? avail : READ_CHUNK)) != 0)
-                    goto read_fail;
-                continue;
-            }
-            size_t later = find_later_frame(&dec, p, avail);
-            if (later == 0) {
-                res->torn_tail = 1;                  /* the event in flight: ignored */
-                break;
-            }
-            snprintf(why, sizeof why, "frame runs past a valid frame at byte %llu",
-                     (unsigned long long)(pos + later));
-            goto corrupt;
-        }
-        if (ZSTD_isError(fsz)) {
-            snprintf(why, sizeof why, "zstd: %s", ZSTD_getErrorName(fsz));
-            goto corrupt;
-        }
-        if (is_skippable(p, avail)) {                /* not an event: skipped */
-            pos += fsz;
-            res->next_offset = pos;
-            continue;
-        }
+    if (!(dec.dctx = ZSTD_createDCtx()))
+        rc = pdbx_fail(err, errlen, "%s: out of memory (zstd context)", path);
+    for (uint64_t pos = from; rc == 0; pos = res->next_offset) {
+        const uint8_t *p;
+        size_t fsz;
         cJSON *ev = NULL;
-        int d = decode_frame(&dec, p, fsz, filter, ctx, &ev, why, sizeof why);
-        if (d < 0) {
-            pdbx_errf(err, errlen, "%s: out of memory decoding the frame at byte %llu", path,
-                    (unsigned long long)pos);
-            goto done;
+        int d = 0, at = next_frame(&rd, &dec, pos, &p, &fsz, res, why, sizeof why);
+        if (at == 0 && !is_skippable(p, fsz))       /* a skippable frame is not an event */
+            d = decode_frame(&dec, p, fsz, filter, ctx, &ev, why, sizeof why);
+        if (d < 0)
+            rc = pdbx_fail(err, errlen, "%s: out of memory decoding the frame at byte %llu", path,
+                           (unsigned long long)pos);
+        else if (at < 0)
+            rc = pdbx_fail(err, errlen, "%s: read failed: %s", path, strerror(errno));
+        else if (at == 2 || d > 0) {
+            res->corrupt = 1;
+            snprintf(res->corrupt_msg, sizeof res->corrupt_msg, "%s: bad frame at byte %llu: %s",
+                     path, (unsigned long long)pos, why);
         }
-        if (d > 0)
-            goto corrupt;
-        pos += fsz;
-        res->next_offset = pos;
-        res->events++;
-        if (!ev)
-            continue;                                /* declined by the filter */
-        int stop = fn ? fn(ev, ctx) : 0;
+        if (at != 0 || d != 0)
+            break;
+        res->next_offset = pos + fsz;
+        res->events += !is_skippable(p, fsz);
+        int stop = ev && fn ? fn(ev, ctx) : 0;       /* ev NULL: declined by the filter */
         cJSON_Delete(ev);
         if (stop)
             break;
     }
-    rc = 0;
-    goto done;
-corrupt:
-    res->corrupt = 1;
-    snprintf(res->corrupt_msg, sizeof res->corrupt_msg, "%s: bad frame at byte %llu: %s", path,
-             (unsigned long long)pos, why);
-    rc = 0;
-    goto done;
-read_fail:
-    pdbx_errf(err, errlen, "%s: read failed: %s", path, strerror(errno));
-done:
     ZSTD_freeDCtx(dec.dctx);
     free(dec.out);
     free(rd.buf);
-    if (rd.fd >= 0)
-        close(rd.fd);
+    close(rd.fd);
     return rc;
 }

@@ -43,7 +43,4 @@ int pdbx_scan_file_filtered(const char *path, uint64_t from, pdbx_frame_filter_f
                             pdbx_event_fn fn, void *ctx, pdbx_scan_result *res,
                             char *err, size_t errlen);
 
-/* Wall clock as unix seconds (double), for "t". */
-double pdbx_now(void);
-
 #endif

@@ -5,6 +5,9 @@
  *   store_list.c    summaries, listing with the index.json cache, rebuild
  *   store_copy.c    record and import
  *   store_frames.c  frames (encoder, durable append, scanner); store_index.c the index file
+ *   events.c        the event schema (events.h); json_fields.c the JSON member helpers
+ *   layout.c        the paths of a store (layout.h)
+ *   profiledb*.c    the fold (profiledb.c), statistics and names, queries
  */
 #ifndef PDBX_STORE_IMPL_H
 #define PDBX_STORE_IMPL_H
@@ -15,7 +18,6 @@
 #include "store/util/err.h"
 #include "store/store.h"
 
-#define PDBX_RUN_SUFFIX ".pdbx"
 /* A run without run_end on another host is running while its last event is younger. */
 #define PDBX_HEARTBEAT_TIMEOUT_S 60.0
 
@@ -25,11 +27,6 @@ struct pdbx_store {
     char *index;      /* DIR/index.json */
 };
 
-/* Formats a one-line message into err (err may be NULL). */
-/* "a/b", malloc'ed (NULL when out of memory). */
-char *store_join(const char *a, const char *b);
-/* Ids name files: 1..PDBX_RUN_ID_MAX-1 of A-Z a-z 0-9 . _ -, not starting with '.'. */
-int store_valid_id(const char *id);
 /* DIR/runs/<id>.pdbx, malloc'ed. */
 char *store_run_path_alloc(const pdbx_store *st, const char *id);
 

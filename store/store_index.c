@@ -15,18 +15,10 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
+#include "store/json_fields.h"
 #include "store/util/fs.h"
 
 #define INDEX_VERSION 1
-
-static int get_num(const cJSON *o, const char *name, double *out)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
-    if (!cJSON_IsNumber(it))
-        return 0;
-    *out = it->valuedouble;
-    return 1;
-}
 
 static int get_u64str(const cJSON *o, const char *name, uint64_t *out)
 {
@@ -38,15 +30,6 @@ static int get_u64str(const cJSON *o, const char *name, uint64_t *out)
     if (!end || *end)
         return 0;
     *out = (uint64_t)v;
-    return 1;
-}
-
-static int get_strbuf(const cJSON *o, const char *name, char *dst, size_t cap)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
-    if (!cJSON_IsString(it))
-        return 0;
-    snprintf(dst, cap, "%s", it->valuestring);
     return 1;
 }
 
@@ -85,17 +68,17 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
     char status[16];
     double size, created, pid, last, done, total, mmin, mmax;
     uint64_t mt;
-    if (!cJSON_IsObject(j) || !get_strbuf(j, "id", e->sum.id, sizeof e->sum.id) || !e->sum.id[0] ||
-        !get_num(j, "size", &size) || size < 0 || !get_u64str(j, "mtime_ns", &mt) ||
-        !get_u64str(j, "ino", &e->ino) || !get_strbuf(j, "status", status, sizeof status) ||
-        !get_num(j, "created", &created) || !get_num(j, "pid", &pid) ||
-        !get_num(j, "last_event", &last) || !get_num(j, "points_done", &done) ||
-        !get_num(j, "points_total", &total) || !get_num(j, "mbs_min", &mmin) ||
-        !get_num(j, "mbs_max", &mmax) || !get_strbuf(j, "host", e->host, sizeof e->host) ||
-        !get_strbuf(j, "model", e->sum.model, sizeof e->sum.model) ||
-        !get_strbuf(j, "backend", e->sum.backend, sizeof e->sum.backend) ||
-        !get_strbuf(j, "gpu", e->sum.gpu, sizeof e->sum.gpu) ||
-        !get_strbuf(j, "message", e->sum.message, sizeof e->sum.message))
+    if (!cJSON_IsObject(j) || !jf_strbuf(j, "id", e->sum.id, sizeof e->sum.id) || !e->sum.id[0] ||
+        !jf_num(j, "size", &size) || size < 0 || !get_u64str(j, "mtime_ns", &mt) ||
+        !get_u64str(j, "ino", &e->ino) || !jf_strbuf(j, "status", status, sizeof status) ||
+        !jf_num(j, "created", &created) || !jf_num(j, "pid", &pid) ||
+        !jf_num(j, "last_event", &last) || !jf_num(j, "points_done", &done) ||
+        !jf_num(j, "points_total", &total) || !jf_num(j, "mbs_min", &mmin) ||
+        !jf_num(j, "mbs_max", &mmax) || !jf_strbuf(j, "host", e->host, sizeof e->host) ||
+        !jf_strbuf(j, "model", e->sum.model, sizeof e->sum.model) ||
+        !jf_strbuf(j, "backend", e->sum.backend, sizeof e->sum.backend) ||
+        !jf_strbuf(j, "gpu", e->sum.gpu, sizeof e->sum.gpu) ||
+        !jf_strbuf(j, "message", e->sum.message, sizeof e->sum.message))
         return -1;
     /* counts, sizes and pids in range (a damaged index must not overflow a conversion) */
     if (!(size <= 9.0e18) || !(done >= 0 && done <= 1e9) || !(total >= 0 && total <= 1e9) ||

@@ -12,39 +12,40 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "store/events.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
 #include "store/store_index.h"
 
 /* ---- summaries and listing ----------------------------------------------------------- */
 
-/* Measurement events a summary does not need; their frames are verified but not parsed.
- * The writer prints "type" first (cJSON keeps insertion order); any other spelling is simply
- * parsed and skipped in summary_event. */
+/* Measurement events a summary does not need (warnings only move last_event). */
+static const pdbx_event_type summary_skips[] = {PDBX_EV_OP, PDBX_EV_STEP, PDBX_EV_TRACE,
+                                                PDBX_EV_COMM, PDBX_EV_COLL};
+
+/* Frames of measurement events are verified but not parsed. An event spelled otherwise than
+ * the encoders write it is simply parsed and skipped in summary_event. */
 static int summary_wants(const char *json, size_t len, void *ctx)
 {
     (void)ctx;
-    static const char *const skip[] = {"{\"type\":\"op\",", "{\"type\":\"trace\",",
-                                       "{\"type\":\"comm\",", "{\"type\":\"coll\","};
-    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
-        size_t n = strlen(skip[i]);
-        if (len > n && memcmp(json, skip[i], n) == 0)
+    for (size_t i = 0; i < sizeof summary_skips / sizeof summary_skips[0]; i++)
+        if (pdbx_event_raw_is(json, len, summary_skips[i]))
             return 0;
-    }
     return 1;
 }
 
-/* Folds only what a summary needs: measurements (op, comm, trace, coll) are skipped. */
+/* Folds only what a summary needs: measurements and warnings are skipped. */
 static int summary_event(const cJSON *ev, void *vctx)
 {
     store_load_ctx *c = vctx;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    const char *t = type->valuestring;
-    if (strcmp(t, "op") == 0 || strcmp(t, "comm") == 0 || strcmp(t, "trace") == 0 ||
-        strcmp(t, "coll") == 0 || strcmp(t, "warning") == 0) {
-        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(ev, "t");
-        if (cJSON_IsNumber(tm) && tm->valuedouble > c->run->last_event)
-            c->run->last_event = tm->valuedouble;
+    pdbx_event_type t = pdbx_event_type_of(ev);
+    int skip = t == PDBX_EV_WARNING;
+    for (size_t i = 0; i < sizeof summary_skips / sizeof summary_skips[0]; i++)
+        skip |= t == summary_skips[i];
+    if (skip) {
+        double tm;
+        if (pdbx_event_time(ev, &tm) && tm > c->run->last_event)
+            c->run->last_event = tm;
         c->index++;
         return 0;
     }
@@ -222,8 +223,108 @@ static pdbx_run_summary live_summary(const pdbx_index_entry *e, int launcher_dea
     return s;
 }
 
+/* The old index, sorted by id; *n = 0 when it is damaged (duplicate ids). */
+static int load_old_index(const pdbx_store *st, pdbx_index_entry **old, size_t *n, size_t *nalloc,
+                          char *err, size_t errlen)
+{
+    if (pdbx_index_load(st->index, old, n) != 0)
+        return pdbx_fail(err, errlen, "%s: out of memory reading the index", st->index);
+    *nalloc = *n;
+    if (*n)
+        qsort(*old, *n, sizeof **old, cmp_entry_id);
+    for (size_t i = 1; i < *nalloc; i++)
+        if (strcmp((*old)[i - 1].sum.id, (*old)[i].sum.id) == 0)
+            *n = 0;
+    return 0;
+}
+
+/* The entry of run id into *e: the cached one while its file is unchanged, else a (resumed)
+ * scan. Returns 0, 1 when the run is gone (deleted while listing), -1 out of memory. Sets
+ * *changed when the index must be rewritten. */
+static int entry_for(const pdbx_store *st, const char *id, pdbx_index_entry *old, size_t nold,
+                     pdbx_index_entry *e, int *changed)
+{
+    char *path = store_run_path_alloc(st, id);
+    struct stat sb;
+    if (!path)
+        return -1;
+    if (stat(path, &sb) != 0) {
+        free(path);
+        *changed = 1;
+        return 1;
+    }
+    pdbx_index_entry key;
+    snprintf(key.sum.id, sizeof key.sum.id, "%s", id);
+    pdbx_index_entry *hit = nold ? bsearch(&key, old, nold, sizeof *old, cmp_entry_id) : NULL;
+    int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    if (hit && hit->sum.size == (uint64_t)sb.st_size && hit->mtime_ns == mt &&
+        hit->ino == (uint64_t)sb.st_ino) {
+        *e = *hit;                                  /* moves the resume state too */
+        hit->resume_points = NULL;
+        free(path);
+        return 0;
+    }
+    *changed = 1;
+    /* Appended to since (same file, not shorter than what was folded): fold the rest. */
+    const pdbx_index_entry *prev = hit && hit->resume_points && hit->ino == (uint64_t)sb.st_ino &&
+                                   (uint64_t)sb.st_size >= hit->scan_offset ? hit : NULL;
+    char serr[256];
+    int s = scan_summary(path, id, prev, e, serr, sizeof serr);
+    free(path);
+    if (s < 0) {
+        /* Unreadable: listed as corrupt with the reason; never cached. */
+        memset(e, 0, sizeof *e);
+        snprintf(e->sum.id, sizeof e->sum.id, "%s", id);
+        e->sum.status = PDBX_RUN_CORRUPT;
+        e->sum.size = (uint64_t)sb.st_size;
+        e->ino = UINT64_MAX;                        /* never matches: rescanned next time */
+        copy_message(e->sum.message, sizeof e->sum.message, serr);
+    }
+    return s == 1;
+}
+
+/* Liveness of a run without run_end, decided once: 1 when its launcher is gone. The launcher
+ * may append run_end and exit after we scanned: so check the launcher first, then whether the
+ * file changed since the scan; if it did, rescan, so a finished run never lists as crashed. */
+static int launcher_dead(const pdbx_store *st, pdbx_index_entry *e, int *changed)
+{
+    for (int pass = 0; pass < 8; pass++) {
+        if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
+            store_launcher_alive(e->host, e->pid, e->last_event))
+            return 0;
+        char *path = store_run_path_alloc(st, e->sum.id);
+        struct stat sb;
+        pdbx_index_entry fresh;
+        char serr[256];
+        int grew = path && stat(path, &sb) == 0 && (uint64_t)sb.st_size != e->sum.size &&
+                   scan_summary(path, e->sum.id, NULL, &fresh, serr, sizeof serr) == 0;
+        free(path);
+        if (!grew)
+            return 1;
+        pdbx_index_entry_clear(e);
+        *e = fresh;
+        *changed = 1;
+    }
+    return 1;
+}
+
+/* The summaries to show, newest first (malloc'ed; NULL when n == 0). */
+static int summaries_of(const pdbx_store *st, pdbx_index_entry *cur, size_t n, const int *dead,
+                        pdbx_run_summary **out, char *err, size_t errlen)
+{
+    pdbx_run_summary *s = n ? calloc(n, sizeof *s) : NULL;
+    if (n && !s)
+        return pdbx_fail(err, errlen, "%s: out of memory listing runs", st->runs);
+    for (size_t i = 0; i < n; i++)
+        s[i] = live_summary(&cur[i], dead[i]);
+    if (n)
+        qsort(s, n, sizeof *s, cmp_summary_newest);
+    *out = s;
+    return 0;
+}
+
 static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size_t *nout,
-                      char *err, size_t errlen)
+                     char *err, size_t errlen)
 {
     pdbx_index_entry *old = NULL, *cur = NULL;
     int *dead = NULL;
@@ -234,119 +335,35 @@ static int list_runs(pdbx_store *st, int use_index, pdbx_run_summary **out, size
         *out = NULL;
     if (nout)
         *nout = 0;
-
-    if (use_index && pdbx_index_load(st->index, &old, &nold) != 0) {
-        pdbx_errf(err, errlen, "%s: out of memory reading the index", st->index);
-        goto done;
-    }
-    nold_alloc = nold;
-    if (nold)
-        qsort(old, nold, sizeof *old, cmp_entry_id);
-    for (size_t i = 1; i < nold; i++)            /* duplicate ids: a damaged index */
-        if (strcmp(old[i - 1].sum.id, old[i].sum.id) == 0)
-            nold = 0;
-    if (store_list_ids(st, &ids, err, errlen) != 0)
+    if ((use_index && load_old_index(st, &old, &nold, &nold_alloc, err, errlen) != 0) ||
+        store_list_ids(st, &ids, err, errlen) != 0)
         goto done;
     cur = ids.n ? calloc(ids.n, sizeof *cur) : NULL;
-    if (ids.n && !cur) {
-        pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
-        goto done;
-    }
+    dead = ids.n ? calloc(ids.n, sizeof *dead) : NULL;
+    if (ids.n && (!cur || !dead))
+        goto oom;
     for (size_t i = 0; i < ids.n; i++) {
-        const char *id = ids.id[i];
-        char *path = store_run_path_alloc(st, id);
-        if (!path) {
-            pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
-            goto done;
-        }
-        struct stat sb;
-        if (stat(path, &sb) != 0) {                /* deleted while listing */
-            free(path);
-            changed = 1;
-            continue;
-        }
-        pdbx_index_entry key;
-        snprintf(key.sum.id, sizeof key.sum.id, "%s", id);
-        pdbx_index_entry *hit = nold ? bsearch(&key, old, nold, sizeof *old, cmp_entry_id) : NULL;
-        int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-        if (hit && hit->sum.size == (uint64_t)sb.st_size && hit->mtime_ns == mt &&
-            hit->ino == (uint64_t)sb.st_ino) {
-            cur[ncur++] = *hit;                     /* moves the resume state too */
-            hit->resume_points = NULL;
-            free(path);
-            continue;
-        }
-        changed = 1;
-        /* Appended to since (same file, not shorter than what was folded): fold the rest. */
-        const pdbx_index_entry *prev = hit && hit->resume_points && hit->ino == (uint64_t)sb.st_ino &&
-                                       (uint64_t)sb.st_size >= hit->scan_offset ? hit : NULL;
-        char serr[256];
-        int s = scan_summary(path, id, prev, &cur[ncur], serr, sizeof serr);
-        free(path);
-        if (s == 1)
-            continue;                               /* vanished meanwhile */
-        if (s < 0) {
-            /* Unreadable: listed as corrupt with the reason; never cached. */
-            memset(&cur[ncur], 0, sizeof cur[ncur]);
-            snprintf(cur[ncur].sum.id, sizeof cur[ncur].sum.id, "%s", id);
-            cur[ncur].sum.status = PDBX_RUN_CORRUPT;
-            cur[ncur].sum.size = (uint64_t)sb.st_size;
-            cur[ncur].ino = UINT64_MAX;             /* never matches: rescanned next time */
-            copy_message(cur[ncur].sum.message, sizeof cur[ncur].sum.message, serr);
-        }
-        ncur++;
+        int s = entry_for(st, ids.id[i], old, nold, &cur[ncur], &changed);
+        if (s < 0)
+            goto oom;
+        ncur += s == 0;
     }
-    if (ncur != nold)
-        changed = 1;
-    /* Liveness of runs without run_end: decided here, once. The launcher may append run_end
-     * and exit after we scanned: so check the launcher first, then whether the file changed
-     * since the scan; if it did, rescan, so a finished run never lists as crashed. */
-    dead = ncur ? calloc(ncur, sizeof *dead) : NULL;
-    if (ncur && !dead) {
-        pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
-        goto done;
-    }
-    for (size_t i = 0; i < ncur; i++) {
-        pdbx_index_entry *e = &cur[i];
-        for (int pass = 0; pass < 8; pass++) {
-            if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
-                store_launcher_alive(e->host, e->pid, e->last_event))
-                break;
-            dead[i] = 1;
-            char *path = store_run_path_alloc(st, e->sum.id);
-            struct stat sb;
-            pdbx_index_entry fresh;
-            char serr[256];
-            int grew = path && stat(path, &sb) == 0 && (uint64_t)sb.st_size != e->sum.size &&
-                       scan_summary(path, e->sum.id, NULL, &fresh, serr, sizeof serr) == 0;
-            free(path);
-            if (!grew)
-                break;
-            pdbx_index_entry_clear(e);
-            *e = fresh;
-            dead[i] = 0;
-            changed = 1;
-        }
-    }
+    changed |= ncur != nold;
+    for (size_t i = 0; i < ncur; i++)
+        dead[i] = launcher_dead(st, &cur[i], &changed);
     if (changed) {
         /* The index is a cache: a read-only store still lists. */
         char ierr[256];
         (void)pdbx_index_save(st->index, cur, ncur, ierr, sizeof ierr);
     }
-    if (out) {
-        pdbx_run_summary *s = ncur ? calloc(ncur, sizeof *s) : NULL;
-        if (ncur && !s) {
-            pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
-            goto done;
-        }
-        for (size_t i = 0; i < ncur; i++)
-            s[i] = live_summary(&cur[i], dead[i]);
-        if (ncur)
-            qsort(s, ncur, sizeof *s, cmp_summary_newest);
-        *out = s;
-        *nout = ncur;
-    }
+    if (out && summaries_of(st, cur, ncur, dead, out, err, errlen) != 0)
+        goto done;
+    if (nout)
+        *nout = out ? ncur : 0;
     rc = 0;
+    goto done;
+oom:
+    pdbx_errf(err, errlen, "%s: out of memory listing runs", st->runs);
 done:
     free(dead);
     pdbx_index_free(old, nold_alloc);

@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "store/layout.h"
+#include "store/util/clock.h"
 #include "store/util/fs.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
@@ -63,7 +65,7 @@ int pdbx_run_writer_create(pdbx_store *st, const char *id, pdbx_run_writer **out
                            char *err, size_t errlen)
 {
     *out = NULL;
-    if (id && !store_valid_id(id)) {
+    if (id && !pdbx_layout_valid_id(id)) {
         pdbx_errf(err, errlen, "run id '%s': not allowed (1-%d of A-Z a-z 0-9 . _ -, not starting with '.')",
                 id, PDBX_RUN_ID_MAX - 1);
         return -1;
@@ -100,7 +102,7 @@ int pdbx_run_writer_open(pdbx_store *st, const char *id, pdbx_run_writer **out,
                          char *err, size_t errlen)
 {
     *out = NULL;
-    if (!store_valid_id(id)) {
+    if (!pdbx_layout_valid_id(id)) {
         pdbx_errf(err, errlen, "run id '%s': not a valid run id", id ? id : "");
         return -1;
     }
@@ -206,7 +208,7 @@ int store_launcher_alive(const char *host, long pid, double last_event)
 {
     if (pid > 0 && same_host(host))
         return pdbx_process_alive(pid);
-    return last_event > 0 && pdbx_now() - last_event < PDBX_HEARTBEAT_TIMEOUT_S;
+    return last_event > 0 && pdbx_wall_s() - last_event < PDBX_HEARTBEAT_TIMEOUT_S;
 }
 
 void store_no_end_reason(char *buf, size_t len, const char *host, long pid, double last_event)
@@ -214,7 +216,7 @@ void store_no_end_reason(char *buf, size_t len, const char *host, long pid, doub
     if (pid > 0 && same_host(host))
         snprintf(buf, len, "no run end (launcher pid %ld on %s is gone)", pid, host);
     else if (last_event > 0)
-        snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_now() - last_event);
+        snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_wall_s() - last_event);
     else
         snprintf(buf, len, "no run end (no events)");
 }
@@ -302,10 +304,8 @@ int pdbx_run_load_file(const char *path, pdbx_run *run, char *err, size_t errlen
 
 int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size_t errlen)
 {
-    if (id && (strchr(id, '/') || (strlen(id) > strlen(PDBX_RUN_SUFFIX) &&
-                                   strcmp(id + strlen(id) - strlen(PDBX_RUN_SUFFIX), PDBX_RUN_SUFFIX) == 0))) {
+    if (pdbx_layout_is_run_path(id))
         return pdbx_run_load_file(id, run, err, errlen);
-    }
     char rid[PDBX_RUN_ID_MAX];
     if (!st) {
         pdbx_run_init(run);

@@ -1,0 +1,600 @@
+/* events.c: the run-event schema (see events.h and docs/events.md). The only file in pdbx that
+ * spells an event type or field name. Encoders chain json_fields.h writers with && (each
+ * takes or deletes what it is given), so an event is whole or NULL, never half built.
+ */
+#include "store/events.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/json_fields.h"
+#include "store/util/err.h"
+
+/* Field tables: the scalar members of a struct and their names (json_fields.h). */
+#define F(T, kind, member, name) JF_FIELD(T, JF_##kind, member, name)
+
+static const jf_field launcher_fields[] = {
+    F(pdbx_ev_launcher, ID, id, "id"), F(pdbx_ev_launcher, STR, pdbx_version, "pdbx_version"),
+    F(pdbx_ev_launcher, STR, git_rev, "git_rev"), F(pdbx_ev_launcher, STR, host, "host"),
+    F(pdbx_ev_launcher, PID, pid, "pid"), F(pdbx_ev_launcher, INT, world_size, "world_size"),
+    F(pdbx_ev_launcher, INT, ranks_per_node, "ranks_per_node"),
+};
+static const jf_field header_fields[] = {
+    F(pdbx_ev_run_start, STR, backend, "backend"),
+    F(pdbx_ev_run_start, INT, layers_profiled, "layers_profiled"),
+    F(pdbx_ev_run_start, INT, seq_len, "seq_len"), F(pdbx_ev_run_start, STR, dtype, "dtype"),
+    F(pdbx_ev_run_start, STR, gpu, "gpu"), F(pdbx_ev_run_start, STR, gpu_tag, "gpu_tag"),
+    F(pdbx_ev_run_start, INT, warmup, "warmup"), F(pdbx_ev_run_start, INT, steps, "steps"),
+};
+static const jf_field model_fields[] = {
+    F(pdbx_model_info, STR, name, "name"), F(pdbx_model_info, STR, tag, "tag"),
+    F(pdbx_model_info, INT, hidden, "hidden"), F(pdbx_model_info, INT, intermediate, "intermediate"),
+    F(pdbx_model_info, INT, heads, "heads"), F(pdbx_model_info, INT, kv_heads, "kv_heads"),
+    F(pdbx_model_info, INT, head_dim, "head_dim"), F(pdbx_model_info, INT, layers, "layers"),
+    F(pdbx_model_info, INT, vocab, "vocab"),
+};
+static const jf_field plan_fields[] = {
+    F(pdbx_ev_plan_point, INT, index, "index"), F(pdbx_ev_plan_point, INT, tp, "tp"),
+    F(pdbx_ev_plan_point, INT, pp, "pp"), F(pdbx_ev_plan_point, INT, dp, "dp"),
+    F(pdbx_ev_plan_point, INT, mbs, "mbs"), F(pdbx_ev_plan_point, INT, seq_len, "seq_len"),
+    F(pdbx_ev_plan_point, NUM, predicted_mem_bytes, "predicted_mem_bytes"),
+    F(pdbx_ev_plan_point, BOOL, predicted_oom, "predicted_oom"),
+};
+static const jf_field shape_fields[] = {
+    F(pdbx_ev_point_start, INT, tp, "tp"), F(pdbx_ev_point_start, INT, pp, "pp"),
+    F(pdbx_ev_point_start, INT, dp, "dp"), F(pdbx_ev_point_start, INT, mbs, "mbs"),
+    F(pdbx_ev_point_start, INT, seq_len, "seq_len"),
+};
+static const jf_field comm_fields[] = {
+    F(pdbx_comm_cell, NUM, bytes, "bytes"), F(pdbx_comm_cell, INT, group_size, "group_size"),
+    F(pdbx_comm_cell, NUM, algbw, "algbw"), F(pdbx_comm_cell, NUM, busbw, "busbw"),
+};
+/* done, total, point (written as null when < 0), elapsed_s */
+static const jf_field progress_fields[] = {
+    F(pdbx_ev_progress, NUM, done, "done"), F(pdbx_ev_progress, NUM, total, "total"),
+    F(pdbx_ev_progress, INT, point, "point"), F(pdbx_ev_progress, NUM, elapsed_s, "elapsed_s"),
+};
+static const jf_field coll_fields[] = {
+    F(pdbx_coll_result, STR, coll, "coll"), F(pdbx_coll_result, NUM, bytes, "bytes"),
+    F(pdbx_coll_result, INT, nranks, "nranks"), F(pdbx_coll_result, INT, ranks_per_node, "ranks_per_node"),
+    F(pdbx_coll_result, NUM, algbw, "algbw"), F(pdbx_coll_result, NUM, busbw, "busbw"),
+};
+
+/* {"type": <t>}: type first, as pdbx_event_raw_is expects. */
+static cJSON *new_event(pdbx_event_type t)
+{
+    cJSON *ev = cJSON_CreateObject();
+    return jf_done(ev, ev && jf_put_str(ev, "type", pdbx_event_type_name(t)));
+}
+
+/* ---- types ----------------------------------------------------------------------------- */
+
+static const char *const type_names[PDBX_EV_COUNT] = {
+    [PDBX_EV_UNKNOWN] = "?", [PDBX_EV_RUN_START] = "run_start", [PDBX_EV_LAUNCH] = "launch",
+    [PDBX_EV_POINT_START] = "point_start", [PDBX_EV_OP] = "op", [PDBX_EV_STEP] = "step",
+    [PDBX_EV_COMM] = "comm", [PDBX_EV_TRACE] = "trace", [PDBX_EV_POINT_END] = "point_end",
+    [PDBX_EV_COLL] = "coll", [PDBX_EV_PROGRESS] = "progress", [PDBX_EV_WARNING] = "warning",
+    [PDBX_EV_RUN_END] = "run_end",
+};
+
+const char *pdbx_event_type_name(pdbx_event_type t)
+{
+    return ((int)t > 0 && t < PDBX_EV_COUNT) ? type_names[t] : "?";
+}
+
+pdbx_event_type pdbx_event_type_from_name(const char *name)
+{
+    int t = jf_name_index(name, type_names + 1, PDBX_EV_COUNT - 1);
+    return t < 0 ? PDBX_EV_UNKNOWN : (pdbx_event_type)(t + 1);
+}
+
+const char *pdbx_event_type_str(const cJSON *ev)
+{
+    return jf_str(ev, "type");
+}
+
+pdbx_event_type pdbx_event_type_of(const cJSON *ev)
+{
+    return pdbx_event_type_from_name(pdbx_event_type_str(ev));
+}
+
+int pdbx_event_time(const cJSON *ev, double *t)
+{
+    return jf_num(ev, "t", t);
+}
+
+int pdbx_event_stamp(cJSON *ev, double t)
+{
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ev, "t")))
+        return 0;
+    cJSON_DeleteItemFromObjectCaseSensitive(ev, "t");
+    return jf_put_num(ev, "t", t) ? 0 : -1;
+}
+
+int pdbx_event_raw_is(const char *json, size_t len, pdbx_event_type t)
+{
+    /* cJSON prints an object's first member as {"type":"<name>", (unformatted: no spaces) */
+    static const char raw_head[] = "{\"type\":\"";
+    if ((int)t <= 0 || t >= PDBX_EV_COUNT)
+        return 0;
+    size_t h = sizeof raw_head - 1, n = strlen(type_names[t]);
+    return len > h + n + 2 && memcmp(json, raw_head, h) == 0 &&
+           memcmp(json + h, type_names[t], n) == 0 && memcmp(json + h + n, "\",", 2) == 0;
+}
+
+/* ---- stats (declared in profiledb.h) ---------------------------------------------------- */
+
+static const jf_field stats_fields[] = {
+    F(pdbx_stats, NUM, min, "min"), F(pdbx_stats, NUM, max, "max"), F(pdbx_stats, NUM, mean, "mean"),
+    F(pdbx_stats, NUM, median, "median"), F(pdbx_stats, NUM, std, "std"),
+};
+
+/* An unmeasured value is written as null and read back as NaN. */
+cJSON *pdbx_stats_to_json(const pdbx_stats *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && jf_put_num(o, "count", (double)s->count) &&
+             jf_put_fields(o, s, stats_fields, JF_N(stats_fields));
+    return jf_done(o, ok);
+}
+
+int pdbx_stats_from_json(const cJSON *obj, pdbx_stats *out)
+{
+    double count;
+    if (!cJSON_IsObject(obj) || !jf_num(obj, "count", &count) || count < 0 || count > 9.0e15 ||
+        jf_get_numbers_or_null(obj, out, stats_fields, JF_N(stats_fields)) != 0)
+        return -1;
+    out->count = (int64_t)count;
+    return 0;
+}
+
+/* ---- run_start, launch, env ------------------------------------------------------------ */
+
+static cJSON *plan_json(const pdbx_ev_plan_point *pts, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    int ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = jf_push(arr, o) && jf_put_fields(o, &pts[i], plan_fields, JF_N(plan_fields));
+    }
+    return jf_done(arr, ok);
+}
+
+cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
+                            const pdbx_ev_plan_point *pts, size_t n)
+{
+    cJSON *ev = new_event(PDBX_EV_RUN_START);
+    /* both run, even without ev: each takes (or deletes) its item */
+    int ok_env = !env || jf_add(ev, "env", env);
+    int ok_spec = !spec || jf_add(ev, "spec", spec);
+    cJSON *model = cJSON_CreateObject();
+    int ok_model = jf_add(ev, "model", model) &&
+                   jf_put_fields(model, &h->model, model_fields, JF_N(model_fields));
+    int ok = ok_env && ok_spec && ok_model &&
+             jf_put_fields(ev, &h->who, launcher_fields, JF_N(launcher_fields)) &&
+             jf_put_fields(ev, h, header_fields, JF_N(header_fields)) &&
+             jf_add(ev, "points", plan_json(pts, n));
+    return jf_done(ev, ok);
+}
+
+void pdbx_event_decode_run_start(const cJSON *ev, pdbx_ev_run_start *out)
+{
+    jf_get_fields(ev, &out->who, launcher_fields, JF_N(launcher_fields));
+    jf_get_fields(ev, out, header_fields, JF_N(header_fields));
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(ev, "model");
+    if (cJSON_IsObject(model))
+        jf_get_fields(model, &out->model, model_fields, JF_N(model_fields));
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(ev, "spec");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(ev, "env");
+    out->spec = spec ? spec : out->spec;
+    out->env = env ? env : out->env;
+}
+
+int pdbx_event_decode_plan(const cJSON *ev, pdbx_ev_plan_point **pts, size_t *n,
+                           char *err, size_t errlen)
+{
+    *pts = NULL;
+    *n = 0;
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(ev, "points");
+    if (!points)
+        return 0;
+    if (!cJSON_IsArray(points))
+        return pdbx_fail(err, errlen, "run_start: field \"points\" must be an array of points");
+    size_t cap = (size_t)cJSON_GetArraySize(points);
+    if (cap && !(*pts = calloc(cap, sizeof **pts)))
+        return pdbx_fail(err, errlen, "run_start: out of memory reading the points");
+    const cJSON *pj;
+    cJSON_ArrayForEach(pj, points) {
+        if (!cJSON_IsObject(pj))
+            return pdbx_fail(err, errlen, "run_start: points[%zu] must be an object", *n);
+        pdbx_ev_plan_point *p = &(*pts)[*n];
+        p->index = (int)(*n)++;
+        jf_get_fields(pj, p, plan_fields, JF_N(plan_fields));
+    }
+    return 0;
+}
+
+cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*configs)[3], size_t n)
+{
+    cJSON *ev = new_event(PDBX_EV_LAUNCH);
+    int ok_env = !env || jf_add(ev, "env", env);
+    int ok = ok_env && jf_put_fields(ev, who, launcher_fields, JF_N(launcher_fields));
+    cJSON *cfgs = ok ? cJSON_AddArrayToObject(ev, "configs") : NULL;
+    ok = ok && cfgs;
+    for (size_t c = 0; ok && c < n; c++)
+        ok = jf_push(cfgs, cJSON_CreateIntArray(configs[c], 3));
+    return jf_done(ev, ok);
+}
+
+void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out)
+{
+    jf_get_fields(ev, out, launcher_fields, JF_N(launcher_fields));
+}
+
+int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e)
+{
+    /* what the backend described itself wins */
+    int ok = jf_add(env, "hosts", cJSON_CreateStringArray(e->hosts, (int)e->nhosts)) &&
+             (cJSON_HasObjectItem(env, "cpu") || !e->cpu || jf_put_str(env, "cpu", e->cpu)) &&
+             (cJSON_HasObjectItem(env, "blas_threads") ||
+              jf_put_num(env, "blas_threads", e->blas_threads)) &&
+             jf_put_str(env, "mpi", e->mpi) && jf_put_str(env, "comm", e->comm) &&
+             (cJSON_HasObjectItem(env, "nccl") || cJSON_AddNullToObject(env, "nccl")) &&
+             (cJSON_HasObjectItem(env, "cuda") || cJSON_AddNullToObject(env, "cuda")) &&
+             jf_put_str(env, "pdbx_version", e->pdbx_version) && jf_put_str(env, "git_rev", e->git_rev) &&
+             jf_put_num(env, "ranks_per_node", e->ranks_per_node) &&
+             jf_put_num(env, "cores_per_node", e->cores_per_node) &&
+             jf_put_str(env, "rank_order", e->rank_order) && jf_put_str(env, "timing", e->timing);
+    return ok ? 0 : -1;
+}
+
+int pdbx_event_env_set_device(cJSON *env, const char *device)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(env, "device");
+    return jf_put_str(env, "device", device) ? 0 : -1;
+}
+
+const char *pdbx_event_env_device(const cJSON *env)
+{
+    return cJSON_IsObject(env) ? jf_str(env, "device") : NULL;
+}
+
+size_t pdbx_event_env_hosts(const cJSON *env, const char **out, size_t cap)
+{
+    return cJSON_IsObject(env) ? jf_strings(env, "hosts", out, cap) : 0;
+}
+
+/* ---- one point ------------------------------------------------------------------------- */
+
+/* Required "point" (>= 0) of a point's event. */
+static int get_point(const cJSON *ev, pdbx_event_type t, int *point, char *err, size_t errlen)
+{
+    if (!jf_int(ev, "point", point) || *point < 0)
+        return pdbx_fail(err, errlen, "%s event: field \"point\" must be a point index >= 0",
+                         pdbx_event_type_name(t));
+    return 0;
+}
+
+cJSON *pdbx_event_point_start(int point, int tp, int pp, int dp, int mbs)
+{
+    cJSON *ev = new_event(PDBX_EV_POINT_START);
+    pdbx_ev_point_start ps = {point, tp, pp, dp, mbs, 0, 1};
+    int ok = ev && jf_put_num(ev, "point", point) &&
+             jf_put_fields(ev, &ps, shape_fields, JF_N(shape_fields) - 1);   /* no seq_len */
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_point_start(const cJSON *ev, pdbx_ev_point_start *out, char *err, size_t errlen)
+{
+    if (get_point(ev, PDBX_EV_POINT_START, &out->point, err, errlen) != 0)
+        return -1;
+    out->has_shape = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ev, shape_fields[0].name));
+    jf_get_fields(ev, out, shape_fields, JF_N(shape_fields));
+    return 0;
+}
+
+/* A cell's "stats" and "ranks" onto obj. */
+static int add_cell_stats(cJSON *obj, const pdbx_cell *c)
+{
+    cJSON *ranks = cJSON_CreateArray();
+    int ok_stats = jf_add(obj, "stats", pdbx_stats_to_json(&c->stats));
+    int ok = jf_add(obj, "ranks", ranks) && ok_stats;      /* both run: ranks is taken */
+    for (int i = 0; ok && i < c->nranks && c->rank; i++)
+        ok = jf_push(ranks, pdbx_stats_to_json(&c->rank[i]));
+    return ok;
+}
+
+/* "stats" (required) and "ranks" (optional) of obj into c (c->rank malloc'ed). what names
+ * the event in messages, e.g. "op event (point 3, op attn_q)". */
+static int get_cell_stats(const cJSON *obj, pdbx_cell *c, const char *what, char *err, size_t errlen)
+{
+    *c = (pdbx_cell){0};
+    if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(obj, "stats"), &c->stats) != 0)
+        return pdbx_fail(err, errlen, "%s: field \"stats\" must be a stats object", what);
+    const cJSON *rj = cJSON_GetObjectItemCaseSensitive(obj, "ranks");
+    int n = cJSON_IsArray(rj) ? cJSON_GetArraySize(rj) : 0;
+    if (n > 0 && !(c->rank = calloc((size_t)n, sizeof *c->rank)))
+        return pdbx_fail(err, errlen, "%s: out of memory", what);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, (n > 0 ? rj : NULL)) {
+        if (pdbx_stats_from_json(r, &c->rank[c->nranks]) != 0)
+            break;
+        c->nranks++;
+    }
+    if (c->nranks < n) {
+        pdbx_errf(err, errlen, "%s: field \"ranks\"[%d] must be a stats object", what, c->nranks);
+        free(c->rank);
+        *c = (pdbx_cell){0};
+        return -1;
+    }
+    c->valid = 1;
+    return 0;
+}
+
+cJSON *pdbx_event_op(int point, pdbx_op op, const pdbx_cell *c)
+{
+    cJSON *ev = new_event(PDBX_EV_OP);
+    int ok = ev && jf_put_num(ev, "point", point) && jf_put_str(ev, "op", pdbx_op_name(op)) &&
+             add_cell_stats(ev, c) && jf_put_num(ev, "flops", c->flops) && jf_put_num(ev, "bytes", c->bytes);
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_op(const cJSON *ev, pdbx_ev_op *out, char *err, size_t errlen)
+{
+    if (get_point(ev, PDBX_EV_OP, &out->point, err, errlen) != 0)
+        return -1;
+    out->name = jf_str(ev, "op");
+    out->op = pdbx_op_from_name(out->name);
+    if (out->op < 0)
+        return 0;   /* forward compatible: an op this build does not know is skipped */
+    char what[96];
+    snprintf(what, sizeof what, "op event (point %d, op %s)", out->point, out->name);
+    if (get_cell_stats(ev, &out->cell, what, err, errlen) != 0)
+        return -1;
+    jf_num(ev, "flops", &out->cell.flops);
+    jf_num(ev, "bytes", &out->cell.bytes);
+    return 0;
+}
+
+static const char *const step_cells[2] = {"layer", "total"};
+
+cJSON *pdbx_event_step(int point, const pdbx_cell *layer, const pdbx_cell *total)
+{
+    const pdbx_cell *cells[2] = {layer, total};
+    cJSON *ev = new_event(PDBX_EV_STEP);
+    int ok = ev && jf_put_num(ev, "point", point);
+    for (int i = 0; ok && i < 2; i++) {
+        if (!cells[i] || !cells[i]->valid)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        ok = o && add_cell_stats(o, cells[i]);
+        ok = jf_add(ev, step_cells[i], jf_done(o, ok));
+    }
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_step(const cJSON *ev, pdbx_ev_step *out, char *err, size_t errlen)
+{
+    memset(&out->layer, 0, sizeof out->layer);
+    memset(&out->total, 0, sizeof out->total);
+    if (get_point(ev, PDBX_EV_STEP, &out->point, err, errlen) != 0)
+        return -1;
+    pdbx_cell *cells[2] = {&out->layer, &out->total};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, step_cells[i]);
+        char what[96];
+        snprintf(what, sizeof what, "step event (point %d): field \"%s\"", out->point, step_cells[i]);
+        if (o && !cJSON_IsObject(o))
+            pdbx_errf(err, errlen, "%s must be an object with stats and ranks", what);
+        if (o && (!cJSON_IsObject(o) || get_cell_stats(o, cells[i], what, err, errlen) != 0)) {
+            free(out->layer.rank);       /* nothing half decoded stays */
+            memset(&out->layer, 0, sizeof out->layer);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *const comm_kinds[PDBX_COMM_KINDS] = {
+    [PDBX_COMM_TP_ALLREDUCE] = "tp_allreduce", [PDBX_COMM_PP_SENDRECV] = "pp_sendrecv",
+    [PDBX_COMM_DP_ALLREDUCE] = "dp_allreduce",
+};
+
+const char *pdbx_comm_kind_name(pdbx_comm_kind k)
+{
+    return ((int)k >= 0 && k < PDBX_COMM_KINDS) ? comm_kinds[k] : "?";
+}
+
+cJSON *pdbx_event_comm(int point, pdbx_comm_kind kind, const pdbx_comm_cell *c)
+{
+    cJSON *ev = new_event(PDBX_EV_COMM);
+    int ok = ev && jf_put_num(ev, "point", point) && jf_put_str(ev, "kind", pdbx_comm_kind_name(kind)) &&
+             jf_add(ev, "stats", pdbx_stats_to_json(&c->time)) &&
+             jf_put_fields(ev, c, comm_fields, JF_N(comm_fields));
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_comm(const cJSON *ev, pdbx_ev_comm *out, char *err, size_t errlen)
+{
+    if (get_point(ev, PDBX_EV_COMM, &out->point, err, errlen) != 0)
+        return -1;
+    const char *kind = jf_str(ev, "kind");
+    int k = jf_name_index(kind, comm_kinds, PDBX_COMM_KINDS);
+    if (k < 0)
+        return pdbx_fail(err, errlen, "comm event (point %d): field \"kind\" is \"%s\"; allowed: "
+                         "tp_allreduce, pp_sendrecv, dp_allreduce", out->point, kind ? kind : "(missing)");
+    out->kind = (pdbx_comm_kind)k;
+    pdbx_comm_cell *c = &out->cell;
+    *c = (pdbx_comm_cell){.valid = 1, .algbw = NAN, .busbw = NAN};
+    if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &c->time) != 0)
+        return pdbx_fail(err, errlen, "comm event (point %d, %s): field \"stats\" must be a stats object",
+                         out->point, kind);
+    jf_get_fields(ev, c, comm_fields, JF_N(comm_fields));
+    return 0;
+}
+
+cJSON *pdbx_event_trace(int point, int rank, const pdbx_trace_event *ops, size_t n)
+{
+    cJSON *ev = new_event(PDBX_EV_TRACE);
+    int ok = ev && jf_put_num(ev, "point", point) && jf_put_num(ev, "rank", rank);
+    cJSON *arr = ok ? cJSON_AddArrayToObject(ev, "ops") : NULL;
+    ok = ok && arr;
+    for (size_t i = 0; ok && i < n; i++) {
+        /* [op, layer, start_us, dur_us] */
+        const double v[3] = {ops[i].layer, ops[i].start_us, ops[i].dur_us};
+        cJSON *one = cJSON_CreateDoubleArray(v, 3);
+        ok = jf_push(arr, one) &&
+             cJSON_InsertItemInArray(one, 0, cJSON_CreateString(pdbx_op_name(ops[i].op))) &&
+             cJSON_GetArraySize(one) == 4;
+    }
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_trace(const cJSON *ev, pdbx_ev_trace *out, char *err, size_t errlen)
+{
+    out->ops = NULL;
+    out->n = 0;
+    if (!jf_int(ev, "point", &out->point))
+        return pdbx_fail(err, errlen, "trace event: field \"point\" must be a point index");
+    jf_int(ev, "rank", &out->rank);
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(ev, "ops");
+    if (!cJSON_IsArray(ops))
+        return pdbx_fail(err, errlen, "trace event (point %d): field \"ops\" must be an array of "
+                         "[op, layer, start_us, dur_us]", out->point);
+    size_t cap = (size_t)cJSON_GetArraySize(ops);
+    if (cap && !(out->ops = calloc(cap, sizeof *out->ops)))
+        return pdbx_fail(err, errlen, "trace event (point %d): out of memory", out->point);
+    int i = 0, rc = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ops) {
+        const char *name;
+        double v[3];     /* layer, start_us, dur_us */
+        int op = jf_tuple(e, &name, v, 3) ? pdbx_op_from_name(name) : -2;
+        if (op == -2) {
+            pdbx_errf(err, errlen, "trace event (point %d): field \"ops\"[%d] must be "
+                      "[op, layer, start_us, dur_us]", out->point, i);
+            rc = -1;
+        } else if (op >= 0) {
+            out->ops[out->n++] = (pdbx_trace_event){
+                .point = out->point, .rank = out->rank, .layer = (int)fmax(-1e9, fmin(v[0], 1e9)),
+                .op = (pdbx_op)op, .start_us = v[1], .dur_us = v[2]};
+        }
+        i++;
+    }
+    return rc;
+}
+
+cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message)
+{
+    cJSON *ev = new_event(PDBX_EV_POINT_END);
+    int ok = ev && jf_put_num(ev, "point", point) &&
+             jf_put_str(ev, "status", pdbx_point_status_name(status)) &&
+             (!message || !*message || jf_put_str(ev, "message", message));
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *err, size_t errlen)
+{
+    if (get_point(ev, PDBX_EV_POINT_END, &out->point, err, errlen) != 0)
+        return -1;
+    const char *st = jf_str(ev, "status");
+    int s = PDBX_POINT_OK;     /* the statuses a point ends with: OK and after */
+    while (s <= PDBX_POINT_SKIPPED && !(st && !strcmp(st, pdbx_point_status_name((pdbx_point_status)s))))
+        s++;
+    if (s > PDBX_POINT_SKIPPED)
+        return pdbx_fail(err, errlen, "point_end event (point %d): field \"status\" is \"%s\"; allowed: "
+                         "ok, oom, predicted_oom, error, skipped", out->point, st ? st : "(missing)");
+    out->status = (pdbx_point_status)s;
+    const char *msg = jf_str(ev, "message");
+    out->message = (msg && *msg) ? msg : NULL;
+    return 0;
+}
+
+/* ---- the run --------------------------------------------------------------------------- */
+
+cJSON *pdbx_event_coll(const pdbx_coll_result *r)
+{
+    cJSON *ev = new_event(PDBX_EV_COLL);
+    int ok = ev && jf_put_fields(ev, r, coll_fields, 1) &&
+             jf_add(ev, "stats", pdbx_stats_to_json(&r->time)) &&
+             jf_put_fields(ev, r, coll_fields + 1, JF_N(coll_fields) - 1);
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_coll(const cJSON *ev, pdbx_coll_result *r, char *err, size_t errlen)
+{
+    const char *coll = jf_str(ev, "coll");
+    memset(r, 0, sizeof *r);
+    if (!coll || !*coll)
+        return pdbx_fail(err, errlen, "coll event: field \"coll\" must be a collective name");
+    if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &r->time) != 0)
+        return pdbx_fail(err, errlen, "coll event (%s): field \"stats\" must be a stats object", coll);
+    r->algbw = r->busbw = NAN;
+    jf_get_fields(ev, r, coll_fields, JF_N(coll_fields));
+    return 0;
+}
+
+cJSON *pdbx_event_progress(const pdbx_ev_progress *p)
+{
+    cJSON *ev = new_event(PDBX_EV_PROGRESS);
+    int ok = ev && jf_put_fields(ev, p, progress_fields, 2) &&
+             jf_add(ev, "point", p->point >= 0 ? cJSON_CreateNumber(p->point) : cJSON_CreateNull()) &&
+             jf_put_str(ev, "op", p->op) && jf_put_fields(ev, p, progress_fields + 3, 1) &&
+             jf_put_num_or_null(ev, "eta_s", p->eta_s);
+    return jf_done(ev, ok);
+}
+
+void pdbx_event_decode_progress(const cJSON *ev, pdbx_ev_progress *out)
+{
+    jf_get_fields(ev, out, progress_fields, JF_N(progress_fields));
+    out->op = jf_str(ev, "op") ? jf_str(ev, "op") : out->op;
+    out->eta_s = NAN;
+    jf_num(ev, "eta_s", &out->eta_s);
+}
+
+cJSON *pdbx_event_warning(const char *message)
+{
+    cJSON *ev = new_event(PDBX_EV_WARNING);
+    return jf_done(ev, ev && jf_put_str(ev, "message", message));
+}
+
+int pdbx_event_decode_warning(const cJSON *ev, const char **message, char *err, size_t errlen)
+{
+    if (!(*message = jf_str(ev, "message")))
+        return pdbx_fail(err, errlen, "warning event: field \"message\" must be a string");
+    return 0;
+}
+
+const char pdbx_event_by_supervisor[] = "supervisor";
+
+cJSON *pdbx_event_run_end(pdbx_run_status status, const char *reason, double elapsed_s,
+                          const char *by)
+{
+    cJSON *ev = new_event(PDBX_EV_RUN_END);
+    int ok = ev && jf_put_str(ev, "status", pdbx_run_status_name(status)) &&
+             jf_put_str(ev, "reason", reason) && (!by || jf_put_str(ev, "by", by)) &&
+             (isnan(elapsed_s) || jf_put_num(ev, "elapsed_s", elapsed_s));
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_run_end(const cJSON *ev, pdbx_ev_run_end *out, char *err, size_t errlen)
+{
+    const char *st = jf_str(ev, "status");
+    out->reason = jf_str(ev, "reason");
+    out->by = jf_str(ev, "by");
+    out->elapsed_s = NAN;
+    jf_num(ev, "elapsed_s", &out->elapsed_s);
+    int s = PDBX_RUN_COMPLETE;   /* the statuses a run ends with: COMPLETE to FAILED */
+    while (s <= PDBX_RUN_FAILED && !(st && strcmp(st, pdbx_run_status_name((pdbx_run_status)s)) == 0))
+        s++;
+    out->status = s <= PDBX_RUN_FAILED ? (pdbx_run_status)s : PDBX_RUN_FAILED;
+    if (s <= PDBX_RUN_FAILED)
+        return 0;
+    pdbx_errf(err, errlen, "run_end event: field \"status\" is \"%s\"; allowed: complete, cancelled, failed",
+              st ? st : "(missing)");
+    return -1;
+}

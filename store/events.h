@@ -1,0 +1,224 @@
+/* events.h: the run-event schema (docs/events.md): the one place that knows event type names
+ * and event field names. Writers build events with the encoders, readers take them apart with
+ * the decoders; nothing else in pdbx spells a field name.
+ *
+ * Contract:
+ *  - Encoders return a new cJSON object whose first member is "type" (the raw-prefix matching
+ *    below relies on it), or NULL when out of memory (never an event with fields missing).
+ *    cJSON arguments an encoder "takes" are attached to the event, or deleted when the event
+ *    cannot be built: the caller never frees them.
+ *  - Encoders do not add "t": pdbx_run_writer_append stamps it (pdbx_event_stamp).
+ *  - Decoders return 0, or -1 with a one-line message naming the event and the field
+ *    ("op event (point 3, op attn_q): field \"stats\" must be a stats object").
+ *  - Decoding overlays: an optional field that is absent leaves its member of *out as it was,
+ *    so callers initialise *out (zero, or the values to keep). Required fields are named in
+ *    each decoder's comment. Unknown fields are ignored (forward compatible).
+ *  - Strings a decoder returns as `const char *` point into the event (valid while it lives);
+ *    arrays it allocates are named in its comment and freed by the caller with free().
+ */
+#ifndef PDBX_EVENTS_H
+#define PDBX_EVENTS_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "store/ops.h"
+#include "store/profiledb.h"
+
+typedef enum {
+    PDBX_EV_UNKNOWN = 0, PDBX_EV_RUN_START, PDBX_EV_LAUNCH, PDBX_EV_POINT_START, PDBX_EV_OP,
+    PDBX_EV_STEP, PDBX_EV_COMM, PDBX_EV_TRACE, PDBX_EV_POINT_END, PDBX_EV_COLL,
+    PDBX_EV_PROGRESS, PDBX_EV_WARNING, PDBX_EV_RUN_END, PDBX_EV_COUNT
+} pdbx_event_type;
+
+const char *pdbx_event_type_name(pdbx_event_type t);          /* "run_start", ...; "?" */
+pdbx_event_type pdbx_event_type_from_name(const char *name);   /* UNKNOWN when not a type */
+/* The event's type (UNKNOWN when "type" is missing, not a string, or a type this build does
+ * not know); the raw "type" string (NULL when missing or not a string). */
+pdbx_event_type pdbx_event_type_of(const cJSON *ev);
+const char *pdbx_event_type_str(const cJSON *ev);
+/* 1 and *t set when the event has a numeric "t" (unix seconds). */
+int pdbx_event_time(const cJSON *ev, double *t);
+/* Adds "t" = t to ev when it has none; -1 when out of memory. */
+int pdbx_event_stamp(cJSON *ev, double t);
+
+/* Cheap matching of a serialised event without parsing it: 1 when json[0..len) starts with
+ * the bytes an encoder's event of type t starts with ({"type":"op",). An event spelled
+ * otherwise simply does not match (callers then parse it). */
+int pdbx_event_raw_is(const char *json, size_t len, pdbx_event_type t);
+
+/* ---- run_start and launch -------------------------------------------------------------- */
+
+/* Who launched: shared by run_start and launch. pid -1 / world_size 0 when unknown. */
+typedef struct {
+    char id[PDBX_RUN_ID_MAX];
+    char pdbx_version[32], git_rev[64];
+    char host[64];
+    long pid;                    /* launcher pid on host */
+    int world_size, ranks_per_node;
+} pdbx_ev_launcher;
+
+typedef struct {
+    pdbx_ev_launcher who;
+    char backend[8];
+    pdbx_model_info model;
+    int layers_profiled, seq_len, warmup, steps;
+    char dtype[8], gpu[32], gpu_tag[32];
+    const cJSON *spec, *env;     /* decoded: borrowed from the event (NULL when absent) */
+} pdbx_ev_run_start;
+
+/* One planned point of run_start's "points" (seq_len 0: the run's). */
+typedef struct {
+    int index, tp, pp, dp, mbs, seq_len;
+    double predicted_mem_bytes;
+    int predicted_oom;
+} pdbx_ev_plan_point;
+
+/* run_start: takes spec and env (either may be NULL: left out); pts[0..n) is the plan. The
+ * h->spec/h->env members are ignored. */
+cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
+                            const pdbx_ev_plan_point *pts, size_t n);
+/* Overlays the header (no required field: never fails). */
+void pdbx_event_decode_run_start(const cJSON *ev, pdbx_ev_run_start *out);
+/* The plan of a run_start: *pts malloc'ed (NULL when n == 0); *n = 0 and 0 when the event has
+ * no "points". Points without "index" get their position. */
+int pdbx_event_decode_plan(const cJSON *ev, pdbx_ev_plan_point **pts, size_t *n,
+                           char *err, size_t errlen);
+
+/* launch: a later launch appending to a run; takes env; configs[0..n) are its (tp, pp, dp). */
+cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*configs)[3], size_t n);
+/* Overlays (never fails). */
+void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out);
+
+/* ---- the env object of run_start/launch (opaque beyond these fields) ------------------- */
+typedef struct {
+    const char *const *hosts;    /* one per rank, in rank order */
+    size_t nhosts;
+    int blas_threads;            /* written when the backend did not describe it */
+    const char *cpu;             /* idem */
+    const char *mpi, *comm;      /* comm library version and name */
+    const char *pdbx_version, *git_rev;
+    int ranks_per_node, cores_per_node;
+    const char *rank_order, *timing;
+} pdbx_ev_env;
+
+/* Adds the common fields to env (an object a backend may already have described itself in:
+ * its cpu/blas_threads/nccl/cuda win). -1 when out of memory. */
+int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e);
+/* For backends describing their device: env.device. -1 when out of memory. */
+int pdbx_event_env_set_device(cJSON *env, const char *device);
+/* Readers: env.device (NULL when absent); env.hosts (the first cap strings, one per rank,
+ * possibly repeated; returns how many were written). */
+const char *pdbx_event_env_device(const cJSON *env);
+size_t pdbx_event_env_hosts(const cJSON *env, const char **out, size_t cap);
+
+/* ---- one point ------------------------------------------------------------------------- */
+typedef struct {
+    int point;
+    int tp, pp, dp, mbs, seq_len;   /* 0 when absent */
+    int has_shape;                  /* the event carries "tp" */
+} pdbx_ev_point_start;
+
+cJSON *pdbx_event_point_start(int point, int tp, int pp, int dp, int mbs);
+/* Required: point (>= 0). */
+int pdbx_event_decode_point_start(const cJSON *ev, pdbx_ev_point_start *out, char *err, size_t errlen);
+
+typedef struct {
+    int point;
+    int op;                  /* pdbx_op, or -1: an op this build does not know (skip it) */
+    const char *name;        /* the op's name as written */
+    pdbx_cell cell;          /* cell.rank malloc'ed (NULL when no ranks); valid = 1 */
+} pdbx_ev_op;
+
+/* op: c->stats, c->rank[0..c->nranks), c->flops, c->bytes. */
+cJSON *pdbx_event_op(int point, pdbx_op op, const pdbx_cell *c);
+/* Required: point, op (a string; unknown names decode with op -1 and nothing else), stats;
+ * ranks optional (each a stats object). */
+int pdbx_event_decode_op(const cJSON *ev, pdbx_ev_op *out, char *err, size_t errlen);
+
+typedef struct {
+    int point;
+    pdbx_cell layer, total;  /* valid = 0 when absent; .rank malloc'ed */
+} pdbx_ev_step;
+
+/* step: the measured per-step sums of a point (profiledb.h, pdbx_point.layer/.total); a cell
+ * with valid == 0 is left out. Stats and ranks as in op (no flops/bytes). */
+cJSON *pdbx_event_step(int point, const pdbx_cell *layer, const pdbx_cell *total);
+/* Required: point; each present cell needs stats. */
+int pdbx_event_decode_step(const cJSON *ev, pdbx_ev_step *out, char *err, size_t errlen);
+
+typedef enum { PDBX_COMM_TP_ALLREDUCE = 0, PDBX_COMM_PP_SENDRECV, PDBX_COMM_DP_ALLREDUCE,
+               PDBX_COMM_KINDS } pdbx_comm_kind;
+const char *pdbx_comm_kind_name(pdbx_comm_kind k);   /* "tp_allreduce", ... */
+
+typedef struct {
+    int point;
+    pdbx_comm_kind kind;
+    pdbx_comm_cell cell;     /* algbw/busbw NaN when absent; valid = 1 */
+} pdbx_ev_comm;
+
+cJSON *pdbx_event_comm(int point, pdbx_comm_kind kind, const pdbx_comm_cell *c);
+/* Required: point, kind, stats. */
+int pdbx_event_decode_comm(const cJSON *ev, pdbx_ev_comm *out, char *err, size_t errlen);
+
+typedef struct {
+    int point, rank;
+    pdbx_trace_event *ops;   /* malloc'ed, n entries (point/rank filled); unknown ops dropped */
+    size_t n;
+} pdbx_ev_trace;
+
+/* trace: ops[i].op/.layer/.start_us/.dur_us (their point and rank are not read). */
+cJSON *pdbx_event_trace(int point, int rank, const pdbx_trace_event *ops, size_t n);
+/* Required: point, ops. A malformed entry fails the decode, but *out still holds the well
+ * formed entries (callers may keep them). */
+int pdbx_event_decode_trace(const cJSON *ev, pdbx_ev_trace *out, char *err, size_t errlen);
+
+typedef struct {
+    int point;
+    pdbx_point_status status;   /* ok, oom, predicted_oom, error or skipped */
+    const char *message;        /* NULL when absent or empty */
+} pdbx_ev_point_end;
+
+cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message);
+/* Required: point, status. */
+int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *err, size_t errlen);
+
+/* ---- the run --------------------------------------------------------------------------- */
+/* coll: r->coll, bytes, nranks, ranks_per_node, time, algbw, busbw. */
+cJSON *pdbx_event_coll(const pdbx_coll_result *r);
+/* Required: coll (non-empty), stats; algbw/busbw NaN when absent. */
+int pdbx_event_decode_coll(const cJSON *ev, pdbx_coll_result *out, char *err, size_t errlen);
+
+typedef struct {
+    double done, total;      /* points */
+    int point;               /* -1: between points (null) */
+    const char *op;          /* NULL when absent */
+    double elapsed_s;
+    double eta_s;            /* NaN: unknown (null) */
+} pdbx_ev_progress;
+
+cJSON *pdbx_event_progress(const pdbx_ev_progress *p);
+/* Overlays (never fails): callers initialise done/total/elapsed_s/op/point (point -1: none);
+ * eta_s is NaN unless the event has a number. */
+void pdbx_event_decode_progress(const cJSON *ev, pdbx_ev_progress *out);
+
+cJSON *pdbx_event_warning(const char *message);
+/* Required: message. */
+int pdbx_event_decode_warning(const cJSON *ev, const char **message, char *err, size_t errlen);
+
+typedef struct {
+    pdbx_run_status status;  /* complete, cancelled or failed */
+    const char *reason;      /* NULL when absent */
+    double elapsed_s;        /* NaN when absent */
+    const char *by;          /* "supervisor" when pdbx run wrote it, else NULL */
+} pdbx_ev_run_end;
+
+/* run_end: elapsed_s NaN and by NULL are left out. */
+cJSON *pdbx_event_run_end(pdbx_run_status status, const char *reason, double elapsed_s,
+                          const char *by);
+extern const char pdbx_event_by_supervisor[];     /* the "by" of the pdbx run supervisor */
+/* Required: status (complete, cancelled, failed). On a bad status *out still holds the
+ * reason and status FAILED. */
+int pdbx_event_decode_run_end(const cJSON *ev, pdbx_ev_run_end *out, char *err, size_t errlen);
+
+#endif

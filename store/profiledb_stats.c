@@ -1,0 +1,93 @@
+/* profiledb_stats.c: statistics over samples and the names of stats and statuses
+ * (see profiledb.h). The JSON form of a stats object is part of the event schema (events.c).
+ */
+#include "store/profiledb.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/json_fields.h"
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+static const char *const stat_names[PDBX_STAT_COUNT_KINDS] = {
+    [PDBX_STAT_MEAN] = "mean", [PDBX_STAT_MEDIAN] = "median", [PDBX_STAT_MIN] = "min",
+    [PDBX_STAT_MAX] = "max", [PDBX_STAT_STD] = "std",
+};
+
+const char *pdbx_stat_name(pdbx_stat_kind k)
+{
+    return (k >= 0 && k < PDBX_STAT_COUNT_KINDS) ? stat_names[k] : "?";
+}
+
+int pdbx_stat_from_name(const char *name)
+{
+    return jf_name_index(name, stat_names, PDBX_STAT_COUNT_KINDS);
+}
+
+double pdbx_stats_get(const pdbx_stats *s, pdbx_stat_kind k)
+{
+    switch (k) {
+    case PDBX_STAT_MEAN: return s->mean;
+    case PDBX_STAT_MEDIAN: return s->median;
+    case PDBX_STAT_MIN: return s->min;
+    case PDBX_STAT_MAX: return s->max;
+    case PDBX_STAT_STD: return s->std;
+    default: return NAN;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void pdbx_stats_from_samples(double *samples, size_t n, pdbx_stats *out)
+{
+    out->count = (int64_t)n;
+    if (n == 0) {
+        out->min = out->max = out->mean = out->median = out->std = NAN;
+        return;
+    }
+    qsort(samples, n, sizeof *samples, cmp_double);
+    out->min = samples[0];
+    out->max = samples[n - 1];
+    out->median = (n % 2) ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += samples[i];
+    double mean = sum / (double)n;
+    double ss = 0.0;   /* two-pass variance: stable for samples far from zero */
+    for (size_t i = 0; i < n; i++)
+        ss += (samples[i] - mean) * (samples[i] - mean);
+    out->mean = mean;
+    out->std = sqrt(ss / (double)n);
+}
+
+/* ---- names --------------------------------------------------------------------------- */
+
+static const char *const point_status_names[] = {
+    [PDBX_POINT_PENDING] = "pending", [PDBX_POINT_RUNNING] = "running", [PDBX_POINT_OK] = "ok",
+    [PDBX_POINT_OOM] = "oom", [PDBX_POINT_PREDICTED_OOM] = "predicted_oom",
+    [PDBX_POINT_ERROR] = "error", [PDBX_POINT_SKIPPED] = "skipped",
+};
+#define N_POINT_STATUS ((int)(sizeof point_status_names / sizeof point_status_names[0]))
+
+const char *pdbx_point_status_name(pdbx_point_status s)
+{
+    return ((int)s >= 0 && (int)s < N_POINT_STATUS) ? point_status_names[s] : "?";
+}
+
+static const char *const run_status_names[] = {
+    [PDBX_RUN_RUNNING] = "running", [PDBX_RUN_COMPLETE] = "complete",
+    [PDBX_RUN_CANCELLED] = "cancelled", [PDBX_RUN_FAILED] = "failed", [PDBX_RUN_CORRUPT] = "corrupt",
+};
+#define N_RUN_STATUS ((int)(sizeof run_status_names / sizeof run_status_names[0]))
+
+const char *pdbx_run_status_name(pdbx_run_status s)
+{
+    return ((int)s >= 0 && (int)s < N_RUN_STATUS) ? run_status_names[s] : "?";
+}
+

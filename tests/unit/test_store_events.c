@@ -1,0 +1,508 @@
+/* test_store_events.c: the event schema (store/events.h): every type encodes, survives the
+ * trip through JSON text, and decodes to what was encoded; a malformed field of each type
+ * fails its decoder with a message naming the event and the field; raw prefixes match what
+ * the encoders print; the fold fills pdbx_point.layer/.total from step events. */
+#define _XOPEN_SOURCE 700
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/events.h"
+#include "store/profiledb.h"
+#include "test_store_util.h"
+
+/* Prints ev, frees it, parses the text back: what a reader of the run file sees. */
+static cJSON *through_text(cJSON *ev)
+{
+    assert_non_null(ev);
+    char *text = cJSON_PrintUnformatted(ev);
+    cJSON_Delete(ev);
+    assert_non_null(text);
+    cJSON *back = cJSON_Parse(text);
+    free(text);
+    assert_non_null(back);
+    return back;
+}
+
+/* Replaces ev[name] by the JSON value text (NULL: removes it). */
+static void set_field(cJSON *ev, const char *name, const char *text)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(ev, name);
+    if (text) {
+        cJSON *v = cJSON_Parse(text);
+        assert_non_null(v);
+        cJSON_AddItemToObject(ev, name, v);
+    }
+}
+
+static void assert_mentions(const char *err, const char *a, const char *b)
+{
+    if (!strstr(err, a) || !strstr(err, b))
+        fail_msg("message \"%s\" should name \"%s\" and \"%s\"", err, a, b);
+}
+
+static pdbx_stats stats_of(double base)
+{
+    pdbx_stats s = {5, base, base + 2, base + 1, base + 0.5, 0.25};
+    return s;
+}
+
+static void assert_stats_equal(const pdbx_stats *a, const pdbx_stats *b)
+{
+    assert_int_equal(a->count, b->count);
+    assert_double_equal(a->min, b->min, 0);
+    assert_double_equal(a->max, b->max, 0);
+    assert_double_equal(a->mean, b->mean, 0);
+    assert_double_equal(a->median, b->median, 0);
+    assert_double_equal(a->std, b->std, 0);
+}
+
+static void assert_cell_equal(const pdbx_cell *a, const pdbx_cell *b)
+{
+    assert_int_equal(a->valid, 1);
+    assert_stats_equal(&a->stats, &b->stats);
+    assert_int_equal(a->nranks, b->nranks);
+    for (int i = 0; i < a->nranks; i++)
+        assert_stats_equal(&a->rank[i], &b->rank[i]);
+}
+
+static void test_type_names(void **state)
+{
+    (void)state;
+    for (int t = 1; t < PDBX_EV_COUNT; t++) {
+        const char *name = pdbx_event_type_name((pdbx_event_type)t);
+        assert_int_equal(pdbx_event_type_from_name(name), t);
+    }
+    assert_int_equal(pdbx_event_type_from_name("nope"), PDBX_EV_UNKNOWN);
+    assert_int_equal(pdbx_event_type_from_name(NULL), PDBX_EV_UNKNOWN);
+    assert_string_equal(pdbx_event_type_name(PDBX_EV_STEP), "step");
+    assert_string_equal(pdbx_event_type_name(PDBX_EV_COUNT), "?");
+}
+
+static void test_raw_prefix_matches_encoders(void **state)
+{
+    (void)state;
+    cJSON *ev = pdbx_event_warning("w");
+    char *text = cJSON_PrintUnformatted(ev);
+    assert_true(pdbx_event_raw_is(text, strlen(text), PDBX_EV_WARNING));
+    assert_false(pdbx_event_raw_is(text, strlen(text), PDBX_EV_OP));
+    assert_false(pdbx_event_raw_is(text, 5, PDBX_EV_WARNING));
+    assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_WARNING);
+    free(text);
+    cJSON_Delete(ev);
+    pdbx_trace_event none[1];
+    ev = pdbx_event_trace(1, 0, none, 0);
+    text = cJSON_PrintUnformatted(ev);
+    assert_true(pdbx_event_raw_is(text, strlen(text), PDBX_EV_TRACE));
+    free(text);
+    cJSON_Delete(ev);
+}
+
+static void test_stamp_and_time(void **state)
+{
+    (void)state;
+    cJSON *ev = pdbx_event_warning("w");
+    double t = 0;
+    assert_false(pdbx_event_time(ev, &t));
+    assert_int_equal(pdbx_event_stamp(ev, 12.5), 0);
+    assert_true(pdbx_event_time(ev, &t));
+    assert_double_equal(t, 12.5, 0);
+    assert_int_equal(pdbx_event_stamp(ev, 99.0), 0);   /* an existing t is kept */
+    assert_true(pdbx_event_time(ev, &t));
+    assert_double_equal(t, 12.5, 0);
+    cJSON_Delete(ev);
+}
+
+static void test_run_start(void **state)
+{
+    (void)state;
+    pdbx_ev_run_start h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.who.id, sizeof h.who.id, "2026-01-01__00-00-00_abcdef01");
+    snprintf(h.who.host, sizeof h.who.host, "node1");
+    h.who.pid = 4242;
+    h.who.world_size = 4;
+    h.who.ranks_per_node = 2;
+    snprintf(h.backend, sizeof h.backend, "cpu");
+    snprintf(h.model.name, sizeof h.model.name, "Tiny");
+    h.model.hidden = 64;
+    h.model.vocab = 1000;
+    h.layers_profiled = 2;
+    h.seq_len = 128;
+    h.warmup = 1;
+    h.steps = 3;
+    snprintf(h.dtype, sizeof h.dtype, "fp32");
+    cJSON *env = cJSON_CreateObject();
+    const char *hosts[] = {"node1", "node1", "node2"};
+    pdbx_ev_env e = {hosts, 3, 1, "cpu0", "Open MPI", "mpi", "0.1", "abc", 2, 8, "tp first", "clock"};
+    assert_int_equal(pdbx_event_env_set_device(env, "AMD EPYC"), 0);
+    assert_int_equal(pdbx_event_env_fill(env, &e), 0);
+    pdbx_ev_plan_point pts[2] = {{0, 1, 2, 2, 1, 128, 1e9, 0}, {1, 2, 1, 2, 4, 0, 2e9, 1}};
+    cJSON *ev = through_text(pdbx_event_run_start(&h, cJSON_CreateObject(), env, pts, 2));
+    assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_RUN_START);
+
+    pdbx_ev_run_start d;
+    memset(&d, 0, sizeof d);
+    char err[200];
+    pdbx_event_decode_run_start(ev, &d);
+    assert_string_equal(d.who.id, h.who.id);
+    assert_string_equal(d.who.host, "node1");
+    assert_int_equal(d.who.pid, 4242);
+    assert_int_equal(d.who.world_size, 4);
+    assert_int_equal(d.who.ranks_per_node, 2);
+    assert_string_equal(d.backend, "cpu");
+    assert_string_equal(d.model.name, "Tiny");
+    assert_int_equal(d.model.hidden, 64);
+    assert_int_equal(d.model.vocab, 1000);
+    assert_int_equal(d.layers_profiled, 2);
+    assert_int_equal(d.seq_len, 128);
+    assert_int_equal(d.steps, 3);
+    assert_string_equal(d.dtype, "fp32");
+    assert_non_null(d.spec);
+    assert_string_equal(pdbx_event_env_device(d.env), "AMD EPYC");
+    const char *got[4];
+    assert_int_equal(pdbx_event_env_hosts(d.env, got, 4), 3);
+    assert_string_equal(got[2], "node2");
+    assert_int_equal(pdbx_event_env_hosts(d.env, got, 1), 1);
+
+    pdbx_ev_plan_point *dp;
+    size_t n;
+    assert_int_equal(pdbx_event_decode_plan(ev, &dp, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(dp[1].index, 1);
+    assert_int_equal(dp[1].tp, 2);
+    assert_int_equal(dp[1].mbs, 4);
+    assert_double_equal(dp[1].predicted_mem_bytes, 2e9, 0);
+    assert_int_equal(dp[1].predicted_oom, 1);
+    assert_int_equal(dp[0].seq_len, 128);
+    free(dp);
+
+    set_field(ev, "points", "{}");
+    assert_int_equal(pdbx_event_decode_plan(ev, &dp, &n, err, sizeof err), -1);
+    assert_mentions(err, "run_start", "\"points\"");
+    free(dp);
+    set_field(ev, "points", "[3]");
+    assert_int_equal(pdbx_event_decode_plan(ev, &dp, &n, err, sizeof err), -1);
+    assert_mentions(err, "run_start", "points[0]");
+    free(dp);
+    cJSON_Delete(ev);
+}
+
+static void test_launch(void **state)
+{
+    (void)state;
+    pdbx_ev_launcher w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.host, sizeof w.host, "node9");
+    w.pid = 7;
+    w.world_size = 16;
+    w.ranks_per_node = 8;
+    const int cfg[1][3] = {{8, 2, 1}};
+    cJSON *ev = through_text(pdbx_event_launch(&w, NULL, cfg, 1));
+    pdbx_ev_launcher d;
+    memset(&d, 0, sizeof d);
+    pdbx_event_decode_launch(ev, &d);
+    assert_string_equal(d.host, "node9");
+    assert_int_equal(d.pid, 7);
+    assert_int_equal(d.world_size, 16);
+    assert_int_equal(d.ranks_per_node, 8);
+    /* an id too long to be a run id is not cut down to one */
+    set_field(ev, "id", "\"0123456789012345678901234567890123456789012345678901234567890123456789\"");
+    pdbx_event_decode_launch(ev, &d);
+    assert_string_equal(d.id, "");
+    cJSON_Delete(ev);
+}
+
+static void test_point_start_and_end(void **state)
+{
+    (void)state;
+    char err[200];
+    cJSON *ev = through_text(pdbx_event_point_start(3, 2, 4, 1, 8));
+    pdbx_ev_point_start ps;
+    memset(&ps, 0, sizeof ps);
+    assert_int_equal(pdbx_event_decode_point_start(ev, &ps, err, sizeof err), 0);
+    assert_int_equal(ps.point, 3);
+    assert_true(ps.has_shape);
+    assert_int_equal(ps.tp, 2);
+    assert_int_equal(ps.pp, 4);
+    assert_int_equal(ps.dp, 1);
+    assert_int_equal(ps.mbs, 8);
+    set_field(ev, "point", "-1");
+    assert_int_equal(pdbx_event_decode_point_start(ev, &ps, err, sizeof err), -1);
+    assert_mentions(err, "point_start event", "\"point\"");
+    cJSON_Delete(ev);
+
+    ev = through_text(pdbx_event_point_end(3, PDBX_POINT_OOM, "out of memory"));
+    pdbx_ev_point_end pe;
+    assert_int_equal(pdbx_event_decode_point_end(ev, &pe, err, sizeof err), 0);
+    assert_int_equal(pe.point, 3);
+    assert_int_equal(pe.status, PDBX_POINT_OOM);
+    assert_string_equal(pe.message, "out of memory");
+    set_field(ev, "status", "\"running\"");
+    assert_int_equal(pdbx_event_decode_point_end(ev, &pe, err, sizeof err), -1);
+    assert_mentions(err, "point_end event (point 3)", "\"status\"");
+    cJSON_Delete(ev);
+    ev = through_text(pdbx_event_point_end(4, PDBX_POINT_OK, ""));
+    assert_int_equal(pdbx_event_decode_point_end(ev, &pe, err, sizeof err), 0);
+    assert_null(pe.message);
+    cJSON_Delete(ev);
+}
+
+static void test_op(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_stats ranks[2] = {stats_of(1.0), stats_of(1.5)};
+    pdbx_cell c = {1, stats_of(1.5), 2, ranks, 1.2e12, 3.4e8};
+    cJSON *ev = through_text(pdbx_event_op(3, PDBX_OP_ATTN_Q, &c));
+    pdbx_ev_op d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(pdbx_event_decode_op(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.point, 3);
+    assert_int_equal(d.op, PDBX_OP_ATTN_Q);
+    assert_cell_equal(&d.cell, &c);
+    assert_double_equal(d.cell.flops, 1.2e12, 0);
+    assert_double_equal(d.cell.bytes, 3.4e8, 0);
+    free(d.cell.rank);
+
+    set_field(ev, "ranks", "{\"a\":{\"count\":1}}");       /* not an array: no ranks */
+    assert_int_equal(pdbx_event_decode_op(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.cell.nranks, 0);
+    assert_null(d.cell.rank);
+    set_field(ev, "ranks", "[{\"count\":1}]");
+    assert_int_equal(pdbx_event_decode_op(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "op event (point 3, op attn_q)", "\"ranks\"[0]");
+    assert_null(d.cell.rank);
+    set_field(ev, "stats", "7");
+    assert_int_equal(pdbx_event_decode_op(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "op event (point 3, op attn_q)", "\"stats\"");
+    set_field(ev, "op", "\"future_op\"");          /* unknown op: decodes, op -1 */
+    assert_int_equal(pdbx_event_decode_op(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.op, -1);
+    cJSON_Delete(ev);
+}
+
+static void test_step(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_stats lr[2] = {stats_of(10.0), stats_of(11.0)};
+    pdbx_stats tr[2] = {stats_of(100.0), stats_of(101.0)};
+    pdbx_cell layer = {1, stats_of(11.0), 2, lr, 0, 0}, total = {1, stats_of(101.0), 2, tr, 0, 0};
+    cJSON *ev = through_text(pdbx_event_step(5, &layer, &total));
+    assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_STEP);
+    pdbx_ev_step d;
+    assert_int_equal(pdbx_event_decode_step(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.point, 5);
+    assert_cell_equal(&d.layer, &layer);
+    assert_cell_equal(&d.total, &total);
+    free(d.layer.rank);
+    free(d.total.rank);
+
+    set_field(ev, "total", "{\"stats\":\"x\"}");
+    assert_int_equal(pdbx_event_decode_step(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "step event (point 5)", "\"total\": field \"stats\"");
+    assert_null(d.layer.rank);                     /* released on failure */
+    set_field(ev, "layer", "[]");
+    assert_int_equal(pdbx_event_decode_step(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "step event (point 5)", "\"layer\"");
+    cJSON_Delete(ev);
+
+    /* a cell that was not measured is left out and decodes as invalid */
+    pdbx_cell none = {0};
+    ev = through_text(pdbx_event_step(6, &layer, &none));
+    assert_int_equal(pdbx_event_decode_step(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.layer.valid, 1);
+    assert_int_equal(d.total.valid, 0);
+    free(d.layer.rank);
+    cJSON_Delete(ev);
+}
+
+static void test_step_folds_into_point(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_stats lr[1] = {stats_of(10.0)};
+    pdbx_cell layer = {1, stats_of(10.0), 1, lr, 0, 0}, total = {1, stats_of(90.0), 1, lr, 0, 0};
+    pdbx_run run;
+    pdbx_run_init(&run);
+    cJSON *ev = through_text(pdbx_event_step(2, &layer, &total));
+    assert_int_equal(pdbx_run_apply(&run, ev, err, sizeof err), 0);
+    cJSON_Delete(ev);
+    assert_int_equal(run.npoints, 1);
+    assert_cell_equal(&run.points[0].layer, &layer);
+    assert_cell_equal(&run.points[0].total, &total);
+    ev = through_text(pdbx_event_step(2, &layer, &total));   /* a second one replaces */
+    assert_int_equal(pdbx_run_apply(&run, ev, err, sizeof err), 0);
+    cJSON_Delete(ev);
+    assert_int_equal(run.points[0].layer.nranks, 1);
+    pdbx_run_free(&run);
+}
+
+static void test_comm(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_comm_cell c = {1, 4096, 2, stats_of(0.5), 8.0, 8.0};
+    cJSON *ev = through_text(pdbx_event_comm(3, PDBX_COMM_PP_SENDRECV, &c));
+    pdbx_ev_comm d;
+    assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.point, 3);
+    assert_int_equal(d.kind, PDBX_COMM_PP_SENDRECV);
+    assert_double_equal(d.cell.bytes, 4096, 0);
+    assert_int_equal(d.cell.group_size, 2);
+    assert_stats_equal(&d.cell.time, &c.time);
+    assert_double_equal(d.cell.busbw, 8.0, 0);
+    set_field(ev, "kind", "\"ep_alltoall\"");
+    assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "comm event (point 3)", "\"kind\"");
+    set_field(ev, "kind", "\"tp_allreduce\"");
+    set_field(ev, "stats", NULL);
+    assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "comm event (point 3, tp_allreduce)", "\"stats\"");
+    cJSON_Delete(ev);
+}
+
+static void test_trace(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_trace_event ops[2] = {{0, 0, 0, PDBX_OP_ATTN_Q, 12.5, 803.0}, {0, 0, -1, PDBX_OP_LM_HEAD, 900, 40}};
+    cJSON *ev = through_text(pdbx_event_trace(3, 1, ops, 2));
+    pdbx_ev_trace d;
+    assert_int_equal(pdbx_event_decode_trace(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.point, 3);
+    assert_int_equal(d.rank, 1);
+    assert_int_equal(d.n, 2);
+    assert_int_equal(d.ops[1].op, PDBX_OP_LM_HEAD);
+    assert_int_equal(d.ops[1].layer, -1);
+    assert_int_equal(d.ops[1].point, 3);
+    assert_double_equal(d.ops[0].start_us, 12.5, 0);
+    assert_double_equal(d.ops[0].dur_us, 803.0, 0);
+    free(d.ops);
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(ev, "ops");
+    cJSON_AddItemToArray(arr, cJSON_CreateString("bad"));
+    assert_int_equal(pdbx_event_decode_trace(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "trace event (point 3)", "\"ops\"[2]");
+    assert_int_equal(d.n, 2);                      /* the good entries are kept */
+    free(d.ops);
+    set_field(ev, "ops", "3");
+    assert_int_equal(pdbx_event_decode_trace(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "trace event (point 3)", "\"ops\"");
+    cJSON_Delete(ev);
+}
+
+static void test_coll(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_coll_result r = {"all_gather", 1 << 20, 4, 2, stats_of(2.0), 3.0, 2.25};
+    cJSON *ev = through_text(pdbx_event_coll(&r));
+    pdbx_coll_result d;
+    assert_int_equal(pdbx_event_decode_coll(ev, &d, err, sizeof err), 0);
+    assert_string_equal(d.coll, "all_gather");
+    assert_double_equal(d.bytes, 1 << 20, 0);
+    assert_int_equal(d.nranks, 4);
+    assert_int_equal(d.ranks_per_node, 2);
+    assert_stats_equal(&d.time, &r.time);
+    assert_double_equal(d.algbw, 3.0, 0);
+    assert_double_equal(d.busbw, 2.25, 0);
+    set_field(ev, "stats", "[]");
+    assert_int_equal(pdbx_event_decode_coll(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "coll event (all_gather)", "\"stats\"");
+    set_field(ev, "coll", "\"\"");
+    assert_int_equal(pdbx_event_decode_coll(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "coll event", "\"coll\"");
+    cJSON_Delete(ev);
+}
+
+static void test_progress(void **state)
+{
+    (void)state;
+    pdbx_ev_progress p = {5, 16, 5, "mlp_up", 12.3, NAN};
+    cJSON *ev = through_text(pdbx_event_progress(&p));
+    pdbx_ev_progress d = {NAN, NAN, -1, NULL, NAN, 0};
+    pdbx_event_decode_progress(ev, &d);
+    assert_double_equal(d.done, 5, 0);
+    assert_double_equal(d.total, 16, 0);
+    assert_int_equal(d.point, 5);
+    assert_string_equal(d.op, "mlp_up");
+    assert_double_equal(d.elapsed_s, 12.3, 0);
+    assert_true(isnan(d.eta_s));                   /* null: unknown */
+    cJSON_Delete(ev);
+    p.point = -1;
+    p.eta_s = 30;
+    ev = through_text(pdbx_event_progress(&p));
+    d.point = -1;
+    pdbx_event_decode_progress(ev, &d);
+    assert_int_equal(d.point, -1);                 /* null: between points */
+    assert_double_equal(d.eta_s, 30, 0);
+    cJSON_Delete(ev);
+}
+
+static void test_warning(void **state)
+{
+    (void)state;
+    char err[200];
+    cJSON *ev = through_text(pdbx_event_warning("BLAS threads capped"));
+    const char *msg;
+    assert_int_equal(pdbx_event_decode_warning(ev, &msg, err, sizeof err), 0);
+    assert_string_equal(msg, "BLAS threads capped");
+    set_field(ev, "message", "1");
+    assert_int_equal(pdbx_event_decode_warning(ev, &msg, err, sizeof err), -1);
+    assert_mentions(err, "warning event", "\"message\"");
+    cJSON_Delete(ev);
+}
+
+static void test_run_end(void **state)
+{
+    (void)state;
+    char err[200];
+    cJSON *ev = through_text(pdbx_event_run_end(PDBX_RUN_CANCELLED, "by user", 61.2, NULL));
+    pdbx_ev_run_end d;
+    assert_int_equal(pdbx_event_decode_run_end(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.status, PDBX_RUN_CANCELLED);
+    assert_string_equal(d.reason, "by user");
+    assert_double_equal(d.elapsed_s, 61.2, 0);
+    assert_null(d.by);
+    cJSON_Delete(ev);
+    ev = through_text(pdbx_event_run_end(PDBX_RUN_FAILED, "rank died", NAN, pdbx_event_by_supervisor));
+    assert_int_equal(pdbx_event_decode_run_end(ev, &d, err, sizeof err), 0);
+    assert_string_equal(d.by, "supervisor");
+    assert_true(isnan(d.elapsed_s));
+    set_field(ev, "status", "\"done\"");
+    assert_int_equal(pdbx_event_decode_run_end(ev, &d, err, sizeof err), -1);
+    assert_mentions(err, "run_end event", "\"status\"");
+    assert_int_equal(d.status, PDBX_RUN_FAILED);
+    assert_string_equal(d.reason, "rank died");
+    cJSON_Delete(ev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_raw_prefix_matches_encoders),
+        cmocka_unit_test(test_stamp_and_time),
+        cmocka_unit_test(test_run_start),
+        cmocka_unit_test(test_launch),
+        cmocka_unit_test(test_point_start_and_end),
+        cmocka_unit_test(test_op),
+        cmocka_unit_test(test_step),
+        cmocka_unit_test(test_step_folds_into_point),
+        cmocka_unit_test(test_comm),
+        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_coll),
+        cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_warning),
+        cmocka_unit_test(test_run_end),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
