@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine/launch/launch_supervisor.h"
+#include "store/layout.h"
 #include "store/util/clock.h"
 #include "store/util/err.h"
 #include "store/util/fs.h"
@@ -70,8 +71,8 @@ static int write_spec(const pdbx_spec *spec, const char *path, char *err, size_t
     return rc;
 }
 
-/* Registers the run: a fresh id in the store, its run-file path, and logs/<id>.{log,spec.json}
- * with the validated spec written. */
+/* Registers the run: a fresh id in the store, its run-file path, and the log and spec paths of
+ * store/layout.h with the validated spec written. */
 static int register_run(const pdbx_spec *spec, const char *store_dir, pdbx_sup_job *job,
                         char *err, size_t errlen)
 {
@@ -83,11 +84,14 @@ static int register_run(const pdbx_spec *spec, const char *store_dir, pdbx_sup_j
     pdbx_store_run_path(st, job->id, job->run_path, sizeof job->run_path);
     pdbx_store_close(st);
     char logdir[PDBX_PATH_MAX];
-    snprintf(logdir, sizeof logdir, "%.1000s/logs", job->store_dir);
+    if (pdbx_layout_path(PDBX_PATH_LOGS, job->store_dir, NULL, logdir, sizeof logdir) != 0 ||
+        pdbx_layout_path(PDBX_PATH_SPEC, job->store_dir, job->id, job->spec_path,
+                         sizeof job->spec_path) != 0 ||
+        pdbx_layout_path(PDBX_PATH_LOG, job->store_dir, job->id, job->log_path,
+                         sizeof job->log_path) != 0)
+        return pdbx_fail(err, errlen, "store path too long: %s", job->store_dir);
     if (pdbx_mkdirs(logdir, err, errlen) != 0)
         return -1;
-    snprintf(job->spec_path, sizeof job->spec_path, "%.900s/%.63s.spec.json", logdir, job->id);
-    snprintf(job->log_path, sizeof job->log_path, "%.900s/%.63s.log", logdir, job->id);
     return write_spec(spec, job->spec_path, err, errlen);
 }
 
@@ -218,8 +222,8 @@ static int launched_here(const char *store_dir, const char *run_id, long pid)
 {
     char path[PDBX_PATH_MAX];
     struct stat sb;
-    snprintf(path, sizeof path, "%.900s/logs/%.63s.log", store_dir, run_id);
-    if (stat(path, &sb) == 0)
+    if (pdbx_layout_path(PDBX_PATH_LOG, store_dir, run_id, path, sizeof path) == 0 &&
+        stat(path, &sb) == 0)
         return 1;
     snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
     int fd = open(path, O_RDONLY);

@@ -9,6 +9,7 @@
 #include "engine/launch/launch_supervisor.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/plan/plan_event.h"
+#include "store/events.h"
+#include "store/version.h"
 #include "store/util/clock.h"
 #include "store/util/err.h"
 #include "store/util/proc.h"
@@ -32,11 +36,10 @@ typedef struct {
 static int note_event(const cJSON *ev, void *ctx)
 {
     file_state *fs = ctx;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
-    if (cJSON_IsString(t) && strcmp(t->valuestring, "run_end") == 0)
+    pdbx_event_type t = pdbx_event_type_of(ev);
+    if (t == PDBX_EV_RUN_END)
         fs->has_end = 1;
-    if (cJSON_IsString(t) && (strcmp(t->valuestring, "run_start") == 0 ||
-                              strcmp(t->valuestring, "launch") == 0))
+    if (t == PDBX_EV_RUN_START || t == PDBX_EV_LAUNCH)
         fs->starts++;
     return 0;
 }
@@ -76,16 +79,6 @@ void pdbx_sup_log_tail(const char *path, char *out, size_t len)
 }
 
 /* ---- writing run ends -------------------------------------------------------------------- */
-static cJSON *run_end_event(const char *status, const char *reason)
-{
-    cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "run_end");
-    cJSON_AddStringToObject(ev, "status", status);
-    cJSON_AddStringToObject(ev, "reason", reason);
-    cJSON_AddStringToObject(ev, "by", "supervisor");
-    return ev;
-}
-
 /* Appends ev (and frees it); 0 or -1 with err. */
 static int append_event(pdbx_run_writer *w, cJSON *ev, char *err, size_t errlen)
 {
@@ -104,7 +97,7 @@ static void close_run(pdbx_store *st, pdbx_run_writer *w)
         pdbx_store_close(st);
 }
 
-static void append_end(const char *store_dir, const char *id, const char *status,
+static void append_end(const char *store_dir, const char *id, pdbx_run_status status,
                        const char *reason)
 {
     pdbx_store *st = NULL;
@@ -113,29 +106,30 @@ static void append_end(const char *store_dir, const char *id, const char *status
     /* only a run the engine created gets a run_end: a sweep that never started has no run */
     if (pdbx_store_open(store_dir, 1, &st, err, sizeof err) != 0 ||
         pdbx_run_writer_open(st, id, &w, err, sizeof err) != 0 ||
-        append_event(w, run_end_event(status, reason), err, sizeof err) != 0)
+        append_event(w, pdbx_event_run_end(status, reason, NAN, pdbx_event_by_supervisor), err,
+                     sizeof err) != 0)
         fprintf(stderr, "pdbx supervisor: cannot write run_end: %s\n", err);
     else
-        fprintf(stderr, "pdbx supervisor: run_end %s: %s\n", status, reason);
+        fprintf(stderr, "pdbx supervisor: run_end %s: %s\n", pdbx_run_status_name(status), reason);
     close_run(st, w);
 }
 
 /* run_start of a run the engine never created: from the plan, with this process as launcher. */
 static cJSON *planned_start_event(const pdbx_sup_job *job)
 {
-    char host[256], err[256];
-    pdbx_hostname(host, sizeof host, "unknown");
+    pdbx_ev_launcher who;
+    memset(&who, 0, sizeof who);
+    pdbx_strcopy(who.id, sizeof who.id, job->id);
+    pdbx_strcopy(who.pdbx_version, sizeof who.pdbx_version, pdbx_version());
+    pdbx_strcopy(who.git_rev, sizeof who.git_rev, pdbx_git_rev());
+    pdbx_hostname(who.host, sizeof who.host, "unknown");
+    who.pid = (long)getpid();
+    char err[256];
     pdbx_plan_point *pts = NULL;
     size_t npts = 0;
-    cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "type", "run_start");
-    cJSON_AddStringToObject(ev, "id", job->id);
-    cJSON_AddStringToObject(ev, "host", host);
-    cJSON_AddNumberToObject(ev, "pid", (double)getpid());
-    cJSON_AddStringToObject(ev, "backend", pdbx_backend_name(job->spec.backend));
     if (pdbx_plan_expand(&job->spec, &pts, &npts, err, sizeof err) != 0)
         npts = 0;   /* the spec was valid when launched; record the run even without points */
-    pdbx_plan_describe(ev, &job->spec, pts, npts);
+    cJSON *ev = pdbx_plan_run_start(&who, NULL, NULL, &job->spec, pts, npts);
     free(pts);
     return ev;
 }
@@ -159,11 +153,9 @@ static void record_failed_start(const pdbx_sup_job *job, const char *fallback)
              pdbx_run_writer_create(st, job->id, &w, err, sizeof err) == 0 ? 0 : -1;
     if (rc == 0)
         rc = append_event(w, planned_start_event(job), err, sizeof err);
-    if (rc == 0) {
-        cJSON *end = run_end_event("failed", reason);
-        cJSON_AddNumberToObject(end, "elapsed_s", 0);
-        rc = append_event(w, end, err, sizeof err);
-    }
+    if (rc == 0)
+        rc = append_event(w, pdbx_event_run_end(PDBX_RUN_FAILED, reason, 0, pdbx_event_by_supervisor),
+                          err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "pdbx supervisor: cannot record the failed start: %s\n", err);
     close_run(st, w);
@@ -315,11 +307,11 @@ void pdbx_sup_run(const pdbx_sup_job *job)
             continue;                                 /* more rank counts to launch */
         char reason[256];
         end_reason(status, job->sizes[i], reason, sizeof reason);
-        append_end(job->store_dir, job->id, cancelled || sup_cancel ? "cancelled" : "failed",
-                   reason);
+        append_end(job->store_dir, job->id,
+                   cancelled || sup_cancel ? PDBX_RUN_CANCELLED : PDBX_RUN_FAILED, reason);
         return;
     }
     if (!read_state(job->run_path).has_end)
-        append_end(job->store_dir, job->id, "failed",
+        append_end(job->store_dir, job->id, PDBX_RUN_FAILED,
                    "the launches ended before every point was done");
 }

@@ -82,17 +82,3 @@ void pdbx_suggest(const char *word, const char *const *cands, size_t ncands, cha
     if (used < len)
         snprintf(buf + used, len - used, ")");
 }
-
-int pdbx_is_file_name(const char *name, size_t max)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n >= max || name[0] == '.')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.'))
-            return 0;
-    }
-    return 1;
-}

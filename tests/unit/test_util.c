@@ -128,22 +128,6 @@ static void test_suggest(void **state)
     assert_memory_equal(small, " (allowed: ", 11);
 }
 
-static void test_is_file_name(void **state)
-{
-    (void)state;
-    assert_true(pdbx_is_file_name("2026-01-02__03-04-05_0a1b2c3d", 64));
-    assert_true(pdbx_is_file_name("run.v2_A-b", 64));
-    assert_false(pdbx_is_file_name(NULL, 64));
-    assert_false(pdbx_is_file_name("", 64));
-    assert_false(pdbx_is_file_name(".hidden", 64));
-    assert_false(pdbx_is_file_name("..", 64));
-    assert_false(pdbx_is_file_name("a/b", 64));
-    assert_false(pdbx_is_file_name("a b", 64));
-    assert_false(pdbx_is_file_name("caf\xc3\xa9", 64));
-    assert_true(pdbx_is_file_name("abc", 4));                   /* max counts the NUL */
-    assert_false(pdbx_is_file_name("abcd", 4));
-}
-
 /* ---- err.h ------------------------------------------------------------------------------- */
 
 static void test_fail(void **state)
@@ -226,7 +210,6 @@ int main(void)
         cmocka_unit_test(test_strcopy),
         cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_suggest),
-        cmocka_unit_test(test_is_file_name),
         cmocka_unit_test(test_fail),
         cmocka_unit_test(test_exe_dir),
         cmocka_unit_test(test_hostname),
