@@ -17,6 +17,17 @@
 /* Reads a whole file and parses it as JSON. The caller cJSON_Delete()s the result. */
 cJSON *plan_json_file(const char *path, char *err, size_t errlen);
 
+/* One member of a struct written as a JSON field: the writers of the model and the GPU are
+ * tables of these, so the JSON key of a member is written in one place. */
+typedef enum { PLAN_J_STR, PLAN_J_INT, PLAN_J_NUM, PLAN_J_BOOL } plan_json_kind;
+typedef struct {
+    const char *key;
+    plan_json_kind kind;      /* char[] / int / double / int used as a bool */
+    size_t offset;            /* offsetof the member */
+} plan_json_field;
+/* A new object with the n fields of obj; NULL when out of memory. */
+cJSON *plan_fields_to_json(const void *obj, const plan_json_field *f, size_t n);
+
 /* A short printable form of a JSON value for messages: "abc" quoted, numbers, [..], {..}. */
 void plan_json_brief(const cJSON *v, char *buf, size_t len);
 

@@ -6,12 +6,15 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "store/util/proc.h"
 
 /* ---- configs directory --------------------------------------------------------------- */
 
@@ -32,15 +35,10 @@ const char *pdbx_configs_dir(void)
         return dir;
     }
     char exe[PDBX_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (pdbx_exe_dir(exe, sizeof exe) != 0) {
         snprintf(dir, sizeof dir, "configs");
         return dir;
     }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
     /* build tree: <repo>/build/bin/pdbx -> <repo>/configs; installed: <prefix>/bin -> share */
     static const char *const rel[] = {"/../../configs", "/../share/pdbx/configs"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
@@ -153,6 +151,20 @@ static int resolve_preset(const char *kind, const char *what, const char *tag_fi
     char sug[1024];
     pdbx_suggest(name, cands, nc, sug, sizeof sug);
     return pdbx_fail(err, errlen, "%s: unknown preset '%s'%s", what, name, sug);
+}
+
+/* Reads preset name_or_path: a model into *m when m is given, else a GPU into *g. */
+static int load_preset(const char *name_or_path, pdbx_model *m, pdbx_gpu *g, char *err, size_t errlen)
+{
+    char path[PDBX_PATH_MAX];
+    if (resolve_preset(m ? "models" : "gpus", m ? "model" : "gpu", m ? "pdbx_tag" : "tag", name_or_path,
+                       path, sizeof path, err, errlen) != 0)
+        return -1;
+    cJSON *root = plan_json_file(path, err, errlen);
+    int rc = !root ? -1 : m ? pdbx_model_from_json(root, path, m, err, errlen)
+                            : plan_gpu_from_json(root, path, g, err, errlen);
+    cJSON_Delete(root);
+    return rc;
 }
 
 /* ---- models ---------------------------------------------------------------------------- */
@@ -274,54 +286,36 @@ int pdbx_model_from_json(const cJSON *hf, const char *origin, pdbx_model *out, c
 
 int pdbx_model_load(const char *name_or_path, pdbx_model *out, char *err, size_t errlen)
 {
-    char path[PDBX_PATH_MAX];
-    if (resolve_preset("models", "model", "pdbx_tag", name_or_path, path, sizeof path, err, errlen) != 0)
-        return -1;
-    cJSON *root = plan_json_file(path, err, errlen);
-    if (!root)
-        return -1;
-    int rc = pdbx_model_from_json(root, path, out, err, errlen);
-    cJSON_Delete(root);
-    return rc;
+    return load_preset(name_or_path, out, NULL, err, errlen);
 }
 
 cJSON *plan_model_to_json(const pdbx_model *m)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    if (!cJSON_AddStringToObject(o, "pdbx_name", m->name) ||
-        !cJSON_AddStringToObject(o, "pdbx_tag", m->tag) ||
-        !cJSON_AddStringToObject(o, "pdbx_source", m->source) ||
-        !cJSON_AddNumberToObject(o, "hidden_size", m->hidden) ||
-        !cJSON_AddNumberToObject(o, "intermediate_size", m->intermediate) ||
-        !cJSON_AddNumberToObject(o, "num_attention_heads", m->heads) ||
-        !cJSON_AddNumberToObject(o, "num_key_value_heads", m->kv_heads) ||
-        !cJSON_AddNumberToObject(o, "head_dim", m->head_dim) ||
-        !cJSON_AddNumberToObject(o, "num_hidden_layers", m->layers) ||
-        !cJSON_AddNumberToObject(o, "vocab_size", m->vocab) ||
-        !cJSON_AddBoolToObject(o, "tie_word_embeddings", m->tie_embeddings)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    static const plan_json_field f[] = {
+        {"pdbx_name", PLAN_J_STR, offsetof(pdbx_model, name)},
+        {"pdbx_tag", PLAN_J_STR, offsetof(pdbx_model, tag)},
+        {"pdbx_source", PLAN_J_STR, offsetof(pdbx_model, source)},
+        {"hidden_size", PLAN_J_INT, offsetof(pdbx_model, hidden)},
+        {"intermediate_size", PLAN_J_INT, offsetof(pdbx_model, intermediate)},
+        {"num_attention_heads", PLAN_J_INT, offsetof(pdbx_model, heads)},
+        {"num_key_value_heads", PLAN_J_INT, offsetof(pdbx_model, kv_heads)},
+        {"head_dim", PLAN_J_INT, offsetof(pdbx_model, head_dim)},
+        {"num_hidden_layers", PLAN_J_INT, offsetof(pdbx_model, layers)},
+        {"vocab_size", PLAN_J_INT, offsetof(pdbx_model, vocab)},
+        {"tie_word_embeddings", PLAN_J_BOOL, offsetof(pdbx_model, tie_embeddings)},
+    };
+    return plan_fields_to_json(m, f, sizeof f / sizeof f[0]);
 }
 
 /* Copy of configs/models/TinyLlama-1.1B.json (test_plan_presets checks they agree). */
 void plan_default_model(pdbx_model *m)
 {
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "TinyLlama-1.1B");
-    snprintf(m->tag, sizeof m->tag, "tinyllama");
-    snprintf(m->source, sizeof m->source, "built-in (configs/models/TinyLlama-1.1B.json)");
-    m->hidden = 2048;
-    m->intermediate = 5632;
-    m->heads = 32;
-    m->kv_heads = 4;
-    m->head_dim = 64;
-    m->layers = 22;
-    m->vocab = 32000;
-    m->tie_embeddings = 0;
+    *m = (pdbx_model){
+        .name = "TinyLlama-1.1B", .tag = "tinyllama",
+        .source = "built-in (configs/models/TinyLlama-1.1B.json)",
+        .hidden = 2048, .intermediate = 5632, .heads = 32, .kv_heads = 4, .head_dim = 64,
+        .layers = 22, .vocab = 32000, .tie_embeddings = 0,
+    };
 }
 
 /* ---- GPUs ------------------------------------------------------------------------------ */
@@ -409,32 +403,21 @@ int plan_gpu_from_json(const cJSON *obj, const char *origin, pdbx_gpu *out, char
 
 int pdbx_gpu_load(const char *name_or_path, pdbx_gpu *out, char *err, size_t errlen)
 {
-    char path[PDBX_PATH_MAX];
-    if (resolve_preset("gpus", "gpu", "tag", name_or_path, path, sizeof path, err, errlen) != 0)
-        return -1;
-    cJSON *root = plan_json_file(path, err, errlen);
-    if (!root)
-        return -1;
-    int rc = plan_gpu_from_json(root, path, out, err, errlen);
-    cJSON_Delete(root);
-    return rc;
+    return load_preset(name_or_path, NULL, out, err, errlen);
 }
 
 cJSON *plan_gpu_to_json(const pdbx_gpu *g)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    if (!cJSON_AddStringToObject(o, "name", g->name) || !cJSON_AddStringToObject(o, "tag", g->tag) ||
-        !cJSON_AddNumberToObject(o, "mem_bytes", g->mem_bytes) ||
-        !cJSON_AddNumberToObject(o, "bw_gbs", g->bw_gbs) ||
-        !cJSON_AddNumberToObject(o, "peak_tflops_bf16", g->peak_tflops_bf16) ||
-        !cJSON_AddNumberToObject(o, "peak_tflops_fp16", g->peak_tflops_fp16) ||
-        !cJSON_AddNumberToObject(o, "peak_tflops_fp32", g->peak_tflops_fp32)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    static const plan_json_field f[] = {
+        {"name", PLAN_J_STR, offsetof(pdbx_gpu, name)},
+        {"tag", PLAN_J_STR, offsetof(pdbx_gpu, tag)},
+        {"mem_bytes", PLAN_J_NUM, offsetof(pdbx_gpu, mem_bytes)},
+        {"bw_gbs", PLAN_J_NUM, offsetof(pdbx_gpu, bw_gbs)},
+        {"peak_tflops_bf16", PLAN_J_NUM, offsetof(pdbx_gpu, peak_tflops_bf16)},
+        {"peak_tflops_fp16", PLAN_J_NUM, offsetof(pdbx_gpu, peak_tflops_fp16)},
+        {"peak_tflops_fp32", PLAN_J_NUM, offsetof(pdbx_gpu, peak_tflops_fp32)},
+    };
+    return plan_fields_to_json(g, f, sizeof f / sizeof f[0]);
 }
 
 /* Copy of configs/gpus/cpu.json (test_plan_presets checks they agree). */

@@ -16,12 +16,9 @@
 
 const char *pdbx_dtype_name(pdbx_dtype d)
 {
-    switch (d) {
-    case PDBX_DTYPE_BF16: return "bf16";
-    case PDBX_DTYPE_FP16: return "fp16";
-    case PDBX_DTYPE_FP32: return "fp32";
-    }
-    return "?";
+    static const char *const names[] = {[PDBX_DTYPE_BF16] = "bf16", [PDBX_DTYPE_FP16] = "fp16",
+                                        [PDBX_DTYPE_FP32] = "fp32"};
+    return (unsigned)d < sizeof names / sizeof names[0] ? names[d] : "?";
 }
 
 int pdbx_dtype_bytes(pdbx_dtype d)
@@ -31,12 +28,9 @@ int pdbx_dtype_bytes(pdbx_dtype d)
 
 const char *pdbx_backend_name(pdbx_backend_kind b)
 {
-    switch (b) {
-    case PDBX_BACKEND_AUTO: return "auto";
-    case PDBX_BACKEND_CPU: return "cpu";
-    case PDBX_BACKEND_CUDA: return "cuda";
-    }
-    return "?";
+    static const char *const names[] = {[PDBX_BACKEND_AUTO] = "auto", [PDBX_BACKEND_CPU] = "cpu",
+                                        [PDBX_BACKEND_CUDA] = "cuda"};
+    return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "?";
 }
 
 /* ---- field table ----------------------------------------------------------------------- */
@@ -170,49 +164,60 @@ static int *int_slot(pdbx_spec *s, const char *name)
     return NULL;
 }
 
-/* Applies every field except configs/tp/pp/dp/gpus (those combine; see the callers). */
-static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *err, size_t errlen)
+/* "name": printable, non-empty, fits the spec's buffer. */
+static int read_name(pdbx_spec *s, const cJSON *v, char *err, size_t errlen)
 {
-    const char *name = f->name;
     const char *str;
-    if (strcmp(name, "name") == 0) {
-        if (plan_json_string(v, name, &str, err, errlen) != 0)
-            return -1;
-        if (!*str || strlen(str) >= sizeof s->name)
-            return pdbx_fail(err, errlen, "name: \"%s\" has %zu characters (allowed: 1..%zu)", str, strlen(str),
-                             sizeof s->name - 1);
-        /* the name is printed on one-line headers and listings: no control characters */
-        for (const unsigned char *c = (const unsigned char *)str; *c; c++)
-            if (*c < 0x20 || *c == 0x7f)
-                return pdbx_fail(err, errlen, "name: \"%s\" contains control character 0x%02x "
-                                 "(allowed: printable text)", str, *c);
-        pdbx_strcopy(s->name, sizeof s->name, str);
-        return 0;
-    }
-    if (strcmp(name, "model") == 0) {
-        pdbx_model m;
-        if (cJSON_IsObject(v)) {
-            if (pdbx_model_from_json(v, "model", &m, err, errlen) != 0)
-                return -1;
-        } else {
-            if (plan_json_string(v, name, &str, err, errlen) != 0 || pdbx_model_load(str, &m, err, errlen) != 0)
-                return -1;
-        }
-        s->model = m;
-        return 0;
-    }
-    if (strcmp(name, "gpu") == 0) {
-        pdbx_gpu g;
-        if (cJSON_IsObject(v)) {
-            if (plan_gpu_from_json(v, "gpu", &g, err, errlen) != 0)
-                return -1;
-        } else {
-            if (plan_json_string(v, name, &str, err, errlen) != 0 || pdbx_gpu_load(str, &g, err, errlen) != 0)
-                return -1;
-        }
-        s->gpu = g;
-        return 0;
-    }
+    if (plan_json_string(v, "name", &str, err, errlen) != 0)
+        return -1;
+    if (!*str || strlen(str) >= sizeof s->name)
+        return pdbx_fail(err, errlen, "name: \"%s\" has %zu characters (allowed: 1..%zu)", str, strlen(str),
+                         sizeof s->name - 1);
+    /* the name is printed on one-line headers and listings: no control characters */
+    for (const unsigned char *c = (const unsigned char *)str; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            return pdbx_fail(err, errlen, "name: \"%s\" contains control character 0x%02x "
+                             "(allowed: printable text)", str, *c);
+    pdbx_strcopy(s->name, sizeof s->name, str);
+    return 0;
+}
+
+/* model and gpu take an inline object or a preset name / file path: 1 for an object, 0 for a
+ * name (in *str), -1 with the message for anything else. */
+static int preset_form(const cJSON *v, const char *name, const char **str, char *err, size_t errlen)
+{
+    if (cJSON_IsObject(v))
+        return 1;
+    return plan_json_string(v, name, str, err, errlen) == 0 ? 0 : -1;
+}
+
+/* "model" or "gpu" (which), inline or by preset name; *s is untouched on error. */
+static int read_preset_field(pdbx_spec *s, const char *which, const cJSON *v, char *err, size_t errlen)
+{
+    pdbx_model m = s->model;
+    pdbx_gpu g = s->gpu;
+    const char *str = NULL;
+    int form = preset_form(v, which, &str, err, errlen), rc;
+    if (form < 0)
+        return -1;
+    if (strcmp(which, "model") == 0)
+        rc = form ? pdbx_model_from_json(v, which, &m, err, errlen) : pdbx_model_load(str, &m, err, errlen);
+    else
+        rc = form ? plan_gpu_from_json(v, which, &g, err, errlen) : pdbx_gpu_load(str, &g, err, errlen);
+    if (rc != 0)
+        return -1;
+    s->model = m;
+    s->gpu = g;
+    return 0;
+}
+
+/* The fields with a reader of their own; 1 when name is not one of them. */
+static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char *err, size_t errlen)
+{
+    if (strcmp(name, "name") == 0)
+        return read_name(s, v, err, errlen);
+    if (strcmp(name, "model") == 0 || strcmp(name, "gpu") == 0)
+        return read_preset_field(s, name, v, err, errlen);
     if (strcmp(name, "gpu_mem_gb") == 0) {
         double gb;
         if (plan_json_number(v, name, 0.001, 1e6, &gb, err, errlen) != 0)
@@ -226,6 +231,20 @@ static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *e
         return plan_read_backend(v, &s->backend, err, errlen);
     if (strcmp(name, "mbs") == 0)
         return plan_read_mbs(v, s, err, errlen);
+    if (strcmp(name, "ops") == 0)
+        return plan_read_ops(v, &s->ops, err, errlen);
+    if (strcmp(name, "coll_sizes") == 0)
+        return plan_read_coll_sizes(v, s, err, errlen);
+    return 1;
+}
+
+/* Applies every field except configs/tp/pp/dp/gpus (those combine; see the callers). */
+static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *err, size_t errlen)
+{
+    const char *name = f->name;
+    int rc = apply_structured(s, name, v, err, errlen);
+    if (rc != 1)
+        return rc;
     if (strcmp(name, "mbs_min") == 0 || strcmp(name, "mbs_max") == 0) {
         long long x;
         if (plan_json_int(v, name, -(1LL << 40), 1LL << 40, &x, err, errlen) != 0 ||
@@ -234,10 +253,6 @@ static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *e
         *(name[5] == 'i' ? &s->mbs_min : &s->mbs_max) = (int)x;
         return 0;
     }
-    if (strcmp(name, "ops") == 0)
-        return plan_read_ops(v, &s->ops, err, errlen);
-    if (strcmp(name, "coll_sizes") == 0)
-        return plan_read_coll_sizes(v, s, err, errlen);
     if (strcmp(name, "bytes_per_param") == 0)
         return plan_json_number(v, name, 1, 64, &s->bytes_per_param, err, errlen);
     if (strcmp(name, "timeout_s") == 0)
@@ -369,6 +384,31 @@ int pdbx_spec_load(const char *name_or_path, pdbx_spec *spec, char *err, size_t 
 
 /* ---- overrides --------------------------------------------------------------------------- */
 
+/* The JSON value that pdbx_spec_set's text stands for: numbers and booleans parsed, strings
+ * and lists kept as text (their readers take the string forms). NULL with the message. */
+static cJSON *value_of_text(const field_def *f, const char *value, char *err, size_t errlen)
+{
+    static const char *const want[] = {[K_INT] = "an integer", [K_NUM] = "a number",
+                                       [K_BOOL] = "true or false"};
+    long long i;
+    double d;
+    int b, ok = 1;
+    cJSON *v = NULL;
+    if (f->kind == K_INT && (ok = plan_parse_ll(value, &i) == 0))
+        v = cJSON_CreateNumber((double)i);
+    else if (f->kind == K_NUM && (ok = plan_parse_double(value, &d) == 0))
+        v = cJSON_CreateNumber(d);
+    else if (f->kind == K_BOOL && (ok = plan_parse_bool(value, &b) == 0))
+        v = cJSON_CreateBool(b);
+    else if (ok)                                   /* K_STR, K_LIST */
+        v = cJSON_CreateString(value);
+    if (!ok)
+        pdbx_fail(err, errlen, "%s: expected %s, got \"%s\"", f->name, want[f->kind], value);
+    else if (!v)
+        pdbx_fail(err, errlen, "%s: out of memory", f->name);
+    return v;
+}
+
 int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *err, size_t errlen)
 {
     if (!field || !value)
@@ -376,146 +416,128 @@ int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *e
     const field_def *f = find_field(field);
     if (!f)
         return unknown_field(field, 0, err, errlen);
-    cJSON *v = NULL;
-    int rc = -1;
-    switch (f->kind) {
-    case K_INT: {
-        long long x;
-        if (plan_parse_ll(value, &x) != 0) {
-            pdbx_fail(err, errlen, "%s: expected an integer, got \"%s\"", field, value);
-            goto fail;
-        }
-        v = cJSON_CreateNumber((double)x);
-        break;
-    }
-    case K_NUM: {
-        double x;
-        if (plan_parse_double(value, &x) != 0) {
-            pdbx_fail(err, errlen, "%s: expected a number, got \"%s\"", field, value);
-            goto fail;
-        }
-        v = cJSON_CreateNumber(x);
-        break;
-    }
-    case K_BOOL: {
-        int b;
-        if (plan_parse_bool(value, &b) != 0) {
-            pdbx_fail(err, errlen, "%s: expected true or false, got \"%s\"", field, value);
-            goto fail;
-        }
-        v = cJSON_CreateBool(b);
-        break;
-    }
-    case K_STR:
-    case K_LIST:
-        v = cJSON_CreateString(value);
-        break;
-    }
-    if (!v) {
-        pdbx_fail(err, errlen, "%s: out of memory", field);
-        goto fail;
-    }
+    cJSON *v = value_of_text(f, value, err, errlen);
+    if (!v)
+        return -1;
     pdbx_spec t = *spec;
+    int rc;
     if (strcmp(field, "configs") == 0) {
         plan_config_set cs;
-        if (plan_configs_from_text(value, &cs, err, errlen) != 0)
-            goto fail;
-        plan_configs_apply(&t, &cs);
+        rc = plan_configs_from_text(value, &cs, err, errlen);
+        if (rc == 0)
+            plan_configs_apply(&t, &cs);
     } else if (strcmp(field, "tp") == 0 || strcmp(field, "pp") == 0 || strcmp(field, "dp") == 0 ||
                strcmp(field, "gpus") == 0) {
-        if (plan_configs_override(&t, field, v, err, errlen) != 0)
-            goto fail;
-    } else if (apply_field(&t, f, v, err, errlen) != 0) {
-        goto fail;
+        rc = plan_configs_override(&t, field, v, err, errlen);
+    } else {
+        rc = apply_field(&t, f, v, err, errlen);
     }
-    *spec = t;
-    rc = 0;
-fail:
     cJSON_Delete(v);
-    return rc;
+    if (rc != 0)
+        return -1;
+    *spec = t;
+    return 0;
 }
 
 /* ---- writing --------------------------------------------------------------------------- */
 
+/* Adds item under key, or frees it: 0, or -1 when item is NULL or cannot be added. */
+static int add_item(cJSON *o, const char *key, cJSON *item)
+{
+    if (item && cJSON_AddItemToObject(o, key, item))
+        return 0;
+    cJSON_Delete(item);
+    return -1;
+}
+
+/* Appends item to arr, or frees it: 0, or -1 when item is NULL or cannot be added. */
+static int push_item(cJSON *arr, cJSON *item)
+{
+    if (item && cJSON_AddItemToArray(arr, item))
+        return 0;
+    cJSON_Delete(item);
+    return -1;
+}
+
+static cJSON *configs_to_json(const pdbx_spec *s)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < s->nconfigs && i < PDBX_MAX_CONFIGS; i++) {
+        cJSON *c = cJSON_CreateObject();
+        if (push_item(arr, c) != 0 || !cJSON_AddNumberToObject(c, "tp", s->configs[i].tp) ||
+            !cJSON_AddNumberToObject(c, "pp", s->configs[i].pp) ||
+            !cJSON_AddNumberToObject(c, "dp", s->configs[i].dp)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static cJSON *mbs_to_json(const pdbx_spec *s)
+{
+    cJSON *mbs = cJSON_CreateObject();
+    if (mbs && (!cJSON_AddNumberToObject(mbs, "min", s->mbs_min) ||
+                !cJSON_AddNumberToObject(mbs, "max", s->mbs_max))) {
+        cJSON_Delete(mbs);
+        return NULL;
+    }
+    return mbs;
+}
+
+static cJSON *ops_to_json(const pdbx_spec *s)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < PDBX_OP_COUNT; i++)
+        if ((s->ops & PDBX_OP_BIT(i)) &&
+            push_item(arr, cJSON_CreateString(pdbx_op_name((pdbx_op)i))) != 0) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    return arr;
+}
+
+static cJSON *coll_sizes_to_json(const pdbx_spec *s)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < s->ncoll_sizes && i < PDBX_MAX_COLL_SIZES; i++)
+        if (push_item(arr, cJSON_CreateNumber(s->coll_sizes[i])) != 0) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    return arr;
+}
+
+/* In the order of the field table (fields[]). */
 cJSON *pdbx_spec_to_json(const pdbx_spec *s)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *model = NULL, *gpu = NULL, *configs = NULL, *mbs = NULL, *ops = NULL, *sizes = NULL;
     if (!o)
         return NULL;
-    if (!cJSON_AddStringToObject(o, "name", s->name))
-        goto fail;
-    model = plan_model_to_json(&s->model);
-    if (!model || !cJSON_AddItemToObject(o, "model", model))
-        goto fail_model;
-    model = NULL;
-    gpu = plan_gpu_to_json(&s->gpu);
-    if (!gpu || !cJSON_AddItemToObject(o, "gpu", gpu))
-        goto fail_gpu;
-    gpu = NULL;
-    if (!cJSON_AddNumberToObject(o, "layers", s->layers_profiled) ||
+    if (!cJSON_AddStringToObject(o, "name", s->name) ||
+        add_item(o, "model", plan_model_to_json(&s->model)) != 0 ||
+        add_item(o, "gpu", plan_gpu_to_json(&s->gpu)) != 0 ||
+        !cJSON_AddNumberToObject(o, "layers", s->layers_profiled) ||
         !cJSON_AddNumberToObject(o, "seq_len", s->seq_len) ||
         !cJSON_AddStringToObject(o, "dtype", pdbx_dtype_name(s->dtype)) ||
         !cJSON_AddStringToObject(o, "backend", pdbx_backend_name(s->backend)) ||
         !cJSON_AddNumberToObject(o, "gpus_per_node", s->gpus_per_node) ||
-        !cJSON_AddNumberToObject(o, "nodes", s->nodes))
-        goto fail;
-    configs = cJSON_AddArrayToObject(o, "configs");
-    if (!configs)
-        goto fail;
-    for (int i = 0; i < s->nconfigs && i < PDBX_MAX_CONFIGS; i++) {
-        cJSON *c = cJSON_CreateObject();
-        if (!c || !cJSON_AddItemToArray(configs, c)) {
-            cJSON_Delete(c);
-            goto fail;
-        }
-        if (!cJSON_AddNumberToObject(c, "tp", s->configs[i].tp) || !cJSON_AddNumberToObject(c, "pp", s->configs[i].pp) ||
-            !cJSON_AddNumberToObject(c, "dp", s->configs[i].dp))
-            goto fail;
-    }
-    mbs = cJSON_AddObjectToObject(o, "mbs");
-    if (!mbs || !cJSON_AddNumberToObject(mbs, "min", s->mbs_min) || !cJSON_AddNumberToObject(mbs, "max", s->mbs_max))
-        goto fail;
-    if (!cJSON_AddNumberToObject(o, "warmup", s->warmup) || !cJSON_AddNumberToObject(o, "steps", s->steps))
-        goto fail;
-    ops = cJSON_AddArrayToObject(o, "ops");
-    if (!ops)
-        goto fail;
-    for (int i = 0; i < PDBX_OP_COUNT; i++) {
-        if (!(s->ops & PDBX_OP_BIT(i)))
-            continue;
-        cJSON *n = cJSON_CreateString(pdbx_op_name((pdbx_op)i));
-        if (!n || !cJSON_AddItemToArray(ops, n)) {
-            cJSON_Delete(n);
-            goto fail;
-        }
-    }
-    if (!cJSON_AddBoolToObject(o, "collectives", s->collectives))
-        goto fail;
-    sizes = cJSON_AddArrayToObject(o, "coll_sizes");
-    if (!sizes)
-        goto fail;
-    for (int i = 0; i < s->ncoll_sizes && i < PDBX_MAX_COLL_SIZES; i++) {
-        cJSON *n = cJSON_CreateNumber(s->coll_sizes[i]);
-        if (!n || !cJSON_AddItemToArray(sizes, n)) {
-            cJSON_Delete(n);
-            goto fail;
-        }
-    }
-    if (!cJSON_AddBoolToObject(o, "predict_oom", s->predict_oom) ||
+        !cJSON_AddNumberToObject(o, "nodes", s->nodes) ||
+        add_item(o, "configs", configs_to_json(s)) != 0 ||
+        add_item(o, "mbs", mbs_to_json(s)) != 0 ||
+        !cJSON_AddNumberToObject(o, "warmup", s->warmup) ||
+        !cJSON_AddNumberToObject(o, "steps", s->steps) ||
+        add_item(o, "ops", ops_to_json(s)) != 0 ||
+        !cJSON_AddBoolToObject(o, "collectives", s->collectives) ||
+        add_item(o, "coll_sizes", coll_sizes_to_json(s)) != 0 ||
+        !cJSON_AddBoolToObject(o, "predict_oom", s->predict_oom) ||
         !cJSON_AddNumberToObject(o, "bytes_per_param", s->bytes_per_param) ||
         !cJSON_AddBoolToObject(o, "zero1", s->zero1) ||
         !cJSON_AddBoolToObject(o, "flash_attention", s->flash_attention) ||
         !cJSON_AddNumberToObject(o, "timeout_s", s->timeout_s) ||
-        !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2))
-        goto fail;
+        !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
-fail_model:
-    cJSON_Delete(model);
-    goto fail;
-fail_gpu:
-    cJSON_Delete(gpu);
-fail:
-    cJSON_Delete(o);
-    return NULL;
 }

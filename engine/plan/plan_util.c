@@ -150,22 +150,32 @@ int plan_json_string(const cJSON *v, const char *field, const char **out, char *
     return 0;
 }
 
-int plan_parse_ll(const char *s, long long *out)
+/* s past its leading blanks, or NULL when s is NULL or blank: a number needs a digit. */
+static const char *number_start(const char *s)
 {
     if (!s)
-        return -1;
+        return NULL;
     while (isspace((unsigned char)*s))
         s++;
-    if (!*s)
+    return *s ? s : NULL;
+}
+
+/* 1 when only blanks are left at end: "12 " is a number, "12x" is not. */
+static int blank_rest(const char *end)
+{
+    while (isspace((unsigned char)*end))
+        end++;
+    return *end == '\0';
+}
+
+int plan_parse_ll(const char *s, long long *out)
+{
+    if (!(s = number_start(s)))
         return -1;
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end)
+    if (errno || end == s || !blank_rest(end))
         return -1;
     *out = v;
     return 0;
@@ -173,20 +183,12 @@ int plan_parse_ll(const char *s, long long *out)
 
 int plan_parse_double(const char *s, double *out)
 {
-    if (!s)
-        return -1;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (!*s)
+    if (!(s = number_start(s)))
         return -1;
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v))
-        return -1;
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end)
+    if (errno || end == s || !isfinite(v) || !blank_rest(end))
         return -1;
     *out = v;
     return 0;
@@ -275,4 +277,25 @@ int plan_layers_per_stage(const pdbx_model *m, int pp)
     if (pp <= 0)
         return m->layers;
     return (m->layers + pp - 1) / pp;
+}
+
+cJSON *plan_fields_to_json(const void *obj, const plan_json_field *f, size_t n)
+{
+    cJSON *o = cJSON_CreateObject();
+    const char *base = obj;
+    for (size_t i = 0; o && i < n; i++) {
+        const void *at = base + f[i].offset;
+        int ok = 0;
+        switch (f[i].kind) {
+        case PLAN_J_STR: ok = cJSON_AddStringToObject(o, f[i].key, at) != NULL; break;
+        case PLAN_J_INT: ok = cJSON_AddNumberToObject(o, f[i].key, *(const int *)at) != NULL; break;
+        case PLAN_J_NUM: ok = cJSON_AddNumberToObject(o, f[i].key, *(const double *)at) != NULL; break;
+        case PLAN_J_BOOL: ok = cJSON_AddBoolToObject(o, f[i].key, *(const int *)at) != NULL; break;
+        }
+        if (!ok) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    }
+    return o;
 }

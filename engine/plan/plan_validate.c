@@ -56,7 +56,8 @@ static int check_bool(const char *field, int v, char *err, size_t errlen)
     return 0;
 }
 
-int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
+/* The model, the layer count and the scalar run settings. */
+static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
 {
     const pdbx_model *m = &s->model;
     if (m->hidden <= 0 || m->intermediate <= 0 || m->heads <= 0 || m->kv_heads <= 0 || m->head_dim <= 0 ||
@@ -84,36 +85,44 @@ int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
                          s->mbs_min, s->mbs_max);
     if (range("warmup", s->warmup, 0, 1000, err, errlen) != 0 || range("steps", s->steps, 1, 100000, err, errlen) != 0)
         return -1;
+    return 0;
+}
 
-    if (s->nconfigs < 1 || s->nconfigs > PDBX_MAX_CONFIGS)
-        return pdbx_fail(err, errlen, "configs: %d configurations (allowed: 1..%d)", s->nconfigs, PDBX_MAX_CONFIGS);
-    long long cluster = (long long)s->gpus_per_node * s->nodes;
-    for (int i = 0; i < s->nconfigs; i++) {
-        const pdbx_parallel *c = &s->configs[i];
-        if (range("tp", c->tp, 1, 4096, err, errlen) != 0 || range("pp", c->pp, 1, 4096, err, errlen) != 0 ||
-            range("dp", c->dp, 1, 65536, err, errlen) != 0)
-            return -1;
-        int value;
-        const char *why = tp_violation(m, c->tp, &value);
-        if (why) {
-            char allowed[512];
-            tp_allowed(m, allowed, sizeof allowed);
-            return pdbx_fail(err, errlen, "tp: %d %s %d (allowed: %s)", c->tp, why, value, allowed);
-        }
-        if (c->pp > m->layers)
-            return pdbx_fail(err, errlen, "pp: %d is greater than num_hidden_layers %d of %s (allowed: 1..%d)",
-                             c->pp, m->layers, m->name, m->layers);
-        long long g = (long long)c->tp * c->pp * c->dp;
-        if (g > cluster)
-            return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d needs %lld GPUs but gpus_per_node %d x nodes %d "
-                             "= %lld (allowed: at most %lld GPUs per configuration)", c->tp, c->pp, c->dp, g,
-                             s->gpus_per_node, s->nodes, cluster, cluster);
-        for (int j = 0; j < i; j++)
-            if (s->configs[j].tp == c->tp && s->configs[j].pp == c->pp && s->configs[j].dp == c->dp)
-                return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d is listed twice (allowed: each configuration "
-                                 "once)", c->tp, c->pp, c->dp);
+/* Configuration i: its degrees, TP against the model, PP against the layers, the GPUs it needs
+ * against the cluster, and no repeat of an earlier one. */
+static int check_config(const pdbx_spec *s, int i, char *err, size_t errlen)
+{
+    const pdbx_model *m = &s->model;
+    const pdbx_parallel *c = &s->configs[i];
+    if (range("tp", c->tp, 1, 4096, err, errlen) != 0 || range("pp", c->pp, 1, 4096, err, errlen) != 0 ||
+        range("dp", c->dp, 1, 65536, err, errlen) != 0)
+        return -1;
+    int value;
+    const char *why = tp_violation(m, c->tp, &value);
+    if (why) {
+        char allowed[512];
+        tp_allowed(m, allowed, sizeof allowed);
+        return pdbx_fail(err, errlen, "tp: %d %s %d (allowed: %s)", c->tp, why, value, allowed);
     }
+    if (c->pp > m->layers)
+        return pdbx_fail(err, errlen, "pp: %d is greater than num_hidden_layers %d of %s (allowed: 1..%d)",
+                         c->pp, m->layers, m->name, m->layers);
+    long long cluster = (long long)s->gpus_per_node * s->nodes;
+    long long g = (long long)c->tp * c->pp * c->dp;
+    if (g > cluster)
+        return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d needs %lld GPUs but gpus_per_node %d x nodes %d "
+                         "= %lld (allowed: at most %lld GPUs per configuration)", c->tp, c->pp, c->dp, g,
+                         s->gpus_per_node, s->nodes, cluster, cluster);
+    for (int j = 0; j < i; j++)
+        if (s->configs[j].tp == c->tp && s->configs[j].pp == c->pp && s->configs[j].dp == c->dp)
+            return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d is listed twice (allowed: each configuration "
+                             "once)", c->tp, c->pp, c->dp);
+    return 0;
+}
 
+/* The ops mask, the collectives switch and the message sizes. */
+static int check_ops(const pdbx_spec *s, char *err, size_t errlen)
+{
     if (s->ops == 0)
         return pdbx_fail(err, errlen, "ops: empty (allowed: one or more op names, or \"all\")");
     if (s->ops & ~PDBX_OPS_ALL)
@@ -134,6 +143,12 @@ int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
             return pdbx_fail(err, errlen, "coll_sizes: %.0f after %.0f (allowed: ascending, each size once)", x,
                              s->coll_sizes[i - 1]);
     }
+    return 0;
+}
+
+/* The memory-model switches and figures, the timeout and the GPU preset. */
+static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
+{
     if (check_bool("predict_oom", s->predict_oom, err, errlen) != 0 || check_bool("zero1", s->zero1, err, errlen) != 0 ||
         check_bool("flash_attention", s->flash_attention, err, errlen) != 0 ||
         check_bool("flush_l2", s->flush_l2, err, errlen) != 0)
@@ -157,5 +172,20 @@ int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
         return pdbx_fail(err, errlen, "gpu: cpu is the host preset, backend cuda needs a GPU preset (allowed: %s)",
                          used ? list : "a gpus/<name>.json preset");
     }
+    return 0;
+}
+
+/* In the order a reader meets the fields: the first fault is the one reported. */
+int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
+{
+    if (check_model_and_run(s, err, errlen) != 0)
+        return -1;
+    if (s->nconfigs < 1 || s->nconfigs > PDBX_MAX_CONFIGS)
+        return pdbx_fail(err, errlen, "configs: %d configurations (allowed: 1..%d)", s->nconfigs, PDBX_MAX_CONFIGS);
+    for (int i = 0; i < s->nconfigs; i++)
+        if (check_config(s, i, err, errlen) != 0)
+            return -1;
+    if (check_ops(s, err, errlen) != 0 || check_memory_and_gpu(s, err, errlen) != 0)
+        return -1;
     return 0;
 }

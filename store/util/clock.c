@@ -1,6 +1,8 @@
 /* clock.c: see clock.h. */
 #include "store/util/clock.h"
 
+#include <errno.h>
+
 static double seconds_of(clockid_t id)
 {
     struct timespec ts;
@@ -22,4 +24,13 @@ struct timespec pdbx_mono_deadline(double seconds)
     ts.tv_sec += (time_t)(whole + ns / 1000000000LL);
     ts.tv_nsec = (long)(ns % 1000000000LL);
     return ts;
+}
+
+void pdbx_sleep_ms(long ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }

@@ -14,5 +14,8 @@ double pdbx_wall_s(void);
 /* The CLOCK_MONOTONIC timespec `seconds` from now (for pthread_cond_timedwait with a
  * monotonic condattr, and nanosleep-style deadlines). */
 struct timespec pdbx_mono_deadline(double seconds);
+/* Sleeps `ms` milliseconds, resuming after signals (a handler that must cut the wait short
+ * sets a flag that the caller's polling loop reads). ms <= 0 returns at once. */
+void pdbx_sleep_ms(long ms);
 
 #endif

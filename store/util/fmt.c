@@ -30,17 +30,21 @@ char *pdbx_fmt_ms(double ms, int valid, char *buf, size_t len)
     return buf;
 }
 
+/* v with fewer decimals as it grows: `small` below 10, `mid` below 100, `large` above. */
+static char *fixed_by_magnitude(double v, int valid, int small, int mid, int large, char *buf, size_t len)
+{
+    if (!valid || !isfinite(v)) {
+        snprintf(buf, len, "%s", PDBX_NA);
+        return buf;
+    }
+    double a = fabs(v);
+    snprintf(buf, len, "%.*f", a >= 100.0 ? large : (a >= 10.0 ? mid : small), v);
+    return buf;
+}
+
 char *pdbx_fmt_ratio(double r, int valid, char *buf, size_t len)
 {
-    if (!valid || !isfinite(r))
-        snprintf(buf, len, "%s", PDBX_NA);
-    else if (fabs(r) >= 100.0)
-        snprintf(buf, len, "%.1f", r);
-    else if (fabs(r) >= 10.0)
-        snprintf(buf, len, "%.2f", r);
-    else
-        snprintf(buf, len, "%.3f", r);
-    return buf;
+    return fixed_by_magnitude(r, valid, 3, 2, 1, buf, len);
 }
 
 char *pdbx_fmt_size(double bytes, char *buf, size_t len)
@@ -76,13 +80,7 @@ char *pdbx_fmt_gb(double bytes, char *buf, size_t len)
 
 char *pdbx_fmt_gbs(double gbs, int valid, char *buf, size_t len)
 {
-    if (!valid || !isfinite(gbs))
-        snprintf(buf, len, "%s", PDBX_NA);
-    else if (fabs(gbs) >= 100.0)
-        snprintf(buf, len, "%.0f", gbs);
-    else
-        snprintf(buf, len, "%.1f", gbs);
-    return buf;
+    return fixed_by_magnitude(gbs, valid, 1, 1, 0, buf, len);
 }
 
 char *pdbx_fmt_time(double unix_s, char *buf, size_t len)

@@ -7,6 +7,9 @@
  *    "1.235", "0.1235") and a fixed upper bound on decimals, so columns stay readable.
  *  - Byte sizes are IEC ("1.5 MiB", "512 B"): message and file sizes are powers of two.
  *    Memory-model figures are decimal GB (1e9) like GPU datasheets ("47.9").
+ *  - One time-zone rule: a moment shown to people is local time (pdbx_fmt_time), in the CLI
+ *    and the explorer alike, so the two never disagree. UTC appears only in text a machine reads
+ *    back (the stamp inside run ids, stored timestamps), never through this module.
  *  - Tables are built cell by cell and printed with each column as wide as its widest cell,
  *    numbers right-aligned, text left-aligned, two spaces between columns.
  */
@@ -28,7 +31,7 @@ char *pdbx_fmt_size(double bytes, char *buf, size_t len);
 char *pdbx_fmt_gb(double bytes, char *buf, size_t len);
 /* GB/s with one decimal below 100, none above; invalid -> N/A. */
 char *pdbx_fmt_gbs(double gbs, int valid, char *buf, size_t len);
-/* Local time "YYYY-MM-DD HH:MM"; 0 or negative -> N/A. */
+/* Local time (the TZ of the process) "YYYY-MM-DD HH:MM"; 0, negative or non-finite -> N/A. */
 char *pdbx_fmt_time(double unix_s, char *buf, size_t len);
 /* Duration "42s", "3m05s", "2h07m"; negative/non-finite -> N/A. */
 char *pdbx_fmt_duration(double s, char *buf, size_t len);

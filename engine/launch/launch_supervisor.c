@@ -1,0 +1,317 @@
+/* launch_supervisor.c: the supervisor of a launched sweep (launch_supervisor.h).
+ *
+ * mpirun runs in a process group of its own: mpirun answers SIGTERM by killing its ranks after
+ * one second, which would lose the measurement in flight and the run_end. A cancel (SIGTERM to
+ * the supervisor's group) is instead forwarded as SIGUSR1, which mpirun passes to every rank,
+ * and the engine ends the run `cancelled`. If the engine has not ended within CANCEL_GRACE_S
+ * the supervisor escalates (SIGTERM, then SIGKILL) and writes run_end itself.
+ */
+#include "engine/launch/launch_supervisor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/plan/plan_event.h"
+#include "store/events.h"
+#include "store/version.h"
+#include "store/util/clock.h"
+#include "store/util/err.h"
+#include "store/util/proc.h"
+#include "store/util/text.h"
+
+#define CANCEL_GRACE_S 60
+
+/* ---- run-file and log queries ------------------------------------------------------------ */
+typedef struct {
+    int starts, has_end;
+} file_state;
+
+static int note_event(const cJSON *ev, void *ctx)
+{
+    file_state *fs = ctx;
+    pdbx_event_type t = pdbx_event_type_of(ev);
+    if (t == PDBX_EV_RUN_END)
+        fs->has_end = 1;
+    if (t == PDBX_EV_RUN_START || t == PDBX_EV_LAUNCH)
+        fs->starts++;
+    return 0;
+}
+
+static file_state read_state(const char *path)
+{
+    file_state fs = { 0, 0 };
+    pdbx_scan_result res;
+    char err[256];
+    if (access(path, F_OK) == 0)
+        pdbx_scan_file(path, 0, note_event, &fs, &res, err, sizeof err);
+    return fs;
+}
+
+int pdbx_sup_run_starts(const char *path)
+{
+    return read_state(path).starts;
+}
+
+void pdbx_sup_log_tail(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512], last[512] = "";
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        /* the engine's and the supervisor's own messages are the useful ones; mpirun's
+         * banners, the launch command and the closing summary are not */
+        if (strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
+            !strstr(line, "cannot record the failed start"))
+            pdbx_strcopy(last, sizeof last, line);
+    }
+    fclose(f);
+    pdbx_strcopy(out, len, last);
+}
+
+/* ---- writing run ends -------------------------------------------------------------------- */
+/* Appends ev (and frees it); 0 or -1 with err. */
+static int append_event(pdbx_run_writer *w, cJSON *ev, char *err, size_t errlen)
+{
+    int rc = ev ? pdbx_run_writer_append(w, ev, err, errlen)
+                : pdbx_fail(err, errlen, "out of memory building an event");
+    cJSON_Delete(ev);
+    return rc;
+}
+
+static void close_run(pdbx_store *st, pdbx_run_writer *w)
+{
+    char err[256];
+    if (w)
+        pdbx_run_writer_close(w, err, sizeof err);
+    if (st)
+        pdbx_store_close(st);
+}
+
+static void append_end(const char *store_dir, const char *id, pdbx_run_status status,
+                       const char *reason)
+{
+    pdbx_store *st = NULL;
+    pdbx_run_writer *w = NULL;
+    char err[512];
+    /* only a run the engine created gets a run_end: a sweep that never started has no run */
+    if (pdbx_store_open(store_dir, 1, &st, err, sizeof err) != 0 ||
+        pdbx_run_writer_open(st, id, &w, err, sizeof err) != 0 ||
+        append_event(w, pdbx_event_run_end(status, reason, NAN, pdbx_event_by_supervisor), err,
+                     sizeof err) != 0)
+        fprintf(stderr, "pdbx supervisor: cannot write run_end: %s\n", err);
+    else
+        fprintf(stderr, "pdbx supervisor: run_end %s: %s\n", pdbx_run_status_name(status), reason);
+    close_run(st, w);
+}
+
+/* run_start of a run the engine never created: from the plan, with this process as launcher. */
+static cJSON *planned_start_event(const pdbx_sup_job *job)
+{
+    pdbx_ev_launcher who;
+    memset(&who, 0, sizeof who);
+    pdbx_strcopy(who.id, sizeof who.id, job->id);
+    pdbx_strcopy(who.pdbx_version, sizeof who.pdbx_version, pdbx_version());
+    pdbx_strcopy(who.git_rev, sizeof who.git_rev, pdbx_git_rev());
+    pdbx_hostname(who.host, sizeof who.host, "unknown");
+    who.pid = (long)getpid();
+    char err[256];
+    pdbx_plan_point *pts = NULL;
+    size_t npts = 0;
+    if (pdbx_plan_expand(&job->spec, &pts, &npts, err, sizeof err) != 0)
+        npts = 0;   /* the spec was valid when launched; record the run even without points */
+    cJSON *ev = pdbx_plan_run_start(&who, NULL, NULL, &job->spec, pts, npts);
+    free(pts);
+    return ev;
+}
+
+/* The engine never created the run (mpirun missing, the backend refused the spec ...): record
+ * the attempt as a run of its own, run_start from the plan and run_end failed with the reason,
+ * so every launch shows up in the store with why it failed. */
+static void record_failed_start(const pdbx_sup_job *job, const char *fallback)
+{
+    char reason[512], err[512];
+    fflush(stderr);
+    pdbx_sup_log_tail(job->log_path, reason, sizeof reason);
+    const char *own = "pdbx supervisor: ";
+    if (strncmp(reason, own, strlen(own)) == 0)
+        memmove(reason, reason + strlen(own), strlen(reason + strlen(own)) + 1);
+    if (!reason[0])
+        pdbx_strcopy(reason, sizeof reason, fallback);
+    pdbx_store *st = NULL;
+    pdbx_run_writer *w = NULL;
+    int rc = pdbx_store_open(job->store_dir, 1, &st, err, sizeof err) == 0 &&
+             pdbx_run_writer_create(st, job->id, &w, err, sizeof err) == 0 ? 0 : -1;
+    if (rc == 0)
+        rc = append_event(w, planned_start_event(job), err, sizeof err);
+    if (rc == 0)
+        rc = append_event(w, pdbx_event_run_end(PDBX_RUN_FAILED, reason, 0, pdbx_event_by_supervisor),
+                          err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "pdbx supervisor: cannot record the failed start: %s\n", err);
+    close_run(st, w);
+}
+
+/* ---- running mpirun ---------------------------------------------------------------------- */
+static volatile sig_atomic_t sup_cancel;
+
+static void sup_on_signal(int sig)
+{
+    (void)sig;
+    sup_cancel = 1;
+}
+
+static const char *mpirun_path(void)
+{
+    const char *env = getenv("PDBX_MPIRUN");
+    return env && *env ? env : "mpirun";
+}
+
+/* The mpirun command line for np ranks (npbuf holds np's text); returns argc. */
+static int mpirun_argv(const pdbx_sup_job *job, int np, char npbuf[16], const char *argv[24])
+{
+    snprintf(npbuf, 16, "%d", np);
+    int a = 0;
+    argv[a++] = mpirun_path();
+    if (geteuid() == 0)
+        argv[a++] = "--allow-run-as-root";
+    if (sysconf(_SC_NPROCESSORS_ONLN) < np)
+        argv[a++] = "--oversubscribe";
+    /* the engine sets BLAS threads per rank itself (cores / ranks per node): no binding */
+    const char *tail[] = { "--bind-to", "none", "-np", npbuf, job->engine,
+                           "--spec", job->spec_path, "--store", job->store_dir,
+                           "--run-id", job->id };
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        argv[a++] = tail[i];
+    argv[a] = NULL;
+    return a;
+}
+
+/* In the forked child: mpirun in a process group of its own, tied to the supervisor's life. */
+static void exec_mpirun(const char *const *argv, pid_t supervisor)
+{
+    setpgid(0, 0);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    /* If the supervisor dies (kill -9), mpirun tears the sweep down: otherwise the ranks go on
+     * writing a run that the store already shows as failed (launcher gone) and that
+     * `pdbx cancel` can no longer reach. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != supervisor)
+        _exit(127);
+    execvp(argv[0], (char *const *)argv);
+    fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Waits for mpirun, forwarding a cancel and escalating after the grace; its wait status. */
+static int wait_mpirun(pid_t pid, int *cancelled)
+{
+    int status = 0, forwarded = 0;
+    double cancel_at = -1;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (sup_cancel && !forwarded) {
+            kill(pid, SIGUSR1);       /* mpirun forwards SIGUSR1 to every rank */
+            forwarded = 1;
+            cancel_at = pdbx_mono_s();
+            *cancelled = 1;
+        }
+        if (cancel_at >= 0 && pdbx_mono_s() - cancel_at > CANCEL_GRACE_S) {
+            kill(pid, SIGTERM);
+            pdbx_sleep_ms(5000);
+            kill(-pid, SIGKILL);
+            cancel_at = -1;
+        }
+        pdbx_sleep_ms(100);
+    }
+}
+
+/* Runs one mpirun to its end; returns its wait status, -1 when it could not be started. */
+static int run_mpirun(const pdbx_sup_job *job, int np, int *cancelled)
+{
+    char npbuf[16];
+    const char *argv[24];
+    int argc = mpirun_argv(job, np, npbuf, argv);
+    fprintf(stderr, "pdbx supervisor: launching");
+    for (int i = 0; i < argc; i++)
+        fprintf(stderr, " %s", argv[i]);
+    fprintf(stderr, "\n");
+    pid_t supervisor = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0)
+        exec_mpirun(argv, supervisor);
+    return wait_mpirun(pid, cancelled);
+}
+
+/* ---- the sweep ---------------------------------------------------------------------------- */
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sup_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Why mpirun -np np ended without a run_end, from its wait status. */
+static void end_reason(int status, int np, char *buf, size_t len)
+{
+    if (status < 0)
+        snprintf(buf, len, "could not run mpirun: %s", strerror(errno));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "mpirun (-np %d) was killed by signal %d", np, WTERMSIG(status));
+    else
+        snprintf(buf, len, "mpirun (-np %d) exited with status %d without a run end (a rank "
+                 "died or was killed)", np, WEXITSTATUS(status));
+}
+
+void pdbx_sup_run(const pdbx_sup_job *job)
+{
+    install_handlers();
+    char pidbuf[32];
+    snprintf(pidbuf, sizeof pidbuf, "%ld", (long)getpid());
+    setenv("PDBX_LAUNCHER_PID", pidbuf, 1);
+    int cancelled = 0;
+    for (int i = 0; i < job->nsizes; i++) {
+        int status = run_mpirun(job, job->sizes[i], &cancelled);
+        file_state fs = read_state(job->run_path);
+        if (fs.has_end)
+            return;                                   /* the engine ended the run */
+        if (fs.starts == 0) {
+            char why[128];
+            snprintf(why, sizeof why, "the engine did not start (mpirun -np %d exit status %d)",
+                     job->sizes[i], status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            record_failed_start(job, why);
+            return;
+        }
+        int ok = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (ok && !cancelled && !sup_cancel)
+            continue;                                 /* more rank counts to launch */
+        char reason[256];
+        end_reason(status, job->sizes[i], reason, sizeof reason);
+        append_end(job->store_dir, job->id,
+                   cancelled || sup_cancel ? PDBX_RUN_CANCELLED : PDBX_RUN_FAILED, reason);
+        return;
+    }
+    if (!read_state(job->run_path).has_end)
+        append_end(job->store_dir, job->id, PDBX_RUN_FAILED,
+                   "the launches ended before every point was done");
+}
