@@ -4,6 +4,8 @@
 #include "engine/backends/host.h"
 #include "store/events.h"
 #include "store/version.h"
+#include "engine/plan/plan_event.h"
+#include "store/util/proc.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -124,48 +126,6 @@ static cJSON *launch_event(pdbx_engine *e, const pdbx_ev_launcher *who, cJSON *e
     return ev;
 }
 
-/* run_start: the spec, the model, the run's settings and the whole plan. */
-static cJSON *run_start_event(pdbx_engine *e, const pdbx_ev_launcher *who, cJSON *env)
-{
-    const pdbx_spec *sp = &e->spec;
-    pdbx_ev_run_start h;
-    memset(&h, 0, sizeof h);
-    h.who = *who;
-    snprintf(h.backend, sizeof h.backend, "%s", e->be.compute->name);
-    const pdbx_model *m = &sp->model;
-    pdbx_model_info mi = { .hidden = m->hidden, .intermediate = m->intermediate,
-                           .heads = m->heads, .kv_heads = m->kv_heads, .head_dim = m->head_dim,
-                           .layers = m->layers, .vocab = m->vocab };
-    snprintf(mi.name, sizeof mi.name, "%s", m->name);
-    snprintf(mi.tag, sizeof mi.tag, "%s", m->tag);
-    h.model = mi;
-    h.layers_profiled = sp->layers_profiled;
-    h.seq_len = sp->seq_len;
-    h.warmup = sp->warmup;
-    h.steps = sp->steps;
-    snprintf(h.dtype, sizeof h.dtype, "%s", pdbx_dtype_name(sp->dtype));
-    snprintf(h.gpu, sizeof h.gpu, "%s", sp->gpu.name);
-    snprintf(h.gpu_tag, sizeof h.gpu_tag, "%s", sp->gpu.tag);
-    pdbx_ev_plan_point *pts = malloc(sizeof *pts * (e->npoints ? e->npoints : 1));
-    if (!pts) {
-        cJSON_Delete(env);
-        return NULL;
-    }
-    for (size_t i = 0; i < e->npoints; i++) {
-        const pdbx_plan_point *p = &e->points[i];
-        pts[i] = (pdbx_ev_plan_point){ .index = p->index, .tp = p->tp, .pp = p->pp, .dp = p->dp,
-                                       .mbs = p->mbs, .seq_len = sp->seq_len,
-                                       .predicted_mem_bytes = p->mem.total,
-                                       .predicted_oom = p->predicted_oom };
-    }
-    cJSON *spec = pdbx_spec_to_json(sp);
-    cJSON *ev = spec ? pdbx_event_run_start(&h, spec, env, pts, e->npoints) : NULL;
-    if (!spec)
-        cJSON_Delete(env);
-    free(pts);
-    return ev;
-}
-
 cJSON *pdbx_env_start_event(pdbx_engine *e)
 {
     pdbx_ev_launcher who = { .pid = launcher_pid(), .world_size = e->size,
@@ -173,10 +133,12 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
     snprintf(who.id, sizeof who.id, "%s", e->run_id);
     snprintf(who.pdbx_version, sizeof who.pdbx_version, "%s", pdbx_version());
     snprintf(who.git_rev, sizeof who.git_rev, "%s", pdbx_git_rev());
-    snprintf(who.host, sizeof who.host, "unknown");
-    gethostname(who.host, sizeof who.host - 1);
+    pdbx_hostname(who.host, sizeof who.host, "unknown");
     cJSON *env = pdbx_env_json(e);
     if (!env)
         return NULL;       /* NULL (out of memory) rather than an event with fields missing */
-    return e->append ? launch_event(e, &who, env) : run_start_event(e, &who, env);
+    if (e->append)
+        return launch_event(e, &who, env);
+    /* run_start: the spec, the model, the run's settings and the whole plan */
+    return pdbx_plan_run_start(&who, e->be.compute->name, env, &e->spec, e->points, e->npoints);
 }

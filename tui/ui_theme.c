@@ -1,5 +1,6 @@
 /* ui_theme.c: see ui_theme.h. */
 #include "tui/ui_theme.h"
+#include "store/util/proc.h"
 
 #include <ctype.h>
 #include <curses.h>
@@ -277,11 +278,7 @@ const char *ui_themes_dir(void)
         return dir;
     }
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
+    if (pdbx_exe_dir(exe, sizeof(exe)) == 0) {
         snprintf(dir, sizeof(dir), "%.*s/../../themes", (int)(sizeof(dir) - 20), exe);
         if (access(dir, R_OK) == 0)
             return dir;

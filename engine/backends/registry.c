@@ -2,6 +2,7 @@
 #include "engine/backends/registry.h"
 #include "engine/comm/mpi/comm_mpi.h"
 #include "engine/backends/cpu/cpu_compute.h"
+#include "store/util/proc.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -17,14 +18,12 @@ void pdbx_backend_cuda_lib_path(char *buf, size_t len)
         snprintf(buf, len, "%s", env);
         return;
     }
-    char exe[PDBX_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    char dir[PDBX_PATH_MAX];
+    if (pdbx_exe_dir(dir, sizeof dir) != 0) {
         snprintf(buf, len, "libpdbx_cuda.so");
         return;
     }
-    exe[n] = '\0';
-    snprintf(buf, len, "%s/../lib/libpdbx_cuda.so", dirname(exe));
+    snprintf(buf, len, "%s/../lib/libpdbx_cuda.so", dir);
 }
 
 /* Loads the cuda library and its entry; 0 with *entry set, or -1 with the reason. */

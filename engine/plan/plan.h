@@ -131,11 +131,6 @@ typedef struct {
 int pdbx_plan_expand(const pdbx_spec *spec, pdbx_plan_point **out, size_t *n,
                      char *err, size_t errlen);
 
-/* Adds what a run_start event records of the plan (docs/events.md) to ev: spec, model,
- * layers_profiled, seq_len, dtype, gpu, gpu_tag, warmup, steps and points. The caller adds
- * the rest (type, id, host, pid, the backend actually used, env). 0, or -1 out of memory. */
-int pdbx_plan_describe(cJSON *ev, const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n);
-
 /* ---- per-op shapes on one TP rank (design.md section 3) ------------------------------- */
 typedef struct {
     int64_t m, n, k;              /* GEMM: [m,k] x [k,n]; elementwise: m rows x n cols, k = 0 */

@@ -1,7 +1,5 @@
 /* plan_describe.c: the plan as a run_start event records it. pdbx_plan_run_start
- * (plan_event.h) encodes it through the event schema; pdbx_plan_describe (plan.h) is the older
- * form that adds the same members to an event its caller built, kept until engine_env.c
- * moves to pdbx_plan_run_start. */
+ * (plan_event.h) encodes it through the event schema. */
 #include "engine/plan/plan_event.h"
 
 #include <stdlib.h>
@@ -55,49 +53,4 @@ cJSON *pdbx_plan_run_start(const pdbx_ev_launcher *who, const char *backend, cJS
     cJSON *ev = pdbx_event_run_start(&h, spec, env, ep, n);
     free(ep);
     return ev;
-}
-
-int pdbx_plan_describe(cJSON *ev, const pdbx_spec *sp, const pdbx_plan_point *pts, size_t n)
-{
-    cJSON *spec = pdbx_spec_to_json(sp);
-    if (!spec || !cJSON_AddItemToObject(ev, "spec", spec)) {
-        cJSON_Delete(spec);
-        return -1;
-    }
-    cJSON *m = cJSON_AddObjectToObject(ev, "model");
-    if (!m)
-        return -1;
-    const pdbx_model *md = &sp->model;
-    int ok = cJSON_AddStringToObject(m, "name", md->name) && cJSON_AddStringToObject(m, "tag", md->tag)
-        && cJSON_AddNumberToObject(m, "hidden", md->hidden)
-        && cJSON_AddNumberToObject(m, "intermediate", md->intermediate)
-        && cJSON_AddNumberToObject(m, "heads", md->heads)
-        && cJSON_AddNumberToObject(m, "kv_heads", md->kv_heads)
-        && cJSON_AddNumberToObject(m, "head_dim", md->head_dim)
-        && cJSON_AddNumberToObject(m, "layers", md->layers)
-        && cJSON_AddNumberToObject(m, "vocab", md->vocab)
-        && cJSON_AddNumberToObject(ev, "layers_profiled", sp->layers_profiled)
-        && cJSON_AddNumberToObject(ev, "seq_len", sp->seq_len)
-        && cJSON_AddStringToObject(ev, "dtype", pdbx_dtype_name(sp->dtype))
-        && cJSON_AddStringToObject(ev, "gpu", sp->gpu.name)
-        && cJSON_AddStringToObject(ev, "gpu_tag", sp->gpu.tag)
-        && cJSON_AddNumberToObject(ev, "warmup", sp->warmup)
-        && cJSON_AddNumberToObject(ev, "steps", sp->steps);
-    cJSON *arr = ok ? cJSON_AddArrayToObject(ev, "points") : NULL;
-    if (!arr)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        const pdbx_plan_point *p = &pts[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o))
-            return cJSON_Delete(o), -1;
-        if (!cJSON_AddNumberToObject(o, "index", p->index) || !cJSON_AddNumberToObject(o, "tp", p->tp)
-            || !cJSON_AddNumberToObject(o, "pp", p->pp) || !cJSON_AddNumberToObject(o, "dp", p->dp)
-            || !cJSON_AddNumberToObject(o, "mbs", p->mbs)
-            || !cJSON_AddNumberToObject(o, "seq_len", sp->seq_len)
-            || !cJSON_AddNumberToObject(o, "predicted_mem_bytes", p->mem.total)
-            || !cJSON_AddBoolToObject(o, "predicted_oom", p->predicted_oom))
-            return -1;
-    }
-    return 0;
 }
