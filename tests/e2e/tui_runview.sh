@@ -56,7 +56,8 @@ screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "the 
 keys Escape; wait_for "2 runs"
 quit_and_check
 # the point's DP gradient all-reduce shows under the total of a DP config (the shipped CPU
-# recording: 193.5, 308.7, 152.7, 179.1 ms mean at MBS 1, 2, 4, 8, as `pdbx show` prints)
+# recording: 25.81, 25.74, 24.72, 24.15 ms mean at MBS 1, 2, 4, 8, as `pdbx show` prints), and
+# the recording's measured layer and total (129.7 .. 915.6 and 309.3 .. 2181 ms)
 REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"
 if [ -f "$REC" ]; then
     rm -rf "$STORE"
@@ -65,7 +66,9 @@ if [ -f "$REC" ]; then
     wait_for "1 run"
     keys Enter; wait_for "view: table (ms)"
     wait_for "TP1 PP1 DP2"
-    screen | grep -E '^ dp_allreduce +194 +309 +153 +179 *$' >/dev/null || fail "dp_allreduce row"
+    screen | grep -E '^ dp_allreduce +25\.8 +25\.7 +24\.7 +24\.1 *$' >/dev/null || fail "dp_allreduce row"
+    screen | grep -E '^ layer +130 +243 +465 +916 *$' >/dev/null || fail "measured layer row of the recording"
+    screen | grep -E '^ total +309 +580 +1110 +2181 *$' >/dev/null || fail "measured total row of the recording"
     # the cpu preset has no peak: its roofline says N/A, never 0.0 TFLOP/s or 0 GB/s
     keys v v v v; wait_for "roofline efficiency"
     wait_for "cpu fp32, peak N/A, bandwidth N/A"
