@@ -233,11 +233,16 @@ static int apply_point_start(pdbx_run *run, const cJSON *ev, double t, char *err
     return 0;
 }
 
-/* Replaces *dst by the decoded cell src (taking its rank array). */
+/* Replaces *dst by the decoded cell src, which gives up its rank array; with dst NULL (no point,
+ * or a cell that is not kept) src's rank array is freed. */
 static void take_cell(pdbx_cell *dst, pdbx_cell *src)
 {
-    free(dst->rank);
-    *dst = *src;
+    if (dst) {
+        free(dst->rank);
+        *dst = *src;
+    } else {
+        free(src->rank);
+    }
     src->rank = NULL;
 }
 
@@ -248,9 +253,8 @@ static int apply_op(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     if (pdbx_event_decode_op(ev, &op, err, errlen) != 0)
         return -1;
     pdbx_point *p = event_point(run, op.point, PDBX_EV_OP, err, errlen);
-    if (p && op.op >= 0)      /* an op this build does not know is skipped */
-        take_cell(&p->op[op.op], &op.cell);
-    free(op.cell.rank);
+    /* an op this build does not know is skipped */
+    take_cell(p && op.op >= 0 ? &p->op[op.op] : NULL, &op.cell);
     return p ? 0 : -1;
 }
 
@@ -261,12 +265,8 @@ static int apply_step(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     if (pdbx_event_decode_step(ev, &st, err, errlen) != 0)
         return -1;
     pdbx_point *p = event_point(run, st.point, PDBX_EV_STEP, err, errlen);
-    if (p && st.layer.valid)
-        take_cell(&p->layer, &st.layer);
-    if (p && st.total.valid)
-        take_cell(&p->total, &st.total);
-    free(st.layer.rank);
-    free(st.total.rank);
+    take_cell(p && st.layer.valid ? &p->layer : NULL, &st.layer);
+    take_cell(p && st.total.valid ? &p->total : NULL, &st.total);
     return p ? 0 : -1;
 }
 

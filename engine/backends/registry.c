@@ -74,7 +74,7 @@ int pdbx_backend_choose(pdbx_backend_kind kind, pdbx_backend_choice *out, char *
         char why[2 * PDBX_PATH_MAX + 512];
         if (load_cuda(out, &e, why, sizeof why) == 0) {
             out->compute = e->compute;
-            out->comm = e->comm ? e->comm : pdbx_mpi_comm_ops();
+            out->comm = e->comm ? e->comm : &pdbx_mpi_comm_ops;
             return 0;
         }
         if (kind == PDBX_BACKEND_CUDA) {
@@ -83,8 +83,8 @@ int pdbx_backend_choose(pdbx_backend_kind kind, pdbx_backend_choice *out, char *
         }
         snprintf(notice, notice_len, "backend auto: using cpu (%s)", why);
     }
-    out->compute = pdbx_cpu_compute_ops();
-    out->comm = pdbx_mpi_comm_ops();
+    out->compute = &pdbx_cpu_compute_ops;
+    out->comm = &pdbx_mpi_comm_ops;
     return 0;
 }
 

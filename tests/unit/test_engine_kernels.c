@@ -204,7 +204,7 @@ static pdbx_point_shapes tiny_point(int tp, int mbs)
 static void test_cpu_backend_runs_every_op(void **state)
 {
     (void)state;
-    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
     for (int dt = 0; dt < 1 + pdbx_cpu_has_bf16_gemm(); dt++) {
         pdbx_compute_config cfg = { .local_rank = 0, .local_size = 1, .world_rank = 0,
                                     .world_size = 1, .blas_threads = 1,
@@ -240,7 +240,7 @@ static void test_cpu_backend_runs_every_op(void **state)
 static void test_cpu_backend_point_sequence(void **state)
 {
     (void)state;
-    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
     pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = 2,
                                 .dtype = PDBX_DTYPE_FP32 };
     pdbx_compute *c = NULL;
@@ -264,7 +264,7 @@ static void test_cpu_backend_point_sequence(void **state)
 static void test_cpu_backend_oom_guard(void **state)
 {
     (void)state;
-    const pdbx_compute_ops *ops = pdbx_cpu_compute_ops();
+    const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
     pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = 1,
                                 .dtype = PDBX_DTYPE_FP32 };
     pdbx_compute *c = NULL;

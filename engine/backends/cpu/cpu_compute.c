@@ -276,7 +276,7 @@ static int cpu_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, siz
     return 0;
 }
 
-static const pdbx_compute_ops cpu_ops = {
+const pdbx_compute_ops pdbx_cpu_compute_ops = {
     .name = "cpu",
     .init = cpu_init,
     .fini = cpu_fini,
@@ -291,8 +291,3 @@ static const pdbx_compute_ops cpu_ops = {
     .span_end = cpu_span_end,
     .checksum = cpu_checksum,
 };
-
-const pdbx_compute_ops *pdbx_cpu_compute_ops(void)
-{
-    return &cpu_ops;
-}

@@ -19,7 +19,7 @@
 
 #include "engine/backends/backend.h"
 
-const pdbx_compute_ops *pdbx_cpu_compute_ops(void);
+extern const pdbx_compute_ops pdbx_cpu_compute_ops;
 /* 1 when this process's OpenBLAS exports cblas_sbgemm (bf16 GEMMs). */
 int pdbx_cpu_has_bf16_gemm(void);
 

@@ -1,5 +1,5 @@
 /* cpu_internal.h: the cpu backend's state, shared by its files (not a public header: the
- * engine sees only backend.h and pdbx_cpu_compute_ops()).
+ * engine sees only backend.h and pdbx_cpu_compute_ops).
  *
  * cpu_compute.c: init, fini, describe, run_op, spans, comm buffer, checksum;
  * cpu_memory.c:  prepare and release (memory guard, allocation, real values in every buffer;

@@ -112,13 +112,10 @@ static void point_free(struct cuda_point *pt)
     if (!pt)
         return;
     for (int i = 0; i < B_COUNT; i++)
-        if (pt->buf[i])
-            cudaFree(pt->buf[i]);
+        cuda_dev_free(pt->buf[i]);
     if (pt->w) {
-        for (int l = 0; l < pt->d.layers; l++)
-            for (int i = 0; i < W_COUNT; i++)
-                if (pt->w[(size_t)l * W_COUNT + i])
-                    cudaFree(pt->w[(size_t)l * W_COUNT + i]);
+        for (size_t i = 0; i < (size_t)pt->d.layers * W_COUNT; i++)
+            cuda_dev_free(pt->w[i]);
         free(pt->w);
     }
     free(pt);   /* gemm plans belong to the gemm cache */

@@ -90,6 +90,9 @@ int cuda_probe(char *why, size_t len);
 /* cuda_backend.c: frees the prepared point's buffers; cudaMalloc with a message naming the
  * buffer (PDBX_EOOM on cudaErrorMemoryAllocation). */
 void cuda_release(pdbx_compute *c);
+/* cuda_device.c: cudaFree(p) when p was allocated. NULL is skipped, not passed on: cudaFree(NULL)
+ * would create a context on a device that init may have given up on. */
+void cuda_dev_free(void *p);
 int cuda_alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t errlen);
 
 extern const pdbx_comm_ops cuda_nccl_comm_ops;   /* cuda_nccl.c */

@@ -21,6 +21,12 @@ static const char *dtype_str(pdbx_dtype dt)
 
 /* ---- device ----------------------------------------------------------------------------- */
 
+void cuda_dev_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
 void cuda_fini(pdbx_compute *c)
 {
     if (!c)
@@ -28,12 +34,9 @@ void cuda_fini(pdbx_compute *c)
     cuda_release(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
-    if (c->comm_buf)
-        cudaFree(c->comm_buf);
-    if (c->l2_flush)
-        cudaFree(c->l2_flush);
-    if (c->checksum_dev)
-        cudaFree(c->checksum_dev);
+    cuda_dev_free(c->comm_buf);
+    cuda_dev_free(c->l2_flush);
+    cuda_dev_free(c->checksum_dev);
     cuda_gemm_destroy(c->gemm);
     if (c->ev_start)
         cudaEventDestroy(c->ev_start);

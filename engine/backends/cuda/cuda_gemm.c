@@ -11,6 +11,7 @@
 #include <cublasLt.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/cuda_try.h"
 
 struct cuda_gemm_plan {
@@ -71,12 +72,10 @@ static void plan_free(cuda_gemm_plan *p)
 {
     if (!p)
         return;
-    if (p->a)
-        cublasLtMatrixLayoutDestroy(p->a);
-    if (p->b)
-        cublasLtMatrixLayoutDestroy(p->b);
-    if (p->c)
-        cublasLtMatrixLayoutDestroy(p->c);
+    const cublasLtMatrixLayout_t layouts[] = {p->a, p->b, p->c};
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        if (layouts[i])
+            cublasLtMatrixLayoutDestroy(layouts[i]);
     if (p->desc)
         cublasLtMatmulDescDestroy(p->desc);
     free(p);
@@ -89,8 +88,7 @@ void cuda_gemm_destroy(cuda_gemm *g)
     for (size_t i = 0; i < g->nplans; i++)
         plan_free(g->plans[i]);
     free(g->plans);
-    if (g->workspace)
-        cudaFree(g->workspace);
+    cuda_dev_free(g->workspace);
     if (g->handle)
         cublasLtDestroy(g->handle);
     free(g);
@@ -161,6 +159,39 @@ fail:
     return rc;
 }
 
+/* The search preference: at most ws bytes of workspace, the shape's pointer alignments. */
+static int pref_create(cublasLtMatmulPreference_t *pref, const cuda_gemm_shape *s, uint64_t ws,
+                       char *err, size_t errlen)
+{
+    int rc = -1;
+    LT_TRY("cublasLtMatmulPreferenceCreate", cublasLtMatmulPreferenceCreate(pref));
+    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
+           cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &ws, sizeof ws));
+    /* D is written in place of C: it has C's alignment. */
+    const struct {
+        cublasLtMatmulPreferenceAttributes_t attr;
+        const uint32_t *bytes;
+        const char *call;
+    } align[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &s->align_a,
+         "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &s->align_b,
+         "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &s->align_c,
+         "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &s->align_c,
+         "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)"},
+    };
+    for (size_t i = 0; i < sizeof align / sizeof align[0]; i++)
+        LT_TRY(align[i].call, cublasLtMatmulPreferenceSetAttribute(*pref, align[i].attr,
+                                                                   align[i].bytes,
+                                                                   sizeof *align[i].bytes));
+    return 0;
+fail:
+    return rc;
+}
+
 static int plan_build(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **out, char *err,
                       size_t errlen)
 {
@@ -195,23 +226,10 @@ static int plan_build(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **o
     if (rc)
         goto fail;
     rc = -1;
-    LT_TRY("cublasLtMatmulPreferenceCreate", cublasLtMatmulPreferenceCreate(&pref));
-    uint64_t ws = g->workspace_bytes;
-    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
-           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                sizeof ws));
-    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)",
-           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                &s->align_a, sizeof s->align_a));
-    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)",
-           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                &s->align_b, sizeof s->align_b));
-    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)",
-           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                &s->align_c, sizeof s->align_c));
-    LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)",
-           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                &s->align_c, sizeof s->align_c));
+    rc = pref_create(&pref, s, g->workspace_bytes, err, errlen);
+    if (rc)
+        goto fail;
+    rc = -1;
     cublasLtMatmulHeuristicResult_t best;
     int found = 0;
     memset(&best, 0, sizeof best);

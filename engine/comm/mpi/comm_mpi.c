@@ -158,7 +158,7 @@ static int mpi_barrier(pdbx_comm *m, pdbx_group *g)
     return MPI_Barrier(g->comm) == MPI_SUCCESS ? 0 : -1;
 }
 
-static const pdbx_comm_ops mpi_ops = {
+const pdbx_comm_ops pdbx_mpi_comm_ops = {
     .name = "mpi",
     .init = mpi_init,
     .fini = mpi_fini,
@@ -168,8 +168,3 @@ static const pdbx_comm_ops mpi_ops = {
     .run = mpi_run,
     .barrier = mpi_barrier,
 };
-
-const pdbx_comm_ops *pdbx_mpi_comm_ops(void)
-{
-    return &mpi_ops;
-}

@@ -13,6 +13,6 @@
 
 #include "engine/backends/backend.h"
 
-const pdbx_comm_ops *pdbx_mpi_comm_ops(void);
+extern const pdbx_comm_ops pdbx_mpi_comm_ops;
 
 #endif

@@ -91,8 +91,7 @@ static void nccl_group_destroy(pdbx_comm *m, pdbx_group *g)
         cudaStreamSynchronize(m->c->stream);
     if (g->comm)
         ncclCommDestroy(g->comm);
-    if (g->scratch)
-        cudaFree(g->scratch);
+    cuda_dev_free(g->scratch);
     free(g);
 }
 
