@@ -91,6 +91,16 @@ typedef struct {
     double (*checksum)(pdbx_compute *c);
 } pdbx_compute_ops;
 
+/* The table of a compute implementation whose functions are named P_init, P_fini, ... P_checksum
+ * (every slot above). The slot list is spelled here once: a slot added to the interface is a
+ * compile error in each implementation that lacks it, never a NULL call at run time. */
+#define PDBX_COMPUTE_OPS(NAME, P) {                                                           \
+        .name = NAME, .init = P##_init, .fini = P##_fini, .device_name = P##_device_name,     \
+        .describe = P##_describe, .mem_info = P##_mem_info, .prepare = P##_prepare,           \
+        .release = P##_release, .run_op = P##_run_op, .comm_buffer = P##_comm_buffer,         \
+        .span_begin = P##_span_begin, .span_end = P##_span_end, .checksum = P##_checksum,     \
+    }
+
 typedef enum {
     PDBX_COLL_ALL_REDUCE = 0, PDBX_COLL_ALL_GATHER, PDBX_COLL_REDUCE_SCATTER, PDBX_COLL_SEND_RECV,
     PDBX_COLL_COUNT
@@ -124,6 +134,14 @@ typedef struct {
                double *ms, char *err, size_t errlen);
     int (*barrier)(pdbx_comm *m, pdbx_group *g);
 } pdbx_comm_ops;
+
+/* The table of a comm implementation whose functions are named P_init ... P_barrier (as
+ * PDBX_COMPUTE_OPS: the slot list lives here). */
+#define PDBX_COMM_OPS(NAME, P) {                                                              \
+        .name = NAME, .init = P##_init, .fini = P##_fini, .version = P##_version,             \
+        .group_create = P##_group_create, .group_destroy = P##_group_destroy, .run = P##_run, \
+        .barrier = P##_barrier,                                                               \
+    }
 
 typedef struct {
     int abi;                          /* PDBX_BACKEND_ABI */

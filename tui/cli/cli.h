@@ -38,24 +38,31 @@ typedef struct {
     pdbx_cli_handler run;
 } pdbx_cli_command;
 
-/* Handlers of the subcommands. run/attach/cancel live in tui/cli/cli_run.c (engine helper), the
- * explorer's entry point in the tui helper's files; they are declared here so wiring one into
- * the table in pdbx_main.c is a one-line change. */
-int pdbx_cmd_ls(int argc, char **argv);
-int pdbx_cmd_show(int argc, char **argv);
-int pdbx_cmd_diff(int argc, char **argv);
-int pdbx_cmd_export(int argc, char **argv);
-int pdbx_cmd_plan(int argc, char **argv);
-int pdbx_cmd_record(int argc, char **argv);
-int pdbx_cmd_import(int argc, char **argv);
-int pdbx_cmd_run(int argc, char **argv);
-int pdbx_cmd_attach(int argc, char **argv);
-int pdbx_cmd_cancel(int argc, char **argv);
-/* The explorer (cli_explore.c): `pdbx [options]` on a terminal, and `pdbx replay FILE`. */
+/* The subcommands, in `pdbx --help` order: X(name, one-line summary), handled by pdbx_cmd_<name>
+ * (in tui/cli/cli_<file>.c). This list is the one home of "which subcommands exist": it declares
+ * the handlers below and builds the dispatcher's table (pdbx_main.c), so adding a subcommand is
+ * one line here plus its handler. */
+#define PDBX_CLI_COMMANDS(X)                                                                     \
+    X(ls, "list the runs in the store")                                                          \
+    X(show, "print a run's per-op times (MBS x ops) per parallel config")                        \
+    X(diff, "compare two runs: ratio B/A per cell, geometric mean per op")                       \
+    X(export, "write FASOP NPZ, Vidur CSV and/or a Chrome trace of a run")                       \
+    X(plan, "print a sweep's points and predicted memory (no run)")                              \
+    X(record, "copy a run's event stream to a recording file")                                   \
+    X(import, "import a recording file into the store")                                          \
+    X(run, "start a sweep in the background and show its progress")                              \
+    X(attach, "show the progress of a running sweep")                                            \
+    X(cancel, "end a running sweep cleanly (status cancelled)")                                  \
+    X(replay, "play a recording through the explorer's monitor")
+
+#define PDBX_CLI_DECLARE_HANDLER(name, summary) int pdbx_cmd_##name(int argc, char **argv);
+PDBX_CLI_COMMANDS(PDBX_CLI_DECLARE_HANDLER)
+#undef PDBX_CLI_DECLARE_HANDLER
+
+/* `pdbx` without a subcommand (pdbx_main.c picks one): the explorer on a terminal
+ * (cli_explore.c), else the overview: the plan of the `quick` preset and the store listing
+ * (cli_overview.c). argv[0] is "pdbx"; both accept --store DIR. */
 int pdbx_cmd_explore(int argc, char **argv);
-int pdbx_cmd_replay(int argc, char **argv);
-/* `pdbx` without a subcommand until the explorer lands: the plan of the `quick` preset and the
- * store listing. argv[0] is "pdbx"; accepts --store DIR. */
 int pdbx_cmd_overview(int argc, char **argv);
 
 /* ---- option tables and parsing (cli_common.c) ----------------------------------------- */
@@ -134,6 +141,16 @@ pdbx_attribution pdbx_cli_attr(int cli_attribution);
 /* Options and choices several subcommands share, spelled once. */
 #define PDBX_CLI_OPT_STORE \
     { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" }
+#define PDBX_CLI_OPT_STAT \
+    { "stat", "STAT", "statistic of the cells: mean (default), median, min, max, std" }
+/* The last line of the --help text of every command that takes RUN. */
+#define PDBX_CLI_ABOUT_RUN "RUN is a unique prefix of a run id, or a path to a run file or recording."
+/* The option table of a command whose only option is --store. */
+extern const pdbx_cli_opt pdbx_cli_store_only_opts[];
+/* pdbx_cli_parse for such a command: *store is --store's value (NULL when absent; an empty
+ * value is a usage error). Returns what pdbx_cli_parse returns. */
+int pdbx_cli_parse_store_only(const pdbx_cli_spec *spec, int argc, char **argv, const char **store,
+                              char ***pos);
 #define PDBX_CLI_OPT_ATTRIBUTION \
     { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" }
 enum { PDBX_CLI_FMT_TABLE = 0, PDBX_CLI_FMT_JSON, PDBX_CLI_FMT_CSV };
@@ -163,11 +180,11 @@ typedef struct {
 /* Builds opts from the command's own (extra, NULL-name terminated) plus the spec fields. */
 int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra);
 void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so);
-/* Records one option that is a spec field (call from the handler for options past nextra). */
-int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
-                           char *err, size_t errlen);
-/* 1 when opt is one of the spec-field options. */
-int pdbx_cli_spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt);
+/* pdbx_cli_parse over spec (whose opts are so->opts): a spec-field option is recorded in so,
+ * one of the command's own goes to own(ctx) (own may be NULL when the command has none).
+ * Returns what pdbx_cli_parse returns. */
+int pdbx_cli_parse_spec(const pdbx_cli_spec *spec, pdbx_cli_spec_opts *so, int argc, char **argv,
+                        pdbx_cli_opt_fn own, void *ctx, char ***pos, int *npos);
 /* Loads SPEC|PRESET (NULL: defaults) into spec and applies the overrides; on error prints the
  * one-line message for cmd and returns the exit code (PDBX_EXIT_USAGE), else 0. */
 int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,

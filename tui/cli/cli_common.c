@@ -393,13 +393,13 @@ void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so)
     memset(so, 0, sizeof *so);
 }
 
-int pdbx_cli_spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt)
+static int spec_opts_is_field(const pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt)
 {
     return opt >= so->opts + so->nextra && opt->name != NULL;
 }
 
-int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
-                           char *err, size_t errlen)
+static int spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, const char *value,
+                         char *err, size_t errlen)
 {
     if (so->nov == so->cap) {
         size_t cap = so->cap ? so->cap * 2 : 16;
@@ -415,6 +415,28 @@ int pdbx_cli_spec_opts_add(pdbx_cli_spec_opts *so, const pdbx_cli_opt *opt, cons
     so->ov[so->nov].value = value;
     so->nov++;
     return 0;
+}
+
+typedef struct {
+    pdbx_cli_spec_opts *so;
+    pdbx_cli_opt_fn own;
+    void *ctx;
+} spec_route;
+
+static int spec_route_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err,
+                          size_t errlen)
+{
+    spec_route *r = ctx;
+    if (spec_opts_is_field(r->so, opt))
+        return spec_opts_add(r->so, opt, value, err, errlen);
+    return r->own ? r->own(opt, value, r->ctx, err, errlen) : 0;
+}
+
+int pdbx_cli_parse_spec(const pdbx_cli_spec *spec, pdbx_cli_spec_opts *so, int argc, char **argv,
+                        pdbx_cli_opt_fn own, void *ctx, char ***pos, int *npos)
+{
+    spec_route r = { so, own, ctx };
+    return pdbx_cli_parse(spec, argc, argv, spec_route_opt, &r, pos, npos);
 }
 
 int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,
@@ -449,4 +471,28 @@ int pdbx_cli_emit_json(FILE *out, cJSON *doc)
     fprintf(out, "%s\n", text);
     cJSON_free(text);
     return 0;
+}
+
+const pdbx_cli_opt pdbx_cli_store_only_opts[] = {
+    PDBX_CLI_OPT_STORE,
+    { NULL, NULL, NULL },
+};
+
+static int store_only_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err,
+                          size_t errlen)
+{
+    (void)opt;
+    if (*value == '\0') {
+        snprintf(err, errlen, "--store: the value is empty");
+        return -1;
+    }
+    *(const char **)ctx = value;
+    return 0;
+}
+
+int pdbx_cli_parse_store_only(const pdbx_cli_spec *spec, int argc, char **argv, const char **store,
+                              char ***pos)
+{
+    int npos;
+    return pdbx_cli_parse(spec, argc, argv, store_only_opt, (void *)store, pos, &npos);
 }

@@ -12,7 +12,7 @@
 
 static const pdbx_cli_opt diff_opts[] = {
     PDBX_CLI_OPT_STORE,
-    { "stat", "STAT", "statistic compared: mean (default), median, min, max, std" },
+    PDBX_CLI_OPT_STAT,
     { "format", "FMT", "table (default), json or csv (csv: one row per common cell)" },
     PDBX_CLI_OPT_ATTRIBUTION,
     { NULL, NULL, NULL },
@@ -24,7 +24,7 @@ static const pdbx_cli_spec diff_spec = {
              "ratio B/A of the statistic (below 1: B is faster), then the geometric mean of the\n"
              "ratios per op over all common cells. 'layer' and 'total' compare the measured\n"
              "layer and step cells (N/A in a run recorded without them).\n"
-             "RUN is a unique prefix of a run id, or a path to a run file or recording.",
+             PDBX_CLI_ABOUT_RUN,
 };
 
 
@@ -229,8 +229,12 @@ fail:
 static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args,
                       const diff_result *d, FILE *out)
 {
-    cJSON *root = cJSON_CreateObject(), *cells = cJSON_CreateArray(), *geo = cJSON_CreateObject();
-    if (!root || !cells || !geo)
+    /* root owns every node from its creation on: one delete on any failure */
+    cJSON *root = cJSON_CreateObject(), *cells = NULL, *geo = NULL;
+    if (!root || !cJSON_AddStringToObject(root, "a", ra->id) || !cJSON_AddStringToObject(root, "b", rb->id)
+        || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)args->stat))
+        || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[args->attribution])
+        || !(cells = cJSON_AddArrayToObject(root, "cells")) || !(geo = cJSON_AddObjectToObject(root, "geomean")))
         goto fail;
     for (size_t i = 0; i < d->ncells; i++) {
         const diff_cell *c = &d->cells[i];
@@ -253,19 +257,8 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
             || !cJSON_AddNumberToObject(o, "cells", (double)d->count[c]))
             goto fail;
     }
-    if (!cJSON_AddStringToObject(root, "a", ra->id) || !cJSON_AddStringToObject(root, "b", rb->id)
-        || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)args->stat))
-        || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[args->attribution]))
-        goto fail;
-    if (!cJSON_AddItemToObject(root, "cells", cells))
-        goto fail;
-    cells = NULL;
-    if (!cJSON_AddItemToObject(root, "geomean", geo))
-        goto fail;
     return pdbx_cli_emit_json(out, root);
 fail:
-    cJSON_Delete(cells);
-    cJSON_Delete(geo);
     cJSON_Delete(root);
     return -1;
 }

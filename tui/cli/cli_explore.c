@@ -9,7 +9,7 @@
 #include "tui/screens/screens.h"
 
 static const pdbx_cli_opt explore_opts[] = {
-    { "store", "DIR", "the run store (default $PDBX_STORE, else ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "theme", "NAME", "a theme of themes/ (default-dark, light, monochrome, high-contrast) or a file" },
     { "no-color", NULL, "monochrome (also when NO_COLOR is set or the terminal has no colours)" },
     { "no-colour", NULL, "the same as --no-color" },
@@ -25,7 +25,7 @@ static const pdbx_cli_spec explore_spec = {
 
 static const pdbx_cli_opt replay_opts[] = {
     { "speed", "X", "playback speed, a positive factor (default 1)" },
-    { "store", "DIR", "the run store (default $PDBX_STORE, else ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "theme", "NAME", "a theme of themes/ or a theme file" },
     { "no-color", NULL, "monochrome" },
     { "no-colour", NULL, "the same as --no-color" },

@@ -22,7 +22,7 @@ static const pdbx_cli_spec export_spec = {
     .name = "export", .args = "RUN", .opts = export_opts, .min_args = 1, .max_args = 1,
     .about = "Writes files other tools read from a run: FASOP NPZ (--npz), Vidur CSV (--csv) and\n"
              "a Chrome trace (--trace), any combination; prints the path of every file written.\n"
-             "RUN is a unique prefix of a run id, or a path to a run file or recording.",
+             PDBX_CLI_ABOUT_RUN,
 };
 
 typedef struct {

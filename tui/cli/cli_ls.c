@@ -8,7 +8,7 @@
 #include "store/util/fmt.h"
 
 static const pdbx_cli_opt ls_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { "json", NULL, "print a JSON array of run summaries" },
     { NULL, NULL, NULL },
 };

@@ -5,31 +5,17 @@
 
 #include "tui/cli/cli.h"
 
-static const pdbx_cli_opt overview_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
-    { NULL, NULL, NULL },
-};
-
 static const pdbx_cli_spec overview_spec = {
-    .name = "", .args = "", .opts = overview_opts, .min_args = 0, .max_args = 0,
+    .name = "", .args = "", .opts = pdbx_cli_store_only_opts, .min_args = 0, .max_args = 0,
     .about = "Without a command, pdbx prints the plan of the 'quick' sweep preset and the runs\n"
              "in the store. 'pdbx --help' lists the commands.",
 };
-
-static int overview_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err,
-                        size_t errlen)
-{
-    (void)opt, (void)err, (void)errlen;
-    *(const char **)ctx = value;
-    return 0;
-}
 
 int pdbx_cmd_overview(int argc, char **argv)
 {
     const char *store = NULL;
     char **pos;
-    int npos;
-    int rc = pdbx_cli_parse(&overview_spec, argc, argv, overview_opt, &store, &pos, &npos);
+    int rc = pdbx_cli_parse_store_only(&overview_spec, argc, argv, &store, &pos);
     if (rc != 0)
         return pdbx_cli_parse_exit(rc);
     pdbx_spec *spec = calloc(1, sizeof *spec);

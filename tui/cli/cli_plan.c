@@ -35,10 +35,8 @@ static const char *const plan_about =
 
 static int plan_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
-    plan_args *a = ctx;
-    if (pdbx_cli_spec_opts_is_field(&a->so, opt))
-        return pdbx_cli_spec_opts_add(&a->so, opt, value, err, errlen);
-    a->json = 1;   /* --json, the only option of its own */
+    (void)opt, (void)value, (void)err, (void)errlen;
+    ((plan_args *)ctx)->json = 1;   /* --json, the only option of its own */
     return 0;
 }
 
@@ -139,17 +137,15 @@ fail:
 static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
                       const sweep_action *act, FILE *out)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *sj = pdbx_spec_to_json(spec);
-    cJSON *arr = cJSON_CreateArray();
-    if (!root || !sj || !arr)
+    /* root owns every node from its creation on: one delete on any failure */
+    cJSON *root = cJSON_CreateObject(), *sj = pdbx_spec_to_json(spec), *gpu = NULL, *arr = NULL;
+    if (!root || !sj || !cJSON_AddItemToObject(root, "spec", sj)) {
+        cJSON_Delete(sj);
         goto fail;
-    if (!cJSON_AddItemToObject(root, "spec", sj))
-        goto fail;
-    sj = NULL;
-    cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
-    if (!gpu || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
-        || !cJSON_AddNumberToObject(gpu, "mem_bytes", spec->gpu.mem_bytes))
+    }
+    if (!(gpu = cJSON_AddObjectToObject(root, "gpu")) || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
+        || !cJSON_AddNumberToObject(gpu, "mem_bytes", spec->gpu.mem_bytes)
+        || !(arr = cJSON_AddArrayToObject(root, "points")))
         goto fail;
     for (size_t i = 0; i < n; i++) {
         const pdbx_plan_point *p = &pts[i];
@@ -174,12 +170,8 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
             || !cJSON_AddNumberToObject(m, "total", p->mem.total))
             goto fail;
     }
-    if (!cJSON_AddItemToObject(root, "points", arr))
-        goto fail;
     return pdbx_cli_emit_json(out, root);
 fail:
-    cJSON_Delete(sj);
-    cJSON_Delete(arr);
     cJSON_Delete(root);
     return -1;
 }
@@ -218,7 +210,7 @@ int pdbx_cmd_plan(int argc, char **argv)
     pdbx_spec *spec = NULL;
     char **pos;
     int npos;
-    int rc = pdbx_cli_parse(&spec_cli, argc, argv, plan_opt, &a, &pos, &npos);
+    int rc = pdbx_cli_parse_spec(&spec_cli, &a.so, argc, argv, plan_opt, &a, &pos, &npos);
     if (rc != 0) {
         rc = pdbx_cli_parse_exit(rc);
         goto done;

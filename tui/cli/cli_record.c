@@ -6,40 +6,23 @@
 
 #include "tui/cli/cli.h"
 
-static const pdbx_cli_opt store_only_opts[] = {
-    { "store", "DIR", "the store (default: $PDBX_STORE, $XDG_DATA_HOME/pdbx, ~/.local/share/pdbx)" },
-    { NULL, NULL, NULL },
-};
-
 static const pdbx_cli_spec record_spec = {
-    .name = "record", .args = "RUN FILE", .opts = store_only_opts, .min_args = 2, .max_args = 2,
+    .name = "record", .args = "RUN FILE", .opts = pdbx_cli_store_only_opts, .min_args = 2, .max_args = 2,
     .about = "Copies a run's event stream to FILE (written durably): a recording that replays in\n"
              "the monitor and imports into any store. RUN is a unique prefix of a run id.",
 };
 
 static const pdbx_cli_spec import_spec = {
-    .name = "import", .args = "FILE", .opts = store_only_opts, .min_args = 1, .max_args = 1,
+    .name = "import", .args = "FILE", .opts = pdbx_cli_store_only_opts, .min_args = 1, .max_args = 1,
     .about = "Imports a recording (a run file) into the store under its original id, or a new\n"
              "id when that one is taken; prints the id used.",
 };
-
-static int store_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
-{
-    (void)opt;
-    if (*value == '\0') {
-        snprintf(err, errlen, "--store: the value is empty");
-        return -1;
-    }
-    *(const char **)ctx = value;
-    return 0;
-}
 
 int pdbx_cmd_record(int argc, char **argv)
 {
     const char *store = NULL;
     char **pos;
-    int npos;
-    int rc = pdbx_cli_parse(&record_spec, argc, argv, store_opt, &store, &pos, &npos);
+    int rc = pdbx_cli_parse_store_only(&record_spec, argc, argv, &store, &pos);
     if (rc != 0)
         return pdbx_cli_parse_exit(rc);
     struct stat sb;
@@ -68,8 +51,7 @@ int pdbx_cmd_import(int argc, char **argv)
 {
     const char *store = NULL;
     char **pos;
-    int npos;
-    int rc = pdbx_cli_parse(&import_spec, argc, argv, store_opt, &store, &pos, &npos);
+    int rc = pdbx_cli_parse_store_only(&import_spec, argc, argv, &store, &pos);
     if (rc != 0)
         return pdbx_cli_parse_exit(rc);
     if (pos[0][0] == '\0')

@@ -228,7 +228,7 @@ typedef struct {
 
 static const pdbx_cli_opt run_opts[] = {
     { "detach", NULL, "start the sweep and return at once (prints the run id)" },
-    { "store", "DIR", "store directory (default $PDBX_STORE, ~/.local/share/pdbx)" },
+    PDBX_CLI_OPT_STORE,
     { NULL, NULL, NULL },
 };
 
@@ -241,9 +241,8 @@ static const char *const run_about =
 
 static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     run_args *a = ctx;
-    if (pdbx_cli_spec_opts_is_field(&a->so, opt))
-        return pdbx_cli_spec_opts_add(&a->so, opt, value, err, errlen);
     if (strcmp(opt->name, "detach") == 0)
         a->detach = 1;
     else if (strcmp(opt->name, "store") == 0)
@@ -266,7 +265,7 @@ int pdbx_cmd_run(int argc, char **argv)
     char **pos;
     int npos;
     char err[1024] = "";
-    rc = pdbx_cli_parse(&cli, argc, argv, run_opt, &a, &pos, &npos);
+    rc = pdbx_cli_parse_spec(&cli, &a.so, argc, argv, run_opt, &a, &pos, &npos);
     if (rc != 0) {
         rc = pdbx_cli_parse_exit(rc);
         goto done;
@@ -345,7 +344,7 @@ static int open_run(const char *cmd, const pdbx_cli_spec *cli, int argc, char **
 /* cancel takes both options, attach only --store (the table's tail). */
 static const pdbx_cli_opt ref_opts[] = {
     { "no-wait", NULL, "return once the signal is sent instead of waiting for the run end" },
-    { "store", "DIR", "store directory" },
+    PDBX_CLI_OPT_STORE,
     { NULL, NULL, NULL },
 };
 

@@ -14,7 +14,7 @@
 static const pdbx_cli_opt show_opts[] = {
     PDBX_CLI_OPT_STORE,
     { "tp", "N", "only the configs with this TP degree" },
-    { "stat", "STAT", "statistic shown: mean (default), median, min, max, std" },
+    PDBX_CLI_OPT_STAT,
     { "format", "FMT", "table (default), json or csv (csv: the op table only)" },
     PDBX_CLI_OPT_ATTRIBUTION,
     { NULL, NULL, NULL },
@@ -27,7 +27,7 @@ static const pdbx_cli_spec show_spec = {
              "forward) and 'total' (the whole step's forward), both measured by the engine (N/A\n"
              "in runs recorded without them, never a sum of the ops), each point's status (ok,\n"
              "oom, predicted_oom, skipped ...), the comm cells and the collectives.\n"
-             "RUN is a unique prefix of a run id, or a path to a run file or recording.",
+             PDBX_CLI_ABOUT_RUN,
 };
 
 
@@ -225,6 +225,15 @@ static int add_item(cJSON *obj, const char *key, cJSON *item)
     return 0;
 }
 
+/* The time and bandwidths every comm cell and collective carries; 0 or -1 out of memory. */
+static int add_timing(cJSON *c, const pdbx_stats *time, pdbx_stat_kind stat, double algbw,
+                      double busbw)
+{
+    return !cJSON_AddNumberToObject(c, "time_ms", pdbx_stats_get(time, stat))
+           || !cJSON_AddNumberToObject(c, "algbw", algbw) || !cJSON_AddNumberToObject(c, "busbw", busbw)
+               ? -1 : 0;
+}
+
 static cJSON *comm_json(const pdbx_rt_point *p, pdbx_stat_kind stat)
 {
     cJSON *comm = cJSON_CreateObject();
@@ -235,9 +244,7 @@ static cJSON *comm_json(const pdbx_rt_point *p, pdbx_stat_kind stat)
         cJSON *c = cJSON_CreateObject();
         if (add_item(comm, pdbx_rt_comm_name(k), c) || !cJSON_AddNumberToObject(c, "bytes", cc->bytes)
             || !cJSON_AddNumberToObject(c, "group_size", cc->group_size)
-            || !cJSON_AddNumberToObject(c, "time_ms", pdbx_stats_get(&cc->time, stat))
-            || !cJSON_AddNumberToObject(c, "algbw", cc->algbw)
-            || !cJSON_AddNumberToObject(c, "busbw", cc->busbw)) {
+            || add_timing(c, &cc->time, stat, cc->algbw, cc->busbw)) {
             cJSON_Delete(comm);
             return NULL;
         }
@@ -302,9 +309,7 @@ static cJSON *collectives_json(const pdbx_run *run, pdbx_stat_kind stat)
             || !cJSON_AddNumberToObject(c, "bytes", r->bytes)
             || !cJSON_AddNumberToObject(c, "nranks", r->nranks)
             || !cJSON_AddNumberToObject(c, "ranks_per_node", r->ranks_per_node)
-            || !cJSON_AddNumberToObject(c, "time_ms", pdbx_stats_get(&r->time, stat))
-            || !cJSON_AddNumberToObject(c, "algbw", r->algbw)
-            || !cJSON_AddNumberToObject(c, "busbw", r->busbw)) {
+            || add_timing(c, &r->time, stat, r->algbw, r->busbw)) {
             cJSON_Delete(colls);
             return NULL;
         }

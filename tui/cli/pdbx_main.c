@@ -1,6 +1,5 @@
-/* pdbx_main.c: main() of `pdbx`. Dispatches argv[1] through the subcommand table below; the
- * same table generates `pdbx --help`. Adding a subcommand is one line in `commands` (its
- * handler is declared in tui/cli/cli.h). */
+/* pdbx_main.c: main() of `pdbx`. Dispatches argv[1] through the subcommand table below, built
+ * from PDBX_CLI_COMMANDS (tui/cli/cli.h); the same table generates `pdbx --help`. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,19 +7,9 @@
 #include "store/version.h"
 #include "tui/cli/cli.h"
 
-static const pdbx_cli_command commands[] = {
-    { "ls",     "list the runs in the store",                             pdbx_cmd_ls },
-    { "show",   "print a run's per-op times (MBS x ops) per parallel config", pdbx_cmd_show },
-    { "diff",   "compare two runs: ratio B/A per cell, geometric mean per op", pdbx_cmd_diff },
-    { "export", "write FASOP NPZ, Vidur CSV and/or a Chrome trace of a run",  pdbx_cmd_export },
-    { "plan",   "print a sweep's points and predicted memory (no run)",   pdbx_cmd_plan },
-    { "record", "copy a run's event stream to a recording file",          pdbx_cmd_record },
-    { "import", "import a recording file into the store",                 pdbx_cmd_import },
-    { "run",    "start a sweep in the background and show its progress",  pdbx_cmd_run },
-    { "attach", "show the progress of a running sweep",                   pdbx_cmd_attach },
-    { "cancel", "end a running sweep cleanly (status cancelled)",         pdbx_cmd_cancel },
-    { "replay", "play a recording through the explorer's monitor",        pdbx_cmd_replay },
-};
+#define COMMAND_ENTRY(name, summary) { #name, summary, pdbx_cmd_##name },
+static const pdbx_cli_command commands[] = { PDBX_CLI_COMMANDS(COMMAND_ENTRY) };
+#undef COMMAND_ENTRY
 
 /* What `pdbx` does without a subcommand: the explorer on a terminal; the overview (the quick
  * preset's plan and the runs) when stdin or stdout is not one, so scripts still get text. */

@@ -56,7 +56,7 @@ static void cpu_fini(pdbx_compute *c)
 {
     if (!c)
         return;
-    pdbx_cpu_release(c);
+    cpu_release(c);
     pdbx_cpu_free_weights(c);
     free(c);
 }
@@ -276,18 +276,4 @@ static int cpu_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, siz
     return 0;
 }
 
-const pdbx_compute_ops pdbx_cpu_compute_ops = {
-    .name = "cpu",
-    .init = cpu_init,
-    .fini = cpu_fini,
-    .device_name = cpu_device_name,
-    .describe = cpu_describe,
-    .mem_info = cpu_mem_info,
-    .prepare = pdbx_cpu_prepare,
-    .release = pdbx_cpu_release,
-    .run_op = cpu_run_op,
-    .comm_buffer = cpu_comm_buffer,
-    .span_begin = cpu_span_begin,
-    .span_end = cpu_span_end,
-    .checksum = cpu_checksum,
-};
+const pdbx_compute_ops pdbx_cpu_compute_ops = PDBX_COMPUTE_OPS("cpu", cpu);

@@ -56,8 +56,8 @@ struct pdbx_compute {
 /* cblas_sbgemm of this process's OpenBLAS, NULL when it has none (looked up once). */
 sbgemm_fn pdbx_cpu_find_sbgemm(void);
 /* backend.h's prepare and release; free_weights drops the kept weights too. */
-int pdbx_cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
-void pdbx_cpu_release(pdbx_compute *c);
+int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
+void cpu_release(pdbx_compute *c);
 void pdbx_cpu_free_weights(pdbx_compute *c);
 
 #endif

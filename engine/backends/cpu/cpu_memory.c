@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pdbx_cpu_release(pdbx_compute *c)
+void cpu_release(pdbx_compute *c)
 {
     for (int i = 0; i < c->nbufs; i++)
         free(c->bufs[i]);
@@ -256,7 +256,7 @@ static int alloc_point(pdbx_compute *c, int new_weights, char *err, size_t errle
         return 0;
     snprintf(err, errlen, "allocation of %.2f GiB failed: %s", c->planned / 1073741824.0,
              strerror(ENOMEM));
-    pdbx_cpu_release(c);
+    cpu_release(c);
     if (new_weights)
         pdbx_cpu_free_weights(c);
     return PDBX_EOOM;
@@ -313,9 +313,9 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
     }
 }
 
-int pdbx_cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
+int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
 {
-    pdbx_cpu_release(c);
+    cpu_release(c);
     c->p = *p;
     c->esz = c->cfg.dtype == PDBX_DTYPE_BF16 ? 2 : 4;
     if (point_dims(c, p, err, errlen) != 0)

@@ -484,21 +484,7 @@ fail:
 
 /* ---- entry -------------------------------------------------------------------------------- */
 
-static const pdbx_compute_ops cuda_compute_ops = {
-    .name = "cuda",
-    .init = cuda_init,
-    .fini = cuda_fini,
-    .device_name = cuda_device_name,
-    .describe = cuda_describe,
-    .mem_info = cuda_mem_info,
-    .prepare = cuda_prepare,
-    .release = cuda_release,
-    .run_op = cuda_run_op,
-    .comm_buffer = cuda_comm_buffer,
-    .span_begin = cuda_span_begin,
-    .span_end = cuda_span_end,
-    .checksum = cuda_checksum,
-};
+static const pdbx_compute_ops cuda_compute_ops = PDBX_COMPUTE_OPS("cuda", cuda);
 
 __attribute__((visibility("default"))) const pdbx_backend_entry *pdbx_backend_entry_v1(void);
 

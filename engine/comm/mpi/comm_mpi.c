@@ -158,13 +158,4 @@ static int mpi_barrier(pdbx_comm *m, pdbx_group *g)
     return MPI_Barrier(g->comm) == MPI_SUCCESS ? 0 : -1;
 }
 
-const pdbx_comm_ops pdbx_mpi_comm_ops = {
-    .name = "mpi",
-    .init = mpi_init,
-    .fini = mpi_fini,
-    .version = mpi_version,
-    .group_create = mpi_group_create,
-    .group_destroy = mpi_group_destroy,
-    .run = mpi_run,
-    .barrier = mpi_barrier,
-};
+const pdbx_comm_ops pdbx_mpi_comm_ops = PDBX_COMM_OPS("mpi", mpi);

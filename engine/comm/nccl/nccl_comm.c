@@ -278,13 +278,4 @@ static int nccl_barrier(pdbx_comm *m, pdbx_group *g)
     return 0;
 }
 
-const pdbx_comm_ops cuda_nccl_comm_ops = {
-    .name = "nccl",
-    .init = nccl_init,
-    .fini = nccl_fini,
-    .version = nccl_version,
-    .group_create = nccl_group_create,
-    .group_destroy = nccl_group_destroy,
-    .run = nccl_run,
-    .barrier = nccl_barrier,
-};
+const pdbx_comm_ops cuda_nccl_comm_ops = PDBX_COMM_OPS("nccl", nccl);
