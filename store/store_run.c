@@ -242,10 +242,7 @@ int store_load_event(const cJSON *ev, void *vctx)
     char msg[200];
     if (pdbx_run_apply(c->run, ev, msg, sizeof msg) != 0) {
         /* A malformed event is reported in the run's warnings; the rest still folds. */
-        pdbx_run *r = c->run;
-        snprintf(r->warnings[r->nwarnings % PDBX_WARN_RING], sizeof r->warnings[0],
-                 "event %zu ignored: %s", c->index, msg);
-        r->nwarnings++;
+        pdbx_run_warn(c->run, "event %zu ignored: %s", c->index, msg);
     }
     c->index++;
     return 0;

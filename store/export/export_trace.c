@@ -26,16 +26,6 @@
 #include "store/export/export_common.h"
 #include "store/version.h"
 
-static const pdbx_point *point_by_index(const pdbx_run *run, int index)
-{
-    if (index >= 0 && (size_t)index < run->npoints && run->points[index].index == index)
-        return &run->points[index];
-    for (size_t i = 0; i < run->npoints; i++)
-        if (run->points[i].index == index)
-            return &run->points[i];
-    return NULL;
-}
-
 static const char *op_category(pdbx_op op)
 {
     if (pdbx_op_is_gemm(op))
@@ -149,7 +139,7 @@ static int name_tracks(cJSON *events, const pdbx_run *run, track_set *s)
             if (add_name_meta(events, "process_name", rank, -1, name) != 0)
                 return -1;
         }
-        const pdbx_point *pt = point_by_index(run, point);
+        const pdbx_point *pt = pdbx_run_point(run, point);
         if (pt)
             snprintf(name, sizeof name, "point %d: TP %d PP %d DP %d MBS %d", point, pt->tp,
                      pt->pp, pt->dp, pt->mbs);
@@ -205,7 +195,7 @@ static int add_events(cJSON *events, const pdbx_run *run, track_set *tracks, siz
     for (size_t i = 0; i < run->ntrace; i++) {
         const pdbx_trace_event *ev = &run->trace[i];
         if (track_add(tracks, ev->rank, ev->point) != 0
-            || add_complete(events, point_by_index(run, ev->point), ev->point, ev->rank,
+            || add_complete(events, pdbx_run_point(run, ev->point), ev->point, ev->rank,
                             ev->layer, ev->op, ev->start_us, ev->dur_us) != 0)
             return -1;
         (*count)++;
