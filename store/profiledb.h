@@ -104,7 +104,8 @@ typedef struct {
 } pdbx_trace_event;
 
 typedef enum {
-    PDBX_RUN_RUNNING = 0, PDBX_RUN_COMPLETE, PDBX_RUN_CANCELLED, PDBX_RUN_FAILED, PDBX_RUN_CORRUPT
+    PDBX_RUN_RUNNING = 0, PDBX_RUN_COMPLETE, PDBX_RUN_CANCELLED, PDBX_RUN_FAILED, PDBX_RUN_CORRUPT,
+    PDBX_RUN_UNREADABLE       /* listing only: the file cannot be read (permission, not a file) */
 } pdbx_run_status;
 const char *pdbx_run_status_name(pdbx_run_status s);
 
