@@ -128,9 +128,13 @@ int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen);
 
 /* Recordings are run files: `record` copies a run's stream to FILE (durably); `import` copies
  * a recording into the store under its original id (or a new id when that one exists) and
- * writes the id used to out_id. */
+ * writes the id used to out_id. A recording whose whole frames are byte for byte a run
+ * already in the store is not copied again: out_id is that run, and *already (may be NULL)
+ * is set to 1 (else 0). */
 int pdbx_store_record(pdbx_store *st, const char *id, const char *file, char *err, size_t errlen);
 int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_MAX],
                       char *err, size_t errlen);
+int pdbx_store_import_ex(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_MAX],
+                         int *already, char *err, size_t errlen);
 
 #endif
