@@ -56,7 +56,8 @@ static ssize_t reader_at(file_reader *r, uint64_t pos, size_t want, const uint8_
     }
     size_t off = (size_t)(pos - r->base);
     if (r->len - off < want && !r->eof) {
-        memmove(r->buf, r->buf + off, r->len - off);   /* no-op when off == 0 */
+        if (off > 0)
+            memmove(r->buf, r->buf + off, r->len - off);
         r->len -= off;
         r->base = pos;
         off = 0;
