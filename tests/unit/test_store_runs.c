@@ -746,6 +746,28 @@ static void test_corrupt_run_among_good(void **state)
 
 /* ---- record and import ------------------------------------------------------------- */
 
+/* Writes rec2: the recording rec and one more event frame after it (made in store a). */
+static void extend_recording(pdbx_store *a, const char *rec, const char *rec2)
+{
+    char err[256], path[700];
+    size_t len, rlen;
+    char *orig = test_slurp(rec, &len);
+    test_write_file(rec2, orig, len);
+    free(orig);
+    pdbx_run_writer *wx;
+    assert_int_equal(pdbx_run_writer_create(a, "extra", &wx, err, sizeof err), 0);
+    append_text(wx, "{\"type\":\"warning\",\"message\":\"one more\"}");
+    assert_int_equal(pdbx_run_writer_close(wx, err, sizeof err), 0);
+    pdbx_store_run_path(a, "extra", path, sizeof path);
+    char *extra = test_slurp(path, &rlen);
+    assert_int_equal(pdbx_store_delete(a, "extra", err, sizeof err), 0);
+    FILE *f = fopen(rec2, "ab");
+    assert_non_null(f);
+    fwrite(extra, 1, rlen, f);
+    fclose(f);
+    free(extra);
+}
+
 static void test_record_import(void **state)
 {
     const char *dir = *state;
@@ -795,21 +817,7 @@ static void test_record_import(void **state)
     /* a different recording with the same run id (one more event): a new id */
     char rec2[600];
     snprintf(rec2, sizeof rec2, "%s/rec2.pdbx", dir);
-    pdbx_store_run_path(a, id, path, sizeof path);
-    orig = test_slurp(rec, &len);
-    test_write_file(rec2, orig, len);
-    free(orig);
-    pdbx_run_writer *wx;
-    assert_int_equal(pdbx_run_writer_create(a, "extra", &wx, err, sizeof err), 0);
-    append_text(wx, "{\"type\":\"warning\",\"message\":\"one more\"}");
-    assert_int_equal(pdbx_run_writer_close(wx, err, sizeof err), 0);
-    pdbx_store_run_path(a, "extra", path, sizeof path);
-    char *extra = test_slurp(path, &rlen);
-    assert_int_equal(pdbx_store_delete(a, "extra", err, sizeof err), 0);
-    f = fopen(rec2, "ab");
-    fwrite(extra, 1, rlen, f);
-    fclose(f);
-    free(extra);
+    extend_recording(a, rec, rec2);
     assert_int_equal(pdbx_store_import_ex(b, rec2, got2, &already, err, sizeof err), 0);
     assert_int_equal(already, 0);
     assert_string_not_equal(got2, id);                   /* taken: a new id */
