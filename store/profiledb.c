@@ -4,9 +4,11 @@
  */
 #include "store/profiledb.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 
 #include "store/events.h"
 #include "store/util/err.h"
@@ -42,6 +44,7 @@ void pdbx_run_free(pdbx_run *run)
     for (size_t i = 0; i < run->npoints; i++)
         point_free(&run->points[i]);
     free(run->points);
+    free(run->point_pos);
     free(run->coll);
     free(run->trace);
     cJSON_Delete(run->spec);
@@ -57,34 +60,103 @@ static void point_init(pdbx_point *p, int index)
     p->status = PDBX_POINT_PENDING;
 }
 
-/* The point with plan index idx; grown on demand when create != 0 (events for points the
- * plan did not list still fold). NULL when absent (or out of memory). */
+/* ---- the point index -------------------------------------------------------------------
+ * A direct table from plan index to position, so each event finds its point in constant time
+ * (a scan per event made loading quadratic: a 100-byte file planning 100000 "{}" points took
+ * 10 s, a million of them hours). Indices are < PDBX_RUN_MAX_POINTS, so the table is at most
+ * 400 KB; it grows by doubling to the largest index seen. */
+
+/* Makes point_pos cover index idx and every point of points[]; -1 out of memory. */
+static int index_points(pdbx_run *run, int idx)
+{
+    if (run->nindexed > run->npoints) {          /* a caller shrank points[]: start again */
+        memset(run->point_pos, 0, run->nslots * sizeof *run->point_pos);
+        run->nindexed = 0;
+    }
+    size_t need = (size_t)idx + 1;
+    for (size_t i = run->nindexed; i < run->npoints; i++) {
+        int k = run->points[i].index;
+        if (k >= 0 && k < PDBX_RUN_MAX_POINTS && (size_t)k + 1 > need)
+            need = (size_t)k + 1;
+    }
+    if (need > run->nslots) {
+        size_t n = run->nslots ? run->nslots : 64;
+        while (n < need)
+            n *= 2;
+        if (n > PDBX_RUN_MAX_POINTS)
+            n = PDBX_RUN_MAX_POINTS;
+        uint32_t *np = realloc(run->point_pos, n * sizeof *np);
+        if (!np)
+            return -1;
+        memset(np + run->nslots, 0, (n - run->nslots) * sizeof *np);
+        run->point_pos = np;
+        run->nslots = n;
+    }
+    for (; run->nindexed < run->npoints; run->nindexed++) {
+        int k = run->points[run->nindexed].index;    /* a duplicate keeps its first position */
+        if (k >= 0 && (size_t)k < run->nslots && run->point_pos[k] == 0)
+            run->point_pos[k] = (uint32_t)run->nindexed + 1;
+    }
+    return 0;
+}
+
+/* The point with plan index idx; created on demand when create != 0 (events for points the
+ * plan did not list still fold). NULL when absent, beyond the cap, or out of memory. */
 static pdbx_point *find_point(pdbx_run *run, int idx, int create)
 {
-    if (idx < 0 || idx > 1000000)
+    if (idx < 0 || idx >= PDBX_RUN_MAX_POINTS || index_points(run, idx) != 0)
         return NULL;
-    if ((size_t)idx < run->npoints && run->points[idx].index == idx)
-        return &run->points[idx];
-    for (size_t i = 0; i < run->npoints; i++)
-        if (run->points[i].index == idx)
-            return &run->points[i];
+    if (run->point_pos[idx])
+        return &run->points[run->point_pos[idx] - 1];
     if (!create)
         return NULL;
-    pdbx_point *np = realloc(run->points, (run->npoints + 1) * sizeof *np);
-    if (!np)
-        return NULL;
-    run->points = np;
+    if (run->npoints >= run->points_cap) {
+        size_t cap = run->npoints >= 8 ? 2 * run->npoints : 16;
+        pdbx_point *np = realloc(run->points, cap * sizeof *np);
+        if (!np)
+            return NULL;
+        run->points = np;
+        run->points_cap = cap;
+    }
     point_init(&run->points[run->npoints], idx);
-    return &run->points[run->npoints++];
+    run->point_pos[idx] = (uint32_t)++run->npoints;
+    run->nindexed = run->npoints;
+    return &run->points[run->npoints - 1];
+}
+
+const pdbx_point *pdbx_run_point(const pdbx_run *run, int index)
+{
+    if (index < 0)
+        return NULL;
+    if (run->point_pos && run->nindexed == run->npoints) {
+        uint32_t pos = (size_t)index < run->nslots ? run->point_pos[index] : 0;
+        return pos ? &run->points[pos - 1] : NULL;
+    }
+    for (size_t i = 0; i < run->npoints; i++)
+        if (run->points[i].index == index)
+            return &run->points[i];
+    return NULL;
+}
+
+void pdbx_run_warn(pdbx_run *run, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(run->warnings[run->nwarnings % PDBX_WARN_RING], sizeof run->warnings[0], fmt, ap);
+    va_end(ap);
+    if (run->nwarnings < INT_MAX)     /* a count, never a signed overflow */
+        run->nwarnings++;
 }
 
 /* The point an event names (created when the plan did not list it). */
 static pdbx_point *event_point(pdbx_run *run, int idx, pdbx_event_type t, char *err, size_t errlen)
 {
     pdbx_point *p = find_point(run, idx, 1);
-    if (!p)
-        pdbx_errf(err, errlen, "%s event: field \"point\": %d is not a planned point",
-                  pdbx_event_type_name(t), idx);
+    if (!p && (idx < 0 || idx >= PDBX_RUN_MAX_POINTS))
+        pdbx_errf(err, errlen, "%s event: field \"point\" is %d; allowed 0..%d (PDBX_RUN_MAX_POINTS)",
+                  pdbx_event_type_name(t), idx, PDBX_RUN_MAX_POINTS - 1);
+    else if (!p)
+        pdbx_errf(err, errlen, "%s event (point %d): out of memory", pdbx_event_type_name(t), idx);
     return p;
 }
 
@@ -106,11 +178,17 @@ static int apply_plan(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
         free(pts);
         return -1;
     }
+    if (n > PDBX_RUN_MAX_POINTS) {
+        free(pts);
+        return pdbx_fail(err, errlen, "run_start: field \"points\" lists %zu points; at most %d "
+                         "(PDBX_RUN_MAX_POINTS)", n, PDBX_RUN_MAX_POINTS);
+    }
     for (size_t i = 0; i < n; i++) {
         pdbx_point *p = find_point(run, pts[i].index, 1);
         if (!p) {
-            pdbx_errf(err, errlen, "run_start: points[%zu]: bad index %d (allowed 0..1000000) or out of memory",
-                      i, pts[i].index);
+            pdbx_errf(err, errlen, "run_start: points[%zu]: field \"index\" is %d; allowed 0..%d "
+                      "(PDBX_RUN_MAX_POINTS)%s", i, pts[i].index, PDBX_RUN_MAX_POINTS - 1,
+                      pts[i].index >= 0 && pts[i].index < PDBX_RUN_MAX_POINTS ? " (out of memory)" : "");
             free(pts);
             return -1;
         }
@@ -166,6 +244,29 @@ static void reopen(pdbx_run *run)
     run->end_reason[0] = '\0';
 }
 
+/* A count a file declares: one outside 0..max is left unknown (0) and, when rc is still 0,
+ * err names the field and the cap. Returns rc, or -1 when v was out of range. */
+static int cap_count(int *v, int max, const char *what, const char *cap, int rc, char *err,
+                     size_t errlen)
+{
+    if (*v >= 0 && *v <= max)
+        return rc;
+    if (rc == 0)
+        pdbx_errf(err, errlen, "%s is %d; allowed 0..%d (%s)", what, *v, max, cap);
+    *v = 0;
+    return -1;
+}
+
+static int cap_launcher(pdbx_ev_launcher *w, const char *ev, int rc, char *err, size_t errlen)
+{
+    char what[64];
+    snprintf(what, sizeof what, "%s: field \"world_size\"", ev);
+    rc = cap_count(&w->world_size, PDBX_RUN_MAX_RANKS, what, "PDBX_RUN_MAX_RANKS", rc, err, errlen);
+    snprintf(what, sizeof what, "%s: field \"ranks_per_node\"", ev);
+    return cap_count(&w->ranks_per_node, PDBX_RUN_MAX_RANKS, what, "PDBX_RUN_MAX_RANKS", rc, err,
+                     errlen);
+}
+
 static int apply_run_start(pdbx_run *run, const cJSON *ev, double t, char *err, size_t errlen)
 {
     pdbx_ev_run_start h;
@@ -178,6 +279,11 @@ static int apply_run_start(pdbx_run *run, const cJSON *ev, double t, char *err, 
     h.warmup = run->warmup;
     h.steps = run->steps;
     pdbx_event_decode_run_start(ev, &h);
+    int rc = cap_launcher(&h.who, "run_start", 0, err, errlen);
+    rc = cap_count(&h.layers_profiled, PDBX_RUN_MAX_LAYERS, "run_start: field \"layers_profiled\"",
+                   "PDBX_RUN_MAX_LAYERS", rc, err, errlen);
+    rc = cap_count(&h.model.layers, PDBX_RUN_MAX_LAYERS, "run_start: field \"model\".\"layers\"",
+                   "PDBX_RUN_MAX_LAYERS", rc, err, errlen);
     if (run->created == 0.0)
         run->created = t;
     pdbx_strcopy(run->id, sizeof run->id, h.who.id);
@@ -202,17 +308,24 @@ static int apply_run_start(pdbx_run *run, const cJSON *ev, double t, char *err, 
         return -1;
     }
     reopen(run);
-    return apply_plan(run, ev, err, errlen);
+    char perr[256] = "";
+    if (apply_plan(run, ev, perr, sizeof perr) != 0) {
+        if (rc == 0)
+            pdbx_errf(err, errlen, "%s", perr);      /* the first problem is the one named */
+        rc = -1;
+    }
+    return rc;
 }
 
-static int apply_launch(pdbx_run *run, const cJSON *ev)
+static int apply_launch(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
 {
     pdbx_ev_launcher w = launcher_of(run);
     pdbx_event_decode_launch(ev, &w);
+    int rc = cap_launcher(&w, "launch", 0, err, errlen);
     set_launcher(run, &w);
     if (run->have_end)        /* a later launch runs the run again */
         reopen(run);
-    return 0;
+    return rc;
 }
 
 static int apply_point_start(pdbx_run *run, const cJSON *ev, double t, char *err, size_t errlen)
@@ -246,11 +359,25 @@ static void take_cell(pdbx_cell *dst, pdbx_cell *src)
     src->rank = NULL;
 }
 
+/* A decoded cell with more per-rank entries than PDBX_RUN_MAX_RANKS: refused (rank array
+ * freed), err names the event. 0 when within the cap. */
+static int cap_ranks(pdbx_cell *c, const char *ev, int point, char *err, size_t errlen)
+{
+    if (c->nranks <= PDBX_RUN_MAX_RANKS)
+        return 0;
+    pdbx_errf(err, errlen, "%s event (point %d): field \"ranks\" has %d entries; at most %d "
+              "(PDBX_RUN_MAX_RANKS)", ev, point, c->nranks, PDBX_RUN_MAX_RANKS);
+    free(c->rank);
+    *c = (pdbx_cell){0};
+    return -1;
+}
+
 static int apply_op(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
 {
     pdbx_ev_op op;
     memset(&op, 0, sizeof op);
-    if (pdbx_event_decode_op(ev, &op, err, errlen) != 0)
+    if (pdbx_event_decode_op(ev, &op, err, errlen) != 0 ||
+        cap_ranks(&op.cell, "op", op.point, err, errlen) != 0)
         return -1;
     pdbx_point *p = event_point(run, op.point, PDBX_EV_OP, err, errlen);
     /* an op this build does not know is skipped */
@@ -264,6 +391,12 @@ static int apply_step(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     memset(&st, 0, sizeof st);
     if (pdbx_event_decode_step(ev, &st, err, errlen) != 0)
         return -1;
+    if (cap_ranks(&st.layer, "step", st.point, err, errlen) != 0 ||
+        cap_ranks(&st.total, "step", st.point, err, errlen) != 0) {
+        free(st.layer.rank);
+        free(st.total.rank);
+        return -1;
+    }
     pdbx_point *p = event_point(run, st.point, PDBX_EV_STEP, err, errlen);
     take_cell(p && st.layer.valid ? &p->layer : NULL, &st.layer);
     take_cell(p && st.total.valid ? &p->total : NULL, &st.total);
@@ -304,7 +437,11 @@ static int apply_trace(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     pdbx_ev_trace tr;
     int rc = pdbx_event_decode_trace(ev, &tr, err, errlen);
     /* a malformed entry is reported, the well formed ones are kept */
-    if (tr.n && reserve((void **)&run->trace, &run->trace_cap, run->ntrace + tr.n,
+    if (tr.n > PDBX_RUN_MAX_TRACE_OPS - run->ntrace) {
+        pdbx_errf(err, errlen, "trace event (point %d): %zu more entries would pass %d in the run "
+                  "(PDBX_RUN_MAX_TRACE_OPS)", tr.point, tr.n, PDBX_RUN_MAX_TRACE_OPS);
+        rc = -1;
+    } else if (tr.n && reserve((void **)&run->trace, &run->trace_cap, run->ntrace + tr.n,
                         sizeof *run->trace, 256) != 0) {
         pdbx_errf(err, errlen, "trace event (point %d): out of memory", tr.point);
         rc = -1;
@@ -326,7 +463,10 @@ static int apply_point_end(pdbx_run *run, const cJSON *ev, double t, char *err, 
         return -1;
     p->status = pe.status;
     free(p->message);
-    p->message = pe.message ? strdup(pe.message) : NULL;
+    p->message = pe.message ? strndup(pe.message, PDBX_RUN_MAX_MESSAGE) : NULL;
+    if (pe.message && strnlen(pe.message, PDBX_RUN_MAX_MESSAGE + 1) > PDBX_RUN_MAX_MESSAGE)
+        pdbx_run_warn(run, "point_end event (point %d): field \"message\" cut to %d bytes "
+                      "(PDBX_RUN_MAX_MESSAGE)", pe.point, PDBX_RUN_MAX_MESSAGE);
     if (t > 0)
         p->ended = t;
     if (pe.status == PDBX_POINT_PREDICTED_OOM)
@@ -341,6 +481,9 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     pdbx_coll_result r;
     if (pdbx_event_decode_coll(ev, &r, err, errlen) != 0)
         return -1;
+    if (run->ncoll >= PDBX_RUN_MAX_COLLS)
+        return pdbx_fail(err, errlen, "coll event (%s): the run already holds %d entries; at most "
+                         "%d (PDBX_RUN_MAX_COLLS)", r.coll, PDBX_RUN_MAX_COLLS, PDBX_RUN_MAX_COLLS);
     if (reserve((void **)&run->coll, &run->coll_cap, run->ncoll + 1, sizeof *run->coll, 32) != 0) {
         pdbx_errf(err, errlen, "coll event (%s): out of memory", r.coll);
         return -1;
@@ -367,8 +510,7 @@ static int apply_warning(pdbx_run *run, const cJSON *ev, char *err, size_t errle
     const char *msg;
     if (pdbx_event_decode_warning(ev, &msg, err, errlen) != 0)
         return -1;
-    pdbx_strcopy(run->warnings[run->nwarnings % PDBX_WARN_RING], sizeof run->warnings[0], msg);
-    run->nwarnings++;
+    pdbx_run_warn(run, "%s", msg);
     return 0;
 }
 
@@ -401,7 +543,7 @@ int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
         run->last_event = t;
     switch (pdbx_event_type_of(event)) {
     case PDBX_EV_RUN_START: return apply_run_start(run, event, t, err, errlen);
-    case PDBX_EV_LAUNCH: return apply_launch(run, event);
+    case PDBX_EV_LAUNCH: return apply_launch(run, event, err, errlen);
     case PDBX_EV_POINT_START: return apply_point_start(run, event, t, err, errlen);
     case PDBX_EV_OP: return apply_op(run, event, err, errlen);
     case PDBX_EV_STEP: return apply_step(run, event, err, errlen);

@@ -9,6 +9,11 @@
  *  - A value that was never measured has valid == 0: views print N/A for it, never 0.
  *  - pdbx_run_free() releases everything the run owns; the struct may then be re-inited.
  *  - No I/O here: store.h reads files and calls these.
+ *  - A run file is untrusted: the PDBX_RUN_MAX_* caps below bound what one file can make a
+ *    load allocate or an export produce. An event beyond a cap is refused (or its field left
+ *    unset) with a one-line message naming the cap; the rest of the run still folds. Loading
+ *    is linear in the number of events: a point is found by its plan index through a hash
+ *    index, never by a scan.
  */
 #ifndef PDBX_PROFILEDB_H
 #define PDBX_PROFILEDB_H
@@ -99,7 +104,8 @@ typedef struct {
 } pdbx_trace_event;
 
 typedef enum {
-    PDBX_RUN_RUNNING = 0, PDBX_RUN_COMPLETE, PDBX_RUN_CANCELLED, PDBX_RUN_FAILED, PDBX_RUN_CORRUPT
+    PDBX_RUN_RUNNING = 0, PDBX_RUN_COMPLETE, PDBX_RUN_CANCELLED, PDBX_RUN_FAILED, PDBX_RUN_CORRUPT,
+    PDBX_RUN_UNREADABLE       /* listing only: the file cannot be read (permission, not a file) */
 } pdbx_run_status;
 const char *pdbx_run_status_name(pdbx_run_status s);
 
@@ -112,6 +118,15 @@ typedef struct {
 #define PDBX_RUN_ID_MAX 64
 #define PDBX_WARN_RING 16
 
+/* Caps on what one run file may declare (see the contract above). */
+#define PDBX_RUN_MAX_POINTS 100000      /* point indices 0 .. PDBX_RUN_MAX_POINTS - 1 (a point
+                                         * holds ~2 KB: 200 MB at most) */
+#define PDBX_RUN_MAX_RANKS 65536        /* world_size, ranks_per_node, a cell's per-rank entries */
+#define PDBX_RUN_MAX_LAYERS 4096        /* layers_profiled and model layers (the spec's limit) */
+#define PDBX_RUN_MAX_TRACE_OPS 4000000  /* trace entries (op timings) in one run */
+#define PDBX_RUN_MAX_COLLS 100000       /* entries of the collectives sweep */
+#define PDBX_RUN_MAX_MESSAGE 4096       /* bytes of a point's message (longer ones are cut) */
+
 typedef struct {
     char id[PDBX_RUN_ID_MAX];
     pdbx_model_info model;
@@ -123,8 +138,13 @@ typedef struct {
     double created, last_event;   /* unix seconds */
     char host[64];
     long pid;                 /* launcher pid on `host` (liveness of a run without run_end) */
-    size_t npoints;
+    size_t npoints, points_cap;
     pdbx_point *points;
+    /* Plan index -> position + 1 in points[] (0: none), a direct table over indices
+     * 0..nslots-1 (profiledb.c owns it; a caller that fills points[] itself leaves it NULL
+     * and the first lookup builds it). The first nindexed points are in it. */
+    uint32_t *point_pos;
+    size_t nslots, nindexed;
     size_t ncoll, coll_cap;
     pdbx_coll_result *coll;
     size_t ntrace, trace_cap;
@@ -145,6 +165,12 @@ void pdbx_run_init(pdbx_run *run);
  * event is malformed (the run stays consistent; callers may go on). */
 int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen);
 void pdbx_run_free(pdbx_run *run);
+/* Adds a line to the run's warnings ring (printf format). */
+void pdbx_run_warn(pdbx_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The point with plan index `index`, or NULL: constant time once the run's index is built
+ * (every folded run), a scan for a run whose points[] a caller filled itself. */
+const pdbx_point *pdbx_run_point(const pdbx_run *run, int index);
 
 /* Points of one parallel config (tp, pp, dp) in MBS order; returns the count written. */
 size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,

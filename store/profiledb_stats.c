@@ -83,6 +83,7 @@ const char *pdbx_point_status_name(pdbx_point_status s)
 static const char *const run_status_names[] = {
     [PDBX_RUN_RUNNING] = "running", [PDBX_RUN_COMPLETE] = "complete",
     [PDBX_RUN_CANCELLED] = "cancelled", [PDBX_RUN_FAILED] = "failed", [PDBX_RUN_CORRUPT] = "corrupt",
+    [PDBX_RUN_UNREADABLE] = "unreadable",
 };
 #define N_RUN_STATUS ((int)(sizeof run_status_names / sizeof run_status_names[0]))
 

@@ -61,6 +61,12 @@ int pdbx_run_writer_append(pdbx_run_writer *w, const cJSON *event, char *err, si
 int pdbx_run_writer_close(pdbx_run_writer *w, char *err, size_t errlen);
 
 /* ---- reading --------------------------------------------------------------------------- */
+/* The largest event (decompressed JSON) a run file may hold: the writer refuses larger ones and
+ * the scanner reports them as damage. The biggest real event, a run_start planning
+ * PDBX_RUN_MAX_POINTS points, is about 15 MB. A frame is at most ZSTD_compressBound of it, so
+ * a frame header claiming more is damage too, found without reading what it claims. */
+#define PDBX_MAX_EVENT_BYTES (64u * 1024u * 1024u)
+
 /* Called once per complete, valid event; return nonzero to stop the scan early. */
 typedef int (*pdbx_event_fn)(const cJSON *event, void *ctx);
 
@@ -74,7 +80,10 @@ typedef struct {
 
 /* Scans a run file (any path: runs, recordings) from byte offset `from` (0 or a previous
  * next_offset), so a monitor can tail a run that is still being written. Returns -1 only when
- * the file cannot be opened or read; corruption is reported in *res, not as failure. */
+ * the file cannot be opened or read (a FIFO, device or directory is never opened for reading:
+ * "not a regular file"; an unreadable one says "permission denied"); corruption is reported in
+ * *res, not as failure. Memory stays bounded whatever the file holds: one read chunk plus the
+ * largest whole frame (a torn or damaged tail is walked by its block headers, never held). */
 int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
                    pdbx_scan_result *res, char *err, size_t errlen);
 
@@ -109,16 +118,23 @@ typedef struct {
 } pdbx_run_summary;
 
 /* Every run in the store, newest first. Uses index.json for runs whose (size, mtime) did not
- * change and refreshes it; a corrupt run is listed with status CORRUPT and its message. */
+ * change and refreshes it; a corrupt run is listed with status CORRUPT and its message; one
+ * that cannot be read with status UNREADABLE and why: "permission denied (...)", or
+ * "skipped: not a regular file (a FIFO)" for a FIFO, device or directory named like a run
+ * (never opened: opening a FIFO blocks). */
 int pdbx_store_list(pdbx_store *st, pdbx_run_summary **out, size_t *n, char *err, size_t errlen);
 int pdbx_store_rebuild_index(pdbx_store *st, char *err, size_t errlen);
 int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen);
 
 /* Recordings are run files: `record` copies a run's stream to FILE (durably); `import` copies
  * a recording into the store under its original id (or a new id when that one exists) and
- * writes the id used to out_id. */
+ * writes the id used to out_id. A recording whose whole frames are byte for byte a run
+ * already in the store is not copied again: out_id is that run, and *already (may be NULL)
+ * is set to 1 (else 0). */
 int pdbx_store_record(pdbx_store *st, const char *id, const char *file, char *err, size_t errlen);
 int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_MAX],
                       char *err, size_t errlen);
+int pdbx_store_import_ex(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_MAX],
+                         int *already, char *err, size_t errlen);
 
 #endif

@@ -184,14 +184,75 @@ static int link_as_run(const pdbx_store *st, const char *tmp, char id[PDBX_RUN_I
     }
 }
 
+/* 1 when file a's first len bytes are file b's whole content (b has len bytes), 0 when not
+ * (or either cannot be read: then a copy is made, as before). */
+static int same_bytes(const char *a, const char *b, uint64_t len)
+{
+    int fa = pdbx_open_regular(a, NULL, 0), fb = pdbx_open_regular(b, NULL, 0);
+    struct stat sb;
+    enum { CHUNK = 65536 };
+    char *x = malloc(2 * CHUNK), *y = x ? x + CHUNK : NULL;
+    int same = x && fa >= 0 && fb >= 0 && fstat(fb, &sb) == 0 && (uint64_t)sb.st_size == len;
+    for (uint64_t off = 0; same && off < len;) {
+        size_t want = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
+        ssize_t ra = pread(fa, x, want, (off_t)off), rb = pread(fb, y, want, (off_t)off);
+        same = ra > 0 && ra == rb && memcmp(x, y, (size_t)ra) == 0;
+        off += same ? (uint64_t)ra : 0;
+    }
+    if (fa >= 0)
+        close(fa);
+    if (fb >= 0)
+        close(fb);
+    free(x);
+    return same;
+}
+
+/* The run of the store whose file is exactly the recording's whole frames: its id into out
+ * (1), or 0 when none. Only files of the same size are compared. */
+static int find_same_run(const pdbx_store *st, const char *file, uint64_t len,
+                         char out[PDBX_RUN_ID_MAX])
+{
+    store_id_list ids;
+    char err[256];
+    int found = 0;
+    if (store_list_ids(st, &ids, err, sizeof err) != 0)
+        return 0;
+    for (size_t i = 0; i < ids.n && !found; i++) {
+        char *path = store_run_path_alloc(st, ids.id[i]);
+        struct stat sb;
+        if (path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == len &&
+            same_bytes(file, path, len)) {
+            snprintf(out, PDBX_RUN_ID_MAX, "%s", ids.id[i]);
+            found = 1;
+        }
+        free(path);
+    }
+    free(ids.id);
+    return found;
+}
+
 int pdbx_store_import(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_MAX],
                       char *err, size_t errlen)
+{
+    return pdbx_store_import_ex(st, file, out_id, NULL, err, errlen);
+}
+
+int pdbx_store_import_ex(pdbx_store *st, const char *file, char out_id[PDBX_RUN_ID_MAX],
+                         int *already, char *err, size_t errlen)
 {
     import_probe probe = {0};
     uint64_t len = 0;
     char *tmp = NULL;
+    if (already)
+        *already = 0;
     if (check_recording(file, &probe, &len, err, errlen) != 0)
         return -1;
+    /* Importing the same recording twice made two runs of one measurement. */
+    if (find_same_run(st, file, len, out_id)) {
+        if (already)
+            *already = 1;
+        return 0;
+    }
     /* Copy to a hidden temp in runs/, fsync, then give it its name. */
     fd_sink_t sink = {create_temp(st, &tmp, err, errlen), tmp};
     if (sink.fd < 0)

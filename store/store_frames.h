@@ -3,8 +3,10 @@
  * A run file is a sequence of independent zstd frames with the content checksum on, each one
  * JSON event. The encoder turns an event into one frame; pdbx_frame_append() writes that frame
  * with a single write() and fdatasync()s it, and on a short or failed write cuts off what it
- * wrote so a later append never lands after a partial frame. The scanner
- * (pdbx_scan_file, declared in store.h) is the only reader.
+ * wrote so a later append never lands after a partial frame. The scanner (store_scan.c:
+ * pdbx_scan_file, declared in store.h) is the only reader. Events larger than
+ * PDBX_MAX_EVENT_BYTES (store.h) are refused by the encoder and reported as damage by the
+ * scanner.
  */
 #ifndef PDBX_STORE_FRAMES_H
 #define PDBX_STORE_FRAMES_H

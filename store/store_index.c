@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
@@ -35,7 +36,7 @@ static int get_u64str(const cJSON *o, const char *name, uint64_t *out)
 
 static int status_from_name(const char *s)
 {
-    for (int i = PDBX_RUN_RUNNING; i <= PDBX_RUN_CORRUPT; i++)
+    for (int i = PDBX_RUN_RUNNING; i <= PDBX_RUN_UNREADABLE; i++)
         if (strcmp(s, pdbx_run_status_name((pdbx_run_status)i)) == 0)
             return i;
     return -1;
@@ -136,9 +137,15 @@ int pdbx_index_load(const char *path, pdbx_index_entry **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* a cache: a FIFO or device in its place is ignored (never opened to block or to read
+     * forever), and so is one larger than an index can be */
+    int fd = pdbx_open_regular(path, NULL, 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return 0;
+    }
     char *text = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -155,12 +162,12 @@ int pdbx_index_load(const char *path, pdbx_index_entry **out, size_t *n)
         }
         size_t r = fread(text + len, 1, cap - len, f);
         len += r;
-        if (r == 0)
+        if (r == 0 || len > PDBX_INDEX_MAX_BYTES)
             break;
     }
     int read_error = ferror(f);
     fclose(f);
-    cJSON *root = read_error ? NULL : cJSON_ParseWithLength(text, len);
+    cJSON *root = read_error || len > PDBX_INDEX_MAX_BYTES ? NULL : cJSON_ParseWithLength(text, len);
     free(text);
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
     cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");

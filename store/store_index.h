@@ -19,6 +19,9 @@
 
 #include "store/store.h"
 
+/* A larger index.json is not one pdbx wrote: ignored (and rebuilt), never read on. */
+#define PDBX_INDEX_MAX_BYTES (256u * 1024u * 1024u)
+
 typedef struct {
     pdbx_run_summary sum;     /* sum.status: the folded status, before liveness */
     int64_t mtime_ns;

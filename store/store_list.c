@@ -238,8 +238,29 @@ static int load_old_index(const pdbx_store *st, pdbx_index_entry **old, size_t *
     return 0;
 }
 
+/* An entry for a run file that could not be read (status UNREADABLE or CORRUPT, the reason in
+ * the message); never cached: the next listing looks again. */
+static void unread_entry(pdbx_index_entry *e, const char *id, const struct stat *sb,
+                         pdbx_run_status status, const char *why)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->sum.id, sizeof e->sum.id, "%s", id);
+    e->sum.status = status;
+    e->sum.size = S_ISREG(sb->st_mode) ? (uint64_t)sb->st_size : 0;
+    e->ino = UINT64_MAX;                            /* never matches: rescanned next time */
+    copy_message(e->sum.message, sizeof e->sum.message, why);
+}
+
+/* What kind of file a non-regular entry of runs/ is, for its message. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" :
+           S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a file";
+}
+
 /* The entry of run id into *e: the cached one while its file is unchanged, else a (resumed)
- * scan. Returns 0, 1 when the run is gone (deleted while listing), -1 out of memory. Sets
+ * scan. A FIFO, device or directory named like a run is never opened (opening a FIFO blocks
+ * until a writer comes: `pdbx ls` hung): it is listed as unreadable, skipped, with what it is. Returns 0, 1 when the run is gone (deleted while listing), -1 out of memory. Sets
  * *changed when the index must be rewritten. */
 static int entry_for(const pdbx_store *st, const char *id, pdbx_index_entry *old, size_t nold,
                      pdbx_index_entry *e, int *changed)
@@ -252,6 +273,14 @@ static int entry_for(const pdbx_store *st, const char *id, pdbx_index_entry *old
         free(path);
         *changed = 1;
         return 1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        char why[96];
+        snprintf(why, sizeof why, "skipped: not a regular file (%s)", file_kind(sb.st_mode));
+        unread_entry(e, id, &sb, PDBX_RUN_UNREADABLE, why);
+        free(path);
+        *changed = 1;
+        return 0;
     }
     pdbx_index_entry key;
     snprintf(key.sum.id, sizeof key.sum.id, "%s", id);
@@ -270,16 +299,12 @@ static int entry_for(const pdbx_store *st, const char *id, pdbx_index_entry *old
                                    (uint64_t)sb.st_size >= hit->scan_offset ? hit : NULL;
     char serr[256];
     int s = scan_summary(path, id, prev, e, serr, sizeof serr);
+    /* A file this user may not read is not damaged: say so (root reads it regardless). */
+    int denied = s < 0 && access(path, R_OK) != 0 && errno == EACCES;
     free(path);
-    if (s < 0) {
-        /* Unreadable: listed as corrupt with the reason; never cached. */
-        memset(e, 0, sizeof *e);
-        snprintf(e->sum.id, sizeof e->sum.id, "%s", id);
-        e->sum.status = PDBX_RUN_CORRUPT;
-        e->sum.size = (uint64_t)sb.st_size;
-        e->ino = UINT64_MAX;                        /* never matches: rescanned next time */
-        copy_message(e->sum.message, sizeof e->sum.message, serr);
-    }
+    if (s < 0)
+        unread_entry(e, id, &sb, denied ? PDBX_RUN_UNREADABLE : PDBX_RUN_CORRUPT,
+                     denied ? "permission denied (the run file is not readable by this user)" : serr);
     return s == 1;
 }
 

@@ -65,6 +65,7 @@ int pdbx_run_writer_create(pdbx_store *st, const char *id, pdbx_run_writer **out
                            char *err, size_t errlen)
 {
     *out = NULL;
+    pdbx_ignore_sigxfsz();      /* a write past the file-size limit fails (EFBIG), reported */
     if (id && !pdbx_layout_valid_id(id)) {
         pdbx_errf(err, errlen, "run id '%s': not allowed (1-%d of A-Z a-z 0-9 . _ -, not starting with '.')",
                 id, PDBX_RUN_ID_MAX - 1);
@@ -102,6 +103,7 @@ int pdbx_run_writer_open(pdbx_store *st, const char *id, pdbx_run_writer **out,
                          char *err, size_t errlen)
 {
     *out = NULL;
+    pdbx_ignore_sigxfsz();
     if (!pdbx_layout_valid_id(id)) {
         pdbx_errf(err, errlen, "run id '%s': not a valid run id", id ? id : "");
         return -1;
@@ -242,10 +244,7 @@ int store_load_event(const cJSON *ev, void *vctx)
     char msg[200];
     if (pdbx_run_apply(c->run, ev, msg, sizeof msg) != 0) {
         /* A malformed event is reported in the run's warnings; the rest still folds. */
-        pdbx_run *r = c->run;
-        snprintf(r->warnings[r->nwarnings % PDBX_WARN_RING], sizeof r->warnings[0],
-                 "event %zu ignored: %s", c->index, msg);
-        r->nwarnings++;
+        pdbx_run_warn(c->run, "event %zu ignored: %s", c->index, msg);
     }
     c->index++;
     return 0;

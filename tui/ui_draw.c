@@ -105,6 +105,7 @@ ui_role ui_role_run_status(pdbx_run_status s)
     case PDBX_RUN_CANCELLED: return UI_C_WARNING;
     case PDBX_RUN_FAILED: return UI_C_BAD;
     case PDBX_RUN_CORRUPT: return UI_C_BAD;
+    case PDBX_RUN_UNREADABLE: return UI_C_BAD;
     }
     return UI_C_NORMAL;
 }

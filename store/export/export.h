@@ -8,7 +8,9 @@
  *    When several configs share a TP degree, the one with the most ok rows is exported.
  *  - Vidur CSV: DIR/mlp.csv, DIR/all_reduce.csv, DIR/send_recv.csv (design.md section 6).
  *  - Chrome trace: FILE, one complete ("ph":"X") event per op of one measured step per rank,
- *    pid = rank, tid = point.
+ *    pid = rank, tid = point. At most PDBX_TRACE_MAX_EVENTS events (recorded or synthesized
+ *    from points x ranks x layers_profiled x ops): a larger trace is refused before anything
+ *    is built, with a message naming the cap.
  * Writes are durable (tmp -> fsync -> rename). Each call reports every file it wrote through
  * `wrote` (may be NULL). Every writer reads the run table (store/runtable.h). Errors: -1
  * with one line naming the file or the reason (for example
@@ -20,6 +22,9 @@
 #include <stddef.h>
 #include "store/profiledb.h"
 #include "store/runtable.h"   /* pdbx_attribution, the cells every writer reads */
+
+/* About 150 bytes of JSON each: a 150 MB file, more than trace viewers open comfortably. */
+#define PDBX_TRACE_MAX_EVENTS 1000000
 
 typedef void (*pdbx_wrote_fn)(const char *path, void *ctx);
 

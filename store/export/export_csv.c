@@ -239,15 +239,19 @@ static int mlp_csv(const pdbx_runtable *t, csv_buf *b, char *err, size_t errlen)
 
 /* Ranks of one group that share a node: a group of n ranks spaced `stride` apart, on nodes of
  * rpn consecutive ranks. The engine places ranks as Megatron does (engine/engine_grid.h:
- * world_rank = tp_rank + TP * (dp_rank + DP * pp_rank)): TP stride 1, DP stride TP, PP TP*DP. */
-static int group_devices_per_node(int n, int stride, int rpn)
+ * world_rank = tp_rank + TP * (dp_rank + DP * pp_rank)): TP stride 1, DP stride TP, PP TP*DP.
+ * The stride comes from a file (tp, dp may be 0 or huge): it is a 64-bit product, and one below
+ * 1 is taken as 1, so no value divides by zero or overflows. */
+static int group_devices_per_node(int n, long long stride, int rpn)
 {
     if (rpn <= 0)
         return n;
+    if (stride < 1)
+        stride = 1;
     if (stride >= rpn)
         return 1;
-    int per = rpn / stride;
-    return per < n ? per : n;
+    long long per = rpn / stride;
+    return per < n ? (int)per : n;
 }
 
 static void coll_header(csv_buf *b, const char *coll)
@@ -304,7 +308,8 @@ static void coll_csv(const pdbx_run *run, const char *kind, csv_buf *b)
         if (pt->status != PDBX_POINT_OK)
             continue;
         const pdbx_comm_cell *cells[2];
-        int strides[2], ncells = 0;
+        long long strides[2];
+        int ncells = 0;
         if (strcmp(kind, "all_reduce") == 0) {
             cells[ncells] = &pt->tp_allreduce;
             strides[ncells++] = 1;
@@ -312,7 +317,7 @@ static void coll_csv(const pdbx_run *run, const char *kind, csv_buf *b)
             strides[ncells++] = pt->tp;
         } else {
             cells[ncells] = &pt->pp_sendrecv;
-            strides[ncells++] = pt->tp * pt->dp;
+            strides[ncells++] = (long long)pt->tp * pt->dp;
         }
         for (int k = 0; k < ncells; k++) {
             const pdbx_comm_cell *cc = cells[k];

@@ -26,16 +26,6 @@
 #include "store/export/export_common.h"
 #include "store/version.h"
 
-static const pdbx_point *point_by_index(const pdbx_run *run, int index)
-{
-    if (index >= 0 && (size_t)index < run->npoints && run->points[index].index == index)
-        return &run->points[index];
-    for (size_t i = 0; i < run->npoints; i++)
-        if (run->points[i].index == index)
-            return &run->points[i];
-    return NULL;
-}
-
 static const char *op_category(pdbx_op op)
 {
     if (pdbx_op_is_gemm(op))
@@ -149,7 +139,7 @@ static int name_tracks(cJSON *events, const pdbx_run *run, track_set *s)
             if (add_name_meta(events, "process_name", rank, -1, name) != 0)
                 return -1;
         }
-        const pdbx_point *pt = point_by_index(run, point);
+        const pdbx_point *pt = pdbx_run_point(run, point);
         if (pt)
             snprintf(name, sizeof name, "point %d: TP %d PP %d DP %d MBS %d", point, pt->tp,
                      pt->pp, pt->dp, pt->mbs);
@@ -168,12 +158,50 @@ static double rank_median(const pdbx_cell *c, int rank)
     return c->stats.median;
 }
 
+/* layers_profiled comes from the file: at least 1, at most the fold's cap (a run built
+ * otherwise than by the fold may hold anything). */
+static int synth_layers(const pdbx_run *run)
+{
+    int layers = run->layers_profiled > 0 ? run->layers_profiled : 1;
+    return layers < PDBX_RUN_MAX_LAYERS ? layers : PDBX_RUN_MAX_LAYERS;
+}
+
+/* TP ranks a synthesized point gets a track for: the most per-rank entries of its cells. */
+static int synth_ranks(const pdbx_point *pt)
+{
+    int nranks = 1;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if (pt->op[op].valid && pt->op[op].rank && pt->op[op].nranks > nranks)
+            nranks = pt->op[op].nranks;
+    return nranks;
+}
+
+/* How many complete events the export would write (an upper bound for a synthesized step:
+ * a cell with a NaN median is skipped later). Counted in double: no overflow. */
+static double count_events(const pdbx_run *run)
+{
+    if (run->ntrace > 0)
+        return (double)run->ntrace;
+    double n = 0.0, layers = synth_layers(run);
+    for (size_t i = 0; i < run->npoints; i++) {
+        const pdbx_point *pt = &run->points[i];
+        if (pt->status != PDBX_POINT_OK)
+            continue;
+        double per_rank = 0.0;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (pt->op[op].valid)
+                per_rank += pdbx_op_is_per_layer((pdbx_op)op) ? layers : 1.0;
+        n += per_rank * synth_ranks(pt);
+    }
+    return n;
+}
+
 /* The synthesized step of one point on one rank: medians back to back, execution order. */
 static int synthesize_point(cJSON *events, const pdbx_run *run, const pdbx_point *pt, int rank,
                             size_t *count)
 {
     double t = 0.0;
-    int layers = run->layers_profiled > 0 ? run->layers_profiled : 1;
+    int layers = synth_layers(run);
     for (int pass = 0; pass < 3; pass++) {
         /* pass 0: embed; pass 1: the layer ops, once per profiled layer; pass 2: the tail */
         int nlayers = pass == 1 ? layers : 1;
@@ -205,7 +233,7 @@ static int add_events(cJSON *events, const pdbx_run *run, track_set *tracks, siz
     for (size_t i = 0; i < run->ntrace; i++) {
         const pdbx_trace_event *ev = &run->trace[i];
         if (track_add(tracks, ev->rank, ev->point) != 0
-            || add_complete(events, point_by_index(run, ev->point), ev->point, ev->rank,
+            || add_complete(events, pdbx_run_point(run, ev->point), ev->point, ev->rank,
                             ev->layer, ev->op, ev->start_us, ev->dur_us) != 0)
             return -1;
         (*count)++;
@@ -214,10 +242,7 @@ static int add_events(cJSON *events, const pdbx_run *run, track_set *tracks, siz
         const pdbx_point *pt = &run->points[i];
         if (pt->status != PDBX_POINT_OK)
             continue;
-        int nranks = 1;
-        for (int op = 0; op < PDBX_OP_COUNT; op++)
-            if (pt->op[op].valid && pt->op[op].rank && pt->op[op].nranks > nranks)
-                nranks = pt->op[op].nranks;
+        int nranks = synth_ranks(pt);
         for (int r = 0; r < nranks; r++)
             if (track_add(tracks, r, pt->index) != 0
                 || synthesize_point(events, run, pt, r, count) != 0)
@@ -255,6 +280,13 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
     track_set tracks = { 0 };
     char *text = NULL;
     size_t count = 0;
+    double planned = count_events(run);
+    if (planned > PDBX_TRACE_MAX_EVENTS) {
+        pdbx_errf(err, errlen, "%s: run %s would give a trace of %.0f events (%s); at most %d "
+                  "(PDBX_TRACE_MAX_EVENTS)", file, run->id, planned, run->ntrace ? "recorded" :
+                  "points x ranks x layers_profiled x ops", PDBX_TRACE_MAX_EVENTS);
+        return -1;
+    }
     cJSON *root = cJSON_CreateObject();
     cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
     if (!events || add_events(events, run, &tracks, &count) != 0) {

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,6 +106,48 @@ int pdbx_mkdirs(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" :
+           S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a file";
+}
+
+int pdbx_open_regular(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        pdbx_errf(err, errlen, "%s: cannot open: %s", path,
+                  errno == EACCES ? "permission denied" : strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        int e = errno;
+        int stat_ok = fstat(fd, &sb) == 0;
+        close(fd);
+        pdbx_errf(err, errlen, "%s: not a regular file (%s)", path,
+                  stat_ok ? file_kind(sb.st_mode) : strerror(e));
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);                 /* back to blocking reads */
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+void pdbx_ignore_sigxfsz(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+        !(old.sa_flags & SA_SIGINFO)) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        (void)sigaction(SIGXFSZ, &ign, NULL);
+    }
+}
+
 static void durable_free(pdbx_durable_file *f)
 {
     if (!f)
@@ -121,6 +164,7 @@ int pdbx_durable_open(const char *path, pdbx_durable_file **out, char *err, size
         pdbx_errf(err, errlen, "durable write: empty path");
         return -1;
     }
+    pdbx_ignore_sigxfsz();
     pdbx_durable_file *f = calloc(1, sizeof *f);
     if (!f)
         goto oom;

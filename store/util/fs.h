@@ -22,6 +22,15 @@ void pdbx_durable_abort(pdbx_durable_file *f);
 int pdbx_durable_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* fsync of a directory, so a rename or create in it survives a crash. */
 int pdbx_fsync_dir(const char *dir, char *err, size_t errlen);
+/* Opens path read-only (O_CLOEXEC) only when it is a regular file: a FIFO, device, socket or
+ * directory is refused without blocking (opening a FIFO for reading waits for a writer):
+ * "<path>: not a regular file (a FIFO)". A file this user may not read gives
+ * "<path>: cannot open: permission denied". Returns the fd (blocking reads) or -1. */
+int pdbx_open_regular(const char *path, char *err, size_t errlen);
+/* Makes the process ignore SIGXFSZ (once; a disposition someone set is kept): a write past
+ * RLIMIT_FSIZE then fails with EFBIG, which the writers report and clean up after, instead of
+ * the signal killing the process with its temp file left behind. */
+void pdbx_ignore_sigxfsz(void);
 /* mkdir -p that survives a crash: each directory it creates is synced into its parent.
  * 0 when path is (now) a directory. */
 int pdbx_mkdirs(const char *path, char *err, size_t errlen);

@@ -14,11 +14,14 @@ zstd -q -d -c "$TMP/rec.pdbx" | head -c 200 | grep -q '"type":"run_start"' || fa
 "$PDBX" show --store "$S" 2026-11-20 --format csv > "$TMP/run.csv" || fail "show run"
 cmp -s "$TMP/rec.csv" "$TMP/run.csv" || fail "recording shows differently from its run"
 
-# Import into an empty store (created on import), then again: the id is taken, a new one is used.
+# Import into an empty store (created on import); the same recording again names the run already
+# there (tests/e2e/store_hostile.sh); a different recording with the taken id gets a new one.
 S2="$TMP/other"
 "$PDBX" import --store "$S2" "$TMP/rec.pdbx" > "$TMP/id1" 2>"$TMP/err" || fail "import: $(cat "$TMP/err")"
 [ "$(cat "$TMP/id1")" = "$RUN_A" ] || fail "import did not keep the id: $(cat "$TMP/id1")"
-"$PDBX" import --store "$S2" "$TMP/rec.pdbx" > "$TMP/id2" || fail "second import"
+cp "$TMP/rec.pdbx" "$TMP/rec2.pdbx"
+printf '{"type":"warning","message":"one more event"}\n' | zstd -q -c >> "$TMP/rec2.pdbx"
+"$PDBX" import --store "$S2" "$TMP/rec2.pdbx" > "$TMP/id2" || fail "second import"
 [ "$(cat "$TMP/id2")" != "$RUN_A" ] || fail "second import reused a taken id"
 "$PDBX" ls --store "$S2" --json > "$TMP/ls.json" || fail "ls after import"
 $PY -c "import json; r=json.load(open('$TMP/ls.json')); assert len(r)==2 and all(x['status']=='complete' for x in r), r" \

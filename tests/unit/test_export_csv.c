@@ -280,6 +280,41 @@ static void test_no_ok_point_writes_nothing(void **state)
     pdbx_run_free(&run);
 }
 
+/* Issue 10 item 1: a point's TP and DP come from the file. TP 0 made the DP all-reduce's
+ * stride 0 and TP*DP = 65536*65536 wrapped to 0 for the PP send/recv: both divided by zero
+ * (SIGFPE). The export must write the rows instead. */
+static void test_zero_and_overflowing_degrees(void **state)
+{
+    const char *dir = *state;
+    uint32_t ops = PDBX_OP_BIT(PDBX_OP_EMBED);
+    const tx_point pts[] = { { 1, 1, 2, 1, "ok", ops }, { 1, 2, 1, 1, "ok", ops } };
+    pdbx_run run;
+    tx_build_run(&run, pts, 2, csv_stats, 0);
+    /* the degrees as a hostile file declares them (the fold keeps what the plan says) */
+    run.points[0].tp = 0;
+    run.points[1].tp = 65536;
+    run.points[1].dp = 65536;
+    const char *st = "{\"count\":3,\"min\":1,\"max\":1,\"mean\":1,\"median\":1,\"std\":0}";
+    tx_apply(&run, "{\"type\":\"comm\",\"point\":0,\"kind\":\"dp_allreduce\",\"stats\":%s,"
+             "\"bytes\":1024,\"group_size\":2}", st);
+    tx_apply(&run, "{\"type\":\"comm\",\"point\":1,\"kind\":\"pp_sendrecv\",\"stats\":%s,"
+             "\"bytes\":2048,\"group_size\":2}", st);
+    char out[512], path[600], err[512] = "";
+    snprintf(out, sizeof out, "%s/csv-degrees", dir);
+    assert_int_equal(pdbx_export_csv(&run, out, NULL, NULL, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/all_reduce.csv", out);
+    char *text = test_slurp(path, NULL);
+    /* stride 0 is taken as 1: both ranks of the group fit a node of 2 */
+    assert_string_equal(text, COLL_COLS("all_reduce") "\n1,1,1,1,0,0,2,1024,all_reduce,2,2\n");
+    free(text);
+    snprintf(path, sizeof path, "%s/send_recv.csv", out);
+    text = test_slurp(path, NULL);
+    /* stages 2^32 ranks apart: one rank per node */
+    assert_string_equal(text, COLL_COLS("send_recv") "\n1,1,1,1,0,0,2,2048,send_recv,1,2\n");
+    free(text);
+    pdbx_run_free(&run);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +322,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_all_three_csvs_exact, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_numbers_round_trip, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_no_ok_point_writes_nothing, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_zero_and_overflowing_degrees, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("export_csv", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/export/export.h"
 #include "store/profiledb.h"
@@ -235,12 +236,43 @@ static void test_trace_errors(void **state)
     pdbx_run_free(&run);
 }
 
+/* Issue 10 item 4: layers_profiled (from the file) multiplied the synthesized events without
+ * bound: 2^31 - 1 layers allocated until the process died. Now the trace is counted first and
+ * refused past PDBX_TRACE_MAX_EVENTS, before anything is built or written. */
+static void test_trace_bounded(void **state)
+{
+    const char *dir = *state;
+    const tx_point pts[] = { { 1, 1, 1, 1, "ok", 0 }, { 2, 1, 1, 2, "ok", 0 } };
+    pdbx_run run;
+    tx_build_run(&run, pts, 2, NULL, 0);
+    run.layers_profiled = 2147483647;    /* a run not built by the fold (which caps it) */
+    char path[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/huge.json", dir);
+    assert_int_equal(pdbx_export_trace(&run, path, NULL, NULL, err, sizeof err), 0);
+    /* clamped to PDBX_RUN_MAX_LAYERS: 2 points, 3 ranks, 4096 layers: ~10^5 events, written */
+    assert_true(tx_exists(path));
+    unlink(path);
+    /* 40 points x 4096 layers x the layer ops pass the cap: refused, nothing written */
+    tx_point many[40];
+    for (int i = 0; i < 40; i++)
+        many[i] = (tx_point){ 1, 1, 1, i + 1, "ok", 0 };
+    pdbx_run big;
+    tx_build_run(&big, many, 40, NULL, 0);
+    big.layers_profiled = PDBX_RUN_MAX_LAYERS;
+    assert_int_equal(pdbx_export_trace(&big, path, NULL, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PDBX_TRACE_MAX_EVENTS"));
+    assert_false(tx_exists(path));
+    pdbx_run_free(&big);
+    pdbx_run_free(&run);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_trace_recorded_steps, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_trace_synthesized_without_events, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_trace_errors, test_setup_tmpdir, test_teardown_tmpdir),
+        cmocka_unit_test_setup_teardown(test_trace_bounded, test_setup_tmpdir, test_teardown_tmpdir),
     };
     return cmocka_run_group_tests_name("export_trace", tests, NULL, NULL);
 }

@@ -746,6 +746,28 @@ static void test_corrupt_run_among_good(void **state)
 
 /* ---- record and import ------------------------------------------------------------- */
 
+/* Writes rec2: the recording rec and one more event frame after it (made in store a). */
+static void extend_recording(pdbx_store *a, const char *rec, const char *rec2)
+{
+    char err[256], path[700];
+    size_t len, rlen;
+    char *orig = test_slurp(rec, &len);
+    test_write_file(rec2, orig, len);
+    free(orig);
+    pdbx_run_writer *wx;
+    assert_int_equal(pdbx_run_writer_create(a, "extra", &wx, err, sizeof err), 0);
+    append_text(wx, "{\"type\":\"warning\",\"message\":\"one more\"}");
+    assert_int_equal(pdbx_run_writer_close(wx, err, sizeof err), 0);
+    pdbx_store_run_path(a, "extra", path, sizeof path);
+    char *extra = test_slurp(path, &rlen);
+    assert_int_equal(pdbx_store_delete(a, "extra", err, sizeof err), 0);
+    FILE *f = fopen(rec2, "ab");
+    assert_non_null(f);
+    fwrite(extra, 1, rlen, f);
+    fclose(f);
+    free(extra);
+}
+
 static void test_record_import(void **state)
 {
     const char *dir = *state;
@@ -781,8 +803,23 @@ static void test_record_import(void **state)
     char got[PDBX_RUN_ID_MAX];
     assert_int_equal(pdbx_store_import(b, rec, got, err, sizeof err), 0);
     assert_string_equal(got, id);                        /* keeps its id */
+    /* issue 10: the same recording again is found, not copied a second time */
     char got2[PDBX_RUN_ID_MAX];
-    assert_int_equal(pdbx_store_import(b, rec, got2, err, sizeof err), 0);
+    int already = 0;
+    assert_int_equal(pdbx_store_import_ex(b, rec, got2, &already, err, sizeof err), 0);
+    assert_string_equal(got2, id);
+    assert_int_equal(already, 1);
+    pdbx_run_summary *s;
+    size_t n;
+    assert_int_equal(pdbx_store_list(b, &s, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    free(s);
+    /* a different recording with the same run id (one more event): a new id */
+    char rec2[600];
+    snprintf(rec2, sizeof rec2, "%s/rec2.pdbx", dir);
+    extend_recording(a, rec, rec2);
+    assert_int_equal(pdbx_store_import_ex(b, rec2, got2, &already, err, sizeof err), 0);
+    assert_int_equal(already, 0);
     assert_string_not_equal(got2, id);                   /* taken: a new id */
     pdbx_run r1, r2;
     assert_int_equal(pdbx_run_load(b, got, &r1, err, sizeof err), 0);
@@ -795,8 +832,6 @@ static void test_record_import(void **state)
     assert_double_equal(r1.points[0].op[PDBX_OP_ATTN_Q].stats.mean, r2.points[0].op[PDBX_OP_ATTN_Q].stats.mean, 0);
     pdbx_run_free(&r1);
     pdbx_run_free(&r2);
-    pdbx_run_summary *s;
-    size_t n;
     assert_int_equal(pdbx_store_list(b, &s, &n, err, sizeof err), 0);
     assert_int_equal(n, 2);
     free(s);

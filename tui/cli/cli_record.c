@@ -60,9 +60,13 @@ int pdbx_cmd_import(int argc, char **argv)
     if ((rc = pdbx_cli_open_store(import_spec.name, store, 1, &st)) != 0)
         return rc;
     char id[PDBX_RUN_ID_MAX], err[1024] = "";
-    if (pdbx_store_import(st, pos[0], id, err, sizeof err) != 0) {
+    int already = 0;
+    if (pdbx_store_import_ex(st, pos[0], id, &already, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, import_spec.name, "%s", err);
     } else {
+        if (already)
+            fprintf(stderr, "pdbx import: %s is already in the store as %s (not copied again)\n",
+                    pos[0], id);
         printf("%s\n", id);
         rc = PDBX_EXIT_OK;
     }
