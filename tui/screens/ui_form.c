@@ -437,7 +437,7 @@ static void draw_field(ui_app *app, form_state *f, int i, int y, int lw, int vw)
     } else {
         ui_put_text(y, 2 + lw, vw, UI_C_FIELD, 1, "%s", x->value);
     }
-    ui_put(y, 2 + lw + vw, 2, UI_C_DIM, 0, "%s", field_hint(x));
+    ui_put(y, 3 + lw + vw, 2, UI_C_DIM, 0, "%s", field_hint(x));
 }
 
 /* The messages under the fields, full width, wrapped: the selected field's first, then the
@@ -468,7 +468,7 @@ static void draw_messages(const form_state *f, int y, int end, int w)
 static int draw_fields(ui_app *app, form_state *f, ui_rect b, int left_w)
 {
     const int lw = 19;
-    int vw = left_w - lw - 3;
+    int vw = left_w - lw - 4;           /* value, a blank, the 2-column hint */
     int y = b.y;
     ui_put(y++, 1, left_w, UI_C_HEADER, 1, "New sweep");
     for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++)
