@@ -276,7 +276,9 @@ static void do_launch(ui_app *app, form_state *f)
     if (!f->spec_ok) {
         for (int i = 0; i < f->nf; i++)
             if (f->f[i].error[0]) {
-                f->sel = i;
+                f->sel = i;         /* the field to fix, with its cursor at the end */
+                f->cursor = (int)strlen(f->f[i].value);
+                f->first = 0;
                 ui_app_message(app, 1, "%s", f->f[i].error);
                 return;
             }
