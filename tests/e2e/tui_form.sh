@@ -89,4 +89,15 @@ screen | grep -qE '^ [ !]model +/nonexistent/a/rather' || fail "Home did not scr
 [ "$(cursor_x)" = 21 ] || fail "Home: cursor at column $(cursor_x), want 21"
 keys Escape; wait_for "No runs yet"
 quit_and_check
+# `pdbx run` launches through the same check: refused with the engine's line, no failed run
+if ! "$ENGINE" --check cpu bf16 >/dev/null 2>&1; then
+    "$PDBX" run quick --dtype bf16 --store "$TMP/cli" >/dev/null 2>"$TMP/err" && fail "pdbx run with bf16 started"
+    grep -q "^pdbx run: dtype: bf16 needs cblas_sbgemm" "$TMP/err" || fail "pdbx run bf16: $(cat "$TMP/err")"
+    [ -z "$(ls "$TMP/cli/runs" 2>/dev/null)" ] || fail "pdbx run left a failed run behind: $(ls "$TMP/cli/runs")"
+fi
+# the check's own arguments: one line naming them, exit 2
+"$ENGINE" --check cpu >"$TMP/out"; [ $? -eq 2 ] || fail "--check with one argument: exit status"
+grep -q "needs BACKEND DTYPE" "$TMP/out" || fail "--check usage line: $(cat "$TMP/out")"
+"$ENGINE" --check gpu fp32 >"$TMP/out"; [ $? -eq 2 ] || fail "--check gpu: exit status"
+grep -q "backend" "$TMP/out" || fail "--check gpu: $(cat "$TMP/out")"
 echo PASS
