@@ -9,11 +9,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/engine_check.h"
 #include "engine/engine_run.h"
 #include "store/util/clock.h"
 
 int main(int argc, char **argv)
 {
+    int check = pdbx_engine_check_main(argc, argv);   /* --check: before MPI, needs no mpirun */
+    if (check >= 0)
+        return check;
     int provided = 0;
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "pdbx-engine: MPI_Init_thread failed\n");

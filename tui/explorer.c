@@ -90,6 +90,22 @@ static int prepare(ui_app *app, const pdbx_explorer_opts *o)
     return 0;
 }
 
+/* Home and End in every form terminals send them (ui_keys_sequences): a sequence terminfo
+ * does not bind, or binds to another key (\e[1~ is Find to an xterm description), is bound. */
+static void define_home_end(void)
+{
+    size_t n;
+    const ui_key_sequence *q = ui_keys_sequences(&n);
+    for (size_t i = 0; i < n; i++) {
+        int have = key_defined(q[i].seq);
+        if (have == q[i].key || have < 0)     /* < 0: a prefix of a longer sequence */
+            continue;
+        if (have > 0)
+            define_key(q[i].seq, 0);
+        define_key(q[i].seq, q[i].key);
+    }
+}
+
 /* curses on the terminal; NULL (said on stderr) when the terminal type cannot be driven. */
 static SCREEN *start_curses(ui_app *app, const pdbx_explorer_opts *o)
 {
@@ -105,6 +121,7 @@ static SCREEN *start_curses(ui_app *app, const pdbx_explorer_opts *o)
     noecho();
     nonl();
     keypad(stdscr, TRUE);
+    define_home_end();
     set_escdelay(25);
     curs_set(0);
     if (!app->mono && has_colors()) {

@@ -152,14 +152,13 @@ static void draw_frame(ui_app *app)
     /* message line: confirmation first, then the last message */
     if (app->confirm[0]) {
         /* the question may be cut, never the [y/N] that says how to answer it */
-        int room = l->cols - 8, len = (int)strlen(app->confirm);
-        if (len > room && room > 3)
-            ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %.*s... [y/N]", room - 3, app->confirm);
-        else
-            ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %s [y/N]", app->confirm);
+        char q[sizeof(app->confirm)];
+        ui_text_fit(app->confirm, l->cols - 8, q, sizeof(q));
+        ui_put(l->message.y, 0, l->cols, UI_C_ERROR, 1, " %s [y/N]", q);
     }
-    else if (app->message[0])
-        ui_put(l->message.y, 0, l->cols, app->message_error ? UI_C_ERROR : UI_C_INFO, 1, " %s", app->message);
+    else if (app->message[0])   /* cut at a word, "..." saying there was more */
+        ui_put_text(l->message.y, 0, l->cols, app->message_error ? UI_C_ERROR : UI_C_INFO, 1, " %s",
+                    app->message);
     else
         ui_put(l->message.y, 0, l->cols, UI_C_NORMAL, 1, "%s", "");
     /* key bar: generated from the key table; key names highlighted */
@@ -404,6 +403,7 @@ int ui_app_run(ui_app *app)
         int ch = getch();
         if (ch == ERR)
             continue;
+        ch = ui_keys_canonical(ch);
         key_t0 = pdbx_mono_s();
         key_code = ch;
         if (ch == KEY_RESIZE) {

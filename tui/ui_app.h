@@ -74,6 +74,13 @@ void ui_app_close_all(ui_app *app);
 /* Text with a role, clipped to w columns (UTF-8 aware), padded with blanks when pad. */
 void ui_put(int y, int x, int w, ui_role role, int pad, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* ui_put for prose (messages, errors, hints): cut at a word boundary with "..." when longer
+ * than w (ui_text_fit), never mid-word. */
+void ui_put_text(int y, int x, int w, ui_role role, int pad, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* The same wrapped onto up to max_rows rows from y (ui_text_wrap); returns the rows used. */
+int ui_put_wrapped(int y, int x, int w, int max_rows, ui_role role, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* A canvas at (y, x): class UI_CLS_SERIES+i draws with role UI_C_SERIES0 + i % 8. */
 void ui_draw_canvas(const ui_canvas *c, int y, int x);
 /* Tabs "[ a ] [ b ]" on one row; returns nothing. */

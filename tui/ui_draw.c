@@ -48,6 +48,30 @@ void ui_put(int y, int x, int w, ui_role role, int pad, const char *fmt, ...)
     attroff(attr);
 }
 
+void ui_put_text(int y, int x, int w, ui_role role, int pad, const char *fmt, ...)
+{
+    char buf[1024], cut[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    ui_text_fit(buf, w, cut, sizeof(cut));
+    ui_put(y, x, w, role, pad, "%s", cut);
+}
+
+int ui_put_wrapped(int y, int x, int w, int max_rows, ui_role role, const char *fmt, ...)
+{
+    char buf[1024], lines[8][256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    int n = ui_text_wrap(buf, w, lines, max_rows < 8 ? max_rows : 8);
+    for (int i = 0; i < n; i++)
+        ui_put(y + i, x, w, role, 1, "%s", lines[i]);
+    return n;
+}
+
 void ui_draw_canvas(const ui_canvas *c, int y, int x)
 {
     for (int r = 0; r < c->h; r++) {

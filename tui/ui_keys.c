@@ -15,7 +15,10 @@
 static const ui_binding table[] = {
     { '?', UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP },
     { KEY_F(1), UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~UI_SCR_HELP },
-    { 'q', UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL & ~FIELDS },
+    /* in the help and a replay, q closes that view (what a pager's q does), F10 still quits */
+    { 'q', UI_ACT_BACK, "back", "close this view", UI_SCR_HELP | UI_SCR_REPLAY },
+    { 'q', UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)",
+      UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP & ~UI_SCR_REPLAY },
     { KEY_F(10), UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL },
     { 27, UI_ACT_BACK, "back", "back (a running sweep keeps running)", UI_SCR_ALL & ~UI_SCR_RUNS },
     { KEY_ENTER, UI_ACT_OPEN, NULL, "open the selected run", UI_SCR_RUNS },
@@ -56,8 +59,12 @@ static const ui_binding table[] = {
     { ' ', UI_ACT_PAUSE, "pause", "pause / resume the replay", UI_SCR_REPLAY },
     { '\t', UI_ACT_DOWN, NULL, "next field", FIELDS },
     { KEY_BTAB, UI_ACT_UP, NULL, "previous field", FIELDS },
-    { KEY_LEFT, UI_ACT_CHOICE_PREV, NULL, "previous preset or choice (in text: cursor left)", FIELDS },
-    { KEY_RIGHT, UI_ACT_CHOICE_NEXT, NULL, "next preset or choice (in text: cursor right)", FIELDS },
+    { KEY_LEFT, UI_ACT_CHOICE_PREV, NULL, "previous choice (in a text field: cursor left)", FIELDS },
+    { KEY_RIGHT, UI_ACT_CHOICE_NEXT, NULL, "next choice (in a text field: cursor right)", FIELDS },
+    /* presets of a text field (model, GPU, sweep preset) cycle on their own keys, so that Left
+       and Right edit a typed path; what was typed stays one step of the cycle */
+    { CTRL('N'), UI_ACT_PRESET_NEXT, "preset", "next preset of the field (typed text is kept)", UI_SCR_FORM },
+    { CTRL('P'), UI_ACT_PRESET_PREV, NULL, "previous preset of the field", UI_SCR_FORM },
     { CTRL('U'), UI_ACT_CLEAR_FIELD, NULL, "clear the field", FIELDS },
     { KEY_UP, UI_ACT_UP, NULL, "move up", NAV | FIELDS },
     { 'k', UI_ACT_UP, NULL, "move up", NAV },
@@ -67,6 +74,8 @@ static const ui_binding table[] = {
     { KEY_NPAGE, UI_ACT_PGDN, NULL, "page down", NAV | FIELDS },
     { KEY_HOME, UI_ACT_HOME, NULL, "first line", NAV },
     { KEY_END, UI_ACT_END, NULL, "last line", NAV },
+    { KEY_HOME, UI_ACT_HOME, NULL, "start of the field", FIELDS },
+    { KEY_END, UI_ACT_END, NULL, "end of the field", FIELDS },
     { 't', UI_ACT_THEME, "theme", "next colour theme (saved)", UI_SCR_ALL & ~FIELDS },
     { 'a', UI_ACT_ASCII, NULL, "charts in plain ASCII / Unicode", VIEWS },
     { CTRL('L'), UI_ACT_REDRAW, NULL, "redraw the screen", UI_SCR_ALL },
@@ -126,22 +135,36 @@ static int seen_before(size_t i, unsigned screen, int labelled)
 
 size_t ui_keys_bar(unsigned screen, int width, char *buf, size_t len)
 {
-    size_t n = 0;
+    size_t n = 0, ends[64];
+    int nitems = 0, cut = 0;
     if (len == 0)
         return 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]) && nitems < 64; i++) {
         const ui_binding *b = &table[i];
         if (!(b->screens & screen) || !b->label || seen_before(i, screen, 1))
             continue;
         char name[32], item[80];
         ui_keys_name(b->key, name, sizeof(name));
         int k = snprintf(item, sizeof(item), "%s%s %s", n ? "  " : "", name, b->label);
-        if (k < 0 || (int)(n + (size_t)k) > width || n + (size_t)k + 1 > len)
+        if (k < 0 || (int)(n + (size_t)k) > width || n + (size_t)k + 1 > len) {
+            cut = 1;
             break;
+        }
         memcpy(buf + n, item, (size_t)k + 1);
         n += (size_t)k;
+        ends[nitems++] = n;
     }
+    if (!cut)
+        return n;
+    /* more keys than room: "  ..." says so (F1 lists them all); whole pairs make room for it */
+    while (nitems > 0 && ((int)n + 5 > width || n + 6 > len))
+        n = --nitems > 0 ? ends[nitems - 1] : 0;
+    if ((int)n + 5 <= width && n + 6 <= len) {
+        memcpy(buf + n, n ? "  ..." : "...", n ? 6 : 4);
+        n += n ? 5 : 3;
+    }
+    buf[n] = '\0';
     return n;
 }
 
@@ -181,25 +204,53 @@ int ui_keys_is_text_key(int key)
     return (key >= 32 && key < 127) || (key >= 128 && key < 256);
 }
 
+/* UTF-8: a continuation byte (10xxxxxx) is never where a cursor stops. */
+static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+static int char_before(const char *t, int c)
+{
+    do
+        c--;
+    while (c > 0 && is_cont((unsigned char)t[c]));
+    return c;
+}
+
+static int char_after(const char *t, int c, int len)
+{
+    do
+        c++;
+    while (c < len && is_cont((unsigned char)t[c]));
+    return c;
+}
+
+/* Cursor keys: Left/Right by a character, Home/^A and End/^E to the ends. */
+static int edit_move(int key, int c, const char *text, int len, int *cursor)
+{
+    if (key == KEY_LEFT) *cursor = c > 0 ? char_before(text, c) : c;
+    else if (key == KEY_RIGHT) *cursor = c < len ? char_after(text, c, len) : c;
+    else if (key == KEY_HOME || key == 1) *cursor = 0;
+    else if (key == KEY_END || key == 5) *cursor = len;
+    else return 0;
+    return 1;
+}
+
 ui_edit_result ui_keys_edit(char *text, size_t cap, int *cursor, int key, ui_action act)
 {
     size_t len = strlen(text);
     if (*cursor > (int)len) *cursor = (int)len;
+    if (*cursor < 0) *cursor = 0;
     int c = *cursor;
-    if (act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT || key == KEY_HOME || key == 1 || key == KEY_END
-        || key == 5) {
-        if (act == UI_ACT_CHOICE_PREV) *cursor = c > 0 ? c - 1 : c;
-        else if (act == UI_ACT_CHOICE_NEXT) *cursor = c < (int)len ? c + 1 : c;
-        else *cursor = (key == KEY_HOME || key == 1) ? 0 : (int)len;
+    if (edit_move(key, c, text, (int)len, cursor))
         return UI_EDIT_MOVED;
-    }
     if (key == KEY_BACKSPACE || key == 127 || key == 8) {
         if (c == 0) return UI_EDIT_NOOP;
-        memmove(text + c - 1, text + c, len - (size_t)c + 1);
-        *cursor = c - 1;
+        int b = char_before(text, c);
+        memmove(text + b, text + c, len - (size_t)c + 1);
+        *cursor = b;
     } else if (key == KEY_DC) {
         if (c >= (int)len) return UI_EDIT_NOOP;
-        memmove(text + c, text + c + 1, len - (size_t)c);
+        int a = char_after(text, c, (int)len);
+        memmove(text + c, text + a, len - (size_t)a + 1);
     } else if (act == UI_ACT_CLEAR_FIELD) {
         text[0] = '\0';
         *cursor = 0;
@@ -212,4 +263,57 @@ ui_edit_result ui_keys_edit(char *text, size_t cap, int *cursor, int key, ui_act
         return UI_EDIT_NONE;
     }
     return UI_EDIT_CHANGED;
+}
+
+int ui_keys_field_view(const char *text, int cursor, int width, int *first)
+{
+    int len = (int)strlen(text);
+    if (cursor > len) cursor = len;
+    if (cursor < 0) cursor = 0;
+    if (width < 2) width = 2;
+    if (*first > cursor || *first < 0) *first = cursor;
+    while (*first > 0 && is_cont((unsigned char)text[*first])) (*first)--;
+    /* columns from first to the cursor; scroll right until the cursor is inside the window
+       (the last column stays free for it at the end of the text) */
+    int col = 0;
+    for (int i = *first; i < cursor; i++)
+        col += !is_cont((unsigned char)text[i]);
+    while (col > width - 1) {
+        *first = char_after(text, *first, len);
+        col--;
+    }
+    /* scroll back when the text before first would fit again (after deletes) */
+    int total = 0;
+    for (int i = *first; i < len; i++)
+        total += !is_cont((unsigned char)text[i]);
+    while (*first > 0 && total + 1 < width) {
+        *first = char_before(text, *first);
+        total++;
+        col++;
+    }
+    return col;
+}
+
+/* Escape sequences terminals send for Home and End. terminfo names one per key, but the
+ * terminal in front (tmux, screen, an xterm in application-cursor mode) may send another:
+ * TERM=screen-256color and tmux-256color describe \e[1~ / \e[4~, while tmux and xterms send
+ * \eOH / \eOF or \e[H / \e[F in some modes, and \e[1~ is "Find" to an xterm description.
+ * Unknown, such a sequence reached the screens as Esc (back!) and two letters. */
+static const ui_key_sequence sequences[] = {
+    { "\033[1~", KEY_HOME }, { "\033[7~", KEY_HOME }, { "\033OH", KEY_HOME }, { "\033[H", KEY_HOME },
+    { "\033[4~", KEY_END }, { "\033[8~", KEY_END }, { "\033OF", KEY_END }, { "\033[F", KEY_END },
+};
+
+const ui_key_sequence *ui_keys_sequences(size_t *n)
+{
+    *n = sizeof(sequences) / sizeof(sequences[0]);
+    return sequences;
+}
+
+int ui_keys_canonical(int key)
+{
+    /* keypad Home/End and the VT220 Find/Select keys some descriptions give \e[1~ / \e[4~ */
+    if (key == KEY_FIND || key == KEY_A1) return KEY_HOME;
+    if (key == KEY_SELECT || key == KEY_C1) return KEY_END;
+    return key;
 }

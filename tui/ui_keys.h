@@ -33,7 +33,7 @@ typedef enum {
     UI_ACT_FILTER, UI_ACT_SORT, UI_ACT_SORT_REVERSE, UI_ACT_DELETE, UI_ACT_NEW, UI_ACT_REPLAY,
     UI_ACT_MARK, UI_ACT_COMPARE, UI_ACT_CANCEL_SWEEP, UI_ACT_STAT, UI_ACT_VIEW, UI_ACT_LOG,
     UI_ACT_EXPORT, UI_ACT_LAUNCH, UI_ACT_FASTER, UI_ACT_SLOWER, UI_ACT_PAUSE, UI_ACT_OP, UI_ACT_USE_COMBOS,
-    UI_ACT_CHOICE_PREV, UI_ACT_CHOICE_NEXT, UI_ACT_CLEAR_FIELD,
+    UI_ACT_CHOICE_PREV, UI_ACT_CHOICE_NEXT, UI_ACT_PRESET_PREV, UI_ACT_PRESET_NEXT, UI_ACT_CLEAR_FIELD,
     UI_ACT_COUNT
 } ui_action;
 
@@ -68,9 +68,25 @@ typedef enum {
     UI_EDIT_CHANGED,         /* the text changed */
 } ui_edit_result;
 
-/* One-line text field editing shared by the form and the dialogs: Left/Right (the choice
- * actions), Home/^A, End/^E, Backspace, Delete, ^U (UI_ACT_CLEAR_FIELD) and printable keys
- * inserted at *cursor, for text of capacity cap (NUL included). */
+/* One-line text field editing shared by the form and the dialogs, by key: Left/Right (a
+ * character, UTF-8 aware), Home/^A, End/^E, Backspace and Delete (a character), ^U
+ * (UI_ACT_CLEAR_FIELD) and printable keys inserted at *cursor (a byte offset), for text of
+ * capacity cap (NUL included). Choosing among presets is the caller's (other keys). */
 ui_edit_result ui_keys_edit(char *text, size_t cap, int *cursor, int key, ui_action act);
+/* Horizontal scroll of a field shown in width columns: moves *first (the byte offset of the
+ * first character shown) so that the cursor is visible, and back when the text fits again.
+ * Returns the cursor's column relative to the first character shown. */
+int ui_keys_field_view(const char *text, int cursor, int width, int *first);
+
+/* Escape sequences of Home and End that the explorer binds in addition to terminfo's
+ * (explorer.c calls define_key for them), and the key codes it reads as Home/End. */
+typedef struct {
+    const char *seq;
+    int key;
+} ui_key_sequence;
+const ui_key_sequence *ui_keys_sequences(size_t *n);
+/* KEY_HOME for the keypad's Home and the VT220 Find key, KEY_END for keypad End and Select;
+ * every other key unchanged. The loop applies it to every key read. */
+int ui_keys_canonical(int key);
 
 #endif

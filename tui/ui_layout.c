@@ -67,3 +67,136 @@ int ui_list_scroll(int n, int rows, int sel, int *top)
     if (*top < 0) *top = 0;
     return sel;
 }
+
+/* ---- text cut to a width -------------------------------------------------------------------- */
+static int cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/* Bytes of s that fill at most cols columns. */
+static size_t prefix_bytes(const char *s, int cols)
+{
+    size_t i = 0;
+    int n = 0;
+    while (s[i]) {
+        if (!cont((unsigned char)s[i]) && n++ == cols)
+            break;
+        i++;
+    }
+    return i;
+}
+
+static int columns(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += !cont((unsigned char)*s);
+    return n;
+}
+
+/* Bytes of the longest run of whole words of s that fits in cols columns (0 when the first
+ * word alone is too long); trailing blanks left out. */
+static size_t word_prefix(const char *s, int cols)
+{
+    size_t fit = prefix_bytes(s, cols), best = 0;
+    if (s[fit] == '\0')
+        return fit;
+    for (size_t i = 1; i <= fit; i++)
+        if ((s[i] == ' ' || s[i] == '\0') && s[i - 1] != ' ')
+            best = i;
+    return best;
+}
+
+int ui_text_fit(const char *s, int width, char *out, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (width < 0) width = 0;
+    if (columns(s) <= width) {
+        snprintf(out, len, "%s", s);
+        return 0;
+    }
+    if (width <= 3) {
+        snprintf(out, len, "%.*s", width, "...");
+        return 1;
+    }
+    size_t b = word_prefix(s, width - 3);
+    if (b == 0)
+        b = prefix_bytes(s, width - 3);        /* one long word (a path): cut inside it */
+    snprintf(out, len, "%.*s...", (int)(b < len ? b : len - 1), s);
+    return 1;
+}
+
+int ui_text_wrap(const char *s, int width, char (*lines)[256], int cap)
+{
+    int n = 0;
+    if (width < 1) width = 1;
+    if (width > 255) width = 255;
+    while (*s == ' ') s++;
+    while (*s && n < cap) {
+        if (n == cap - 1 || columns(s) <= width) {
+            ui_text_fit(s, width, lines[n++], 256);
+            break;
+        }
+        size_t b = word_prefix(s, width);
+        if (b == 0)
+            b = prefix_bytes(s, width);
+        snprintf(lines[n++], 256, "%.*s", (int)b, s);
+        s += b;
+        while (*s == ' ') s++;
+    }
+    return n;
+}
+
+/* ---- table columns -------------------------------------------------------------------------- */
+static int total_width(const int *w, int n)
+{
+    int t = 0, shown = 0;
+    for (int i = 0; i < n; i++)
+        if (w[i] > 0) {
+            t += w[i];
+            shown++;
+        }
+    return t + (shown > 1 ? shown - 1 : 0);
+}
+
+/* Index of the shown column with the lowest keep that can still give up space (shrink: above
+ * its min; else any shown column), -1 when none. */
+static int lowest(const ui_col *c, const int *w, int n, int shrink)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (w[i] > 0 && (!shrink || w[i] > c[i].min) && (best < 0 || c[i].keep < c[best].keep))
+            best = i;
+    return best;
+}
+
+/* Shrinks the shown columns (out[i] > 0 on entry marks them) from want towards min, lowest
+ * keep first; 1 when they then fit. */
+static int shrink_to_fit(const ui_col *cols, int n, int width, int *out)
+{
+    for (int k = 0; k < n; k++)
+        if (out[k] > 0)
+            out[k] = cols[k].want > 0 ? cols[k].want : 1;
+    int i;
+    while (total_width(out, n) > width && (i = lowest(cols, out, n, 1)) >= 0) {
+        int over = total_width(out, n) - width, room = out[i] - (cols[i].min > 0 ? cols[i].min : 1);
+        out[i] -= over < room ? over : room;
+    }
+    return total_width(out, n) <= width;
+}
+
+int ui_columns_fit(const ui_col *cols, int n, int width, int flex, int *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = 1;
+    /* drop the least important column while even the narrowest widths do not fit, then
+       shrink again from the wanted widths (a dropped column may leave room to spare) */
+    int i;
+    while (!shrink_to_fit(cols, n, width, out) && (i = lowest(cols, out, n, 0)) >= 0)
+        out[i] = 0;
+    int shown = 0;
+    for (int k = 0; k < n; k++)
+        shown += out[k] > 0;
+    if (flex >= 0 && flex < n && out[flex] > 0 && total_width(out, n) < width)
+        out[flex] += width - total_width(out, n);
+    return shown;
+}

@@ -42,4 +42,25 @@ int ui_layout_too_small_text(int lines, int cols, char (*out)[128], int cap);
  * clamps sel into [0, n). Returns the clamped selection. */
 int ui_list_scroll(int n, int rows, int sel, int *top);
 
+/* ---- text cut to a width (columns: one per UTF-8 character, as ui_put counts) ------------ */
+/* s fitted into width columns: whole when it fits, else cut after the last whole word that
+ * fits with "..." appended (a first word longer than the width is cut inside). Written to out
+ * (capacity len, always terminated). Returns 1 when s was cut, else 0. */
+int ui_text_fit(const char *s, int width, char *out, size_t len);
+/* s wrapped at word boundaries onto at most cap lines of width columns; the last line is cut
+ * as ui_text_fit cuts when the rest does not fit. Returns the number of lines written. */
+int ui_text_wrap(const char *s, int width, char (*lines)[256], int cap);
+
+/* ---- table columns ------------------------------------------------------------------------ */
+typedef struct {
+    int want;                /* width that shows every cell whole */
+    int min;                 /* narrowest useful width (cells are cut to it) */
+    int keep;                /* priority: lower is shrunk first, then dropped first */
+} ui_col;
+/* Widths for n columns in `width` columns with a 1-column gap between shown columns: every
+ * column gets `want` when that fits, the space left over goes to column `flex` (-1: none);
+ * otherwise columns shrink towards `min`, lowest `keep` first, and when even that is too
+ * wide, the lowest `keep` are dropped (width 0). Returns the number of columns shown. */
+int ui_columns_fit(const ui_col *cols, int n, int width, int flex, int *out);
+
 #endif

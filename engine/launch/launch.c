@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/launch/launch_check.h"
 #include "engine/launch/launch_supervisor.h"
 #include "store/layout.h"
 #include "store/util/clock.h"
@@ -100,13 +101,11 @@ static int prepare_job(const pdbx_spec *spec, const char *store_dir, pdbx_sup_jo
                        char *err, size_t errlen)
 {
     memset(job, 0, sizeof *job);
-    if (pdbx_spec_validate(spec, err, errlen) != 0)
+    /* the explorer's form runs the same check: what it calls valid starts here */
+    if (pdbx_spec_validate(spec, err, errlen) != 0 || pdbx_launch_check(spec, NULL, err, errlen) != 0)
         return -1;
     plan_rank_counts(spec, job);
     pdbx_strcopy(job->engine, sizeof job->engine, pdbx_engine_path());
-    if (access(job->engine, X_OK) != 0)
-        return pdbx_fail(err, errlen, "pdbx-engine not found at %s (set PDBX_ENGINE)",
-                         job->engine);
     job->spec = *spec;
     return register_run(spec, store_dir, job, err, errlen);
 }

@@ -2,6 +2,8 @@
 # Explorer export dialog through tmux: NPZ with pure attribution into a chosen directory; the
 # report lists the files; numpy reads them and finds the fixture's numbers. CSV and trace too.
 . "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+# the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
+export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
 make_run "$A"
 start
@@ -10,6 +12,7 @@ keys Enter; wait_for "view: table (ms)"
 keys e; wait_for "FASOP model tag"
 screen | grep -q "llama1b" || fail "model tag not prefilled"
 screen | grep -q "A100" || fail "GPU tag not prefilled"
+golden_sizes tui_export_dialog "FASOP model tag"
 # directory field is selected: replace it, then attribution -> pure
 keys C-u; keys -l "$TMP/out"
 keys Down Down Down Right

@@ -22,10 +22,15 @@ keys Enter; wait_for "filter: Tiny  (1 of 3 runs; / then Esc clears)"
 screen | grep -q "Llama-3.2-1B" && fail "filter kept a Llama-3.2-1B run"
 screen | grep -q "TinyLlama-1.1B" || fail "filter lost the TinyLlama run"
 keys / Escape; wait_for "3 runs"
-# help is generated from the key table and goes back with Esc
+# help is generated from the key table and goes back with Esc, and with q (q closes the view,
+# it does not quit the program)
 keys '?'; wait_for "Keys on the runs screen"
 golden tui_home_help
+golden_sizes tui_help "Keys on the runs screen"
 keys Escape; wait_for "3 runs"
+keys '?'; wait_for "Keys on the runs screen"
+keys q; wait_for "3 runs"
+screen | grep -qF "[pdbx exited" && fail "q in the help quit the explorer"
 # delete asks first; n keeps the run, y removes it
 keys s s s s s; wait_for "sorted by created"
 keys Home d; wait_for "[y/N]"
@@ -36,21 +41,27 @@ keys y; wait_for "deleted $C"
 wait_for "2 runs"
 [ -f "$STORE/runs/$C.pdbx" ] && fail "y did not delete the run file"
 quit_and_check
-# at 80 columns the whole delete question shows, up to how to answer it
-COLS=80 start
-wait_for "2 runs"
+# at 80 columns the whole delete question shows, up to how to answer it; a long model name is
+# shown whole (narrower columns give way first), the key bar ends at a whole key with "..."
+D=2026-11-19__08-00-00_dddd0004
+MODEL_NAME=Llama-3.3-70B-Instruct make_run "$D" --t0 1795075200
+COLS=80 ROWS=24 start
+wait_for "3 runs"
+screen | grep -qE '^ 2026-11-19 08:00 Llama-3\.3-70B-Instruct +cpu/A100-80G ' || fail "the model column is cut at 80 columns"
+screen | tail -1 | grep -qE '  c compare  \.\.\.$' || fail "the key bar is not cut at a whole key with ..."
+golden_sizes tui_home "3 runs"
 keys Home d; wait_for ")? [y/N]"
 keys n; wait_for "cancelled"
 quit_and_check
 # SIGINT (Ctrl-C) and SIGTERM end the explorer cleanly: exit 0 and the terminal restored (the
 # shell's line shows on the normal screen, the explorer's screen is gone)
 start
-wait_for "2 runs"
+wait_for "3 runs"
 keys C-c
 wait_for "[pdbx exited 0]"
 screen | grep -q "q quit" && fail "the explorer's screen is still shown after Ctrl-C"
 start
-wait_for "2 runs"
+wait_for "3 runs"
 pane=$(tmx display-message -p -t e2e '#{pane_pid}')
 kid=$(pgrep -P "$pane" | head -1)        # the pane's shell runs pdbx as its child
 [ -n "$kid" ] || fail "no pdbx process under the pane"

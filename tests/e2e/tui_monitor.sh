@@ -4,6 +4,8 @@
 # follows events appended to its file while watching, keeps running when left with Esc, and
 # shows the end and its reason.
 . "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+# the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
+export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
 R=2026-11-21__10-00-00_dddd0001
 make_run "$A"
@@ -13,6 +15,7 @@ start replay "$TMP/rec.pdbx" --speed 200
 wait_for "replay finished: complete" 20
 wait_for "8/8 points 100%"
 golden tui_monitor_replay_done
+golden_sizes tui_monitor_replay_done "replay finished: complete"
 keys q; wait_for "[pdbx exited 0]"
 # the shipped recording of a real CPU sweep plays to its end too
 REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"
@@ -46,6 +49,10 @@ wait_for "1 run"
 keys r; wait_for "replay x1"
 keys + + +; wait_for "replay speed x8"
 keys Escape; wait_for "1 run"
+# q closes a replay opened from the runs (back to them), it does not quit the explorer
+keys r; wait_for "replay x1"
+keys q; wait_for "1 run"
+screen | grep -qF "[pdbx exited" && fail "q in a replay quit the explorer"
 
 # a running sweep: launcher pid alive on this host
 setsid sleep 600 & LAUNCHER=$!

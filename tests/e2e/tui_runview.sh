@@ -2,12 +2,15 @@
 # Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
 # the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice.
 . "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+# the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
+export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
 make_run "$A"
 start
 wait_for "1 run"
 keys Enter; wait_for "view: table (ms)"
 golden tui_runview_table
+golden_sizes tui_runview_table "view: table (ms)"
 # the fixture's attn_q at TP1 is 1.0 + 0.9 (MBS - 1) ms: 1.00 1.90 3.70 7.30
 screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "attn_q row"
 keys s; wait_for "stat: median"
@@ -25,6 +28,7 @@ wait_for "layer (ms)"
 # shares of the measured sums: attn_q at MBS 1 is 1.00 ms of the fixture's 13.4 ms layer
 screen | grep -E '^ attn_q +7\.[45]%' >/dev/null || fail "attn_q share of the measured layer"
 screen | grep -E '^ total \(ms\) +39\.8 ' >/dev/null || fail "total (ms) row in the share view"
+golden_sizes tui_runview_shares "table (share of total)"
 keys v; wait_for "op shares per MBS"
 wait_for "MBS 8"
 keys v; wait_for "cost vs MBS"

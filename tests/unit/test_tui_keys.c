@@ -113,7 +113,13 @@ static void test_bar(void **state)
     /* cut at a pair boundary, never mid-label */
     n = ui_keys_bar(UI_SCR_RUNS, 20, bar, sizeof(bar));
     assert_true(n <= 20);
-    assert_string_equal(bar, "? help  q quit");
+    assert_string_equal(bar, "? help  q quit  ...");     /* "..." says there are more */
+    n = ui_keys_bar(UI_SCR_RUNS, 19, bar, sizeof(bar));
+    assert_string_equal(bar, "? help  q quit  ...");
+    n = ui_keys_bar(UI_SCR_RUNS, 18, bar, sizeof(bar));
+    assert_string_equal(bar, "? help  ...");              /* a whole pair gives way */
+    n = ui_keys_bar(UI_SCR_RUNS, 2, bar, sizeof(bar));
+    assert_int_equal(n, 0);
     n = ui_keys_bar(UI_SCR_MONITOR, 200, bar, sizeof(bar));
     assert_non_null(strstr(bar, "c cancel"));
     assert_non_null(strstr(bar, "Esc back"));
@@ -166,6 +172,90 @@ static void test_field_edit(void **state)
     assert_int_equal(cur, 0);
 }
 
+/* q closes the help and a replay (what a pager does); elsewhere it quits; F10 always quits. */
+static void test_q_closes_views(void **state)
+{
+    (void)state;
+    assert_int_equal(ui_keys_action(UI_SCR_HELP, 'q'), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_REPLAY, 'q'), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_HELP, KEY_F(10)), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_REPLAY, KEY_F(10)), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_MONITOR, 'q'), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNVIEW, 'q'), UI_ACT_QUIT);
+}
+
+/* Home and End: every escape sequence terminals send is in the table, keypad and Find/Select
+ * keys read as Home/End. */
+static void test_home_end(void **state)
+{
+    (void)state;
+    size_t n;
+    const ui_key_sequence *q = ui_keys_sequences(&n);
+    const char *want_home[] = { "\033[1~", "\033OH", "\033[H", "\033[7~" };
+    const char *want_end[] = { "\033[4~", "\033OF", "\033[F", "\033[8~" };
+    for (int k = 0; k < 4; k++) {
+        int home = 0, end = 0;
+        for (size_t i = 0; i < n; i++) {
+            home += strcmp(q[i].seq, want_home[k]) == 0 && q[i].key == KEY_HOME;
+            end += strcmp(q[i].seq, want_end[k]) == 0 && q[i].key == KEY_END;
+        }
+        assert_int_equal(home, 1);
+        assert_int_equal(end, 1);
+    }
+    assert_int_equal(ui_keys_canonical(KEY_FIND), KEY_HOME);
+    assert_int_equal(ui_keys_canonical(KEY_SELECT), KEY_END);
+    assert_int_equal(ui_keys_canonical(KEY_A1), KEY_HOME);
+    assert_int_equal(ui_keys_canonical(KEY_C1), KEY_END);
+    assert_int_equal(ui_keys_canonical('q'), 'q');
+    assert_int_equal(ui_keys_canonical(KEY_HOME), KEY_HOME);
+    /* in the form, Home/End have their field meaning, in lists their list meaning */
+    assert_int_equal(ui_keys_action(UI_SCR_FORM, KEY_HOME), UI_ACT_HOME);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, KEY_END), UI_ACT_END);
+}
+
+/* Left/Right move by a character (a UTF-8 one whole), Backspace/Delete remove one; ^N/^P are
+ * not cursor keys (they choose presets, the form's business). */
+static void test_field_edit_utf8(void **state)
+{
+    (void)state;
+    char t[32] = "a\xc3\xa9" "b";       /* a, e-acute (2 bytes), b */
+    int cur = 4;
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_LEFT, UI_ACT_CHOICE_PREV), UI_EDIT_MOVED);
+    assert_int_equal(cur, 3);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_LEFT, UI_ACT_CHOICE_PREV), UI_EDIT_MOVED);
+    assert_int_equal(cur, 1);                          /* over both bytes of the e-acute */
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_DC, UI_ACT_NONE), UI_EDIT_CHANGED);
+    assert_string_equal(t, "ab");
+    cur = 2;
+    strcpy(t, "x\xc3\xa9");
+    cur = 3;
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, KEY_BACKSPACE, UI_ACT_NONE), UI_EDIT_CHANGED);
+    assert_string_equal(t, "x");
+    assert_int_equal(cur, 1);
+    assert_int_equal(ui_keys_edit(t, sizeof t, &cur, 0x0e, UI_ACT_PRESET_NEXT), UI_EDIT_NONE);
+    assert_string_equal(t, "x");
+}
+
+/* Horizontal scroll: the cursor stays inside the field, and the view comes back when the text
+ * fits again. */
+static void test_field_view(void **state)
+{
+    (void)state;
+    const char *t = "/a/long/path/to/config.json";     /* 27 characters */
+    int first = 0;
+    int col = ui_keys_field_view(t, 27, 10, &first);
+    assert_int_equal(col, 9);                          /* the last column, after the text */
+    assert_int_equal(first, 18);
+    assert_string_equal(t + first, "nfig.json");
+    col = ui_keys_field_view(t, 0, 10, &first);
+    assert_int_equal(first, 0);
+    assert_int_equal(col, 0);
+    first = 20;
+    col = ui_keys_field_view("short", 5, 10, &first);   /* fits: no scroll */
+    assert_int_equal(first, 0);
+    assert_int_equal(col, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +266,10 @@ int main(void)
         cmocka_unit_test(test_bar),
         cmocka_unit_test(test_key_names),
         cmocka_unit_test(test_field_edit),
+        cmocka_unit_test(test_q_closes_views),
+        cmocka_unit_test(test_home_end),
+        cmocka_unit_test(test_field_edit_utf8),
+        cmocka_unit_test(test_field_view),
     };
     return cmocka_run_group_tests_name("tui_keys", tests, NULL, NULL);
 }

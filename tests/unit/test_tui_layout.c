@@ -101,6 +101,82 @@ static void test_list_scroll(void **state)
     assert_int_equal(top, 0);
 }
 
+/* Prose is cut after a whole word with "...", never inside one; a single long word (a path)
+ * is cut inside; UTF-8 counts one column per character. */
+static void test_text_fit(void **state)
+{
+    (void)state;
+    char out[128];
+    assert_int_equal(ui_text_fit("launch failed: disk full", 40, out, sizeof out), 0);
+    assert_string_equal(out, "launch failed: disk full");
+    assert_int_equal(ui_text_fit("launch failed: disk full", 20, out, sizeof out), 1);
+    assert_string_equal(out, "launch failed:...");             /* not "launch failed: di..." */
+    assert_true(strlen(out) <= 20);
+    ui_text_fit("/a/very/long/path/without/blanks", 12, out, sizeof out);
+    assert_string_equal(out, "/a/very/l...");
+    ui_text_fit("fix the field", 2, out, sizeof out);
+    assert_string_equal(out, "..");
+    ui_text_fit("h\xc3\xa9llo w\xc3\xb6rld again", 14, out, sizeof out);   /* 17 columns */
+    assert_string_equal(out, "h\xc3\xa9llo w\xc3\xb6rld...");
+    /* exactly the width fits whole */
+    assert_int_equal(ui_text_fit("abc def", 7, out, sizeof out), 0);
+    /* a small buffer is never overrun */
+    char tiny[6];
+    ui_text_fit("one two three four", 16, tiny, sizeof tiny);
+    assert_true(strlen(tiny) < sizeof tiny);
+}
+
+static void test_text_wrap(void **state)
+{
+    (void)state;
+    char lines[4][256];
+    int n = ui_text_wrap("dtype: bf16 needs cblas_sbgemm, which this OpenBLAS does not provide", 30, lines, 4);
+    assert_int_equal(n, 3);
+    assert_string_equal(lines[0], "dtype: bf16 needs");
+    assert_string_equal(lines[1], "cblas_sbgemm, which this");
+    assert_string_equal(lines[2], "OpenBLAS does not provide");
+    /* out of lines: the last is cut with "..." */
+    n = ui_text_wrap("dtype: bf16 needs cblas_sbgemm, which this OpenBLAS does not provide", 30, lines, 2);
+    assert_int_equal(n, 2);
+    assert_string_equal(lines[1], "cblas_sbgemm, which this...");
+    assert_int_equal(ui_text_wrap("", 10, lines, 4), 0);
+}
+
+/* The runs list at 80 columns: created, model, backend/GPU, TP, MBS, status. */
+static void test_columns_fit(void **state)
+{
+    (void)state;
+    const ui_col c[6] = { { 16, 16, 5 }, { 22, 10, 6 }, { 13, 8, 3 }, { 9, 2, 1 }, { 7, 3, 2 }, { 13, 9, 4 } };
+    int w[6];
+    /* wide: everything as wanted, the rest to the flexible column */
+    assert_int_equal(ui_columns_fit(c, 6, 120, 1, w), 6);
+    assert_int_equal(w[0], 16);
+    assert_int_equal(w[1], 22 + 120 - (16 + 22 + 13 + 9 + 7 + 13 + 5));
+    /* 78 columns: TP shrinks first, the model keeps its 22 */
+    assert_int_equal(ui_columns_fit(c, 6, 78, -1, w), 6);
+    assert_int_equal(w[1], 22);
+    assert_int_equal(w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + 5, 78);
+    assert_true(w[3] < 9);
+    assert_int_equal(w[5], 13);
+    /* 60 columns: the less important columns shrink to their minimum first, then the model */
+    assert_int_equal(ui_columns_fit(c, 6, 60, -1, w), 6);
+    assert_int_equal(w[3], 2);
+    assert_int_equal(w[4], 3);
+    assert_int_equal(w[1], 17);
+    assert_int_equal(w[0], 16);
+    /* 50 columns: even the minimums do not fit, so TP (least kept) goes and the rest shrink
+       again from what they want */
+    assert_int_equal(ui_columns_fit(c, 6, 50, -1, w), 5);
+    assert_int_equal(w[3], 0);
+    assert_int_equal(w[1], 10);
+    int total = 0, shown = 0;
+    for (int i = 0; i < 6; i++)
+        if (w[i]) { total += w[i]; shown++; }
+    assert_int_equal(total + shown - 1, 50);
+    /* too narrow for anything: nothing shown, no negative widths */
+    assert_int_equal(ui_columns_fit(c, 6, 5, -1, w), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -109,6 +185,9 @@ int main(void)
         cmocka_unit_test(test_too_small_text),
         cmocka_unit_test(test_splits),
         cmocka_unit_test(test_list_scroll),
+        cmocka_unit_test(test_text_fit),
+        cmocka_unit_test(test_text_wrap),
+        cmocka_unit_test(test_columns_fit),
     };
     return cmocka_run_group_tests_name("tui_layout", tests, NULL, NULL);
 }

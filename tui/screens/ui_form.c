@@ -1,8 +1,15 @@
 /* ui_form.c: the new-sweep form. Every field is applied to a copy of the preset's spec with
  * pdbx_spec_set, so each field's error is the planner's own one-line message, shown inline;
- * then pdbx_spec_validate checks the whole and pdbx_plan_expand gives the preview (points,
- * predicted memory, OOM marks). F5 launches in the background (pdbx_launch_start) and opens the
- * monitor. Fields take every printable key; Left/Right cycle a field's presets/choices. */
+ * then pdbx_spec_validate checks the whole, pdbx_plan_expand gives the preview (points,
+ * predicted memory, OOM marks) and pdbx_launch_check (engine/launch/launch_check.h) asks the
+ * engine what the launch will ask it (backend there, dtype supported): the form calls a sweep
+ * valid only when the launch will start it. Every message that belongs to a field marks it '!'.
+ * F5 launches in the background (pdbx_launch_start) and opens the monitor.
+ *
+ * Fields are text with a cursor (Left/Right, Home/End, Backspace/Delete, horizontal scroll).
+ * Choice fields (dtype, backend, true/false) cycle with Left/Right; the model, GPU and sweep
+ * preset are text fields with presets, cycled with ^N/^P, and the text last typed in a field
+ * stays one step of its cycle, so a typed path is never lost. */
 #include <curses.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,16 +19,21 @@
 #include <strings.h>
 
 #include "engine/launch/launch.h"
+#include "engine/launch/launch_check.h"
 #include "engine/plan/plan.h"
 #include "tui/ui_app.h"
 
 #define FORM_FIELDS 24
+typedef enum { F_TEXT, F_PRESETS, F_CHOICE } field_kind;
+
 typedef struct {
     const char *label;
     const char *field;       /* pdbx_spec_set field name */
     char value[256];
-    char error[256];         /* planner message for this field, "" when fine */
+    char typed[256];         /* the text last typed here: one step of the preset cycle */
+    char error[512];         /* the message about this field, "" when fine */
     const char *const *choices;   /* NULL: free text */
+    field_kind kind;
 } form_field;
 
 typedef struct {
@@ -29,10 +41,12 @@ typedef struct {
     int nf;
     int sel;
     int cursor;              /* byte offset in the selected field */
+    int first;               /* byte offset of its first character shown (horizontal scroll) */
     char preset[64];
     pdbx_spec spec;          /* the spec the current values give */
     int spec_ok;
-    char spec_error[256];    /* pdbx_spec_validate's message */
+    char spec_error[512];    /* a message about the whole that no field takes */
+    pdbx_launch_check_info check;   /* what the engine said, when spec_ok */
     pdbx_plan_point *points;
     size_t npoints;
     char combos[512];        /* valid TP/PP/DP combinations for the GPU count */
@@ -55,13 +69,15 @@ static void fill_choices(const char *kind, char (*names)[64], size_t cap, const 
     choices[n] = NULL;
 }
 
-static void add_field(form_state *f, const char *label, const char *field, const char *const *choices)
+static void add_field(form_state *f, const char *label, const char *field, const char *const *choices,
+                      field_kind kind)
 {
     form_field *x = &f->f[f->nf++];
     memset(x, 0, sizeof(*x));
     x->label = label;
     x->field = field;
     x->choices = choices;
+    x->kind = kind;
 }
 
 static form_field *field_named(form_state *f, const char *name)
@@ -130,6 +146,31 @@ static void list_combos(form_state *f, int gpus)
     }
 }
 
+/* The field a message is about: planner and engine messages start with the spec field's name
+ * ("dtype: ...", "backend cuda: ...", "mbs_min: ...", "tp: ..."). Moves the message onto that
+ * field (marked '!'); it stays in spec_error when no field takes it. */
+static void mark_field(form_state *f, char *msg)
+{
+    static const struct { const char *word, *field; } alias[] = {
+        { "mbs_min", "mbs" }, { "mbs_max", "mbs" }, { "tp", "configs" }, { "pp", "configs" },
+        { "dp", "configs" }, { "layers_profiled", "layers" },
+    };
+    char word[32];
+    size_t n = strcspn(msg, ": ");
+    if (n == 0 || n >= sizeof(word))
+        return;
+    memcpy(word, msg, n);
+    word[n] = '\0';
+    const char *name = word;
+    for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+        if (strcmp(word, alias[i].word) == 0) name = alias[i].field;
+    form_field *x = field_named(f, name);
+    if (!x)
+        return;
+    snprintf(x->error, sizeof(x->error), "%s", msg);
+    msg[0] = '\0';
+}
+
 /* Applies every field to the preset's spec; sets per-field errors, the spec error and the
  * preview points. */
 static void recompute(form_state *f)
@@ -166,10 +207,13 @@ static void recompute(form_state *f)
     f->combos[0] = '\0';
     if (bad)
         return;
-    if (pdbx_spec_validate(&s, f->spec_error, sizeof(f->spec_error)) != 0)
+    /* the whole: the planner, then what the launch asks the engine (same function) */
+    if (pdbx_spec_validate(&s, f->spec_error, sizeof(f->spec_error)) != 0 ||
+        pdbx_plan_expand(&s, &f->points, &f->npoints, f->spec_error, sizeof(f->spec_error)) != 0 ||
+        pdbx_launch_check(&s, &f->check, f->spec_error, sizeof(f->spec_error)) != 0) {
+        mark_field(f, f->spec_error);
         return;
-    if (pdbx_plan_expand(&s, &f->points, &f->npoints, f->spec_error, sizeof(f->spec_error)) != 0)
-        return;
+    }
     f->spec_ok = 1;
     if (gpus > 0)
         list_combos(f, gpus);
@@ -193,22 +237,22 @@ static void *form_open(ui_app *app, const void *arg)
     fill_choices("gpus", gpu_names, 31, gpu_choices);
     fill_choices("sweeps", sweep_names, 31, sweep_choices);
     snprintf(f->preset, sizeof(f->preset), "%s", preset && *preset ? preset : "quick");
-    add_field(f, "sweep preset", "preset", sweep_choices);
-    add_field(f, "model", "model", model_choices);
-    add_field(f, "layers to profile", "layers", NULL);
-    add_field(f, "seq_len", "seq_len", NULL);
-    add_field(f, "dtype", "dtype", dtypes);
-    add_field(f, "backend", "backend", backends);
-    add_field(f, "GPU preset", "gpu", gpu_choices);
-    add_field(f, "GPUs per node", "gpus_per_node", NULL);
-    add_field(f, "nodes", "nodes", NULL);
-    add_field(f, "TPxPPxDP configs", "configs", NULL);
-    add_field(f, "or a GPU count", "gpus", NULL);
-    add_field(f, "MBS min:max", "mbs", NULL);
-    add_field(f, "warmup steps", "warmup", NULL);
-    add_field(f, "measured steps", "steps", NULL);
-    add_field(f, "collectives", "collectives", onoff);
-    add_field(f, "stop at pred. OOM", "predict_oom", onoff);
+    add_field(f, "sweep preset", "preset", sweep_choices, F_PRESETS);
+    add_field(f, "model", "model", model_choices, F_PRESETS);
+    add_field(f, "layers to profile", "layers", NULL, F_TEXT);
+    add_field(f, "seq_len", "seq_len", NULL, F_TEXT);
+    add_field(f, "dtype", "dtype", dtypes, F_CHOICE);
+    add_field(f, "backend", "backend", backends, F_CHOICE);
+    add_field(f, "GPU preset", "gpu", gpu_choices, F_PRESETS);
+    add_field(f, "GPUs per node", "gpus_per_node", NULL, F_TEXT);
+    add_field(f, "nodes", "nodes", NULL, F_TEXT);
+    add_field(f, "TPxPPxDP configs", "configs", NULL, F_TEXT);
+    add_field(f, "or a GPU count", "gpus", NULL, F_TEXT);
+    add_field(f, "MBS min:max", "mbs", NULL, F_TEXT);
+    add_field(f, "warmup steps", "warmup", NULL, F_TEXT);
+    add_field(f, "measured steps", "steps", NULL, F_TEXT);
+    add_field(f, "collectives", "collectives", onoff, F_CHOICE);
+    add_field(f, "stop at pred. OOM", "predict_oom", onoff, F_CHOICE);
     char err[256];
     pdbx_spec s;
     pdbx_spec_defaults(&s);
@@ -232,7 +276,9 @@ static void do_launch(ui_app *app, form_state *f)
     if (!f->spec_ok) {
         for (int i = 0; i < f->nf; i++)
             if (f->f[i].error[0]) {
-                f->sel = i;
+                f->sel = i;         /* the field to fix, with its cursor at the end */
+                f->cursor = (int)strlen(f->f[i].value);
+                f->first = 0;
                 ui_app_message(app, 1, "%s", f->f[i].error);
                 return;
             }
@@ -250,16 +296,26 @@ static void do_launch(ui_app *app, form_state *f)
     ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running", l.run_id, l.log_path);
 }
 
+/* One step through a field's choices, with the text last typed there as one more step when it
+ * is none of them: cycling never loses what was typed. */
 static void cycle_choice(form_state *f, form_field *x, int d)
 {
-    int n = 0, cur = -1;
-    while (x->choices[n]) {
-        if (strcasecmp(x->choices[n], x->value) == 0) cur = n;
-        n++;
+    const char *steps[72];
+    int n = 0, cur = -1, typed_is_choice = 0;
+    for (int i = 0; x->choices[i] && n < 71; i++) {
+        steps[n++] = x->choices[i];
+        typed_is_choice |= strcasecmp(x->choices[i], x->typed) == 0;
     }
-    if (n == 0) return;
+    if (x->typed[0] && !typed_is_choice)
+        steps[n++] = x->typed;
+    if (n == 0)
+        return;
+    for (int i = 0; i < n && cur < 0; i++)
+        if (strcasecmp(steps[i], x->value) == 0) cur = i;
     cur = cur < 0 ? (d > 0 ? 0 : n - 1) : (cur + n + d) % n;
-    snprintf(x->value, sizeof(x->value), "%s", x->choices[cur]);
+    char v[sizeof(x->value)];
+    snprintf(v, sizeof(v), "%s", steps[cur]);      /* steps may point at x->typed */
+    memcpy(x->value, v, sizeof(v));
     f->cursor = (int)strlen(x->value);
 }
 
@@ -279,7 +335,7 @@ static void value_changed(form_state *f, form_field *x)
             snprintf(x->error, sizeof(x->error), "%s", err);
         }
     }
-    char keep[256];
+    char keep[sizeof(f->f[0].error)];
     snprintf(keep, sizeof(keep), "%s", f->f[0].error);
     recompute(f);
     if (strcmp(x->field, "preset") == 0)
@@ -299,9 +355,33 @@ static int nav_key(form_state *f, int key, ui_action act)
         f->preview_top += 10;
     else
         return UI_H_NONE;
-    if (act != UI_ACT_PGUP && act != UI_ACT_PGDN)
+    if (act != UI_ACT_PGUP && act != UI_ACT_PGDN) {
         f->cursor = (int)strlen(f->f[f->sel].value);
+        f->first = 0;
+    }
     return UI_H_HANDLED;
+}
+
+/* The keys that change the selected field's value or its cursor. */
+static ui_edit_result edit_key(ui_app *app, form_state *f, form_field *x, int key, ui_action act)
+{
+    int cycle = act == UI_ACT_PRESET_PREV || act == UI_ACT_PRESET_NEXT;
+    int prev = act == UI_ACT_PRESET_PREV || act == UI_ACT_CHOICE_PREV;
+    /* Left/Right choose only in a choice field; in text (a path) they move the cursor */
+    if (x->kind == F_CHOICE && (act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT))
+        cycle = 1;
+    if (cycle && !x->choices) {
+        ui_app_message(app, 1, "%s has no presets: type a value", x->label);
+        return UI_EDIT_NOOP;
+    }
+    if (cycle) {
+        cycle_choice(f, x, prev ? -1 : 1);
+        return UI_EDIT_CHANGED;
+    }
+    ui_edit_result r = ui_keys_edit(x->value, sizeof(x->value), &f->cursor, key, act);
+    if (r == UI_EDIT_CHANGED)
+        memcpy(x->typed, x->value, sizeof(x->typed));
+    return r;
 }
 
 static int form_key(ui_app *app, void *st, int key, ui_action act)
@@ -327,69 +407,78 @@ static int form_key(ui_app *app, void *st, int key, ui_action act)
         setv(f, "configs", "%s", f->combos);
         setv(f, "gpus", "%s", "");
         r = UI_EDIT_CHANGED;
-    } else if ((act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT) && x->choices) {
-        cycle_choice(f, x, act == UI_ACT_CHOICE_PREV ? -1 : 1);
-        r = UI_EDIT_CHANGED;
     } else {
-        r = ui_keys_edit(x->value, sizeof(x->value), &f->cursor, key, act);
+        r = edit_key(app, f, x, key, act);
     }
     if (r == UI_EDIT_NONE)
         return UI_H_NONE;
     if (r == UI_EDIT_CHANGED)
         value_changed(f, x);
-    else if (r == UI_EDIT_NOOP)
-        f->cursor = (int)strlen(x->value);
     return UI_H_HANDLED;
 }
 
-/* The fields (left column) with the text cursor in the selected one, then the planner's
- * messages under them, full width; returns the row below the fields. */
-static int draw_fields(ui_app *app, const form_state *f, ui_rect b, int left_w)
+/* The marker after a field's value: its choices cycle with Left/Right (<>) or ^N (^N). */
+static const char *field_hint(const form_field *x)
+{
+    return x->kind == F_CHOICE ? "<>" : x->kind == F_PRESETS ? "^N" : "";
+}
+
+/* One field's row: '!' when a message is about it, the label, the value (the selected one
+ * scrolled to its cursor, the others from their start, cut with "..."). */
+static void draw_field(ui_app *app, form_state *f, int i, int y, int lw, int vw)
+{
+    const form_field *x = &f->f[i];
+    int active = i == f->sel;
+    ui_put(y, 1, 1, UI_C_BAD, 1, "%s", x->error[0] ? "!" : " ");
+    ui_put(y, 2, lw, x->error[0] ? UI_C_BAD : UI_C_NORMAL, 1, "%s", x->label);
+    if (active) {
+        int col = ui_keys_field_view(x->value, f->cursor, vw, &f->first);
+        ui_put(y, 2 + lw, vw, UI_C_FIELD_ACTIVE, 1, "%s", x->value + f->first);
+        app->cursor_y = y;
+        app->cursor_x = 2 + lw + col;
+    } else {
+        ui_put_text(y, 2 + lw, vw, UI_C_FIELD, 1, "%s", x->value);
+    }
+    ui_put(y, 3 + lw + vw, 2, UI_C_DIM, 0, "%s", field_hint(x));
+}
+
+/* The messages under the fields, full width, wrapped: the selected field's first, then the
+ * other fields', what no field takes, then what the engine said and what will be measured. */
+static void draw_messages(const form_state *f, int y, int end, int w)
+{
+    const form_field *sx = &f->f[f->sel];
+    if (sx->error[0] && y < end)
+        y += ui_put_wrapped(y, 1, w, end - y, UI_C_BAD, "%s", sx->error);
+    for (int i = 0; i < f->nf && y < end; i++)
+        if (i != f->sel && f->f[i].error[0])
+            y += ui_put_wrapped(y, 1, w, end - y, UI_C_BAD, "%s", f->f[i].error);
+    if (f->spec_error[0] && y < end)
+        y += ui_put_wrapped(y, 1, w, end - y, UI_C_BAD, "%s", f->spec_error);
+    if (!f->spec_ok)
+        return;
+    if (y < end)
+        y += ui_put_wrapped(y, 1, w, end - y, UI_C_OK, "%s",
+                            "valid: F5 launches the sweep in the background and opens the monitor");
+    if (f->check.measures[0] && y < end)
+        y += ui_put_wrapped(y, 1, w, end - y, UI_C_WARNING, "%s", f->check.measures);
+    if (f->check.notice[0] && y < end)
+        ui_put_wrapped(y, 1, w, end - y, UI_C_INFO, "%s", f->check.notice);
+}
+
+/* The fields (left column) with the text cursor in the selected one, then the messages under
+ * them, full width, and the key hint on the last row; returns the row below the fields. */
+static int draw_fields(ui_app *app, form_state *f, ui_rect b, int left_w)
 {
     const int lw = 19;
-    int vw = left_w - lw - 3;
+    int vw = left_w - lw - 4;           /* value, a blank, the 2-column hint */
     int y = b.y;
     ui_put(y++, 1, left_w, UI_C_HEADER, 1, "New sweep");
-    for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++) {
-        const form_field *x = &f->f[i];
-        int active = i == f->sel;
-        ui_put(y, 1, 1, UI_C_BAD, 1, "%s", x->error[0] ? "!" : " ");
-        ui_put(y, 2, lw, x->error[0] ? UI_C_BAD : UI_C_NORMAL, 1, "%s", x->label);
-        ui_put(y, 2 + lw, vw, active ? UI_C_FIELD_ACTIVE : UI_C_FIELD, 1, "%s%s", x->value,
-               x->choices && active ? "" : "");
-        if (x->choices)
-            ui_put(y, 2 + lw + vw, 2, UI_C_DIM, 0, "%s", "<>");
-        if (active) {
-            int cx = 2 + lw + f->cursor;
-            if (cx < 2 + lw + vw) {
-                app->cursor_y = y;
-                app->cursor_x = cx;
-            }
-        }
-    }
-    /* inline errors under the fields, full width: the selected field's first, then the others */
+    for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++)
+        draw_field(app, f, i, y, lw, vw);
     int preview_end = y;
-    y++;
-    int erows = b.y + b.h - y;
-    const form_field *sx = &f->f[f->sel];
-    if (sx->error[0] && erows > 0) {
-        ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", sx->error);
-        erows--;
-    }
-    for (int i = 0; i < f->nf && erows > 0; i++)
-        if (i != f->sel && f->f[i].error[0]) {
-            ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", f->f[i].error);
-            erows--;
-        }
-    if (f->spec_error[0] && erows > 0) {
-        ui_put(y++, 1, b.w - 2, UI_C_BAD, 1, "%s", f->spec_error);
-        erows--;
-    }
-    if (f->spec_ok && erows > 0)
-        ui_put(y++, 1, b.w - 2, UI_C_OK, 1, "valid: F5 launches the sweep in the background and opens the monitor");
-    if (erows > 1)
-        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
-               "Up/Down field  Left/Right preset or choice  ^U clear  PgUp/PgDn preview");
+    draw_messages(f, y + 1, b.y + b.h - 1, b.w - 2);
+    ui_put_text(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 1,
+                "Up/Down field  Left/Right cursor/choice  ^N preset  ^U clear  PgUp/Dn preview");
     return preview_end;
 }
 
@@ -400,7 +489,13 @@ static void draw_preview(form_state *f, ui_rect b, int left_w)
     int y = b.y;
     if (!f->spec_ok) {
         ui_put(y, px, pw, UI_C_HEADER, 1, "Preview");
-        ui_put(y + 1, px, pw, UI_C_DIM, 0, "fix the fields marked !");
+        int marked = 0;
+        for (int i = 0; i < f->nf; i++)
+            marked |= f->f[i].error[0] != 0;
+        if (marked)
+            ui_put_wrapped(y + 1, px, pw, b.h - 1, UI_C_DIM, "%s", "fix the fields marked ! (their messages are below)");
+        else
+            ui_put_wrapped(y + 1, px, pw, b.h - 1, UI_C_BAD, "%s", f->spec_error);
         return;
     }
     int ranks_max = 0, noom = 0;

@@ -399,21 +399,83 @@ static int runs_key(ui_app *app, void *st, int key, ui_action act)
     return UI_H_HANDLED | UI_H_REDRAW;
 }
 
+/* The cells of one run, in column order. */
+typedef struct {
+    char created[32], be[64], tp[64], mbs[32], st[32];
+    const char *cells[NCOLS];
+} run_cells;
+
+static void cells_of(const pdbx_run_summary *s, run_cells *c)
+{
+    pdbx_fmt_time(s->created, c->created, sizeof(c->created));
+    snprintf(c->be, sizeof(c->be), "%s/%s", s->backend, s->gpu);
+    tp_text(s, c->tp, sizeof(c->tp));
+    if (s->mbs_min > 0) snprintf(c->mbs, sizeof(c->mbs), "%d-%d", s->mbs_min, s->mbs_max);
+    else snprintf(c->mbs, sizeof(c->mbs), "N/A");
+    status_text(s, c->st, sizeof(c->st));
+    const char *cells[NCOLS] = { c->created, s->model[0] ? s->model : "N/A", c->be, c->tp, c->mbs, c->st };
+    memcpy(c->cells, cells, sizeof(cells));
+}
+
+/* Column widths for w columns: each column wants its longest cell (and its header with the
+ * sort mark); at 80 columns the model keeps its width and TP, MBS, then backend/GPU shrink
+ * and go first (ui_columns_fit); a wide terminal leaves the rest blank. */
+static void column_widths(const runs_state *r, int w, int *widths)
+{
+    /* keep: model > created > status > backend/GPU > MBS > TP */
+    static const int keep[NCOLS] = { 5, 6, 3, 1, 2, 4 }, min[NCOLS] = { 16, 10, 8, 2, 3, 9 };
+    ui_col cols[NCOLS];
+    for (int c = 0; c < NCOLS; c++)
+        cols[c] = (ui_col){ .want = (int)strlen(col_names[c]) + 2, .min = min[c], .keep = keep[c] };
+    for (size_t i = 0; i < r->nview; i++) {
+        run_cells rc;
+        cells_of(&r->all[r->view[i]], &rc);
+        for (int c = 0; c < NCOLS; c++) {
+            int len = (int)strlen(rc.cells[c]);
+            if (len > cols[c].want) cols[c].want = len;
+        }
+    }
+    if (cols[COL_MODEL].want > 48) cols[COL_MODEL].want = 48;   /* a long path: room for the rest */
+    ui_columns_fit(cols, NCOLS, w, -1, widths);
+}
+
+static void draw_header(const runs_state *r, int y, const int *widths)
+{
+    int x = 1;
+    for (int c = 0; c < NCOLS; c++) {
+        if (!widths[c]) continue;
+        char h[64];
+        snprintf(h, sizeof(h), "%s%s", col_names[c], c == r->sort_col ? (r->sort_rev ? " ^" : " v") : "");
+        ui_put(y, x, widths[c], UI_C_HEADER, 1, "%s", h);
+        x += widths[c] + 1;
+    }
+}
+
+static void draw_row(const runs_state *r, int i, int y, int w, const int *widths)
+{
+    const pdbx_run_summary *s = &r->all[r->view[r->top + i]];
+    int sel = r->top + i == r->sel;
+    int marked = strcmp(s->id, r->marked) == 0;
+    ui_role base = sel ? UI_C_SELECTED : (marked ? UI_C_MARKED : UI_C_NORMAL);
+    run_cells rc;
+    cells_of(s, &rc);
+    ui_put(y, 0, w, base, 1, "%s", marked ? "*" : " ");
+    int x = 1;
+    for (int c = 0; c < NCOLS; c++) {
+        if (!widths[c]) continue;
+        ui_role role = (c == COL_STATUS && !sel) ? ui_role_run_status(s->status) : base;
+        ui_put_text(y, x, widths[c], role, 1, "%s", rc.cells[c]);
+        ui_put(y, x + widths[c], 1, base, 1, "%s", "");
+        x += widths[c] + 1;
+    }
+}
+
 static void runs_draw(ui_app *app, void *st, ui_rect b)
 {
     runs_state *r = st;
-    const int wc = 16, wb = 13, wt = 9, wm = 7, ws = 13;
-    int wmodel = b.w - 2 - (wc + wb + wt + wm + ws + 5);
-    if (wmodel < 8) wmodel = 8;
-    const int widths[NCOLS] = { wc, wmodel, wb, wt, wm, ws };
-    /* header, with the sort column marked */
-    int x = 1;
-    for (int c = 0; c < NCOLS; c++) {
-        char h[64];
-        snprintf(h, sizeof(h), "%s%s", col_names[c], c == r->sort_col ? (r->sort_rev ? " ^" : " v") : "");
-        ui_put(b.y, x, widths[c], UI_C_HEADER, 1, "%s", h);
-        x += widths[c] + 1;
-    }
+    int widths[NCOLS];
+    column_widths(r, b.w - 2, widths);
+    draw_header(r, b.y, widths);
     int rows = b.h - 4;
     if (!app->store) {
         ui_put(b.y + 2, 2, b.w - 4, UI_C_ERROR, 0, "no store open (see the message below)");
@@ -427,32 +489,12 @@ static void runs_draw(ui_app *app, void *st, ui_rect b)
         ui_put(b.y + 2, 2, b.w - 4, UI_C_NORMAL, 0, "No run matches '%s' (Esc on / clears the filter).", r->filter);
     }
     r->sel = ui_list_scroll((int)r->nview, rows, r->sel, &r->top);
-    for (int i = 0; i < rows && (size_t)(r->top + i) < r->nview; i++) {
-        const pdbx_run_summary *s = &r->all[r->view[r->top + i]];
-        int sel = r->top + i == r->sel;
-        int marked = strcmp(s->id, r->marked) == 0;
-        ui_role base = sel ? UI_C_SELECTED : (marked ? UI_C_MARKED : UI_C_NORMAL);
-        int y = b.y + 1 + i;
-        char created[32], be[64], tp[64], mbs[32], st[32];
-        pdbx_fmt_time(s->created, created, sizeof(created));
-        snprintf(be, sizeof(be), "%s/%s", s->backend, s->gpu);
-        tp_text(s, tp, sizeof(tp));
-        if (s->mbs_min > 0) snprintf(mbs, sizeof(mbs), "%d-%d", s->mbs_min, s->mbs_max);
-        else snprintf(mbs, sizeof(mbs), "N/A");
-        status_text(s, st, sizeof(st));
-        ui_put(y, 0, b.w, base, 1, "%s", marked ? "*" : " ");
-        const char *cells[NCOLS] = { created, s->model[0] ? s->model : "N/A", be, tp, mbs, st };
-        x = 1;
-        for (int c = 0; c < NCOLS; c++) {
-            ui_role role = (c == COL_STATUS && !sel) ? ui_role_run_status(s->status) : base;
-            ui_put(y, x, widths[c] + 1, role, 1, "%s", cells[c]);
-            x += widths[c] + 1;
-        }
-    }
+    for (int i = 0; i < rows && (size_t)(r->top + i) < r->nview; i++)
+        draw_row(r, i, b.y + 1 + i, b.w, widths);
     /* detail of the selected run and list statistics */
     const pdbx_run_summary *s = selected(r);
     if (s)
-        ui_put(b.y + b.h - 2, 1, b.w - 2, s->message[0] ? UI_C_WARNING : UI_C_DIM, 1, "%s  %.1f kB  %d/%d points%s%s",
+        ui_put_text(b.y + b.h - 2, 1, b.w - 2, s->message[0] ? UI_C_WARNING : UI_C_DIM, 1, "%s  %.1f kB  %d/%d points%s%s",
                s->id, s->size / 1024.0, s->points_done, s->points_total, s->message[0] ? "  " : "", s->message);
     if (r->editing_filter)
         ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_FIELD_ACTIVE, 1, "filter: %s_  (Enter keeps, Esc clears)", r->filter);
