@@ -175,8 +175,12 @@ const pdbx_point *pdbx_run_point(const pdbx_run *run, int index);
 /* Points of one parallel config (tp, pp, dp) in MBS order; returns the count written. */
 size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
                               const pdbx_point **out, size_t cap);
-/* Distinct (tp, pp, dp) configs in plan order; returns the count written (3 ints each). */
+/* Distinct (tp, pp, dp) configs in plan order; returns the count written (3 ints each), 0 when
+ * out of memory. */
 size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap);
+/* Sorts pointers into one run's points[] by (tp, pp, dp, mbs), ties in plan order: the
+ * O(n log n) grouping every per-config view is built on. */
+void pdbx_run_sort_by_config(const pdbx_point **pts, size_t n);
 size_t pdbx_run_points_done(const pdbx_run *run);   /* points no longer pending/running */
 
 #endif

@@ -44,7 +44,10 @@ int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_rt_co
     out->tp = tp;
     out->pp = pp;
     out->dp = dp;
-    size_t cap = run->npoints ? run->npoints : 1;
+    size_t cap = 0;                /* exactly the config's points: no npoints-sized row per config */
+    for (size_t i = 0; i < run->npoints; i++)
+        cap += run->points[i].tp == tp && run->points[i].pp == pp && run->points[i].dp == dp;
+    cap = cap ? cap : 1;
     const pdbx_point **pts = malloc(cap * sizeof *pts);
     out->points = calloc(cap, sizeof *out->points);
     if (!pts || !out->points) {
@@ -69,32 +72,82 @@ void pdbx_rt_config_free(pdbx_rt_config *c)
     c->npoints = 0;
 }
 
+static int same_config(const pdbx_point *a, const pdbx_point *b)
+{
+    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp;
+}
+
+typedef struct {
+    const pdbx_point *first;       /* the config's first point in plan order */
+    pdbx_rt_config config;
+} keyed_config;
+
+static int by_first_point(const void *pa, const void *pb)
+{
+    const pdbx_point *fa = ((const keyed_config *)pa)->first, *fb = ((const keyed_config *)pb)->first;
+    return fa < fb ? -1 : fa > fb;
+}
+
+/* Puts t's configs in plan order; -1 when out of memory (t unchanged). */
+static int order_configs(pdbx_runtable *t)
+{
+    keyed_config *k = malloc((t->nconfigs ? t->nconfigs : 1) * sizeof *k);
+    if (!k)
+        return -1;
+    for (size_t i = 0; i < t->nconfigs; i++) {
+        k[i].config = t->configs[i];
+        k[i].first = t->configs[i].points[0].point;
+        for (size_t j = 1; j < t->configs[i].npoints; j++)
+            if (t->configs[i].points[j].point < k[i].first)
+                k[i].first = t->configs[i].points[j].point;
+    }
+    qsort(k, t->nconfigs, sizeof *k, by_first_point);
+    for (size_t i = 0; i < t->nconfigs; i++)
+        t->configs[i] = k[i].config;
+    free(k);
+    return 0;
+}
+
+/* One sort groups the points by config (MBS order inside), so building the table is
+ * O(n log n) whatever the run file declares; configs then go in plan order (their first point). */
 int pdbx_runtable_build(const pdbx_run *run, int only_tp, pdbx_runtable *t)
 {
     memset(t, 0, sizeof *t);
     t->run = run;
-    size_t cap = run->npoints ? run->npoints : 1;
-    int (*cfgs)[3] = malloc(cap * sizeof *cfgs);
+    size_t cap = run->npoints ? run->npoints : 1, n = 0;
+    const pdbx_point **all = malloc(cap * sizeof *all);
     t->configs = calloc(cap, sizeof *t->configs);
-    if (!cfgs || !t->configs) {
-        free(cfgs);
-        pdbx_runtable_free(t);
-        return -1;
-    }
-    size_t n = pdbx_run_configs(run, cfgs, cap);
-    for (size_t i = 0; i < n; i++) {
-        if (only_tp > 0 && cfgs[i][0] != only_tp)
-            continue;
-        if (pdbx_rt_config_build(run, cfgs[i][0], cfgs[i][1], cfgs[i][2],
-                                 &t->configs[t->nconfigs]) != 0) {
-            free(cfgs);
-            pdbx_runtable_free(t);
-            return -1;
-        }
+    if (!all || !t->configs)
+        goto fail;
+    for (size_t i = 0; i < run->npoints; i++)
+        if (only_tp <= 0 || run->points[i].tp == only_tp)
+            all[n++] = &run->points[i];
+    pdbx_run_sort_by_config(all, n);
+    for (size_t s = 0, e; s < n; s = e) {
+        for (e = s + 1; e < n && same_config(all[s], all[e]); e++)
+            ;
+        pdbx_rt_config *c = &t->configs[t->nconfigs];
+        c->tp = all[s]->tp;
+        c->pp = all[s]->pp;
+        c->dp = all[s]->dp;
+        if (!(c->points = calloc(e - s, sizeof *c->points)))
+            goto fail;
         t->nconfigs++;
+        for (size_t i = s; i < e; i++) {
+            point_of(all[i], &c->points[c->npoints]);
+            for (int op = 0; op < PDBX_OP_COUNT; op++)
+                c->op_present[op] |= c->points[c->npoints].op[op].valid;
+            c->npoints++;
+        }
     }
-    free(cfgs);
+    if (order_configs(t) != 0)
+        goto fail;
+    free(all);
     return 0;
+fail:
+    free(all);
+    pdbx_runtable_free(t);
+    return -1;
 }
 
 void pdbx_runtable_free(pdbx_runtable *t)
