@@ -156,7 +156,8 @@ static double geomean(const diff_result *d, size_t col)
 
 static void describe(const char *label, const pdbx_run *r, FILE *out)
 {
-    pdbx_cli_line(out, "%s %s  %s, %s/%s, %s, seq_len %d, %s", label, r->id,     /* run-file strings */
+    /* model, gpu, device: strings from the run file, made safe by pdbx_cli_line */
+    pdbx_cli_line(out, "%s %s  %s, %s/%s, %s, seq_len %d, %s", label, r->id,
                   r->model.name[0] ? r->model.name : PDBX_NA, r->backend[0] ? r->backend : PDBX_NA,
                   r->gpu[0] ? r->gpu : PDBX_NA, r->device_name[0] ? r->device_name : PDBX_NA,
                   r->seq_len, pdbx_run_status_name(r->status));
