@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "tui/ui_app.h"
+#include "store/util/text.h"
 
 /* Bytes of the first `cols` UTF-8 characters of s. */
 static size_t utf8_prefix(const char *s, int cols, int *used)
@@ -37,6 +38,9 @@ void ui_put(int y, int x, int w, ui_role role, int pad, const char *fmt, ...)
     va_end(ap);
     for (char *p = buf; *p; p++)
         if (*p == '\n' || *p == '\t' || *p == '\r') *p = ' ';
+    /* Every screen's text reaches curses here, run-file strings included: no control or
+     * invalid UTF-8 goes to the terminal (text.h). */
+    pdbx_text_safe(buf, sizeof buf, buf);
     int used;
     size_t bytes = utf8_prefix(buf, w, &used);
     int attr = ui_theme_attr(role);
@@ -83,7 +87,8 @@ void ui_draw_canvas(const ui_canvas *c, int y, int x)
             size_t n = 0;
             int start = cx;
             while (cx < c->w && c->cls[(size_t)r * c->w + cx] == cls && n + 5 < sizeof(run)) {
-                n += (size_t)ui_utf8_encode(c->cp[(size_t)r * c->w + cx], run + n);
+                uint32_t cp = c->cp[(size_t)r * c->w + cx];   /* labels can be op names */
+                n += (size_t)ui_utf8_encode(pdbx_text_cp_safe(cp) ? cp : '?', run + n);
                 cx++;
             }
             run[n] = '\0';

@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/util/fs.h"
+#include "store/util/text.h"
 #include "store/export/export_common.h"
 #include "store/version.h"
 #include "store/export/export_zip.h"
@@ -310,8 +311,10 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     char source[128];
     snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
     pdbx_json_str(&ok, o, "source", source);
-    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    char *raw = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
+    char *text = pdbx_json_text_safe(raw);   /* valid UTF-8 whatever the run held (text.h) */
+    cJSON_free(raw);
     return text;
 }
 

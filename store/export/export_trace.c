@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/util/fs.h"
+#include "store/util/text.h"
 #include "store/export/export_common.h"
 #include "store/version.h"
 
@@ -302,7 +303,9 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
         pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
-    text = cJSON_PrintUnformatted(root);
+    char *raw = cJSON_PrintUnformatted(root);
+    text = pdbx_json_text_safe(raw);    /* valid UTF-8 whatever the run file held (text.h) */
+    cJSON_free(raw);
     if (!text) {
         pdbx_errf(err, errlen, "%s: out of memory printing the trace", file);
         goto out;

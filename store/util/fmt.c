@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/util/text.h"
+
 char *pdbx_fmt_ms(double ms, int valid, char *buf, size_t len)
 {
     if (!valid || !isfinite(ms)) {
@@ -85,27 +87,32 @@ char *pdbx_fmt_gbs(double gbs, int valid, char *buf, size_t len)
 
 char *pdbx_fmt_time(double unix_s, char *buf, size_t len)
 {
+    /* The range is checked before the conversion: converting a double that time_t cannot hold
+     * (a recorded 1e300) is undefined behaviour, not just a wrong year. */
     struct tm tm;
+    if (!(unix_s > 0 && unix_s < PDBX_FMT_TIME_MAX)) {      /* NaN fails too */
+        snprintf(buf, len, "%s", PDBX_NA);
+        return buf;
+    }
     time_t t = (time_t)unix_s;
-    if (!isfinite(unix_s) || unix_s <= 0 || !localtime_r(&t, &tm)
-        || strftime(buf, len, "%Y-%m-%d %H:%M", &tm) == 0)
+    if (!localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M", &tm) == 0)
         snprintf(buf, len, "%s", PDBX_NA);
     return buf;
 }
 
 char *pdbx_fmt_duration(double s, char *buf, size_t len)
 {
-    if (!isfinite(s) || s < 0) {
+    if (!(s >= 0 && s < PDBX_FMT_DURATION_MAX)) {          /* NaN fails too */
         snprintf(buf, len, "%s", PDBX_NA);
         return buf;
     }
-    long t = (long)llround(s);
+    long long t = llround(s);                 /* in range: checked above */
     if (t < 60)
-        snprintf(buf, len, "%lds", t);
+        snprintf(buf, len, "%llds", t);
     else if (t < 3600)
-        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+        snprintf(buf, len, "%lldm%02llds", t / 60, t % 60);
     else
-        snprintf(buf, len, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+        snprintf(buf, len, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
     return buf;
 }
 
@@ -177,6 +184,7 @@ int pdbx_table_header(pdbx_table *t, size_t col, const char *title, pdbx_align a
     char *copy = strdup(title ? title : "");
     if (!copy)
         return -1;
+    pdbx_text_safe(copy, strlen(copy) + 1, copy);      /* an op name can come from a run file */
     free(t->header[col]);
     t->header[col] = copy;
     t->align[col] = align;
@@ -217,6 +225,9 @@ int pdbx_table_set(pdbx_table *t, size_t col, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    /* Cells carry strings from run files (model, messages): the table is where they leave
+     * for a terminal, so this is where they are made safe (text.h). */
+    pdbx_text_safe(s, (size_t)n + 1, s);
     char **cell = &t->cells[(t->rows - 1) * t->ncols + col];
     free(*cell);
     *cell = s;
@@ -232,11 +243,11 @@ size_t pdbx_table_col_width(const pdbx_table *t, size_t col)
 {
     if (!t || col >= t->ncols)
         return 0;
-    size_t w = t->header[col] ? strlen(t->header[col]) : 0;
+    size_t w = pdbx_text_width(t->header[col]);
     for (size_t r = 0; r < t->rows; r++) {
-        const char *s = t->cells[r * t->ncols + col];
-        if (s && strlen(s) > w)
-            w = strlen(s);
+        size_t cw = pdbx_text_width(t->cells[r * t->ncols + col]);
+        if (cw > w)
+            w = cw;
     }
     return w;
 }
@@ -258,7 +269,7 @@ static void print_line(const pdbx_table *t, FILE *out, const char *indent, char 
         if (t->hidden[c])
             continue;
         const char *s = cells[c] ? cells[c] : "";
-        size_t len = strlen(s), pad = width[c] > len ? width[c] - len : 0;
+        size_t len = strlen(s), cw = pdbx_text_width(s), pad = width[c] > cw ? width[c] - cw : 0;
         if (!first)
             pending += 2;
         first = 0;

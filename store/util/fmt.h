@@ -10,8 +10,10 @@
  *  - One time-zone rule: a moment shown to people is local time (pdbx_fmt_time), in the CLI
  *    and the explorer alike, so the two never disagree. UTC appears only in text a machine reads
  *    back (the stamp inside run ids, stored timestamps), never through this module.
- *  - Tables are built cell by cell and printed with each column as wide as its widest cell,
- *    numbers right-aligned, text left-aligned, two spaces between columns.
+ *  - Tables are built cell by cell and printed with each column as wide as its widest cell
+ *    (in characters, not bytes), numbers right-aligned, text left-aligned, two spaces between
+ *    columns. Every header and cell is made terminal-safe when set (pdbx_text_safe, text.h):
+ *    cells carry strings from run files, and the table is where they leave for a terminal.
  */
 #ifndef PDBX_FMT_H
 #define PDBX_FMT_H
@@ -31,9 +33,13 @@ char *pdbx_fmt_size(double bytes, char *buf, size_t len);
 char *pdbx_fmt_gb(double bytes, char *buf, size_t len);
 /* GB/s with one decimal below 100, none above; invalid -> N/A. */
 char *pdbx_fmt_gbs(double gbs, int valid, char *buf, size_t len);
-/* Local time (the TZ of the process) "YYYY-MM-DD HH:MM"; 0, negative or non-finite -> N/A. */
+/* Local time (the TZ of the process) "YYYY-MM-DD HH:MM"; 0, negative, non-finite or from
+ * the year 10000 on (PDBX_FMT_TIME_MAX: no recorded time is; a time_t may not hold it) -> N/A. */
+#define PDBX_FMT_TIME_MAX 253402300800.0          /* 10000-01-01T00:00:00Z */
 char *pdbx_fmt_time(double unix_s, char *buf, size_t len);
-/* Duration "42s", "3m05s", "2h07m"; negative/non-finite -> N/A. */
+/* Duration "42s", "3m05s", "2h07m"; negative, non-finite or from PDBX_FMT_DURATION_MAX (about
+ * 31,700 years: a corrupt field, and beyond what an integer of seconds holds safely) -> N/A. */
+#define PDBX_FMT_DURATION_MAX 1e12
 char *pdbx_fmt_duration(double s, char *buf, size_t len);
 /* A list of ints joined with ',' ("1,2,4"); n == 0 gives "-". */
 char *pdbx_fmt_int_list(const int *v, size_t n, char *buf, size_t len);

@@ -2,6 +2,7 @@
 #include "store/util/text.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void pdbx_strcopy(char *dst, size_t len, const char *src)
@@ -81,4 +82,118 @@ void pdbx_suggest(const char *word, const char *const *cands, size_t ncands, cha
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", cands[i]);
     if (used < len)
         snprintf(buf + used, len - used, ")");
+}
+
+/* ---- untrusted text at output ------------------------------------------------------------ */
+size_t pdbx_utf8_next(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0)
+        return 0;
+    uint32_t c = p[0];
+    size_t k;
+    uint32_t min;
+    if (c < 0x80) {
+        if (cp)
+            *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {     /* C0 and C1 lead bytes only make overlong forms */
+        k = 2, min = 0x80, c &= 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        k = 3, min = 0x800, c &= 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {     /* F5..FF would be above U+10FFFF */
+        k = 4, min = 0x10000, c &= 0x07;
+    } else {
+        return 0;
+    }
+    if (n < k)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((p[i] & 0xC0) != 0x80)           /* truncated (a NUL ends it too) */
+            return 0;
+        c = (c << 6) | (p[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;                            /* overlong, too large, or a surrogate */
+    if (cp)
+        *cp = c;
+    return k;
+}
+
+int pdbx_text_cp_safe(uint32_t cp)
+{
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+        return 0;
+    return cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+}
+
+char *pdbx_text_safe(char *dst, size_t len, const char *src)
+{
+    if (!dst || len == 0)
+        return dst;
+    if (!src)
+        src = "";
+    size_t n = strlen(src), i = 0, o = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = pdbx_utf8_next(src + i, n - i, &cp);
+        if (k == 0 || !pdbx_text_cp_safe(cp)) {
+            if (o + 1 >= len)
+                break;
+            dst[o++] = '?';
+            i += k ? k : 1;                  /* an unsafe character is one '?', a bad byte too */
+            continue;
+        }
+        if (o + k >= len)                    /* never cut a character */
+            break;
+        memmove(dst + o, src + i, k);        /* o <= i: in place is safe */
+        o += k;
+        i += k;
+    }
+    dst[o] = '\0';
+    return dst;
+}
+
+size_t pdbx_text_width(const char *s)
+{
+    size_t w = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
+        w += (*p & 0xC0) != 0x80;            /* count everything but continuation bytes */
+    return w;
+}
+
+/* Writes the safe form of json into out (when non-NULL); returns its length. */
+static size_t json_safe_pass(const char *json, char *out)
+{
+    size_t n = strlen(json), i = 0, o = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = pdbx_utf8_next(json + i, n - i, &cp);
+        if (k == 0) {                        /* a bad byte: U+FFFD */
+            if (out)
+                memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3, i += 1;
+        } else if (cp >= 0x7F && cp <= 0x9F) {
+            if (out)
+                snprintf(out + o, 7, "\\u%04x", (unsigned)cp);
+            o += 6, i += k;
+        } else {
+            if (out)
+                memcpy(out + o, json + i, k);
+            o += k, i += k;
+        }
+    }
+    if (out)
+        out[o] = '\0';
+    return o;
+}
+
+char *pdbx_json_text_safe(const char *json)
+{
+    if (!json)
+        return NULL;
+    char *out = malloc(json_safe_pass(json, NULL) + 1);
+    if (out)
+        json_safe_pass(json, out);
+    return out;
 }

@@ -165,7 +165,8 @@ int pdbx_cli_list_runs(const char *cmd, pdbx_store *st, int json, FILE *out);
 /* Validates spec, expands it and prints the plan (table or JSON). Returns an exit code. */
 int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *out);
 /* Prints a JSON document (indented, one trailing newline) to out and deletes it (also on
- * failure, and doc may be NULL: a builder that ran out of memory); 0, or -1 out of memory. */
+ * failure, and doc may be NULL: a builder that ran out of memory); 0, or -1 out of memory.
+ * The one exit for CLI JSON: what it prints is valid UTF-8 with no raw control (text.h). */
 int pdbx_cli_emit_json(FILE *out, cJSON *doc);
 
 /* ---- spec fields as options (`pdbx plan`, `pdbx run`) -----------------------------------
@@ -191,7 +192,11 @@ int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_o
                         pdbx_spec *spec);
 
 /* ---- shared output helpers -------------------------------------------------------------- */
-/* Writes one CSV field (RFC 4180 quoting when needed). */
+/* Prints one line (printf-style, the newline is added) made terminal-safe (pdbx_text_safe):
+ * for every line that quotes a run's own strings (model, gpu, host, messages, reasons). The
+ * format must not contain a newline or any other control character. Out of memory: nothing. */
+void pdbx_cli_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes one CSV field (RFC 4180 quoting when needed), terminal-safe (pdbx_text_safe). */
 void pdbx_csv_field(FILE *out, const char *s);
 /* The distinct (tp, pp, dp) configs of a run, optionally only those with tp == only_tp
  * (only_tp <= 0: all). Returns the count written. */

@@ -22,10 +22,13 @@ int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* One line, always: a message from a lower layer must not break the contract. */
+    /* One line, always: a message from a lower layer must not break the contract; and it
+     * may quote a run file (a model name, a reason), so nothing in it reaches the terminal
+     * as a control (text.h). */
     for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r')
+        if (*p == '\n' || *p == '\r' || *p == '\t')
             *p = ' ';
+    pdbx_text_safe(msg, sizeof msg, msg);
     if (cmd && *cmd)
         fprintf(stderr, "pdbx %s: %s\n", cmd, msg);
     else
@@ -295,21 +298,46 @@ int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run
     return PDBX_EXIT_OK;
 }
 
+void pdbx_cli_line(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *line = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!line)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    /* The format is ours and has no control characters, so making the whole line safe is
+     * making each argument safe. */
+    pdbx_text_safe(line, (size_t)n + 1, line);
+    fprintf(out, "%s\n", line);
+    free(line);
+}
+
 void pdbx_csv_field(FILE *out, const char *s)
 {
-    if (!s)
-        s = "";
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
+    /* Made terminal-safe first (text.h): a CSV goes to terminals and pagers too, and an op
+     * name can come from a run file. Out of memory prints an empty field, never the raw one. */
+    char *safe = strdup(s ? s : "");
+    if (safe)
+        pdbx_text_safe(safe, strlen(safe) + 1, safe);
+    const char *p = safe ? safe : "";
+    if (!strpbrk(p, ",\"\n\r")) {
+        fputs(p, out);
+        free(safe);
         return;
     }
     fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
+    for (; *p; p++) {
+        if (*p == '"')
             fputc('"', out);
-        fputc(*s, out);
+        fputc(*p, out);
     }
     fputc('"', out);
+    free(safe);
 }
 
 size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], size_t cap)
@@ -464,12 +492,17 @@ int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_o
 
 int pdbx_cli_emit_json(FILE *out, cJSON *doc)
 {
+    /* The printed text, not the tree, is made safe (text.h): one pass covers keys and values
+     * of every document, whatever fields a command adds, and the store keeps the bytes as
+     * recorded. cJSON escapes the C0 controls itself; invalid UTF-8 it would copy raw. */
     char *text = doc ? cJSON_Print(doc) : NULL;
     cJSON_Delete(doc);
-    if (!text)
-        return -1;
-    fprintf(out, "%s\n", text);
+    char *safe = pdbx_json_text_safe(text);
     cJSON_free(text);
+    if (!safe)
+        return -1;
+    fprintf(out, "%s\n", safe);
+    free(safe);
     return 0;
 }
 

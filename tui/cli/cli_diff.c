@@ -156,10 +156,11 @@ static double geomean(const diff_result *d, size_t col)
 
 static void describe(const char *label, const pdbx_run *r, FILE *out)
 {
-    fprintf(out, "%s %s  %s, %s/%s, %s, seq_len %d, %s\n", label, r->id,
-            r->model.name[0] ? r->model.name : PDBX_NA, r->backend[0] ? r->backend : PDBX_NA,
-            r->gpu[0] ? r->gpu : PDBX_NA, r->device_name[0] ? r->device_name : PDBX_NA,
-            r->seq_len, pdbx_run_status_name(r->status));
+    /* model, gpu, device: strings from the run file, made safe by pdbx_cli_line */
+    pdbx_cli_line(out, "%s %s  %s, %s/%s, %s, seq_len %d, %s", label, r->id,
+                  r->model.name[0] ? r->model.name : PDBX_NA, r->backend[0] ? r->backend : PDBX_NA,
+                  r->gpu[0] ? r->gpu : PDBX_NA, r->device_name[0] ? r->device_name : PDBX_NA,
+                  r->seq_len, pdbx_run_status_name(r->status));
 }
 
 static int print_table(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args,
@@ -268,8 +269,9 @@ static void print_csv(const diff_result *d, FILE *out)
     fputs("tp,pp,dp,mbs,op,a,b,ratio\n", out);
     for (size_t i = 0; i < d->ncells; i++) {
         const diff_cell *c = &d->cells[i];
-        fprintf(out, "%d,%d,%d,%d,%s,%.17g,%.17g,%.17g\n", c->cfg[0], c->cfg[1], c->cfg[2], c->mbs,
-                d->names[c->col], c->a, c->b, c->b / c->a);
+        fprintf(out, "%d,%d,%d,%d,", c->cfg[0], c->cfg[1], c->cfg[2], c->mbs);
+        pdbx_csv_field(out, d->names[c->col]);         /* an op name can come from a run file */
+        fprintf(out, ",%.17g,%.17g,%.17g\n", c->a, c->b, c->b / c->a);
     }
 }
 

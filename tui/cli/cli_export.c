@@ -88,7 +88,7 @@ static int make_parent_dirs(const char *file, char *err, size_t errlen)
 static void print_written(const char *path, void *ctx)
 {
     (void)ctx;
-    printf("%s\n", path);
+    pdbx_cli_line(stdout, "%s", path);     /* the name carries the run's model tag */
     fflush(stdout);
 }
 

@@ -92,7 +92,7 @@ enum { C_CREATED, C_ID, C_MODEL, C_BACKEND, C_TP, C_MBS, C_STATUS, C_SIZE, C_NOT
 static int print_table(const pdbx_store *st, const pdbx_run_summary *runs, size_t n, FILE *out)
 {
     if (n == 0) {
-        fprintf(out, "no runs in %s\n", pdbx_store_dir(st));
+        pdbx_cli_line(out, "no runs in %s", pdbx_store_dir(st));
         return 0;
     }
     pdbx_table *t = pdbx_table_new(C_NCOLS);

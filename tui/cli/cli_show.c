@@ -68,18 +68,18 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
 {
     char created[32];
     pdbx_fmt_time(run->created, created, sizeof created);
-    fprintf(out, "run %s  %s  created %s", run->id, pdbx_run_status_name(run->status), created);
-    if (run->end_reason[0])
-        fprintf(out, "  (%s)", run->end_reason);
-    fputc('\n', out);
-    fprintf(out, "model %s%s%s%s, %d of %d layers profiled, seq_len %d, %s\n",
-            run->model.name[0] ? run->model.name : PDBX_NA, run->model.tag[0] ? " (" : "",
-            run->model.tag, run->model.tag[0] ? ")" : "", run->layers_profiled, run->model.layers,
-            run->seq_len, run->dtype[0] ? run->dtype : PDBX_NA);
-    fprintf(out, "backend %s, gpu %s, device %s, %d ranks (%d per node), warmup %d, steps %d\n",
-            run->backend[0] ? run->backend : PDBX_NA, run->gpu[0] ? run->gpu : PDBX_NA,
-            run->device_name[0] ? run->device_name : PDBX_NA, run->world_size, run->ranks_per_node,
-            run->warmup, run->steps);
+    /* Every string here comes from the run file: pdbx_cli_line makes each line safe. */
+    pdbx_cli_line(out, "run %s  %s  created %s%s%s%s", run->id, pdbx_run_status_name(run->status),
+                  created, run->end_reason[0] ? "  (" : "", run->end_reason,
+                  run->end_reason[0] ? ")" : "");
+    pdbx_cli_line(out, "model %s%s%s%s, %d of %d layers profiled, seq_len %d, %s",
+                  run->model.name[0] ? run->model.name : PDBX_NA, run->model.tag[0] ? " (" : "",
+                  run->model.tag, run->model.tag[0] ? ")" : "", run->layers_profiled,
+                  run->model.layers, run->seq_len, run->dtype[0] ? run->dtype : PDBX_NA);
+    pdbx_cli_line(out, "backend %s, gpu %s, device %s, %d ranks (%d per node), warmup %d, steps %d",
+                  run->backend[0] ? run->backend : PDBX_NA, run->gpu[0] ? run->gpu : PDBX_NA,
+                  run->device_name[0] ? run->device_name : PDBX_NA, run->world_size,
+                  run->ranks_per_node, run->warmup, run->steps);
     fprintf(out, "times: ms per execution on one TP rank (max across TP ranks), stat %s, "
                  "attribution %s\n",
             pdbx_stat_name((pdbx_stat_kind)a->stat), pdbx_cli_attributions[a->attribution]);
@@ -165,7 +165,7 @@ static int print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, co
     for (size_t i = 0; i < cfg->npoints; i++) {
         const pdbx_point *p = cfg->points[i].point;
         if (p->message && p->message[0])
-            fprintf(out, "  MBS %d %s: %s\n", p->mbs, status_text(run, p), p->message);
+            pdbx_cli_line(out, "  MBS %d %s: %s", p->mbs, status_text(run, p), p->message);
     }
     if (!(t = comm_table(cfg, a)))
         return -1;
