@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "store/layout.h"
+#include "store/util/text.h"
 #include "tui/ui_app.h"
 
 /* 1 when DIR/runs holds no run file (a quick readdir, not a listing). */
@@ -143,7 +144,7 @@ static int open_first(ui_app *app, const pdbx_explorer_opts *o, int replay)
         if (ui_app_push(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .replay_path = o->replay_file,
                                                                      .speed = o->speed }) != 0) {
             char err[sizeof(app->message)];
-            snprintf(err, sizeof(err), "%s", app->message);
+            pdbx_text_safe(err, sizeof(err), app->message);   /* it may quote the file's bytes */
             restore_terminal();
             fprintf(stderr, "pdbx replay: %s\n", err);
             return 1;

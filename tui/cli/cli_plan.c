@@ -64,11 +64,12 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
                        const sweep_action *act, FILE *out)
 {
     char gb[32];
-    fprintf(out, "sweep %s: %s (%s), %d of %d layers profiled, seq_len %d, %s, backend %s\n",
+    /* names come from user files (spec, config.json): printed through the untrusted-text rule */
+    pdbx_cli_line(out, "sweep %s: %s (%s), %d of %d layers profiled, seq_len %d, %s, backend %s",
             spec->name, spec->model.name, spec->model.tag, spec->layers_profiled, spec->model.layers,
             spec->seq_len, pdbx_dtype_name(spec->dtype), pdbx_backend_name(spec->backend));
-    fprintf(out, "gpu %s: %s GB; %d GPUs per node, %d node(s); warmup %d, steps %d; "
-                 "predicted-OOM stop %s\n",
+    pdbx_cli_line(out, "gpu %s: %s GB; %d GPUs per node, %d node(s); warmup %d, steps %d; "
+                       "predicted-OOM stop %s",
             spec->gpu.name, pdbx_fmt_gb(spec->gpu.mem_bytes, gb, sizeof gb), spec->gpus_per_node,
             spec->nodes, spec->warmup, spec->steps, spec->predict_oom ? "on" : "off");
     fprintf(out, "memory model: %.4g bytes/param (weights+grads+Adam), ZeRO-1 %s, flash attention %s\n",
