@@ -38,6 +38,31 @@ int pdbx_cli_parse_exit(int parse_rc)
     return parse_rc == PDBX_CLI_HELP_SHOWN ? PDBX_EXIT_OK : PDBX_EXIT_USAGE;
 }
 
+#define HELP_COLS 79             /* --help fits an 80-column terminal */
+
+/* text from column indent on, cut at spaces to HELP_COLS; continuation lines indented. A word
+ * longer than the room is printed whole. */
+static void print_wrapped(FILE *out, const char *text, size_t indent)
+{
+    size_t room = indent + 20 < HELP_COLS ? HELP_COLS - indent : 20, col = 0;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col && col + 1 + word > room) {
+            fprintf(out, "\n%*s", (int)indent, "");
+            col = 0;
+        } else if (col) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(text, 1, word, out);
+        col += word;
+        text += word;
+        while (*text == ' ')
+            text++;
+    }
+    fputc('\n', out);
+}
+
 void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
 {
     fprintf(out, "usage: pdbx%s%s%s%s [options]\n", *spec->name ? " " : "", spec->name,
@@ -54,7 +79,8 @@ void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
     for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
         char left[256];
         snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        fprintf(out, "  %-*s  %s\n", (int)w, left, o->help ? o->help : "");
+        fprintf(out, "  %-*s  ", (int)w, left);
+        print_wrapped(out, o->help ? o->help : "", w + 4);
     }
     fprintf(out, "  %-*s  %s\n", (int)w, "-h, --help", "print this help and exit");
 }
@@ -356,12 +382,24 @@ void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t n
 }
 
 /* ---- spec fields as options ---------------------------------------------------------------- */
+/* The help line of a spec-field option, from the planner's field table: what it is, what is
+ * allowed, the default. malloc'ed; NULL when out of memory. */
+static char *spec_field_help(const pdbx_spec_field_doc *d)
+{
+    char buf[512];
+    if (d->def[0])
+        snprintf(buf, sizeof buf, "%s; allowed: %s; default: %s", d->about, d->allowed, d->def);
+    else
+        snprintf(buf, sizeof buf, "%s; allowed: %s", d->about, d->allowed);
+    return strdup(buf);
+}
+
 int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra)
 {
     memset(so, 0, sizeof *so);
-    const char *const *names = pdbx_spec_field_names();
     size_t nf = 0, ne = 0;
-    while (names && names[nf])
+    pdbx_spec_field_doc d;
+    while (pdbx_spec_field_doc_get(nf, &d) == 0)
         nf++;
     while (extra && extra[ne].name)
         ne++;
@@ -371,23 +409,28 @@ int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra)
     memcpy(so->opts, extra, ne * sizeof *extra);
     so->nextra = ne;
     for (size_t i = 0; i < nf; i++) {
-        char *name = strdup(names[i]);
-        if (!name) {
+        pdbx_spec_field_doc_get(i, &d);
+        char *name = strdup(d.name), *help = spec_field_help(&d);
+        if (!name || !help) {
+            free(name);
+            free(help);
             pdbx_cli_spec_opts_free(so);
             return -1;
         }
         for (char *p = name; *p; p++)
             if (*p == '_')
                 *p = '-';
-        so->opts[ne + i] = (pdbx_cli_opt){ name, "VALUE", "spec field (see docs/spec.md)" };
+        so->opts[ne + i] = (pdbx_cli_opt){ name, d.value, help };
     }
     return 0;
 }
 
 void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so)
 {
-    for (size_t i = so->nextra; so->opts && so->opts[i].name; i++)
-        free((char *)so->opts[i].name);   /* the field options own their names */
+    for (size_t i = so->nextra; so->opts && so->opts[i].name; i++) {
+        free((char *)so->opts[i].name);   /* the field options own their name and help */
+        free((char *)so->opts[i].help);
+    }
     free(so->opts);
     free(so->ov);
     memset(so, 0, sizeof *so);
