@@ -53,6 +53,7 @@ typedef struct {
     X(run, "start a sweep in the background and show its progress")                              \
     X(attach, "show the progress of a running sweep")                                            \
     X(cancel, "end a running sweep cleanly (status cancelled)")                                  \
+    X(rm, "remove runs from the store (run file, logs, index entry)")                            \
     X(replay, "play a recording through the explorer's monitor")
 
 #define PDBX_CLI_DECLARE_HANDLER(name, summary) int pdbx_cmd_##name(int argc, char **argv);
@@ -113,8 +114,11 @@ int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_
 
 /* ---- the store and runs ---------------------------------------------------------------- */
 /* Opens --store DIR (dir != NULL) or the default store ($PDBX_STORE, $XDG_DATA_HOME/pdbx,
- * ~/.local/share/pdbx). The default store is created when missing; an explicit DIR must
- * already be a store unless create != 0. Prints the error and returns an exit code on failure. */
+ * ~/.local/share/pdbx). The one rule every command follows (docs/cli.md, "The store"): a store
+ * is a directory with runs/ in it. The default store is created when missing. An explicit DIR
+ * is created only by a command that writes runs (create != 0: run, import, the explorer), and
+ * only when DIR does not exist or is an empty directory; a directory holding other things is
+ * refused by every command. Prints the error and returns an exit code on failure. */
 int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store **out);
 /* Loads RUN: a unique id prefix (or whole id) in the store, or a path to a run file (it
  * contains '/'). The run is pdbx_run_init'ed here; free it with pdbx_run_free. An unknown or

@@ -2,6 +2,7 @@
  * `pdbx` subcommands (see cli.h). */
 #include "tui/cli/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -9,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "store/util/text.h"
 
@@ -268,6 +270,30 @@ int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_
     return pdbx_cli_choice(opt, value, names, out, err, errlen);
 }
 
+/* What an explicit --store DIR is: 1 a store (DIR/runs is a directory), 0 a directory a store
+ * may be made in (DIR missing, or an empty directory), -1 neither (a file, or a directory
+ * holding other things: making runs/ there would scatter a store into someone's files). */
+static int store_dir_kind(const char *dir)
+{
+    char runs[4096];
+    struct stat sb;
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    if (stat(runs, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return 1;
+    if (stat(dir, &sb) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode))
+        return -1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int empty = 1;
+    for (struct dirent *e; empty && (e = readdir(d));)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty ? 0 : -1;
+}
+
 int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store **out)
 {
     char err[CLI_ERR_MAX] = "";
@@ -280,6 +306,14 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : "no default store");
         dir = def;
         create = 1;            /* the default store is ours to create */
+    } else {
+        /* The one rule for an explicit DIR (docs/cli.md): a store is a directory with runs/;
+         * only a command that writes runs (create) makes one, and only where nothing else is. */
+        int kind = store_dir_kind(dir);
+        if (kind < 0 || (kind == 0 && !create))
+            return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "--store: '%s' is not a pdbx store (no runs/ "
+                                 "directory in it; allowed: a store, or for run and import a new "
+                                 "or empty directory, which becomes one)", dir);
     }
     if (pdbx_store_open(dir, create, out, err, sizeof err) != 0) {
         *out = NULL;

@@ -78,7 +78,14 @@ int pdbx_cmd_explore(int argc, char **argv)
 {
     pdbx_explorer_opts o;
     int done, rc = parse(&explore_spec, argc, argv, &o, &done);
-    return done ? rc : pdbx_explorer_run(&o, ui_screens);
+    if (done)
+        return rc;
+    pdbx_store *st;            /* an explicit --store follows run's rule: the explorer starts runs */
+    if (o.store && (rc = pdbx_cli_open_store(NULL, o.store, 1, &st)) != 0)
+        return rc;
+    if (o.store)
+        pdbx_store_close(st);
+    return pdbx_explorer_run(&o, ui_screens);
 }
 
 int pdbx_cmd_replay(int argc, char **argv)

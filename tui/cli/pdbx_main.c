@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/util/text.h"
 #include "store/version.h"
 #include "tui/cli/cli.h"
 
@@ -45,6 +46,32 @@ static const pdbx_cli_command *find_command(const char *name)
     return NULL;
 }
 
+/* "unknown command" with the command the word begins (when only one does), else the nearest
+ * within two edits and nearer than the word is long (so 'x' does not suggest 'ls'); exit 2. */
+static int unknown_command(const char *word)
+{
+    const char *best = NULL;
+    size_t best_d = 3, wl = strlen(word), nprefix = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (wl && strncmp(word, commands[i].name, wl) == 0 && nprefix++ == 0)
+            best = commands[i].name;
+    if (nprefix == 1)
+        best_d = 0;
+    else
+        best = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0] && best_d; i++) {
+        size_t d = pdbx_edit_distance(word, commands[i].name);
+        if (d < best_d && d < wl) {
+            best_d = d;
+            best = commands[i].name;
+        }
+    }
+    if (best)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s'; did you mean '%s'? "
+                             "(see 'pdbx --help')", word, best);
+    return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", word);
+}
+
 int main(int argc, char **argv)
 {
     /* `pdbx --store DIR CMD ...` (the form the usage line shows) is `pdbx CMD --store DIR ...`:
@@ -78,5 +105,5 @@ int main(int argc, char **argv)
     const pdbx_cli_command *c = find_command(argv[1]);
     if (c)
         return c->run(argc - 1, argv + 1);
-    return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", argv[1]);
+    return unknown_command(argv[1]);
 }
