@@ -99,6 +99,13 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
 int pdbx_cli_parse_exit(int parse_rc);
 void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out);
 
+/* `pdbx --dump-cli` (cli_dump.c): every option table as one JSON document on stdout, read by
+ * the generators of the bash completion and the man page. pdbx_cli_parse answers the hidden
+ * option --dump-cli of any command with pdbx_cli_dump_spec (its table as one JSON object) and
+ * PDBX_CLI_HELP_SHOWN, as it answers --help. */
+int pdbx_cli_dump_all(const pdbx_cli_command *cmds, size_t n);
+int pdbx_cli_dump_spec(const pdbx_cli_spec *spec);
+
 /* "pdbx CMD: <message>\n" on stderr. Returns code, so `return pdbx_cli_fail(...)` reads well. */
 int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -15,6 +15,7 @@
 #include "store/util/text.h"
 
 #define OPT_BASE 1000          /* getopt_long val of opts[i] is OPT_BASE + i */
+#define OPT_DUMP 999           /* --dump-cli */
 #define CLI_ERR_MAX 1024
 
 int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
@@ -122,7 +123,7 @@ static int unknown_option(const pdbx_cli_spec *spec, const char *arg)
 /* The getopt_long table of spec's options, --help last; NULL when out of memory. */
 static struct option *long_options(const pdbx_cli_spec *spec, size_t nopts)
 {
-    struct option *lo = calloc(nopts + 2, sizeof *lo);
+    struct option *lo = calloc(nopts + 3, sizeof *lo);
     if (!lo)
         return NULL;
     for (size_t i = 0; i < nopts; i++) {
@@ -133,6 +134,9 @@ static struct option *long_options(const pdbx_cli_spec *spec, size_t nopts)
     lo[nopts].name = "help";
     lo[nopts].has_arg = no_argument;
     lo[nopts].val = 'h';
+    lo[nopts + 1].name = "dump-cli";      /* hidden: the option table as JSON (cli_dump.c) */
+    lo[nopts + 1].has_arg = no_argument;
+    lo[nopts + 1].val = OPT_DUMP;
     return lo;
 }
 
@@ -202,6 +206,11 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
         if (c == 'h') {
             pdbx_cli_print_help(spec, stdout);
             rc = PDBX_CLI_HELP_SHOWN;
+            goto done;
+        }
+        if (c == OPT_DUMP) {
+            rc = pdbx_cli_dump_spec(spec) == 0 ? PDBX_CLI_HELP_SHOWN
+                                               : pdbx_cli_fail(PDBX_EXIT_FAIL, spec->name, "out of memory");
             goto done;
         }
         if (c == ':' || c == '?') {

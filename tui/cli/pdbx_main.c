@@ -95,6 +95,8 @@ int main(int argc, char **argv)
             char *help[] = { "pdbx", "--help", NULL };
             return pdbx_cmd_explore(2, help);
         }
+        if (argc == 2 && strcmp(argv[1], "--dump-cli") == 0)   /* hidden: for completion and man */
+            return pdbx_cli_dump_all(commands, sizeof commands / sizeof commands[0]);
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
             printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());
             return PDBX_EXIT_OK;
