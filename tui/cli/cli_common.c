@@ -321,8 +321,8 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
         int kind = store_dir_kind(dir);
         if (kind < 0 || (kind == 0 && !create))
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "--store: '%s' is not a pdbx store (no runs/ "
-                                 "directory in it; allowed: a store, or for run and import a new "
-                                 "or empty directory, which becomes one)", dir);
+                                 "directory in it; allowed: a store, or for run, import and the "
+                                 "explorer a new or empty directory, which becomes one)", dir);
     }
     if (pdbx_store_open(dir, create, out, err, sizeof err) != 0) {
         *out = NULL;
