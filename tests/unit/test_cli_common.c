@@ -248,7 +248,9 @@ static void test_spec_field_help(void **state)
     pdbx_spec d;
     pdbx_spec_defaults(&d);
     d.model.source[0] = '\0';
-    char *want = cJSON_PrintUnformatted(pdbx_spec_to_json(&d)), err[512];
+    cJSON *dj = pdbx_spec_to_json(&d);
+    char *want = cJSON_PrintUnformatted(dj), err[512];
+    cJSON_Delete(dj);
     size_t n = 0;
     for (const pdbx_cli_opt *o = so.opts + so.nextra; o->name; o++, n++) {
         assert_non_null(o->arg);
