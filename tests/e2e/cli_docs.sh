@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docs/cli.md documents every subcommand and every option that --help lists (spec-field options
 # of plan/run are documented as --FIELD, their help comes from the planner's field table), the
-# exit statuses 0..3, and quotes --help where it shows it (the --seq-len line).
+# exit statuses 0..3, and quotes --help where it shows it (the --seq-len line). Every --help
+# fits an 80-column terminal.
 set -u
 SRC=${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}
 PDBX=${PDBX_BUILD:?PDBX_BUILD not set}/bin/pdbx
@@ -10,6 +11,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 cmds=$("$PDBX" --help | sed -n '/^commands:/,/^$/p' | grep -oE '^  [a-z]+' | tr -d ' ')
 [ -n "$cmds" ] || fail "pdbx --help lists no commands"
+long=$("$PDBX" --help | awk 'length > 79')
+[ -z "$long" ] || fail "pdbx --help is wider than 79 columns: $long"
 n=0
 for c in $cmds "--explorer-help"; do
     if [ "$c" != "--explorer-help" ]; then
@@ -18,6 +21,8 @@ for c in $cmds "--explorer-help"; do
     else
         help=$("$PDBX" --explorer-help)
     fi
+    long=$(echo "$help" | awk 'length > 79')
+    [ -z "$long" ] || fail "pdbx $c --help is wider than 79 columns: $long"
     # one line per option (--help wraps long ones onto indented continuation lines)
     help=$(echo "$help" | awk '/^     +[^ ]/ && prev ~ /^  -/ { sub(/^ +/, " "); line = line $0; next }
                                { if (line != "") print line; line = $0; prev = $0 } END { print line }')

@@ -70,8 +70,17 @@ void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
 {
     fprintf(out, "usage: pdbx%s%s%s%s [options]\n", *spec->name ? " " : "", spec->name,
             spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
-    if (spec->about && *spec->about)
-        fprintf(out, "\n%s\n", spec->about);
+    if (spec->about && *spec->about) {
+        /* the about text is one paragraph, refilled to the width (its own line breaks are
+         * where its author's editor wrapped it) */
+        char para[2048];
+        snprintf(para, sizeof para, "%s", spec->about);
+        for (char *p = para; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        fputc('\n', out);
+        print_wrapped(out, para, 0);
+    }
     fprintf(out, "\noptions:\n");
     size_t w = strlen("-h, --help");
     for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {

@@ -29,8 +29,9 @@ static void print_help(FILE *out)
             w = strlen(commands[i].name);
     fprintf(out, "usage: pdbx [--store DIR] [COMMAND [options]]\n\n"
                  "pdbx profiles the per-operator costs of a transformer layer (a ProfileDB) for\n"
-                 "planning TP/PP/DP training. Without a command it opens the explorer (press ? there\n"
-                 "for its keys; options: pdbx --explorer-help); without a terminal it prints an overview.\n\n"
+                 "planning TP/PP/DP training. Without a command it opens the explorer (press ?\n"
+                 "there for its keys; options: pdbx --explorer-help); without a terminal it\n"
+                 "prints an overview.\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-*s  %s\n", (int)w, commands[i].name, commands[i].summary);
