@@ -217,6 +217,33 @@ int pdbx_store_resolve(pdbx_store *st, const char *prefix, char out[PDBX_RUN_ID_
 
 /* ---- delete -------------------------------------------------------------------------- */
 
+/* The run's supervisor log and launched spec (logs/<id>.log, logs/<id>.spec.json): a run
+ * launched from elsewhere, or imported, has none, which is fine. */
+static int delete_logs(pdbx_store *st, const char *id, char *err, size_t errlen)
+{
+    static const pdbx_layout_what logs[] = { PDBX_PATH_LOG, PDBX_PATH_SPEC };
+    int removed = 0;
+    for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
+        char *p = pdbx_layout_path_alloc(logs[i], st->dir, id);
+        if (!p) {
+            pdbx_errf(err, errlen, "run %s: out of memory", id);
+            return -1;
+        }
+        if (unlink(p) == 0) {
+            removed = 1;
+        } else if (errno != ENOENT) {
+            pdbx_errf(err, errlen, "%s: cannot delete: %s", p, strerror(errno));
+            free(p);
+            return -1;
+        }
+        free(p);
+    }
+    char *dir = removed ? pdbx_layout_path_alloc(PDBX_PATH_LOGS, st->dir, NULL) : NULL;
+    int rc = dir ? pdbx_fsync_dir(dir, err, errlen) : 0;
+    free(dir);
+    return rc;
+}
+
 int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen)
 {
     if (!pdbx_layout_valid_id(id)) {
@@ -238,6 +265,8 @@ int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen)
     }
     free(path);
     if (pdbx_fsync_dir(st->runs, err, errlen) != 0)
+        return -1;
+    if (delete_logs(st, id, err, errlen) != 0)
         return -1;
     /* Drop it from the index now (a later list would too). */
     pdbx_index_entry *e = NULL;

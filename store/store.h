@@ -124,6 +124,8 @@ typedef struct {
  * (never opened: opening a FIFO blocks). */
 int pdbx_store_list(pdbx_store *st, pdbx_run_summary **out, size_t *n, char *err, size_t errlen);
 int pdbx_store_rebuild_index(pdbx_store *st, char *err, size_t errlen);
+/* Removes a run: its file, its logs (logs/<id>.log and .spec.json, when there) and its index
+ * entry. The caller decides whether a running run may go (pdbx rm refuses one). */
 int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen);
 
 /* Recordings are run files: `record` copies a run's stream to FILE (durably); `import` copies

@@ -105,6 +105,22 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *spec,
 int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *err, size_t errlen);
 /* Names of the fields pdbx_spec_set accepts (NULL-terminated), for --help and did-you-mean. */
 const char *const *pdbx_spec_field_names(void);
+/* What the help, the completion and the man page say about field i (pdbx_spec_field_names()
+ * order): -1 past the last field. One home: the planner's field table (plan_fields.c), whose
+ * ranges the reader checks, and pdbx_spec_defaults() for the default. */
+typedef struct {
+    const char *name;          /* "seq_len" */
+    const char *value;         /* value placeholder: "N", "BOOL", "MIN:MAX", "NAME|PATH" */
+    const char *about;         /* what it means: "sequence length" */
+    char allowed[160];         /* "1..131072", "bf16, fp16, fp32" */
+    char def[160];             /* the default in override syntax ("128", "1:8"), or how it is
+                                * derived ("from configs") */
+} pdbx_spec_field_doc;
+int pdbx_spec_field_doc_get(size_t i, pdbx_spec_field_doc *out);
+/* Field `field` of s as pdbx_spec_set takes it ("1x1x2,2x1x1", "4K,64K,1M", "true"): setting
+ * that text gives the same value back. "" for a field derived from others (tp, gpus, mbs_min);
+ * -1 for an unknown field. */
+int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_t len);
 int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
 

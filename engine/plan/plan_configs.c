@@ -115,7 +115,7 @@ int plan_configs_from_json(const cJSON *v, plan_config_set *out, char *err, size
         if (jdp && plan_json_int(jdp, f, 1, PLAN_DP_MAX, &dp, err, errlen) != 0)
             return -1;
         snprintf(f, sizeof f, "%s.gpus", label);
-        if (jg && plan_json_int(jg, f, 1, 1048576, &gpus, err, errlen) != 0)
+        if (jg && plan_json_int(jg, f, 1, PLAN_GPUS_MAX, &gpus, err, errlen) != 0)
             return -1;
         if (jg && !jdp) {
             if (gpus % (tp * pp) != 0)
@@ -209,7 +209,7 @@ int plan_configs_override(pdbx_spec *s, const char *field, const cJSON *v, char 
     long long cluster = (long long)s->gpus_per_node * s->nodes;
     if (strcmp(field, "gpus") == 0) {
         long long g;
-        if (plan_json_int(v, "gpus", 1, 1048576, &g, err, errlen) != 0)
+        if (plan_json_int(v, "gpus", 1, PLAN_GPUS_MAX, &g, err, errlen) != 0)
             return -1;
         if (g > cluster)
             return pdbx_fail(err, errlen, "gpus: %lld exceeds gpus_per_node %d x nodes %d = %lld (allowed: 1..%lld)",

@@ -95,6 +95,7 @@ int plan_read_coll_sizes(const cJSON *v, pdbx_spec *s, char *err, size_t errlen)
 #define PLAN_TP_MAX 4096
 #define PLAN_PP_MAX 4096
 #define PLAN_DP_MAX 65536
+#define PLAN_GPUS_MAX 1048576   /* gpus of one configuration */
 
 typedef struct {
     pdbx_parallel c[PDBX_MAX_CONFIGS];
@@ -110,5 +111,22 @@ int plan_configs_from_json(const cJSON *v, plan_config_set *out, char *err, size
 int plan_configs_from_text(const char *str, plan_config_set *out, char *err, size_t errlen);   /* "1x8x1,2x4x1" */
 /* pdbx_spec_set of tp, pp, dp or gpus: rebuilds s->configs from the current ones. */
 int plan_configs_override(pdbx_spec *s, const char *field, const cJSON *v, char *err, size_t errlen);
+
+/* ---- the spec's field table (plan_fields.c) --------------------------------------------- */
+typedef enum { PLAN_F_STR, PLAN_F_INT, PLAN_F_NUM, PLAN_F_BOOL, PLAN_F_LIST } plan_field_kind;
+typedef struct {
+    const char *name;          /* spec-file field; the CLI option spells '_' as '-' */
+    plan_field_kind kind;      /* PLAN_F_LIST values keep their string forms when set from text */
+    double lo, hi;             /* PLAN_F_INT / PLAN_F_NUM range checked when read (lo > hi: none) */
+    const char *value;         /* value placeholder for help: "N", "BOOL", "MIN:MAX" */
+    const char *allowed;       /* allowed values in words; NULL: "lo..hi" */
+    const char *about;         /* what the field means, a few words */
+    const char *def_note;      /* set: the default is derived ("from configs"), not a value */
+} plan_field_def;
+extern const plan_field_def plan_fields[];
+extern const size_t plan_nfields;
+const plan_field_def *plan_find_field(const char *name);
+/* The int member behind an integer or boolean field (layers -> layers_profiled); NULL else. */
+int *plan_int_slot(pdbx_spec *s, const char *name);
 
 #endif

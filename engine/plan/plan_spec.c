@@ -33,77 +33,22 @@ const char *pdbx_backend_name(pdbx_backend_kind b)
     return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "?";
 }
 
-/* ---- field table ----------------------------------------------------------------------- */
-
-typedef enum { K_STR, K_INT, K_NUM, K_BOOL, K_LIST } field_kind;   /* K_LIST: keeps string forms */
-
-typedef struct {
-    const char *name;
-    field_kind kind;
-    long long lo, hi;          /* K_INT range checked when read */
-} field_def;
-
-/* In the order pdbx_spec_to_json writes them and --help lists them. */
-static const field_def fields[] = {
-    {"name", K_STR, 0, 0},
-    {"model", K_STR, 0, 0},
-    {"gpu", K_STR, 0, 0},
-    {"gpu_mem_gb", K_NUM, 0, 0},
-    {"layers", K_INT, 1, 4096},
-    {"seq_len", K_INT, 1, 131072},
-    {"dtype", K_STR, 0, 0},
-    {"backend", K_STR, 0, 0},
-    {"gpus_per_node", K_INT, 1, 256},
-    {"nodes", K_INT, 1, 4096},
-    {"configs", K_LIST, 0, 0},
-    {"tp", K_LIST, 0, 0},
-    {"pp", K_LIST, 0, 0},
-    {"dp", K_LIST, 0, 0},
-    {"gpus", K_INT, 1, 1048576},
-    {"mbs", K_LIST, 0, 0},
-    {"mbs_min", K_INT, 1, 1024},
-    {"mbs_max", K_INT, 1, 1024},
-    {"warmup", K_INT, 0, 1000},
-    {"steps", K_INT, 1, 100000},
-    {"ops", K_LIST, 0, 0},
-    {"collectives", K_BOOL, 0, 0},
-    {"coll_sizes", K_LIST, 0, 0},
-    {"predict_oom", K_BOOL, 0, 0},
-    {"bytes_per_param", K_NUM, 0, 0},
-    {"zero1", K_BOOL, 0, 0},
-    {"flash_attention", K_BOOL, 0, 0},
-    {"timeout_s", K_NUM, 0, 0},
-    {"flush_l2", K_BOOL, 0, 0},
-};
-#define N_FIELDS (sizeof fields / sizeof fields[0])
-
-/* Filled from fields[] on first use, so the two can never disagree. */
-const char *const *pdbx_spec_field_names(void)
-{
-    static const char *names[N_FIELDS + 1];
-    if (!names[0])
-        for (size_t i = 0; i < N_FIELDS; i++)
-            names[i] = fields[i].name;
-    return names;
-}
+/* ---- field table (plan_fields.c) -------------------------------------------------------- */
 
 /* Spec files may also carry a free-text "description" (not stored, not written back). */
 static const char *const json_only_fields[] = {"description"};
 
-static const field_def *find_field(const char *name)
+static const plan_field_def *find_field(const char *name)
 {
-    for (size_t i = 0; i < N_FIELDS; i++)
-        if (strcmp(fields[i].name, name) == 0)
-            return &fields[i];
-    return NULL;
+    return plan_find_field(name);
 }
 
 static int unknown_field(const char *name, int json, char *err, size_t errlen)
 {
-    const char *cands[N_FIELDS + 1];
+    const char *cands[64];
     size_t n = 0;
-    for (size_t i = 0; i < N_FIELDS; i++)
-        cands[n++] = fields[i].name;
+    for (size_t i = 0; i < plan_nfields && n + 1 < sizeof cands / sizeof cands[0]; i++)
+        cands[n++] = plan_fields[i].name;
     if (json)
         cands[n++] = json_only_fields[0];
     char sug[1024];
@@ -148,7 +93,7 @@ void pdbx_spec_defaults(pdbx_spec *s)
 
 /* ---- one field --------------------------------------------------------------------------- */
 
-static int *int_slot(pdbx_spec *s, const char *name)
+int *plan_int_slot(pdbx_spec *s, const char *name)
 {
     if (strcmp(name, "layers") == 0) return &s->layers_profiled;
     if (strcmp(name, "seq_len") == 0) return &s->seq_len;
@@ -220,7 +165,8 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return read_preset_field(s, name, v, err, errlen);
     if (strcmp(name, "gpu_mem_gb") == 0) {
         double gb;
-        if (plan_json_number(v, name, 0.001, 1e6, &gb, err, errlen) != 0)
+        const plan_field_def *f = find_field(name);
+        if (plan_json_number(v, name, f->lo, f->hi, &gb, err, errlen) != 0)
             return -1;
         s->gpu.mem_bytes = gb * 1e9;
         return 0;
@@ -239,7 +185,7 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
 }
 
 /* Applies every field except configs/tp/pp/dp/gpus (those combine; see the callers). */
-static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *err, size_t errlen)
+static int apply_field(pdbx_spec *s, const plan_field_def *f, const cJSON *v, char *err, size_t errlen)
 {
     const char *name = f->name;
     int rc = apply_structured(s, name, v, err, errlen);
@@ -254,15 +200,15 @@ static int apply_field(pdbx_spec *s, const field_def *f, const cJSON *v, char *e
         return 0;
     }
     if (strcmp(name, "bytes_per_param") == 0)
-        return plan_json_number(v, name, 1, 64, &s->bytes_per_param, err, errlen);
+        return plan_json_number(v, name, f->lo, f->hi, &s->bytes_per_param, err, errlen);
     if (strcmp(name, "timeout_s") == 0)
-        return plan_json_number(v, name, 1, 86400, &s->timeout_s, err, errlen);
-    int *slot = int_slot(s, name);
-    if (slot && f->kind == K_BOOL)
+        return plan_json_number(v, name, f->lo, f->hi, &s->timeout_s, err, errlen);
+    int *slot = plan_int_slot(s, name);
+    if (slot && f->kind == PLAN_F_BOOL)
         return plan_json_bool(v, name, slot, err, errlen);
-    if (slot && f->kind == K_INT) {
+    if (slot && f->kind == PLAN_F_INT) {
         long long x;
-        if (plan_json_int(v, name, f->lo, f->hi, &x, err, errlen) != 0)
+        if (plan_json_int(v, name, (long long)f->lo, (long long)f->hi, &x, err, errlen) != 0)
             return -1;
         *slot = (int)x;
         return 0;
@@ -301,9 +247,9 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
 
     /* Scalars in table order: model and gpu come before gpu_mem_gb, which overrides the GPU's
      * memory; the configuration fields are read after gpus_per_node and nodes. */
-    for (size_t i = 0; i < N_FIELDS; i++) {
-        const field_def *f = &fields[i];
-        if (f->kind == K_LIST && (strcmp(f->name, "configs") == 0 || strcmp(f->name, "tp") == 0 ||
+    for (size_t i = 0; i < plan_nfields; i++) {
+        const plan_field_def *f = &plan_fields[i];
+        if (f->kind == PLAN_F_LIST && (strcmp(f->name, "configs") == 0 || strcmp(f->name, "tp") == 0 ||
                                   strcmp(f->name, "pp") == 0 || strcmp(f->name, "dp") == 0))
             continue;
         if (strcmp(f->name, "gpus") == 0)
@@ -339,7 +285,7 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
             return -1;
         if (jdp && plan_read_int_list(jdp, "dp", 1, PLAN_DP_MAX, dps, PLAN_LIST_CAP, &ndp, err, errlen) != 0)
             return -1;
-        if (jg && plan_json_int(jg, "gpus", 1, 1048576, &g, err, errlen) != 0)
+        if (jg && plan_json_int(jg, "gpus", 1, PLAN_GPUS_MAX, &g, err, errlen) != 0)
             return -1;
         if (plan_configs_cross(&t, tps, ntp, pps, npp, dps, ndp, g, &cs, err, errlen) != 0)
             return -1;
@@ -386,21 +332,21 @@ int pdbx_spec_load(const char *name_or_path, pdbx_spec *spec, char *err, size_t 
 
 /* The JSON value that pdbx_spec_set's text stands for: numbers and booleans parsed, strings
  * and lists kept as text (their readers take the string forms). NULL with the message. */
-static cJSON *value_of_text(const field_def *f, const char *value, char *err, size_t errlen)
+static cJSON *value_of_text(const plan_field_def *f, const char *value, char *err, size_t errlen)
 {
-    static const char *const want[] = {[K_INT] = "an integer", [K_NUM] = "a number",
-                                       [K_BOOL] = "true or false"};
+    static const char *const want[] = {[PLAN_F_INT] = "an integer", [PLAN_F_NUM] = "a number",
+                                       [PLAN_F_BOOL] = "true or false"};
     long long i;
     double d;
     int b, ok = 1;
     cJSON *v = NULL;
-    if (f->kind == K_INT && (ok = plan_parse_ll(value, &i) == 0))
+    if (f->kind == PLAN_F_INT && (ok = plan_parse_ll(value, &i) == 0))
         v = cJSON_CreateNumber((double)i);
-    else if (f->kind == K_NUM && (ok = plan_parse_double(value, &d) == 0))
+    else if (f->kind == PLAN_F_NUM && (ok = plan_parse_double(value, &d) == 0))
         v = cJSON_CreateNumber(d);
-    else if (f->kind == K_BOOL && (ok = plan_parse_bool(value, &b) == 0))
+    else if (f->kind == PLAN_F_BOOL && (ok = plan_parse_bool(value, &b) == 0))
         v = cJSON_CreateBool(b);
-    else if (ok)                                   /* K_STR, K_LIST */
+    else if (ok)                                   /* PLAN_F_STR, PLAN_F_LIST */
         v = cJSON_CreateString(value);
     if (!ok)
         pdbx_fail(err, errlen, "%s: expected %s, got \"%s\"", f->name, want[f->kind], value);
@@ -413,7 +359,7 @@ int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *e
 {
     if (!field || !value)
         return pdbx_fail(err, errlen, "spec: missing field or value");
-    const field_def *f = find_field(field);
+    const plan_field_def *f = find_field(field);
     if (!f)
         return unknown_field(field, 0, err, errlen);
     cJSON *v = value_of_text(f, value, err, errlen);
@@ -508,7 +454,7 @@ static cJSON *coll_sizes_to_json(const pdbx_spec *s)
     return arr;
 }
 
-/* In the order of the field table (fields[]). */
+/* In the order of the field table (plan_fields[]). */
 cJSON *pdbx_spec_to_json(const pdbx_spec *s)
 {
     cJSON *o = cJSON_CreateObject();

@@ -21,7 +21,7 @@ done
 grep -q "$RUN_A" "$TMP/ls.global" || fail "pdbx --store DIR ls does not list $RUN_A"
 "$PDBX" --store="$S" show "$RUN_A" > /dev/null || fail "pdbx --store=DIR show exited $?"
 grep -q -- '--stat STAT' "$TMP/h.show" || fail "show --help lacks --stat"
-grep -q -- '--seq-len VALUE' "$TMP/h.plan" || fail "plan --help lacks the spec field --seq-len"
+grep -q -- '--seq-len N  *sequence length; allowed: 1..131072; default: 128' "$TMP/h.plan" || fail "plan --help lacks the spec field --seq-len with its range and default"
 grep -q -- '--npz DIR' "$TMP/h.export" || fail "export --help lacks --npz"
 
 bad=(

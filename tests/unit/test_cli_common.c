@@ -234,6 +234,74 @@ static void test_columns_and_rows(void **state)
     assert_int_equal(pdbx_rt_check_time_stat(PDBX_STAT_MEDIAN, err, sizeof err), 0);
 }
 
+/* Every spec-field option of plan/run says its value syntax, what is allowed and its default,
+ * all from the planner's field table; the default shown is the one pdbx_spec_defaults sets
+ * (setting it again changes nothing), and the range shown is the one the reader enforces. */
+static void test_spec_field_help(void **state)
+{
+    (void)state;
+    setenv("PDBX_CONFIGS", PDBX_SOURCE_DIR "/configs", 1);
+    pdbx_cli_spec_opts so;
+    static const pdbx_cli_opt extra[] = { { "json", NULL, "JSON" }, { NULL, NULL, NULL } };
+    assert_int_equal(pdbx_cli_spec_opts_init(&so, extra), 0);
+    assert_int_equal(so.nextra, 1);
+    pdbx_spec d;
+    pdbx_spec_defaults(&d);
+    d.model.source[0] = '\0';
+    cJSON *dj = pdbx_spec_to_json(&d);
+    char *want = cJSON_PrintUnformatted(dj), err[512];
+    cJSON_Delete(dj);
+    size_t n = 0;
+    for (const pdbx_cli_opt *o = so.opts + so.nextra; o->name; o++, n++) {
+        assert_non_null(o->arg);
+        assert_string_not_equal(o->arg, "VALUE");
+        assert_non_null(strstr(o->help, "; allowed: "));
+        char field[64];
+        snprintf(field, sizeof field, "%s", o->name);
+        for (char *p = field; *p; p++)
+            *p = *p == '-' ? '_' : *p;
+        char text[512];
+        assert_int_equal(pdbx_spec_field_text(&d, field, text, sizeof text), 0);
+        if (!text[0])
+            continue;           /* derived from another field ("from configs") */
+        char dflt[600];
+        snprintf(dflt, sizeof dflt, "; default: %s", text);
+        assert_non_null(strstr(o->help, dflt));
+        pdbx_spec t = d;
+        assert_int_equal(pdbx_spec_set(&t, field, text, err, sizeof err), 0);
+        t.model.source[0] = '\0';   /* where a model preset was read from is not its value */
+        cJSON *j = pdbx_spec_to_json(&t);
+        char *got = cJSON_PrintUnformatted(j);
+        if (strcmp(got, want) != 0)
+            fail_msg("--%s %s changes the default spec:\n%s\n%s", o->name, text, got, want);
+        cJSON_free(got);
+        cJSON_Delete(j);
+    }
+    assert_int_equal(n, 29);
+    const pdbx_cli_opt *seq = NULL;
+    for (const pdbx_cli_opt *o = so.opts; o->name; o++)
+        if (strcmp(o->name, "seq-len") == 0)
+            seq = o;
+    assert_non_null(seq);
+    assert_string_equal(seq->arg, "N");
+    assert_string_equal(seq->help, "sequence length; allowed: 1..131072; default: 128");
+    assert_int_equal(pdbx_spec_set(&d, "seq_len", "131072", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&d, "seq_len", "131073", err, sizeof err), -1);
+    /* the help fits 80 columns */
+    pdbx_cli_spec cs = { .name = "plan", .args = "SPEC|PRESET", .opts = so.opts, .max_args = 1 };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pdbx_cli_print_help(&cs, f);
+    fclose(f);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        if (strlen(line) > 79)
+            fail_msg("help line longer than 79 columns: %s", line);
+    free(buf);
+    cJSON_free(want);
+    pdbx_cli_spec_opts_free(&so);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_parse_help),
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_columns_and_rows),
+        cmocka_unit_test(test_spec_field_help),
     };
     return cmocka_run_group_tests_name("cli_common", tests, NULL, NULL);
 }

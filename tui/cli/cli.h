@@ -53,6 +53,7 @@ typedef struct {
     X(run, "start a sweep in the background and show its progress")                              \
     X(attach, "show the progress of a running sweep")                                            \
     X(cancel, "end a running sweep cleanly (status cancelled)")                                  \
+    X(rm, "remove runs from the store (run file, logs, index entry)")                            \
     X(replay, "play a recording through the explorer's monitor")
 
 #define PDBX_CLI_DECLARE_HANDLER(name, summary) int pdbx_cmd_##name(int argc, char **argv);
@@ -98,6 +99,13 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
 int pdbx_cli_parse_exit(int parse_rc);
 void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out);
 
+/* `pdbx --dump-cli` (cli_dump.c): every option table as one JSON document on stdout, read by
+ * the generators of the bash completion and the man page. pdbx_cli_parse answers the hidden
+ * option --dump-cli of any command with pdbx_cli_dump_spec (its table as one JSON object) and
+ * PDBX_CLI_HELP_SHOWN, as it answers --help. */
+int pdbx_cli_dump_all(const pdbx_cli_command *cmds, size_t n);
+int pdbx_cli_dump_spec(const pdbx_cli_spec *spec);
+
 /* "pdbx CMD: <message>\n" on stderr. Returns code, so `return pdbx_cli_fail(...)` reads well. */
 int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -113,8 +121,11 @@ int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_
 
 /* ---- the store and runs ---------------------------------------------------------------- */
 /* Opens --store DIR (dir != NULL) or the default store ($PDBX_STORE, $XDG_DATA_HOME/pdbx,
- * ~/.local/share/pdbx). The default store is created when missing; an explicit DIR must
- * already be a store unless create != 0. Prints the error and returns an exit code on failure. */
+ * ~/.local/share/pdbx). The one rule every command follows (docs/cli.md, "The store"): a store
+ * is a directory with runs/ in it. The default store is created when missing. An explicit DIR
+ * is created only by a command that writes runs (create != 0: run, import, the explorer), and
+ * only when DIR does not exist or is an empty directory; a directory holding other things is
+ * refused by every command. Prints the error and returns an exit code on failure. */
 int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store **out);
 /* Loads RUN: a unique id prefix (or whole id) in the store, or a path to a run file (it
  * contains '/'). The run is pdbx_run_init'ed here; free it with pdbx_run_free. An unknown or

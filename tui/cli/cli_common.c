@@ -2,6 +2,7 @@
  * `pdbx` subcommands (see cli.h). */
 #include "tui/cli/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -9,10 +10,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "store/util/text.h"
 
 #define OPT_BASE 1000          /* getopt_long val of opts[i] is OPT_BASE + i */
+#define OPT_DUMP 999           /* --dump-cli */
 #define CLI_ERR_MAX 1024
 
 int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
@@ -41,12 +44,46 @@ int pdbx_cli_parse_exit(int parse_rc)
     return parse_rc == PDBX_CLI_HELP_SHOWN ? PDBX_EXIT_OK : PDBX_EXIT_USAGE;
 }
 
+#define HELP_COLS 79             /* --help fits an 80-column terminal */
+
+/* text from column indent on, cut at spaces to HELP_COLS; continuation lines indented. A word
+ * longer than the room is printed whole. */
+static void print_wrapped(FILE *out, const char *text, size_t indent)
+{
+    size_t room = indent + 20 < HELP_COLS ? HELP_COLS - indent : 20, col = 0;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col && col + 1 + word > room) {
+            fprintf(out, "\n%*s", (int)indent, "");
+            col = 0;
+        } else if (col) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(text, 1, word, out);
+        col += word;
+        text += word;
+        while (*text == ' ')
+            text++;
+    }
+    fputc('\n', out);
+}
+
 void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
 {
     fprintf(out, "usage: pdbx%s%s%s%s [options]\n", *spec->name ? " " : "", spec->name,
             spec->args && *spec->args ? " " : "", spec->args ? spec->args : "");
-    if (spec->about && *spec->about)
-        fprintf(out, "\n%s\n", spec->about);
+    if (spec->about && *spec->about) {
+        /* the about text is one paragraph, refilled to the width (its own line breaks are
+         * where its author's editor wrapped it) */
+        char para[2048];
+        snprintf(para, sizeof para, "%s", spec->about);
+        for (char *p = para; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        fputc('\n', out);
+        print_wrapped(out, para, 0);
+    }
     fprintf(out, "\noptions:\n");
     size_t w = strlen("-h, --help");
     for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
@@ -57,7 +94,8 @@ void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out)
     for (const pdbx_cli_opt *o = spec->opts; o && o->name; o++) {
         char left[256];
         snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        fprintf(out, "  %-*s  %s\n", (int)w, left, o->help ? o->help : "");
+        fprintf(out, "  %-*s  ", (int)w, left);
+        print_wrapped(out, o->help ? o->help : "", w + 4);
     }
     fprintf(out, "  %-*s  %s\n", (int)w, "-h, --help", "print this help and exit");
 }
@@ -97,7 +135,7 @@ static int unknown_option(const pdbx_cli_spec *spec, const char *arg)
 /* The getopt_long table of spec's options, --help last; NULL when out of memory. */
 static struct option *long_options(const pdbx_cli_spec *spec, size_t nopts)
 {
-    struct option *lo = calloc(nopts + 2, sizeof *lo);
+    struct option *lo = calloc(nopts + 3, sizeof *lo);
     if (!lo)
         return NULL;
     for (size_t i = 0; i < nopts; i++) {
@@ -108,6 +146,9 @@ static struct option *long_options(const pdbx_cli_spec *spec, size_t nopts)
     lo[nopts].name = "help";
     lo[nopts].has_arg = no_argument;
     lo[nopts].val = 'h';
+    lo[nopts + 1].name = "dump-cli";      /* hidden: the option table as JSON (cli_dump.c) */
+    lo[nopts + 1].has_arg = no_argument;
+    lo[nopts + 1].val = OPT_DUMP;
     return lo;
 }
 
@@ -179,6 +220,11 @@ int pdbx_cli_parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_cli_op
             rc = PDBX_CLI_HELP_SHOWN;
             goto done;
         }
+        if (c == OPT_DUMP) {
+            rc = pdbx_cli_dump_spec(spec) == 0 ? PDBX_CLI_HELP_SHOWN
+                                               : pdbx_cli_fail(PDBX_EXIT_FAIL, spec->name, "out of memory");
+            goto done;
+        }
         if (c == ':' || c == '?') {
             rc = option_error(spec, nopts, c, cur);
             goto done;
@@ -245,6 +291,30 @@ int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_
     return pdbx_cli_choice(opt, value, names, out, err, errlen);
 }
 
+/* What an explicit --store DIR is: 1 a store (DIR/runs is a directory), 0 a directory a store
+ * may be made in (DIR missing, or an empty directory), -1 neither (a file, or a directory
+ * holding other things: making runs/ there would scatter a store into someone's files). */
+static int store_dir_kind(const char *dir)
+{
+    char runs[4096];
+    struct stat sb;
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    if (stat(runs, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return 1;
+    if (stat(dir, &sb) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode))
+        return -1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int empty = 1;
+    for (struct dirent *e; empty && (e = readdir(d));)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty ? 0 : -1;
+}
+
 int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store **out)
 {
     char err[CLI_ERR_MAX] = "";
@@ -257,6 +327,14 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
             return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err[0] ? err : "no default store");
         dir = def;
         create = 1;            /* the default store is ours to create */
+    } else {
+        /* The one rule for an explicit DIR (docs/cli.md): a store is a directory with runs/;
+         * only a command that writes runs (create) makes one, and only where nothing else is. */
+        int kind = store_dir_kind(dir);
+        if (kind < 0 || (kind == 0 && !create))
+            return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "--store: '%s' is not a pdbx store (no runs/ "
+                                 "directory in it; allowed: a store, or for run, import and the "
+                                 "explorer a new or empty directory, which becomes one)", dir);
     }
     if (pdbx_store_open(dir, create, out, err, sizeof err) != 0) {
         *out = NULL;
@@ -384,12 +462,24 @@ void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t n
 }
 
 /* ---- spec fields as options ---------------------------------------------------------------- */
+/* The help line of a spec-field option, from the planner's field table: what it is, what is
+ * allowed, the default. malloc'ed; NULL when out of memory. */
+static char *spec_field_help(const pdbx_spec_field_doc *d)
+{
+    char buf[512];
+    if (d->def[0])
+        snprintf(buf, sizeof buf, "%s; allowed: %s; default: %s", d->about, d->allowed, d->def);
+    else
+        snprintf(buf, sizeof buf, "%s; allowed: %s", d->about, d->allowed);
+    return strdup(buf);
+}
+
 int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra)
 {
     memset(so, 0, sizeof *so);
-    const char *const *names = pdbx_spec_field_names();
     size_t nf = 0, ne = 0;
-    while (names && names[nf])
+    pdbx_spec_field_doc d;
+    while (pdbx_spec_field_doc_get(nf, &d) == 0)
         nf++;
     while (extra && extra[ne].name)
         ne++;
@@ -399,23 +489,28 @@ int pdbx_cli_spec_opts_init(pdbx_cli_spec_opts *so, const pdbx_cli_opt *extra)
     memcpy(so->opts, extra, ne * sizeof *extra);
     so->nextra = ne;
     for (size_t i = 0; i < nf; i++) {
-        char *name = strdup(names[i]);
-        if (!name) {
+        pdbx_spec_field_doc_get(i, &d);
+        char *name = strdup(d.name), *help = spec_field_help(&d);
+        if (!name || !help) {
+            free(name);
+            free(help);
             pdbx_cli_spec_opts_free(so);
             return -1;
         }
         for (char *p = name; *p; p++)
             if (*p == '_')
                 *p = '-';
-        so->opts[ne + i] = (pdbx_cli_opt){ name, "VALUE", "spec field (see docs/spec.md)" };
+        so->opts[ne + i] = (pdbx_cli_opt){ name, d.value, help };
     }
     return 0;
 }
 
 void pdbx_cli_spec_opts_free(pdbx_cli_spec_opts *so)
 {
-    for (size_t i = so->nextra; so->opts && so->opts[i].name; i++)
-        free((char *)so->opts[i].name);   /* the field options own their names */
+    for (size_t i = so->nextra; so->opts && so->opts[i].name; i++) {
+        free((char *)so->opts[i].name);   /* the field options own their name and help */
+        free((char *)so->opts[i].help);
+    }
     free(so->opts);
     free(so->ov);
     memset(so, 0, sizeof *so);

@@ -74,11 +74,24 @@ static int parse(const pdbx_cli_spec *spec, int argc, char **argv, pdbx_explorer
     return 0;
 }
 
+/* An explicit --store follows the rule of run (cli.h pdbx_cli_open_store): the explorer starts
+ * sweeps, so it makes a store in a new or empty directory and refuses any other non-store. */
+static int check_store(const char *cmd, const pdbx_explorer_opts *o)
+{
+    pdbx_store *st;
+    int rc = o->store ? pdbx_cli_open_store(cmd, o->store, 1, &st) : 0;
+    if (o->store && rc == 0)
+        pdbx_store_close(st);
+    return rc;
+}
+
 int pdbx_cmd_explore(int argc, char **argv)
 {
     pdbx_explorer_opts o;
     int done, rc = parse(&explore_spec, argc, argv, &o, &done);
-    return done ? rc : pdbx_explorer_run(&o, ui_screens);
+    if (done || (rc = check_store(NULL, &o)) != 0)
+        return rc;
+    return pdbx_explorer_run(&o, ui_screens);
 }
 
 int pdbx_cmd_replay(int argc, char **argv)
@@ -89,5 +102,7 @@ int pdbx_cmd_replay(int argc, char **argv)
         return rc;
     if (!o.replay_file)      /* said here rather than by the parser: it names what FILE is */
         return pdbx_cli_fail(PDBX_EXIT_USAGE, "replay", "missing FILE (a recording or a run file)");
+    if ((rc = check_store("replay", &o)) != 0)
+        return rc;
     return pdbx_explorer_run(&o, ui_screens);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/util/text.h"
 #include "store/version.h"
 #include "tui/cli/cli.h"
 
@@ -28,8 +29,9 @@ static void print_help(FILE *out)
             w = strlen(commands[i].name);
     fprintf(out, "usage: pdbx [--store DIR] [COMMAND [options]]\n\n"
                  "pdbx profiles the per-operator costs of a transformer layer (a ProfileDB) for\n"
-                 "planning TP/PP/DP training. Without a command it opens the explorer (press ? there\n"
-                 "for its keys; options: pdbx --explorer-help); without a terminal it prints an overview.\n\n"
+                 "planning TP/PP/DP training. Without a command it opens the explorer (press ?\n"
+                 "there for its keys; options: pdbx --explorer-help); without a terminal it\n"
+                 "prints an overview.\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-*s  %s\n", (int)w, commands[i].name, commands[i].summary);
@@ -43,6 +45,32 @@ static const pdbx_cli_command *find_command(const char *name)
         if (strcmp(name, commands[i].name) == 0)
             return &commands[i];
     return NULL;
+}
+
+/* "unknown command" with the command the word begins (when only one does), else the nearest
+ * within two edits and nearer than the word is long (so 'x' does not suggest 'ls'); exit 2. */
+static int unknown_command(const char *word)
+{
+    const char *best = NULL;
+    size_t best_d = 3, wl = strlen(word), nprefix = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (wl && strncmp(word, commands[i].name, wl) == 0 && nprefix++ == 0)
+            best = commands[i].name;
+    if (nprefix == 1)
+        best_d = 0;
+    else
+        best = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0] && best_d; i++) {
+        size_t d = pdbx_edit_distance(word, commands[i].name);
+        if (d < best_d && d < wl) {
+            best_d = d;
+            best = commands[i].name;
+        }
+    }
+    if (best)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s'; did you mean '%s'? "
+                             "(see 'pdbx --help')", word, best);
+    return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", word);
 }
 
 int main(int argc, char **argv)
@@ -68,6 +96,8 @@ int main(int argc, char **argv)
             char *help[] = { "pdbx", "--help", NULL };
             return pdbx_cmd_explore(2, help);
         }
+        if (argc == 2 && strcmp(argv[1], "--dump-cli") == 0)   /* hidden: for completion and man */
+            return pdbx_cli_dump_all(commands, sizeof commands / sizeof commands[0]);
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
             printf("pdbx %s (%s)\n", pdbx_version(), pdbx_git_rev());
             return PDBX_EXIT_OK;
@@ -78,5 +108,5 @@ int main(int argc, char **argv)
     const pdbx_cli_command *c = find_command(argv[1]);
     if (c)
         return c->run(argc - 1, argv + 1);
-    return pdbx_cli_fail(PDBX_EXIT_USAGE, NULL, "unknown command '%s' (see 'pdbx --help')", argv[1]);
+    return unknown_command(argv[1]);
 }
