@@ -21,7 +21,25 @@ keys Tab; wait_for "tp_allreduce_attn"
 screen | grep -E '^ attn_q +0\.500 +0\.950 +1\.85 +3\.65' >/dev/null || fail "TP2 attn_q row"
 golden tui_runview_tp2
 keys Tab; wait_for "busbw GB/s"
-screen | grep -E '^ all_gather +1\.05M +2 +2' >/dev/null || fail "collectives rows"
+screen | grep -E '^ all_gather +1 MiB +2 +2' >/dev/null || fail "collectives rows (sizes in KiB/MiB)"
+# the busbw chart under the table: GB/s ticks at decades, sizes in KiB/MiB, a legend per series
+wait_for "busbw (GB/s, linear scale) vs message size (bytes)"
+screen | grep -E '^ +size 4 KiB +64 KiB +1 MiB *$' >/dev/null || fail "message size axis"
+golden_sizes tui_runview_collectives "busbw GB/s"
+# at 80x24 the chart fits under the table (it used to vanish without a word; with more
+# collectives than rows it says "no room" instead); v shows it alone, g on a log scale
+resize 80x24 "busbw GB/s"
+wait_for "busbw (GB/s, linear scale)"
+keys v; wait_for "v: back to the table"
+screen | grep -F "● all_reduce  ○ all_gather" >/dev/null || fail "collectives legend at 80x24"
+keys g; wait_for "busbw (GB/s, log scale)"
+screen | grep -E '^ +1 GB/s┤' >/dev/null || fail "decade tick 1 GB/s"
+golden_sizes tui_runview_collectives_chart "busbw (GB/s, log scale)"
+keys g v; wait_for "collective "
+# below 80x24 every screen gives way to the too-small message
+resize 80x20 "terminal too small"
+golden tui_too_small_80x20
+resize "${COLS}x${ROWS}" "busbw GB/s"
 keys Tab; wait_for "TP1 PP1 DP2"
 keys v; wait_for "table (share of total)"
 wait_for "layer (ms)"
@@ -31,13 +49,26 @@ screen | grep -E '^ total \(ms\) +39\.8 ' >/dev/null || fail "total (ms) row in 
 golden_sizes tui_runview_shares "table (share of total)"
 keys v; wait_for "op shares per MBS"
 wait_for "MBS 8"
+# a 0-100% axis under the bars, every op in the legend (16 ops: none dropped at 80 columns)
+wait_for "share 0%"
+golden_sizes tui_runview_bars "op shares per MBS"
 keys v; wait_for "cost vs MBS"
 wait_for "linear scale"
+# units on both axes; the fixture's mlp_gate, mlp_up and mlp_down are equal: their points show
+# as one count ('3') that the legend explains, instead of hiding two series
+screen | grep -E '^ +100 ms┤' >/dev/null || fail "ms tick"
+screen | grep -E '^ +MBS 1 ' >/dev/null || fail "MBS axis name"
+wait_for "2-9 that many series at one point"
+golden_sizes tui_runview_cost "linear scale) vs MBS"
 keys g; wait_for "log scale on"
 wait_for "(ms, log scale)"
+# decades: 0.1 ms, 1 ms, 10 ms, 100 ms
+for t in "100 ms┤" "10 ms┤" " 1 ms┤" "0.1 ms┤"; do screen | grep -qF -- "$t" || fail "log tick $t"; done
+golden_sizes tui_runview_cost_log "(ms, log scale)"
 keys o; wait_for "cost chart: embed"
 keys v; wait_for "roofline efficiency"
 wait_for "A100-80G fp32"
+golden_sizes tui_runview_roofline "roofline efficiency"
 screen | grep -E '^ mlp_gate +[0-9.]+%' >/dev/null || fail "roofline efficiency of mlp_gate"
 keys Escape; wait_for "1 run"
 quit_and_check
