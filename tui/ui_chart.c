@@ -618,9 +618,13 @@ int ui_legend_layout(const int *widths, int n, int first, int w, int maxrows, in
     if (first < 0) first = 0;
     if (first >= n || maxrows < 1 || w < 1)
         return 0;
-    int placed = legend_fill(widths, n, first, w, maxrows, 0, col, row);
-    if (placed == n - first)
-        return placed;                 /* everything fits: no note, no room kept for one */
+    int placed;
+    if (first == 0) {
+        placed = legend_fill(widths, n, first, w, maxrows, 0, col, row);
+        if (placed == n - first)
+            return placed;             /* everything fits: no note, no room kept for one */
+    }
+    /* paging: every page keeps room for its note ("+N more", or on the last the way back) */
     placed = legend_fill(widths, n, first, w, maxrows, more_w, col, row);
     if (placed == 0) {                 /* not even one beside the note: one entry, cut */
         col[0] = row[0] = 0;

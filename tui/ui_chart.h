@@ -134,9 +134,10 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec
 
 /* ---- legend ------------------------------------------------------------------------------ */
 /* Lays out legend entries widths[first..n-1] (columns each, gap included) left to right in rows
- * of w columns, at most maxrows rows. When not all the rest fits, the last row keeps more_w
- * columns free for a "+N more" note, so no entry is ever dropped silently: the caller shows the
- * note and pages on from first + the returned count. col[k], row[k] receive the place of entry
+ * of w columns, at most maxrows rows. When not all of them fit on one page (first = 0 and the
+ * rest does not fit, or first > 0: a later page), the last row keeps more_w columns free for a
+ * note ("+N more", or the way back to the first page), so no entry is ever dropped silently:
+ * the caller shows the note and pages on from first + the returned count. col[k], row[k] receive the place of entry
  * first + k. Returns the entries placed (at least 1 when any is left and maxrows >= 1, even if
  * it has to be cut at w). */
 int ui_legend_layout(const int *widths, int n, int first, int w, int maxrows, int more_w, int *col, int *row);

@@ -197,7 +197,7 @@ int ui_draw_legend(int y, int x, int w, int maxrows, const ui_legend_entry *e, i
         int last = placed ? row[placed - 1] : 0;
         int end = 0;
         for (int k = 0; k < placed; k++)
-            if (row[k] == last && col[k] + widths[k] > end) end = col[k] + widths[k];
+            if (row[k] == last && col[k] + widths[first + k] > end) end = col[k] + widths[first + k];
         if (left > 0)
             ui_put(y + last, x + end, x + w - (x + end), UI_C_DIM, 0, "+%d more (L)", left);
         else

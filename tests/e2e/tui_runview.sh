@@ -72,6 +72,27 @@ golden_sizes tui_runview_roofline "roofline efficiency"
 screen | grep -E '^ mlp_gate +[0-9.]+%' >/dev/null || fail "roofline efficiency of mlp_gate"
 keys Escape; wait_for "1 run"
 quit_and_check
+# seven collectives: at 80x24 the table leaves the chart no room and says so; alone (v) its
+# one-row legend ends "+4 more (L)" and L pages through the rest and back: no series dropped
+C=2026-11-20__09-00-00_cccc0007
+make_run "$C" --colls 7 --t0 1795165200
+COLS=80 ROWS=24 start
+wait_for "2 runs"
+keys End Enter; wait_for "view: table (ms)"
+keys Tab Tab; wait_for "busbw GB/s"
+wait_for "reduce_scatter"
+wait_for "busbw chart: no room under the table at this size; v shows it alone"
+golden_sizes tui_runview_collectives_many "busbw GB/s"
+resize 80x24 "busbw chart: no room"
+keys v; wait_for "v: back to the table"
+screen | grep -E '^ ● all_reduce  ○ all_gather  ■ reduce_scatter  □ alltoall  \+4 more \(L\) *$' >/dev/null \
+    || fail "first legend page"
+golden tui_runview_collectives_legend_80x24
+keys L; wait_for "▲ broadcast  △ reduce  ◆ send_recv  +1 more (L)"
+keys L; wait_for "that many series at one point  (L: first)"
+keys L; wait_for "□ alltoall  +4 more (L)"
+quit_and_check
+rm -f "$STORE/runs/$C.pdbx"
 # a corrupt run: listed as corrupt with the reason, opens with the events before the damage
 X=2026-11-20__12-00-00_eeee0005
 make_run "$X"

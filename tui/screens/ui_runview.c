@@ -262,7 +262,8 @@ static void draw_shares(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m)
     ui_draw_canvas(&c, b.y + 1, 1);
     for (int s = 0; s < nops; s++)
         ui_legend_set(&legend[s], ui_segment_fill(s, unicode), s, pdbx_op_name(ops[s]));
-    ui_draw_legend(b.y + rows + 4, 1, b.w - 2, legend_rows, legend, nops, &v->legend_page);
+    /* the legend takes every row left (at least legend_rows) */
+    ui_draw_legend(b.y + rows + 4, 1, b.w - 2, b.h - rows - 4, legend, nops, &v->legend_page);
     ui_canvas_free(&c);
 done:
     free(vals);
