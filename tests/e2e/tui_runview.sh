@@ -60,6 +60,11 @@ screen | grep -E '^ +100 ms┤' >/dev/null || fail "ms tick"
 screen | grep -E '^ +MBS 1 ' >/dev/null || fail "MBS axis name"
 wait_for "2-9 that many series at one point"
 golden_sizes tui_runview_cost "linear scale) vs MBS"
+# plain ASCII (a): markers o x # @ % & $ s, connectors . - : ~ ' , ` _, the same counts
+keys a; wait_for "100 ms+"
+screen | grep -E '^ o lm_head  x mlp_gate  # mlp_up  @ mlp_down  % attn_core' >/dev/null || fail "ASCII legend"
+golden tui_runview_cost_ascii
+keys a; wait_for "100 ms┤"
 keys g; wait_for "log scale on"
 wait_for "(ms, log scale)"
 # decades: 0.1 ms, 1 ms, 10 ms, 100 ms
