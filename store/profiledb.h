@@ -42,6 +42,26 @@ double pdbx_stats_get(const pdbx_stats *s, pdbx_stat_kind k);
  * numpy's default, as Vidur). n == 0 gives count 0 and NaNs. */
 void pdbx_stats_from_samples(double *samples, size_t n, pdbx_stats *out);
 cJSON *pdbx_stats_to_json(const pdbx_stats *s);
+
+/* Is the difference between a cell of run A and the same cell of run B real, or noise?
+ * Welch's rule at z = 1.96 (about 95%): B differs from A when
+ *     |b - a| > z * sqrt(var_a + var_b),   var = std^2 / (count - 1)
+ * the variance of each cell's mean (std is stored with ddof 0, so std^2 * n / (n - 1) is the
+ * sample variance, / n that of its mean). The same threshold applies to whichever statistic is
+ * compared (mean, median, min, max). A cell without a noise estimate (count < 2, or std not
+ * finite) gives UNKNOWN: the difference is shown but not judged. */
+typedef enum { PDBX_NOISE_SAME = 0, PDBX_NOISE_BETTER, PDBX_NOISE_WORSE, PDBX_NOISE_UNKNOWN } pdbx_noise_verdict;
+#define PDBX_NOISE_Z 1.96
+/* std^2 / (count - 1): the variance of the cell's mean; NaN without a noise estimate. */
+double pdbx_stats_mean_var(const pdbx_stats *s);
+/* The verdict on b against a given the variances of their means (NaN: unknown). BETTER: b is
+ * lower (faster) by more than the threshold; WORSE: higher. *threshold (may be NULL) receives
+ * z * sqrt(var_a + var_b), NaN when unknown. a or b not finite: UNKNOWN. */
+pdbx_noise_verdict pdbx_noise_judge(double a, double var_a, double b, double var_b, double *threshold);
+/* pdbx_noise_judge on statistic k of two cells. */
+pdbx_noise_verdict pdbx_stats_judge(const pdbx_stats *a, const pdbx_stats *b, pdbx_stat_kind k, double *threshold);
+/* "same", "better", "worse", "unknown" */
+const char *pdbx_noise_name(pdbx_noise_verdict v);
 int pdbx_stats_from_json(const cJSON *obj, pdbx_stats *out);   /* 0 ok, -1 malformed */
 
 typedef struct {
