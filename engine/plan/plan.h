@@ -50,6 +50,11 @@ typedef struct {
 
 typedef enum { PDBX_DTYPE_BF16 = 0, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32 } pdbx_dtype;
 typedef enum { PDBX_BACKEND_AUTO = 0, PDBX_BACKEND_CPU, PDBX_BACKEND_CUDA } pdbx_backend_kind;
+/* Activation recomputation assumed by the training memory: none, or full (Megatron's
+ * --recompute-granularity full: only each layer's input is kept, a layer is recomputed in its
+ * backward). */
+typedef enum { PDBX_RECOMPUTE_NONE = 0, PDBX_RECOMPUTE_FULL } pdbx_recompute;
+const char *pdbx_recompute_name(pdbx_recompute r);    /* "none", "full" */
 
 const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" */
 int pdbx_dtype_bytes(pdbx_dtype d);
@@ -78,6 +83,7 @@ typedef struct {
     double bytes_per_param;   /* weights+grads+Adam states, mixed precision (default 16) */
     int zero1;                /* ZeRO-1: optimizer states divided by DP */
     int flash_attention;      /* drop the 5as/h term from activation memory */
+    pdbx_recompute recompute; /* training memory keeps only layer inputs (full) or all (none) */
     double timeout_s;         /* a collective not done within this fails the run */
     int flush_l2;             /* cuda: flush L2 between repetitions */
 } pdbx_spec;

@@ -49,6 +49,11 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
     double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + 4 * I / t));
     if (!spec->flash_attention)
         per_layer += (2 * e + 1) * (a / t) * s * s * b;
-    out->activations = per_layer * L * par->pp;           /* 1F1B: PP micro-batches in flight */
+    if (spec->recompute == PDBX_RECOMPUTE_FULL)
+        /* only each layer's input [s,b,h] is kept per micro-batch in flight; during the
+         * backward one layer at a time is recomputed and holds its full activations */
+        out->activations = s * b * h * e * L * par->pp + per_layer;
+    else
+        out->activations = per_layer * L * par->pp;       /* 1F1B: PP micro-batches in flight */
     out->total = out->weights + out->grads + out->optimizer + out->activations;
 }

@@ -172,6 +172,12 @@ static void test_memory_reduces_to_korthikanti(void **state)
     pdbx_memory_predict(&s, &par, 2, &mm);
     double korthikanti = sq * b * h * (10 + 24 / t + 5 * a * sq / (h * t));
     assert_true(mm.activations == korthikanti * 1 * 4);
+    /* full recomputation keeps only each layer's input per micro-batch in flight,
+     * 512*2*1024 x 2 bytes x 1 layer x 4 micro-batches = 8388608, plus one layer's full
+     * activations while it is recomputed in the backward */
+    s.recompute = PDBX_RECOMPUTE_FULL;
+    pdbx_memory_predict(&s, &par, 2, &mm);
+    assert_true(mm.activations == 8388608.0 + korthikanti);
 }
 
 static void test_expansion_fasop(void **state)

@@ -82,8 +82,9 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
             pdbx_backend_name(pp.backend),
             pp.backend == PDBX_BACKEND_CPU ? ", attention scratch of 1 BLAS thread" : "");
     fprintf(out, "training memory (full model, planning only): %.4g bytes/param (weights+grads+Adam), "
-                 "ZeRO-1 %s, flash attention %s\n",
-            spec->bytes_per_param, spec->zero1 ? "on" : "off", spec->flash_attention ? "on" : "off");
+                 "ZeRO-1 %s, flash attention %s, recompute %s\n",
+            spec->bytes_per_param, spec->zero1 ? "on" : "off", spec->flash_attention ? "on" : "off",
+            pdbx_recompute_name(spec->recompute));
     size_t measured = 0, poom = 0, toom = 0;
     for (size_t i = 0; i < n; i++) {
         measured += act[i] == SWEEP_MEASURE;
