@@ -93,8 +93,12 @@ typedef struct {
     int seq_len;
     pdbx_point_status status;
     char *message;           /* owned; reason for oom/error/skipped, else NULL */
-    double predicted_mem_bytes;
-    int predicted_oom;
+    double predicted_mem_bytes;   /* run_start's prediction: training memory of the full model */
+    int predicted_oom;            /* run_start's training-OOM mark, or the point ended predicted_oom */
+    /* From point_end, NaN when not recorded: the predicted profile memory (what the engine
+     * allocates at this point on one rank), the measured peak (max over ranks) and the baseline
+     * that rank's peak is counted above (store/events.h). */
+    double profile_mem_bytes, mem_peak_bytes, mem_base_bytes;
     double started, ended;   /* unix seconds, 0 when unknown */
     pdbx_cell op[PDBX_OP_COUNT];
     /* Measured sums, never added up from the op cells (so std/min/max are real):

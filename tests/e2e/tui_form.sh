@@ -6,6 +6,7 @@
 #  - the form runs the launch's own check (pdbx_launch_check: pdbx-engine --check): a backend
 #    or dtype this machine cannot run marks its field, F5 refuses and no run is created;
 #  - cpu backend with a GPU preset says what is measured;
+#  - the preview shows both memory predictions with their OOM marks;
 #  - text fields: Left/Right move the cursor and keep a typed path, ^N/^P cycle presets with
 #    the typed text as one step, Home/End, Backspace/Delete, horizontal scroll past the field.
 . "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
@@ -62,6 +63,14 @@ if ! "$ENGINE" --check cpu bf16 >/dev/null 2>&1; then
     [ -z "$(ls "$STORE/runs")" ] || fail "F5 created a run with a dtype the engine refuses"
     keys C-u; keys -l fp32; wait_for "valid: F5 launches"
 fi
+# ---- the preview's two predictions: Llama-3.3-70B on the A100-80G preset (cpu backend) ----
+# its one profiled layer fits 80 GB at every point (prof., no mark); training the whole model
+# does not at any point (train, '!')
+go $MODEL; keys C-u; keys -l llama70b
+wait_for "8 train OOM"
+screen | grep -q "Preview: 8 points, 0 OOM" || fail "the headline does not count 0 profile OOMs: $(screen | grep Preview)"
+n=$(screen | grep -cE ' [0-9]+x1x[0-9] +[0-9]+ +[0-9.]+G +[0-9.]+G! *$')
+[ "$n" = 8 ] || { screen >&2; fail "$n preview rows with a fitting profile and a training OOM, want 8"; }
 # ---- a typed path survives Left/Right, and is one step of the ^N/^P cycle ----
 P=/no/such/config.json
 go $MODEL; keys C-u; keys -l "$P"
