@@ -4,7 +4,7 @@
 # ratio view and the overlaid chart; two configs of one run compare too. A 3% difference with a
 # 10% std reads '~' (same within noise), a 1% difference with a 0.1% std '^' (real). Goldens at
 # 80x24 and 200x50 for each view.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
 B=2026-11-20__11-00-00_bbbb0002

@@ -9,7 +9,7 @@
 #  - the preview shows both memory predictions with their OOM marks;
 #  - text fields: Left/Right move the cursor and keep a typed path, ^N/^P cycle presets with
 #    the typed text as one step, Home/End, Backspace/Delete, horizontal scroll past the field.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 ENGINE="$BUILD/bin/pdbx-engine"
 [ -x "$ENGINE" ] || { echo "SKIP: $ENGINE not built"; exit 77; }

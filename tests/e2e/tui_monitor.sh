@@ -3,7 +3,7 @@
 # `r` on home replays a run; a running run (live launcher pid on this host) reattaches from home,
 # follows events appended to its file while watching, keeps running when left with Esc, and
 # shows the end and its reason.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
 # the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
@@ -75,6 +75,10 @@ keys v; wait_for "roofline efficiency"
 wait_for "A100-80G fp32"
 golden_sizes tui_runview_roofline "roofline efficiency"
 screen | grep -E '^ mlp_gate +[0-9.]+%' >/dev/null || fail "roofline efficiency of mlp_gate"
+# memory per rank: profile prediction, measured peak, their ratio, training memory and verdict
+keys v; wait_for "memory per rank, GPU preset A100-80G"
+golden_sizes tui_runview_memory "memory per rank"
+screen | grep -E '^ +1 +238 MiB +248 MiB +1\.040 +1\.4 GiB +fits' >/dev/null || fail "memory row of MBS 1"
 keys Escape; wait_for "1 run"
 quit_and_check
 # seven collectives: at 80x24 the table leaves the chart no room and says so; alone (v) its

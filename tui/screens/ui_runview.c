@@ -1,7 +1,8 @@
 /* ui_runview.c: one run's results. A tab per (TP, PP, DP) config plus a collectives tab; views:
  * MBS x ops table in ms (with the total per MBS), the same table as shares, op shares per MBS
  * as stacked bars, cost vs MBS per op (log option), and efficiency against the GPU preset's
- * roofline. `m` marks a config and `c` compares it with the current one. */
+ * roofline, and memory per rank (the two predictions beside the measured peak). `m` marks a
+ * config and `c` compares it with the current one. */
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,10 +10,13 @@
 #include <string.h>
 
 #include "engine/plan/plan.h"
+#include "store/util/fmt.h"
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
-typedef enum { VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_COUNT } view_kind;
+typedef enum {
+    VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_MEMORY, VIEW_COUNT
+} view_kind;
 
 typedef struct {
     pdbx_run run;
@@ -32,7 +36,8 @@ typedef struct {
 } rv_state;
 
 static const char *const view_names[VIEW_COUNT] = {
-    "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency"
+    "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency",
+    "memory per rank"
 };
 
 static void runview_close(void *st)
@@ -338,6 +343,38 @@ static void draw_roofline(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *
                "bound = max(flops/peak, bytes/bandwidth) per TP rank; N/A: op has no model");
 }
 
+/* Memory per rank of the points of config cfg: the profile prediction (what the engine
+ * allocates at the point; it decides the OOM stop) beside the measured peak, and the training
+ * prediction of the full model with its verdict against the GPU preset (planning only). */
+static void draw_memory(rv_state *v, ui_rect b, const int cfg[3])
+{
+    const pdbx_point *pts[UI_MAX_MBS];
+    size_t n = pdbx_run_config_points(&v->run, cfg[0], cfg[1], cfg[2], pts, UI_MAX_MBS);
+    double gpu_mem = v->have_spec ? v->spec.gpu.mem_bytes : NAN;
+    char g[32];
+    ui_put_text(b.y, 1, b.w - 2, UI_C_HEADER, 0, "memory per rank, GPU preset %s: %s", v->run.gpu,
+                gpu_mem > 0 ? pdbx_fmt_size(gpu_mem, g, sizeof g) : "N/A");
+    ui_put(b.y + 1, 1, b.w - 2, UI_C_HEADER, 1, "%5s %13s %13s %9s %13s %6s", "MBS", "profile pred.",
+           "peak meas.", "meas/pred", "train (full)", "train");
+    int y = b.y + 2;
+    for (size_t i = (size_t)v->scroll; i < n && y < b.y + b.h - 2; i++) {
+        const pdbx_point *p = pts[i];
+        char pr[32] = "N/A", pk[32] = "N/A", ratio[32] = "N/A", tr[32] = "N/A";
+        if (isfinite(p->profile_mem_bytes)) pdbx_fmt_size(p->profile_mem_bytes, pr, sizeof pr);
+        if (isfinite(p->mem_peak_bytes)) pdbx_fmt_size(p->mem_peak_bytes, pk, sizeof pk);
+        if (isfinite(p->profile_mem_bytes) && isfinite(p->mem_peak_bytes) && p->profile_mem_bytes > 0)
+            snprintf(ratio, sizeof ratio, "%.3f", p->mem_peak_bytes / p->profile_mem_bytes);
+        if (p->predicted_mem_bytes > 0) pdbx_fmt_size(p->predicted_mem_bytes, tr, sizeof tr);
+        const char *verdict = p->predicted_mem_bytes > 0 ? (p->predicted_oom ? "OOM" : "fits") : "N/A";
+        ui_put(y++, 1, b.w - 2, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%5d %13s %13s %9s %13s %6s",
+               p->mbs, pr, pk, ratio, tr, verdict);
+    }
+    ui_put_text(b.y + b.h - 2, 1, b.w - 2, UI_C_DIM, 0,
+                "profile: what the engine allocates at the point (it decides the OOM stop)");
+    ui_put_text(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0,
+                "train: the full model's training memory per rank (planning information)");
+}
+
 /* busbw vs message size, one series per collective, in the rect b. */
 static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
 {
@@ -471,7 +508,7 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
         return;
     }
     ui_put(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s", view_names[v->view], pdbx_stat_name(v->stat),
-           v->log ? "  log scale" : "");
+           v->log && v->view == VIEW_COST ? "  log scale" : "");   /* the one view it changes */
     ui_matrix m;
     ui_matrix_build(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat, &m);
     switch (v->view) {
@@ -486,6 +523,7 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
         break;
     }
     case VIEW_ROOFLINE: draw_roofline(app, v, body, &m); break;
+    case VIEW_MEMORY: draw_memory(v, body, v->configs[v->tab]); break;
     default: break;
     }
 }
