@@ -213,6 +213,48 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
     return rc;
 }
 
+/* ---- a sweep already running ------------------------------------------------------------ */
+int pdbx_launch_find_running(const pdbx_spec *spec, const char *store_dir,
+                             char running_id[PDBX_RUN_ID_MAX], char *what, size_t whatlen,
+                             char *err, size_t errlen)
+{
+    pdbx_store *st = NULL;
+    pdbx_run_summary *runs = NULL;
+    size_t n = 0;
+    char host[256];
+    int found = 0;
+    pdbx_hostname(host, sizeof host, "");
+    running_id[0] = '\0';
+    if (pdbx_store_open(store_dir, 0, &st, err, errlen) != 0)
+        return access(store_dir, F_OK) == 0 ? -1 : 0;   /* no store yet: nothing runs in it */
+    if (pdbx_store_list(st, &runs, &n, err, errlen) != 0) {
+        pdbx_store_close(st);
+        return -1;
+    }
+    /* "auto" becomes cuda or cpu when the engine starts: it may share either */
+    const char *backend = pdbx_backend_name(spec->backend);
+    int any_backend = strcmp(backend, "auto") == 0;
+    for (size_t i = 0; i < n && !found; i++) {
+        if (runs[i].status != PDBX_RUN_RUNNING ||
+            (!any_backend && strcmp(runs[i].backend, backend) != 0))
+            continue;
+        pdbx_run run;
+        char lerr[256];
+        if (pdbx_run_load(st, runs[i].id, &run, lerr, sizeof lerr) != 0)
+            continue;
+        if (run.status == PDBX_RUN_RUNNING && run.host[0] && strcmp(run.host, host) == 0) {
+            found = 1;
+            pdbx_strcopy(running_id, PDBX_RUN_ID_MAX, run.id);
+            snprintf(what, whatlen, "%s, %s backend, %zu of %zu points done", run.model.name,
+                     run.backend, pdbx_run_points_done(&run), run.npoints);
+        }
+        pdbx_run_free(&run);
+    }
+    free(runs);
+    pdbx_store_close(st);
+    return found;
+}
+
 /* ---- cancelling ------------------------------------------------------------------------------ */
 /* 1 when pid is the launcher of run_id in store_dir: a supervisor started from this store
  * (it wrote logs/<id>.log), or rank 0 of a `pdbx-engine --run-id <id>` launched directly. An

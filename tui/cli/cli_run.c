@@ -225,13 +225,14 @@ out:
 
 /* ---- pdbx run ------------------------------------------------------------------------------ */
 typedef struct {
-    int detach;
+    int detach, force;
     const char *store;
     pdbx_cli_spec_opts so;
 } run_args;
 
 static const pdbx_cli_opt run_opts[] = {
     { "detach", NULL, "start the sweep and return at once (prints the run id)" },
+    { "force", NULL, "start even while another sweep of the store runs on this host's devices" },
     PDBX_CLI_OPT_STORE,
     { NULL, NULL, NULL },
 };
@@ -242,6 +243,8 @@ static const char *const run_about =
     "progress bar on stderr until it ends; the run id is printed on stdout. Closing the terminal\n"
     "does not stop the sweep: 'pdbx attach RUN' watches it again, 'pdbx cancel RUN' ends it.\n"
     "Ctrl-C while watching cancels the sweep (a second one stops watching).\n"
+    "While another sweep of the store runs on the same devices of this host, run asks\n"
+    "first (y/N) on a terminal and refuses without one (exit 2) unless --force.\n"
     "Exit: 0 complete, 1 failed, 3 cancelled.";
 
 static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
@@ -250,8 +253,48 @@ static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
     run_args *a = ctx;
     if (strcmp(opt->name, "detach") == 0)
         a->detach = 1;
+    else if (strcmp(opt->name, "force") == 0)
+        a->force = 1;
     else if (strcmp(opt->name, "store") == 0)
         a->store = value;
+    return 0;
+}
+
+/* Another sweep of the store on this host's devices would disturb both sweeps' numbers: ask
+ * on a terminal, refuse without one, unless --force. 0 to go on, else the exit status. */
+static int check_running(const pdbx_spec *spec, const char *store_dir, int force)
+{
+    char id[PDBX_RUN_ID_MAX], what[256], err[512];
+    int r = pdbx_launch_find_running(spec, store_dir, id, what, sizeof what, err, sizeof err);
+    if (r < 0) {
+        fprintf(stderr, "pdbx run: cannot tell whether a sweep runs already: %s\n", err);
+        return 0;
+    }
+    if (r == 0)
+        return 0;
+    if (force) {
+        fprintf(stderr, "pdbx run: %s is running on this host (%s); starting anyway (--force): "
+                "both sweeps' numbers suffer\n", id, what);
+        return 0;
+    }
+    if (!isatty(0))          /* nobody to ask: a script */
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s is running on this host (%s): a second "
+                             "sweep on the same devices disturbs both; wait for it, cancel it "
+                             "(pdbx cancel %s) or start anyway with --force", id, what, id);
+    /* the question goes to the terminal even when stderr is redirected */
+    FILE *tty = fopen("/dev/tty", "w");
+    FILE *q = tty ? tty : stderr;
+    fprintf(q, "pdbx run: %s is running on this host (%s); a second sweep on the same devices "
+            "disturbs both. Start anyway? [y/N] ", id, what);
+    fflush(q);
+    char line[32] = "";
+    int yes = fgets(line, sizeof line, stdin) && (line[0] == 'y' || line[0] == 'Y');
+    if (!yes)
+        fprintf(q, "pdbx run: not started\n");
+    if (tty)
+        fclose(tty);
+    if (!yes)
+        return PDBX_EXIT_USAGE;
     return 0;
 }
 
@@ -283,6 +326,9 @@ int pdbx_cmd_run(int argc, char **argv)
         goto done;
     }
     rc = pdbx_cli_open_store("run", a.store, 1, &st);
+    if (rc != 0)
+        goto done;
+    rc = check_running(spec, pdbx_store_dir(st), a.force);
     if (rc != 0)
         goto done;
     pdbx_launch L;
