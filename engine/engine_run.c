@@ -384,7 +384,7 @@ static void write_stopped_end(pdbx_engine *e)
             re.status = PDBX_RUN_FAILED;
         snprintf(reason, sizeof reason, "%.256s%.128s", who, fate);
         re.in_flight = (pdbx_in_flight)e->in_flight;
-        re.in_flight_point = e->in_flight_point;
+        re.in_flight_point = e->in_flight == PDBX_IN_FLIGHT_NONE ? -1 : e->in_flight_point;
     }
     re.reason = reason;
     write_end_ex(e->ev, e->t_start, &re);

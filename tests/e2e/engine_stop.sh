@@ -11,6 +11,7 @@
 #  - kill -9 of the supervisor: run_end failed, cause "supervisor_lost" (not a user cancel);
 #  - kill -9 of mpirun: the shared-memory segments its ranks mapped (OpenMPI's, in /dev/shm)
 #    are removed by the supervisor; the run ends failed;
+#  - pdbx cancel during the collectives sweep: in_flight "none", no in_flight_point;
 #  - every stopped run says what became of the point in flight (a point_end "skipped" when it
 #    was dropped) in run_end's fields and reason, which ls and show print.
 source "$(dirname "$0")/engine_common.inc"
@@ -152,6 +153,20 @@ check_end "$id" failed supervisor_lost || fail "kill -9 of the supervisor: run_e
 ls_field "$id" message | grep -q "supervisor lost" || fail "ls does not say supervisor lost"
 for _ in $(seq 100); do pgrep -f "(mpirun|$ENGINE).*--run-id $id" >/dev/null || break; sleep 0.1; done
 pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "the sweep lives on after its supervisor was killed"
+
+# ---- pdbx cancel during the collectives sweep: no point in flight ----
+phase 'cancel in the collectives sweep'
+tiny_spec "$TMP/coll.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'steps=60' 'collectives=true' 'coll_sizes=[4096,65536,1048576,4194304]'
+id=$("$PDBX" run "$TMP/coll.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
+f=$ST/runs/$id.pdbx
+wait_for 60 'any(e["type"] == "coll" for e in E)' "$f" || fail "the collectives sweep never started"
+"$PDBX" cancel "$id" --store "$ST" 2>"$TMP/cancel" || { cat "$TMP/cancel"; fail "cancel in the collectives sweep"; }
+check_end "$id" cancelled pdbx_cancel || fail "cancel in the collectives sweep: run_end"
+ev_py "$f" '
+end = [e for e in E if e["type"] == "run_end"][0]
+assert end["in_flight"] == "none" and "in_flight_point" not in end, end
+assert "no point in flight" in end["reason"], end
+' || fail "cancel in the collectives sweep: in_flight"
 
 # ---- kill -9 of mpirun: no shared-memory segment left behind ----
 phase 'mpirun killed'
