@@ -13,9 +13,9 @@
  * (PR_SET_PDEATHSIG) and forwards it: the engine ends the run failed, "supervisor lost".
  *
  * Shared memory: OpenMPI's shared-memory transport backs its segments with files in /dev/shm
- * (vader_segment.*), which stay behind when a rank is killed. Each mpirun gets a directory of
+ * (vader_segment.*), which stay behind when mpirun is killed. Each mpirun gets a directory of
  * its own there (PDBX_SHM_DIR_PREFIX + the run id) and the supervisor removes it after mpirun
- * ends, whatever the ending.
+ * ends, whatever the ending; a sweep killed whole leaves it to the store's next launch.
  */
 #include "engine/launch/launch_supervisor.h"
 
@@ -98,9 +98,10 @@ void pdbx_sup_log_tail(const char *path, char *out, size_t len)
 static int append_event(pdbx_run_writer *w, cJSON *ev, char *err, size_t errlen)
 {
     /* the supervisor writes a run's start and end only: the end may use the writer's reserve */
-    int rc = ev ? (pdbx_event_type_of(ev) == PDBX_EV_RUN_END ? pdbx_run_writer_append_last(w, ev, err, errlen)
-                                                             : pdbx_run_writer_append(w, ev, err, errlen))
-                : pdbx_fail(err, errlen, "out of memory building an event");
+    int last = ev && pdbx_event_type_of(ev) == PDBX_EV_RUN_END;
+    int rc = !ev ? pdbx_fail(err, errlen, "out of memory building an event")
+             : last ? pdbx_run_writer_append_last(w, ev, err, errlen)
+                    : pdbx_run_writer_append(w, ev, err, errlen);
     cJSON_Delete(ev);
     return rc;
 }
