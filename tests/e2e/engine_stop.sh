@@ -11,7 +11,8 @@
 #  - kill -9 of the supervisor: run_end failed, cause "supervisor_lost" (not a user cancel);
 #  - kill -9 of mpirun: the shared-memory segments its ranks mapped (OpenMPI's, in /dev/shm)
 #    are removed by the supervisor; the run ends failed;
-#  - pdbx cancel during the collectives sweep: in_flight "none", no in_flight_point;
+#  - pdbx cancel during the collectives sweep: in_flight "none", no in_flight_point; inside a
+#    point's last step: in_flight "finished", the point kept and no later point started;
 #  - every stopped run says what became of the point in flight (a point_end "skipped" when it
 #    was dropped) in run_end's fields and reason, which ls and show print.
 source "$(dirname "$0")/engine_common.inc"
@@ -167,6 +168,22 @@ end = [e for e in E if e["type"] == "run_end"][0]
 assert end["in_flight"] == "none" and "in_flight_point" not in end, end
 assert "no point in flight" in end["reason"], end
 ' || fail "cancel in the collectives sweep: in_flight"
+
+# ---- pdbx cancel inside a point's last step: that point finishes and is kept ----
+phase 'cancel in the last step'
+# one step per point, no warmup, a long step (attention at seq_len 3072): once the heartbeat
+# names an op of point 0, the ranks are past their last agreement inside that point
+tiny_spec "$TMP/fin.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="1:2"' 'layers=4' 'seq_len=3072' 'warmup=0' 'steps=1' 'predict_oom=false' 'timeout_s=120'
+id=$("$PDBX" run "$TMP/fin.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
+f=$ST/runs/$id.pdbx
+wait_for 60 'any(e["type"] == "progress" and e.get("point") == 0 and e.get("op") for e in E)' "$f" || fail "point 0 never started measuring"
+"$PDBX" cancel "$id" --store "$ST" 2>"$TMP/cancel" || { cat "$TMP/cancel"; fail "cancel in the last step"; }
+check_end "$id" cancelled pdbx_cancel || fail "cancel in the last step: run_end"
+ev_py "$f" '
+end = [e for e in E if e["type"] == "run_end"][0]
+assert end["in_flight"] == "finished" and end["in_flight_point"] == 0, end
+assert not any(e["type"] == "point_start" and e["point"] == 1 for e in E), "point 1 was started"
+' || fail "cancel in the last step: in_flight"
 
 # ---- kill -9 of mpirun: no shared-memory segment left behind ----
 phase 'mpirun killed'
