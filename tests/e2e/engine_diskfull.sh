@@ -47,6 +47,9 @@ ok = [e for e in E if e["type"] == "point_end" and e["status"] == "ok"]
 assert ok, "the points measured before are kept"
 print(end["reason"])
 ' || fail "disk-full run_end"
+# the engine stopped at the first failed append: said once, nothing tried after it
+[ "$(grep -c 'the sweep stops$' "$ST/logs/$id.log")" -eq 1 ] || { tail -5 "$ST/logs/$id.log"; fail "the engine did not stop at the first failed append"; }
+grep -q "writing an event" "$ST/logs/$id.log" && fail "the engine went on writing events after the disk was full"
 # every rank stopped: mpirun and the ranks are gone soon after
 for _ in $(seq 100); do pgrep -f "(mpirun|$ENGINE).*--run-id $id" >/dev/null || break; sleep 0.1; done
 pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "ranks still run after the disk filled up"

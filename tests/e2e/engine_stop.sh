@@ -6,6 +6,7 @@
 #    a run recorded without a start time keeps the pid-only rule;
 #  - Ctrl-C (SIGINT) to a watching `pdbx run` and to `pdbx attach` both cancel, run_end cause
 #    "ctrl_c", exit 3;
+#  - SIGTERM to a watching pdbx attach only stops watching;
 #  - a SIGTERM to the supervisor that no pdbx command announced: cause "signal", naming the
 #    sender's pid;
 #  - kill -9 of the supervisor: run_end failed, cause "supervisor_lost" (not a user cancel);
@@ -131,6 +132,15 @@ phase 'foreign SIGTERM'
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_start" for e in E)' "$f" || fail "no point started (SIGTERM)"
+# SIGTERM to a watching pdbx attach is not Ctrl-C: it stops watching, the sweep goes on
+"$PDBX" attach "$id" --store "$ST" 2>"$TMP/attach.err" &
+watcher=$!
+sleep 1
+kill -TERM $watcher
+wait $watcher; rc=$?
+[ $rc -eq 0 ] || { cat "$TMP/attach.err"; fail "pdbx attach after SIGTERM: exit $rc, want 0"; }
+grep -q "stopped watching" "$TMP/attach.err" || fail "attach does not say it stopped watching"
+ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "SIGTERM to pdbx attach ended the sweep"
 sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
 kill -TERM "$sup"
 wait_for 60 'any(e["type"] == "run_end" for e in E)' "$f" || fail "no run_end after SIGTERM"
