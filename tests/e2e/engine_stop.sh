@@ -164,6 +164,7 @@ check_end "$id" failed supervisor_lost || fail "kill -9 of the supervisor: run_e
 ls_field "$id" message | grep -q "supervisor lost" || fail "ls does not say supervisor lost"
 for _ in $(seq 100); do pgrep -f "(mpirun|$ENGINE).*--run-id $id" >/dev/null || break; sleep 0.1; done
 pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "the sweep lives on after its supervisor was killed"
+[ -e "/dev/shm/pdbx-$id" ] && fail "/dev/shm/pdbx-$id left behind after the supervisor was killed"
 
 # ---- pdbx cancel during the collectives sweep: no point in flight ----
 phase 'cancel in the collectives sweep'
