@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "engine/engine_events.h"
 #include "engine/engine_watch.h"
 
 int pdbx_agree_status(pdbx_engine *e, int status, char *msg, int point)
@@ -31,15 +32,38 @@ int pdbx_agree_status(pdbx_engine *e, int status, char *msg, int point)
     return all;
 }
 
+/* This rank's reason to stop: its signal, or (rank 0) a run file it can no longer write. */
+static int local_stop(const pdbx_engine *e)
+{
+    int code = (int)pdbx_watch_stop_code();
+    if (e->ev && pdbx_events_failed(e->ev, NULL, 0) && code < PDBX_STOP_WRITE)
+        code = PDBX_STOP_WRITE;
+    return code;
+}
+
+static int agree_stop(pdbx_engine *e, MPI_Comm comm)
+{
+    int mine = local_stop(e), any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (any) {
+        e->cancelled = 1;
+        if (any > e->stop)
+            e->stop = any;
+    }
+    return any != 0;
+}
+
 int pdbx_agree_cancel(pdbx_engine *e, int point)
 {
-    int mine = pdbx_watch_cancelled(), any = 0;
     pdbx_watch_begin("agree_cancel", point);
-    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int any = agree_stop(e, MPI_COMM_WORLD);
     pdbx_watch_end();
-    if (any)
-        e->cancelled = 1;
     return any;
+}
+
+int pdbx_agree_cancel_in(pdbx_engine *e, MPI_Comm comm)
+{
+    return agree_stop(e, comm);
 }
 
 int pdbx_agree_any(int mine)

@@ -18,8 +18,11 @@ enum { PDBX_ST_OK = 0, PDBX_ST_OOM = 1, PDBX_ST_ERROR = 2 };
 /* Max of every rank's status. When it is not OK, rank 0's msg (PDBX_MSG_LEN bytes) gets the
  * message of the lowest rank that has that status and a message ("rank R: ..." when R != 0). */
 int pdbx_agree_status(pdbx_engine *e, int status, char *msg, int point);
-/* Whether any rank asked to cancel (a signal); sets e->cancelled when so. */
+/* Whether any rank asked to stop (a signal, or rank 0 could not write the run file); sets
+ * e->cancelled and e->stop (the highest pdbx_stop_code over the ranks) when so. */
 int pdbx_agree_cancel(pdbx_engine *e, int point);
+/* The same over the communicator comm (the collectives sweep's group). */
+int pdbx_agree_cancel_in(pdbx_engine *e, MPI_Comm comm);
 /* Whether any rank passed a non-zero `mine` (start-up steps that may fail on one rank). */
 int pdbx_agree_any(int mine);
 

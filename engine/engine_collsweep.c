@@ -86,10 +86,7 @@ static void coll_group_run(coll_group *cg)
             coll_one(cg, (pdbx_coll)c, bytes);
         }
         /* cancellation within the group; non-members wait at the world barrier */
-        int mine = pdbx_watch_cancelled(), any = 0;
-        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, cg->sub);
-        if (any)
-            e->cancelled = 1;
+        pdbx_agree_cancel_in(e, cg->sub);
     }
 }
 

@@ -102,6 +102,21 @@ static long launcher_pid(void)
     return (long)getpid();
 }
 
+/* The launcher's start time (store/util/proc.h): the supervisor passes its own; rank 0 launched
+ * directly is its own launcher. 0 when unknown. */
+static double launcher_start(long pid)
+{
+    const char *s = getenv("PDBX_LAUNCHER_START");
+    if (s && *s && pid != (long)getpid()) {
+        char *end = NULL;
+        double v = strtod(s, &end);
+        if (end && *end == '\0' && v > 0)
+            return v;
+    }
+    unsigned long long ticks = 0;
+    return pdbx_proc_start_ticks(pid, &ticks) == 0 ? (double)ticks : 0;
+}
+
 /* launch: the (tp, pp, dp) of the configs this launch measures. */
 static cJSON *launch_event(pdbx_engine *e, const pdbx_ev_launcher *who, cJSON *env)
 {
@@ -134,6 +149,8 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
     snprintf(who.pdbx_version, sizeof who.pdbx_version, "%s", pdbx_version());
     snprintf(who.git_rev, sizeof who.git_rev, "%s", pdbx_git_rev());
     pdbx_hostname(who.host, sizeof who.host, "unknown");
+    who.pid_start = launcher_start(who.pid);
+    pdbx_boot_id(who.boot_id, sizeof who.boot_id);
     cJSON *env = pdbx_env_json(e);
     if (!env)
         return NULL;       /* NULL (out of memory) rather than an event with fields missing */

@@ -23,6 +23,10 @@ struct pdbx_events {
     pthread_t hb;
     int hb_running, hb_stop;
     pthread_cond_t hb_cv;
+    /* The first append that failed stops all others but the run's end: the sweep stops at the
+     * next step (engine_agree.c) and run_end says why, from the writer's reserve. */
+    int failed, full;
+    char failed_why[512];
 };
 
 int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
@@ -60,24 +64,66 @@ fail:
     return -1;
 }
 
-int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
+/* Under ev->mu: appends event unless an earlier append failed; the first failure is kept. */
+static int append_locked(pdbx_events *ev, const cJSON *event, int last, char *err, size_t errlen)
+{
+    if (ev->failed && !last) {
+        snprintf(err, errlen, "not written: %s", ev->failed_why);
+        return -1;
+    }
+    int rc = last ? pdbx_run_writer_append_last(ev->w, event, err, errlen)
+                  : pdbx_run_writer_append(ev->w, event, err, errlen);
+    pdbx_append_failure why = pdbx_run_writer_failure(ev->w);
+    /* an event that could not be built is lost alone; a file that cannot be written stops all */
+    if (rc != 0 && !ev->failed && why != PDBX_APPEND_ENCODE) {
+        ev->failed = 1;
+        ev->full = why == PDBX_APPEND_NO_SPACE;
+        snprintf(ev->failed_why, sizeof ev->failed_why, "%s", err);
+        fprintf(stderr, "pdbx-engine: %s: the sweep stops\n", err);
+    }
+    return rc;
+}
+
+static int append_owned(pdbx_events *ev, cJSON *event, int last, char *err, size_t errlen)
 {
     if (!event) {
         snprintf(err, errlen, "out of memory building an event");
         return -1;
     }
     pthread_mutex_lock(&ev->mu);
-    int rc = pdbx_run_writer_append(ev->w, event, err, errlen);
+    int rc = append_locked(ev, event, last, err, errlen);
     pthread_mutex_unlock(&ev->mu);
     cJSON_Delete(event);
     return rc;
 }
 
+int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
+{
+    return append_owned(ev, event, 0, err, errlen);
+}
+
+int pdbx_events_append_end(pdbx_events *ev, cJSON *event, char *err, size_t errlen)
+{
+    return append_owned(ev, event, 1, err, errlen);
+}
+
+int pdbx_events_failed(pdbx_events *ev, char *why, size_t len)
+{
+    pthread_mutex_lock(&ev->mu);
+    int failed = ev->failed, full = ev->full;
+    if (why && len)
+        snprintf(why, len, "%s", ev->failed ? ev->failed_why : "");
+    pthread_mutex_unlock(&ev->mu);
+    return failed ? (full ? 2 : 1) : 0;
+}
+
 int pdbx_events_emit(pdbx_events *ev, cJSON *event)
 {
-    char err[512];
+    char err[600];
+    int was_failed = pdbx_events_failed(ev, NULL, 0);
     if (pdbx_events_append(ev, event, err, sizeof err) != 0) {
-        fprintf(stderr, "pdbx-engine: writing an event: %s\n", err);
+        if (!was_failed && !pdbx_events_failed(ev, NULL, 0))   /* said once, by append_locked */
+            fprintf(stderr, "pdbx-engine: writing an event: %s\n", err);
         return -1;
     }
     return 0;
@@ -164,7 +210,7 @@ int pdbx_events_progress_now(pdbx_events *ev)
     char err[256];
     pthread_mutex_lock(&ev->mu);
     cJSON *e = progress_event_locked(ev);
-    int rc = e ? pdbx_run_writer_append(ev->w, e, err, sizeof err) : -1;
+    int rc = e ? append_locked(ev, e, 0, err, sizeof err) : -1;
     pthread_mutex_unlock(&ev->mu);
     cJSON_Delete(e);
     return rc;
@@ -180,8 +226,8 @@ static void *heartbeat_main(void *arg)
         if (ev->hb_stop)
             break;
         cJSON *e = progress_event_locked(ev);
-        char err[256];
-        if (e && pdbx_run_writer_append(ev->w, e, err, sizeof err) != 0)
+        char err[512];
+        if (e && !ev->failed && append_locked(ev, e, 0, err, sizeof err) != 0)
             fprintf(stderr, "pdbx-engine: progress event: %s\n", err);
         cJSON_Delete(e);
     }

@@ -18,13 +18,20 @@ typedef struct pdbx_events pdbx_events;
 /* Creates runs/<run_id>.pdbx (append == 0) or opens it to append (append == 1). */
 int pdbx_events_open(const char *store_dir, const char *run_id, int append, pdbx_events **out,
                      char *err, size_t errlen);
-/* Appends and frees event (always freed). 0, or -1 with err. */
+/* Appends and frees event (always freed). 0, or -1 with err. After the first failed append
+ * (disk full, ...) every later one fails at once without writing: the stream stops there. */
 int pdbx_events_append(pdbx_events *ev, cJSON *event, char *err, size_t errlen);
+/* run_end: written even after a failed append, into the space the writer kept for it. */
+int pdbx_events_append_end(pdbx_events *ev, cJSON *event, char *err, size_t errlen);
+/* 0 while every append succeeded; else 1, or 2 when the failure was lack of space (disk or
+ * quota full, file-size limit), with the first failure's message in why. */
+int pdbx_events_failed(pdbx_events *ev, char *why, size_t len);
 /* A warning event with message msg. */
 int pdbx_events_warning(pdbx_events *ev, const char *msg);
 void pdbx_events_close(pdbx_events *ev);
-/* Appends event (NULL: it could not be built) and reports a failure on stderr: the sweep goes
- * on, a lost event is no reason to stop measuring. 0 or -1. */
+/* Appends event (NULL: it could not be built) and reports a failure on stderr. A failed write
+ * makes the sweep stop at its next step (pdbx_events_failed); an event that could not be
+ * built does not. 0 or -1. */
 int pdbx_events_emit(pdbx_events *ev, cJSON *event);
 
 

@@ -7,11 +7,25 @@
  */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/engine_check.h"
 #include "engine/engine_run.h"
 #include "store/util/clock.h"
+
+/* The `pdbx run` supervisor gives each run a directory for OpenMPI's shared-memory segments
+ * (engine/launch/launch_supervisor.c) and removes it after mpirun; when the supervisor died
+ * (supervisor lost), nobody would. MPI_Finalize has unlinked this rank's segments: the last rank
+ * out finds the directory empty and removes it (rmdir leaves a directory in use alone). */
+static void leave_shm_dir(void)
+{
+    const char *dir = getenv("OMPI_MCA_btl_vader_backing_directory");
+    const char *base = dir ? strrchr(dir, '/') : NULL;
+    if (base && strncmp(base, "/pdbx-", 6) == 0)
+        rmdir(dir);
+}
 
 int main(int argc, char **argv)
 {
@@ -36,5 +50,6 @@ int main(int argc, char **argv)
         code = pdbx_run_sweep(&e);
     pdbx_run_close(&e);
     MPI_Finalize();
+    leave_shm_dir();
     return code;
 }

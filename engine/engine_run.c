@@ -9,7 +9,9 @@
 
 #include "engine/engine_agree.h"
 #include "engine/engine_env.h"
+#include "engine/engine_watch.h"
 #include "store/events.h"
+#include "store/stop_request.h"
 #include "store/store.h"
 #include "store/util/clock.h"
 
@@ -234,18 +236,31 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
 
 /* ---- sweep ----------------------------------------------------------------------------- */
 
-/* run_end through ev_w (the engine's writer, or the watchdog's own: see on_timeout) */
-static void write_end_to(pdbx_events *ev_w, double t_start, pdbx_run_status status,
-                         const char *reason)
+/* run_end through ev_w (the engine's writer, or the watchdog's own: see on_timeout); written
+ * into the space the writer keeps for it, so it lands even when the disk filled up. If even
+ * that fails, the log says how the run ended (the store shows it for a run without run_end). */
+static void write_end_ex(pdbx_events *ev_w, double t_start, pdbx_ev_run_end *re)
 {
     if (!ev_w)
         return;
     pdbx_events_heartbeat_stop(ev_w);
-    pdbx_events_progress_now(ev_w);
-    cJSON *ev = pdbx_event_run_end(status, reason ? reason : "", pdbx_mono_s() - t_start, NULL);
+    if (!pdbx_events_failed(ev_w, NULL, 0))
+        pdbx_events_progress_now(ev_w);
+    re->elapsed_s = pdbx_mono_s() - t_start;
+    if (!re->reason)
+        re->reason = "";
+    cJSON *ev = pdbx_event_run_end_ex(re);
     char err[ERR_LEN];
-    if (pdbx_events_append(ev_w, ev, err, sizeof err) != 0)
-        fprintf(stderr, "pdbx-engine: writing run_end: %s\n", err);
+    if (pdbx_events_append_end(ev_w, ev, err, sizeof err) != 0)
+        fprintf(stderr, "pdbx-engine: run_end not written: %s: %s (%s)\n",
+                pdbx_run_status_name(re->status), re->reason, err);
+}
+
+static void write_end_to(pdbx_events *ev_w, double t_start, pdbx_run_status status,
+                         const char *reason)
+{
+    pdbx_ev_run_end re = { .status = status, .reason = reason, .in_flight_point = -1 };
+    write_end_ex(ev_w, t_start, &re);
 }
 
 static void on_timeout(const char *what, int point, double age_s, void *ctx)
@@ -311,14 +326,85 @@ static void end_or_continue(pdbx_engine *e)
             "count (continue with --run-id %s)\n", e->run_id, done, e->npoints, e->run_id);
 }
 
-static const char *cancel_reason(void)
+/* Who stopped the sweep (e->stop, agreed): the stop request next to the run names pdbx
+ * cancel, the explorer or Ctrl-C; a signal nobody announced is a signal. */
+static pdbx_end_cause stop_cause(const pdbx_engine *e, char *who, size_t len)
 {
-    switch (pdbx_watch_signal()) {
-    case SIGTERM: return "cancelled by SIGTERM";
-    case SIGINT: return "cancelled by SIGINT";
-    case SIGUSR1: return "cancelled by SIGUSR1 (pdbx cancel)";
-    default: return "cancelled by a signal on another rank";
+    char detail[PDBX_STOP_DETAIL_MAX];
+    pdbx_end_cause cause;
+    if (e->stop == PDBX_STOP_SUPERVISOR_LOST) {
+        const char *pid = getenv("PDBX_LAUNCHER_PID");
+        if (pid)
+            snprintf(who, len, "supervisor lost: the pdbx run supervisor (pid %.20s) died", pid);
+        else
+            snprintf(who, len, "supervisor lost: the pdbx run supervisor died");
+        return PDBX_CAUSE_SUPERVISOR_LOST;
     }
+    if (pdbx_stop_request_read(e->store_dir, e->run_id, &cause, detail) == 0) {
+        snprintf(who, len, "cancelled by %s", detail[0] ? detail : pdbx_end_cause_text(cause));
+        return cause;
+    }
+    static const char *const unannounced[] = {
+        [PDBX_STOP_SIGINT] = "SIGINT to a rank", [PDBX_STOP_SIGTERM] = "SIGTERM to a rank",
+        [PDBX_STOP_CANCEL] = "SIGUSR1 to mpirun",
+    };
+    int code = e->stop >= PDBX_STOP_SIGINT && e->stop <= PDBX_STOP_CANCEL ? e->stop : PDBX_STOP_SIGTERM;
+    snprintf(who, len, "cancelled by a signal (%s)", unannounced[code]);
+    return PDBX_CAUSE_SIGNAL;
+}
+
+/* "; point 3 (TP2 PP1 DP1 MBS 4) in flight dropped" and the like. */
+static void fate_text(const pdbx_engine *e, char *buf, size_t len)
+{
+    const pdbx_plan_point *p = NULL;
+    for (size_t i = 0; i < e->npoints && e->in_flight_point >= 0; i++)
+        if (e->points[i].index == e->in_flight_point)
+            p = &e->points[i];
+    char which[96] = "";
+    if (p)
+        snprintf(which, sizeof which, "point %d (TP%d PP%d DP%d MBS %d)", p->index, p->tp, p->pp,
+                 p->dp, p->mbs);
+    switch (e->in_flight) {
+    case PDBX_IN_FLIGHT_DROPPED:
+        snprintf(buf, len, "; %s in flight dropped", which);
+        break;
+    case PDBX_IN_FLIGHT_FINISHED:
+        snprintf(buf, len, "; %s in flight finished and kept", which);
+        break;
+    default:
+        snprintf(buf, len, "; no point in flight");
+        break;
+    }
+}
+
+/* Rank 0: run_end of a sweep that was stopped before its end. */
+static void write_stopped_end(pdbx_engine *e)
+{
+    char who[256], fate[128], reason[640], why[512];
+    pdbx_ev_run_end re = { .status = PDBX_RUN_CANCELLED, .in_flight_point = -1 };
+    if (!e->in_flight)
+        e->in_flight = PDBX_IN_FLIGHT_NONE;
+    fate_text(e, fate, sizeof fate);
+    int failed = pdbx_events_failed(e->ev, why, sizeof why);
+    if (failed) {
+        re.status = PDBX_RUN_FAILED;
+        re.cause = PDBX_CAUSE_WRITE;
+        /* the run file is the run itself: its path adds nothing to the reason */
+        size_t n = strlen(e->run_path);
+        const char *what = strncmp(why, e->run_path, n) == 0 && strncmp(why + n, ": ", 2) == 0
+                               ? why + n + 2 : why;
+        snprintf(reason, sizeof reason, "%s (%.500s); the events written before it are kept",
+                 failed == 2 ? "disk full" : "writing the run file failed", what);
+    } else {
+        re.cause = stop_cause(e, who, sizeof who);
+        if (re.cause == PDBX_CAUSE_SUPERVISOR_LOST)
+            re.status = PDBX_RUN_FAILED;
+        snprintf(reason, sizeof reason, "%.256s%.128s", who, fate);
+        re.in_flight = (pdbx_in_flight)e->in_flight;
+        re.in_flight_point = e->in_flight == PDBX_IN_FLIGHT_NONE ? -1 : e->in_flight_point;
+    }
+    re.reason = reason;
+    write_end_ex(e->ev, e->t_start, &re);
 }
 
 int pdbx_run_sweep(pdbx_engine *e)
@@ -332,8 +418,9 @@ int pdbx_run_sweep(pdbx_engine *e)
         if (rc != 0) {
             write_end_to(e->ev, e->t_start, PDBX_RUN_FAILED, err);
             code = 1;
-        } else if (e->cancelled) {
-            write_end_to(e->ev, e->t_start, PDBX_RUN_CANCELLED, cancel_reason());
+        } else if (e->cancelled || pdbx_events_failed(e->ev, NULL, 0)) {
+            write_stopped_end(e);
+            code = pdbx_events_failed(e->ev, NULL, 0) || e->stop == PDBX_STOP_SUPERVISOR_LOST;
         } else {
             end_or_continue(e);
         }

@@ -11,6 +11,8 @@
 #include "engine/engine_groups.h"
 #include "engine/engine_point.h"
 #include "engine/engine_point_events.h"
+#include "engine/engine_watch.h"
+#include "store/events.h"
 
 #define MSG_LEN PDBX_MSG_LEN
 
@@ -86,7 +88,16 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     int st = pdbx_point_measure(e, pt, cg, msg, &mem);
     if (st < 0) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, "cancelled while measuring: dropped");
+        e->in_flight = PDBX_IN_FLIGHT_DROPPED;
+        e->in_flight_point = pt->index;
         return 1;
+    }
+    /* asked to stop during its last step: the point finished and is kept (the sweep stops at
+     * the next point's agreement) */
+    if (!e->in_flight && (pdbx_watch_stop_code() != PDBX_STOP_NONE ||
+                          (e->ev && pdbx_events_failed(e->ev, NULL, 0)))) {
+        e->in_flight = PDBX_IN_FLIGHT_FINISHED;
+        e->in_flight_point = pt->index;
     }
     if (st == PDBX_ST_OK) {
         pdbx_point_end_mem_event(e, pt, PDBX_POINT_OK, NULL, &mem);

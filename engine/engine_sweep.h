@@ -44,6 +44,10 @@ typedef struct {
     size_t already;               /* rank 0: points earlier launches of this run ended */
     double t_start;               /* monotonic seconds at start */
     int cancelled;                /* agreed across ranks */
+    int stop;                     /* why (pdbx_stop_code, engine_watch.h), agreed */
+    /* rank 0: what became of the point being measured when the sweep stopped
+     * (pdbx_in_flight of store/events.h) and which point that was (-1: none) */
+    int in_flight, in_flight_point;
 } pdbx_engine;
 
 /* The loaded compute backend as the planner names it (cpu, or cuda for any device backend). */

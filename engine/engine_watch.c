@@ -12,9 +12,22 @@
 
 static volatile sig_atomic_t cancel_signal;
 
+static pdbx_stop_code code_of(int sig)
+{
+    switch (sig) {
+    case 0: return PDBX_STOP_NONE;
+    case SIGINT: return PDBX_STOP_SIGINT;
+    case SIGUSR1: return PDBX_STOP_CANCEL;
+    case SIGUSR2: return PDBX_STOP_SUPERVISOR_LOST;
+    default: return PDBX_STOP_SIGTERM;
+    }
+}
+
+/* A later signal of higher precedence wins (a cancel, then the supervisor's death). */
 static void on_signal(int sig)
 {
-    cancel_signal = sig;
+    if (code_of(sig) > code_of(cancel_signal))
+        cancel_signal = sig;
 }
 
 int pdbx_watch_install_signals(void)
@@ -24,7 +37,7 @@ int pdbx_watch_install_signals(void)
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
-        sigaction(SIGUSR1, &sa, NULL))
+        sigaction(SIGUSR1, &sa, NULL) || sigaction(SIGUSR2, &sa, NULL))
         return -1;
     return 0;
 }
@@ -37,6 +50,11 @@ int pdbx_watch_cancelled(void)
 int pdbx_watch_signal(void)
 {
     return (int)cancel_signal;
+}
+
+pdbx_stop_code pdbx_watch_stop_code(void)
+{
+    return code_of(cancel_signal);
 }
 
 /* ---- watchdog ---------------------------------------------------------------------------- */

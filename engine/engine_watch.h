@@ -1,9 +1,11 @@
 /* engine_watch.h: cancellation signals, the per-rank watchdog and test-only fault injection.
  *
- * Signals: SIGTERM, SIGINT and SIGUSR1 only set a flag (mpirun forwards SIGUSR1 to every rank,
- * which is how `pdbx cancel` reaches the ranks: the supervisor turns its SIGTERM into SIGUSR1
- * for mpirun, because mpirun answers SIGTERM by killing the ranks after one second). The engine
- * polls pdbx_watch_cancelled() between steps and agrees on it across ranks.
+ * Signals: SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 only set a flag (mpirun forwards SIGUSR1 and
+ * SIGUSR2 to every rank, which is how the supervisor reaches the ranks: it turns a cancel into
+ * SIGUSR1 for mpirun, because mpirun answers SIGTERM by killing the ranks after one second;
+ * mpirun gets SIGUSR2 from the kernel when the supervisor dies (PR_SET_PDEATHSIG): the
+ * supervisor is lost and the run ends failed). The engine polls pdbx_watch_stop_code() between
+ * steps and agrees on the highest code across ranks.
  *
  * Watchdog: every potentially blocking thing (an op, a collective, a barrier, a consensus) is
  * bracketed by pdbx_watch_begin()/pdbx_watch_end(). A thread per rank checks twice a second;
@@ -28,6 +30,16 @@ int pdbx_watch_install_signals(void);
 int pdbx_watch_cancelled(void);
 /* The signal number that asked to cancel (0 when none). */
 int pdbx_watch_signal(void);
+
+/* Why the sweep stops, in rising precedence (ranks agree on the highest): a signal to a rank
+ * (SIGINT, SIGTERM), the supervisor's cancel (SIGUSR1 through mpirun), rank 0 could not write
+ * the run file (disk full), the supervisor died (SIGUSR2 through mpirun). */
+typedef enum {
+    PDBX_STOP_NONE = 0, PDBX_STOP_SIGINT, PDBX_STOP_SIGTERM, PDBX_STOP_CANCEL, PDBX_STOP_WRITE,
+    PDBX_STOP_SUPERVISOR_LOST,
+} pdbx_stop_code;
+/* This rank's code from the signal received (never PDBX_STOP_WRITE: the caller adds it). */
+pdbx_stop_code pdbx_watch_stop_code(void);
 
 void pdbx_watch_begin(const char *what, int point);
 void pdbx_watch_end(void);

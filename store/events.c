@@ -19,7 +19,8 @@
 static const jf_field launcher_fields[] = {
     F(pdbx_ev_launcher, ID, id, "id"), F(pdbx_ev_launcher, STR, pdbx_version, "pdbx_version"),
     F(pdbx_ev_launcher, STR, git_rev, "git_rev"), F(pdbx_ev_launcher, STR, host, "host"),
-    F(pdbx_ev_launcher, PID, pid, "pid"), F(pdbx_ev_launcher, INT, world_size, "world_size"),
+    F(pdbx_ev_launcher, PID, pid, "pid"), F(pdbx_ev_launcher, NUM, pid_start, "pid_start"),
+    F(pdbx_ev_launcher, STR, boot_id, "boot_id"), F(pdbx_ev_launcher, INT, world_size, "world_size"),
     F(pdbx_ev_launcher, INT, ranks_per_node, "ranks_per_node"),
 };
 static const jf_field header_fields[] = {
@@ -592,14 +593,55 @@ int pdbx_event_decode_warning(const cJSON *ev, const char **message, char *err, 
 
 const char pdbx_event_by_supervisor[] = "supervisor";
 
+static const char *const cause_names[PDBX_CAUSE_COUNT] = {
+    "", "pdbx_cancel", "explorer", "ctrl_c", "signal", "supervisor_lost", "write_failed",
+};
+static const char *const cause_texts[PDBX_CAUSE_COUNT] = {
+    "", "pdbx cancel", "the explorer's cancel", "Ctrl-C", "a signal", "supervisor lost",
+    "a failed write",
+};
+static const char *const in_flight_names[] = { "", "none", "finished", "dropped" };
+
+const char *pdbx_end_cause_name(pdbx_end_cause c)
+{
+    return (unsigned)c < PDBX_CAUSE_COUNT ? cause_names[c] : "";
+}
+
+const char *pdbx_end_cause_text(pdbx_end_cause c)
+{
+    return (unsigned)c < PDBX_CAUSE_COUNT ? cause_texts[c] : "";
+}
+
+pdbx_end_cause pdbx_end_cause_from_name(const char *name)
+{
+    int i = name && *name ? jf_name_index(name, cause_names, PDBX_CAUSE_COUNT) : -1;
+    return i > 0 ? (pdbx_end_cause)i : PDBX_CAUSE_NONE;
+}
+
+const char *pdbx_in_flight_name(pdbx_in_flight f)
+{
+    return (unsigned)f < JF_N(in_flight_names) ? in_flight_names[f] : "";
+}
+
+cJSON *pdbx_event_run_end_ex(const pdbx_ev_run_end *e)
+{
+    cJSON *ev = new_event(PDBX_EV_RUN_END);
+    int ok = ev && jf_put_str(ev, "status", pdbx_run_status_name(e->status)) &&
+             jf_put_str(ev, "reason", e->reason) && (!e->by || jf_put_str(ev, "by", e->by)) &&
+             (isnan(e->elapsed_s) || jf_put_num(ev, "elapsed_s", e->elapsed_s)) &&
+             (e->cause == PDBX_CAUSE_NONE || jf_put_str(ev, "cause", pdbx_end_cause_name(e->cause))) &&
+             (e->in_flight == PDBX_IN_FLIGHT_UNKNOWN ||
+              jf_put_str(ev, "in_flight", pdbx_in_flight_name(e->in_flight))) &&
+             (e->in_flight_point < 0 || jf_put_num(ev, "in_flight_point", e->in_flight_point));
+    return jf_done(ev, ok);
+}
+
 cJSON *pdbx_event_run_end(pdbx_run_status status, const char *reason, double elapsed_s,
                           const char *by)
 {
-    cJSON *ev = new_event(PDBX_EV_RUN_END);
-    int ok = ev && jf_put_str(ev, "status", pdbx_run_status_name(status)) &&
-             jf_put_str(ev, "reason", reason) && (!by || jf_put_str(ev, "by", by)) &&
-             (isnan(elapsed_s) || jf_put_num(ev, "elapsed_s", elapsed_s));
-    return jf_done(ev, ok);
+    pdbx_ev_run_end e = { .status = status, .reason = reason, .elapsed_s = elapsed_s, .by = by,
+                          .in_flight_point = -1 };
+    return pdbx_event_run_end_ex(&e);
 }
 
 int pdbx_event_decode_run_end(const cJSON *ev, pdbx_ev_run_end *out, char *err, size_t errlen)
@@ -607,6 +649,12 @@ int pdbx_event_decode_run_end(const cJSON *ev, pdbx_ev_run_end *out, char *err, 
     const char *st = jf_str(ev, "status");
     out->reason = jf_str(ev, "reason");
     out->by = jf_str(ev, "by");
+    out->cause = pdbx_end_cause_from_name(jf_str(ev, "cause"));
+    const char *fl = jf_str(ev, "in_flight");
+    int f = fl ? jf_name_index(fl, in_flight_names, JF_N(in_flight_names)) : -1;
+    out->in_flight = f > 0 ? (pdbx_in_flight)f : PDBX_IN_FLIGHT_UNKNOWN;
+    out->in_flight_point = -1;
+    jf_int(ev, "in_flight_point", &out->in_flight_point);
     out->elapsed_s = NAN;
     jf_num(ev, "elapsed_s", &out->elapsed_s);
     int s = PDBX_RUN_COMPLETE;   /* the statuses a run ends with: COMPLETE to FAILED */

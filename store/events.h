@@ -55,6 +55,10 @@ typedef struct {
     char pdbx_version[32], git_rev[64];
     char host[64];
     long pid;                    /* launcher pid on host */
+    /* The launcher's identity beyond its pid (store/util/proc.h): its start time in clock
+     * ticks since boot and the boot id. 0 / "" when unknown (runs written before them). */
+    double pid_start;
+    char boot_id[40];
     int world_size, ranks_per_node;
 } pdbx_ev_launcher;
 
@@ -216,16 +220,47 @@ cJSON *pdbx_event_warning(const char *message);
 /* Required: message. */
 int pdbx_event_decode_warning(const cJSON *ev, const char **message, char *err, size_t errlen);
 
+/* Who or what ended a run that did not complete (run_end "cause"): the user through
+ * `pdbx cancel`, the explorer's cancel or Ctrl-C in `pdbx run`/`pdbx attach`; a signal nobody
+ * in pdbx sent (kill, a batch system); the `pdbx run` supervisor died (kill -9); the run file
+ * could not be written (disk full). */
+typedef enum {
+    PDBX_CAUSE_NONE = 0, PDBX_CAUSE_CANCEL, PDBX_CAUSE_EXPLORER, PDBX_CAUSE_CTRL_C,
+    PDBX_CAUSE_SIGNAL, PDBX_CAUSE_SUPERVISOR_LOST, PDBX_CAUSE_WRITE, PDBX_CAUSE_COUNT
+} pdbx_end_cause;
+/* "pdbx_cancel", "explorer", "ctrl_c", "signal", "supervisor_lost", "write_failed"; "" for NONE */
+const char *pdbx_end_cause_name(pdbx_end_cause c);
+pdbx_end_cause pdbx_end_cause_from_name(const char *name);   /* NONE when unknown */
+/* How a person reads it: "pdbx cancel", "the explorer's cancel", "Ctrl-C", "a signal",
+ * "supervisor lost", "a failed write" */
+const char *pdbx_end_cause_text(pdbx_end_cause c);
+
+/* What became of the point being measured when the run was stopped (run_end "in_flight"). */
+typedef enum {
+    PDBX_IN_FLIGHT_UNKNOWN = 0,  /* not recorded (older runs, or nobody could tell) */
+    PDBX_IN_FLIGHT_NONE,         /* no point was being measured */
+    PDBX_IN_FLIGHT_FINISHED,     /* it finished and is kept */
+    PDBX_IN_FLIGHT_DROPPED,      /* it was dropped (point_end skipped) */
+} pdbx_in_flight;
+const char *pdbx_in_flight_name(pdbx_in_flight f);           /* "", "none", "finished", "dropped" */
+
 typedef struct {
     pdbx_run_status status;  /* complete, cancelled or failed */
     const char *reason;      /* NULL when absent */
     double elapsed_s;        /* NaN when absent */
     const char *by;          /* "supervisor" when pdbx run wrote it, else NULL */
+    pdbx_end_cause cause;    /* NONE when absent */
+    pdbx_in_flight in_flight;/* UNKNOWN when absent */
+    int in_flight_point;     /* the point in_flight speaks of; -1 when absent */
 } pdbx_ev_run_end;
 
 /* run_end: elapsed_s NaN and by NULL are left out. */
 cJSON *pdbx_event_run_end(pdbx_run_status status, const char *reason, double elapsed_s,
                           const char *by);
+/* run_end with who ended the run and what became of the point in flight (cause NONE,
+ * in_flight UNKNOWN and in_flight_point < 0 are left out); e->status, reason, elapsed_s and by
+ * as above. */
+cJSON *pdbx_event_run_end_ex(const pdbx_ev_run_end *e);
 extern const char pdbx_event_by_supervisor[];     /* the "by" of the pdbx run supervisor */
 /* Required: status (complete, cancelled, failed). On a bad status *out still holds the
  * reason and status FAILED. */

@@ -4,6 +4,8 @@
  *   DIR/index.json            the cache of run summaries (store_index.h)
  *   DIR/logs/<id>.log         the output of the `pdbx run` supervisor and its mpirun
  *   DIR/logs/<id>.spec.json   the spec that supervisor launched
+ *   DIR/logs/<id>.stop        why a running sweep is being stopped, written just before the
+ *                             signal (cancel request: who asked), read into run_end's cause
  *
  * Run ids name files: 1..PDBX_RUN_ID_MAX-1 of A-Z a-z 0-9 . _ -, not starting with '.'.
  * Pure string work: nothing here touches the file system.
@@ -22,6 +24,7 @@ typedef enum {
     PDBX_PATH_RUN,           /* DIR/runs/<id>.pdbx */
     PDBX_PATH_LOG,           /* DIR/logs/<id>.log */
     PDBX_PATH_SPEC,          /* DIR/logs/<id>.spec.json */
+    PDBX_PATH_STOP,          /* DIR/logs/<id>.stop */
 } pdbx_layout_what;
 
 /* The path of `what` in store dir into buf; -1 when it does not fit (buf then holds a cut

@@ -22,6 +22,7 @@ void pdbx_run_init(pdbx_run *run)
     memset(run, 0, sizeof *run);
     run->status = PDBX_RUN_RUNNING;
     run->current_point = -1;
+    run->in_flight_point = -1;
 }
 
 static void cell_free(pdbx_cell *c)
@@ -220,8 +221,12 @@ static int replace_json(cJSON **dst, const cJSON *src)
 static void set_launcher(pdbx_run *run, const pdbx_ev_launcher *w)
 {
     pdbx_strcopy(run->host, sizeof run->host, w->host);
-    if (w->pid >= 0)
+    if (w->pid >= 0) {
         run->pid = w->pid;
+        /* a launch without them (an older engine) must not keep the previous launcher's */
+        run->pid_start = w->pid_start;
+        pdbx_strcopy(run->boot_id, sizeof run->boot_id, w->boot_id);
+    }
     run->world_size = w->world_size;
     run->ranks_per_node = w->ranks_per_node;
 }
@@ -244,6 +249,9 @@ static void reopen(pdbx_run *run)
     run->have_end = 0;
     run->status = PDBX_RUN_RUNNING;
     run->end_reason[0] = '\0';
+    run->end_cause = 0;
+    run->in_flight = 0;
+    run->in_flight_point = -1;
 }
 
 /* A count a file declares: one outside 0..max is left unknown (0) and, when rc is still 0,
@@ -533,6 +541,9 @@ static int apply_run_end(pdbx_run *run, const cJSON *ev, char *err, size_t errle
     if (re.reason)
         pdbx_strcopy(run->end_reason, sizeof run->end_reason, re.reason);
     run->status = re.status;
+    run->end_cause = (int)re.cause;
+    run->in_flight = (int)re.in_flight;
+    run->in_flight_point = re.in_flight_point;
     return rc;
 }
 

@@ -162,6 +162,8 @@ typedef struct {
     double created, last_event;   /* unix seconds */
     char host[64];
     long pid;                 /* launcher pid on `host` (liveness of a run without run_end) */
+    double pid_start;         /* its start (clock ticks since boot); 0: not recorded */
+    char boot_id[40];         /* the boot it started in; "": not recorded */
     size_t npoints, points_cap;
     pdbx_point *points;
     /* Plan index -> position + 1 in points[] (0: none), a direct table over indices
@@ -176,6 +178,9 @@ typedef struct {
     int have_end;
     pdbx_run_status status;   /* RUNNING until run_end (store.h decides running vs failed) */
     char end_reason[256];
+    int end_cause;            /* run_end's cause: a pdbx_end_cause (store/events.h), 0 none */
+    int in_flight;            /* run_end's in_flight: a pdbx_in_flight, 0 unknown */
+    int in_flight_point;      /* the point it speaks of, -1 none */
     int current_point;        /* -1 when none */
     char current_op[32];
     double progress_done, progress_total;   /* points, from the progress heartbeat */

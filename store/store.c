@@ -221,7 +221,7 @@ int pdbx_store_resolve(pdbx_store *st, const char *prefix, char out[PDBX_RUN_ID_
  * launched from elsewhere, or imported, has none, which is fine. */
 static int delete_logs(pdbx_store *st, const char *id, char *err, size_t errlen)
 {
-    static const pdbx_layout_what logs[] = { PDBX_PATH_LOG, PDBX_PATH_SPEC };
+    static const pdbx_layout_what logs[] = { PDBX_PATH_LOG, PDBX_PATH_SPEC, PDBX_PATH_STOP };
     int removed = 0;
     for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
         char *p = pdbx_layout_path_alloc(logs[i], st->dir, id);

@@ -56,8 +56,20 @@ int pdbx_run_writer_open(pdbx_store *st, const char *id, pdbx_run_writer **out,
                          char *err, size_t errlen);
 const char *pdbx_run_writer_id(const pdbx_run_writer *w);
 /* Appends one event as one frame. Adds "t" (unix seconds, double) when absent. Durable when
- * it returns 0. */
+ * it returns 0. So that a run's end can always be written, the writer keeps
+ * PDBX_RUN_END_RESERVE bytes allocated past the file's end (fallocate with KEEP_SIZE, where the
+ * file system supports it) and below the file-size limit (ulimit -f): an event that would eat
+ * into them is refused before anything is written, and pdbx_run_writer_failure() says so. */
 int pdbx_run_writer_append(pdbx_run_writer *w, const cJSON *event, char *err, size_t errlen);
+/* The run's last event (run_end): it may use the reserve. */
+int pdbx_run_writer_append_last(pdbx_run_writer *w, const cJSON *event, char *err, size_t errlen);
+/* Why the last append failed: the event could not be encoded (out of memory, too large: the
+ * file is fine), the file could not be written, or not for lack of space (the disk or quota
+ * is full, or the file-size limit is reached). PDBX_APPEND_OK after a success. */
+typedef enum { PDBX_APPEND_OK = 0, PDBX_APPEND_ENCODE, PDBX_APPEND_IO, PDBX_APPEND_NO_SPACE }
+    pdbx_append_failure;
+pdbx_append_failure pdbx_run_writer_failure(const pdbx_run_writer *w);
+#define PDBX_RUN_END_RESERVE 4096
 int pdbx_run_writer_close(pdbx_run_writer *w, char *err, size_t errlen);
 
 /* ---- reading --------------------------------------------------------------------------- */
@@ -89,7 +101,8 @@ int pdbx_scan_file(const char *path, uint64_t from, pdbx_event_fn fn, void *ctx,
 
 /* Loads a whole run (id, or a path to a .pdbx file/recording) into *run (pdbx_run_init'ed
  * by the callee; free with pdbx_run_free). Sets run->status: COMPLETE/CANCELLED/FAILED from
- * run_end; without run_end RUNNING while the launcher pid lives on this host (or, for
+ * run_end; without run_end RUNNING while the launcher lives on this host (its pid, and its
+ * start time where run_start recorded it: pdbx_process_is) (or, for
  * another host, while the last event is < 60 s old), else FAILED ("no run end");
  * CORRUPT when a damaged frame was found (the events before it are kept). */
 int pdbx_run_load(pdbx_store *st, const char *id, pdbx_run *run, char *err, size_t errlen);
@@ -99,6 +112,10 @@ void pdbx_run_refresh_liveness(pdbx_run *run);
 /* 1 when process pid exists on this host and is not a zombie (an orphaned launcher waits for
  * init to reap it, which some container inits do late: it is dead all the same). */
 int pdbx_process_alive(long pid);
+/* 1 when pid is alive here and is the process that was recorded: started at pid_start (clock
+ * ticks since boot, store/util/proc.h) in boot boot_id. A pid the kernel gave to another
+ * process since reads 0. pid_start 0 (not recorded): the pid alone decides, as above. */
+int pdbx_process_is(long pid, double pid_start, const char *boot_id);
 
 /* ---- listing ----------------------------------------------------------------------------- */
 #define PDBX_SUMMARY_MAX_TP 16

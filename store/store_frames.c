@@ -136,13 +136,16 @@ int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, con
         w = write(fd, frame, len);
     while (w < 0 && errno == EINTR);
     size_t written = w > 0 ? (size_t)w : 0;
+    int failed_errno = 0;
     if (written != len) {
         int e = w < 0 ? errno : ENOSPC;
+        failed_errno = e;
         pdbx_errf(err, errlen, "%s: append of a %zu-byte frame failed: %s%s", path, len, strerror(e),
                 w >= 0 ? " (short write)" : "");
         goto cut;
     }
     if (fdatasync(fd) != 0) {
+        failed_errno = errno;
         pdbx_errf(err, errlen, "%s: fdatasync after append failed: %s", path, strerror(errno));
         goto cut;
     }
@@ -163,5 +166,6 @@ cut:
             *size = (uint64_t)sb.st_size - written;
         }
     }
+    errno = failed_errno;       /* why the append failed, for the caller */
     return -1;
 }

@@ -31,7 +31,7 @@ int pdbx_frame_encode_event(pdbx_frame_encoder *enc, const cJSON *event,
 
 /* Appends one frame to fd (opened O_APPEND) whose current size is *size; durable on return 0,
  * *size advanced. On failure the bytes this call wrote (a partial or unsynced frame) are cut
- * off again. path is for messages. */
+ * off again (errno then says why the append failed). path is for messages. */
 int pdbx_frame_append(int fd, uint64_t *size, const void *frame, size_t len, const char *path,
                       char *err, size_t errlen);
 

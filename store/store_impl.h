@@ -38,10 +38,21 @@ typedef struct {
 } store_id_list;
 int store_list_ids(const pdbx_store *st, store_id_list *l, char *err, size_t errlen);
 
+/* Who launched a run without run_end, as its events (or the index) recorded it. */
+typedef struct {
+    const char *host;
+    long pid;
+    double pid_start;        /* 0: not recorded (the pid alone decides) */
+    const char *boot_id;     /* "": not recorded */
+    double last_event;
+    const char *path;        /* the run file in its store (NULL: unknown): the store's log of
+                              * the run may say how it ended when run_end could not be written */
+} store_launcher;
+store_launcher store_launcher_of_run(const pdbx_run *run);
 /* The liveness rule of store.h for a run without run_end: 1 while it counts as running. */
-int store_launcher_alive(const char *host, long pid, double last_event);
+int store_launcher_alive(const store_launcher *l);
 /* The "no run end (...)" reason for a run that is not running. */
-void store_no_end_reason(char *buf, size_t len, const char *host, long pid, double last_event);
+void store_no_end_reason(char *buf, size_t len, const store_launcher *l);
 
 /* Scan callback folding every event into run (malformed events become run warnings). */
 typedef struct {

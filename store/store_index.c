@@ -107,6 +107,11 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
     e->have_end = cJSON_IsTrue(he);
     e->pid = (long)pid;
     e->last_event = last;
+    /* optional (indexes written before them): the launcher's identity beyond its pid */
+    double start = 0;
+    if (jf_num(j, "pid_start", &start) && start >= 0 && start <= 9.0e18)
+        e->pid_start = start;
+    jf_strbuf(j, "boot_id", e->boot_id, sizeof e->boot_id);
     /* Optional resume state: dropped (full rescan next time) unless complete and sane. */
     cJSON *rp = cJSON_GetObjectItemCaseSensitive(j, "resume_points");
     uint64_t off;
@@ -218,6 +223,8 @@ static cJSON *entry_to_json(const pdbx_index_entry *e)
         !cJSON_AddBoolToObject(j, "have_end", e->have_end) ||
         !cJSON_AddStringToObject(j, "host", e->host) ||
         !cJSON_AddNumberToObject(j, "pid", (double)e->pid) ||
+        !cJSON_AddNumberToObject(j, "pid_start", e->pid_start) ||
+        !cJSON_AddStringToObject(j, "boot_id", e->boot_id) ||
         !cJSON_AddNumberToObject(j, "last_event", e->last_event) ||
         !cJSON_AddNumberToObject(j, "created", e->sum.created) ||
         !cJSON_AddStringToObject(j, "model", e->sum.model) ||

@@ -29,6 +29,8 @@ typedef struct {
     int have_end;
     char host[64];
     long pid;
+    double pid_start;        /* the launcher's start, clock ticks since boot (0: unknown) */
+    char boot_id[40];
     double last_event;
     uint64_t scan_offset;     /* whole-frame bytes folded into this entry */
     cJSON *resume_points;     /* owned; [[index, tp, mbs, status], ...] for a run that may grow

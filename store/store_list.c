@@ -126,6 +126,8 @@ static void summary_from_run(const pdbx_run *run, const char *id, const struct s
     e->have_end = run->have_end;
     snprintf(e->host, sizeof e->host, "%s", run->host);
     e->pid = run->pid;
+    e->pid_start = run->pid_start;
+    snprintf(e->boot_id, sizeof e->boot_id, "%s", run->boot_id);
     e->last_event = run->last_event;
     /* A run that may still grow keeps what a resumed scan needs (NULL on OOM: full rescan). */
     if (!run->have_end && run->status == PDBX_RUN_RUNNING && scanned > 0) {
@@ -145,6 +147,8 @@ static int run_from_entry(const pdbx_index_entry *e, pdbx_run *run)
     snprintf(run->host, sizeof run->host, "%s", e->host);
     run->created = e->sum.created;
     run->pid = e->pid;
+    run->pid_start = e->pid_start;
+    snprintf(run->boot_id, sizeof run->boot_id, "%s", e->boot_id);
     run->last_event = e->last_event;
     size_t n = (size_t)cJSON_GetArraySize(e->resume_points);
     if (n > 0 && !(run->points = calloc(n, sizeof *run->points)))
@@ -213,12 +217,16 @@ static int cmp_summary_newest(const void *a, const void *b)
 }
 
 /* The summary to show: a run without run_end whose launcher is gone is listed as failed. */
-static pdbx_run_summary live_summary(const pdbx_index_entry *e, int launcher_dead)
+static pdbx_run_summary live_summary(const pdbx_store *st, const pdbx_index_entry *e,
+                                     int launcher_dead)
 {
     pdbx_run_summary s = e->sum;
     if (s.status == PDBX_RUN_RUNNING && !e->have_end && launcher_dead) {
         s.status = PDBX_RUN_FAILED;
-        store_no_end_reason(s.message, sizeof s.message, e->host, e->pid, e->last_event);
+        char *path = store_run_path_alloc(st, e->sum.id);
+        store_launcher l = { e->host, e->pid, e->pid_start, e->boot_id, e->last_event, path };
+        store_no_end_reason(s.message, sizeof s.message, &l);
+        free(path);
     }
     return s;
 }
@@ -315,7 +323,8 @@ static int launcher_dead(const pdbx_store *st, pdbx_index_entry *e, int *changed
 {
     for (int pass = 0; pass < 8; pass++) {
         if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
-            store_launcher_alive(e->host, e->pid, e->last_event))
+            store_launcher_alive(&(store_launcher){ e->host, e->pid, e->pid_start, e->boot_id,
+                                                    e->last_event, NULL }))
             return 0;
         char *path = store_run_path_alloc(st, e->sum.id);
         struct stat sb;
@@ -341,7 +350,7 @@ static int summaries_of(const pdbx_store *st, pdbx_index_entry *cur, size_t n, c
     if (n && !s)
         return pdbx_fail(err, errlen, "%s: out of memory listing runs", st->runs);
     for (size_t i = 0; i < n; i++)
-        s[i] = live_summary(&cur[i], dead[i]);
+        s[i] = live_summary(st, &cur[i], dead[i]);
     if (n)
         qsort(s, n, sizeof *s, cmp_summary_newest);
     *out = s;

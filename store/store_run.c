@@ -1,6 +1,7 @@
 /* store_run.c: one run: the writer (create O_EXCL, reopen cutting a torn tail, append one
  * durable frame per event), loading a run into a pdbx_run, and the liveness rule (store.h).
  */
+#define _GNU_SOURCE      /* fallocate, FALLOC_FL_KEEP_SIZE */
 #include "store/util/err.h"
 #include "store/store.h"
 
@@ -11,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "store/layout.h"
 #include "store/util/clock.h"
 #include "store/util/fs.h"
+#include "store/util/proc.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
 
@@ -25,6 +28,8 @@ struct pdbx_run_writer {
     int fd;
     uint64_t size;    /* bytes of whole frames in the file */
     pdbx_frame_encoder *enc;
+    int no_reserve;   /* the file system cannot preallocate (fallocate KEEP_SIZE) */
+    pdbx_append_failure failure;   /* of the last append */
 };
 
 /* ---- writer -------------------------------------------------------------------------- */
@@ -149,16 +154,80 @@ const char *pdbx_run_writer_id(const pdbx_run_writer *w)
     return w->id;
 }
 
-int pdbx_run_writer_append(pdbx_run_writer *w, const cJSON *event, char *err, size_t errlen)
+static int no_space(int e)
+{
+    return e == ENOSPC || e == EDQUOT || e == EFBIG;
+}
+
+/* Room for len more bytes plus the end reserve: allocated past the end (KEEP_SIZE: the file's
+ * size, which readers see, does not change) and under the file-size limit. 0, or -1 with err
+ * and nothing written. */
+static int reserve_room(pdbx_run_writer *w, size_t len, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (fstat(w->fd, &sb) != 0)
+        return 0;                        /* the append itself will say what is wrong */
+    uint64_t need = (uint64_t)len + PDBX_RUN_END_RESERVE;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (uint64_t)sb.st_size + need > (uint64_t)rl.rlim_cur) {
+        w->failure = PDBX_APPEND_NO_SPACE;
+        pdbx_errf(err, errlen, "%s: a %zu-byte event would reach the file-size limit (ulimit -f, "
+                  "%llu bytes): %s", w->path, len, (unsigned long long)rl.rlim_cur, strerror(EFBIG));
+        return -1;
+    }
+    if (w->no_reserve)
+        return 0;
+    int rc;
+    do
+        rc = fallocate(w->fd, FALLOC_FL_KEEP_SIZE, sb.st_size, (off_t)need);
+    while (rc != 0 && errno == EINTR);
+    if (rc == 0)
+        return 0;
+    if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
+        w->no_reserve = 1;               /* plain appends on this file system */
+        return 0;
+    }
+    w->failure = no_space(errno) ? PDBX_APPEND_NO_SPACE : PDBX_APPEND_IO;
+    pdbx_errf(err, errlen, "%s: no room for a %zu-byte event and the run end: %s", w->path, len,
+              strerror(errno));
+    return -1;
+}
+
+static int writer_append(pdbx_run_writer *w, const cJSON *event, int last, char *err,
+                         size_t errlen)
 {
     const void *frame;
     size_t len;
     char why[200];
+    w->failure = PDBX_APPEND_OK;
     if (pdbx_frame_encode_event(w->enc, event, &frame, &len, why, sizeof why) != 0) {
         pdbx_errf(err, errlen, "%s: %s", w->path, why);
+        w->failure = PDBX_APPEND_ENCODE;
         return -1;
     }
-    return pdbx_frame_append(w->fd, &w->size, frame, len, w->path, err, errlen);
+    if (!last && reserve_room(w, len, err, errlen) != 0)
+        return -1;
+    errno = 0;
+    int rc = pdbx_frame_append(w->fd, &w->size, frame, len, w->path, err, errlen);
+    if (rc != 0)   /* a short write without errno: no room */
+        w->failure = no_space(errno) || errno == 0 ? PDBX_APPEND_NO_SPACE : PDBX_APPEND_IO;
+    return rc;
+}
+
+int pdbx_run_writer_append(pdbx_run_writer *w, const cJSON *event, char *err, size_t errlen)
+{
+    return writer_append(w, event, 0, err, errlen);
+}
+
+int pdbx_run_writer_append_last(pdbx_run_writer *w, const cJSON *event, char *err, size_t errlen)
+{
+    return writer_append(w, event, 1, err, errlen);
+}
+
+pdbx_append_failure pdbx_run_writer_failure(const pdbx_run_writer *w)
+{
+    return w ? w->failure : PDBX_APPEND_OK;
 }
 
 int pdbx_run_writer_close(pdbx_run_writer *w, char *err, size_t errlen)
@@ -186,9 +255,7 @@ static int same_host(const char *host)
     return strcmp(me, host) == 0;
 }
 
-/* 1 while a run without run_end counts as running (the rule of store.h). A pid reused by an
- * unrelated process after a crash reads as alive: the contract (and tests that record a live
- * pid with old event times) ask for exactly "the pid lives on this host". */
+/* 1 when process pid exists here and is not a zombie. */
 int pdbx_process_alive(long pid)
 {
     if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
@@ -206,19 +273,92 @@ int pdbx_process_alive(long pid)
     return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
-int store_launcher_alive(const char *host, long pid, double last_event)
+int pdbx_process_is(long pid, double pid_start, const char *boot_id)
 {
-    if (pid > 0 && same_host(host))
-        return pdbx_process_alive(pid);
-    return last_event > 0 && pdbx_wall_s() - last_event < PDBX_HEARTBEAT_TIMEOUT_S;
+    if (!pdbx_process_alive(pid))
+        return 0;
+    if (!(pid_start > 0))
+        return 1;              /* nothing recorded beyond the pid (older runs): the pid decides */
+    char boot[40];
+    pdbx_boot_id(boot, sizeof boot);
+    if (boot_id && boot_id[0] && boot[0] && strcmp(boot, boot_id) != 0)
+        return 0;              /* started in an earlier boot: its ticks mean nothing now */
+    unsigned long long ticks;
+    if (pdbx_proc_start_ticks(pid, &ticks) != 0)
+        return 1;              /* /proc unreadable: trust kill */
+    return (double)ticks == pid_start;
 }
 
-void store_no_end_reason(char *buf, size_t len, const char *host, long pid, double last_event)
+store_launcher store_launcher_of_run(const pdbx_run *run)
 {
-    if (pid > 0 && same_host(host))
-        snprintf(buf, len, "no run end (launcher pid %ld on %s is gone)", pid, host);
-    else if (last_event > 0)
-        snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_wall_s() - last_event);
+    store_launcher l = { run->host, run->pid, run->pid_start, run->boot_id, run->last_event, NULL };
+    return l;
+}
+
+/* How the run at run_path ended, from its log (DIR/logs/<id>.log next to DIR/runs/<id>.pdbx)
+ * when the engine or the supervisor could not append run_end (disk full): the last line's
+ * text after "run_end not written: ". 0 with out set, -1 when the log says nothing. */
+static int log_end(const char *run_path, char *out, size_t len)
+{
+    static const char mark[] = "run_end not written: ";
+    const char *slash = run_path ? strrchr(run_path, '/') : NULL;
+    char dir[4096], id[PDBX_RUN_ID_MAX], log[4096], tail[16384];
+    if (!slash || (size_t)(slash - run_path) >= sizeof dir ||
+        !pdbx_layout_run_id_of_name(slash + 1, id))
+        return -1;
+    memcpy(dir, run_path, (size_t)(slash - run_path));
+    dir[slash - run_path] = '\0';
+    char *runs = strrchr(dir, '/');
+    if (!runs || strcmp(runs + 1, "runs") != 0)
+        return -1;                      /* a recording outside a store: no log */
+    *runs = '\0';
+    if (pdbx_layout_path(PDBX_PATH_LOG, dir[0] ? dir : "/", id, log, sizeof log) != 0)
+        return -1;
+    int fd = open(log, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0)
+        return -1;
+    ssize_t n = -1;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {   /* the last 16 KiB are enough */
+        off_t from = sb.st_size > (off_t)sizeof tail - 1 ? sb.st_size - (off_t)(sizeof tail - 1) : 0;
+        n = pread(fd, tail, sizeof tail - 1, from);
+    }
+    close(fd);
+    if (n <= 0)
+        return -1;
+    tail[n] = '\0';
+    const char *last = NULL;
+    for (const char *p = tail; (p = strstr(p, mark)) != NULL; p += sizeof mark - 1)
+        last = p + sizeof mark - 1;
+    if (!last)
+        return -1;
+    size_t k = strcspn(last, "\n");
+    snprintf(out, len, "%.*s", (int)k, last);
+    return 0;
+}
+
+/* 1 while a run without run_end counts as running (the rule of store.h): its launcher is the
+ * process recorded (pid, and its start time where recorded: a reused pid is not it) on this
+ * host; on another host, while its heartbeat is fresh. */
+int store_launcher_alive(const store_launcher *l)
+{
+    if (l->pid > 0 && same_host(l->host))
+        return pdbx_process_is(l->pid, l->pid_start, l->boot_id);
+    return l->last_event > 0 && pdbx_wall_s() - l->last_event < PDBX_HEARTBEAT_TIMEOUT_S;
+}
+
+void store_no_end_reason(char *buf, size_t len, const store_launcher *l)
+{
+    char said[300];
+    if (log_end(l->path, said, sizeof said) == 0)
+        snprintf(buf, len, "%s (run_end not written; from the log)", said);
+    else if (l->pid > 0 && same_host(l->host) && pdbx_process_alive(l->pid))
+        snprintf(buf, len, "no run end (launcher pid %ld on %s is gone; the pid is now another "
+                 "process)", l->pid, l->host);
+    else if (l->pid > 0 && same_host(l->host))
+        snprintf(buf, len, "no run end (launcher pid %ld on %s is gone)", l->pid, l->host);
+    else if (l->last_event > 0)
+        snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_wall_s() - l->last_event);
     else
         snprintf(buf, len, "no run end (no events)");
 }
@@ -227,12 +367,13 @@ void pdbx_run_refresh_liveness(pdbx_run *run)
 {
     if (run->have_end || run->status == PDBX_RUN_CORRUPT)
         return;
-    if (store_launcher_alive(run->host, run->pid, run->last_event)) {
+    store_launcher l = store_launcher_of_run(run);
+    if (store_launcher_alive(&l)) {
         run->status = PDBX_RUN_RUNNING;
         run->end_reason[0] = '\0';
     } else {
         run->status = PDBX_RUN_FAILED;
-        store_no_end_reason(run->end_reason, sizeof run->end_reason, run->host, run->pid, run->last_event);
+        store_no_end_reason(run->end_reason, sizeof run->end_reason, &l);
     }
 }
 
@@ -286,7 +427,8 @@ int pdbx_run_load_file(const char *path, pdbx_run *run, char *err, size_t errlen
             if (stat(path, &sb) == 0)
                 run->last_event = store_mtime_of(&sb);
         }
-        alive = store_launcher_alive(run->host, run->pid, run->last_event);
+        store_launcher l = store_launcher_of_run(run);
+        alive = store_launcher_alive(&l);
         struct stat sb;
         if (alive || pass >= 8 || stat(path, &sb) != 0 || (uint64_t)sb.st_size <= res.next_offset)
             break;
@@ -296,7 +438,9 @@ int pdbx_run_load_file(const char *path, pdbx_run *run, char *err, size_t errlen
         run->end_reason[0] = '\0';
     } else {
         run->status = PDBX_RUN_FAILED;
-        store_no_end_reason(run->end_reason, sizeof run->end_reason, run->host, run->pid, run->last_event);
+        store_launcher l = store_launcher_of_run(run);
+        l.path = path;
+        store_no_end_reason(run->end_reason, sizeof run->end_reason, &l);
     }
     return 0;
 }

@@ -24,6 +24,7 @@
 #include "engine/launch/launch_check.h"
 #include "engine/launch/launch_supervisor.h"
 #include "store/layout.h"
+#include "store/stop_request.h"
 #include "store/util/clock.h"
 #include "store/util/err.h"
 #include "store/util/fs.h"
@@ -212,6 +213,48 @@ int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch 
     return rc;
 }
 
+/* ---- a sweep already running ------------------------------------------------------------ */
+int pdbx_launch_find_running(const pdbx_spec *spec, const char *store_dir,
+                             char running_id[PDBX_RUN_ID_MAX], char *what, size_t whatlen,
+                             char *err, size_t errlen)
+{
+    pdbx_store *st = NULL;
+    pdbx_run_summary *runs = NULL;
+    size_t n = 0;
+    char host[256];
+    int found = 0;
+    pdbx_hostname(host, sizeof host, "");
+    running_id[0] = '\0';
+    if (pdbx_store_open(store_dir, 0, &st, err, errlen) != 0)
+        return access(store_dir, F_OK) == 0 ? -1 : 0;   /* no store yet: nothing runs in it */
+    if (pdbx_store_list(st, &runs, &n, err, errlen) != 0) {
+        pdbx_store_close(st);
+        return -1;
+    }
+    /* "auto" becomes cuda or cpu when the engine starts: it may share either */
+    const char *backend = pdbx_backend_name(spec->backend);
+    int any_backend = strcmp(backend, "auto") == 0;
+    for (size_t i = 0; i < n && !found; i++) {
+        if (runs[i].status != PDBX_RUN_RUNNING ||
+            (!any_backend && strcmp(runs[i].backend, backend) != 0))
+            continue;
+        pdbx_run run;
+        char lerr[256];
+        if (pdbx_run_load(st, runs[i].id, &run, lerr, sizeof lerr) != 0)
+            continue;
+        if (run.status == PDBX_RUN_RUNNING && run.host[0] && strcmp(run.host, host) == 0) {
+            found = 1;
+            pdbx_strcopy(running_id, PDBX_RUN_ID_MAX, run.id);
+            snprintf(what, whatlen, "%s, %s backend, %zu of %zu points done", run.model.name,
+                     run.backend, pdbx_run_points_done(&run), run.npoints);
+        }
+        pdbx_run_free(&run);
+    }
+    free(runs);
+    pdbx_store_close(st);
+    return found;
+}
+
 /* ---- cancelling ------------------------------------------------------------------------------ */
 /* 1 when pid is the launcher of run_id in store_dir: a supervisor started from this store
  * (it wrote logs/<id>.log), or rank 0 of a `pdbx-engine --run-id <id>` launched directly. An
@@ -241,29 +284,50 @@ static int launched_here(const char *store_dir, const char *run_id, long pid)
     return 0;
 }
 
-int pdbx_launch_cancel(pdbx_store *st, const char *run_id, char *err, size_t errlen)
+/* One line on who asks, for run_end: "pdbx cancel (pid 812)". */
+static void requester(pdbx_end_cause cause, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s (pid %ld)", pdbx_end_cause_text(cause), (long)getpid());
+}
+
+int pdbx_launch_cancel(pdbx_store *st, const char *run_id, pdbx_end_cause cause, char *err,
+                       size_t errlen)
 {
     pdbx_run run;
     if (pdbx_run_load(st, run_id, &run, err, errlen) != 0)
         return -1;
     int rc = -1;
-    char host[256];
+    char host[256], who[PDBX_STOP_DETAIL_MAX];
     pdbx_hostname(host, sizeof host, "");
     if (run.status != PDBX_RUN_RUNNING) {
-        snprintf(err, errlen, "run %s is not running (%s)", run.id, pdbx_run_status_name(run.status));
+        snprintf(err, errlen, "run %s is not running (%s%s%s): nothing signalled", run.id,
+                 pdbx_run_status_name(run.status), run.end_reason[0] ? ": " : "", run.end_reason);
     } else if (run.host[0] && strcmp(run.host, host) != 0) {
         snprintf(err, errlen, "run %s runs on host %s, not here (%s): cancel it there", run.id,
                  run.host, host);
     } else if (run.pid <= 1) {
         snprintf(err, errlen, "run %s has no launcher pid", run.id);
+    } else if (!pdbx_process_is(run.pid, run.pid_start, run.boot_id)) {
+        /* the liveness rule read it as running a moment ago: it just ended, or the heartbeat
+         * rule of a run without host decided; either way pid is not its launcher */
+        snprintf(err, errlen, "run %s: its launcher (pid %ld on %s) is gone; pid %ld is another "
+                 "process now: nothing signalled", run.id, run.pid, run.host, run.pid);
     } else if (!launched_here(pdbx_store_dir(st), run_id, run.pid)) {
         snprintf(err, errlen, "run %s was not launched from this store (an imported copy?): its "
                  "launcher pid %ld is not its sweep; cancel the sweep where it was started",
                  run_id, run.pid);
-    } else if (kill(-(pid_t)run.pid, SIGTERM) != 0 && kill((pid_t)run.pid, SIGTERM) != 0) {
-        snprintf(err, errlen, "cannot signal pid %ld of run %s: %s", run.pid, run.id, strerror(errno));
     } else {
-        rc = 0;
+        requester(cause, who, sizeof who);
+        char werr[256];
+        /* the request goes first: the supervisor reads it when the signal arrives */
+        if (pdbx_stop_request_write(pdbx_store_dir(st), run.id, cause, who, werr, sizeof werr) != 0)
+            fprintf(stderr, "pdbx: %s (the run end will name a signal, not %s)\n", werr,
+                    pdbx_end_cause_text(cause));
+        if (kill(-(pid_t)run.pid, SIGTERM) != 0 && kill((pid_t)run.pid, SIGTERM) != 0)
+            snprintf(err, errlen, "cannot signal pid %ld of run %s: %s", run.pid, run.id,
+                     strerror(errno));
+        else
+            rc = 0;
     }
     pdbx_run_free(&run);
     return rc;

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "engine/plan/plan.h"
+#include "store/events.h"
 #include "store/store.h"
 
 typedef struct {
@@ -30,9 +31,23 @@ typedef struct {
  * exists with run_start, or the call fails, when it returns). */
 int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch *out,
                       char *err, size_t errlen);
-/* SIGTERM to the sweep's process group (found from run_start's pid/host). Fails with a clear
- * message when the run is not running or runs on another host. */
-int pdbx_launch_cancel(pdbx_store *st, const char *run_id, char *err, size_t errlen);
+/* A sweep of the store at store_dir that runs on this host now (its launcher is alive, the
+ * store's liveness rule) and that a sweep for spec would share devices with: the same backend
+ * on the same host (cpu: the host's cores; cuda: its GPUs, which every sweep numbers from 0;
+ * backend auto: either).
+ * Two such sweeps disturb each other's numbers. 1 with its id and a one-line description in
+ * what (model, backend, progress), 0 when there is none, -1 with err. */
+int pdbx_launch_find_running(const pdbx_spec *spec, const char *store_dir,
+                             char running_id[PDBX_RUN_ID_MAX], char *what, size_t whatlen,
+                             char *err, size_t errlen);
+
+/* Stops a running sweep: writes the stop request naming cause (pdbx cancel, the explorer,
+ * Ctrl-C; store/stop_request.h), then SIGTERM to the sweep's process group (found from
+ * run_start's host, pid and pid start time). Fails with a one-line message and signals nothing
+ * when the run is not running, runs on another host, or its launcher is gone (the pid now
+ * belongs to another process: pid reuse). */
+int pdbx_launch_cancel(pdbx_store *st, const char *run_id, pdbx_end_cause cause, char *err,
+                       size_t errlen);
 /* Path of the pdbx-engine and mpirun binaries used ($PDBX_ENGINE, else next to pdbx). */
 const char *pdbx_engine_path(void);
 

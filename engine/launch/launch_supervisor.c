@@ -5,6 +5,17 @@
  * the supervisor's group) is instead forwarded as SIGUSR1, which mpirun passes to every rank,
  * and the engine ends the run `cancelled`. If the engine has not ended within CANCEL_GRACE_S
  * the supervisor escalates (SIGTERM, then SIGKILL) and writes run_end itself.
+ *
+ * Who stopped the sweep: pdbx cancel, the explorer and Ctrl-C write the stop request
+ * (store/stop_request.h) before their SIGTERM; a SIGTERM or SIGINT that comes without one is a
+ * foreign signal, and the supervisor writes the request itself naming the sender's pid, so the
+ * engine's run_end says who. mpirun gets SIGUSR2 from the kernel if the supervisor dies
+ * (PR_SET_PDEATHSIG) and forwards it: the engine ends the run failed, "supervisor lost".
+ *
+ * Shared memory: OpenMPI's shared-memory transport backs its segments with files in /dev/shm
+ * (vader_segment.*), which stay behind when mpirun is killed. Each mpirun gets a directory of
+ * its own there (PDBX_SHM_DIR_PREFIX + the run id) and the supervisor removes it after mpirun
+ * ends, whatever the ending; a sweep killed whole leaves it to the store's next launch.
  */
 #include "engine/launch/launch_supervisor.h"
 
@@ -14,12 +25,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/plan/plan_event.h"
 #include "store/events.h"
+#include "store/layout.h"
+#include "store/stop_request.h"
 #include "store/version.h"
 #include "store/util/clock.h"
 #include "store/util/err.h"
@@ -82,8 +97,11 @@ void pdbx_sup_log_tail(const char *path, char *out, size_t len)
 /* Appends ev (and frees it); 0 or -1 with err. */
 static int append_event(pdbx_run_writer *w, cJSON *ev, char *err, size_t errlen)
 {
-    int rc = ev ? pdbx_run_writer_append(w, ev, err, errlen)
-                : pdbx_fail(err, errlen, "out of memory building an event");
+    /* the supervisor writes a run's start and end only: the end may use the writer's reserve */
+    int last = ev && pdbx_event_type_of(ev) == PDBX_EV_RUN_END;
+    int rc = !ev ? pdbx_fail(err, errlen, "out of memory building an event")
+             : last ? pdbx_run_writer_append_last(w, ev, err, errlen)
+                    : pdbx_run_writer_append(w, ev, err, errlen);
     cJSON_Delete(ev);
     return rc;
 }
@@ -98,17 +116,20 @@ static void close_run(pdbx_store *st, pdbx_run_writer *w)
 }
 
 static void append_end(const char *store_dir, const char *id, pdbx_run_status status,
-                       const char *reason)
+                       const char *reason, pdbx_end_cause cause)
 {
     pdbx_store *st = NULL;
     pdbx_run_writer *w = NULL;
     char err[512];
+    pdbx_ev_run_end re = { .status = status, .reason = reason, .elapsed_s = NAN,
+                           .by = pdbx_event_by_supervisor, .cause = cause, .in_flight_point = -1 };
     /* only a run the engine created gets a run_end: a sweep that never started has no run */
     if (pdbx_store_open(store_dir, 1, &st, err, sizeof err) != 0 ||
         pdbx_run_writer_open(st, id, &w, err, sizeof err) != 0 ||
-        append_event(w, pdbx_event_run_end(status, reason, NAN, pdbx_event_by_supervisor), err,
-                     sizeof err) != 0)
-        fprintf(stderr, "pdbx supervisor: cannot write run_end: %s\n", err);
+        append_event(w, pdbx_event_run_end_ex(&re), err, sizeof err) != 0)
+        /* the store shows this line for a run without run_end (store_run.c) */
+        fprintf(stderr, "pdbx supervisor: run_end not written: %s: %s (%s)\n",
+                pdbx_run_status_name(status), reason, err);
     else
         fprintf(stderr, "pdbx supervisor: run_end %s: %s\n", pdbx_run_status_name(status), reason);
     close_run(st, w);
@@ -124,6 +145,9 @@ static cJSON *planned_start_event(const pdbx_sup_job *job)
     pdbx_strcopy(who.git_rev, sizeof who.git_rev, pdbx_git_rev());
     pdbx_hostname(who.host, sizeof who.host, "unknown");
     who.pid = (long)getpid();
+    unsigned long long ticks = 0;
+    who.pid_start = pdbx_proc_start_ticks(who.pid, &ticks) == 0 ? (double)ticks : 0;
+    pdbx_boot_id(who.boot_id, sizeof who.boot_id);
     char err[256];
     pdbx_plan_point *pts = NULL;
     size_t npts = 0;
@@ -162,12 +186,40 @@ static void record_failed_start(const pdbx_sup_job *job, const char *fallback)
 }
 
 /* ---- running mpirun ---------------------------------------------------------------------- */
-static volatile sig_atomic_t sup_cancel;
+static volatile sig_atomic_t sup_cancel, sup_signal, sup_sender;
 
-static void sup_on_signal(int sig)
+static void sup_on_signal(int sig, siginfo_t *si, void *uc)
 {
-    (void)sig;
+    (void)uc;
+    if (!sup_cancel) {
+        sup_signal = sig;
+        sup_sender = si ? (sig_atomic_t)si->si_pid : 0;
+    }
     sup_cancel = 1;
+}
+
+/* A stop that nobody in pdbx announced (no stop request): name the signal and its sender. */
+static void note_foreign_stop(const pdbx_sup_job *job)
+{
+    char detail[PDBX_STOP_DETAIL_MAX], comm[64] = "", path[64], err[256];
+    if (sup_sender > 0) {
+        snprintf(path, sizeof path, "/proc/%ld/comm", (long)sup_sender);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f))
+                comm[0] = '\0';
+            fclose(f);
+            comm[strcspn(comm, "\n")] = '\0';
+        }
+        snprintf(detail, sizeof detail, "a signal (%s from pid %ld%s%s)",
+                 sup_signal == SIGINT ? "SIGINT" : "SIGTERM", (long)sup_sender, comm[0] ? ", " : "",
+                 comm);
+    } else {
+        snprintf(detail, sizeof detail, "a signal (%s)", sup_signal == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+    if (pdbx_stop_request_write(job->store_dir, job->id, PDBX_CAUSE_SIGNAL, detail, err,
+                                sizeof err) != 0)
+        fprintf(stderr, "pdbx supervisor: %s\n", err);
 }
 
 static const char *mpirun_path(void)
@@ -202,10 +254,11 @@ static void exec_mpirun(const char *const *argv, pid_t supervisor)
     setpgid(0, 0);
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
-    /* If the supervisor dies (kill -9), mpirun tears the sweep down: otherwise the ranks go on
-     * writing a run that the store already shows as failed (launcher gone) and that
-     * `pdbx cancel` can no longer reach. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != supervisor)
+    /* If the supervisor dies (kill -9), the sweep ends: otherwise the ranks go on writing a run
+     * that the store already shows as failed (launcher gone) and that `pdbx cancel` can no
+     * longer reach. SIGUSR2, which mpirun forwards to every rank, tells the engine why (a
+     * SIGTERM would read as a cancel and kill the ranks before they record it). */
+    if (prctl(PR_SET_PDEATHSIG, SIGUSR2) != 0 || getppid() != supervisor)
         _exit(127);
     execvp(argv[0], (char *const *)argv);
     fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
@@ -213,7 +266,7 @@ static void exec_mpirun(const char *const *argv, pid_t supervisor)
 }
 
 /* Waits for mpirun, forwarding a cancel and escalating after the grace; its wait status. */
-static int wait_mpirun(pid_t pid, int *cancelled)
+static int wait_mpirun(const pdbx_sup_job *job, pid_t pid, int *cancelled)
 {
     int status = 0, forwarded = 0;
     double cancel_at = -1;
@@ -224,6 +277,10 @@ static int wait_mpirun(pid_t pid, int *cancelled)
         if (r < 0 && errno != EINTR)
             return -1;
         if (sup_cancel && !forwarded) {
+            pdbx_end_cause cause;
+            char detail[PDBX_STOP_DETAIL_MAX];
+            if (pdbx_stop_request_read(job->store_dir, job->id, &cause, detail) != 0)
+                note_foreign_stop(job);
             kill(pid, SIGUSR1);       /* mpirun forwards SIGUSR1 to every rank */
             forwarded = 1;
             cancel_at = pdbx_mono_s();
@@ -239,6 +296,84 @@ static int wait_mpirun(pid_t pid, int *cancelled)
     }
 }
 
+/* ---- shared memory ------------------------------------------------------------------------ */
+/* The directory OpenMPI's shared-memory transport backs its segments in for this run. */
+static void shm_dir(const pdbx_sup_job *job, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s", PDBX_SHM_DIR_PREFIX, job->id);
+}
+
+/* Points mpirun (and through it every rank) at a directory of the run's own. Where /dev/shm
+ * is missing or not writable, OpenMPI's default stays. */
+static void use_shm_dir(const pdbx_sup_job *job)
+{
+    char dir[PDBX_PATH_MAX];
+    shm_dir(job, dir, sizeof dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return;
+    /* OpenMPI 4 calls the transport vader, OpenMPI 5 sm: an unknown name is ignored */
+    setenv("OMPI_MCA_btl_vader_backing_directory", dir, 1);
+    setenv("OMPI_MCA_btl_sm_backing_directory", dir, 1);
+}
+
+/* Removes a shared-memory directory and what the ranks left in it. */
+static void remove_dir_files(const char *dir)
+{
+    char path[PDBX_PATH_MAX + 300];
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) != 0)
+            fprintf(stderr, "pdbx supervisor: cannot remove %s: %s\n", path, strerror(errno));
+    }
+    closedir(d);
+    if (rmdir(dir) != 0)
+        fprintf(stderr, "pdbx supervisor: cannot remove %s: %s\n", dir, strerror(errno));
+}
+
+static void remove_shm_dir(const pdbx_sup_job *job)
+{
+    char dir[PDBX_PATH_MAX];
+    shm_dir(job, dir, sizeof dir);
+    remove_dir_files(dir);
+}
+
+/* The directories of earlier runs of this store whose supervisor was killed with everything
+ * else (nobody was left to remove them): removed once their run is no longer running. */
+static void remove_stale_shm_dirs(const pdbx_sup_job *job)
+{
+    const char *prefix = strrchr(PDBX_SHM_DIR_PREFIX, '/') + 1;
+    char parent[PDBX_PATH_MAX], run_path[PDBX_PATH_MAX], dir[PDBX_PATH_MAX];
+    snprintf(parent, sizeof parent, "%.*s", (int)(prefix - PDBX_SHM_DIR_PREFIX), PDBX_SHM_DIR_PREFIX);
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *id = de->d_name + strlen(prefix);
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || !pdbx_layout_valid_id(id) ||
+            strcmp(id, job->id) == 0 ||
+            pdbx_layout_path(PDBX_PATH_RUN, job->store_dir, id, run_path, sizeof run_path) != 0 ||
+            access(run_path, F_OK) != 0)
+            continue;            /* not a run of this store */
+        pdbx_run run;
+        char err[256];
+        int running = pdbx_run_load_file(run_path, &run, err, sizeof err) != 0 ||
+                      run.status == PDBX_RUN_RUNNING;
+        pdbx_run_free(&run);
+        if (running)
+            continue;
+        snprintf(dir, sizeof dir, "%s%s", PDBX_SHM_DIR_PREFIX, id);
+        remove_dir_files(dir);
+    }
+    closedir(d);
+}
+
 /* Runs one mpirun to its end; returns its wait status, -1 when it could not be started. */
 static int run_mpirun(const pdbx_sup_job *job, int np, int *cancelled)
 {
@@ -250,12 +385,17 @@ static int run_mpirun(const pdbx_sup_job *job, int np, int *cancelled)
         fprintf(stderr, " %s", argv[i]);
     fprintf(stderr, "\n");
     pid_t supervisor = getpid();
+    use_shm_dir(job);
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
+        remove_shm_dir(job);
         return -1;
+    }
     if (pid == 0)
         exec_mpirun(argv, supervisor);
-    return wait_mpirun(pid, cancelled);
+    int status = wait_mpirun(job, pid, cancelled);
+    remove_shm_dir(job);
+    return status;
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
@@ -263,7 +403,8 @@ static void install_handlers(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = sup_on_signal;
+    sa.sa_sigaction = sup_on_signal;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -286,9 +427,15 @@ static void end_reason(int status, int np, char *buf, size_t len)
 void pdbx_sup_run(const pdbx_sup_job *job)
 {
     install_handlers();
+    remove_stale_shm_dirs(job);
     char pidbuf[32];
     snprintf(pidbuf, sizeof pidbuf, "%ld", (long)getpid());
     setenv("PDBX_LAUNCHER_PID", pidbuf, 1);
+    unsigned long long ticks = 0;
+    if (pdbx_proc_start_ticks((long)getpid(), &ticks) == 0) {
+        snprintf(pidbuf, sizeof pidbuf, "%llu", ticks);
+        setenv("PDBX_LAUNCHER_START", pidbuf, 1);
+    }
     int cancelled = 0;
     for (int i = 0; i < job->nsizes; i++) {
         int status = run_mpirun(job, job->sizes[i], &cancelled);
@@ -305,13 +452,20 @@ void pdbx_sup_run(const pdbx_sup_job *job)
         int ok = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (ok && !cancelled && !sup_cancel)
             continue;                                 /* more rank counts to launch */
-        char reason[256];
-        end_reason(status, job->sizes[i], reason, sizeof reason);
-        append_end(job->store_dir, job->id,
-                   cancelled || sup_cancel ? PDBX_RUN_CANCELLED : PDBX_RUN_FAILED, reason);
+        char reason[512], why[256];
+        end_reason(status, job->sizes[i], why, sizeof why);
+        pdbx_end_cause cause = PDBX_CAUSE_NONE;
+        char detail[PDBX_STOP_DETAIL_MAX] = "";
+        int stopped = cancelled || sup_cancel;
+        if (stopped && pdbx_stop_request_read(job->store_dir, job->id, &cause, detail) == 0)
+            snprintf(reason, sizeof reason, "cancelled by %s; %s", detail, why);
+        else
+            snprintf(reason, sizeof reason, "%s", why);
+        append_end(job->store_dir, job->id, stopped ? PDBX_RUN_CANCELLED : PDBX_RUN_FAILED, reason,
+                   cause);
         return;
     }
     if (!read_state(job->run_path).has_end)
         append_end(job->store_dir, job->id, PDBX_RUN_FAILED,
-                   "the launches ended before every point was done");
+                   "the launches ended before every point was done", PDBX_CAUSE_NONE);
 }

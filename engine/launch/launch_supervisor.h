@@ -15,6 +15,9 @@
 #include "engine/plan/plan.h"
 #include "store/store.h"
 
+/* OpenMPI's shared-memory segments of run ID live in PDBX_SHM_DIR_PREFIX ID while it runs. */
+#define PDBX_SHM_DIR_PREFIX "/dev/shm/pdbx-"
+
 /* Everything the supervisor needs, filled by the launching caller before the fork. */
 typedef struct {
     char id[PDBX_RUN_ID_MAX];

@@ -15,4 +15,11 @@ int pdbx_exe_dir(char *buf, size_t len);
 /* This machine's host name, always terminated; `fallback` when gethostname fails. */
 void pdbx_hostname(char *buf, size_t len, const char *fallback);
 
+/* A process's identity beyond its pid, which the kernel reuses: the start time of process pid
+ * (/proc/PID/stat field 22, clock ticks since boot) in *ticks, 0 or -1 when there is no such
+ * process or /proc cannot be read. Together with the boot id (/proc/sys/kernel/random/boot_id,
+ * "" when unreadable: ticks restart at every boot) it names one process for the machine's life. */
+int pdbx_proc_start_ticks(long pid, unsigned long long *ticks);
+void pdbx_boot_id(char *buf, size_t len);
+
 #endif

@@ -15,6 +15,23 @@ ST=$TMP/store
 status_of() {
     "$PDBX" ls --json --store "$ST" | "$PY" -c 'import json,sys; print([r["status"] for r in json.load(sys.stdin) if r["id"] == sys.argv[1]][0])' "$1"
 }
+# the /dev/shm files the engine ranks of run $1 have mapped (OpenMPI's shared-memory segments)
+shm_of_run() {
+    local p
+    for p in $(pgrep -f "^$ENGINE .*--run-id $1"); do
+        grep -o ' /dev/shm/.*' "/proc/$p/maps" 2>/dev/null | sed 's/^ //; s/ (deleted)$//'
+    done | sort -u
+}
+# fails when any of the files (one per line in $1) or the run's own directory still exist once
+# the run's supervisor has exited (it removes them after mpirun ends, after run_end)
+shm_gone() {   # files, id, what
+    local f sup
+    sup=$(ev_py "$ST/runs/$2.pdbx" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
+    for _ in $(seq 100); do kill -0 "$sup" 2>/dev/null || break; sleep 0.1; done
+    for f in $1; do [ -e "$f" ] && fail "$3: $f left behind in /dev/shm"; done
+    [ -e "/dev/shm/pdbx-$2" ] && fail "$3: /dev/shm/pdbx-$2 left behind"
+    return 0
+}
 wait_for() {   # seconds, python condition over E, file
     local s=$1 cond=$2 f=$3
     for _ in $(seq $((s * 10))); do
@@ -44,6 +61,7 @@ dt=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "detached $id in ${dt} ms"
 "$PDBX" attach "${id:0:25}" --store "$ST" 2>"$TMP/attach" || { cat "$TMP/attach"; fail "attach"; }
 grep -q "complete" "$TMP/attach" || { cat "$TMP/attach"; fail "attach did not report complete"; }
+shm_gone "" "$id" "complete run"
 [ "$(status_of "$id")" = complete ] || { "$PDBX" ls --store "$ST"; fail "ls status after attach"; }
 # attach to an ended run: its clock stopped at the run end (not now), ETA 0
 sleep 3
@@ -75,12 +93,18 @@ copy=$("$PDBX" import "$TMP/running.rec" --store "$TMP/other") || fail "import a
 grep -q "not launched from this store" "$TMP/cancel" || { cat "$TMP/cancel"; fail "imported-copy cancel message"; }
 sleep 1
 [ "$(status_of "$id")" = running ] || { "$PDBX" ls --store "$ST"; fail "cancelling the imported copy ended the original"; }
+shm=$(shm_of_run "$id")
+[ -n "$shm" ] || fail "no shared-memory segment found in the ranks' maps"
+echo "$shm"
 "$PDBX" cancel "$id" --store "$ST" 2>"$TMP/cancel" || { cat "$TMP/cancel"; fail "cancel"; }
 cat "$TMP/cancel"
+grep -q "cancelled by pdbx cancel (pid " "$TMP/cancel" || fail "cancel does not say pdbx cancel ended the run"
+shm_gone "$shm" "$id" "cancelled run"
 ev_py "$f" '
 end = [e for e in E if e["type"] == "run_end"]
 assert len(end) == 1 and end[0]["status"] == "cancelled", end
 assert "by" not in end[0], "the engine itself must end a cancelled run: %s" % end[0]
+assert end[0]["cause"] == "pdbx_cancel" and end[0]["in_flight"] in ("none", "finished", "dropped"), end[0]
 ok = [e for e in E if e["type"] == "point_end" and e["status"] == "ok"]
 assert len(ok) >= 1
 ' || fail "cancel events"
@@ -94,6 +118,8 @@ f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point never ended (kill)"
 ranks=$(pgrep -f "^$ENGINE .*--run-id $id" | sort -n)
 [ "$(echo "$ranks" | wc -l)" -eq 2 ] || fail "expected 2 engine ranks, got: $ranks"
+shm=$(shm_of_run "$id")
+[ -n "$shm" ] || fail "no shared-memory segment found in the ranks' maps (kill)"
 kill -9 "$(echo "$ranks" | tail -1)"
 wait_for 30 'any(e["type"] == "run_end" for e in E)' "$f" || fail "no run_end after kill -9"
 ev_py "$f" '
@@ -103,6 +129,7 @@ assert any(e["type"] == "point_end" and e["status"] == "ok" for e in E)
 print(end["reason"])
 ' || fail "kill -9 events"
 [ "$(status_of "$id")" = failed ] || { "$PDBX" ls --store "$ST"; fail "ls status after kill -9"; }
+shm_gone "$shm" "$id" "killed rank"
 
 # ---- kill -9 of the whole sweep (supervisor first): no run_end, liveness says failed ----
 phase 'kill -9 of the whole sweep (su'
@@ -112,6 +139,9 @@ wait_for 40 'any(e["type"] == "point_end" for e in E)' "$f" || fail "first point
 sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
 mp=$(pgrep -f "mpirun.*--run-id $id")
 ranks=$(pgrep -f "^$ENGINE .*--run-id $id")
+stale_shm=$(shm_of_run "$id")
+stale_id=$id
+[ -n "$stale_shm" ] || fail "no shared-memory segment found in the ranks' maps (kill all)"
 # one kill for all: SIGKILL reaches mpirun before it could act on the supervisor's death
 kill -9 "$sup" $mp $ranks 2>/dev/null
 ev_py "$f" 'assert not any(e["type"] == "run_end" for e in E)' || fail "a run_end appeared"
@@ -121,20 +151,24 @@ st=$(status_of "$id")
 [ "$st" = failed ] || { ps -o pid,stat,cmd -p "$sup"; ps -ef | grep -E "pdbx|mpirun" | grep -v grep; "$PDBX" ls --store "$ST"; fail "ls status after killing everything: $st"; }
 "$PDBX" ls --store "$ST"
 
-# ---- kill -9 of the supervisor alone: mpirun and the ranks do not live on as orphans ----
+# ---- kill -9 of the supervisor alone: mpirun and the ranks do not live on as orphans, and the
+# run ends failed, "supervisor lost" (engine_stop.sh checks the run_end itself) ----
 phase 'kill -9 of the supervisor alone'
 id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long 4"; }
 f=$ST/runs/$id.pdbx
 wait_for 40 'any(e["type"] == "point_start" for e in E)' "$f" || fail "first point never started (kill supervisor)"
+# nobody was left to remove the killed sweep's shared memory: the next launch of the store does
+for s in $stale_shm; do [ -e "$s" ] && fail "the next launch left the killed sweep's $s in /dev/shm"; done
+[ -e "/dev/shm/pdbx-$stale_id" ] && fail "the next launch left /dev/shm/pdbx-$stale_id"
 sup=$(ev_py "$f" 'print([e for e in E if e["type"] == "run_start"][0]["pid"])')
 kill -9 "$sup"
 for _ in $(seq 200); do
     pgrep -f "(mpirun|$ENGINE).*--run-id $id" >/dev/null || break
     sleep 0.1
 done
-pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "the sweep lives on after its supervisor was killed"
+pgrep -af "(mpirun|$ENGINE).*--run-id $id" && { tail -20 "$ST/logs/$id.log"; fail "the sweep lives on after its supervisor was killed"; }
 for _ in $(seq 50); do [ "$(status_of "$id")" != running ] && break; sleep 0.2; done
 st=$(status_of "$id")
-case $st in failed|cancelled) ;; *) "$PDBX" ls --store "$ST"; fail "status after killing the supervisor: $st";; esac
+[ "$st" = failed ] || { "$PDBX" ls --store "$ST"; fail "status after killing the supervisor: $st"; }
 "$PDBX" show "$id" --store "$ST" >/dev/null || fail "show after killing the supervisor"
 echo PASS

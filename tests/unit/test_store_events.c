@@ -505,9 +505,45 @@ static void test_run_end(void **state)
     cJSON_Delete(ev);
 }
 
+/* Who stopped a run and what became of the point in flight: written only when known, read
+ * back by name, unknown names read as not recorded. */
+static void test_run_end_cause(void **state)
+{
+    (void)state;
+    char err[200];
+    pdbx_ev_run_end e = { .status = PDBX_RUN_CANCELLED, .reason = "cancelled by Ctrl-C",
+                          .elapsed_s = NAN, .cause = PDBX_CAUSE_CTRL_C,
+                          .in_flight = PDBX_IN_FLIGHT_DROPPED, .in_flight_point = 3 };
+    cJSON *ev = through_text(pdbx_event_run_end_ex(&e));
+    pdbx_ev_run_end d;
+    assert_int_equal(pdbx_event_decode_run_end(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.cause, PDBX_CAUSE_CTRL_C);
+    assert_string_equal(cJSON_GetObjectItem(ev, "cause")->valuestring, "ctrl_c");
+    assert_int_equal(d.in_flight, PDBX_IN_FLIGHT_DROPPED);
+    assert_string_equal(cJSON_GetObjectItem(ev, "in_flight")->valuestring, "dropped");
+    assert_int_equal(d.in_flight_point, 3);
+    set_field(ev, "cause", "\"gremlins\"");
+    set_field(ev, "in_flight", "\"lost\"");
+    assert_int_equal(pdbx_event_decode_run_end(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.cause, PDBX_CAUSE_NONE);
+    assert_int_equal(d.in_flight, PDBX_IN_FLIGHT_UNKNOWN);
+    cJSON_Delete(ev);
+    /* the plain encoder writes none of them */
+    ev = through_text(pdbx_event_run_end(PDBX_RUN_COMPLETE, "", 1.0, NULL));
+    assert_null(cJSON_GetObjectItem(ev, "cause"));
+    assert_null(cJSON_GetObjectItem(ev, "in_flight"));
+    assert_null(cJSON_GetObjectItem(ev, "in_flight_point"));
+    assert_int_equal(pdbx_event_decode_run_end(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.in_flight_point, -1);
+    cJSON_Delete(ev);
+    for (int c = PDBX_CAUSE_CANCEL; c < PDBX_CAUSE_COUNT; c++)
+        assert_int_equal(pdbx_end_cause_from_name(pdbx_end_cause_name((pdbx_end_cause)c)), c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_end_cause),
         cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_raw_prefix_matches_encoders),
         cmocka_unit_test(test_stamp_and_time),

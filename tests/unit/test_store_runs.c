@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/util/proc.h"
 #include "test_store_util.h"
 
 static double now_s(void)
@@ -905,6 +906,24 @@ static void test_null_err(void **state)
     pdbx_store_close(st);
 }
 
+/* The launcher's identity: this process with its own start time and boot is itself; the same
+ * pid with another start time (the kernel reused it) or from another boot is not; without a
+ * recorded start time the pid alone decides (older runs). */
+static void test_process_identity(void **state)
+{
+    (void)state;
+    unsigned long long ticks = 0;
+    char boot[64];
+    assert_int_equal(pdbx_proc_start_ticks((long)getpid(), &ticks), 0);
+    pdbx_boot_id(boot, sizeof boot);
+    assert_int_equal(pdbx_process_is((long)getpid(), (double)ticks, boot), 1);
+    assert_int_equal(pdbx_process_is((long)getpid(), (double)ticks + 1, boot), 0);
+    assert_int_equal(pdbx_process_is((long)getpid(), (double)ticks,
+                                     "00000000-0000-0000-0000-000000000000"), 0);
+    assert_int_equal(pdbx_process_is((long)getpid(), 0, ""), 1);
+    assert_int_equal(pdbx_process_is(2147483647L, (double)ticks, boot), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, test_setup_tmpdir, test_teardown_tmpdir)
@@ -913,7 +932,7 @@ int main(void)
         T(test_list_summaries), T(test_index_is_used_and_invalidated), T(test_index_garbage_rebuilt),
         T(test_index_resumes_growing_run), T(test_index_resume_is_used),
         T(test_deleted_behind_index_and_delete), T(test_corrupt_run_among_good), T(test_record_import),
-        T(test_null_err),
+        T(test_null_err), T(test_process_identity),
     };
     return cmocka_run_group_tests_name("store_runs", tests, NULL, NULL);
 }

@@ -70,7 +70,7 @@ static pdbx_run_status run_status(pdbx_store *st, const char *id)
 static int cancel_and_wait(pdbx_store *st, const char *id)
 {
     char err[512];
-    if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
+    if (pdbx_launch_cancel(st, id, PDBX_CAUSE_CANCEL, err, sizeof err) != 0)
         return pdbx_cli_fail(PDBX_EXIT_FAIL, "rm", "%s: cannot cancel: %s", id, err);
     fprintf(stderr, "pdbx rm: cancelling %s\n", id);
     for (int i = 0; i < RM_WAIT_TENTHS; i++) {

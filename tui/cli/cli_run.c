@@ -8,8 +8,10 @@
  * (pdbx_launch_start) and, unless --detach, draws a one-line progress bar on stderr until the
  * run ends; the run id goes to stdout. The bar tails the run file with pdbx_scan_file from the
  * last offset and folds events with pdbx_run_apply, the same way the explorer's monitor does.
- * Ctrl-C while watching cancels the sweep (a second Ctrl-C stops watching; the sweep's end is
- * then the supervisor's business). Exit: 0 complete, 1 failed, 3 cancelled, 2 usage.
+ * Ctrl-C while watching (run or attach alike) cancels the sweep, recorded as "Ctrl-C" in its
+ * run_end; a second Ctrl-C stops watching (the sweep's end is then the supervisor's business).
+ * SIGTERM to the watching process only stops watching: it is not the user's Ctrl-C.
+ * Exit: 0 complete, 1 failed, 3 cancelled, 2 usage.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,12 +31,14 @@
 #define EXIT_CANCELLED 3
 
 /* ---- shared: the progress bar ---------------------------------------------------------- */
-static volatile sig_atomic_t interrupts;
+static volatile sig_atomic_t interrupts, terminated;
 
 static void on_interrupt(int sig)
 {
-    (void)sig;
-    interrupts++;
+    if (sig == SIGTERM)
+        terminated = 1;
+    else
+        interrupts++;
 }
 
 typedef struct {
@@ -124,25 +128,23 @@ static void draw(const watch_state *w, int tty, int *last_done)
     fflush(stderr);
 }
 
-/* Watches run `id` until it ends (or stops being alive, or the user gives up). Returns the
- * exit code for the run's final status. cancel_on_int: Ctrl-C cancels the sweep. */
-/* Ctrl-C while watching: the first cancels the sweep (when asked to), the next one stops
- * watching. Returns 1 to stop watching. */
-static int stop_on_interrupt(const char *cmd, pdbx_store *st, const char *id, int tty, int cancel_on_int,
-                             int *cancel_sent)
+/* Ctrl-C while watching: the first cancels the sweep, the next one stops watching; SIGTERM
+ * stops watching at once. Returns 1 to stop watching. */
+static int stop_on_interrupt(const char *cmd, pdbx_store *st, const char *id, int tty, int *cancel_sent)
 {
-    char err[256];
+    char err[512];
     if (tty)
         fputc('\n', stderr);
-    if (cancel_on_int && !*cancel_sent) {
+    if (!terminated && !*cancel_sent) {
         fprintf(stderr, "pdbx %s: cancelling %s (Ctrl-C again to stop watching)\n", cmd, id);
-        if (pdbx_launch_cancel(st, id, err, sizeof err) != 0)
+        if (pdbx_launch_cancel(st, id, PDBX_CAUSE_CTRL_C, err, sizeof err) != 0)
             fprintf(stderr, "pdbx %s: %s\n", cmd, err);
         *cancel_sent = 1;
         interrupts = 0;
         return 0;
     }
-    fprintf(stderr, "pdbx %s: stopped watching; %s goes on in the background (pdbx attach %s)\n", cmd, id, id);
+    fprintf(stderr, "pdbx %s: stopped watching; %s %s in the background (pdbx attach %s)\n", cmd, id,
+            *cancel_sent ? "ends" : "goes on", id);
     return 1;
 }
 
@@ -164,7 +166,9 @@ static int report_end(const char *cmd, const char *id, const pdbx_run *run)
     }
 }
 
-static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_int)
+/* Watches run `id` until it ends (or stops being alive, or the user gives up). Returns the
+ * exit code for the run's final status. */
+static int watch(const char *cmd, pdbx_store *st, const char *id)
 {
     char path[PDBX_PATH_MAX];
     pdbx_store_run_path(st, id, path, sizeof path);
@@ -202,7 +206,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id, int cancel_on_
                 break;
             next_live = now + 2.0;
         }
-        if (interrupts && stop_on_interrupt(cmd, st, id, tty, cancel_on_int, &cancel_sent)) {
+        if ((interrupts || terminated) && stop_on_interrupt(cmd, st, id, tty, &cancel_sent)) {
             rc = PDBX_EXIT_OK;
             goto out;
         }
@@ -221,13 +225,14 @@ out:
 
 /* ---- pdbx run ------------------------------------------------------------------------------ */
 typedef struct {
-    int detach;
+    int detach, force;
     const char *store;
     pdbx_cli_spec_opts so;
 } run_args;
 
 static const pdbx_cli_opt run_opts[] = {
     { "detach", NULL, "start the sweep and return at once (prints the run id)" },
+    { "force", NULL, "start even while another sweep of the store runs on this host's devices" },
     PDBX_CLI_OPT_STORE,
     { NULL, NULL, NULL },
 };
@@ -237,7 +242,10 @@ static const char *const run_about =
     "background (mpirun -np N pdbx-engine, once per distinct rank count) and shows a one-line\n"
     "progress bar on stderr until it ends; the run id is printed on stdout. Closing the terminal\n"
     "does not stop the sweep: 'pdbx attach RUN' watches it again, 'pdbx cancel RUN' ends it.\n"
-    "Ctrl-C while watching cancels the sweep. Exit: 0 complete, 1 failed, 3 cancelled.";
+    "Ctrl-C while watching cancels the sweep (a second one stops watching).\n"
+    "While another sweep of the store runs on the same devices of this host, run asks\n"
+    "first (y/N) on a terminal and refuses without one (exit 2) unless --force.\n"
+    "Exit: 0 complete, 1 failed, 3 cancelled.";
 
 static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
@@ -245,8 +253,48 @@ static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
     run_args *a = ctx;
     if (strcmp(opt->name, "detach") == 0)
         a->detach = 1;
+    else if (strcmp(opt->name, "force") == 0)
+        a->force = 1;
     else if (strcmp(opt->name, "store") == 0)
         a->store = value;
+    return 0;
+}
+
+/* Another sweep of the store on this host's devices would disturb both sweeps' numbers: ask
+ * on a terminal, refuse without one, unless --force. 0 to go on, else the exit status. */
+static int check_running(const pdbx_spec *spec, const char *store_dir, int force)
+{
+    char id[PDBX_RUN_ID_MAX], what[256], err[512];
+    int r = pdbx_launch_find_running(spec, store_dir, id, what, sizeof what, err, sizeof err);
+    if (r < 0) {
+        fprintf(stderr, "pdbx run: cannot tell whether a sweep runs already: %s\n", err);
+        return 0;
+    }
+    if (r == 0)
+        return 0;
+    if (force) {
+        fprintf(stderr, "pdbx run: %s is running on this host (%s); starting anyway (--force): "
+                "both sweeps' numbers suffer\n", id, what);
+        return 0;
+    }
+    if (!isatty(0))          /* nobody to ask: a script */
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s is running on this host (%s): a second "
+                             "sweep on the same devices disturbs both; wait for it, cancel it "
+                             "(pdbx cancel %s) or start anyway with --force", id, what, id);
+    /* the question goes to the terminal even when stderr is redirected */
+    FILE *tty = fopen("/dev/tty", "w");
+    FILE *q = tty ? tty : stderr;
+    fprintf(q, "pdbx run: %s is running on this host (%s); a second sweep on the same devices "
+            "disturbs both. Start anyway? [y/N] ", id, what);
+    fflush(q);
+    char line[32] = "";
+    int yes = fgets(line, sizeof line, stdin) && (line[0] == 'y' || line[0] == 'Y');
+    if (!yes)
+        fprintf(q, "pdbx run: not started\n");
+    if (tty)
+        fclose(tty);
+    if (!yes)
+        return PDBX_EXIT_USAGE;
     return 0;
 }
 
@@ -280,6 +328,9 @@ int pdbx_cmd_run(int argc, char **argv)
     rc = pdbx_cli_open_store("run", a.store, 1, &st);
     if (rc != 0)
         goto done;
+    rc = check_running(spec, pdbx_store_dir(st), a.force);
+    if (rc != 0)
+        goto done;
     pdbx_launch L;
     if (pdbx_launch_start(spec, pdbx_store_dir(st), &L, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "%s", err);
@@ -293,7 +344,7 @@ int pdbx_cmd_run(int argc, char **argv)
         goto done;
     }
     fprintf(stderr, "pdbx run: %s (log %s)\n", L.run_id, L.log_path);
-    rc = watch("run", st, L.run_id, 1);
+    rc = watch("run", st, L.run_id);
     printf("%s\n", L.run_id);
 done:
     if (st)
@@ -350,9 +401,9 @@ static const pdbx_cli_opt ref_opts[] = {
 
 static const pdbx_cli_spec attach_spec = {
     .name = "attach", .args = "RUN", .opts = ref_opts + 1, .min_args = 1, .max_args = 1,
-    .about = "Shows the progress bar of a running sweep until it ends (Ctrl-C\n"
-             "stops watching; the sweep goes on). Exit: 0 complete, 1 failed,\n"
-             "3 cancelled.",
+    .about = "Shows the progress bar of a running sweep until it ends. Ctrl-C\n"
+             "cancels the sweep, as in 'pdbx run'; a second Ctrl-C stops\n"
+             "watching. Exit: 0 complete, 1 failed, 3 cancelled.",
 };
 
 static const pdbx_cli_spec cancel_spec = {
@@ -370,7 +421,7 @@ int pdbx_cmd_attach(int argc, char **argv)
     int rc = open_run("attach", &attach_spec, argc, argv, &a, &st, id);
     if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
-    rc = watch("attach", st, id, 0);
+    rc = watch("attach", st, id);
     pdbx_store_close(st);
     return rc;
 }
@@ -383,7 +434,7 @@ int pdbx_cmd_cancel(int argc, char **argv)
     int rc = open_run("cancel", &cancel_spec, argc, argv, &a, &st, id);
     if (rc != 0 || !st)        /* !st: --help was printed */
         return rc;
-    if (pdbx_launch_cancel(st, id, err, sizeof err) != 0) {
+    if (pdbx_launch_cancel(st, id, PDBX_CAUSE_CANCEL, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "cancel", "%s", err);
         goto out;
     }

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "store/events.h"
 #include "tui/cli/cli.h"
 #include "store/util/fmt.h"
 
@@ -370,6 +371,9 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
               || !cJSON_AddStringToObject(root, "id", run->id)
               || !cJSON_AddStringToObject(root, "status", pdbx_run_status_name(run->status))
               || !cJSON_AddStringToObject(root, "reason", run->end_reason)
+              || !cJSON_AddStringToObject(root, "cause", pdbx_end_cause_name((pdbx_end_cause)run->end_cause))
+              || !cJSON_AddStringToObject(root, "in_flight", pdbx_in_flight_name((pdbx_in_flight)run->in_flight))
+              || !cJSON_AddNumberToObject(root, "in_flight_point", run->in_flight_point)
               || !cJSON_AddStringToObject(root, "model", run->model.name)
               || !cJSON_AddStringToObject(root, "model_tag", run->model.tag)
               || !cJSON_AddNumberToObject(root, "layers_profiled", run->layers_profiled)

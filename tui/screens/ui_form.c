@@ -269,6 +269,22 @@ static void *form_open(ui_app *app, const void *arg)
     return f;
 }
 
+/* Starts the sweep and opens its monitor (the form's checks passed). */
+static void start_sweep(ui_app *app, void *st)
+{
+    form_state *f = st;
+    char err[512];
+    pdbx_launch l;
+    ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
+    if (pdbx_launch_start(&f->spec, app->store_dir, &l, err, sizeof(err)) != 0) {
+        ui_app_message(app, 1, "launch failed: %s", err);
+        return;
+    }
+    if (ui_app_replace(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .id = l.run_id }) != 0)
+        return;
+    ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running", l.run_id, l.log_path);
+}
+
 static void do_launch(ui_app *app, form_state *f)
 {
     char err[512];
@@ -285,15 +301,15 @@ static void do_launch(ui_app *app, form_state *f)
         ui_app_message(app, 1, "%s", f->spec_error[0] ? f->spec_error : "the sweep is not valid");
         return;
     }
-    pdbx_launch l;
-    ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
-    if (pdbx_launch_start(&f->spec, app->store_dir, &l, err, sizeof(err)) != 0) {
-        ui_app_message(app, 1, "launch failed: %s", err);
+    /* a second sweep on the same devices disturbs both: say so and ask (pdbx run's rule) */
+    char id[PDBX_RUN_ID_MAX], what[256];
+    if (pdbx_launch_find_running(&f->spec, app->store_dir, id, what, sizeof what, err,
+                                 sizeof err) == 1) {
+        ui_app_confirm(app, start_sweep, f, "launch anyway? %s runs here (%s); two sweeps on "
+                       "the same devices disturb both", id, what);
         return;
     }
-    if (ui_app_replace(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .id = l.run_id }) != 0)
-        return;
-    ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running", l.run_id, l.log_path);
+    start_sweep(app, f);
 }
 
 /* One step through a field's choices, with the text last typed there as one more step when it

@@ -155,10 +155,10 @@ static void do_cancel(ui_app *app, void *st)
 {
     const mon_state *m = st;
     char err[256];
-    if (pdbx_launch_cancel(app->store, m->id, err, sizeof(err)) != 0)
+    if (pdbx_launch_cancel(app->store, m->id, PDBX_CAUSE_EXPLORER, err, sizeof(err)) != 0)
         ui_app_message(app, 1, "%s", err);
     else
-        ui_app_message(app, 0, "cancel sent: the point in flight finishes, then the run ends 'cancelled'");
+        ui_app_message(app, 0, "cancel sent: the point being measured is dropped at its next step, then the run ends 'cancelled'");
 }
 
 static int monitor_key(ui_app *app, void *st, int key, ui_action act)
