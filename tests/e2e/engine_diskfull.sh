@@ -13,7 +13,8 @@ export PDBX_ENGINE=$ENGINE
 mkdir -p "$TMP/mnt"
 mount -t tmpfs -o size=2m tmpfs "$TMP/mnt" 2>/dev/null ||
     { echo "SKIP: cannot mount a tmpfs here (needs root): disk-full test not run"; exit 77; }
-trap 'umount "$TMP/mnt" 2>/dev/null; rm -rf "$TMP"' EXIT
+# a supervisor may still hold the run file for a moment after run_end: detach lazily then
+trap 'umount "$TMP/mnt" 2>/dev/null || umount -l "$TMP/mnt" 2>/dev/null; rm -rf "$TMP"' EXIT
 ST=$TMP/mnt/store
 
 wait_for() {   # seconds, python condition over E, file
