@@ -39,6 +39,12 @@ static void progress_done(pdbx_engine *e, double work)
         pdbx_events_progress_done(e->ev, work);
 }
 
+static void progress_skipped(pdbx_engine *e, double work)
+{
+    if (e->ev)
+        pdbx_events_progress_skipped(e->ev, work);
+}
+
 /* Rank 0: the cpu backend's DP message cap, said once per config. */
 static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *cr)
 {
@@ -61,7 +67,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
 {
     if (cr->stop[0]) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, cr->stop);
-        progress_done(e, 0);
+        progress_skipped(e, pt->mbs);
         return 0;
     }
     if (e->ev)
@@ -72,7 +78,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
                  gb(e->spec.gpu.mem_bytes, b, sizeof b), e->spec.gpu.name);
         pdbx_point_end_event(e, pt->index, PDBX_POINT_PREDICTED_OOM, m);
         snprintf(cr->stop, sizeof cr->stop, "after the predicted OOM at MBS %d", pt->mbs);
-        progress_done(e, pt->mbs);
+        progress_skipped(e, pt->mbs);
         return 0;
     }
     pdbx_point_start_event(e, pt);
