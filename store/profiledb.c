@@ -498,7 +498,7 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, double t, char *err, size_
         return -1;
     }
     run->coll[run->ncoll++] = r;
-    pdbx_progress_fold_done(run, pdbx_progress_coll_work(run->layers_profiled), 1, t);
+    pdbx_progress_fold_coll(run, t);
     return 0;
 }
 

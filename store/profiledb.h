@@ -132,6 +132,7 @@ typedef struct {
 typedef struct {
     double coll_total;        /* collectives measurements of the whole run, from the heartbeat
                                * (0: not announced) */
+    double coll_done;         /* coll events folded (a summary counts those it skips too) */
     double measured_work;     /* work units of the points and collectives measured so far */
     double rate;              /* smoothed work units per second (0: nothing measured yet) */
     double rate_at;           /* unix time of the completion the rate was last updated at */

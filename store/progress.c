@@ -53,6 +53,12 @@ void pdbx_progress_fold_done(pdbx_run *run, double work, int measured, double t)
     pr->rate_at = t;
 }
 
+void pdbx_progress_fold_coll(pdbx_run *run, double t)
+{
+    run->progress.coll_done++;
+    pdbx_progress_fold_done(run, pdbx_progress_coll_work(run->layers_profiled), 1, t);
+}
+
 static int point_ended(const pdbx_point *p)
 {
     return p->status != PDBX_POINT_PENDING && p->status != PDBX_POINT_RUNNING;
@@ -93,9 +99,12 @@ void pdbx_progress_of(const pdbx_run *run, double now, pdbx_progress *o)
 
     count_points(run, o);
     double cw = pdbx_progress_coll_work(run->layers_profiled);
-    o->coll_done = run->ncoll;
+    /* counted by the fold (a summary counts the coll events it does not parse) */
+    double seen = run->progress.coll_done > 0 && run->progress.coll_done <= PDBX_RUN_MAX_COLLS
+                      ? run->progress.coll_done : 0;
+    o->coll_done = (size_t)seen;
     double announced = run->progress.coll_total;
-    o->coll_total = announced > (double)run->ncoll ? (size_t)announced : run->ncoll;
+    o->coll_total = announced > seen ? (size_t)announced : o->coll_done;
     o->work_done += cw * (double)o->coll_done;
     o->work_total += cw * (double)o->coll_total;
     if (o->work_total > 0) {

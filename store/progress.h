@@ -62,8 +62,10 @@ double pdbx_progress_coll_work(int layers);
  * 0..PDBX_RUN_MAX_COLLS); */
 void pdbx_progress_fold_beat(pdbx_run *run, double coll_total);
 /* something of `work` units ended at unix time t; measured: it took measuring time (a skipped
- * or predicted-OOM point did not). */
+ * or predicted-OOM point did not); */
 void pdbx_progress_fold_done(pdbx_run *run, double work, int measured, double t);
+/* one collectives measurement (a coll event) ended at t. */
+void pdbx_progress_fold_coll(pdbx_run *run, double t);
 /* The work units of one point (its MBS, 1 when that is not positive). */
 double pdbx_progress_point_work(const pdbx_point *p);
 

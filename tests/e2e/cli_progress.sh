@@ -23,13 +23,22 @@ cat > "$TMP/spec.json" <<EOF
  "collectives": true, "coll_sizes": [4096, 65536], "predict_oom": false, "timeout_s": 60}
 EOF
 
+# stop_tmux: the private tmux server gone, its socket too (a new one started at once can
+# find the old one on its way out)
+stop_tmux() {
+    tmx kill-server >/dev/null 2>&1
+    local i=0
+    while tmx has-session 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 0.2
+}
+
 # sweep_in_tmux COLS [WIDEN_TO]: `pdbx run` in a COLS x 24 pane; samples the pane every 0.1 s
 # until the run ends. Sets MAX_BEFORE / MAX_AFTER (longest progress line before / after the
 # pane was widened to WIDEN_TO, once a progress line showed) and MAX_ROWS (non-empty rows).
 sweep_in_tmux() {
     local cols=$1 widen=${2:-0} widened=0 pane line len rows i=0
     MAX_BEFORE=0 MAX_AFTER=0 MAX_ROWS=0
-    tmx kill-server >/dev/null 2>&1
+    stop_tmux
     tmx new-session -d -x "$cols" -y 24 -s e2e \
         "cd $TMP && env TERM=screen-256color LC_ALL=C.UTF-8 ASAN_OPTIONS=${ASAN_OPTIONS:-} $PDBX run $TMP/spec.json --store $STORE >$TMP/out.txt; echo \"[pdbx exited \$?]\"; sleep 600" \
         || fail "tmux did not start"
@@ -75,7 +84,7 @@ echo "60 columns: longest $MAX_BEFORE; widened to 120: longest $MAX_AFTER; rows 
 [ "$MAX_BEFORE" -le 59 ] || fail "a line of $MAX_BEFORE columns at 60 (it wraps)"
 [ "$MAX_ROWS" -le 5 ] || fail "$MAX_ROWS rows in use at 60 columns"
 [ "$MAX_AFTER" -gt 59 ] && [ "$MAX_AFTER" -le 119 ] || fail "after widening to 120 the longest line is $MAX_AFTER (the new width was not used)"
-tmx kill-server >/dev/null 2>&1
+stop_tmux
 
 # ---- stderr to a file: plain lines, at most one per point ---------------------------------
 "$PDBX" run "$TMP/spec.json" --store "$STORE" >"$TMP/id.txt" 2>"$TMP/log.txt" || fail "non-tty run: $(cat "$TMP/log.txt")"
@@ -166,11 +175,32 @@ timeout 2 "$PDBX" attach "$SANE" --store "$STORE" >/dev/null 2>"$TMP/sane.txt"
 ATTACH_PCT=$(grep -oE '[0-9]+%  3/8 points' "$TMP/sane.txt" | tail -1 | cut -d% -f1)
 [ "$ATTACH_PCT" = 37 ] || fail "attach says '${ATTACH_PCT}%' for 3 of 8 equal points (floor of 37.5 is 37): $(cat "$TMP/sane.txt")"
 rm "$STORE/runs/$HOSTILE.pdbx"
+"$PDBX" ls --store "$STORE" | grep "$SANE" | grep -q "running 37%" || fail "pdbx ls: $("$PDBX" ls --store "$STORE")"
 COLS=80 ROWS=24 start
-wait_for "$SANE"
+wait_for "running 37%"                  # the runs list: the same model
 keys Enter
 wait_for "3/8 points"
 MON_PCT=$(screen | grep -oE '3/8 points +[0-9]+%' | grep -oE '[0-9]+%' | tr -d %)
 [ "$MON_PCT" = "$ATTACH_PCT" ] || fail "the monitor says ${MON_PCT}%, pdbx attach ${ATTACH_PCT}%"
-echo "monitor and attach: ${MON_PCT}% for 3 of 8 points"
+echo "monitor, runs list, ls and attach: ${MON_PCT}% for 3 of 8 points"
+stop_tmux
+# the collectives announced and measured count in the listing too, also when the index resumes
+# its scan of the grown file (3 + 2/16 of 8 + 16/16 units: 34%)
+for line in '{"type":"progress","t":1.0e9,"done":3,"total":8,"point":3,"op":"x","elapsed_s":7,"eta_s":null,"coll_done":0,"coll_total":16}' \
+            '{"type":"coll","t":1.0e9,"coll":"all_reduce","bytes":4096,"nranks":2,"stats":{"count":3,"min":1,"max":1,"mean":1,"median":1,"std":0}}' \
+            '{"type":"coll","t":1.0e9,"coll":"all_gather","bytes":4096,"nranks":2,"stats":{"count":3,"min":1,"max":1,"mean":1,"median":1,"std":0}}'; do
+    printf '%s' "$line" | zstd -q -c >> "$STORE/runs/$SANE.pdbx"
+done
+timeout 2 "$PDBX" attach "$SANE" --store "$STORE" >/dev/null 2>"$TMP/sane2.txt"
+grep -q '34%  3/8 points' "$TMP/sane2.txt" || fail "attach after the collectives: $(cat "$TMP/sane2.txt")"
+grep -q '"scan_offset"' "$STORE/index.json" || fail "the index holds no resume state for the running run"
+"$PDBX" ls --store "$STORE" | grep "$SANE" | grep -q "running 34%" || fail "pdbx ls (resumed scan): $("$PDBX" ls --store "$STORE")"
+# two more: the resumed scan starts from the index's count (2), not from 0 (3.25 of 9: 36%)
+for c in reduce_scatter send_recv; do
+    printf '{"type":"coll","t":1.0e9,"coll":"%s","bytes":4096,"nranks":2,"stats":{"count":3,"min":1,"max":1,"mean":1,"median":1,"std":0}}' "$c" \
+        | zstd -q -c >> "$STORE/runs/$SANE.pdbx"
+done
+"$PDBX" ls --store "$STORE" | grep "$SANE" | grep -q "running 36%" || fail "pdbx ls (resumed again): $("$PDBX" ls --store "$STORE")"
+timeout 2 "$PDBX" attach "$SANE" --store "$STORE" >/dev/null 2>"$TMP/sane3.txt"
+grep -q '36%  3/8 points' "$TMP/sane3.txt" || fail "attach after four collectives: $(cat "$TMP/sane3.txt")"
 echo "cli_progress: ok (${SECONDS}s)"
