@@ -76,7 +76,9 @@ typedef struct {
     samples sm;
     void *buf;
     pdbx_point_bytes bytes;
+    double comm_bytes;         /* the comm buffer (profile memory's comm entry; 0: none) */
     int failed;                /* a compute op failed: keep joining collectives, report error */
+    pdbx_point_mem mem;        /* rank 0: the largest measured peak over the ranks */
     char msg[MSG_LEN];
 } point_run;
 
@@ -248,21 +250,27 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
-/* Bytes of the point's collectives: [T, h] activations for TP and PP, a stage's gradients for
- * DP (capped on the cpu backend), whole 4 KiB pages. */
-static pdbx_point_bytes point_bytes(const pdbx_engine *e, const pdbx_plan_point *pt)
+int pdbx_point_profile(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_profile_memory *pm,
+                       char *err, size_t errlen)
 {
-    const pdbx_spec *sp = &e->spec;
-    const int esz = pdbx_dtype_bytes(sp->dtype);
-    pdbx_point_bytes b;
-    b.tp = b.pp = (double)pt->mbs * sp->seq_len * sp->model.hidden * esz;
-    b.dp = pt->mem.params_per_rank * esz;
-    if (strcmp(e->be.compute->name, "cpu") == 0 && b.dp > PDBX_CPU_DP_CAP_BYTES)
-        b.dp = PDBX_CPU_DP_CAP_BYTES;
-    b.dp = floor(b.dp / 4096.0) * 4096.0;
-    if (b.dp < 4096)
-        b.dp = 4096;
-    return b;
+    pdbx_parallel par = { pt->tp, pt->pp, pt->dp };
+    pdbx_profile_point pp;
+    pdbx_profile_point_of(&e->spec, &par, pt->mbs, pdbx_engine_backend_kind(e), e->blas_threads, &pp);
+    return pdbx_profile_memory_list(&pp, pm, err, errlen);
+}
+
+/* The comm buffer the point's collectives share (0: none runs) and their messages. */
+static double point_comm(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_bytes *b)
+{
+    pdbx_profile_memory pm;
+    char err[MSG_LEN];
+    memset(b, 0, sizeof *b);
+    if (pdbx_point_profile(e, pt, &pm, err, sizeof err) != 0)
+        return 0;   /* prepare() fails on the same shape and says why */
+    b->tp = pm.tp_bytes;
+    b->pp = pm.pp_bytes;
+    b->dp = pm.dp_bytes;
+    return pm.kind_bytes[PDBX_MEM_COMM];
 }
 
 /* Sample buffers, the point's buffers and the comm buffer on this rank; then the ranks agree. */
@@ -289,10 +297,9 @@ static int point_prepare(point_run *pr, char *msg)
         } else {
             rc = e->be.compute->prepare(e->compute, &ps, err, sizeof err);
         }
-        if (rc == 0) {
-            double need = pr->bytes.tp > pr->bytes.dp ? pr->bytes.tp : pr->bytes.dp;
-            rc = e->be.compute->comm_buffer(e->compute, (size_t)need, &pr->buf, err, sizeof err);
-        }
+        if (rc == 0 && pr->comm_bytes > 0)
+            rc = e->be.compute->comm_buffer(e->compute, (size_t)pr->comm_bytes, &pr->buf, err,
+                                            sizeof err);
         pdbx_watch_end();
         if (rc != 0) {
             status = rc == PDBX_EOOM ? PDBX_ST_OOM : PDBX_ST_ERROR;
@@ -300,6 +307,30 @@ static int point_prepare(point_run *pr, char *msg)
         }
     }
     return pdbx_agree_status(e, status, msg, pt->index);
+}
+
+/* Every rank's measured peak to rank 0, which keeps the largest with its rank's baseline
+ * (NaN on every rank: not measured). */
+static void gather_mem(point_run *pr)
+{
+    pdbx_engine *e = pr->e;
+    double mine[2] = { NAN, NAN }, peak = 0, base = 0;
+    if (e->be.compute->mem_peak(e->compute, &peak, &base) == 0) {
+        mine[0] = peak;
+        mine[1] = base;
+    }
+    double *all = e->rank == 0 ? malloc(sizeof mine * (size_t)e->size) : NULL;
+    /* every rank gathers (a collective); a root without room keeps NaN */
+    double dummy[2];
+    MPI_Gather(mine, 2, MPI_DOUBLE, all ? all : dummy, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (!all)
+        return;
+    for (int r = 0; r < e->size; r++)
+        if (isfinite(all[2 * r]) && !(all[2 * r] <= pr->mem.peak_bytes)) {
+            pr->mem.peak_bytes = all[2 * r];
+            pr->mem.base_bytes = all[2 * r + 1];
+        }
+    free(all);
 }
 
 /* Every rank's rows and trace to rank 0, which writes the point's events. */
@@ -327,6 +358,7 @@ static int point_gather(point_run *pr, char *msg)
         MPI_Gather(pr->sm.trace, (int)(tcap * 4), MPI_DOUBLE, traces, (int)(tcap * 4), MPI_DOUBLE, 0,
                    MPI_COMM_WORLD);
         MPI_Gather(&mine, 1, MPI_INT, ntrace, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        gather_mem(pr);
         pdbx_watch_end();
         pdbx_point_results res = { all, traces, ntrace, tcap };
         pdbx_point_results_events(e, pr->pt, &pr->bytes, &res);
@@ -337,14 +369,16 @@ static int point_gather(point_run *pr, char *msg)
     return status;
 }
 
-int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg, char *msg)
+int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg, char *msg,
+                       pdbx_point_mem *mem)
 {
     point_run pr;
     memset(&pr, 0, sizeof pr);
     pr.e = e;
     pr.pt = pt;
     pr.cg = cg;
-    pr.bytes = point_bytes(e, pt);
+    pr.mem.peak_bytes = pr.mem.base_bytes = NAN;
+    pr.comm_bytes = point_comm(e, pt, &pr.bytes);
     msg[0] = '\0';
     int status = point_prepare(&pr, msg);
     if (status == PDBX_ST_OK && run_steps(&pr) == 1)
@@ -362,5 +396,6 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     }
     e->be.compute->release(e->compute);
     samples_free(&pr.sm);
+    *mem = pr.mem;
     return status;
 }

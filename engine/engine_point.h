@@ -5,7 +5,9 @@
  * op by op, with the layer and step spans around them; then PP send/recv and DP all-reduce),
  * agrees on the outcome, folds its samples into statistics rows and gathers them, with its
  * trace of the last step, to rank 0, which writes the point's events (engine_point_events.h).
- * Ranks agree on cancellation before every step.
+ * Ranks agree on cancellation before every step. The buffers are engine/plan's profile memory
+ * of the point (the backend allocates its list, the engine the comm buffer it names); each
+ * rank's measured memory peak (backend mem_peak) goes to rank 0 with the results.
  *
  * Rows: one per op (PDBX_OP_COUNT), then the rows below; each row is PDBX_ESTAT doubles
  * (engine_stats.h). A row with count 0 was not measured.
@@ -23,11 +25,6 @@
 #define PDBX_ROW_TOTAL (PDBX_OP_COUNT + 4)    /* one step's forward, per step */
 #define PDBX_NROWS (PDBX_OP_COUNT + 5)
 
-/* DP all-reduce message cap on the cpu backend: a real stage's gradients (GBs) would take
- * minutes through shared memory and measure nothing new; the sweep states the cap in a
- * warning. */
-#define PDBX_CPU_DP_CAP_BYTES (64.0 * 1024 * 1024)
-
 /* Bytes of the point's collectives (S as nccl-tests defines it). */
 typedef struct {
     double tp, pp, dp;
@@ -42,8 +39,21 @@ typedef struct {
     size_t trace_cap;
 } pdbx_point_results;
 
+/* The measured memory of a point (NaN when not measured): the largest peak over the ranks and
+ * that rank's baseline (backend.h, mem_peak). */
+typedef struct {
+    double peak_bytes, base_bytes;
+} pdbx_point_mem;
+
+/* The buffers of point pt on one rank as the loaded backend allocates them (engine/plan's
+ * profile memory with this engine's backend and BLAS threads); 0, or -1 with a message. */
+int pdbx_point_profile(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_profile_memory *pm,
+                       char *err, size_t errlen);
+
 /* Measures point pt with the config's groups cg. Returns PDBX_ST_OK/OOM/ERROR (agreed by all
- * ranks), or -1 when cancelled; msg (PDBX_MSG_LEN, rank 0) holds the reason of a failure. */
-int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg, char *msg);
+ * ranks), or -1 when cancelled; msg (PDBX_MSG_LEN, rank 0) holds the reason of a failure, mem
+ * (rank 0) the measured peak of an ok point. */
+int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg, char *msg,
+                       pdbx_point_mem *mem);
 
 #endif

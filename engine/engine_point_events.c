@@ -33,6 +33,17 @@ void pdbx_point_end_event(pdbx_engine *e, int point, pdbx_point_status status, c
         pdbx_events_emit(e->ev, pdbx_event_point_end(point, status, msg));
 }
 
+void pdbx_point_end_mem_event(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_status status,
+                              const char *msg, const pdbx_point_mem *mem)
+{
+    if (e->rank != 0)
+        return;
+    pdbx_ev_point_end pe = { .point = pt->index, .status = status, .message = msg,
+                             .profile_mem_bytes = pt->profile_bytes,
+                             .mem_peak_bytes = mem->peak_bytes, .mem_base_bytes = mem->base_bytes };
+    pdbx_events_emit(e->ev, pdbx_event_point_end_mem(&pe));
+}
+
 /* A cell as the op and step events carry it: stats the element-wise max over the TP ranks of
  * row, rank[i] each TP rank's own statistics (in g->rank_stats[slot]). */
 static pdbx_cell row_cell(const double *all, int row, const rank0_groups *g, int slot)

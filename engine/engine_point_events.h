@@ -14,6 +14,9 @@
 void pdbx_point_start_event(pdbx_engine *e, const pdbx_plan_point *pt);
 /* status: OK, OOM, PREDICTED_OOM, ERROR or SKIPPED; msg may be NULL or "". */
 void pdbx_point_end_event(pdbx_engine *e, int point, pdbx_point_status status, const char *msg);
+/* point_end with the point's predicted profile memory and its measured peak (NaN: none). */
+void pdbx_point_end_mem_event(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_status status,
+                              const char *msg, const pdbx_point_mem *mem);
 void pdbx_point_results_events(pdbx_engine *e, const pdbx_plan_point *pt,
                                const pdbx_point_bytes *bytes, const pdbx_point_results *res);
 

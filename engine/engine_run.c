@@ -122,6 +122,21 @@ static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
     return 0;
 }
 
+/* The profile memory of every point as the loaded backend with this engine's BLAS threads
+ * allocates it (the plan assumed the spec's backend and one thread): the OOM stop and the
+ * point_end events use these. 0, or 1 when a point's shape cannot be planned (said once). */
+static int replan_profile(pdbx_engine *e)
+{
+    char err[ERR_LEN] = "";
+    int bad = 0;
+    for (size_t i = 0; i < e->npoints && !bad; i++)
+        bad = pdbx_plan_point_profile(&e->spec, &e->points[i], pdbx_engine_backend_kind(e),
+                                      e->blas_threads, err, sizeof err) != 0;
+    if (bad && e->rank == 0)
+        fprintf(stderr, "pdbx-engine: %s\n", err);
+    return bad;
+}
+
 /* Rank 0, append mode: which points earlier launches already ended. */
 typedef struct {
     unsigned char *ended;
@@ -196,6 +211,8 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
     char note[256], notice[ERR_LEN] = "";
     e->blas_threads = pdbx_env_blas_threads(e->local_size, note, sizeof note);
     if (start_backends(e, notice, sizeof notice) != 0)
+        return 1;
+    if (replan_profile(e) != 0)
         return 1;
     snprintf(e->store_dir, sizeof e->store_dir, "%s", args->store_dir);
     int rc = 0;

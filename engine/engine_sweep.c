@@ -2,6 +2,7 @@
  * MBS order, then the collectives sweep (engine_sweep.h). */
 #include "engine/engine_sweep.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,7 +50,7 @@ static void progress_skipped(pdbx_engine *e, double work)
 static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *cr)
 {
     double full = pt->mem.params_per_rank * pdbx_dtype_bytes(e->spec.dtype);
-    if (e->rank != 0 || pt->dp < 2 || cr->warned_dp || strcmp(e->be.compute->name, "cpu") != 0 ||
+    if (e->rank != 0 || pt->dp < 2 || cr->warned_dp || pdbx_engine_backend_kind(e) != PDBX_BACKEND_CPU ||
         full <= PDBX_CPU_DP_CAP_BYTES)
         return;
     char m[MSG_LEN], a[32];
@@ -60,7 +61,8 @@ static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *c
     cr->warned_dp = 1;
 }
 
-/* One point of the config: skipped, predicted OOM, or measured. 1 when the sweep must stop
+/* One point of the config: skipped, predicted OOM (its profile memory, what the engine would
+ * allocate, exceeds the GPU's: the training prediction never stops a sweep), or measured. 1 when the sweep must stop
  * (cancelled while measuring), else 0. */
 static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg,
                         config_run *cr)
@@ -72,11 +74,13 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     }
     if (e->ev)
         pdbx_events_progress_point(e->ev, pt->index);
-    if (pt->predicted_oom && e->spec.predict_oom) {
+    pdbx_point_mem none = { NAN, NAN };
+    if (pt->profile_oom && e->spec.predict_oom) {
         char a[32], b[32], m[MSG_LEN];
-        snprintf(m, sizeof m, "predicted %s > %s of %s", gb(pt->mem.total, a, sizeof a),
-                 gb(e->spec.gpu.mem_bytes, b, sizeof b), e->spec.gpu.name);
-        pdbx_point_end_event(e, pt->index, PDBX_POINT_PREDICTED_OOM, m);
+        snprintf(m, sizeof m, "predicted profile memory %s > %s of %s",
+                 gb(pt->profile_bytes, a, sizeof a), gb(e->spec.gpu.mem_bytes, b, sizeof b),
+                 e->spec.gpu.name);
+        pdbx_point_end_mem_event(e, pt, PDBX_POINT_PREDICTED_OOM, m, &none);
         snprintf(cr->stop, sizeof cr->stop, "after the predicted OOM at MBS %d", pt->mbs);
         progress_skipped(e, pt->mbs);
         return 0;
@@ -84,15 +88,16 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     pdbx_point_start_event(e, pt);
     warn_dp_cap(e, pt, cr);
     char msg[MSG_LEN];
-    int st = pdbx_point_measure(e, pt, cg, msg);
+    pdbx_point_mem mem = none;
+    int st = pdbx_point_measure(e, pt, cg, msg, &mem);
     if (st < 0) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, "cancelled while measuring: dropped");
         return 1;
     }
     if (st == PDBX_ST_OK) {
-        pdbx_point_end_event(e, pt->index, PDBX_POINT_OK, NULL);
+        pdbx_point_end_mem_event(e, pt, PDBX_POINT_OK, NULL, &mem);
     } else if (st == PDBX_ST_OOM) {
-        pdbx_point_end_event(e, pt->index, PDBX_POINT_OOM, msg);
+        pdbx_point_end_mem_event(e, pt, PDBX_POINT_OOM, msg, &none);
         snprintf(cr->stop, sizeof cr->stop, "after the OOM at MBS %d", pt->mbs);
     } else {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_ERROR, msg);

@@ -10,6 +10,7 @@
 #define PDBX_ENGINE_SWEEP_H
 
 #include <mpi.h>
+#include <string.h>
 
 #include "engine/backends/backend.h"
 #include "engine/backends/registry.h"
@@ -44,6 +45,13 @@ typedef struct {
     double t_start;               /* monotonic seconds at start */
     int cancelled;                /* agreed across ranks */
 } pdbx_engine;
+
+/* The loaded compute backend as the planner names it (cpu, or cuda for any device backend). */
+static inline pdbx_backend_kind pdbx_engine_backend_kind(const pdbx_engine *e)
+{
+    return e->be.compute && strcmp(e->be.compute->name, "cpu") == 0 ? PDBX_BACKEND_CPU
+                                                                      : PDBX_BACKEND_CUDA;
+}
 
 /* Runs this launch's points and (when the spec asks) the collectives sweep. Returns 0 when the
  * sweep ran to its end or was cancelled (e->cancelled), -1 on a fatal error (err). */

@@ -489,13 +489,32 @@ int pdbx_event_decode_trace(const cJSON *ev, pdbx_ev_trace *out, char *err, size
     return rc;
 }
 
-cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message)
+/* point_end's optional memory figures: written when known, NaN when absent. */
+static const jf_field point_end_mem_fields[] = {
+    F(pdbx_ev_point_end, NUM, profile_mem_bytes, "profile_mem_bytes"),
+    F(pdbx_ev_point_end, NUM, mem_peak_bytes, "mem_peak_bytes"),
+    F(pdbx_ev_point_end, NUM, mem_base_bytes, "mem_base_bytes"),
+};
+
+cJSON *pdbx_event_point_end_mem(const pdbx_ev_point_end *pe)
 {
     cJSON *ev = new_event(PDBX_EV_POINT_END);
-    int ok = ev && jf_put_num(ev, "point", point) &&
-             jf_put_str(ev, "status", pdbx_point_status_name(status)) &&
-             (!message || !*message || jf_put_str(ev, "message", message));
+    int ok = ev && jf_put_num(ev, "point", pe->point) &&
+             jf_put_str(ev, "status", pdbx_point_status_name(pe->status)) &&
+             (!pe->message || !*pe->message || jf_put_str(ev, "message", pe->message));
+    for (size_t i = 0; ok && i < JF_N(point_end_mem_fields); i++) {
+        double v;
+        memcpy(&v, (const char *)pe + point_end_mem_fields[i].off, sizeof v);
+        ok = !isfinite(v) || jf_put_num(ev, point_end_mem_fields[i].name, v);
+    }
     return jf_done(ev, ok);
+}
+
+cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message)
+{
+    pdbx_ev_point_end pe = { .point = point, .status = status, .message = message,
+                             .profile_mem_bytes = NAN, .mem_peak_bytes = NAN, .mem_base_bytes = NAN };
+    return pdbx_event_point_end_mem(&pe);
 }
 
 int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *err, size_t errlen)
@@ -512,6 +531,8 @@ int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *e
     out->status = (pdbx_point_status)s;
     const char *msg = jf_str(ev, "message");
     out->message = (msg && *msg) ? msg : NULL;
+    out->profile_mem_bytes = out->mem_peak_bytes = out->mem_base_bytes = NAN;
+    jf_get_fields(ev, out, point_end_mem_fields, JF_N(point_end_mem_fields));
     return 0;
 }
 

@@ -177,9 +177,19 @@ typedef struct {
     int point;
     pdbx_point_status status;   /* ok, oom, predicted_oom, error or skipped */
     const char *message;        /* NULL when absent or empty */
+    /* Optional, NaN when absent (runs recorded before, backends that do not measure):
+     *  profile_mem_bytes: the predicted profile memory of the point on one rank (what the
+     *                     engine allocates, engine/plan's profile memory);
+     *  mem_peak_bytes:    the measured peak of the point, max over ranks (cpu: the RSS
+     *                     high-water mark above the rank's baseline before the point);
+     *  mem_base_bytes:    that rank's baseline (its RSS before the point, less the buffers
+     *                     it kept for this point). */
+    double profile_mem_bytes, mem_peak_bytes, mem_base_bytes;
 } pdbx_ev_point_end;
 
 cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message);
+/* The same with the optional memory fields of pe (those not NaN). */
+cJSON *pdbx_event_point_end_mem(const pdbx_ev_point_end *pe);
 /* Required: point, status. */
 int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *err, size_t errlen);
 

@@ -60,6 +60,7 @@ static void point_init(pdbx_point *p, int index)
     memset(p, 0, sizeof *p);
     p->index = index;
     p->status = PDBX_POINT_PENDING;
+    p->profile_mem_bytes = p->mem_peak_bytes = p->mem_base_bytes = NAN;
 }
 
 /* ---- the point index -------------------------------------------------------------------
@@ -478,6 +479,12 @@ static int apply_point_end(pdbx_run *run, const cJSON *ev, double t, char *err, 
         p->ended = t;
     if (pe.status == PDBX_POINT_PREDICTED_OOM)
         p->predicted_oom = 1;
+    if (isfinite(pe.profile_mem_bytes))
+        p->profile_mem_bytes = pe.profile_mem_bytes;
+    if (isfinite(pe.mem_peak_bytes)) {
+        p->mem_peak_bytes = pe.mem_peak_bytes;
+        p->mem_base_bytes = pe.mem_base_bytes;
+    }
     if (run->current_point == p->index) {
         run->current_point = -1;
         run->current_op[0] = '\0';

@@ -42,6 +42,26 @@ double pdbx_stats_get(const pdbx_stats *s, pdbx_stat_kind k);
  * numpy's default, as Vidur). n == 0 gives count 0 and NaNs. */
 void pdbx_stats_from_samples(double *samples, size_t n, pdbx_stats *out);
 cJSON *pdbx_stats_to_json(const pdbx_stats *s);
+
+/* Is the difference between a cell of run A and the same cell of run B real, or noise?
+ * Welch's rule at z = 1.96 (about 95%): B differs from A when
+ *     |b - a| > z * sqrt(var_a + var_b),   var = std^2 / (count - 1)
+ * the variance of each cell's mean (std is stored with ddof 0, so std^2 * n / (n - 1) is the
+ * sample variance, / n that of its mean). The same threshold applies to whichever statistic is
+ * compared (mean, median, min, max). A cell without a noise estimate (count < 2, or std not
+ * finite) gives UNKNOWN: the difference is shown but not judged. */
+typedef enum { PDBX_NOISE_SAME = 0, PDBX_NOISE_BETTER, PDBX_NOISE_WORSE, PDBX_NOISE_UNKNOWN } pdbx_noise_verdict;
+#define PDBX_NOISE_Z 1.96
+/* std^2 / (count - 1): the variance of the cell's mean; NaN without a noise estimate. */
+double pdbx_stats_mean_var(const pdbx_stats *s);
+/* The verdict on b against a given the variances of their means (NaN: unknown). BETTER: b is
+ * lower (faster) by more than the threshold; WORSE: higher. *threshold (may be NULL) receives
+ * z * sqrt(var_a + var_b), NaN when unknown. a or b not finite: UNKNOWN. */
+pdbx_noise_verdict pdbx_noise_judge(double a, double var_a, double b, double var_b, double *threshold);
+/* pdbx_noise_judge on statistic k of two cells. */
+pdbx_noise_verdict pdbx_stats_judge(const pdbx_stats *a, const pdbx_stats *b, pdbx_stat_kind k, double *threshold);
+/* "same", "better", "worse", "unknown" */
+const char *pdbx_noise_name(pdbx_noise_verdict v);
 int pdbx_stats_from_json(const cJSON *obj, pdbx_stats *out);   /* 0 ok, -1 malformed */
 
 typedef struct {
@@ -73,8 +93,12 @@ typedef struct {
     int seq_len;
     pdbx_point_status status;
     char *message;           /* owned; reason for oom/error/skipped, else NULL */
-    double predicted_mem_bytes;
-    int predicted_oom;
+    double predicted_mem_bytes;   /* run_start's prediction: training memory of the full model */
+    int predicted_oom;            /* run_start's training-OOM mark, or the point ended predicted_oom */
+    /* From point_end, NaN when not recorded: the predicted profile memory (what the engine
+     * allocates at this point on one rank), the measured peak (max over ranks) and the baseline
+     * that rank's peak is counted above (store/events.h). */
+    double profile_mem_bytes, mem_peak_bytes, mem_base_bytes;
     double started, ended;   /* unix seconds, 0 when unknown */
     pdbx_cell op[PDBX_OP_COUNT];
     /* Measured sums, never added up from the op cells (so std/min/max are real):

@@ -38,6 +38,44 @@ double pdbx_stats_get(const pdbx_stats *s, pdbx_stat_kind k)
     }
 }
 
+double pdbx_stats_mean_var(const pdbx_stats *s)
+{
+    if (s->count < 2 || !isfinite(s->std) || s->std < 0)
+        return NAN;
+    return s->std * s->std / (double)(s->count - 1);
+}
+
+pdbx_noise_verdict pdbx_noise_judge(double a, double var_a, double b, double var_b, double *threshold)
+{
+    double thr = PDBX_NOISE_Z * sqrt(var_a + var_b);     /* NaN when either is unknown */
+    if (threshold)
+        *threshold = thr;
+    if (!isfinite(a) || !isfinite(b) || !isfinite(thr)) {
+        if (threshold)
+            *threshold = NAN;
+        return PDBX_NOISE_UNKNOWN;
+    }
+    if (fabs(b - a) <= thr)
+        return PDBX_NOISE_SAME;
+    return b < a ? PDBX_NOISE_BETTER : PDBX_NOISE_WORSE;
+}
+
+pdbx_noise_verdict pdbx_stats_judge(const pdbx_stats *a, const pdbx_stats *b, pdbx_stat_kind k, double *threshold)
+{
+    return pdbx_noise_judge(pdbx_stats_get(a, k), pdbx_stats_mean_var(a), pdbx_stats_get(b, k),
+                            pdbx_stats_mean_var(b), threshold);
+}
+
+const char *pdbx_noise_name(pdbx_noise_verdict v)
+{
+    switch (v) {
+    case PDBX_NOISE_SAME: return "same";
+    case PDBX_NOISE_BETTER: return "better";
+    case PDBX_NOISE_WORSE: return "worse";
+    default: return "unknown";
+    }
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

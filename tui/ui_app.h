@@ -83,6 +83,18 @@ int ui_put_wrapped(int y, int x, int w, int max_rows, ui_role role, const char *
     __attribute__((format(printf, 6, 7)));
 /* A canvas at (y, x): class UI_CLS_SERIES+i draws with role UI_C_SERIES0 + i % 8. */
 void ui_draw_canvas(const ui_canvas *c, int y, int x);
+/* One legend entry: a glyph (UTF-8, drawn in role) and the name it stands for. */
+typedef struct {
+    char glyph[16];
+    char name[64];
+    ui_role role;
+} ui_legend_entry;
+/* The glyph of series/segment i in the chart's glyph set, with its series role. */
+void ui_legend_set(ui_legend_entry *e, uint32_t glyph, int series, const char *name);
+/* A legend in rows y..y+maxrows-1, columns x..x+w-1 (ui_legend_layout): page *page of it, and
+ * "+N more (L)" when entries are left over, so none is dropped silently. A page past the end
+ * wraps to 0 (*page is updated). Returns the rows used. */
+int ui_draw_legend(int y, int x, int w, int maxrows, const ui_legend_entry *e, int n, int *page);
 /* Tabs "[ a ] [ b ]" on one row; returns nothing. */
 void ui_draw_tabs(int y, int x, int w, const char *const *names, int n, int active);
 /* Role for a run/point status. */
@@ -94,6 +106,6 @@ ui_role ui_role_point_status(pdbx_point_status s);
 /* Cost vs MBS line chart of nm matrices overlaid: op_sel >= 0 plots that op, else the largest
  * ops; series are named "<names[k]> <op>" when nm > 1. Shared by the run view and compare. */
 void ui_draw_cost_chart(ui_app *app, ui_rect b, const ui_matrix *const *ms, const char *const *names,
-                        int nm, int op_sel, int log, const char *title);
+                        int nm, int op_sel, int log, const char *title, int *legend_page);
 
 #endif

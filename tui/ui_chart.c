@@ -220,11 +220,101 @@ void ui_format_value(double v, char *buf, size_t len)
     else snprintf(buf, len, "%.1e", v);
 }
 
+/* ---- units ------------------------------------------------------------------------------ */
+/* %.3g without an exponent for the magnitudes an axis shows (1e-3 .. 1e6) */
+static void fmt3(double v, char *buf, size_t len)
+{
+    double a = fabs(v);
+    if (a >= 1000 && a < 1e6)
+        snprintf(buf, len, "%.0f", v);
+    else
+        snprintf(buf, len, "%.3g", v);
+}
+
+void ui_format_unit(double v, ui_unit u, char *buf, size_t len)
+{
+    char num[32];
+    double a = fabs(v);
+    if (isnan(v)) {
+        snprintf(buf, len, "N/A");
+        return;
+    }
+    switch (u) {
+    case UI_UNIT_MS:
+        if (a == 0) snprintf(buf, len, "0 ms");
+        else if (a < 1e-3) { fmt3(v * 1e3, num, sizeof(num)); snprintf(buf, len, "%s us", num); }
+        else if (a >= 1e3) { fmt3(v / 1e3, num, sizeof(num)); snprintf(buf, len, "%s s", num); }
+        else { fmt3(v, num, sizeof(num)); snprintf(buf, len, "%s ms", num); }
+        return;
+    case UI_UNIT_GBS:
+        fmt3(v, num, sizeof(num));
+        snprintf(buf, len, "%s GB/s", num);
+        return;
+    case UI_UNIT_BYTES: {
+        static const char *const pre[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        int k = 0;
+        while (k < 4 && a >= 1024) { a /= 1024; v /= 1024; k++; }
+        fmt3(v, num, sizeof(num));
+        snprintf(buf, len, "%s %s", num, pre[k]);
+        return;
+    }
+    case UI_UNIT_PERCENT:
+        fmt3(100 * v, num, sizeof(num));
+        snprintf(buf, len, "%s%%", num);
+        return;
+    default:
+        ui_format_value(v, buf, len);
+        return;
+    }
+}
+
+/* ---- ticks ------------------------------------------------------------------------------- */
+int ui_scale_ticks(const ui_scale *s, int rows, ui_tick *out, int cap)
+{
+    int n = 0;
+    if (rows < 1 || cap < 1)
+        return 0;
+    double span_rows = rows - 1 > 0 ? rows - 1 : 1;
+    if (s->log) {
+        int d0 = (int)lround(log10(s->lo)), d1 = (int)lround(log10(s->hi));
+        int decades = d1 - d0 > 0 ? d1 - d0 : 1;
+        double per = span_rows / decades;          /* rows per decade */
+        int every = per >= 2 ? 1 : (int)ceil(2 / per);
+        int minor = per >= 7;
+        for (int d = d0; d <= d1 && n < cap; d++) {
+            if ((d - d0) % every != 0) continue;
+            double base = pow(10.0, d);
+            out[n++] = (ui_tick){ base, 1 };
+            if (minor && d < d1) {
+                if (n < cap) out[n++] = (ui_tick){ 2 * base, 0 };
+                if (n < cap) out[n++] = (ui_tick){ 5 * base, 0 };
+            }
+        }
+        return n;
+    }
+    double range = s->hi - s->lo;
+    /* the smallest 1/2/5 x 10^k step that puts labels 2 rows apart (multiples of it from lo) */
+    double step = ui_nice_ceil(2 * range / span_rows);
+    if (!(step > 0))
+        return 0;
+    for (int k = 0; n < cap; k++) {
+        double v = s->lo + k * step;
+        if (v > s->hi * (1 + 1e-12) + 1e-300) break;
+        if (fabs(v) < step * 1e-9) v = 0;
+        out[n++] = (ui_tick){ v, 1 };
+    }
+    return n;
+}
+
 /* ---- glyphs ----------------------------------------------------------------------------- */
 static const char ascii_fills[] = "#@%*+=o:x&$~^-/.";
 static const uint32_t unicode_fills[] = { 0x2588, 0x2593, 0x2592, 0x2591 };
-static const char ascii_markers[] = "*o+x#@%&$=~^sdvz";
+/* markers never use digits (the overlap counts), '*' (many overlaps) or a connector glyph */
+static const char ascii_markers[] = "ox#@%&$svzAHMWXY";
 static const uint32_t unicode_markers[] = { 0x25CF, 0x25CB, 0x25A0, 0x25A1, 0x25B2, 0x25B3, 0x25C6, 0x25C7 };
+static const char ascii_connectors[] = ".-:~',`_;=!\"^<>/";
+/* middle dot, dashed and dotted box lines, ratio, tilde... then the ASCII ones */
+static const uint32_t unicode_connectors[] = { 0x00B7, 0x254C, 0x2508, 0x2236, '~', 0x2025, '\'', ',' };
 
 uint32_t ui_segment_fill(int seg, int unicode)
 {
@@ -247,6 +337,21 @@ uint32_t ui_series_marker(int series, int unicode)
     if (unicode && series < (int)(sizeof(unicode_markers) / sizeof(unicode_markers[0])))
         return unicode_markers[series];
     return (uint32_t)(unsigned char)ascii_markers[series];
+}
+
+uint32_t ui_series_connector(int series, int unicode)
+{
+    if (series < 0) series = 0;
+    series %= 16;
+    int nu = (int)(sizeof(unicode_connectors) / sizeof(unicode_connectors[0]));
+    if (unicode && series < nu)
+        return unicode_connectors[series];
+    return (uint32_t)(unsigned char)ascii_connectors[series];
+}
+
+uint32_t ui_overlap_marker(int k)
+{
+    return k >= 2 && k <= 9 ? (uint32_t)('0' + k) : '*';
 }
 
 /* ---- charts ------------------------------------------------------------------------------ */
@@ -319,32 +424,69 @@ int ui_chart_stacked(ui_canvas *c, int y, int x, int label_w, int w,
     return nrows;
 }
 
-/* The line chart's frame: the y axis with three ticks (top, middle, bottom) in a column of
- * width lw, the x axis with a tick and a label per point (labels that would overlap skipped). */
-static void lines_axes(ui_canvas *c, int y, int x, int lw, int ph, int pw, const ui_scale *sc, const int *col,
-                       int npts, const char *const *xlabels, int unicode)
+void ui_chart_share_axis(ui_canvas *c, int y, int x, int label_w, int w, const char *name, int unicode)
 {
-    int px = x + lw + 1;
+    if (w < 2)
+        return;
+    int bx = x + label_w + 1;
+    uint32_t hbar = unicode ? 0x2500 : '-', tick = unicode ? 0x252C : '+';
+    for (int i = 0; i < w; i++)
+        ui_canvas_put(c, y, bx + i, hbar, UI_CLS_AXIS);
+    int label_end = -1;
+    for (int q = 0; q <= 4; q++) {
+        int col = (int)lround(q * (w - 1) / 4.0);
+        ui_canvas_put(c, y, bx + col, tick, UI_CLS_AXIS);
+        char lab[8];
+        snprintf(lab, sizeof(lab), "%d%%", 25 * q);
+        int len = (int)strlen(lab);
+        int lx = col - len / 2;
+        if (lx < 0) lx = 0;
+        if (lx + len > w) lx = w - len;
+        if (lx <= label_end) continue;
+        ui_canvas_text(c, y + 1, bx + lx, lab, UI_CLS_AXIS);
+        label_end = lx + len;
+    }
+    if (name) {
+        char pad[64];
+        snprintf(pad, sizeof(pad), "%*.*s", label_w, label_w, name);
+        ui_canvas_text(c, y + 1, x, pad, UI_CLS_AXIS);
+    }
+}
+
+/* Row of value fraction f on a plot of ph rows (row 0 at the top). */
+static int frac_row(double f, int ph)
+{
+    return (int)lround((ph - 1) - f * (ph - 1));
+}
+
+/* The line chart's frame: the y axis with its labelled ticks in a column of width lw, the x
+ * axis with a tick and a label per point (labels that would overlap skipped) and its name. */
+static void lines_axes(ui_canvas *c, int y, int x, int lw, int ph, int pw, const ui_scale *sc,
+                       const ui_tick *ticks, int nticks, const int *col, const ui_lines_spec *sp)
+{
+    int px = x + lw + 1, unicode = sp->unicode;
     uint32_t vbar = unicode ? 0x2502 : '|', hbar = unicode ? 0x2500 : '-';
-    uint32_t corner = unicode ? 0x2514 : '+', tick = unicode ? 0x253C : '+';
+    uint32_t corner = unicode ? 0x2514 : '+', tick = unicode ? 0x253C : '+', ytick = unicode ? 0x2524 : '+';
     for (int r = 0; r < ph; r++)
         ui_canvas_put(c, y + r, x + lw, vbar, UI_CLS_AXIS);
-    double mid = sc->log ? sqrt(sc->lo * sc->hi) : (sc->lo + sc->hi) / 2;
-    const double ticks[3] = { sc->hi, mid, sc->lo };
-    const int trow[3] = { 0, (ph - 1) / 2, ph - 1 };
-    for (int t = 0; t < 3; t++) {
-        char lab[32], pad[32];
-        ui_format_value(ticks[t], lab, sizeof(lab));
+    int last_row = -2;
+    for (int t = 0; t < nticks; t++) {
+        int r = frac_row(ui_scale_frac(sc, ticks[t].v), ph);
+        if (r == last_row) continue;
+        last_row = r;
+        char lab[32], pad[40];
+        ui_format_unit(ticks[t].v, sp->yunit, lab, sizeof(lab));
         snprintf(pad, sizeof(pad), "%*.*s", lw, lw, lab);
-        ui_canvas_text(c, y + trow[t], x, pad, UI_CLS_AXIS);
+        ui_canvas_text(c, y + r, x, pad, UI_CLS_AXIS);
+        ui_canvas_put(c, y + r, x + lw, ytick, UI_CLS_AXIS);
     }
     ui_canvas_put(c, y + ph, x + lw, corner, UI_CLS_AXIS);
     for (int i = 0; i < pw; i++)
         ui_canvas_put(c, y + ph, px + i, hbar, UI_CLS_AXIS);
     int label_end = -1;
-    for (int i = 0; i < npts; i++) {
+    for (int i = 0; i < sp->npts; i++) {
         ui_canvas_put(c, y + ph, px + col[i], tick, UI_CLS_AXIS);
-        const char *l = xlabels && xlabels[i] ? xlabels[i] : "";
+        const char *l = sp->xlabels && sp->xlabels[i] ? sp->xlabels[i] : "";
         int len = (int)strlen(l);
         int lx = col[i] - len / 2;
         if (lx < 0) lx = 0;
@@ -353,39 +495,62 @@ static void lines_axes(ui_canvas *c, int y, int x, int lw, int ph, int pw, const
         ui_canvas_text(c, y + ph + 1, px + lx, l, UI_CLS_AXIS);
         label_end = lx + len;
     }
+    if (sp->xname) {
+        char pad[40];
+        snprintf(pad, sizeof(pad), "%*.*s", lw, lw, sp->xname);
+        ui_canvas_text(c, y + ph + 1, x, pad, UI_CLS_AXIS);
+    }
 }
 
-int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const double *values, int nseries,
-                   int npts, const char *const *xlabels, int log, int unicode)
+#define LINES_MAX_PTS 64
+
+int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec *sp, ui_lines_info *info)
 {
-    const int lw = 8;                      /* y tick label width */
-    int ph = h - 2, pw = w - lw - 1;
-    if (ph < 3 || npts < 1 || pw < 2 * npts || nseries < 1)
+    int nseries = sp->nseries, npts = sp->npts;
+    const double *values = sp->values;
+    if (info) memset(info, 0, sizeof(*info));
+    if (nseries > UI_CHART_MAX_SERIES) nseries = UI_CHART_MAX_SERIES;
+    if (npts > LINES_MAX_PTS) npts = LINES_MAX_PTS;
+    int ph = h - 2;
+    if (ph < 3 || npts < 1 || nseries < 1)
         return -1;
     double mn = INFINITY, mx = -INFINITY;
     for (int i = 0; i < nseries * npts; i++) {
         double v = values[i];
-        if (isnan(v) || (log && v <= 0)) continue;
+        if (isnan(v) || (sp->log && v <= 0)) continue;
         if (v < mn) mn = v;
         if (v > mx) mx = v;
     }
     if (!(mx >= mn))
         return -1;
     ui_scale sc;
-    ui_scale_init(&sc, mn, mx, log);
+    int fell = ui_scale_init(&sc, mn, mx, sp->log);
+    if (info) info->log_fell_back = fell;
+    ui_tick ticks[64];
+    int nticks = ui_scale_ticks(&sc, ph, ticks, 64);
+    /* the label column fits the widest tick label and the x axis' name */
+    int lw = sp->xname ? (int)strlen(sp->xname) : 0;
+    for (int t = 0; t < nticks; t++) {
+        char lab[32];
+        ui_format_unit(ticks[t].v, sp->yunit, lab, sizeof(lab));
+        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
+    }
+    if (lw > 12) lw = 12;
+    int pw = w - lw - 1;
+    if (pw < 2 * npts)
+        return -1;
     int px = x + lw + 1;
-    int col[64];
-    if (npts > 64) npts = 64;
+    int col[LINES_MAX_PTS];
     for (int i = 0; i < npts; i++)
         col[i] = npts == 1 ? pw / 2 : (int)lround((double)i * (pw - 1) / (npts - 1));
-    lines_axes(c, y, x, lw, ph, pw, &sc, col, npts, xlabels, unicode);
-    /* joins first, markers over them */
-    uint32_t dot = unicode ? 0x00B7 : '.';
+    lines_axes(c, y, x, lw, ph, pw, &sc, ticks, nticks, col, sp);
+    /* joins first, each series with its own glyph; markers over them */
     for (int s = 0; s < nseries; s++) {
+        uint32_t join = ui_series_connector(s, sp->unicode);
         int prev = -1;
         double prow = 0;
         for (int i = 0; i < npts; i++) {
-            double f = ui_scale_frac(&sc, values[s * npts + i]);
+            double f = ui_scale_frac(&sc, values[s * sp->npts + i]);
             if (isnan(f)) { prev = -1; continue; }
             double row = (ph - 1) - f * (ph - 1);
             if (prev >= 0) {
@@ -393,19 +558,77 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const double *value
                     double t = (double)(cx - col[prev]) / (col[i] - col[prev]);
                     int ry = (int)lround(prow + t * (row - prow));
                     if (at(c, y + ry, px + cx) == ' ')
-                        ui_canvas_put(c, y + ry, px + cx, dot, UI_CLS_SERIES + s);
+                        ui_canvas_put(c, y + ry, px + cx, join, UI_CLS_SERIES + s);
                 }
             }
             prev = i;
             prow = row;
         }
     }
-    for (int s = 0; s < nseries; s++)
-        for (int i = 0; i < npts; i++) {
-            double f = ui_scale_frac(&sc, values[s * npts + i]);
-            if (isnan(f)) continue;
-            int ry = (int)lround((ph - 1) - f * (ph - 1));
-            ui_canvas_put(c, y + ry, px + col[i], ui_series_marker(s, unicode), UI_CLS_SERIES + s);
+    /* markers: count the series on each (row, point) so coinciding points show as one count */
+    for (int i = 0; i < npts; i++) {
+        int rows[UI_CHART_MAX_SERIES];
+        for (int s = 0; s < nseries; s++) {
+            double f = ui_scale_frac(&sc, values[s * sp->npts + i]);
+            rows[s] = isnan(f) ? -1 : frac_row(f, ph);
         }
+        for (int s = 0; s < nseries; s++) {
+            if (rows[s] < 0) continue;
+            int k = 0, first = s;
+            for (int t = 0; t < nseries; t++)
+                if (rows[t] == rows[s]) {
+                    k++;
+                    if (t < first) first = t;
+                }
+            if (first != s) continue;           /* drawn with the first series on this cell */
+            if (k == 1) {
+                ui_canvas_put(c, y + rows[s], px + col[i], ui_series_marker(s, sp->unicode), UI_CLS_SERIES + s);
+            } else {
+                ui_canvas_put(c, y + rows[s], px + col[i], ui_overlap_marker(k), UI_CLS_TEXT);
+                if (info) info->overlaps++;
+            }
+        }
+    }
     return 0;
+}
+
+/* Places entries from first while they fit, the last row keeping `keep` columns free. */
+static int legend_fill(const int *widths, int n, int first, int w, int maxrows, int keep, int *col, int *row)
+{
+    int placed = 0, cx = 0, r = 0;
+    for (int k = first; k < n; k++) {
+        int limit = r == maxrows - 1 ? w - keep : w;
+        if (cx > 0 && cx + widths[k] > limit) {
+            if (r + 1 >= maxrows) break;
+            r++;
+            cx = 0;
+            limit = r == maxrows - 1 ? w - keep : w;
+        }
+        if (cx == 0 && widths[k] > limit && placed > 0) break;   /* only the first may be cut */
+        col[placed] = cx;
+        row[placed] = r;
+        placed++;
+        cx += widths[k];
+    }
+    return placed;
+}
+
+int ui_legend_layout(const int *widths, int n, int first, int w, int maxrows, int more_w, int *col, int *row)
+{
+    if (first < 0) first = 0;
+    if (first >= n || maxrows < 1 || w < 1)
+        return 0;
+    int placed;
+    if (first == 0) {
+        placed = legend_fill(widths, n, first, w, maxrows, 0, col, row);
+        if (placed == n - first)
+            return placed;             /* everything fits: no note, no room kept for one */
+    }
+    /* paging: every page keeps room for its note ("+N more", or on the last the way back) */
+    placed = legend_fill(widths, n, first, w, maxrows, more_w, col, row);
+    if (placed == 0) {                 /* not even one beside the note: one entry, cut */
+        col[0] = row[0] = 0;
+        placed = 1;
+    }
+    return placed;
 }

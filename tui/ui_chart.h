@@ -56,9 +56,39 @@ double ui_scale_frac(const ui_scale *s, double v);
 /* Compact number: 3 significant digits, k/M/G for large, exponent for tiny; "N/A" for NaN. */
 void ui_format_value(double v, char *buf, size_t len);
 
+/* ---- units ------------------------------------------------------------------------------ */
+typedef enum {
+    UI_UNIT_NONE = 0,        /* plain number (ui_format_value) */
+    UI_UNIT_MS,              /* a time in ms: "0.1 ms", "10 ms"; "us" below 1 us... "s" from 1000 ms */
+    UI_UNIT_GBS,             /* "0.5 GB/s" */
+    UI_UNIT_BYTES,           /* binary prefixes: "4 KiB", "64 KiB", "1 MiB" */
+    UI_UNIT_PERCENT,         /* a fraction 0..1 shown as "25%" */
+} ui_unit;
+
+/* v with its unit, at most 3 significant digits and no trailing zeros ("N/A" for NaN). */
+void ui_format_unit(double v, ui_unit u, char *buf, size_t len);
+
+/* ---- ticks ------------------------------------------------------------------------------- */
+typedef struct {
+    double v;
+    int major;               /* 1: a decade (log) or a step (linear); 0: a 2 or 5 sub-tick */
+} ui_tick;
+
+/* The labelled ticks of scale s on an axis of `rows` rows (one label per row, a blank row between
+ * labels). Log: every decade from lo to hi (every 2nd, 3rd... decade when the decades are closer
+ * than 2 rows), plus 2 and 5 x each decade when a decade spans >= 7 rows. Linear: multiples of
+ * the largest 1/2/5 x 10^k step that keeps labels 2 rows apart, from lo. Ascending; returns the
+ * count (<= cap). */
+int ui_scale_ticks(const ui_scale *s, int rows, ui_tick *out, int cap);
+
 /* ---- glyphs ----------------------------------------------------------------------------- */
 uint32_t ui_segment_fill(int seg, int unicode);     /* distinct per segment 0..15 */
-uint32_t ui_series_marker(int series, int unicode); /* distinct per series 0..15 */
+uint32_t ui_series_marker(int series, int unicode); /* distinct per series 0..15, never a digit */
+/* The glyph that joins a series' consecutive points: distinct per series 0..15 and from every
+ * marker, so the lines tell apart in monochrome. */
+uint32_t ui_series_connector(int series, int unicode);
+/* The marker of a cell where k >= 2 series have a point: the digit k ('2'..'9'), '*' above 9. */
+uint32_t ui_overlap_marker(int k);
 
 /* ---- charts ------------------------------------------------------------------------------ */
 /* A horizontal bar of fraction frac (0..1) in w columns at (y, x); Unicode uses eighth blocks
@@ -73,13 +103,43 @@ void ui_chart_hbar(ui_canvas *c, int y, int x, int w, double frac, int cls, int 
 int ui_chart_stacked(ui_canvas *c, int y, int x, int label_w, int w,
                      const char *const *labels, const double *values, int nrows, int nseg,
                      int normalise, int unicode);
+/* The share axis under normalised stacked bars (2 rows at y): a rule from x over w columns with
+ * ticks at 0, 25, 50, 75 and 100% and their labels; `name` (e.g. "share") right-aligned in the
+ * label_w columns left of it on the label row. */
+void ui_chart_share_axis(ui_canvas *c, int y, int x, int label_w, int w, const char *name, int unicode);
 
-/* A line chart of nseries series over npts categorical x positions (evenly spaced, labelled
- * xlabels[i]) in the canvas area (y, x, h, w): y-axis tick labels on the left, the x axis and
- * its labels at the bottom (2 rows). values[s*npts + i], NaN = missing. Points are the series
- * marker; consecutive points are joined with dots in the series' class.
+/* A line chart of nseries series over npts categorical x positions (evenly spaced). */
+typedef struct {
+    const double *values;            /* values[s*npts + i], NaN = missing */
+    int nseries, npts;
+    const char *const *xlabels;      /* npts labels under the x ticks (with their unit) */
+    const char *xname;               /* the x axis' name (and unit), e.g. "MBS"; NULL: none */
+    ui_unit yunit;                   /* unit of the y tick labels */
+    int log, unicode;
+} ui_lines_spec;
+
+typedef struct {
+    int overlaps;                    /* cells where markers of >= 2 series coincide */
+    int log_fell_back;               /* log asked, but a value <= 0: drawn linear */
+} ui_lines_info;
+
+/* Draws the chart in the canvas area (y, x, h, w): y tick labels (ui_scale_ticks, with the unit)
+ * right-aligned left of the y axis, the x axis with a tick per point and the labels that fit,
+ * and the x axis' name left of the x labels (2 rows under the plot). Each series' points are
+ * its marker, joined by its connector glyph (class UI_CLS_SERIES + s); a cell where points of
+ * k >= 2 series coincide shows ui_overlap_marker(k) (class UI_CLS_TEXT) instead of hiding all
+ * but one. info (may be NULL) says what the legend must explain.
  * Returns 0, or -1 when the area is too small (nothing drawn) or no value is drawable. */
-int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const double *values, int nseries,
-                   int npts, const char *const *xlabels, int log, int unicode);
+int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec *spec, ui_lines_info *info);
+
+/* ---- legend ------------------------------------------------------------------------------ */
+/* Lays out legend entries widths[first..n-1] (columns each, gap included) left to right in rows
+ * of w columns, at most maxrows rows. When not all of them fit on one page (first = 0 and the
+ * rest does not fit, or first > 0: a later page), the last row keeps more_w columns free for a
+ * note ("+N more", or the way back to the first page), so no entry is ever dropped silently:
+ * the caller shows the note and pages on from first + the returned count. col[k], row[k] receive the place of entry
+ * first + k. Returns the entries placed (at least 1 when any is left and maxrows >= 1, even if
+ * it has to be cut at w). */
+int ui_legend_layout(const int *widths, int n, int first, int w, int maxrows, int more_w, int *col, int *row);
 
 #endif

@@ -30,7 +30,7 @@ static int top_ops(const ui_matrix *m, int *ops, int cap)
 }
 
 void ui_draw_cost_chart(ui_app *app, ui_rect b, const ui_matrix *const *ms, const char *const *names,
-                        int nm, int op_sel, int log, const char *title)
+                        int nm, int op_sel, int log, const char *title, int *legend_page)
 {
     /* x positions: the union of MBS values, in order (the first matrix's order) */
     const ui_matrix *m0 = ms[0];
@@ -49,42 +49,45 @@ void ui_draw_cost_chart(ui_app *app, ui_rect b, const ui_matrix *const *ms, cons
         ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "nothing measured in this config yet");
         return;
     }
+    const int legend_rows = 2;
     double *vals = malloc(sizeof(double) * (size_t)nseries * npts);
     ui_canvas c;
-    if (!vals || ui_canvas_init(&c, b.w - 2, b.h - 3) != 0) {
+    if (!vals || ui_canvas_init(&c, b.w - 2, b.h - 1 - legend_rows) != 0) {
         free(vals);
         ui_app_message(app, 1, "out of memory drawing the chart");
         return;
     }
+    int unicode = app->unicode && !app->force_ascii;
+    ui_legend_entry legend[UI_CHART_MAX_SERIES + 1];
     int s = 0;
-    char snames[16][64];
     for (int k = 0; k < nm; k++)
         for (int o = 0; o < nops; o++, s++) {
             for (int i = 0; i < npts; i++) {
                 int j = ui_matrix_find(ms[k], m0->mbs[i]);
                 vals[s * npts + i] = j >= 0 ? ms[k]->v[ops[o]][j] : NAN;
             }
-            if (nm > 1) snprintf(snames[s], sizeof(snames[s]), "%s %s", names[k], pdbx_op_name(ops[o]));
-            else snprintf(snames[s], sizeof(snames[s]), "%s", pdbx_op_name(ops[o]));
+            char name[64];
+            if (nm > 1) snprintf(name, sizeof(name), "%s %s", names[k], pdbx_op_name(ops[o]));
+            else snprintf(name, sizeof(name), "%s", pdbx_op_name(ops[o]));
+            ui_legend_set(&legend[s], ui_series_marker(s, unicode), s, name);
         }
-    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "%s (ms, %s scale) vs MBS", title, log ? "log" : "linear");
-    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nseries, npts, xl, log, app->unicode && !app->force_ascii) != 0)
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "%s: time (ms, %s scale) vs MBS", title, log ? "log" : "linear");
+    ui_lines_spec spec = { .values = vals, .nseries = nseries, .npts = npts, .xlabels = xl, .xname = "MBS",
+                           .yunit = UI_UNIT_MS, .log = log, .unicode = unicode };
+    ui_lines_info info;
+    int nlegend = nseries;
+    if (ui_chart_lines(&c, 0, 0, c.h, c.w, &spec, &info) != 0) {
         ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 0, "not enough room or no values to plot");
-    else
+    } else {
         ui_draw_canvas(&c, b.y + 1, 1);
-    /* legend with the series markers */
-    int unicode = app->unicode && !app->force_ascii;
-    int cx = 1, ly = b.y + b.h - 2;
-    for (int k = 0; k < nseries; k++) {
-        int len = (int)strlen(snames[k]) + 4;
-        if (cx + len > b.w - 1) { ly++; cx = 1; }
-        if (ly >= b.y + b.h) break;
-        char g[8];
-        ui_utf8_encode(ui_series_marker(k, unicode), g);
-        ui_put(ly, cx, 2, (ui_role)(UI_C_SERIES0 + k % 8), 0, "%s", g);
-        ui_put(ly, cx + 2, len - 2, UI_C_NORMAL, 0, "%s", snames[k]);
-        cx += len;
+        if (info.overlaps) {
+            /* a digit on the chart counts the series whose points share that cell */
+            snprintf(legend[nlegend].glyph, sizeof(legend[nlegend].glyph), "2-9");
+            snprintf(legend[nlegend].name, sizeof(legend[nlegend].name), "that many series at one point");
+            legend[nlegend++].role = UI_C_NORMAL;
+        }
     }
+    ui_draw_legend(b.y + b.h - legend_rows, 1, b.w - 2, legend_rows, legend, nlegend, legend_page);
     ui_canvas_free(&c);
     free(vals);
 }

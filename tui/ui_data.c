@@ -13,12 +13,15 @@ static void matrix_point(const pdbx_rt_point *p, int i, pdbx_stat_kind stat, ui_
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         const pdbx_rt_cell *c = &p->op[op];
         m->v[op][i] = pdbx_rt_value(c, stat);
+        m->st[op][i] = c->stats;
         m->flops[op][i] = c->flops;
         m->bytes[op][i] = c->bytes;
         m->share[op][i] = pdbx_rt_share(p, (pdbx_op)op, stat);
     }
     m->layer[i] = pdbx_rt_value(&p->layer, stat);
     m->total[i] = pdbx_rt_value(&p->total, stat);
+    m->layer_st[i] = p->layer.stats;
+    m->total_st[i] = p->total.stats;
     const pdbx_comm_cell *pp_c = p->comm[PDBX_RT_COMM_PP], *dp_c = p->comm[PDBX_RT_COMM_DP];
     m->pp_sendrecv[i] = pp_c->valid ? pdbx_stats_get(&pp_c->time, stat) : NAN;
     m->dp_allreduce[i] = dp_c->valid ? pdbx_stats_get(&dp_c->time, stat) : NAN;

@@ -24,6 +24,10 @@ typedef struct {
     double flops[PDBX_OP_COUNT][UI_MAX_MBS]; /* per TP rank, one execution */
     double bytes[PDBX_OP_COUNT][UI_MAX_MBS];
     double layer[UI_MAX_MBS], total[UI_MAX_MBS];   /* measured; NaN = not measured */
+    /* every statistic of each cell (count 0 and NaNs when not measured): compare judges a
+       difference against the cells' own noise (pdbx_stats_judge) */
+    pdbx_stats st[PDBX_OP_COUNT][UI_MAX_MBS];
+    pdbx_stats layer_st[UI_MAX_MBS], total_st[UI_MAX_MBS];
     double share[PDBX_OP_COUNT][UI_MAX_MBS];       /* 0..1, NaN = N/A */
     int op_present[PDBX_OP_COUNT];           /* 1 when any point measured the op */
     /* the point's PP send/recv and DP gradient all-reduce (ms, NaN = not measured): not ops of

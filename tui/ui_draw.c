@@ -152,3 +152,56 @@ ui_role ui_role_point_status(pdbx_point_status s)
     }
     return UI_C_NORMAL;
 }
+
+void ui_legend_set(ui_legend_entry *e, uint32_t glyph, int series, const char *name)
+{
+    ui_utf8_encode(glyph, e->glyph);
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->role = series < 0 ? UI_C_NORMAL : (ui_role)(UI_C_SERIES0 + series % 8);
+}
+
+#define LEGEND_MAX 64
+
+int ui_draw_legend(int y, int x, int w, int maxrows, const ui_legend_entry *e, int n, int *page)
+{
+    int widths[LEGEND_MAX], col[LEGEND_MAX], row[LEGEND_MAX];
+    if (n > LEGEND_MAX) n = LEGEND_MAX;
+    if (n <= 0 || maxrows <= 0 || w <= 0)
+        return 0;
+    for (int i = 0; i < n; i++)   /* glyph, a blank, the name, two blanks */
+        widths[i] = (int)pdbx_text_width(e[i].glyph) + 1 + (int)pdbx_text_width(e[i].name) + 2;
+    const int more_w = 16;        /* "+NN more (L)" and a blank */
+    int first = 0, placed = 0;
+    for (int p = 0;; p++) {
+        placed = ui_legend_layout(widths, n, first, w, maxrows, more_w, col, row);
+        if (p == *page)
+            break;
+        if (first + placed >= n) {    /* past the last page: back to the first */
+            *page = 0;
+            first = 0;
+            placed = ui_legend_layout(widths, n, 0, w, maxrows, more_w, col, row);
+            break;
+        }
+        first += placed;
+    }
+    int rows = 0;
+    for (int k = 0; k < placed; k++) {
+        const ui_legend_entry *en = &e[first + k];
+        int cx = x + col[k], gw = (int)pdbx_text_width(en->glyph);
+        ui_put(y + row[k], cx, gw, en->role, 0, "%s", en->glyph);
+        ui_put(y + row[k], cx + gw + 1, x + w - (cx + gw + 1), UI_C_NORMAL, 0, "%s", en->name);
+        if (row[k] + 1 > rows) rows = row[k] + 1;
+    }
+    int left = n - first - placed;
+    if (left > 0 || first > 0) {
+        int last = placed ? row[placed - 1] : 0;
+        int end = 0;
+        for (int k = 0; k < placed; k++)
+            if (row[k] == last && col[k] + widths[first + k] > end) end = col[k] + widths[first + k];
+        if (left > 0)
+            ui_put(y + last, x + end, x + w - (x + end), UI_C_DIM, 0, "+%d more (L)", left);
+        else
+            ui_put(y + last, x + end, x + w - (x + end), UI_C_DIM, 0, "(L: first)");
+    }
+    return rows;
+}

@@ -26,8 +26,9 @@
 #include "store/ops.h"
 
 #define PDBX_EOOM (-2)
-/* 2: compute ops gained span_begin/span_end (measured layer and step sums). */
-#define PDBX_BACKEND_ABI 2
+/* 2: compute ops gained span_begin/span_end (measured layer and step sums).
+ * 3: compute ops gained mem_peak (the measured memory peak of a point). */
+#define PDBX_BACKEND_ABI 3
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -89,6 +90,12 @@ typedef struct {
     int (*span_end)(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t errlen);
     /* Folds the outputs into one number so no work can be optimised away. */
     double (*checksum)(pdbx_compute *c);
+    /* The memory this rank used for the prepared point at its highest since prepare() began,
+     * in bytes, and the baseline it is counted above (cpu: the RSS high-water mark above the
+     * rank's RSS before the point, the weights kept from the previous point counted in, so
+     * the figure is the point's own and compares with its profile memory). 0, or -1 when the
+     * backend does not measure it. */
+    int (*mem_peak)(pdbx_compute *c, double *peak_bytes, double *base_bytes);
 } pdbx_compute_ops;
 
 /* The table of a compute implementation whose functions are named P_init, P_fini, ... P_checksum
@@ -99,6 +106,7 @@ typedef struct {
         .describe = P##_describe, .mem_info = P##_mem_info, .prepare = P##_prepare,           \
         .release = P##_release, .run_op = P##_run_op, .comm_buffer = P##_comm_buffer,         \
         .span_begin = P##_span_begin, .span_end = P##_span_end, .checksum = P##_checksum,     \
+        .mem_peak = P##_mem_peak,                                                             \
     }
 
 typedef enum {

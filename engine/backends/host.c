@@ -26,6 +26,37 @@ int pdbx_host_meminfo(uint64_t *available, uint64_t *total)
     return found == 3 ? 0 : -1;
 }
 
+int pdbx_host_rss(double *rss, double *hwm)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    unsigned long long kb;
+    int found = 0;
+    *rss = *hwm = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) {
+            *rss = (double)kb * 1024.0;
+            found |= 1;
+        } else if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) {
+            *hwm = (double)kb * 1024.0;
+            found |= 2;
+        }
+    }
+    fclose(f);
+    return found == 3 ? 0 : -1;
+}
+
+int pdbx_host_rss_reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 void pdbx_host_cpu_model(char *buf, size_t len)
 {
     snprintf(buf, len, "unknown cpu");

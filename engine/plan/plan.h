@@ -50,6 +50,11 @@ typedef struct {
 
 typedef enum { PDBX_DTYPE_BF16 = 0, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32 } pdbx_dtype;
 typedef enum { PDBX_BACKEND_AUTO = 0, PDBX_BACKEND_CPU, PDBX_BACKEND_CUDA } pdbx_backend_kind;
+/* Activation recomputation assumed by the training memory: none, or full (Megatron's
+ * --recompute-granularity full: only each layer's input is kept, a layer is recomputed in its
+ * backward). */
+typedef enum { PDBX_RECOMPUTE_NONE = 0, PDBX_RECOMPUTE_FULL } pdbx_recompute;
+const char *pdbx_recompute_name(pdbx_recompute r);    /* "none", "full" */
 
 const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" */
 int pdbx_dtype_bytes(pdbx_dtype d);
@@ -78,6 +83,7 @@ typedef struct {
     double bytes_per_param;   /* weights+grads+Adam states, mixed precision (default 16) */
     int zero1;                /* ZeRO-1: optimizer states divided by DP */
     int flash_attention;      /* drop the 5as/h term from activation memory */
+    pdbx_recompute recompute; /* training memory keeps only layer inputs (full) or all (none) */
     double timeout_s;         /* a collective not done within this fails the run */
     int flush_l2;             /* cuda: flush L2 between repetitions */
 } pdbx_spec;
@@ -133,14 +139,99 @@ typedef struct {
 } pdbx_memory;
 void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mbs, pdbx_memory *out);
 
+/* ---- profile memory: what pdbx-engine itself allocates for a point on one rank ---------
+ * (docs/spec.md, "Memory model"). The one sizing rule of a point's buffers: the cpu backend
+ * allocates exactly the buffers listed here (cpu_memory.c walks this list), the engine sizes
+ * the collective buffer from it, and its total decides the OOM stop of a config's MBS sweep.
+ * The cuda rule mirrors engine/backends/cuda/cuda_backend.c, which sizes its own buffers. */
+typedef enum {
+    PDBX_MEM_WEIGHTS = 0,         /* weights of the profiled layers, embedding, lm_head, norms */
+    PDBX_MEM_ACTIVATIONS,         /* one set of activation buffers, reused by every layer */
+    PDBX_MEM_WORKSPACE,           /* attention scratch, GEMM workspace */
+    PDBX_MEM_COMM,                /* the buffer the point's collectives run on */
+    PDBX_MEM_KINDS
+} pdbx_mem_kind;
+
+/* What a listed buffer holds (the cpu backend maps each role to its pointer). */
+typedef enum {
+    PDBX_BUF_TOKEN_IDS = 0, PDBX_BUF_EMBED_OUT, PDBX_BUF_HIDDEN, PDBX_BUF_NORM_OUT, PDBX_BUF_Q,
+    PDBX_BUF_K, PDBX_BUF_V, PDBX_BUF_CONTEXT, PDBX_BUF_ATTN_OUT, PDBX_BUF_POST_NORM_OUT,
+    PDBX_BUF_GATE, PDBX_BUF_UP, PDBX_BUF_ACT, PDBX_BUF_SCORES, PDBX_BUF_FINAL_NORM_OUT,
+    PDBX_BUF_LOGITS,
+    PDBX_BUF_NORM_OUT_LP, PDBX_BUF_CONTEXT_LP, PDBX_BUF_POST_NORM_OUT_LP, PDBX_BUF_ACT_LP,
+    PDBX_BUF_ATTN_SCRATCH, PDBX_BUF_GEMM_WORKSPACE,
+    PDBX_BUF_EMBED_TABLE, PDBX_BUF_NORM_W, PDBX_BUF_LM_HEAD_W,
+    PDBX_BUF_L_IN_NORM, PDBX_BUF_L_Q, PDBX_BUF_L_K, PDBX_BUF_L_V, PDBX_BUF_L_O,
+    PDBX_BUF_L_POST_NORM, PDBX_BUF_L_GATE, PDBX_BUF_L_UP, PDBX_BUF_L_DOWN,
+    PDBX_BUF_COMM,
+    PDBX_BUF_ROLES
+} pdbx_buf_role;
+const char *pdbx_buf_role_name(pdbx_buf_role r);   /* "logits", "layer q_proj" ... */
+
+typedef struct {
+    pdbx_buf_role role;
+    pdbx_mem_kind kind;
+    double bytes;                 /* one allocation, as allocated (cpu: whole 64-byte lines) */
+    int count;                    /* allocations of that size: layers for per-layer weights */
+} pdbx_profile_buf;
+
+/* One point on one rank, as the engine hands it to a backend (backend.h's pdbx_point_shapes
+ * plus what the backend knows of itself). */
+typedef struct {
+    pdbx_model model;
+    int tp, pp, dp, mbs, seq_len;
+    int layers;                   /* layers instantiated (layers_profiled) */
+    uint32_t ops;                 /* PDBX_OP_BIT mask prepared */
+    pdbx_dtype dtype;
+    pdbx_backend_kind backend;    /* PDBX_BACKEND_CPU or PDBX_BACKEND_CUDA (auto: see below) */
+    int threads;                  /* cpu: BLAS threads per rank (one attention scratch each) */
+} pdbx_profile_point;
+
+#define PDBX_PROFILE_MAX_BUFS PDBX_BUF_ROLES
+typedef struct {
+    pdbx_profile_buf buf[PDBX_PROFILE_MAX_BUFS];   /* in allocation order; comm last */
+    int nbufs;
+    double kind_bytes[PDBX_MEM_KINDS];
+    double total;                 /* every listed byte */
+    /* the point's collective messages, S as nccl-tests defines it: [T, h] activations for
+     * TP and PP, one stage's gradients for DP (capped at PDBX_CPU_DP_CAP_BYTES on the cpu);
+     * 0 where the group has one rank (nothing runs). The comm buffer is the largest. */
+    double tp_bytes, pp_bytes, dp_bytes;
+} pdbx_profile_memory;
+
+/* DP all-reduce message cap on the cpu backend: a real stage's gradients (GBs) would take
+ * minutes through shared memory and measure nothing new; the sweep states the cap. */
+#define PDBX_CPU_DP_CAP_BYTES (64.0 * 1024 * 1024)
+
+/* Lists the buffers of point pp. -1 with a message when the shape is not one the backend runs
+ * (cpu: vocab, heads and intermediate divisible by TP). */
+int pdbx_profile_memory_list(const pdbx_profile_point *pp, pdbx_profile_memory *out,
+                             char *err, size_t errlen);
+/* The point of spec at (par, mbs) as backend runs it with `threads` BLAS threads; backend
+ * auto is planned as cpu when the GPU preset is the host ("cpu"), else as cuda. */
+void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int mbs,
+                           pdbx_backend_kind backend, int threads, pdbx_profile_point *out);
+
 /* ---- sweep points ---------------------------------------------------------------------- */
 typedef struct {
     int index, config;            /* position in the plan; index into spec->configs */
     int tp, pp, dp, mbs;
     int ranks;                    /* tp * pp * dp */
-    pdbx_memory mem;
-    int predicted_oom;            /* mem.total > gpu.mem_bytes */
+    pdbx_memory mem;              /* (b) training memory of the full model per rank */
+    int train_oom;                /* mem.total > gpu.mem_bytes: planning information only */
+    /* (a) profile memory: what the engine allocates at this point on one rank (kind_bytes,
+     * total), planned with the spec's backend and one BLAS thread; the engine re-plans it
+     * with the backend it loaded and its thread count. */
+    double profile_kind_bytes[PDBX_MEM_KINDS];
+    double profile_bytes;
+    int profile_oom;              /* profile_bytes > gpu.mem_bytes: stops the MBS sweep when
+                                   * predict_oom is on */
 } pdbx_plan_point;
+
+/* Fills pt's profile fields for spec with backend and threads (pdbx_plan_expand uses the
+ * spec's backend and 1 thread). 0, or -1 with a message. */
+int pdbx_plan_point_profile(const pdbx_spec *spec, pdbx_plan_point *pt, pdbx_backend_kind backend,
+                            int threads, char *err, size_t errlen);
 
 /* Expands the points in FASOP's order: per config as given, MBS ascending (mbs_min..mbs_max
  * powers of two). *out is malloc'ed; the caller frees it. */

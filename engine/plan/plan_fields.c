@@ -61,6 +61,8 @@ const plan_field_def plan_fields[] = {
      NULL},
     {"flash_attention", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false",
      "drop the attention scores from the memory model", NULL},
+    {"recompute", PLAN_F_STR, NO_RANGE, "MODE", "none, full",
+     "activation recomputation of the training memory (full: layer inputs only)", NULL},
     {"timeout_s", PLAN_F_NUM, 1, 86400, "SECONDS", NULL, "a collective not done within this fails "
      "the run", NULL},
     {"flush_l2", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false", "cuda: flush L2 between repetitions",
@@ -150,6 +152,8 @@ int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_
         snprintf(buf, len, "%s", pdbx_dtype_name(s->dtype));
     else if (strcmp(field, "backend") == 0)
         snprintf(buf, len, "%s", pdbx_backend_name(s->backend));
+    else if (strcmp(field, "recompute") == 0)
+        snprintf(buf, len, "%s", pdbx_recompute_name(s->recompute));
     else if (strcmp(field, "bytes_per_param") == 0)
         snprintf(buf, len, "%g", s->bytes_per_param);
     else if (strcmp(field, "timeout_s") == 0)

@@ -77,10 +77,14 @@ void plan_default_gpu(pdbx_gpu *g);
 int plan_kv_heads_per_rank(const pdbx_model *m, int tp);
 /* Decoder layers on pipeline stage 0, the largest stage: ceil(layers / pp). */
 int plan_layers_per_stage(const pdbx_model *m, int pp);
+/* Parameters one rank of pipeline stage 0 holds: its layers' share under TP, the
+ * vocab-parallel embedding, and with pp == 1 the final norm and lm_head (plan_memory.c). */
+double plan_stage_params(const pdbx_model *m, int tp, int pp);
 
 /* ---- spec values (plan_values.c) -------------------------------------------------------- */
 int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
 int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);
+int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t errlen);
 /* tp, pp, dp lists: an integer, a list, "1,2,4" or "A:B" (powers of two); no duplicates. */
 int plan_read_int_list(const cJSON *v, const char *field, long long lo, long long hi, int *out, size_t cap,
                        size_t *n, char *err, size_t errlen);

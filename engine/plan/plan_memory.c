@@ -8,6 +8,20 @@
 
 #include <string.h>
 
+double plan_stage_params(const pdbx_model *m, int tp, int pp)
+{
+    const double t = tp, h = m->hidden, a = m->heads, d = m->head_dim, I = m->intermediate,
+                 V = m->vocab, kv = plan_kv_heads_per_rank(m, tp), L = plan_layers_per_stage(m, pp);
+    /* Parameters of one decoder layer on one TP rank: q and o are split over TP, k and v hold
+     * kv/TP heads (one replicated head when TP > kv heads), gate/up/down are split, the two
+     * RMSNorm weights are replicated. */
+    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + 3 * h * I / t + 2 * h;
+    double params = L * layer_params + V * h / t;         /* + vocab-parallel embedding */
+    if (pp == 1)                                          /* stage 0 is also the last stage */
+        params += h + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */
+    return params;
+}
+
 void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mbs, pdbx_memory *out)
 {
     memset(out, 0, sizeof *out);
@@ -15,17 +29,11 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
     if (!par || par->tp < 1 || par->pp < 1 || par->dp < 1 || mbs < 1 || m->layers < 1)
         return;
     const double t = par->tp, h = m->hidden, a = m->heads, d = m->head_dim, I = m->intermediate,
-                 V = m->vocab, s = spec->seq_len, b = mbs, e = pdbx_dtype_bytes(spec->dtype);
+                 s = spec->seq_len, b = mbs, e = pdbx_dtype_bytes(spec->dtype);
     const double kv = plan_kv_heads_per_rank(m, par->tp);   /* kv heads held per rank */
     const double L = plan_layers_per_stage(m, par->pp);
 
-    /* Parameters of one decoder layer on one TP rank: q and o are split over TP, k and v hold
-     * kv/TP heads (one replicated head when TP > kv heads), gate/up/down are split, the two
-     * RMSNorm weights are replicated. */
-    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + 3 * h * I / t + 2 * h;
-    double params = L * layer_params + V * h / t;         /* + vocab-parallel embedding */
-    if (par->pp == 1)                                     /* stage 0 is also the last stage */
-        params += h + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */
+    double params = plan_stage_params(m, par->tp, par->pp);
     out->params_per_rank = params;
     out->weights = e * params;
     out->grads = e * params;
@@ -41,6 +49,11 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
     double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + 4 * I / t));
     if (!spec->flash_attention)
         per_layer += (2 * e + 1) * (a / t) * s * s * b;
-    out->activations = per_layer * L * par->pp;           /* 1F1B: PP micro-batches in flight */
+    if (spec->recompute == PDBX_RECOMPUTE_FULL)
+        /* only each layer's input [s,b,h] is kept per micro-batch in flight; during the
+         * backward one layer at a time is recomputed and holds its full activations */
+        out->activations = s * b * h * e * L * par->pp + per_layer;
+    else
+        out->activations = per_layer * L * par->pp;       /* 1F1B: PP micro-batches in flight */
     out->total = out->weights + out->grads + out->optimizer + out->activations;
 }

@@ -1,7 +1,8 @@
 /* plan_points.c: expands a validated spec into sweep points in FASOP's order (configurations as
- * given, MBS ascending over the powers of two mbs_min..mbs_max), each with its predicted
- * memory and predicted-OOM mark. The plan lists every point; stopping a configuration's sweep
- * at the first predicted OOM (predict_oom) is the engine's decision. */
+ * given, MBS ascending over the powers of two mbs_min..mbs_max), each with its two memory
+ * predictions: the profile memory (what the engine allocates; its OOM mark stops a config's
+ * MBS sweep when predict_oom is on, the engine's decision) and the training memory of the full
+ * model (planning information only). The plan lists every point. */
 #include "engine/plan/plan_internal.h"
 
 #include <stdlib.h>
@@ -33,7 +34,11 @@ int pdbx_plan_expand(const pdbx_spec *spec, pdbx_plan_point **out, size_t *n, ch
             p->ranks = par->tp * par->pp * par->dp;
             pdbx_memory_predict(spec, par, mbs, &p->mem);
             /* mem_bytes 0: unknown memory (no /proc/meminfo), nothing is predicted to OOM */
-            p->predicted_oom = spec->gpu.mem_bytes > 0 && p->mem.total > spec->gpu.mem_bytes;
+            p->train_oom = spec->gpu.mem_bytes > 0 && p->mem.total > spec->gpu.mem_bytes;
+            if (pdbx_plan_point_profile(spec, p, spec->backend, 1, err, errlen) != 0) {
+                free(pts);
+                return -1;
+            }
         }
     }
     *out = pts;

@@ -26,6 +26,11 @@ int pdbx_dtype_bytes(pdbx_dtype d)
     return d == PDBX_DTYPE_FP32 ? 4 : 2;
 }
 
+const char *pdbx_recompute_name(pdbx_recompute r)
+{
+    return r == PDBX_RECOMPUTE_FULL ? "full" : "none";
+}
+
 const char *pdbx_backend_name(pdbx_backend_kind b)
 {
     static const char *const names[] = {[PDBX_BACKEND_AUTO] = "auto", [PDBX_BACKEND_CPU] = "cpu",
@@ -87,6 +92,7 @@ void pdbx_spec_defaults(pdbx_spec *s)
     s->bytes_per_param = 16;
     s->zero1 = 0;
     s->flash_attention = 0;
+    s->recompute = PDBX_RECOMPUTE_NONE;
     s->timeout_s = 300;
     s->flush_l2 = 0;
 }
@@ -175,6 +181,8 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return plan_read_dtype(v, &s->dtype, err, errlen);
     if (strcmp(name, "backend") == 0)
         return plan_read_backend(v, &s->backend, err, errlen);
+    if (strcmp(name, "recompute") == 0)
+        return plan_read_recompute(v, &s->recompute, err, errlen);
     if (strcmp(name, "mbs") == 0)
         return plan_read_mbs(v, s, err, errlen);
     if (strcmp(name, "ops") == 0)
@@ -480,6 +488,7 @@ cJSON *pdbx_spec_to_json(const pdbx_spec *s)
         !cJSON_AddNumberToObject(o, "bytes_per_param", s->bytes_per_param) ||
         !cJSON_AddBoolToObject(o, "zero1", s->zero1) ||
         !cJSON_AddBoolToObject(o, "flash_attention", s->flash_attention) ||
+        !cJSON_AddStringToObject(o, "recompute", pdbx_recompute_name(s->recompute)) ||
         !cJSON_AddNumberToObject(o, "timeout_s", s->timeout_s) ||
         !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2)) {
         cJSON_Delete(o);

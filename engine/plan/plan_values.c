@@ -52,6 +52,20 @@ int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t 
     return not_allowed("backend", s, names, 3, err, errlen);
 }
 
+int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t errlen)
+{
+    static const char *const names[] = {"none", "full"};
+    const char *s;
+    if (plan_json_string(v, "recompute", &s, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (pdbx_recompute)i;
+            return 0;
+        }
+    return not_allowed("recompute", s, names, 2, err, errlen);
+}
+
 static int pow2_fail(const char *field, long long v, long long hi, char *err, size_t errlen)
 {
     return pdbx_fail(err, errlen, "%s: %lld is not a power of two (allowed: 1, 2, 4, ..., %lld)", field, v, hi);

@@ -168,10 +168,11 @@ for op, g in d["geomean"].items():
     assert abs(g["geomean"] - (0.5 if op in gemm else 1.25)) < 1e-12, (op, g)
     assert g["cells"] == (4 if op.startswith("tp_allreduce") else 8), (op, g)
 rows = list(csv.DictReader(open(f"{tmp}/diff.csv")))
-assert len(rows) == len(d["cells"]) and set(rows[0]) == {"tp", "pp", "dp", "mbs", "op", "a", "b", "ratio"}
+assert len(rows) == len(d["cells"]) and set(rows[0]) == {"tp", "pp", "dp", "mbs", "op", "a", "b", "ratio",
+                                                         "noise_ms", "verdict"}
 print("diff: per-cell ratios and geometric means as constructed")
 PYEOF
-grep -Eq '^  attn_q +8 +0\.500$' "$TMP/diff" || fail "diff table geomean of attn_q"
+grep -Eq '^  attn_q +8 +0\.500 ' "$TMP/diff" || fail "diff table geomean of attn_q"
 # The OOM run against run A: only cells ok in both are compared (TP1 MBS 4/8, TP2 MBS 8 drop out).
 "$PDBX" diff 2026-11-20__10 2026-11-21__09-00 --format json > "$TMP/diff2.json" || fail "diff A oom"
 $PY -c "

@@ -8,7 +8,7 @@
 # dialog's files with the CLI's byte for byte. Both refuse `--stat std` for the NPZ with the same
 # one line. The run is the TUI fixture (tests/fixtures/tui_fixture.py), which carries step
 # events: layer and total are measured cells, different from any sum of its op cells.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 A=2026-11-20__10-00-00_aaaa0001
 make_run "$A"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Explorer export dialog through tmux: NPZ with pure attribution into a chosen directory; the
 # report lists the files; numpy reads them and finds the fixture's numbers. CSV and trace too.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001

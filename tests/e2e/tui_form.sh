@@ -6,9 +6,10 @@
 #  - the form runs the launch's own check (pdbx_launch_check: pdbx-engine --check): a backend
 #    or dtype this machine cannot run marks its field, F5 refuses and no run is created;
 #  - cpu backend with a GPU preset says what is measured;
+#  - the preview shows both memory predictions with their OOM marks;
 #  - text fields: Left/Right move the cursor and keep a typed path, ^N/^P cycle presets with
 #    the typed text as one step, Home/End, Backspace/Delete, horizontal scroll past the field.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 ENGINE="$BUILD/bin/pdbx-engine"
 [ -x "$ENGINE" ] || { echo "SKIP: $ENGINE not built"; exit 77; }
@@ -26,6 +27,8 @@ go() {
 MODEL=1 SEQ=3 DTYPE=4 BACKEND=5 GPU=6
 value_of() { screen | sed -n "s/^ [ !]$1  *\\([^ ]*\\).*/\\1/p" | head -1; }
 cursor_x() { tmx display-message -p -t e2e '#{cursor_x}'; }
+# value_is FIELD WANT [--not]: the field shows WANT (or, with --not, anything else)
+value_is() { if [ "${3:-}" = --not ]; then [ "$(value_of "$1")" != "$2" ]; else [ "$(value_of "$1")" = "$2" ]; fi; }
 start
 wait_for "Preview: 8 points"
 wait_for "valid: F5 launches"
@@ -43,7 +46,7 @@ if ! "$ENGINE" --check cuda fp32 >/dev/null 2>&1; then
     keys F5; wait_for "backend cuda: no usable GPU"
     [ -z "$(ls "$STORE/runs")" ] || fail "F5 created a run the engine cannot measure"
     CUR=$BACKEND          # F5 selects the field in error
-    [ "$(tmx display-message -p -t e2e '#{cursor_y}')" = 7 ] || fail "F5 did not select the backend field"
+    wait_format cursor_y 7 || fail "F5 did not select the backend field"
     keys Left; wait_for "valid: F5 launches"
 fi
 # ---- cpu backend with a GPU preset: what is measured ----
@@ -60,6 +63,14 @@ if ! "$ENGINE" --check cpu bf16 >/dev/null 2>&1; then
     [ -z "$(ls "$STORE/runs")" ] || fail "F5 created a run with a dtype the engine refuses"
     keys C-u; keys -l fp32; wait_for "valid: F5 launches"
 fi
+# ---- the preview's two predictions: Llama-3.3-70B on the A100-80G preset (cpu backend) ----
+# its one profiled layer fits 80 GB at every point (prof., no mark); training the whole model
+# does not at any point (train, '!')
+go $MODEL; keys C-u; keys -l llama70b
+wait_for "8 train OOM"
+screen | grep -q "Preview: 8 points, 0 OOM" || fail "the headline does not count 0 profile OOMs: $(screen | grep Preview)"
+n=$(screen | grep -cE ' [0-9]+x1x[0-9] +[0-9]+ +[0-9.]+G +[0-9.]+G! *$')
+[ "$n" = 8 ] || { screen >&2; fail "$n preview rows with a fitting profile and a training OOM, want 8"; }
 # ---- a typed path survives Left/Right, and is one step of the ^N/^P cycle ----
 P=/no/such/config.json
 go $MODEL; keys C-u; keys -l "$P"
@@ -67,26 +78,26 @@ wait_for "cannot open"
 keys Left Left Right
 sleep 0.2
 [ "$(value_of model)" = "$P" ] || fail "Left/Right replaced the typed path: $(value_of model)"
-keys C-n; sleep 0.2
-[ "$(value_of model)" = "$P" ] && fail "^N did not cycle to a preset"
-keys C-p; sleep 0.2
-[ "$(value_of model)" = "$P" ] || fail "^P did not come back to the typed path: $(value_of model)"
+keys C-n
+eventually value_is model "$P" --not || fail "^N did not cycle to a preset"
+keys C-p
+eventually value_is model "$P" || fail "^P did not come back to the typed path: $(value_of model)"
 # ---- editing: Home, Delete, End, Backspace on seq_len ----
 go $SEQ; wait_for "seq_len"
-keys Home Delete; sleep 0.2
-[ "$(value_of seq_len)" = 28 ] || fail "Home Delete: seq_len $(value_of seq_len), want 28"
-keys End BSpace; sleep 0.2
-[ "$(value_of seq_len)" = 2 ] || fail "End Backspace: seq_len $(value_of seq_len), want 2"
-keys -l 56; sleep 0.2
-[ "$(value_of seq_len)" = 256 ] || fail "typing after Backspace: seq_len $(value_of seq_len), want 256"
+keys Home Delete
+eventually value_is seq_len 28 || fail "Home Delete: seq_len $(value_of seq_len), want 28"
+keys End BSpace
+eventually value_is seq_len 2 || fail "End Backspace: seq_len $(value_of seq_len), want 2"
+keys -l 56
+eventually value_is seq_len 256 || fail "typing after Backspace: seq_len $(value_of seq_len), want 256"
 # ---- horizontal scroll: a value longer than the field (24 columns at 80) ----
 LONG=/nonexistent/a/rather/long/directory/name/for/a/model/config.json
-go $MODEL; keys C-u; keys -l "$LONG"; sleep 0.2
-screen | grep -qF "model/config.json" || fail "the end of a long value is not shown while typing there"
+go $MODEL; keys C-u; keys -l "$LONG"
+wait_for "model/config.json" 5 || fail "the end of a long value is not shown while typing there"
 x=$(cursor_x); [ "$x" -lt 46 ] || fail "the cursor left the field (column $x)"
-keys Home; sleep 0.2
-screen | grep -qE '^ [ !]model +/nonexistent/a/rather' || fail "Home did not scroll back to the start"
-[ "$(cursor_x)" = 21 ] || fail "Home: cursor at column $(cursor_x), want 21"
+keys Home
+eventually eval "screen | grep -qE '^ [ !]model +/nonexistent/a/rather'" || fail "Home did not scroll back to the start"
+wait_format cursor_x 21 || fail "Home: cursor at column $(cursor_x), want 21"
 keys Escape; wait_for "No runs yet"
 quit_and_check
 # `pdbx run` launches through the same check: refused with the engine's line, no failed run

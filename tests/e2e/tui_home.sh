@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Explorer home screen through tmux: list (golden), sort, filter, help from the key table,
 # delete with confirmation, and a clean exit.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001

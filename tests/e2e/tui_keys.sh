@@ -3,7 +3,7 @@
 # (tmux sends \e[1~ / \e[4~) and the other forms terminals send (\eOH / \eOF in application
 # mode, \e[H / \e[F, \e[7~ / \e[8~) move to the first / last run, and in a form field to the
 # start / end of the text; none of them reads as Esc (which would close the form).
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 make_run 2026-11-20__10-00-00_aaaa0001 --t0 1795168800
 make_run 2026-11-20__11-00-00_bbbb0002 --t0 1795172400 --model tinyllama

@@ -2,7 +2,7 @@
 # Key latency with 10,000 runs in the store and while a sweep runs: the explorer logs, per key,
 # the milliseconds from getch() to the refreshed screen (PDBX_TUI_KEYLOG). Budget: 50 ms
 # (the ASan+UBSan build gets 4x: sanitizers slow everything, not only the explorer).
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 N=10000
 BUDGET=50
 case "$BUILD" in *-san*) BUDGET=200 ;; esac

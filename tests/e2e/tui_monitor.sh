@@ -3,7 +3,7 @@
 # `r` on home replays a run; a running run (live launcher pid on this host) reattaches from home,
 # follows events appended to its file while watching, keeps running when left with Esc, and
 # shows the end and its reason.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
@@ -16,6 +16,16 @@ wait_for "replay finished: complete" 20
 wait_for "8/8 points 100%"
 golden tui_monitor_replay_done
 golden_sizes tui_monitor_replay_done "replay finished: complete"
+keys q; wait_for "[pdbx exited 0]"
+# a sweep cut mid-way (4 of 8 points, point 4 in flight, no run end) replays to where it
+# stopped: the monitor as it looked live, at both sizes (times come from the events)
+M=2026-11-20__10-30-00_aaaa0003
+make_run "$M" --status running
+mv "$STORE/runs/$M.pdbx" "$TMP/midway.pdbx"
+start replay "$TMP/midway.pdbx" --speed 1000
+wait_for "replay finished: no run end in the recording" 20
+wait_for "4/8 points"
+golden_sizes tui_monitor_midway "replay finished: no run end in the recording"
 keys q; wait_for "[pdbx exited 0]"
 # the shipped recording of a real CPU sweep plays to its end too
 REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"

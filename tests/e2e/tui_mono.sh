@@ -3,7 +3,7 @@
 # escapes (bold/reverse only) with the same text; the default draws colours; a bad theme file
 # gets a one-line message naming file, line and value and the default theme is used; the theme
 # key cycles themes and the choice is saved in the user config.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 make_run 2026-11-20__10-00-00_aaaa0001

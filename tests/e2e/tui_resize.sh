@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Explorer resize through tmux: below 80x24 a clear "terminal too small" message (golden), keys
 # other than quit do nothing there, and back at full size the screen is whole again.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 make_run 2026-11-20__10-00-00_aaaa0001

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
 # the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
@@ -21,7 +21,25 @@ keys Tab; wait_for "tp_allreduce_attn"
 screen | grep -E '^ attn_q +0\.500 +0\.950 +1\.85 +3\.65' >/dev/null || fail "TP2 attn_q row"
 golden tui_runview_tp2
 keys Tab; wait_for "busbw GB/s"
-screen | grep -E '^ all_gather +1\.05M +2 +2' >/dev/null || fail "collectives rows"
+screen | grep -E '^ all_gather +1 MiB +2 +2' >/dev/null || fail "collectives rows (sizes in KiB/MiB)"
+# the busbw chart under the table: GB/s ticks at decades, sizes in KiB/MiB, a legend per series
+wait_for "busbw (GB/s, linear scale) vs message size (bytes)"
+screen | grep -E '^ +size 4 KiB +64 KiB +1 MiB *$' >/dev/null || fail "message size axis"
+golden_sizes tui_runview_collectives "busbw GB/s"
+# at 80x24 the chart fits under the table (it used to vanish without a word; with more
+# collectives than rows it says "no room" instead); v shows it alone, g on a log scale
+resize 80x24 "busbw GB/s"
+wait_for "busbw (GB/s, linear scale)"
+keys v; wait_for "v: back to the table"
+screen | grep -F "● all_reduce  ○ all_gather" >/dev/null || fail "collectives legend at 80x24"
+keys g; wait_for "busbw (GB/s, log scale)"
+screen | grep -E '^ +1 GB/s┤' >/dev/null || fail "decade tick 1 GB/s"
+golden_sizes tui_runview_collectives_chart "busbw (GB/s, log scale)"
+keys g v; wait_for "collective "
+# below 80x24 every screen gives way to the too-small message
+resize 80x20 "terminal too small"
+golden tui_too_small_80x20
+resize "${COLS}x${ROWS}" "busbw GB/s"
 keys Tab; wait_for "TP1 PP1 DP2"
 keys v; wait_for "table (share of total)"
 wait_for "layer (ms)"
@@ -31,16 +49,59 @@ screen | grep -E '^ total \(ms\) +39\.8 ' >/dev/null || fail "total (ms) row in 
 golden_sizes tui_runview_shares "table (share of total)"
 keys v; wait_for "op shares per MBS"
 wait_for "MBS 8"
+# a 0-100% axis under the bars, every op in the legend (16 ops: none dropped at 80 columns)
+wait_for "share 0%"
+golden_sizes tui_runview_bars "op shares per MBS"
 keys v; wait_for "cost vs MBS"
 wait_for "linear scale"
+# units on both axes; the fixture's mlp_gate, mlp_up and mlp_down are equal: their points show
+# as one count ('3') that the legend explains, instead of hiding two series
+screen | grep -E '^ +100 ms┤' >/dev/null || fail "ms tick"
+screen | grep -E '^ +MBS 1 ' >/dev/null || fail "MBS axis name"
+wait_for "2-9 that many series at one point"
+golden_sizes tui_runview_cost "linear scale) vs MBS"
+# plain ASCII (a): markers o x # @ % & $ s, connectors . - : ~ ' , ` _, the same counts
+keys a; wait_for "100 ms+"
+screen | grep -E '^ o lm_head  x mlp_gate  # mlp_up  @ mlp_down  % attn_core' >/dev/null || fail "ASCII legend"
+golden tui_runview_cost_ascii
+keys a; wait_for "100 ms┤"
 keys g; wait_for "log scale on"
 wait_for "(ms, log scale)"
+# decades: 0.1 ms, 1 ms, 10 ms, 100 ms
+for t in "100 ms┤" "10 ms┤" " 1 ms┤" "0.1 ms┤"; do screen | grep -qF -- "$t" || fail "log tick $t"; done
+golden_sizes tui_runview_cost_log "(ms, log scale)"
 keys o; wait_for "cost chart: embed"
 keys v; wait_for "roofline efficiency"
 wait_for "A100-80G fp32"
+golden_sizes tui_runview_roofline "roofline efficiency"
 screen | grep -E '^ mlp_gate +[0-9.]+%' >/dev/null || fail "roofline efficiency of mlp_gate"
+# memory per rank: profile prediction, measured peak, their ratio, training memory and verdict
+keys v; wait_for "memory per rank, GPU preset A100-80G"
+golden_sizes tui_runview_memory "memory per rank"
+screen | grep -E '^ +1 +238 MiB +248 MiB +1\.040 +1\.4 GiB +fits' >/dev/null || fail "memory row of MBS 1"
 keys Escape; wait_for "1 run"
 quit_and_check
+# seven collectives: at 80x24 the table leaves the chart no room and says so; alone (v) its
+# one-row legend ends "+4 more (L)" and L pages through the rest and back: no series dropped
+C=2026-11-20__09-00-00_cccc0007
+make_run "$C" --colls 7 --t0 1795165200
+COLS=80 ROWS=24 start
+wait_for "2 runs"
+keys End Enter; wait_for "view: table (ms)"
+keys Tab Tab; wait_for "busbw GB/s"
+wait_for "reduce_scatter"
+wait_for "busbw chart: no room under the table at this size; v shows it alone"
+golden_sizes tui_runview_collectives_many "busbw GB/s"
+resize 80x24 "busbw chart: no room"
+keys v; wait_for "v: back to the table"
+screen | grep -E '^ ● all_reduce  ○ all_gather  ■ reduce_scatter  □ alltoall  \+4 more \(L\) *$' >/dev/null \
+    || fail "first legend page"
+golden tui_runview_collectives_legend_80x24
+keys L; wait_for "▲ broadcast  △ reduce  ◆ send_recv  +1 more (L)"
+keys L; wait_for "that many series at one point  (L: first)"
+keys L; wait_for "□ alltoall  +4 more (L)"
+quit_and_check
+rm -f "$STORE/runs/$C.pdbx"
 # a corrupt run: listed as corrupt with the reason, opens with the events before the damage
 X=2026-11-20__12-00-00_eeee0005
 make_run "$X"

@@ -4,7 +4,7 @@
 # background), the monitor watches it to the end, Enter opens the results and tabs switch; a
 # second sweep is cancelled from the monitor after confirmation and ends 'cancelled'; leaving
 # the explorer never stops a sweep.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 [ -x "$BUILD/bin/pdbx-engine" ] || { echo "SKIP: $BUILD/bin/pdbx-engine not built"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found"; exit 77; }
 LIMIT=240

@@ -172,6 +172,12 @@ static void test_memory_reduces_to_korthikanti(void **state)
     pdbx_memory_predict(&s, &par, 2, &mm);
     double korthikanti = sq * b * h * (10 + 24 / t + 5 * a * sq / (h * t));
     assert_true(mm.activations == korthikanti * 1 * 4);
+    /* full recomputation keeps only each layer's input per micro-batch in flight,
+     * 512*2*1024 x 2 bytes x 1 layer x 4 micro-batches = 8388608, plus one layer's full
+     * activations while it is recomputed in the backward */
+    s.recompute = PDBX_RECOMPUTE_FULL;
+    pdbx_memory_predict(&s, &par, 2, &mm);
+    assert_true(mm.activations == 8388608.0 + korthikanti);
 }
 
 static void test_expansion_fasop(void **state)
@@ -203,20 +209,20 @@ static void test_expansion_fasop(void **state)
      * Adam states per GPU even at TP8/PP2 (70B * 16 B / 16 GPUs): every point is predicted to
      * OOM on the A40 (48 GB), and on the H100-SXM (80 GB) too once activations are added. */
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(pts[i].predicted_oom, 1);
+        assert_int_equal(pts[i].train_oom, 1);
     free(pts);
 
     assert_int_equal(pdbx_spec_set(&s, "gpu", "H100-SXM", err, sizeof err), 0);
     assert_int_equal(pdbx_plan_expand(&s, &pts, &n, err, sizeof err), 0);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(pts[i].predicted_oom, 1);
+        assert_int_equal(pts[i].train_oom, 1);
     free(pts);
 
     /* The H200 (141 GB) holds TP8/PP2 up to MBS 4: 83.4, 96.1, 121.7 GB, then 172.9 GB at MBS 8 */
     assert_int_equal(pdbx_spec_set(&s, "gpu", "H200", err, sizeof err), 0);
     assert_int_equal(pdbx_plan_expand(&s, &pts, &n, err, sizeof err), 0);
     for (size_t i = 24; i < 32; i++)
-        assert_int_equal(pts[i].predicted_oom, i >= 27);
+        assert_int_equal(pts[i].train_oom, i >= 27);
     free(pts);
 
     /* an invalid spec is refused with its message */
@@ -251,15 +257,15 @@ static void test_oom_marks_a40_vs_h100(void **state)
     assert_int_equal(na, 32);
     assert_int_equal(nh, 32);
     assert_true(a40[2].mem.total == 66924838912.0);   /* TP1/PP8 MBS 4 */
-    assert_int_equal(a40[2].predicted_oom, 1);
-    assert_int_equal(h100[2].predicted_oom, 0);
+    assert_int_equal(a40[2].train_oom, 1);
+    assert_int_equal(h100[2].train_oom, 0);
     int differ = 0;
     for (size_t i = 0; i < na; i++) {
         assert_true(a40[i].mem.total == h100[i].mem.total);    /* the GPU changes marks, not needs */
-        assert_true(!(h100[i].predicted_oom && !a40[i].predicted_oom));   /* never worse on 80 GB */
-        differ += a40[i].predicted_oom != h100[i].predicted_oom;
-        assert_int_equal(a40[i].predicted_oom, a40[i].mem.total > 48e9);
-        assert_int_equal(h100[i].predicted_oom, h100[i].mem.total > 80e9);
+        assert_true(!(h100[i].train_oom && !a40[i].train_oom));   /* never worse on 80 GB */
+        differ += a40[i].train_oom != h100[i].train_oom;
+        assert_int_equal(a40[i].train_oom, a40[i].mem.total > 48e9);
+        assert_int_equal(h100[i].train_oom, h100[i].mem.total > 80e9);
     }
     /* One MBS per configuration lies between 48 and 80 GB: TP1/PP8 MBS 4 (66.9 GB), TP2/PP4
      * MBS 8 (68.1), TP4/PP2 MBS 16 (76.7), TP8/PP2 MBS 16 (49.1); the next MBS OOMs on both. */

@@ -163,7 +163,7 @@ static void test_unknown_field_lists_allowed(void **state)
     assert_string_equal(err,
                         "unknown field 'frobnicate' (allowed: name, model, gpu, gpu_mem_gb, layers, seq_len, dtype, "
                         "backend, gpus_per_node, nodes, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, warmup, "
-                        "steps, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, "
+                        "steps, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
                         "timeout_s, flush_l2, description)");
 }
 
@@ -356,6 +356,11 @@ static void test_overrides(void **state)
     assert_int_equal(s.flash_attention, 1);
     assert_int_equal(pdbx_spec_set(&s, "flash_attention", "maybe", err, sizeof err), -1);
     assert_string_equal(err, "flash_attention: expected true or false, got \"maybe\"");
+    assert_int_equal(s.recompute, PDBX_RECOMPUTE_NONE);
+    assert_int_equal(pdbx_spec_set(&s, "recompute", "full", err, sizeof err), 0);
+    assert_int_equal(s.recompute, PDBX_RECOMPUTE_FULL);
+    assert_int_equal(pdbx_spec_set(&s, "recompute", "selective", err, sizeof err), -1);
+    assert_string_equal(err, "recompute: \"selective\" is not allowed (allowed: none, full)");
     assert_int_equal(pdbx_spec_set(&s, "bytes_per_param", "18", err, sizeof err), 0);
     assert_true(s.bytes_per_param == 18);
     assert_int_equal(pdbx_spec_set(&s, "ops", "attn_core, lm_head", err, sizeof err), 0);
@@ -451,7 +456,7 @@ static void test_did_you_mean(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 29);
+    assert_int_equal(n, 30);
     assert_string_equal(names[0], "name");
 }
 
@@ -474,7 +479,8 @@ static int spec_equal(const pdbx_spec *a, const pdbx_spec *b)
         a->warmup != b->warmup || a->steps != b->steps || a->ops != b->ops || a->collectives != b->collectives ||
         a->ncoll_sizes != b->ncoll_sizes || a->predict_oom != b->predict_oom ||
         a->bytes_per_param != b->bytes_per_param || a->zero1 != b->zero1 ||
-        a->flash_attention != b->flash_attention || a->timeout_s != b->timeout_s || a->flush_l2 != b->flush_l2)
+        a->flash_attention != b->flash_attention || a->recompute != b->recompute ||
+        a->timeout_s != b->timeout_s || a->flush_l2 != b->flush_l2)
         return 0;
     for (int i = 0; i < a->nconfigs; i++)
         if (a->configs[i].tp != b->configs[i].tp || a->configs[i].pp != b->configs[i].pp ||

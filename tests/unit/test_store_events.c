@@ -252,6 +252,26 @@ static void test_point_start_and_end(void **state)
     ev = through_text(pdbx_event_point_end(4, PDBX_POINT_OK, ""));
     assert_int_equal(pdbx_event_decode_point_end(ev, &pe, err, sizeof err), 0);
     assert_null(pe.message);
+    /* without memory figures (runs recorded before them) they read NaN and are not written */
+    assert_true(isnan(pe.profile_mem_bytes) && isnan(pe.mem_peak_bytes) && isnan(pe.mem_base_bytes));
+    assert_null(cJSON_GetObjectItem(ev, "mem_peak_bytes"));
+    cJSON_Delete(ev);
+    /* the optional memory figures: predicted profile memory, measured peak and its baseline */
+    pdbx_ev_point_end mem = { .point = 5, .status = PDBX_POINT_OK, .profile_mem_bytes = 775745664,
+                              .mem_peak_bytes = 810446848, .mem_base_bytes = 17645568 };
+    ev = through_text(pdbx_event_point_end_mem(&mem));
+    assert_int_equal(pdbx_event_decode_point_end(ev, &pe, err, sizeof err), 0);
+    assert_int_equal(pe.point, 5);
+    assert_true(pe.profile_mem_bytes == 775745664 && pe.mem_peak_bytes == 810446848 &&
+                pe.mem_base_bytes == 17645568);
+    cJSON_Delete(ev);
+    /* a point predicted to OOM has a prediction and no peak */
+    mem.status = PDBX_POINT_PREDICTED_OOM;
+    mem.mem_peak_bytes = mem.mem_base_bytes = NAN;
+    ev = through_text(pdbx_event_point_end_mem(&mem));
+    assert_int_equal(pdbx_event_decode_point_end(ev, &pe, err, sizeof err), 0);
+    assert_true(pe.profile_mem_bytes == 775745664 && isnan(pe.mem_peak_bytes));
+    assert_null(cJSON_GetObjectItem(ev, "mem_base_bytes"));
     cJSON_Delete(ev);
 }
 

@@ -321,12 +321,46 @@ static void test_fold_malformed(void **state)
     pdbx_run_free(&run);
 }
 
+/* A difference is real only beyond both cells' noise: Welch at z = 1.96 on the means' variances
+ * std^2 / (count - 1). A 3% difference with a 10% std over 6 samples is noise; a 1% difference
+ * with a 0.1% std is real; no std/count: unknown. */
+static void test_noise_judge(void **state)
+{
+    (void)state;
+    pdbx_stats a = { 6, 0.9, 1.1, 1.00, 1.00, 0.10 }, b = { 6, 0.93, 1.13, 1.03, 1.03, 0.10 };
+    double thr;
+    assert_int_equal(pdbx_stats_judge(&a, &b, PDBX_STAT_MEAN, &thr), PDBX_NOISE_SAME);
+    assert_float_equal(thr, 1.96 * sqrt(0.01 / 5 + 0.01 / 5), 1e-12);
+    pdbx_stats c = { 6, 0.999, 1.001, 1.00, 1.00, 0.001 }, d = { 6, 1.009, 1.011, 1.01, 1.01, 0.001 };
+    assert_int_equal(pdbx_stats_judge(&c, &d, PDBX_STAT_MEAN, &thr), PDBX_NOISE_WORSE);
+    assert_int_equal(pdbx_stats_judge(&d, &c, PDBX_STAT_MEAN, &thr), PDBX_NOISE_BETTER);
+    /* the old fixed 0.5% rule would call the 3% one real and is gone */
+    assert_true(fabs(b.mean / a.mean - 1) > 0.005);
+    /* the median uses the same threshold */
+    assert_int_equal(pdbx_stats_judge(&c, &d, PDBX_STAT_MEDIAN, NULL), PDBX_NOISE_WORSE);
+    /* no noise estimate: one sample, a NaN std, a missing cell */
+    pdbx_stats one = { 1, 1.5, 1.5, 1.5, 1.5, 0 }, nostd = { 6, 1, 1, 1, 1, NAN }, none = { 0, NAN, NAN, NAN, NAN, NAN };
+    assert_int_equal(pdbx_stats_judge(&a, &one, PDBX_STAT_MEAN, &thr), PDBX_NOISE_UNKNOWN);
+    assert_true(isnan(thr));
+    assert_int_equal(pdbx_stats_judge(&nostd, &a, PDBX_STAT_MEAN, NULL), PDBX_NOISE_UNKNOWN);
+    assert_int_equal(pdbx_stats_judge(&none, &a, PDBX_STAT_MEAN, NULL), PDBX_NOISE_UNKNOWN);
+    /* equal cells with no spread are the same; a difference with zero noise is real */
+    pdbx_stats z1 = { 4, 2, 2, 2, 2, 0 }, z2 = { 4, 2.001, 2.001, 2.001, 2.001, 0 };
+    assert_int_equal(pdbx_stats_judge(&z1, &z1, PDBX_STAT_MEAN, NULL), PDBX_NOISE_SAME);
+    assert_int_equal(pdbx_stats_judge(&z1, &z2, PDBX_STAT_MEAN, NULL), PDBX_NOISE_WORSE);
+    assert_string_equal(pdbx_noise_name(PDBX_NOISE_SAME), "same");
+    assert_string_equal(pdbx_noise_name(PDBX_NOISE_WORSE), "worse");
+    assert_string_equal(pdbx_noise_name(PDBX_NOISE_BETTER), "better");
+    assert_string_equal(pdbx_noise_name(PDBX_NOISE_UNKNOWN), "unknown");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats_from_samples),
         cmocka_unit_test(test_stats_json),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_noise_judge),
         cmocka_unit_test(test_fold_full_run),
         cmocka_unit_test(test_fold_status_and_warnings),
         cmocka_unit_test(test_fold_malformed),

@@ -174,6 +174,14 @@ static void test_hbar(void **state)
     ui_canvas_free(&c);
 }
 
+static int lines(ui_canvas *c, int h, int w, const double *v, int ns, int np, const char *const *xl, int log,
+                 int unicode, ui_lines_info *info)
+{
+    ui_lines_spec sp = { .values = v, .nseries = ns, .npts = np, .xlabels = xl, .xname = "MBS",
+                         .yunit = UI_UNIT_MS, .log = log, .unicode = unicode };
+    return ui_chart_lines(c, 0, 0, h, w, &sp, info);
+}
+
 static void test_lines_ascii(void **state)
 {
     (void)state;
@@ -182,20 +190,23 @@ static void test_lines_ascii(void **state)
     const char *xl[] = { "1", "2", "4" };
     const double v[] = { 1, 2, 4,       /* series 0 */
                          4, NAN, 1 };   /* series 1 with a missing point */
-    assert_int_equal(ui_chart_lines(&c, 0, 0, 7, 30, v, 2, 3, xl, 0, 0), 0);
+    ui_lines_info info;
+    assert_int_equal(lines(&c, 7, 30, v, 2, 3, xl, 0, 0, &info), 0);
     char text[1024];
     ui_canvas_to_text(&c, text, sizeof(text));
-    /* 5 plot rows over 0..5: value 1 -> row 3.2, 2 -> 2.4, 4 -> 0.8 (rounded); x at 0, 10, 20 */
+    /* 5 plot rows over 0..5 ms: ticks at least 2 rows apart, with the unit; each series its
+       own marker (o, x) and connector ('.' for series 0; series 1 has a gap, so none); the x
+       axis' name left of its labels */
     assert_string_equal(text,
-                        "    5.00|\n"
-                        "        |o               ....*\n"
-                        "    2.50|         .*.....\n"
-                        "        |*........           o\n"
-                        "       0|\n"
-                        "        ++---------+---------+\n"
-                        "         1         2         4\n");
+                        "5 ms+\n"
+                        "    |x                  .....o\n"
+                        "    |           .o......\n"
+                        "    |o..........             x\n"
+                        "0 ms+\n"
+                        "    ++-----------+-----------+\n"
+                        " MBS 1           2           4\n");
+    assert_int_equal(info.overlaps, 0);
     ui_canvas_free(&c);
-    (void)xl;
 }
 
 static void test_lines_log_and_labels(void **state)
@@ -205,33 +216,184 @@ static void test_lines_log_and_labels(void **state)
     assert_int_equal(ui_canvas_init(&c, 40, 8), 0);
     const char *xl[] = { "1", "2", "4", "8" };
     const double v[] = { 0.1, 1, 10, 100 };      /* one decade per step: a straight line */
-    assert_int_equal(ui_chart_lines(&c, 0, 0, 8, 40, v, 1, 4, xl, 1, 0), 0);
+    assert_int_equal(lines(&c, 8, 40, v, 1, 4, xl, 1, 0, NULL), 0);
     /* markers sit on rows 5, ~3.3, ~1.7, 0 of the 6 plot rows: evenly spaced */
     int rows[4], k = 0;
-    for (int x = 9; x < 40; x++)
+    for (int x = 0; x < 40; x++)
         for (int y = 0; y < 6; y++)
-            if (c.cp[y * 40 + x] == '*') rows[k++] = y;
+            if (c.cp[y * 40 + x] == 'o') rows[k++] = y;
     assert_int_equal(k, 4);
     assert_int_equal(rows[0], 5);
     assert_int_equal(rows[3], 0);
     assert_true(rows[1] == 3 || rows[1] == 4);
     assert_true(rows[2] == 1 || rows[2] == 2);
     char row[256];
-    ui_canvas_row_utf8(&c, 0, row, sizeof(row));
-    assert_non_null(strstr(row, "100"));
+    /* 3 decades in 6 rows: decades closer than 2 rows, so every 2nd is labelled */
+    ui_canvas_row_utf8(&c, 2, row, sizeof(row));
+    assert_non_null(strstr(row, "10 ms"));
     ui_canvas_row_utf8(&c, 5, row, sizeof(row));
-    assert_non_null(strstr(row, "0.100"));
+    assert_non_null(strstr(row, "0.1 ms"));
     ui_canvas_row_utf8(&c, 7, row, sizeof(row));     /* x labels under their ticks */
     assert_non_null(strstr(row, "1"));
     assert_non_null(strstr(row, "8"));
     /* too small an area draws nothing and says so */
     ui_canvas_clear(&c);
-    assert_int_equal(ui_chart_lines(&c, 0, 0, 4, 40, v, 1, 4, xl, 1, 0), -1);
-    assert_int_equal(ui_chart_lines(&c, 0, 0, 8, 12, v, 1, 4, xl, 1, 0), -1);
+    assert_int_equal(lines(&c, 4, 40, v, 1, 4, xl, 1, 0, NULL), -1);
+    assert_int_equal(lines(&c, 8, 12, v, 1, 4, xl, 1, 0, NULL), -1);
     /* nothing drawable */
     const double none[] = { NAN, NAN, NAN, NAN };
-    assert_int_equal(ui_chart_lines(&c, 0, 0, 8, 40, none, 1, 4, xl, 0, 0), -1);
+    assert_int_equal(lines(&c, 8, 40, none, 1, 4, xl, 0, 0, NULL), -1);
     ui_canvas_free(&c);
+}
+
+/* Decade ticks: 0.03..700 ms spans 0.01..1000; every decade labelled, 2 and 5 only with room. */
+static void test_log_ticks_decades(void **state)
+{
+    (void)state;
+    ui_scale s;
+    ui_scale_init(&s, 0.03, 700, 1);
+    ui_tick t[64];
+    int n = ui_scale_ticks(&s, 21, t, 64);          /* 4 rows a decade: decades only */
+    const double want[] = { 0.01, 0.1, 1, 10, 100, 1000 };
+    assert_int_equal(n, 6);
+    for (int i = 0; i < n; i++) {
+        assert_float_equal(t[i].v, want[i], want[i] * 1e-12);
+        assert_int_equal(t[i].major, 1);
+    }
+    n = ui_scale_ticks(&s, 41, t, 64);              /* 8 rows a decade: 1, 2, 5 x each decade */
+    assert_int_equal(n, 6 + 2 * 5);
+    assert_float_equal(t[1].v, 0.02, 1e-15);
+    assert_int_equal(t[1].major, 0);
+    assert_float_equal(t[2].v, 0.05, 1e-15);
+    assert_float_equal(t[3].v, 0.1, 1e-15);
+    assert_int_equal(t[3].major, 1);
+    n = ui_scale_ticks(&s, 6, t, 64);               /* 1 row a decade: every 2nd decade */
+    assert_int_equal(n, 3);
+    assert_float_equal(t[0].v, 0.01, 1e-15);
+    assert_float_equal(t[1].v, 1, 1e-12);
+    assert_float_equal(t[2].v, 100, 1e-9);
+    /* every tick is a decade or 2/5 of one */
+    n = ui_scale_ticks(&s, 41, t, 64);
+    for (int i = 0; i < n; i++) {
+        double m = t[i].v / pow(10, floor(log10(t[i].v) + 1e-9));
+        assert_true(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9);
+    }
+    /* the labels carry the unit */
+    char b[32];
+    ui_format_unit(0.1, UI_UNIT_MS, b, sizeof(b));
+    assert_string_equal(b, "0.1 ms");
+    ui_format_unit(1, UI_UNIT_MS, b, sizeof(b));
+    assert_string_equal(b, "1 ms");
+    ui_format_unit(10, UI_UNIT_MS, b, sizeof(b));
+    assert_string_equal(b, "10 ms");
+    ui_format_unit(1000, UI_UNIT_MS, b, sizeof(b));
+    assert_string_equal(b, "1 s");
+    ui_format_unit(0.0005, UI_UNIT_MS, b, sizeof(b));
+    assert_string_equal(b, "0.5 us");
+    ui_format_unit(4096, UI_UNIT_BYTES, b, sizeof(b));
+    assert_string_equal(b, "4 KiB");
+    ui_format_unit(65536, UI_UNIT_BYTES, b, sizeof(b));
+    assert_string_equal(b, "64 KiB");
+    ui_format_unit(1048576, UI_UNIT_BYTES, b, sizeof(b));
+    assert_string_equal(b, "1 MiB");
+    ui_format_unit(512, UI_UNIT_BYTES, b, sizeof(b));
+    assert_string_equal(b, "512 B");
+    ui_format_unit(0.5, UI_UNIT_GBS, b, sizeof(b));
+    assert_string_equal(b, "0.5 GB/s");
+    ui_format_unit(NAN, UI_UNIT_GBS, b, sizeof(b));
+    assert_string_equal(b, "N/A");
+    /* linear ticks: 1/2/5 steps from 0, two rows apart at least */
+    ui_scale_init(&s, 0, 42, 0);                     /* 0..50 */
+    n = ui_scale_ticks(&s, 11, t, 64);
+    assert_int_equal(n, 6);
+    assert_float_equal(t[5].v, 50, 1e-12);
+    n = ui_scale_ticks(&s, 5, t, 64);                /* 4 row steps: 0 and 50 only */
+    assert_int_equal(n, 2);
+    assert_float_equal(t[1].v, 50, 1e-12);
+}
+
+/* Every series its own marker and connector, none a digit or '*' (the overlap marks). */
+static void test_markers_connectors_distinct(void **state)
+{
+    (void)state;
+    for (int u = 0; u < 2; u++) {
+        uint32_t all[2 * UI_CHART_MAX_SERIES];
+        for (int i = 0; i < UI_CHART_MAX_SERIES; i++) {
+            all[i] = ui_series_marker(i, u);
+            all[UI_CHART_MAX_SERIES + i] = ui_series_connector(i, u);
+        }
+        for (int i = 0; i < 2 * UI_CHART_MAX_SERIES; i++) {
+            assert_false(all[i] >= '0' && all[i] <= '9');
+            assert_true(all[i] != '*' && all[i] != ' ' && all[i] != '|' && all[i] != '+');
+            for (int j = 0; j < i; j++)
+                assert_true(all[i] != all[j]);
+            if (!u) assert_true(all[i] < 128);
+        }
+    }
+    assert_int_equal(ui_overlap_marker(2), '2');
+    assert_int_equal(ui_overlap_marker(9), '9');
+    assert_int_equal(ui_overlap_marker(12), '*');
+}
+
+/* Points of two series on one cell show as '2', three as '3'; the others keep their marker. */
+static void test_lines_overlap_marker(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 30, 7), 0);
+    const char *xl[] = { "1", "2", "4" };
+    const double v[] = { 1, 2, 4,
+                         1, 5, 5,
+                         1, 2, 0.5 };
+    ui_lines_info info;
+    assert_int_equal(lines(&c, 7, 30, v, 3, 3, xl, 0, 1, &info), 0);
+    assert_int_equal(info.overlaps, 2);              /* x=1: all three; x=2: series 0 and 2 */
+    int found3 = 0, found2 = 0, found_m1 = 0;
+    for (int i = 0; i < 30 * 5; i++) {
+        found3 += c.cp[i] == '3';
+        found2 += c.cp[i] == '2';
+        found_m1 += c.cp[i] == ui_series_marker(1, 1);
+    }
+    assert_int_equal(found3, 1);
+    assert_int_equal(found2, 1);
+    assert_int_equal(found_m1, 2);                   /* series 1 alone at x=2 and x=4 */
+    ui_canvas_free(&c);
+}
+
+/* The legend never drops an entry: pages cover every entry exactly once, each page within its
+ * rows, and a page that is not the last keeps room for "+N more". */
+static void test_legend_never_drops(void **state)
+{
+    (void)state;
+    int widths[40], col[40], row[40];
+    for (int w = 10; w <= 120; w += 7)
+        for (int n = 1; n <= 40; n += 3)
+            for (int maxrows = 1; maxrows <= 3; maxrows++) {
+                for (int i = 0; i < n; i++)
+                    widths[i] = 4 + (i * 7) % 13;
+                int first = 0, pages = 0;
+                while (first < n) {
+                    int k = ui_legend_layout(widths, n, first, w, maxrows, 14, col, row);
+                    assert_true(k >= 1);
+                    for (int j = 0; j < k; j++) {
+                        assert_true(row[j] >= 0 && row[j] < maxrows);
+                        /* within the row, or a lone first entry cut at the edge */
+                        if (!(j == 0 && col[j] == 0))
+                            assert_true(col[j] + widths[first + j] <= w);
+                        /* any page of a paged legend keeps room for its note */
+                        if ((first > 0 || first + k < n) && row[j] == maxrows - 1 && !(j == 0 && col[j] == 0))
+                            assert_true(col[j] + widths[first + j] <= w - 14);
+                    }
+                    first += k;
+                    pages++;
+                    assert_true(pages <= n);
+                }
+                assert_int_equal(first, n);
+            }
+    /* everything that fits is on one page, with no room kept for a note */
+    int ws[3] = { 10, 10, 10 };
+    assert_int_equal(ui_legend_layout(ws, 3, 0, 30, 1, 14, col, row), 3);
+    assert_int_equal(ui_legend_layout(ws, 3, 0, 29, 1, 14, col, row), 1);
 }
 
 static void test_canvas_clip_and_utf8(void **state)
@@ -266,6 +428,10 @@ int main(void)
         cmocka_unit_test(test_lines_ascii),
         cmocka_unit_test(test_lines_log_and_labels),
         cmocka_unit_test(test_canvas_clip_and_utf8),
+        cmocka_unit_test(test_log_ticks_decades),
+        cmocka_unit_test(test_markers_connectors_distinct),
+        cmocka_unit_test(test_lines_overlap_marker),
+        cmocka_unit_test(test_legend_never_drops),
     };
     return cmocka_run_group_tests_name("tui_chart", tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
-/* cli_diff.c: `pdbx diff RUN_A RUN_B`: the ratio B/A of every cell the two runs have in common
- * (same config, MBS and op, ok in both), per config as a table MBS x ops, then the geometric
- * mean of the ratios per op over all common cells. */
+/* cli_diff.c: `pdbx diff RUN_A RUN_B`: every cell the two runs have in common (same config, MBS
+ * and op, ok in both) with A's and B's time in ms, the ratio B/A and whether the difference is
+ * real: beyond both cells' noise (pdbx_stats_judge: Welch at 95% from the stored std and count),
+ * else "same" within noise, "unknown" without std/count. Then per op the geometric mean of the
+ * ratios over all common cells and how many cells were better, worse or the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +22,13 @@ static const pdbx_cli_opt diff_opts[] = {
 
 static const pdbx_cli_spec diff_spec = {
     .name = "diff", .args = "RUN_A RUN_B", .opts = diff_opts, .min_args = 2, .max_args = 2,
-    .about = "Compares two runs cell by cell: for every (config, MBS, op) measured ok in both, the\n"
-             "ratio B/A of the statistic (below 1: B is faster), then the geometric mean of the\n"
-             "ratios per op over all common cells. 'layer' and 'total' compare the measured\n"
-             "layer and step cells (N/A in a run recorded without them).\n"
+    .about = "Compares two runs cell by cell: for every (config, MBS, op) measured ok in both, A\n"
+             "and B in ms, the ratio B/A of the statistic (below 1: B is faster) and a verdict:\n"
+             "better or worse only when |B - A| exceeds both cells' noise (Welch, 95%: 1.96 x\n"
+             "sqrt(stdA^2/(nA-1) + stdB^2/(nB-1))), else 'same' (within noise), 'unknown'\n"
+             "without std/count. Then the geometric mean of the ratios per op over all common\n"
+             "cells. 'layer' and 'total' compare the measured layer and step cells (N/A in a run\n"
+             "recorded without them).\n"
              PDBX_CLI_ABOUT_RUN,
 };
 
@@ -56,6 +61,8 @@ typedef struct {
     int cfg[3], mbs;
     size_t col;
     double a, b;
+    double threshold;          /* |b - a| beyond this is real; NaN: no noise estimate */
+    pdbx_noise_verdict verdict;
 } diff_cell;
 
 typedef struct {
@@ -65,9 +72,26 @@ typedef struct {
     size_t ncells, cap;
     double logsum[MAX_DCOLS];
     size_t count[MAX_DCOLS];
+    size_t verdicts[MAX_DCOLS][4];   /* per column, cells per pdbx_noise_verdict */
 } diff_result;
 
-static int add_cell(diff_result *d, const int cfg[3], int mbs, size_t col, double a, double b)
+/* The variance of a column's statistic: the sum of its measured ops' (independent) variances of
+ * the mean; NaN when any of them has no noise estimate. */
+static double col_var(const pdbx_rt_point *p, const pdbx_rt_col *col)
+{
+    double var = 0.0;
+    int valid = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        if (!(col->ops & PDBX_OP_BIT(op)) || !p->op[op].valid)
+            continue;
+        var += pdbx_stats_mean_var(&p->op[op].stats);
+        valid = 1;
+    }
+    return valid ? var : NAN;
+}
+
+static int add_cell(diff_result *d, const int cfg[3], int mbs, size_t col, double a, double b,
+                    double var_a, double var_b)
 {
     if (!(a > 0.0) || !(b > 0.0) || !isfinite(a) || !isfinite(b))
         return 0;              /* a ratio needs two positive times */
@@ -85,6 +109,8 @@ static int add_cell(diff_result *d, const int cfg[3], int mbs, size_t col, doubl
     c->col = col;
     c->a = a;
     c->b = b;
+    c->verdict = pdbx_noise_judge(a, var_a, b, var_b, &c->threshold);
+    d->verdicts[col][c->verdict]++;
     d->logsum[col] += log(b / a);
     d->count[col]++;
     return 0;
@@ -112,10 +138,12 @@ static int compare_config(const pdbx_rt_config *a, const pdbx_rt_config *b, cons
         pdbx_cli_row_fill(q, cols, nc, stat, &y);
         /* add_cell skips the cells that are N/A (NaN) on either side */
         for (size_t c = 0; c < nc; c++)
-            if (add_cell(d, cfg, p->mbs, c, x.v[c], y.v[c]))
+            if (add_cell(d, cfg, p->mbs, c, x.v[c], y.v[c], col_var(p, &cols[c]), col_var(q, &cols[c])))
                 return -1;
-        if (add_cell(d, cfg, p->mbs, nc, x.layer, y.layer)
-            || add_cell(d, cfg, p->mbs, nc + 1, x.total, y.total))
+        if (add_cell(d, cfg, p->mbs, nc, x.layer, y.layer, pdbx_stats_mean_var(&p->layer.stats),
+                     pdbx_stats_mean_var(&q->layer.stats))
+            || add_cell(d, cfg, p->mbs, nc + 1, x.total, y.total, pdbx_stats_mean_var(&p->total.stats),
+                        pdbx_stats_mean_var(&q->total.stats)))
             return -1;
     }
     return 0;
@@ -163,51 +191,56 @@ static void describe(const char *label, const pdbx_run *r, FILE *out)
                   r->seq_len, pdbx_run_status_name(r->status));
 }
 
+/* "1.50 ^": the ratio with its verdict mark (v better, ^ worse, ~ same within noise, ? unknown) */
+static const char *ratio_cell(const diff_cell *c, char *buf, size_t len)
+{
+    static const char marks[] = { '~', 'v', '^', '?' };
+    char r[32];
+    snprintf(buf, len, "%s %c", pdbx_fmt_ratio(c->b / c->a, 1, r, sizeof r), marks[c->verdict]);
+    return buf;
+}
+
 static int print_table(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args,
                        const diff_result *d, FILE *out)
 {
     describe("A", ra, out);
     describe("B", rb, out);
-    fprintf(out, "ratio B/A of the %s time per cell (below 1: B is faster), attribution %s\n",
+    fprintf(out, "A and B: the %s time per cell in ms; B/A below 1: B is faster. Attribution %s.\n"
+            "v better, ^ worse: |B - A| beyond both cells' noise (Welch, 95%%); ~ same within noise;\n"
+            "? no std/count to tell\n",
             pdbx_stat_name((pdbx_stat_kind)args->stat), pdbx_cli_attributions[args->attribution]);
     pdbx_table *t = NULL;
     size_t i = 0;
     while (i < d->ncells) {
         const int *cfg = d->cells[i].cfg;
-        t = pdbx_table_new(d->ncols + 1);
-        int used[MAX_DCOLS] = { 0 };
-        if (!t || pdbx_table_header(t, 0, "mbs", PDBX_ALIGN_RIGHT))
+        t = pdbx_table_new(6);
+        if (!t || pdbx_table_header(t, 0, "mbs", PDBX_ALIGN_RIGHT) || pdbx_table_header(t, 1, "op", PDBX_ALIGN_LEFT)
+            || pdbx_table_header(t, 2, "A ms", PDBX_ALIGN_RIGHT) || pdbx_table_header(t, 3, "B ms", PDBX_ALIGN_RIGHT)
+            || pdbx_table_header(t, 4, "B/A", PDBX_ALIGN_RIGHT) || pdbx_table_header(t, 5, "verdict", PDBX_ALIGN_LEFT))
             goto fail;
-        for (size_t c = 0; c < d->ncols; c++)
-            if (pdbx_table_header(t, 1 + c, d->names[c], PDBX_ALIGN_RIGHT))
-                goto fail;
-        /* Cells come grouped by config, then MBS, in plan order. */
-        int mbs = -1;
+        /* Cells come grouped by config, then MBS, in plan order: one row each. */
         for (; i < d->ncells && memcmp(d->cells[i].cfg, cfg, sizeof d->cells[i].cfg) == 0; i++) {
             const diff_cell *c = &d->cells[i];
-            char buf[32];
-            if (c->mbs != mbs) {
-                if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", c->mbs))
-                    goto fail;
-                for (size_t k = 0; k < d->ncols; k++)
-                    if (pdbx_table_set(t, 1 + k, "%s", PDBX_NA))
-                        goto fail;
-                mbs = c->mbs;
-            }
-            used[c->col] = 1;
-            if (pdbx_table_set(t, 1 + c->col, "%s", pdbx_fmt_ratio(c->b / c->a, 1, buf, sizeof buf)))
+            char ra_s[32], rb_s[32], rr[48];
+            if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", c->mbs)
+                || pdbx_table_set(t, 1, "%s", d->names[c->col])
+                || pdbx_table_set(t, 2, "%s", pdbx_fmt_ms(c->a, 1, ra_s, sizeof ra_s))
+                || pdbx_table_set(t, 3, "%s", pdbx_fmt_ms(c->b, 1, rb_s, sizeof rb_s))
+                || pdbx_table_set(t, 4, "%s", ratio_cell(c, rr, sizeof rr))
+                || pdbx_table_set(t, 5, "%s", c->verdict == PDBX_NOISE_SAME ? "same within noise"
+                                               : pdbx_noise_name(c->verdict)))
                 goto fail;
         }
-        for (size_t k = 0; k < d->ncols; k++)
-            pdbx_table_hide(t, 1 + k, !used[k]);
         fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg[0], cfg[1], cfg[2]);
         pdbx_table_print(t, out, "  ");
         pdbx_table_free(t);
         t = NULL;
     }
-    t = pdbx_table_new(3);
+    t = pdbx_table_new(7);
     if (!t || pdbx_table_header(t, 0, "op", PDBX_ALIGN_LEFT) || pdbx_table_header(t, 1, "cells", PDBX_ALIGN_RIGHT)
-        || pdbx_table_header(t, 2, "geomean", PDBX_ALIGN_RIGHT))
+        || pdbx_table_header(t, 2, "geomean", PDBX_ALIGN_RIGHT) || pdbx_table_header(t, 3, "better", PDBX_ALIGN_RIGHT)
+        || pdbx_table_header(t, 4, "worse", PDBX_ALIGN_RIGHT) || pdbx_table_header(t, 5, "same", PDBX_ALIGN_RIGHT)
+        || pdbx_table_header(t, 6, "unknown", PDBX_ALIGN_RIGHT))
         goto fail;
     for (size_t c = 0; c < d->ncols; c++) {
         char buf[32];
@@ -215,10 +248,14 @@ static int print_table(const pdbx_run *ra, const pdbx_run *rb, const diff_args *
             continue;
         if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%s", d->names[c])
             || pdbx_table_set(t, 1, "%zu", d->count[c])
-            || pdbx_table_set(t, 2, "%s", pdbx_fmt_ratio(geomean(d, c), 1, buf, sizeof buf)))
+            || pdbx_table_set(t, 2, "%s", pdbx_fmt_ratio(geomean(d, c), 1, buf, sizeof buf))
+            || pdbx_table_set(t, 3, "%zu", d->verdicts[c][PDBX_NOISE_BETTER])
+            || pdbx_table_set(t, 4, "%zu", d->verdicts[c][PDBX_NOISE_WORSE])
+            || pdbx_table_set(t, 5, "%zu", d->verdicts[c][PDBX_NOISE_SAME])
+            || pdbx_table_set(t, 6, "%zu", d->verdicts[c][PDBX_NOISE_UNKNOWN]))
             goto fail;
     }
-    fprintf(out, "\ngeometric mean of B/A per op over the common cells:\n");
+    fprintf(out, "\ngeometric mean of B/A per op over the common cells, and the cells' verdicts:\n");
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
     return 0;
@@ -247,7 +284,10 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
         if (!cJSON_AddNumberToObject(o, "tp", c->cfg[0]) || !cJSON_AddNumberToObject(o, "pp", c->cfg[1])
             || !cJSON_AddNumberToObject(o, "dp", c->cfg[2]) || !cJSON_AddNumberToObject(o, "mbs", c->mbs)
             || !cJSON_AddStringToObject(o, "op", d->names[c->col]) || !cJSON_AddNumberToObject(o, "a", c->a)
-            || !cJSON_AddNumberToObject(o, "b", c->b) || !cJSON_AddNumberToObject(o, "ratio", c->b / c->a))
+            || !cJSON_AddNumberToObject(o, "b", c->b) || !cJSON_AddNumberToObject(o, "ratio", c->b / c->a)
+            || !(isfinite(c->threshold) ? cJSON_AddNumberToObject(o, "noise_ms", c->threshold)
+                                        : cJSON_AddNullToObject(o, "noise_ms"))
+            || !cJSON_AddStringToObject(o, "verdict", pdbx_noise_name(c->verdict)))
             goto fail;
     }
     for (size_t c = 0; c < d->ncols; c++) {
@@ -257,6 +297,9 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
         if (!o || !cJSON_AddNumberToObject(o, "geomean", geomean(d, c))
             || !cJSON_AddNumberToObject(o, "cells", (double)d->count[c]))
             goto fail;
+        for (int v = 0; v < 4; v++)
+            if (!cJSON_AddNumberToObject(o, pdbx_noise_name((pdbx_noise_verdict)v), (double)d->verdicts[c][v]))
+                goto fail;
     }
     return pdbx_cli_emit_json(out, root);
 fail:
@@ -266,12 +309,15 @@ fail:
 
 static void print_csv(const diff_result *d, FILE *out)
 {
-    fputs("tp,pp,dp,mbs,op,a,b,ratio\n", out);
+    fputs("tp,pp,dp,mbs,op,a,b,ratio,noise_ms,verdict\n", out);
     for (size_t i = 0; i < d->ncells; i++) {
         const diff_cell *c = &d->cells[i];
         fprintf(out, "%d,%d,%d,%d,", c->cfg[0], c->cfg[1], c->cfg[2], c->mbs);
         pdbx_csv_field(out, d->names[c->col]);         /* an op name can come from a run file */
-        fprintf(out, ",%.17g,%.17g,%.17g\n", c->a, c->b, c->b / c->a);
+        fprintf(out, ",%.17g,%.17g,%.17g,", c->a, c->b, c->b / c->a);
+        if (isfinite(c->threshold))
+            fprintf(out, "%.17g", c->threshold);      /* empty: no noise estimate */
+        fprintf(out, ",%s\n", pdbx_noise_name(c->verdict));
     }
 }
 

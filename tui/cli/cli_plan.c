@@ -1,6 +1,7 @@
 /* cli_plan.c: `pdbx plan SPEC|PRESET [overrides]`: the sweep's points grouped by parallel
- * config with predicted training memory against the GPU preset and the OOM marks, as a table
- * or JSON. Nothing runs.
+ * config with their two memory predictions against the GPU preset (profile memory, what the
+ * engine allocates, which decides the OOM stop; training memory of the full model, planning
+ * information) and their OOM marks, as a table or JSON. Nothing runs.
  *
  * Every field pdbx_spec_set() accepts is an option: the field name with '_' spelled '-'
  * (seq_len -> --seq-len). The option table is generated from pdbx_spec_field_names(), so a
@@ -24,11 +25,14 @@ static const pdbx_cli_opt plan_opts[] = {
 };
 
 static const char *const plan_about =
-    "Prints the points a sweep would measure, grouped by parallel config (TP, PP, DP), with the\n"
-    "predicted training memory per rank (weights, gradients, optimizer states, activations of\n"
-    "stage 0, in GB = 1e9 bytes) against the GPU preset's memory. 'predicted' marks OOM points;\n"
-    "'sweep' says what the engine does: measure, stop (the first predicted OOM of a config,\n"
-    "when predict_oom is on) or skip (the points after it).\n"
+    "Prints the points a sweep would measure, grouped by parallel config (TP, PP, DP), with two\n"
+    "memory predictions per rank in GB (1e9 bytes) against the GPU preset's memory:\n"
+    "'profile' is what the engine allocates at the point (the profiled layers' weights, one set\n"
+    "of activations, workspace, the collective buffer); it decides the OOM stop. 'train' is the\n"
+    "memory of training the full model (weights, gradients, optimizer states, activations of\n"
+    "stage 0's micro-batches in flight), planning information only. 'sweep' says what the\n"
+    "engine does: measure, stop (the first profile OOM of a config, when predict_oom is on) or\n"
+    "skip (the points after it).\n"
     "SPEC|PRESET is a sweep preset name or a spec file (default: the built-in defaults); each\n"
     "spec field is also an option (--seq-len 2048, --tp 1,2,4, --mbs 1:64, --gpu A40 ...),\n"
     "applied in the order given after the preset is loaded.";
@@ -40,7 +44,7 @@ static int plan_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
     return 0;
 }
 
-/* What the engine does with each point: predicted OOM stops a config's MBS sweep. */
+/* What the engine does with each point: a profile OOM stops a config's MBS sweep. */
 typedef enum { SWEEP_MEASURE = 0, SWEEP_STOP, SWEEP_SKIP } sweep_action;
 static const char *const sweep_names[] = { "measure", "stop", "skip" };
 
@@ -52,7 +56,7 @@ static void sweep_actions(const pdbx_spec *spec, const pdbx_plan_point *pts, siz
         int c = pts[i].config >= 0 && pts[i].config < PDBX_MAX_CONFIGS ? pts[i].config : 0;
         if (stopped[c])
             act[i] = SWEEP_SKIP;
-        else if (spec->predict_oom && pts[i].predicted_oom) {
+        else if (spec->predict_oom && pts[i].profile_oom) {
             act[i] = SWEEP_STOP;
             stopped[c] = 1;
         } else
@@ -72,15 +76,23 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
                        "predicted-OOM stop %s",
             spec->gpu.name, pdbx_fmt_gb(spec->gpu.mem_bytes, gb, sizeof gb), spec->gpus_per_node,
             spec->nodes, spec->warmup, spec->steps, spec->predict_oom ? "on" : "off");
-    fprintf(out, "memory model: %.4g bytes/param (weights+grads+Adam), ZeRO-1 %s, flash attention %s\n",
-            spec->bytes_per_param, spec->zero1 ? "on" : "off", spec->flash_attention ? "on" : "off");
-    size_t measured = 0, oom = 0;
+    pdbx_profile_point pp;
+    pdbx_profile_point_of(spec, &spec->configs[0], spec->mbs_min, spec->backend, 1, &pp);
+    fprintf(out, "profile memory: what the engine allocates (%s backend%s); decides the OOM stop\n",
+            pdbx_backend_name(pp.backend),
+            pp.backend == PDBX_BACKEND_CPU ? ", attention scratch of 1 BLAS thread" : "");
+    fprintf(out, "training memory (full model, planning only): %.4g bytes/param (weights+grads+Adam), "
+                 "ZeRO-1 %s, flash attention %s, recompute %s\n",
+            spec->bytes_per_param, spec->zero1 ? "on" : "off", spec->flash_attention ? "on" : "off",
+            pdbx_recompute_name(spec->recompute));
+    size_t measured = 0, poom = 0, toom = 0;
     for (size_t i = 0; i < n; i++) {
         measured += act[i] == SWEEP_MEASURE;
-        oom += pts[i].predicted_oom != 0;
+        poom += pts[i].profile_oom != 0;
+        toom += pts[i].train_oom != 0;
     }
-    fprintf(out, "%zu points in %d configs: %zu to measure, %zu predicted OOM; launches:", n,
-            spec->nconfigs, measured, oom);
+    fprintf(out, "%zu points in %d configs: %zu to measure, %zu profile OOM, %zu training OOM; launches:",
+            n, spec->nconfigs, measured, poom, toom);
     /* One mpirun per distinct rank count (a preset may mix 8- and 16-GPU configs). */
     for (int c = 0; c < spec->nconfigs; c++) {
         const pdbx_parallel *p = &spec->configs[c];
@@ -99,31 +111,33 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
 
     for (int c = 0; c < spec->nconfigs; c++) {
         const pdbx_parallel *par = &spec->configs[c];
-        pdbx_table *t = pdbx_table_new(9);
+        enum { NCOL = 10 };
+        pdbx_table *t = pdbx_table_new(NCOL);
         if (!t)
             return -1;
-        static const char *const hd[] = { "mbs", "weights", "grads", "optimizer", "activations",
-                                          "total", "gpu", "predicted", "sweep" };
-        for (size_t k = 0; k < 9; k++)
-            if (pdbx_table_header(t, k, hd[k], k >= 7 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
+        static const char *const hd[NCOL] = { "mbs", "profile", "", "weights", "grads", "optimizer",
+                                              "activations", "train", "", "sweep" };
+        for (size_t k = 0; k < NCOL; k++)
+            if (pdbx_table_header(t, k, hd[k], k == 2 || k >= 8 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
                 goto fail;
         for (size_t i = 0; i < n; i++) {
             if (pts[i].config != c)
                 continue;
-            char w[32], g[32], o[32], a[32], tot[32], gpu[32];
+            char pr[32], w[32], g[32], o[32], a[32], tot[32];
             const pdbx_memory *m = &pts[i].mem;
             if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", pts[i].mbs)
-                || pdbx_table_set(t, 1, "%s", pdbx_fmt_gb(m->weights, w, sizeof w))
-                || pdbx_table_set(t, 2, "%s", pdbx_fmt_gb(m->grads, g, sizeof g))
-                || pdbx_table_set(t, 3, "%s", pdbx_fmt_gb(m->optimizer, o, sizeof o))
-                || pdbx_table_set(t, 4, "%s", pdbx_fmt_gb(m->activations, a, sizeof a))
-                || pdbx_table_set(t, 5, "%s", pdbx_fmt_gb(m->total, tot, sizeof tot))
-                || pdbx_table_set(t, 6, "%s", pdbx_fmt_gb(spec->gpu.mem_bytes, gpu, sizeof gpu))
-                || pdbx_table_set(t, 7, "%s", pts[i].predicted_oom ? "OOM" : "fits")
-                || pdbx_table_set(t, 8, "%s", sweep_names[act[i]]))
+                || pdbx_table_set(t, 1, "%s", pdbx_fmt_gb(pts[i].profile_bytes, pr, sizeof pr))
+                || pdbx_table_set(t, 2, "%s", pts[i].profile_oom ? "OOM" : "fits")
+                || pdbx_table_set(t, 3, "%s", pdbx_fmt_gb(m->weights, w, sizeof w))
+                || pdbx_table_set(t, 4, "%s", pdbx_fmt_gb(m->grads, g, sizeof g))
+                || pdbx_table_set(t, 5, "%s", pdbx_fmt_gb(m->optimizer, o, sizeof o))
+                || pdbx_table_set(t, 6, "%s", pdbx_fmt_gb(m->activations, a, sizeof a))
+                || pdbx_table_set(t, 7, "%s", pdbx_fmt_gb(m->total, tot, sizeof tot))
+                || pdbx_table_set(t, 8, "%s", pts[i].train_oom ? "OOM" : "fits")
+                || pdbx_table_set(t, 9, "%s", sweep_names[act[i]]))
                 goto fail;
         }
-        fprintf(out, "\nTP %d  PP %d  DP %d  (%d ranks; memory in GB per rank)\n", par->tp, par->pp,
+        fprintf(out, "\nTP %d  PP %d  DP %d  (%d ranks; GB per rank: profile, then training)\n", par->tp, par->pp,
                 par->dp, par->tp * par->pp * par->dp);
         pdbx_table_print(t, out, "  ");
         pdbx_table_free(t);
@@ -159,8 +173,20 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
             || !cJSON_AddNumberToObject(o, "tp", p->tp) || !cJSON_AddNumberToObject(o, "pp", p->pp)
             || !cJSON_AddNumberToObject(o, "dp", p->dp) || !cJSON_AddNumberToObject(o, "mbs", p->mbs)
             || !cJSON_AddNumberToObject(o, "ranks", p->ranks)
-            || !cJSON_AddBoolToObject(o, "predicted_oom", p->predicted_oom)
+            || !cJSON_AddNumberToObject(o, "profile_mem_bytes", p->profile_bytes)
+            || !cJSON_AddBoolToObject(o, "profile_fits", !p->profile_oom)
+            || !cJSON_AddNumberToObject(o, "train_mem_bytes", p->mem.total)
+            || !cJSON_AddBoolToObject(o, "train_fits", !p->train_oom)
+            /* kept for scripts written before the two predictions: the training mark */
+            || !cJSON_AddBoolToObject(o, "predicted_oom", p->train_oom)
             || !cJSON_AddStringToObject(o, "sweep", sweep_names[act[i]]))
+            goto fail;
+        cJSON *pm = cJSON_AddObjectToObject(o, "profile");
+        static const char *const kinds[PDBX_MEM_KINDS] = { "weights", "activations", "workspace", "comm" };
+        for (int k = 0; pm && k < PDBX_MEM_KINDS; k++)
+            if (!cJSON_AddNumberToObject(pm, kinds[k], p->profile_kind_bytes[k]))
+                pm = NULL;
+        if (!pm)
             goto fail;
         cJSON *m = cJSON_AddObjectToObject(o, "mem");
         if (!m || !cJSON_AddNumberToObject(m, "params_per_rank", p->mem.params_per_rank)

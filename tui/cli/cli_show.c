@@ -1,6 +1,7 @@
 /* cli_show.c: `pdbx show RUN`: per parallel config a table MBS x ops (ms) with the measured
  * layer and total cells (store/runtable.h, the table every view reads) and
- * each point's status, the point's parallelism traffic (comm) and the collectives sweep; as an
+ * each point's status, the point's parallelism traffic (comm), its predicted profile memory beside
+ * the measured peak, and the collectives sweep; as an
  * aligned table, JSON or CSV. */
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +27,9 @@ static const pdbx_cli_spec show_spec = {
              "execution on one TP rank (the max across TP ranks), with 'layer' (one layer's\n"
              "forward) and 'total' (the whole step's forward), both measured by the engine (N/A\n"
              "in runs recorded without them, never a sum of the ops), each point's status (ok,\n"
-             "oom, predicted_oom, skipped ...), the comm cells and the collectives.\n"
+             "oom, predicted_oom, skipped ...), the comm cells, each point's predicted profile\n"
+             "memory (what the engine allocates on one rank) beside its measured peak, and the\n"
+             "collectives.\n"
              PDBX_CLI_ABOUT_RUN,
 };
 
@@ -153,6 +156,37 @@ static pdbx_table *comm_table(const pdbx_rt_config *cfg, const show_args *a)
     return t;
 }
 
+/* Per point: the predicted profile memory (what the engine allocates on one rank) beside the
+ * measured peak (max over ranks) and their ratio; N/A where one is not recorded. NULL out of
+ * memory; no rows when the run recorded neither (runs from before, or no point measured). */
+static pdbx_table *memory_table(const pdbx_rt_config *cfg)
+{
+    static const char *const mt[] = { "mbs", "predicted", "measured", "measured/predicted" };
+    pdbx_table *t = pdbx_table_new(4);
+    int bad = !t;
+    for (size_t c = 0; c < 4 && !bad; c++)
+        bad = pdbx_table_header(t, c, mt[c], PDBX_ALIGN_RIGHT);
+    for (size_t i = 0; i < cfg->npoints && !bad; i++) {
+        const pdbx_point *p = cfg->points[i].point;
+        int have_pred = isfinite(p->profile_mem_bytes), have_peak = isfinite(p->mem_peak_bytes);
+        if (!have_pred && !have_peak)
+            continue;
+        char pr[32], pk[32];
+        bad = pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", p->mbs)
+              || pdbx_table_set(t, 1, "%s", have_pred ? pdbx_fmt_size(p->profile_mem_bytes, pr, sizeof pr) : "N/A")
+              || pdbx_table_set(t, 2, "%s", have_peak ? pdbx_fmt_size(p->mem_peak_bytes, pk, sizeof pk) : "N/A");
+        if (!bad && have_pred && have_peak && p->profile_mem_bytes > 0)
+            bad = pdbx_table_set(t, 3, "%.3f", p->mem_peak_bytes / p->profile_mem_bytes);
+        else if (!bad)
+            bad = pdbx_table_set(t, 3, "N/A");
+    }
+    if (bad) {
+        pdbx_table_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 static int print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, const show_args *a,
                               const pdbx_rt_col *cols, size_t ncols, FILE *out)
 {
@@ -171,6 +205,13 @@ static int print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, co
         return -1;
     if (pdbx_table_rows(t) > 0) {
         fprintf(out, "  comm (GB/s from the mean time):\n");
+        pdbx_table_print(t, out, "  ");
+    }
+    pdbx_table_free(t);
+    if (!(t = memory_table(cfg)))
+        return -1;
+    if (pdbx_table_rows(t) > 0) {
+        fprintf(out, "  memory per rank (predicted profile memory; measured peak, max over ranks):\n");
         pdbx_table_print(t, out, "  ");
     }
     pdbx_table_free(t);
@@ -266,7 +307,10 @@ static cJSON *point_json(const pdbx_run *run, const pdbx_rt_point *p, const show
         bad = add_item(cells, cols[c].name, num_or_null(r.v[c], r.valid[c]));
     bad = bad || add_item(o, "comm", comm_json(p, (pdbx_stat_kind)a->stat))
           || add_item(o, "layer", num_or_null(r.layer, r.layer_valid))
-          || add_item(o, "total", num_or_null(r.total, r.total_valid));
+          || add_item(o, "total", num_or_null(r.total, r.total_valid))
+          || add_item(o, "profile_mem_bytes", num_or_null(p->point->profile_mem_bytes, 1))
+          || add_item(o, "mem_peak_bytes", num_or_null(p->point->mem_peak_bytes, 1))
+          || add_item(o, "mem_base_bytes", num_or_null(p->point->mem_base_bytes, 1));
     if (bad) {
         cJSON_Delete(o);
         return NULL;

@@ -1,6 +1,9 @@
 /* ui_compare.c: two runs (configs matched by TP/PP/DP) or two configs of one run side by side.
- * Table: ratio B/A per op and MBS (below 1: B is faster, coloured better; above: worse), the
- * geometric mean per op over the MBS both measured; chart: cost vs MBS of both overlaid. */
+ * Views (v): per op and MBS the A and B times in ms and the ratio B/A; the ratios alone; the
+ * cost vs MBS of both overlaid. A ratio is marked better (v) or worse (^) only when the
+ * difference exceeds the two cells' own noise (pdbx_stats_judge: Welch at 95%), else '~'
+ * (same within noise) or '?' (a cell without std/count); the last column is the geometric
+ * mean of the ratios over the MBS both measured. */
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +13,7 @@
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
-typedef enum { VIEW_TABLE = 0, VIEW_COST } view_kind;
+typedef enum { VIEW_DETAIL = 0, VIEW_RATIO, VIEW_COST, VIEW_COUNT } view_kind;
 
 typedef struct {
     pdbx_run a, b;           /* b unused when comparing two configs of one run */
@@ -21,8 +24,9 @@ typedef struct {
     pdbx_stat_kind stat;
     int log;
     int op;                  /* -1: the total */
-    view_kind view;          /* TABLE (ratios) or COST (overlaid chart) */
-    int scroll;              /* op rows scrolled off the top of the ratio table */
+    view_kind view;          /* DETAIL (A, B, B/A), RATIO (B/A) or COST (overlaid chart) */
+    int scroll;              /* op rows scrolled off the top of the table */
+    int legend_page;         /* page of the chart legend (L) */
 } cmp_state;
 
 static void compare_close(void *st)
@@ -119,39 +123,159 @@ static int compare_key(ui_app *app, void *st, int key, ui_action act)
         return UI_H_HANDLED;
     case UI_ACT_NEXT_TAB: c->tab = (c->tab + 1) % c->npairs; c->scroll = 0; return UI_H_HANDLED;
     case UI_ACT_PREV_TAB: c->tab = (c->tab + c->npairs - 1) % c->npairs; c->scroll = 0; return UI_H_HANDLED;
-    case UI_ACT_VIEW: c->view = c->view == VIEW_TABLE ? VIEW_COST : VIEW_TABLE; return UI_H_HANDLED;
+    case UI_ACT_VIEW: c->view = (c->view + 1) % VIEW_COUNT; c->legend_page = 0; return UI_H_HANDLED;
+    case UI_ACT_LEGEND: c->legend_page++; return UI_H_HANDLED;
     case UI_ACT_STAT: c->stat = (c->stat + 1) % PDBX_STAT_COUNT_KINDS; return UI_H_HANDLED;
     case UI_ACT_LOG: c->log = !c->log; return UI_H_HANDLED;
     case UI_ACT_UP: if (c->scroll > 0) c->scroll--; return UI_H_HANDLED;
     case UI_ACT_DOWN: c->scroll++; return UI_H_HANDLED;   /* clamped when drawn */
     case UI_ACT_HOME: c->scroll = 0; return UI_H_HANDLED;
     case UI_ACT_END: c->scroll = PDBX_OP_COUNT; return UI_H_HANDLED;
-    case UI_ACT_OP: c->op = c->op + 1 >= PDBX_OP_COUNT ? -1 : c->op + 1; return UI_H_HANDLED;
+    case UI_ACT_OP:
+        c->op = c->op + 1 >= PDBX_OP_COUNT ? -1 : c->op + 1;
+        c->legend_page = 0;
+        return UI_H_HANDLED;
     default: return UI_H_NONE;
     }
 }
 
-/* One row of ratios B/A per MBS and their geometric mean; op PDBX_OP_COUNT is the total. */
-static void draw_ratio_row(int y, int op, const ui_matrix *ma, const ui_matrix *mb, int ncols, int opw, int cw)
+/* The cells of one op row (PDBX_OP_COUNT: the total) at A's MBS: A and B in ms, B/A and the
+ * noise verdict on B against A. */
+typedef struct {
+    double a[UI_MAX_MBS], b[UI_MAX_MBS], ratio[UI_MAX_MBS];
+    pdbx_noise_verdict verdict[UI_MAX_MBS];
+    double geomean;
+    pdbx_noise_verdict overall;   /* all judged cells agree on better/worse, else SAME; none: UNKNOWN */
+} cmp_row;
+
+static void row_cells(int op, const ui_matrix *ma, const ui_matrix *mb, pdbx_stat_kind stat, cmp_row *r)
 {
     int is_total = op == PDBX_OP_COUNT;
-    double ratios[UI_MAX_MBS];
+    int better = 0, worse = 0, judged = 0;
     for (int i = 0; i < ma->n; i++) {
         int j = ui_matrix_find(mb, ma->mbs[i]);
-        double a = is_total ? ma->total[i] : ma->v[op][i];
-        double bv = j < 0 ? NAN : (is_total ? mb->total[j] : mb->v[op][j]);
-        ratios[i] = (a > 0 && isfinite(bv)) ? bv / a : NAN;
+        const pdbx_stats *sa = is_total ? &ma->total_st[i] : &ma->st[op][i];
+        const pdbx_stats *sb = j < 0 ? NULL : is_total ? &mb->total_st[j] : &mb->st[op][j];
+        r->a[i] = is_total ? ma->total[i] : ma->v[op][i];
+        r->b[i] = j < 0 ? NAN : (is_total ? mb->total[j] : mb->v[op][j]);
+        r->ratio[i] = (r->a[i] > 0 && isfinite(r->b[i])) ? r->b[i] / r->a[i] : NAN;
+        r->verdict[i] = sb && isfinite(r->ratio[i]) ? pdbx_stats_judge(sa, sb, stat, NULL) : PDBX_NOISE_UNKNOWN;
+        if (r->verdict[i] != PDBX_NOISE_UNKNOWN) judged++;
+        better += r->verdict[i] == PDBX_NOISE_BETTER;
+        worse += r->verdict[i] == PDBX_NOISE_WORSE;
     }
-    ui_put(y, 1, opw, is_total ? UI_C_HEADER : UI_C_NORMAL, 1, "%s", is_total ? "total" : pdbx_op_name(op));
-    for (int i = 0; i <= ncols; i++) {
-        double r = i < ncols ? ratios[i] : ui_geomean(ratios, ma->n);
-        char s[32];
-        if (isfinite(r)) snprintf(s, sizeof(s), "%.2f%s", r, r < 0.995 ? "v" : r > 1.005 ? "^" : "=");
-        else snprintf(s, sizeof(s), "N/A");
-        ui_role role = !isfinite(r) ? UI_C_DIM : r < 0.995 ? UI_C_BETTER : r > 1.005 ? UI_C_WORSE : UI_C_NORMAL;
-        int x = 1 + opw + i * cw;
-        ui_put(y, x, i < ncols ? cw : 10, role, 0, "%*s", i < ncols ? cw - 1 : 9, s);
+    r->geomean = ui_geomean(r->ratio, ma->n);
+    r->overall = !judged ? PDBX_NOISE_UNKNOWN : better == judged ? PDBX_NOISE_BETTER
+               : worse == judged ? PDBX_NOISE_WORSE : PDBX_NOISE_SAME;
+}
+
+/* "1.50^": the ratio and its mark (v better, ^ worse, ~ same within noise, ? no noise data). */
+static ui_role ratio_text(double r, pdbx_noise_verdict v, char *s, size_t len)
+{
+    static const char marks[] = { '~', 'v', '^', '?' };
+    if (!isfinite(r)) {
+        snprintf(s, len, "N/A");
+        return UI_C_DIM;
     }
+    snprintf(s, len, "%.2f%c", r, marks[v]);
+    return v == PDBX_NOISE_BETTER ? UI_C_BETTER : v == PDBX_NOISE_WORSE ? UI_C_WORSE
+         : v == PDBX_NOISE_UNKNOWN ? UI_C_DIM : UI_C_NORMAL;
+}
+
+typedef struct {
+    int opw, subw, cw, ncols, gx;   /* op name, sub-label, column widths, MBS columns, geomean x */
+    int wide;                       /* detail: A, B and B/A side by side per MBS, one row per op */
+    int rows_per_op;                /* 1 (ratio view, wide detail) or 3 (narrow detail) */
+    view_kind view;
+} cmp_layout;
+
+static void layout_for(view_kind view, int w, int nmbs, cmp_layout *L)
+{
+    memset(L, 0, sizeof(*L));
+    L->view = view;
+    L->opw = 17;
+    L->cw = 8;
+    L->rows_per_op = 1;
+    if (view == VIEW_DETAIL && 1 + L->opw + nmbs * 3 * L->cw + 10 <= w - 1) {
+        L->wide = 1;
+        L->ncols = nmbs;
+        L->gx = 1 + L->opw + nmbs * 3 * L->cw;
+        return;
+    }
+    if (view == VIEW_DETAIL) {
+        L->subw = 5;
+        L->rows_per_op = 3;
+    }
+    L->ncols = (w - L->opw - L->subw - 12) / L->cw;
+    if (L->ncols > nmbs) L->ncols = nmbs;
+    if (L->ncols < 0) L->ncols = 0;
+    L->gx = 1 + L->opw + L->subw + L->ncols * L->cw;
+}
+
+static void put_ms(int y, int x, int w, double v)
+{
+    char s[32];
+    ui_format_value(v, s, sizeof(s));
+    ui_put(y, x, w, isnan(v) ? UI_C_DIM : UI_C_NORMAL, 0, "%*s", w - 1, s);
+}
+
+static void put_ratio(int y, int x, int w, double r, pdbx_noise_verdict v)
+{
+    char s[32];
+    ui_role role = ratio_text(r, v, s, sizeof(s));
+    ui_put(y, x, w, role, 0, "%*s", w - 1, s);
+}
+
+/* The header row(s) over the op rows; returns the first op row. */
+static int draw_header(int y, const cmp_layout *L, const ui_matrix *ma)
+{
+    ui_put(y, 1, L->opw + L->subw, UI_C_HEADER, 1, "op \\ MBS");
+    if (L->wide) {
+        for (int i = 0; i < L->ncols; i++) {
+            int x = 1 + L->opw + i * 3 * L->cw;
+            ui_put(y, x, 3 * L->cw, UI_C_HEADER, 1, "%*d", 3 * L->cw - 1, ma->mbs[i]);
+            ui_put(y + 1, x, 3 * L->cw, UI_C_HEADER, 1, "%*s%*s%*s", L->cw - 1, "A ms", L->cw, "B ms",
+                   L->cw, "B/A");
+        }
+        ui_put(y, L->gx, 10, UI_C_HEADER, 1, "%9s", "geomean");
+        ui_put(y + 1, 1, L->opw, UI_C_HEADER, 1, " ");
+        ui_put(y + 1, L->gx, 10, UI_C_HEADER, 1, "%9s", "B/A");
+        return y + 2;
+    }
+    for (int i = 0; i < L->ncols; i++)
+        ui_put(y, 1 + L->opw + L->subw + i * L->cw, L->cw, UI_C_HEADER, 1, "%*d", L->cw - 1, ma->mbs[i]);
+    ui_put(y, L->gx, 10, UI_C_HEADER, 1, "%9s", "geomean");
+    return y + 1;
+}
+
+/* One op (or the total) in L's rows from y. */
+static void draw_op(int y, int op, const cmp_row *r, const cmp_layout *L)
+{
+    int is_total = op == PDBX_OP_COUNT;
+    ui_put(y, 1, L->opw, is_total ? UI_C_HEADER : UI_C_NORMAL, 1, "%s", is_total ? "total" : pdbx_op_name(op));
+    int x0 = 1 + L->opw + L->subw;
+    if (L->view == VIEW_RATIO) {
+        for (int i = 0; i < L->ncols; i++)
+            put_ratio(y, x0 + i * L->cw, L->cw, r->ratio[i], r->verdict[i]);
+    } else if (L->wide) {
+        for (int i = 0; i < L->ncols; i++) {
+            int x = x0 + i * 3 * L->cw;
+            put_ms(y, x, L->cw, r->a[i]);
+            put_ms(y, x + L->cw, L->cw, r->b[i]);
+            put_ratio(y, x + 2 * L->cw, L->cw, r->ratio[i], r->verdict[i]);
+        }
+    } else {
+        ui_put(y, 1 + L->opw, L->subw, UI_C_DIM, 1, "A ms");
+        ui_put(y + 1, 1, L->opw + L->subw, UI_C_DIM, 1, "%*s", L->opw + 4, "B ms");
+        ui_put(y + 2, 1, L->opw + L->subw, UI_C_DIM, 1, "%*s", L->opw + 3, "B/A");
+        for (int i = 0; i < L->ncols; i++) {
+            put_ms(y, x0 + i * L->cw, L->cw, r->a[i]);
+            put_ms(y + 1, x0 + i * L->cw, L->cw, r->b[i]);
+            put_ratio(y + 2, x0 + i * L->cw, L->cw, r->ratio[i], r->verdict[i]);
+        }
+        y += 2;
+    }
+    put_ratio(y, L->gx, 10, r->geomean, r->overall);
 }
 
 static void compare_draw(ui_app *app, void *st, ui_rect b)
@@ -172,45 +296,62 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
     int *p = c->pairs[c->tab];
     ui_put(b.y + 1, 1, b.w - 2, UI_C_NORMAL, 1, "A: %s %s TP%d PP%d DP%d", ra->id, ra->model.name, p[0], p[1], p[2]);
     ui_put(b.y + 2, 1, b.w - 2, UI_C_NORMAL, 1, "B: %s %s TP%d PP%d DP%d", rb->id, rb->model.name, p[3], p[4], p[5]);
-    ui_matrix ma, mb;
-    ui_matrix_build(ra, p[0], p[1], p[2], c->stat, &ma);
-    ui_matrix_build(rb, p[3], p[4], p[5], c->stat, &mb);
-    ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
-    if (c->view == VIEW_COST) {
-        const ui_matrix *ms[2] = { &ma, &mb };
-        const char *nm[2] = { "A", "B" };
-        ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op));
+    /* two matrices of ~40 KB each: on the heap, not the stack */
+    ui_matrix *mm = malloc(2 * sizeof(ui_matrix));
+    if (!mm) {
+        ui_put(b.y + 4, 1, b.w - 2, UI_C_ERROR, 0, "out of memory drawing the comparison");
         return;
     }
-    ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "ratio B/A of the %s (ms): %s < 1 B faster, %s > 1 B slower", pdbx_stat_name(c->stat),
-           app->mono ? "bold" : "green", app->mono ? "underlined" : "red");
-    const int opw = 17, cw = 8;
-    int ncols = (b.w - opw - 12) / cw;
-    if (ncols > ma.n) ncols = ma.n;
-    int y = body.y;
-    ui_put(y, 1, opw, UI_C_HEADER, 1, "op \\ MBS");
-    for (int i = 0; i < ncols; i++)
-        ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*d", cw - 1, ma.mbs[i]);
-    ui_put(y, 1 + opw + ncols * cw, 10, UI_C_HEADER, 1, "%9s", "geomean");
-    y++;
-    /* op rows scroll (Up/Down) above a total row that always shows: at 80x24 a TP>1 pair has
-       more ops than rows, and the total is the ratio a reader wants first */
-    int rows = b.y + b.h - 1 - y, present = 0, shown = 0;
+    ui_matrix *ma = &mm[0], *mb = &mm[1];
+    ui_matrix_build(ra, p[0], p[1], p[2], c->stat, ma);
+    ui_matrix_build(rb, p[3], p[4], p[5], c->stat, mb);
+    ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
+    if (c->view == VIEW_COST) {
+        const ui_matrix *ms[2] = { ma, mb };
+        const char *nm[2] = { "A", "B" };
+        ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op),
+                           &c->legend_page);
+        free(mm);
+        return;
+    }
+    const char *stat = pdbx_stat_name(c->stat);
+    const char *what = c->view == VIEW_DETAIL ? "A and B (ms), B/A" : "B/A";
+    if (b.w >= 110)
+        ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v B faster, ^ B slower (beyond both cells' noise: "
+               "Welch, 95%%), ~ same within noise, ? no std", what, stat);
+    else
+        ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v faster ^ slower ~ within noise ? no std",
+               what, stat);
+    cmp_layout L;
+    layout_for(c->view, b.w, ma->n, &L);
+    int y = draw_header(body.y, &L, ma);
+    /* op rows scroll (Up/Down) above a total that always shows: at 80x24 a TP>1 pair has more
+       ops than rows, and the total is the ratio a reader wants first */
+    int fit = (b.y + b.h - y) / L.rows_per_op - 1, present = 0, shown = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
-        present += ma.op_present[op] || mb.op_present[op];
-    if (c->scroll > present - rows) c->scroll = present - rows;
+        present += ma->op_present[op] || mb->op_present[op];
+    if (fit < 0) fit = 0;
+    if (c->scroll > present - fit) c->scroll = present - fit;
     if (c->scroll < 0) c->scroll = 0;
     int skip = c->scroll;
-    for (int op = 0; op < PDBX_OP_COUNT && shown < rows; op++) {
-        if (!ma.op_present[op] && !mb.op_present[op]) continue;
+    cmp_row r;
+    for (int op = 0; op < PDBX_OP_COUNT && shown < fit; op++) {
+        if (!ma->op_present[op] && !mb->op_present[op]) continue;
         if (skip-- > 0) continue;
-        draw_ratio_row(y++, op, &ma, &mb, ncols, opw, cw);
+        row_cells(op, ma, mb, c->stat, &r);
+        draw_op(y, op, &r, &L);
+        y += L.rows_per_op;
         shown++;
     }
-    draw_ratio_row(y, PDBX_OP_COUNT, &ma, &mb, ncols, opw, cw);
-    if (present > shown)
-        ui_put(y, 1 + opw + (ncols + 1) * cw + 3, b.w - (opw + (ncols + 1) * cw + 5), UI_C_DIM, 0,
-               "Up/Down: more ops");
+    row_cells(PDBX_OP_COUNT, ma, mb, c->stat, &r);
+    draw_op(y, PDBX_OP_COUNT, &r, &L);
+    if (present > shown) {
+        if (L.rows_per_op == 3)     /* under "total", in its otherwise empty name column */
+            ui_put(y + 1, 1, L.opw, UI_C_DIM, 0, "(Up/Down: more)");
+        else
+            ui_put(y, L.gx + 12, b.w - (L.gx + 13), UI_C_DIM, 0, "Up/Down: more ops");
+    }
+    free(mm);
 }
 
 const ui_screen_ops ui_screen_compare = { "compare", UI_SCR_COMPARE, 0, compare_open, compare_close, compare_draw,

@@ -482,7 +482,13 @@ static int draw_fields(ui_app *app, form_state *f, ui_rect b, int left_w)
     return preview_end;
 }
 
-/* The preview beside the fields: the points, their predicted memory and OOM marks. */
+/* A prediction in a few columns: decimal GB, '!' when over the GPU's memory. */
+static void mem_short(double bytes, int oom, char *buf, size_t len)
+{
+    snprintf(buf, len, bytes >= 100e9 ? "%.0fG%s" : "%.1fG%s", bytes / 1e9, oom ? "!" : "");
+}
+
+/* The preview beside the fields: the points, their two memory predictions and OOM marks. */
 static void draw_preview(form_state *f, ui_rect b, int left_w)
 {
     int px = left_w + 2, pw = b.w - px - 1;
@@ -498,32 +504,37 @@ static void draw_preview(form_state *f, ui_rect b, int left_w)
             ui_put_wrapped(y + 1, px, pw, b.h - 1, UI_C_BAD, "%s", f->spec_error);
         return;
     }
-    int ranks_max = 0, noom = 0;
+    int ranks_max = 0, poom = 0, toom = 0;
     for (size_t i = 0; i < f->npoints; i++) {
         if (f->points[i].ranks > ranks_max) ranks_max = f->points[i].ranks;
-        noom += f->points[i].predicted_oom;
+        poom += f->points[i].profile_oom;
+        toom += f->points[i].train_oom;
     }
-    /* three short lines: the 80-column preview pane is about 30 wide, and the OOM count and
-       the dtype were what got cut */
-    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, %d pred. OOM", f->npoints, noom);
+    /* short lines: the 80-column preview pane is about 30 wide. Two predictions per point:
+       'prof.' what the engine allocates (its OOM, in the warning colour, stops the MBS sweep
+       when predict_oom is on) and 'train' the full model's training memory (planning only);
+       '!' marks a prediction over the GPU's memory */
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "Preview: %zu points, %d OOM", f->npoints, poom);
     ui_put(y++, px, pw, UI_C_DIM, 1, "%s on %s (%.0f GB)", f->spec.model.name, f->spec.gpu.name,
            f->spec.gpu.mem_bytes / 1e9);
-    ui_put(y++, px, pw, UI_C_DIM, 1, "%s, <= %d ranks", pdbx_dtype_name(f->spec.dtype), ranks_max);
+    ui_put(y++, px, pw, UI_C_DIM, 1, "%s, <= %d ranks, %d train OOM", pdbx_dtype_name(f->spec.dtype),
+           ranks_max, toom);
     if (f->combos[0]) {
         ui_put(y++, px, pw, UI_C_INFO, 1, "valid for that GPU count (F6 uses them):");
         ui_put(y++, px, pw, UI_C_INFO, 1, "%s", f->combos);
     }
-    ui_put(y++, px, pw, UI_C_HEADER, 1, "%3s %-10s %5s %10s %s", "#", "TPxPPxDP", "MBS", "pred. mem", "");
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "%3s %-6s%5s %6s %6s", "#", "config", "MBS", "prof.", "train");
     int rows = b.y + b.h - y;
     if (f->preview_top > (int)f->npoints - rows) f->preview_top = (int)f->npoints - rows;
     if (f->preview_top < 0) f->preview_top = 0;
     for (int i = 0; i < rows && (size_t)(f->preview_top + i) < f->npoints; i++) {
         const pdbx_plan_point *p = &f->points[f->preview_top + i];
-        char cfg[32], mem[32];
+        char cfg[32], prof[32], train[32];
         snprintf(cfg, sizeof(cfg), "%dx%dx%d", p->tp, p->pp, p->dp);
-        snprintf(mem, sizeof(mem), p->mem.total >= 100e9 ? "%.0f GB" : "%.1f GB", p->mem.total / 1e9);
-        ui_put(y++, px, pw, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-10s %5d %10s %s", p->index,
-               cfg, p->mbs, mem, p->predicted_oom ? "OOM" : "");
+        mem_short(p->profile_bytes, p->profile_oom, prof, sizeof prof);
+        mem_short(p->mem.total, p->train_oom, train, sizeof train);
+        ui_put(y++, px, pw, p->profile_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-6s%5d %6s %6s",
+               p->index, cfg, p->mbs, prof, train);
     }
 }
 

@@ -1,7 +1,8 @@
 /* ui_runview.c: one run's results. A tab per (TP, PP, DP) config plus a collectives tab; views:
  * MBS x ops table in ms (with the total per MBS), the same table as shares, op shares per MBS
  * as stacked bars, cost vs MBS per op (log option), and efficiency against the GPU preset's
- * roofline. `m` marks a config and `c` compares it with the current one. */
+ * roofline, and memory per rank (the two predictions beside the measured peak). `m` marks a
+ * config and `c` compares it with the current one. */
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,10 +10,13 @@
 #include <string.h>
 
 #include "engine/plan/plan.h"
+#include "store/util/fmt.h"
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
-typedef enum { VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_COUNT } view_kind;
+typedef enum {
+    VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_MEMORY, VIEW_COUNT
+} view_kind;
 
 typedef struct {
     pdbx_run run;
@@ -25,12 +29,15 @@ typedef struct {
     int op;                  /* -1 = all ops in the cost chart */
     int marked_tab;          /* -1 none */
     int scroll;
+    int legend_page;         /* page of a chart legend too long for its rows (L) */
+    int coll_chart_only;     /* collectives tab: v shows the busbw chart alone */
     pdbx_spec spec;          /* the run's spec (GPU peaks for the roofline) */
     int have_spec;
 } rv_state;
 
 static const char *const view_names[VIEW_COUNT] = {
-    "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency"
+    "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency",
+    "memory per rank"
 };
 
 static void runview_close(void *st)
@@ -92,13 +99,22 @@ static int runview_key(ui_app *app, void *st, int key, ui_action act)
     case UI_ACT_NEXT_TAB:
         if (ntabs) v->tab = (v->tab + 1) % ntabs;
         v->scroll = 0;
+        v->legend_page = 0;
         return UI_H_HANDLED;
     case UI_ACT_PREV_TAB:
         if (ntabs) v->tab = (v->tab + ntabs - 1) % ntabs;
         v->scroll = 0;
+        v->legend_page = 0;
         return UI_H_HANDLED;
     case UI_ACT_VIEW:
-        v->view = (v->view + 1) % VIEW_COUNT;
+        if (v->tab >= v->nconfigs)
+            v->coll_chart_only = !v->coll_chart_only;
+        else
+            v->view = (v->view + 1) % VIEW_COUNT;
+        v->legend_page = 0;
+        return UI_H_HANDLED;
+    case UI_ACT_LEGEND:
+        v->legend_page++;          /* the drawing wraps it back to 0 after the last page */
         return UI_H_HANDLED;
     case UI_ACT_STAT:
         v->stat = (v->stat + 1) % PDBX_STAT_COUNT_KINDS;
@@ -110,6 +126,7 @@ static int runview_key(ui_app *app, void *st, int key, ui_action act)
         return UI_H_HANDLED;
     case UI_ACT_OP:
         v->op = v->op + 1 >= PDBX_OP_COUNT ? -1 : v->op + 1;
+        v->legend_page = 0;
         ui_app_message(app, 0, "cost chart: %s", v->op < 0 ? "largest ops" : pdbx_op_name(v->op));
         return UI_H_HANDLED;
     case UI_ACT_UP: if (v->scroll > 0) v->scroll--; return UI_H_HANDLED;
@@ -214,44 +231,26 @@ static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
     }
 }
 
-/* The legend: fill or marker glyph + op name for each listed op, wrapped over rows. */
-static int draw_legend(ui_app *app, int y, int x, int w, const int *ops, int nops, int markers, int maxrows)
-{
-    int unicode = app->unicode && !app->force_ascii;
-    int cx = x, rows = 1;
-    for (int s = 0; s < nops; s++) {
-        const char *name = pdbx_op_name(ops[s]);
-        int len = (int)strlen(name) + 4;
-        if (cx + len > x + w) {
-            if (rows == maxrows) break;
-            rows++;
-            y++;
-            cx = x;
-        }
-        char g[8];
-        ui_utf8_encode(markers ? ui_series_marker(s, unicode) : ui_segment_fill(s, unicode), g);
-        ui_put(y, cx, 2, (ui_role)(UI_C_SERIES0 + s % 8), 0, "%s", g);
-        ui_put(y, cx + 2, len - 2, UI_C_NORMAL, 0, "%s", name);
-        cx += len;
-    }
-    return rows;
-}
-
 static void draw_shares(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m)
 {
     int ops[PDBX_OP_COUNT], nops = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         if (m->op_present[op]) ops[nops++] = op;
-    int rows = m->n < b.h - 4 ? m->n : b.h - 4;
+    const int legend_rows = 3;
+    /* title, bars, the share axis (2 rows), a blank row, the legend */
+    int rows = m->n < b.h - 4 - legend_rows ? m->n : b.h - 4 - legend_rows;
     if (rows <= 0 || nops == 0) {
-        ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, "nothing measured in this config yet");
+        ui_put(b.y, 1, b.w - 2, UI_C_DIM, 0, nops == 0 ? "nothing measured in this config yet"
+                                                       : "not enough room for the bars: a taller terminal shows them");
         return;
     }
+    int unicode = app->unicode && !app->force_ascii;
     double *vals = calloc((size_t)rows * nops, sizeof(double));
     const char **labels = calloc((size_t)rows, sizeof(char *));
     char (*lab)[16] = calloc((size_t)rows, sizeof(*lab));
+    ui_legend_entry legend[PDBX_OP_COUNT];
     ui_canvas c;
-    if (!vals || !labels || !lab || ui_canvas_init(&c, b.w - 2, rows) != 0) {
+    if (!vals || !labels || !lab || ui_canvas_init(&c, b.w - 2, rows + 2) != 0) {
         ui_app_message(app, 1, "out of memory drawing the chart");
         goto done;
     }
@@ -261,11 +260,15 @@ static void draw_shares(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m)
         for (int s = 0; s < nops; s++)
             vals[r * nops + s] = m->v[ops[s]][r];
     }
-    ui_chart_stacked(&c, 0, 0, 8, b.w - 12, labels, vals, rows, nops, 1, app->unicode && !app->force_ascii);
+    ui_chart_stacked(&c, 0, 0, 8, b.w - 12, labels, vals, rows, nops, 1, unicode);
+    ui_chart_share_axis(&c, rows, 0, 8, b.w - 12, "share", unicode);
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "share of each op in the point's total (%s), one bar per MBS",
            pdbx_stat_name(v->stat));
     ui_draw_canvas(&c, b.y + 1, 1);
-    draw_legend(app, b.y + 2 + rows, 1, b.w - 2, ops, nops, 0, b.h - rows - 2);
+    for (int s = 0; s < nops; s++)
+        ui_legend_set(&legend[s], ui_segment_fill(s, unicode), s, pdbx_op_name(ops[s]));
+    /* the legend takes every row left (at least legend_rows) */
+    ui_draw_legend(b.y + rows + 4, 1, b.w - 2, b.h - rows - 4, legend, nops, &v->legend_page);
     ui_canvas_free(&c);
 done:
     free(vals);
@@ -300,7 +303,7 @@ static void draw_roofline(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *
     while (last >= 0 && m->status[last] != PDBX_POINT_OK) last--;
     int bx = 1 + opw + ncols * cw + 1;
     if (last >= 0)
-        ui_put(y, bx, b.w - bx - 1, UI_C_HEADER, 1, "MBS %d: TFLOP/s, bar = eff.", m->mbs[last]);
+        ui_put(y, bx, b.w - bx - 1, UI_C_HEADER, 1, "MBS %d TFLOP/s | eff. 0-100%%", m->mbs[last]);
     y++;
     ui_canvas c;
     int barw = b.w - bx - 10;
@@ -340,7 +343,39 @@ static void draw_roofline(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *
                "bound = max(flops/peak, bytes/bandwidth) per TP rank; N/A: op has no model");
 }
 
-/* busbw vs message size, one series per collective, under the table when there is room. */
+/* Memory per rank of the points of config cfg: the profile prediction (what the engine
+ * allocates at the point; it decides the OOM stop) beside the measured peak, and the training
+ * prediction of the full model with its verdict against the GPU preset (planning only). */
+static void draw_memory(rv_state *v, ui_rect b, const int cfg[3])
+{
+    const pdbx_point *pts[UI_MAX_MBS];
+    size_t n = pdbx_run_config_points(&v->run, cfg[0], cfg[1], cfg[2], pts, UI_MAX_MBS);
+    double gpu_mem = v->have_spec ? v->spec.gpu.mem_bytes : NAN;
+    char g[32];
+    ui_put_text(b.y, 1, b.w - 2, UI_C_HEADER, 0, "memory per rank, GPU preset %s: %s", v->run.gpu,
+                gpu_mem > 0 ? pdbx_fmt_size(gpu_mem, g, sizeof g) : "N/A");
+    ui_put(b.y + 1, 1, b.w - 2, UI_C_HEADER, 1, "%5s %13s %13s %9s %13s %6s", "MBS", "profile pred.",
+           "peak meas.", "meas/pred", "train (full)", "train");
+    int y = b.y + 2;
+    for (size_t i = (size_t)v->scroll; i < n && y < b.y + b.h - 2; i++) {
+        const pdbx_point *p = pts[i];
+        char pr[32] = "N/A", pk[32] = "N/A", ratio[32] = "N/A", tr[32] = "N/A";
+        if (isfinite(p->profile_mem_bytes)) pdbx_fmt_size(p->profile_mem_bytes, pr, sizeof pr);
+        if (isfinite(p->mem_peak_bytes)) pdbx_fmt_size(p->mem_peak_bytes, pk, sizeof pk);
+        if (isfinite(p->profile_mem_bytes) && isfinite(p->mem_peak_bytes) && p->profile_mem_bytes > 0)
+            snprintf(ratio, sizeof ratio, "%.3f", p->mem_peak_bytes / p->profile_mem_bytes);
+        if (p->predicted_mem_bytes > 0) pdbx_fmt_size(p->predicted_mem_bytes, tr, sizeof tr);
+        const char *verdict = p->predicted_mem_bytes > 0 ? (p->predicted_oom ? "OOM" : "fits") : "N/A";
+        ui_put(y++, 1, b.w - 2, p->predicted_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%5d %13s %13s %9s %13s %6s",
+               p->mbs, pr, pk, ratio, tr, verdict);
+    }
+    ui_put_text(b.y + b.h - 2, 1, b.w - 2, UI_C_DIM, 0,
+                "profile: what the engine allocates at the point (it decides the OOM stop)");
+    ui_put_text(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0,
+                "train: the full model's training memory per rank (planning information)");
+}
+
+/* busbw vs message size, one series per collective, in the rect b. */
 static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
 {
     const pdbx_run *run = &v->run;
@@ -374,43 +409,58 @@ static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
     char xlab[UI_MAX_MBS][16];
     const char *xl[UI_MAX_MBS];
     for (int j = 0; j < ns; j++) {
-        ui_format_value(sizes[j], xlab[j], sizeof(xlab[j]));
+        ui_format_unit(sizes[j], UI_UNIT_BYTES, xlab[j], sizeof(xlab[j]));
         xl[j] = xlab[j];
     }
+    const int legend_rows = 1;
     ui_canvas c;
-    if (ui_canvas_init(&c, b.w - 2, b.h - 2) != 0) return;
+    if (ui_canvas_init(&c, b.w - 2, b.h - 1 - legend_rows) != 0) return;
     int unicode = app->unicode && !app->force_ascii;
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 0, "busbw (GB/s, %s scale) vs message size (bytes)", v->log ? "log" : "linear");
-    if (ui_chart_lines(&c, 0, 0, c.h, c.w, vals, nn, ns, xl, v->log, unicode) == 0)
+    ui_lines_spec spec = { .values = vals, .nseries = nn, .npts = ns, .xlabels = xl, .xname = "size",
+                           .yunit = UI_UNIT_GBS, .log = v->log, .unicode = unicode };
+    ui_lines_info info;
+    ui_legend_entry legend[9];
+    int nlegend = 0;
+    for (int k = 0; k < nn; k++)
+        ui_legend_set(&legend[nlegend++], ui_series_marker(k, unicode), k, names[k]);
+    if (ui_chart_lines(&c, 0, 0, c.h, c.w, &spec, &info) == 0) {
         ui_draw_canvas(&c, b.y + 1, 1);
-    ui_canvas_free(&c);
-    int cx = 1;
-    for (int k = 0; k < nn; k++) {
-        char g[8];
-        ui_utf8_encode(ui_series_marker(k, unicode), g);
-        ui_put(b.y + b.h - 1, cx, 2, (ui_role)(UI_C_SERIES0 + k), 0, "%s", g);
-        ui_put(b.y + b.h - 1, cx + 2, (int)strlen(names[k]) + 1, UI_C_NORMAL, 0, "%s", names[k]);
-        cx += (int)strlen(names[k]) + 4;
+        if (info.overlaps) {
+            snprintf(legend[nlegend].glyph, sizeof(legend[nlegend].glyph), "2-9");
+            snprintf(legend[nlegend].name, sizeof(legend[nlegend].name), "that many series at one point");
+            legend[nlegend++].role = UI_C_NORMAL;
+        }
+    } else {
+        ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 0, "not enough room for the busbw chart at this size");
     }
+    ui_canvas_free(&c);
+    ui_draw_legend(b.y + b.h - legend_rows, 1, b.w - 2, legend_rows, legend, nlegend, &v->legend_page);
 }
 
 static void draw_collectives(ui_app *app, rv_state *v, ui_rect b)
 {
     const pdbx_run *run = &v->run;
-    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "%-15s %10s %6s %6s %11s %10s %10s", "collective", "size (B)",
+    const int chart_min_h = 9;           /* title, 5 plot rows, axis, labels, legend */
+    if (v->coll_chart_only) {
+        ui_rect cr = { b.y, b.x, b.h - 1, b.w };
+        draw_coll_chart(app, v, cr);
+        ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "v: back to the table");
+        return;
+    }
+    ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "%-15s %10s %6s %6s %11s %10s %10s", "collective", "size",
            "ranks", "/node", "time (us)", "algbw GB/s", "busbw GB/s");
     int y = b.y + 1;
-    int chart_h = 10;
     int rows = b.h - 2;
     int table_rows = (int)run->ncoll;
-    int with_chart = rows - table_rows >= chart_h + 1;
-    if (!with_chart && table_rows > rows) table_rows = rows;
+    int with_chart = rows - table_rows >= chart_min_h + 1;
+    if (!with_chart && table_rows > rows - 1) table_rows = rows - 1;
     size_t first = (size_t)v->scroll;
     if (first >= run->ncoll) first = run->ncoll ? run->ncoll - 1 : 0;
     for (size_t i = first; i < run->ncoll && table_rows > 0; i++, table_rows--) {
         const pdbx_coll_result *r = &run->coll[i];
         char sz[32], t[32], a[32], bb[32];
-        ui_format_value(r->bytes, sz, sizeof(sz));
+        ui_format_unit(r->bytes, UI_UNIT_BYTES, sz, sizeof(sz));
         ui_format_value(pdbx_stats_get(&r->time, v->stat) * 1e3, t, sizeof(t));
         ui_format_value(r->algbw, a, sizeof(a));
         ui_format_value(r->busbw, bb, sizeof(bb));
@@ -420,6 +470,10 @@ static void draw_collectives(ui_app *app, rv_state *v, ui_rect b)
     if (with_chart) {
         ui_rect cr = { y + 1, b.x, b.y + b.h - 1 - (y + 1), b.w };
         draw_coll_chart(app, v, cr);
+    } else {
+        /* no room under the table: say so, and how to see it (an earlier 80x24 showed nothing) */
+        ui_put_text(b.y + b.h - 2, 1, b.w - 2, UI_C_DIM, 0,
+                    "busbw chart: no room under the table at this size; v shows it alone");
     }
     ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw (nccl-tests): all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
 }
@@ -454,7 +508,7 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
         return;
     }
     ui_put(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s", view_names[v->view], pdbx_stat_name(v->stat),
-           v->log ? "  log scale" : "");
+           v->log && v->view == VIEW_COST ? "  log scale" : "");   /* the one view it changes */
     ui_matrix m;
     ui_matrix_build(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat, &m);
     switch (v->view) {
@@ -464,10 +518,12 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
     case VIEW_COST: {
         const ui_matrix *ms[1] = { &m };
         const char *nm[1] = { "" };
-        ui_draw_cost_chart(app, body, ms, nm, 1, v->op, v->log, v->op < 0 ? "largest ops" : pdbx_op_name(v->op));
+        ui_draw_cost_chart(app, body, ms, nm, 1, v->op, v->log, v->op < 0 ? "largest ops" : pdbx_op_name(v->op),
+                           &v->legend_page);
         break;
     }
     case VIEW_ROOFLINE: draw_roofline(app, v, body, &m); break;
+    case VIEW_MEMORY: draw_memory(v, body, v->configs[v->tab]); break;
     default: break;
     }
 }

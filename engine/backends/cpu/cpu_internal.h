@@ -2,8 +2,9 @@
  * engine sees only backend.h and pdbx_cpu_compute_ops).
  *
  * cpu_compute.c: init, fini, describe, run_op, spans, comm buffer, checksum;
- * cpu_memory.c:  prepare and release (memory guard, allocation, real values in every buffer;
- *                the weights kept across a config's MBS sweep, cpu_compute.h).
+ * cpu_memory.c:  prepare and release (memory guard, allocation of the planner's list of
+ *                buffers, real values in every buffer; the weights kept across a config's MBS
+ *                sweep, cpu_compute.h) and the measured memory peak of a point.
  */
 #ifndef PDBX_CPU_INTERNAL_H
 #define PDBX_CPU_INTERNAL_H
@@ -40,6 +41,9 @@ struct pdbx_compute {
     int have_weights;
     int64_t wkey[10];
     size_t planned;              /* bytes the next prepare() allocates */
+    pdbx_profile_memory mem;     /* the planner's list of the point's buffers (allocated as listed) */
+    double rss_base;             /* RSS before the point, kept weights not counted (mem_peak) */
+    int rss_measured;            /* 1 when the peak since prepare() can be read */
     int32_t *ids;
     void *emb_table, *emb_out;
     float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
@@ -59,5 +63,6 @@ sbgemm_fn pdbx_cpu_find_sbgemm(void);
 int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
 void cpu_release(pdbx_compute *c);
 void pdbx_cpu_free_weights(pdbx_compute *c);
+int cpu_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes);
 
 #endif

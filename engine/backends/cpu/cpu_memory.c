@@ -5,6 +5,7 @@
 #include "engine/backends/host.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ void pdbx_cpu_free_weights(pdbx_compute *c)
     memset(c->layer, 0, sizeof c->layer);
 }
 
-/* Allocation accounting: first pass adds sizes (alloc == 0), second pass allocates. */
+/* Allocation accounting: the first pass adds sizes (alloc == 0), the second allocates. */
 typedef struct {
     pdbx_compute *c;
     int alloc;
@@ -48,7 +49,6 @@ typedef struct {
 static void *take(alloc_pass *ap, size_t bytes)
 {
     pdbx_compute *c = ap->c;
-    bytes = (bytes + 63u) & ~(size_t)63u;
     if (!ap->alloc) {
         c->planned += bytes;
         return NULL;
@@ -121,66 +121,62 @@ static void fill_elems(void *x, size_t n, size_t esz, float scale, uint64_t seed
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Plans (ap->alloc == 0) or performs the allocations of a point's activations. */
-static void layout_acts(alloc_pass *ap)
+/* Where the buffer of a listed role lives (layer: the per-layer weights' layer). */
+static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
 {
-    pdbx_compute *c = ap->c;
-    const uint32_t ops = c->p.ops;
-    const size_t f = sizeof(float), e = c->esz;
-    const int64_t T = c->T, h = c->h;
-    int bf = (e == 2);
-#define HAS(op) (ops & PDBX_OP_BIT(op))
-    c->ids = take(ap, (size_t)T * sizeof(int32_t));
-    if (HAS(PDBX_OP_EMBED))
-        c->emb_out = take(ap, (size_t)T * h * e);
-    c->x = take(ap, (size_t)T * h * f);
-    c->xn = take(ap, (size_t)T * h * f);
-    c->q = take(ap, (size_t)T * c->qd * f);
-    c->k = take(ap, (size_t)T * c->kvd * f);
-    c->v = take(ap, (size_t)T * c->kvd * f);
-    c->ctx = take(ap, (size_t)T * c->qd * f);
-    c->y = take(ap, (size_t)T * h * f);
-    c->yn = take(ap, (size_t)T * h * f);
-    c->g = take(ap, (size_t)T * c->inter * f);
-    c->u = take(ap, (size_t)T * c->inter * f);
-    c->act = take(ap, (size_t)T * c->inter * f);
-    c->attn_scratch = take(ap, pdbx_k_attention_scratch_floats(c->p.seq_len, c->d,
-                                                                c->cfg.blas_threads) * f);
-    if (bf) {
-        c->xn_b = take(ap, (size_t)T * h * e);
-        c->ctx_b = take(ap, (size_t)T * c->qd * e);
-        c->yn_b = take(ap, (size_t)T * h * e);
-        c->act_b = take(ap, (size_t)T * c->inter * e);
+    cpu_layer *L = &c->layer[layer];
+    switch (r) {
+    case PDBX_BUF_TOKEN_IDS: return (void **)&c->ids;
+    case PDBX_BUF_EMBED_OUT: return &c->emb_out;
+    case PDBX_BUF_HIDDEN: return (void **)&c->x;
+    case PDBX_BUF_NORM_OUT: return (void **)&c->xn;
+    case PDBX_BUF_Q: return (void **)&c->q;
+    case PDBX_BUF_K: return (void **)&c->k;
+    case PDBX_BUF_V: return (void **)&c->v;
+    case PDBX_BUF_CONTEXT: return (void **)&c->ctx;
+    case PDBX_BUF_ATTN_OUT: return (void **)&c->y;
+    case PDBX_BUF_POST_NORM_OUT: return (void **)&c->yn;
+    case PDBX_BUF_GATE: return (void **)&c->g;
+    case PDBX_BUF_UP: return (void **)&c->u;
+    case PDBX_BUF_ACT: return (void **)&c->act;
+    case PDBX_BUF_LOGITS: return (void **)&c->logits;
+    case PDBX_BUF_ATTN_SCRATCH: return (void **)&c->attn_scratch;
+    case PDBX_BUF_NORM_OUT_LP: return &c->xn_b;
+    case PDBX_BUF_CONTEXT_LP: return &c->ctx_b;
+    case PDBX_BUF_POST_NORM_OUT_LP: return &c->yn_b;
+    case PDBX_BUF_ACT_LP: return &c->act_b;
+    case PDBX_BUF_EMBED_TABLE: return &c->emb_table;
+    case PDBX_BUF_NORM_W: return (void **)&c->norm_w;
+    case PDBX_BUF_LM_HEAD_W: return &c->wlm;
+    case PDBX_BUF_L_Q: return &L->wq;
+    case PDBX_BUF_L_K: return &L->wk;
+    case PDBX_BUF_L_V: return &L->wv;
+    case PDBX_BUF_L_O: return &L->wo;
+    case PDBX_BUF_L_GATE: return &L->wg;
+    case PDBX_BUF_L_UP: return &L->wu;
+    case PDBX_BUF_L_DOWN: return &L->wd;
+    default: return NULL;
     }
-    if (HAS(PDBX_OP_LM_HEAD))
-        c->logits = take(ap, (size_t)T * c->vloc * f);
-#undef HAS
 }
 
-/* Plans or performs the allocations of the weights (MBS-independent). */
-static void layout_weights(alloc_pass *ap)
+/* Plans (ap->alloc == 0) or performs the allocations of the listed buffers of one kind
+ * (activations and workspace, or weights): exactly the planner's list (plan.h, profile
+ * memory), so the predicted profile memory is what this backend allocates. */
+static void layout(alloc_pass *ap, int weights)
 {
     pdbx_compute *c = ap->c;
-    const uint32_t ops = c->p.ops;
-    const size_t f = sizeof(float), e = c->esz;
-    const int64_t h = c->h;
-#define HAS(op) (ops & PDBX_OP_BIT(op))
-    if (HAS(PDBX_OP_EMBED))
-        c->emb_table = take(ap, (size_t)c->vloc * h * e);
-    c->norm_w = take(ap, (size_t)h * f);
-    if (HAS(PDBX_OP_LM_HEAD))
-        c->wlm = take(ap, (size_t)h * c->vloc * e);
-    for (int l = 0; l < c->nlayers; l++) {
-        cpu_layer *L = &c->layer[l];
-        L->wq = HAS(PDBX_OP_ATTN_Q) ? take(ap, (size_t)h * c->qd * e) : NULL;
-        L->wk = HAS(PDBX_OP_ATTN_K) ? take(ap, (size_t)h * c->kvd * e) : NULL;
-        L->wv = HAS(PDBX_OP_ATTN_V) ? take(ap, (size_t)h * c->kvd * e) : NULL;
-        L->wo = HAS(PDBX_OP_ATTN_O) ? take(ap, (size_t)c->qd * h * e) : NULL;
-        L->wg = HAS(PDBX_OP_MLP_GATE) ? take(ap, (size_t)h * c->inter * e) : NULL;
-        L->wu = HAS(PDBX_OP_MLP_UP) ? take(ap, (size_t)h * c->inter * e) : NULL;
-        L->wd = HAS(PDBX_OP_MLP_DOWN) ? take(ap, (size_t)c->inter * h * e) : NULL;
+    const pdbx_profile_memory *pm = &c->mem;
+    for (int i = 0; i < pm->nbufs; i++) {
+        const pdbx_profile_buf *b = &pm->buf[i];
+        if (b->kind == PDBX_MEM_COMM || (b->kind == PDBX_MEM_WEIGHTS) != weights)
+            continue;   /* the comm buffer comes from comm_buffer(), asked by the engine */
+        for (int l = 0; l < b->count; l++) {
+            void **slot = role_slot(c, b->role, l);
+            void *p = take(ap, (size_t)b->bytes);
+            if (slot)
+                *slot = p;
+        }
     }
-#undef HAS
 }
 
 /* Per-rank dimensions of the point (TP shards heads, intermediate and vocabulary). 0 or -1. */
@@ -237,20 +233,20 @@ static int alloc_point(pdbx_compute *c, int new_weights, char *err, size_t errle
 {
     alloc_pass ap = { .c = c, .alloc = 0 };
     c->planned = 0;
-    layout_acts(&ap);
+    layout(&ap, 0);
     if (new_weights) {
         ap.weights = 1;
-        layout_weights(&ap);
+        layout(&ap, 1);
     }
     int rc = check_budget(c, err, errlen);
     if (rc != 0)
         return rc;
     ap.alloc = 1;
     ap.weights = 0;
-    layout_acts(&ap);
+    layout(&ap, 0);
     if (new_weights && !ap.failed) {
         ap.weights = 1;
-        layout_weights(&ap);
+        layout(&ap, 1);
     }
     if (!ap.failed)
         return 0;
@@ -313,12 +309,41 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
     }
 }
 
+/* The measured peak starts here: what the previous point freed goes back to the system first
+ * (malloc_trim: glibc keeps freed heap pages resident otherwise, and the next point would
+ * reuse them unseen), then VmHWM is reset to VmRSS. The weights kept from the previous point
+ * are this point's too: they are taken out of the baseline. */
+static void mark_rss_base(pdbx_compute *c)
+{
+    double rss = 0, hwm = 0;
+    malloc_trim(0);
+    c->rss_measured = pdbx_host_rss_reset_peak() == 0 && pdbx_host_rss(&rss, &hwm) == 0;
+    c->rss_base = rss - (c->have_weights ? c->mem.kind_bytes[PDBX_MEM_WEIGHTS] : 0);
+}
+
+int cpu_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
+{
+    double rss = 0, hwm = 0;
+    if (!c->rss_measured || pdbx_host_rss(&rss, &hwm) != 0)
+        return -1;
+    *peak_bytes = hwm - c->rss_base;
+    *base_bytes = c->rss_base;
+    return 0;
+}
+
 int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
 {
     cpu_release(c);
     c->p = *p;
     c->esz = c->cfg.dtype == PDBX_DTYPE_BF16 ? 2 : 4;
     if (point_dims(c, p, err, errlen) != 0)
+        return -1;
+    /* the planner's list of this point's buffers (pp, dp 1: the comm buffer is the engine's) */
+    pdbx_profile_point pp = { .model = p->model, .tp = p->tp, .pp = 1, .dp = 1, .mbs = p->mbs,
+                              .seq_len = p->seq_len, .layers = p->layers, .ops = p->ops,
+                              .dtype = c->cfg.dtype, .backend = PDBX_BACKEND_CPU,
+                              .threads = c->cfg.blas_threads };
+    if (pdbx_profile_memory_list(&pp, &c->mem, err, errlen) != 0)
         return -1;
     /* weights are kept from the previous point when their shapes are the same */
     const pdbx_model *m = &p->model;
@@ -327,6 +352,7 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     if (c->have_weights && memcmp(key, c->wkey, sizeof key) != 0)
         pdbx_cpu_free_weights(c);
     int new_weights = !c->have_weights;
+    mark_rss_base(c);
     int rc = alloc_point(c, new_weights, err, errlen);
     if (rc != 0)
         return rc;

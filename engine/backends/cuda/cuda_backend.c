@@ -39,7 +39,12 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
     return e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
 }
 
-/* ---- point buffers ---------------------------------------------------------------------- */
+/* ---- point buffers ----------------------------------------------------------------------
+ * The planner lists these same buffers (engine/plan/plan_profile_memory.c, cuda_list) to
+ * predict a point's profile memory, which decides the OOM stop of an MBS sweep: a buffer added,
+ * dropped or resized here must change there too. This backend does not allocate from that list
+ * (as the cpu backend does) because libpdbx_cuda.so links none of the planner; the rewrite of
+ * this sizing should take the list from the planner instead. */
 
 enum {   /* one set per point, shared by all layers */
     B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
@@ -474,6 +479,14 @@ static double cuda_checksum(pdbx_compute *c)
 fail:
     (void)cudaGetLastError();
     return NAN;
+}
+
+/* Not measured yet: the allocator peak of a point (cudaMalloc'ed bytes at their highest) comes
+ * with the rewrite of this backend's buffer sizing; the engine records no peak meanwhile. */
+static int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
+{
+    (void)c, (void)peak_bytes, (void)base_bytes;
+    return -1;
 }
 
 #ifdef PDBX_CUDA_NO_NCCL   /* built where nccl.h is missing: no comm backend of our own */

@@ -1,0 +1,254 @@
+/* plan_profile_memory.c: the buffers pdbx-engine allocates for one point on one rank (plan.h,
+ * "profile memory"; docs/spec.md, "Memory model").
+ *
+ * This list is the sizing rule itself, not a model of it: the cpu backend allocates exactly
+ * these buffers (engine/backends/cpu/cpu_memory.c walks the list and maps each role to its
+ * pointer) and the engine asks for the comm buffer it names, so the prediction and the
+ * allocation cannot disagree. The cuda rule mirrors engine/backends/cuda/cuda_backend.c
+ * (global_bufs, layer_bufs, CUDA_GEMM_WORKSPACE_BYTES), which still sizes its own buffers in
+ * its own code (it links none of the planner); a change there must be made here too.
+ *
+ * Only the profiled layers are instantiated (weights x layers); one set of activation buffers
+ * serves every layer; nothing of training (gradients, optimizer states, the micro-batches in
+ * flight) is allocated: that is the training prediction of plan_memory.c. */
+#include "engine/plan/plan_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* cpu: take() in cpu_memory.c hands out whole 64-byte lines (posix_memalign(64)). */
+#define CPU_ALIGN 64.0
+/* cpu: the attention kernel's blocking (engine/backends/cpu/cpu_kernels.h, PDBX_K_ATTN_BLOCK
+ * and PDBX_K_ATTN_KBLOCK): per thread a block of query-row scores against the sequence and a
+ * transposed key block. A unit test holds the two in step. */
+#define CPU_ATTN_BLOCK 32
+#define CPU_ATTN_KBLOCK 64
+/* cuda: cuBLASLt workspace of the GEMM cache (cuda_gemm.h, CUDA_GEMM_WORKSPACE_BYTES). */
+#define CUDA_GEMM_WORKSPACE (32.0 * 1024 * 1024)
+
+static const char *const role_names[PDBX_BUF_ROLES] = {
+    [PDBX_BUF_TOKEN_IDS] = "token_ids", [PDBX_BUF_EMBED_OUT] = "embed_out",
+    [PDBX_BUF_HIDDEN] = "hidden", [PDBX_BUF_NORM_OUT] = "input_norm_out", [PDBX_BUF_Q] = "q",
+    [PDBX_BUF_K] = "k", [PDBX_BUF_V] = "v", [PDBX_BUF_CONTEXT] = "attn_context",
+    [PDBX_BUF_ATTN_OUT] = "attn_out", [PDBX_BUF_POST_NORM_OUT] = "post_attn_norm_out",
+    [PDBX_BUF_GATE] = "mlp_gate_out", [PDBX_BUF_UP] = "mlp_up_out", [PDBX_BUF_ACT] = "mlp_act_out",
+    [PDBX_BUF_SCORES] = "attn_scores", [PDBX_BUF_FINAL_NORM_OUT] = "final_norm_out",
+    [PDBX_BUF_LOGITS] = "logits", [PDBX_BUF_NORM_OUT_LP] = "input_norm_out (gemm dtype)",
+    [PDBX_BUF_CONTEXT_LP] = "attn_context (gemm dtype)",
+    [PDBX_BUF_POST_NORM_OUT_LP] = "post_attn_norm_out (gemm dtype)",
+    [PDBX_BUF_ACT_LP] = "mlp_act_out (gemm dtype)", [PDBX_BUF_ATTN_SCRATCH] = "attention scratch",
+    [PDBX_BUF_GEMM_WORKSPACE] = "gemm workspace", [PDBX_BUF_EMBED_TABLE] = "embed_table",
+    [PDBX_BUF_NORM_W] = "norm weight", [PDBX_BUF_LM_HEAD_W] = "lm_head weight",
+    [PDBX_BUF_L_IN_NORM] = "layer input_norm weight", [PDBX_BUF_L_Q] = "layer q_proj",
+    [PDBX_BUF_L_K] = "layer k_proj", [PDBX_BUF_L_V] = "layer v_proj", [PDBX_BUF_L_O] = "layer o_proj",
+    [PDBX_BUF_L_POST_NORM] = "layer post_attn_norm weight", [PDBX_BUF_L_GATE] = "layer gate_proj",
+    [PDBX_BUF_L_UP] = "layer up_proj", [PDBX_BUF_L_DOWN] = "layer down_proj",
+    [PDBX_BUF_COMM] = "collective buffer",
+};
+
+const char *pdbx_buf_role_name(pdbx_buf_role r)
+{
+    return (int)r >= 0 && r < PDBX_BUF_ROLES ? role_names[r] : "?";
+}
+
+static void add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind kind, double bytes,
+                int count)
+{
+    if (out->nbufs >= PDBX_PROFILE_MAX_BUFS || count < 1)
+        return;
+    out->buf[out->nbufs++] = (pdbx_profile_buf){ role, kind, bytes, count };
+    out->kind_bytes[kind] += bytes * count;
+    out->total += bytes * count;
+}
+
+static double lines(double bytes)
+{
+    return ceil(bytes / CPU_ALIGN) * CPU_ALIGN;
+}
+
+/* The collectives of the point (engine_point.c runs TP all-reduces when tp > 1, a PP
+ * send/recv when pp > 1, a DP all-reduce when dp > 1) and the buffer they share. */
+static void comm_messages(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    const double esz = pdbx_dtype_bytes(p->dtype);
+    const double act = (double)p->mbs * p->seq_len * p->model.hidden * esz;
+    out->tp_bytes = p->tp > 1 ? act : 0;
+    out->pp_bytes = p->pp > 1 ? act : 0;
+    double dp = 0;
+    if (p->dp > 1) {
+        dp = plan_stage_params(&p->model, p->tp, p->pp) * esz;
+        if (p->backend == PDBX_BACKEND_CPU && dp > PDBX_CPU_DP_CAP_BYTES)
+            dp = PDBX_CPU_DP_CAP_BYTES;
+        dp = floor(dp / 4096.0) * 4096.0;      /* whole 4 KiB pages */
+        if (dp < 4096)
+            dp = 4096;
+    }
+    out->dp_bytes = dp;
+    double need = fmax(out->tp_bytes, fmax(out->pp_bytes, out->dp_bytes));
+    if (need > 0)   /* a point without collectives asks for no buffer */
+        add(out, PDBX_BUF_COMM, PDBX_MEM_COMM, need, 1);
+}
+
+#define HAS(op) (p->ops & PDBX_OP_BIT(PDBX_OP_##op))
+
+/* cpu_memory.c's buffers: fp32 activations (GEMM outputs and every elementwise op run in
+ * fp32), with bf16 copies of the GEMM inputs when the GEMMs run in bf16; one RMSNorm weight
+ * shared by every norm; the attention scratch per thread. */
+static void cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    const double f = 4, e = p->dtype == PDBX_DTYPE_BF16 ? 2 : 4;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
+    const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
+    add(out, PDBX_BUF_TOKEN_IDS, A, lines(T * 4), 1);
+    if (HAS(EMBED))
+        add(out, PDBX_BUF_EMBED_OUT, A, lines(T * h * e), 1);
+    add(out, PDBX_BUF_HIDDEN, A, lines(T * h * f), 1);
+    add(out, PDBX_BUF_NORM_OUT, A, lines(T * h * f), 1);
+    add(out, PDBX_BUF_Q, A, lines(T * qd * f), 1);
+    add(out, PDBX_BUF_K, A, lines(T * kvd * f), 1);
+    add(out, PDBX_BUF_V, A, lines(T * kvd * f), 1);
+    add(out, PDBX_BUF_CONTEXT, A, lines(T * qd * f), 1);
+    add(out, PDBX_BUF_ATTN_OUT, A, lines(T * h * f), 1);
+    add(out, PDBX_BUF_POST_NORM_OUT, A, lines(T * h * f), 1);
+    add(out, PDBX_BUF_GATE, A, lines(T * I * f), 1);
+    add(out, PDBX_BUF_UP, A, lines(T * I * f), 1);
+    add(out, PDBX_BUF_ACT, A, lines(T * I * f), 1);
+    double scratch = ((double)CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
+                     * (p->threads > 0 ? p->threads : 1);
+    add(out, PDBX_BUF_ATTN_SCRATCH, PDBX_MEM_WORKSPACE, lines(scratch * f), 1);
+    if (e == 2) {
+        add(out, PDBX_BUF_NORM_OUT_LP, A, lines(T * h * e), 1);
+        add(out, PDBX_BUF_CONTEXT_LP, A, lines(T * qd * e), 1);
+        add(out, PDBX_BUF_POST_NORM_OUT_LP, A, lines(T * h * e), 1);
+        add(out, PDBX_BUF_ACT_LP, A, lines(T * I * e), 1);
+    }
+    if (HAS(LM_HEAD))
+        add(out, PDBX_BUF_LOGITS, A, lines(T * V * f), 1);
+    /* weights: kept across a config's MBS sweep, allocated after the activations */
+    if (HAS(EMBED))
+        add(out, PDBX_BUF_EMBED_TABLE, W, lines(V * h * e), 1);
+    add(out, PDBX_BUF_NORM_W, W, lines(h * f), 1);
+    if (HAS(LM_HEAD))
+        add(out, PDBX_BUF_LM_HEAD_W, W, lines(h * V * e), 1);
+    const int L = p->layers;
+    if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q, W, lines(h * qd * e), L);
+    if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K, W, lines(h * kvd * e), L);
+    if (HAS(ATTN_V)) add(out, PDBX_BUF_L_V, W, lines(h * kvd * e), L);
+    if (HAS(ATTN_O)) add(out, PDBX_BUF_L_O, W, lines(qd * h * e), L);
+    if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE, W, lines(h * I * e), L);
+    if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP, W, lines(h * I * e), L);
+    if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, lines(I * h * e), L);
+}
+
+/* cuda_backend.c's buffers: everything in the dtype (token ids int32), a buffer allocated
+ * when any op that reads or writes it is prepared; the full score matrix of the attention
+ * core (it is not fused); per layer its two RMSNorm weights too; the vocabulary split
+ * rounded up; the lm_head reads the embedding table when tied. */
+static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp;
+    const double V = (p->model.vocab + p->tp - 1) / p->tp;
+    const int tied = p->model.tie_embeddings;
+    const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
+    if (HAS(EMBED)) add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
+    if (HAS(EMBED) || (tied && HAS(LM_HEAD))) add(out, PDBX_BUF_EMBED_TABLE, W, V * h * es, 1);
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM))
+        add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
+    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
+        add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_CORE)) add(out, PDBX_BUF_Q, A, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_CORE)) add(out, PDBX_BUF_K, A, T * kvd * es, 1);
+    if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_V, A, T * kvd * es, 1);
+    if (HAS(ATTN_CORE))
+        add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
+    if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
+    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
+    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
+        add(out, PDBX_BUF_POST_NORM_OUT, A, T * h * es, 1);
+    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GATE, A, T * I * es, 1);
+    if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_UP, A, T * I * es, 1);
+    if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) add(out, PDBX_BUF_ACT, A, T * I * es, 1);
+    if (HAS(FINAL_NORM) || HAS(LM_HEAD)) add(out, PDBX_BUF_FINAL_NORM_OUT, A, T * h * es, 1);
+    if (HAS(FINAL_NORM)) add(out, PDBX_BUF_NORM_W, W, h * es, 1);
+    if (HAS(LM_HEAD)) add(out, PDBX_BUF_LOGITS, A, T * V * es, 1);
+    if (HAS(LM_HEAD) && !tied) add(out, PDBX_BUF_LM_HEAD_W, W, V * h * es, 1);
+    const int L = p->layers;
+    if (HAS(INPUT_NORM)) add(out, PDBX_BUF_L_IN_NORM, W, h * es, L);
+    if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q, W, qd * h * es, L);
+    if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K, W, kvd * h * es, L);
+    if (HAS(ATTN_V)) add(out, PDBX_BUF_L_V, W, kvd * h * es, L);
+    if (HAS(ATTN_O)) add(out, PDBX_BUF_L_O, W, qd * h * es, L);
+    if (HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_L_POST_NORM, W, h * es, L);
+    if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE, W, I * h * es, L);
+    if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP, W, I * h * es, L);
+    if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, I * h * es, L);
+    add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
+}
+#undef HAS
+
+int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *out, char *err,
+                             size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const pdbx_model *m = &p->model;
+    if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->mbs < 1 || p->seq_len < 1 || p->layers < 1)
+        return pdbx_fail(err, errlen, "profile memory: tp %d, pp %d, dp %d, mbs %d, seq_len %d, "
+                         "layers %d (allowed: >= 1)", p->tp, p->pp, p->dp, p->mbs, p->seq_len,
+                         p->layers);
+    if (m->hidden < 1 || m->heads < 1 || m->head_dim < 1 || m->kv_heads < 1 ||
+        m->intermediate < 1 || m->vocab < 1 || m->heads % p->tp || m->intermediate % p->tp)
+        return pdbx_fail(err, errlen, "profile memory: tp %d does not divide heads %d and "
+                         "intermediate %d", p->tp, m->heads, m->intermediate);
+    if (p->backend == PDBX_BACKEND_CPU) {
+        if (m->vocab % p->tp)
+            return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "
+                             "vocab_size %d", p->tp, m->vocab);
+        cpu_list(p, out);
+    } else {
+        cuda_list(p, out);
+    }
+    comm_messages(p, out);
+    return 0;
+}
+
+void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int mbs,
+                           pdbx_backend_kind backend, int threads, pdbx_profile_point *out)
+{
+    memset(out, 0, sizeof *out);
+    out->model = spec->model;
+    out->tp = par->tp;
+    out->pp = par->pp;
+    out->dp = par->dp;
+    out->mbs = mbs;
+    out->seq_len = spec->seq_len;
+    out->layers = spec->layers_profiled;
+    out->ops = spec->ops;
+    out->dtype = spec->dtype;
+    if (backend == PDBX_BACKEND_AUTO)
+        backend = strcmp(spec->gpu.name, "cpu") == 0 ? PDBX_BACKEND_CPU : PDBX_BACKEND_CUDA;
+    out->backend = backend;
+    out->threads = threads > 0 ? threads : 1;
+}
+
+int pdbx_plan_point_profile(const pdbx_spec *spec, pdbx_plan_point *pt, pdbx_backend_kind backend,
+                            int threads, char *err, size_t errlen)
+{
+    pdbx_parallel par = { pt->tp, pt->pp, pt->dp };
+    pdbx_profile_point pp;
+    pdbx_profile_memory pm;
+    pdbx_profile_point_of(spec, &par, pt->mbs, backend, threads, &pp);
+    if (pdbx_profile_memory_list(&pp, &pm, err, errlen) != 0)
+        return -1;
+    memcpy(pt->profile_kind_bytes, pm.kind_bytes, sizeof pt->profile_kind_bytes);
+    pt->profile_bytes = pm.total;
+    /* mem_bytes 0: unknown memory (no /proc/meminfo), nothing is predicted to OOM */
+    pt->profile_oom = spec->gpu.mem_bytes > 0 && pm.total > spec->gpu.mem_bytes;
+    return 0;
+}

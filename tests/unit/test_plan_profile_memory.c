@@ -1,0 +1,223 @@
+/* test_plan_profile_memory.c: the profile memory of engine/plan (plan_profile_memory.c, what
+ * pdbx-engine allocates for a point on one rank) against buffer lists computed by hand below,
+ * and the two predictions on the FASOP preset (the profile fits where FASOP measured, training
+ * the full 80-layer model does not). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/plan/plan.h"
+
+/* A small model: h 64, I 128, a 4 heads, k 2 kv heads, d 16, 4 layers, V 256 (untied). */
+static pdbx_profile_point small_point(pdbx_backend_kind backend, pdbx_dtype dt)
+{
+    pdbx_profile_point p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.model.name, sizeof p.model.name, "small");
+    p.model.hidden = 64;
+    p.model.intermediate = 128;
+    p.model.heads = 4;
+    p.model.kv_heads = 2;
+    p.model.head_dim = 16;
+    p.model.layers = 4;
+    p.model.vocab = 256;
+    p.tp = 2;
+    p.pp = 1;
+    p.dp = 2;
+    p.mbs = 2;
+    p.seq_len = 8;
+    p.layers = 2;
+    p.ops = PDBX_OPS_ALL;
+    p.dtype = dt;
+    p.backend = backend;
+    p.threads = 2;
+    return p;
+}
+
+static double role_bytes(const pdbx_profile_memory *m, pdbx_buf_role r)
+{
+    for (int i = 0; i < m->nbufs; i++)
+        if (m->buf[i].role == r)
+            return m->buf[i].bytes * m->buf[i].count;
+    return -1;
+}
+
+/* cpu, fp32, TP 2, MBS 2, seq 8: T = 16 tokens; per rank 2 q heads (qd 32), 1 kv head (kvd
+ * 16), I/t 64, V/t 128; every buffer in whole 64-byte lines.
+ *   activations (fp32): ids 16*4 = 64; embed_out, hidden, norm_out, attn_out, post_norm_out
+ *     16*64*4 = 4096 each (20480); q, ctx 16*32*4 = 2048 each; k, v 1024 each; gate, up, act
+ *     16*64*4 = 4096 each (12288); logits 16*128*4 = 8192
+ *     -> 64 + 20480 + 4096 + 2048 + 12288 + 8192 = 47168
+ *   workspace: attention scratch (32*8 + 16*64) floats * 2 threads * 4 = 10240
+ *   weights: embed and lm_head 128*64*4 = 32768 each; norm 64*4 = 256; per layer q, o
+ *     64*32*4 = 8192, k, v 64*16*4 = 4096, gate, up, down 64*64*4 = 16384 -> 73728, x 2 layers
+ *     = 147456 -> 213248
+ *   comm: TP all-reduce [16, 64] fp32 = 4096; DP all-reduce of one stage's gradients:
+ *     per layer 2*64*4*16/2 + 2*64*1*16 + 3*64*128/2 + 2*64 = 18560 params, 4 layers 74240,
+ *     + embedding 8192 + final norm 64 + lm_head 8192 = 90688 params * 4 B = 362752 B, whole
+ *     4 KiB pages: 360448; the buffer is the larger, 360448
+ *   total 47168 + 10240 + 213248 + 360448 = 631104 */
+static void test_cpu_fp32_by_hand(void **state)
+{
+    (void)state;
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    pdbx_profile_memory m;
+    char err[256] = "";
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 47168);
+    assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 10240);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 213248);
+    assert_true(m.tp_bytes == 4096 && m.pp_bytes == 0 && m.dp_bytes == 360448);
+    assert_true(m.kind_bytes[PDBX_MEM_COMM] == 360448);
+    assert_true(m.total == 631104);
+    assert_true(role_bytes(&m, PDBX_BUF_L_GATE) == 2 * 16384);
+    assert_true(role_bytes(&m, PDBX_BUF_LOGITS) == 8192);
+    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == -1);       /* the cpu kernel is blocked */
+    assert_true(role_bytes(&m, PDBX_BUF_NORM_OUT_LP) == -1);  /* fp32 GEMMs need no copies */
+    /* the comm buffer is listed last (the backend allocates the rest in order) */
+    assert_int_equal(m.buf[m.nbufs - 1].role, PDBX_BUF_COMM);
+
+    /* bf16: weights and embed_out halve; bf16 copies of the GEMM inputs are added:
+     * norm_out, post_norm_out 16*64*2 = 2048 each, ctx 16*32*2 = 1024, act 16*64*2 = 2048;
+     * activations 47168 - 2048 (embed_out) + 7168 = 52288; weights 2*32768/2 + 256 +
+     * 147456/2 = 106752; messages in bf16: TP 2048, DP 90688*2 = 181376 -> 180224 */
+    p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 52288);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 106752);
+    assert_true(m.tp_bytes == 2048 && m.dp_bytes == 180224);
+
+    /* one rank, no collectives: no comm buffer at all */
+    p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    p.tp = 1;
+    p.dp = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_COMM] == 0 && role_bytes(&m, PDBX_BUF_COMM) == -1);
+}
+
+/* The cpu backend caps the DP message at 64 MiB; cuda does not. Llama-3.1-8B-like stage at
+ * TP 1, PP 1 holds billions of parameters: cpu 67108864, cuda the whole stage. */
+static void test_dp_cap(void **state)
+{
+    (void)state;
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
+    p.model.hidden = 4096;
+    p.model.intermediate = 14336;
+    p.model.heads = 32;
+    p.model.kv_heads = 8;
+    p.model.head_dim = 128;
+    p.model.layers = 32;
+    p.model.vocab = 128256;
+    p.tp = 1;
+    pdbx_profile_memory m;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, NULL, 0), 0);
+    assert_true(m.dp_bytes == PDBX_CPU_DP_CAP_BYTES);
+    p.backend = PDBX_BACKEND_CUDA;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, NULL, 0), 0);
+    /* 32 * 218112000 + 2 * 525336576 + 4096 = 8030261248 params * 2 B, whole pages */
+    assert_true(m.dp_bytes == floor(8030261248.0 * 2 / 4096) * 4096);
+    assert_true(m.kind_bytes[PDBX_MEM_COMM] == m.dp_bytes);
+}
+
+/* cuda, bf16, TP 2, PP 2, DP 1, MBS 2, seq 8 (cuda_backend.c's buffers, exact sizes):
+ *   activations: ids 16*4 = 64; hidden, norm_out, attn_out, post_norm_out, final_norm_out
+ *     16*64*2 = 2048 each (10240); q, ctx 16*32*2 = 1024 each; k, v 512 each; scores
+ *     2 sequences * 2 heads * 8 * 8 * 2 = 512; gate, up, act 16*64*2 = 2048 each (6144);
+ *     logits 16*128*2 = 4096 -> 64 + 10240 + 2048 + 1024 + 512 + 6144 + 4096 = 24128
+ *   weights: embed, lm_head 128*64*2 = 16384 each; final norm 64*2 = 128; per layer two norms
+ *     128 each, q, o 32*64*2 = 4096, k, v 2048, gate, up, down 8192 -> 37120, x 2 = 74240
+ *     -> 107136
+ *   workspace: cuBLASLt 32 MiB = 33554432
+ *   comm: TP and PP messages [16, 64] bf16 = 2048 each -> 2048
+ *   total 24128 + 107136 + 33554432 + 2048 = 33687744 */
+static void test_cuda_bf16_by_hand(void **state)
+{
+    (void)state;
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    p.pp = 2;
+    p.dp = 1;
+    pdbx_profile_memory m;
+    char err[256] = "";
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24128);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 107136);
+    assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 33554432);
+    assert_true(m.tp_bytes == 2048 && m.pp_bytes == 2048 && m.dp_bytes == 0);
+    assert_true(m.total == 33687744);
+    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
+    /* tied embeddings: no lm_head weight, the table serves both */
+    p.model.tie_embeddings = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 107136 - 16384);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    pdbx_profile_memory m;
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    p.model.vocab = 255;   /* not divisible by TP 2: the cpu backend cannot shard it */
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), -1);
+    assert_string_equal(err, "profile memory: the cpu backend needs tp 2 to divide vocab_size 255");
+    p.backend = PDBX_BACKEND_CUDA;   /* cuda rounds the shard up */
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    p.mbs = 0;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "mbs 0"));
+}
+
+/* Llama-3.3-70B on the FASOP preset (cuda, bf16, 8 of 80 layers, seq 1024) at TP1/PP8, MBS 1:
+ *   weights: embed, lm_head 128256*8192*2 = 2101346304 each; final norm 16384; per layer
+ *     (2*8192 + 2*8192*8192 + 2*1024*8192 + 3*28672*8192) * 2 = 1711308800, x 8 = 13690470400
+ *     -> 17893179392
+ *   activations, T = 1024: 5 [T, 8192] = 83886080; q, ctx [T, 8192] = 33554432; k, v
+ *     [T, 1024] = 4194304; scores 64 heads * 1024^2 * 2 = 134217728; gate, up, act [T, 28672]
+ *     = 176160768; logits [T, 128256] = 262668288; ids 4096
+ *     -> 694685696
+ *   workspace 33554432; comm: PP message [T, 8192] = 16777216
+ *   total 18638196736: fits the A40's 48e9, while training the 80-layer model needs 209.1 GB.
+ * The FASOP points (its llama70b_A40_1.npz has MBS 1..8) all fit; TP1's first profile OOM is
+ * MBS 64; every point's training memory is over 48 GB. */
+static void test_fasop_a40(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[512] = "";
+    assert_int_equal(pdbx_spec_load("fasop-llama70b-8gpu", &s, err, sizeof err), 0);
+    pdbx_plan_point *pts = NULL;
+    size_t n = 0;
+    assert_int_equal(pdbx_plan_expand(&s, &pts, &n, err, sizeof err), 0);
+    assert_int_equal(n, 32);
+    assert_true(pts[0].profile_bytes == 18638196736.0);
+    assert_true(pts[0].profile_kind_bytes[PDBX_MEM_WEIGHTS] == 17893179392.0);
+    assert_true(pts[0].profile_kind_bytes[PDBX_MEM_ACTIVATIONS] == 694685696.0);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(pts[i].train_oom, 1);
+        assert_int_equal(pts[i].profile_oom, pts[i].profile_bytes > 48e9);
+        if (pts[i].mbs <= 8)
+            assert_int_equal(pts[i].profile_oom, 0);
+    }
+    assert_int_equal(pts[5].profile_oom, 0);   /* TP1 MBS 32 */
+    assert_int_equal(pts[6].profile_oom, 1);   /* TP1 MBS 64 */
+    free(pts);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_fp32_by_hand),
+        cmocka_unit_test(test_dp_cap),
+        cmocka_unit_test(test_cuda_bf16_by_hand),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_fasop_a40),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
