@@ -4,7 +4,8 @@
  * event is one whole frame. pdbx_events_append() takes ownership of the cJSON object. The
  * heartbeat thread writes a `progress` event every second while the sweep runs (the schema
  * asks for at least every 2 s), from the state set by pdbx_events_progress_*(). ETA weights
- * the remaining points by their tokens (MBS): a point's cost grows with MBS.
+ * the remaining points by MBS / TP (pdbx_progress_work, store/progress.h): a point's cost grows
+ * with MBS and shrinks with the TP ranks that share it.
  */
 #ifndef PDBX_ENGINE_EVENTS_H
 #define PDBX_ENGINE_EVENTS_H

@@ -11,6 +11,7 @@
 #include "engine/engine_collsweep.h"
 #include "engine/engine_env.h"
 #include "store/events.h"
+#include "store/progress.h"
 #include "store/store.h"
 #include "store/util/clock.h"
 
@@ -303,7 +304,7 @@ static void start_watching(pdbx_engine *e)
         for (size_t i = 0; i < e->npoints; i++) {
             const pdbx_plan_point *p = &e->points[i];
             if (p->ranks == e->size)
-                work += p->mbs;
+                work += pdbx_progress_work(p->mbs, p->tp);
         }
         pdbx_events_progress_plan(e->ev, (int)e->npoints, (int)e->already, work,
                                   e->spec.layers_profiled);

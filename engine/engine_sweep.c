@@ -11,6 +11,7 @@
 #include "engine/engine_groups.h"
 #include "engine/engine_point.h"
 #include "engine/engine_point_events.h"
+#include "store/progress.h"
 
 #define MSG_LEN PDBX_MSG_LEN
 
@@ -69,7 +70,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
 {
     if (cr->stop[0]) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, cr->stop);
-        progress_skipped(e, pt->mbs);
+        progress_skipped(e, pdbx_progress_work(pt->mbs, pt->tp));
         return 0;
     }
     if (e->ev)
@@ -82,7 +83,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
                  e->spec.gpu.name);
         pdbx_point_end_mem_event(e, pt, PDBX_POINT_PREDICTED_OOM, m, &none);
         snprintf(cr->stop, sizeof cr->stop, "after the predicted OOM at MBS %d", pt->mbs);
-        progress_skipped(e, pt->mbs);
+        progress_skipped(e, pdbx_progress_work(pt->mbs, pt->tp));
         return 0;
     }
     pdbx_point_start_event(e, pt);
@@ -103,7 +104,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
         pdbx_point_end_event(e, pt->index, PDBX_POINT_ERROR, msg);
         snprintf(cr->stop, sizeof cr->stop, "config stopped after the error at MBS %d", pt->mbs);
     }
-    progress_done(e, pt->mbs);
+    progress_done(e, pdbx_progress_work(pt->mbs, pt->tp));
     return 0;
 }
 

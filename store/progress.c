@@ -25,9 +25,14 @@ double pdbx_progress_coll_work(int layers)
     return 1.0 / (once + (double)per_layer * layers);
 }
 
+double pdbx_progress_work(int mbs, int tp)
+{
+    return (mbs > 0 ? (double)mbs : 1.0) / (tp > 0 ? (double)tp : 1.0);
+}
+
 double pdbx_progress_point_work(const pdbx_point *p)
 {
-    return p->mbs > 0 ? (double)p->mbs : 1.0;
+    return pdbx_progress_work(p->mbs, p->tp);
 }
 
 void pdbx_progress_fold_beat(pdbx_run *run, double coll_total)

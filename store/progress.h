@@ -5,8 +5,10 @@
  * file at the same time. Pure: no I/O and no clock (the caller passes `now`, unix seconds; a
  * replay passes its virtual time).
  *
- * Work units. A point weighs its MBS (tokens per step: seq_len is the run's; a point with a bad
- * MBS weighs 1). One collectives measurement (one collective at one size on one group, warmup +
+ * Work units. A point weighs MBS / TP (pdbx_progress_work: the tokens per step one TP rank
+ * computes its share of, seq_len being the run's; a point's cost is mostly that: on a CPU a
+ * TP2 point takes about half the time of the TP1 point of the same MBS; a bad MBS or TP counts
+ * as 1). One collectives measurement (one collective at one size on one group, warmup +
  * steps repetitions) weighs as one timed op of an MBS-1 point: 1 / (ops timed in one step,
  * pdbx_progress_coll_work). The total is every planned point plus the collectives measurements
  * the engine announced in its heartbeat (`coll_total`, all launches of the run); done is every
@@ -66,7 +68,9 @@ void pdbx_progress_fold_beat(pdbx_run *run, double coll_total);
 void pdbx_progress_fold_done(pdbx_run *run, double work, int measured, double t);
 /* one collectives measurement (a coll event) ended at t. */
 void pdbx_progress_fold_coll(pdbx_run *run, double t);
-/* The work units of one point (its MBS, 1 when that is not positive). */
+/* The work units of a point of micro-batch size mbs on tp TP ranks (mbs / tp; a value that
+ * is not positive counts as 1); of a folded point. The engine's heartbeat uses the same. */
+double pdbx_progress_work(int mbs, int tp);
 double pdbx_progress_point_work(const pdbx_point *p);
 
 #endif
