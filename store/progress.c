@@ -124,7 +124,8 @@ void pdbx_progress_of(const pdbx_run *run, double now, pdbx_progress *o)
         if (!o->ended && o->percent > 99)
             o->percent = 99;
     }
-    o->collectives = !o->ended && o->points_total > 0 && o->points_done == o->points_total;
+    o->collectives = !o->ended && o->points_total > 0 && o->points_done == o->points_total &&
+                     o->coll_total > 0;
 
     if (!o->ended) {
         o->point = run->current_point >= 0 ? pdbx_run_point(run, run->current_point) : NULL;

@@ -45,7 +45,8 @@ typedef struct {
     double work_done, work_total;        /* work units */
     size_t points_done, points_total;
     size_t coll_done, coll_total;        /* collectives measurements (total 0: not announced) */
-    int collectives;          /* every point ended, the run goes on: the collectives sweep */
+    int collectives;          /* every point ended, collectives are announced, the run goes on:
+                               * the collectives sweep */
     int ended;                /* run_end seen, or the run is known dead */
     const pdbx_point *point;  /* the point in flight, NULL between points and once ended */
     const char *op;           /* the op (or collective) in flight, "" when none */

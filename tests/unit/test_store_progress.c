@@ -124,6 +124,7 @@ static void test_not_100_before_end(void **state)
         point(&run, i, i, i + 1, "ok");
     pdbx_progress_of(&run, T0 + 3, &p);
     assert_int_equal(p.percent, 99);
+    assert_false(p.collectives);                    /* none announced: no collectives sweep */
     ev(&run, "{\"type\":\"run_end\",\"t\":%.3f,\"status\":\"cancelled\",\"reason\":\"x\"}", T0 + 3.5);
     pdbx_progress_of(&run, T0 + 4, &p);
     assert_true(p.ended);
