@@ -84,6 +84,8 @@ static void coll_group_run(coll_group *cg)
             if (e->ev)
                 pdbx_events_progress_op(e->ev, pdbx_coll_name((pdbx_coll)c));
             coll_one(cg, (pdbx_coll)c, bytes);
+            if (e->ev)
+                pdbx_events_progress_coll_done(e->ev);
         }
         /* cancellation within the group; non-members wait at the world barrier */
         pdbx_agree_cancel_in(e, cg->sub);
@@ -151,6 +153,18 @@ static int coll_buffer(pdbx_engine *e, void **buf)
         pdbx_events_warning(e->ev, m);
     }
     return -1;
+}
+
+int pdbx_coll_sweep_count(const pdbx_spec *sp, int world)
+{
+    if (!sp->collectives || sp->ncoll_sizes == 0 || world < 2)
+        return 0;
+    int n = 0;
+    for (int g = 2; g <= world; g *= 2)       /* the groups and the size rule of the sweep */
+        for (int si = 0; si < sp->ncoll_sizes; si++)
+            if ((size_t)sp->coll_sizes[si] >= (size_t)g * sizeof(float))
+                n += PDBX_COLL_COUNT;
+    return n;
 }
 
 int pdbx_coll_sweep(pdbx_engine *e)

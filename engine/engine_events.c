@@ -1,6 +1,7 @@
 /* engine_events.c: rank 0's event writer and progress heartbeat (engine_events.h). */
 #include "engine/engine_events.h"
 #include "store/events.h"
+#include "store/progress.h"
 #include "store/util/clock.h"
 
 #include <math.h>
@@ -18,6 +19,8 @@ struct pdbx_events {
     int total, done, point;
     char op[32];
     double total_work, done_work;
+    int coll_done, coll_total;        /* whole run (progress.h counts them as work) */
+    double coll_work;                 /* work units of one collectives measurement */
     double t0;                 /* monotonic seconds at plan time */
     double t_done;             /* seconds after t0 when the last point ended */
     pthread_t hb;
@@ -153,15 +156,43 @@ void pdbx_events_close(pdbx_events *ev)
 }
 
 void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_done,
-                               double total_work)
+                               double total_work, int layers)
 {
     pthread_mutex_lock(&ev->mu);
     ev->total = total_points;
     ev->done = already_done;
     ev->total_work = total_work;
+    ev->coll_work = pdbx_progress_coll_work(layers);
+    ev->coll_done = ev->coll_total = 0;
     ev->done_work = 0;
     ev->t_done = 0;
     ev->t0 = pdbx_mono_s();
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_colls(pdbx_events *ev, int run_total, int done_before, int this_launch)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->coll_total = run_total;
+    ev->coll_done = done_before;
+    ev->total_work += this_launch * ev->coll_work;
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_skipped(pdbx_events *ev, double work)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->done++;
+    ev->total_work -= work;         /* nothing of it will be measured */
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_coll_done(pdbx_events *ev)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->coll_done++;
+    ev->done_work += ev->coll_work;
+    ev->t_done = pdbx_mono_s() - ev->t0;
     pthread_mutex_unlock(&ev->mu);
 }
 
@@ -194,7 +225,8 @@ static cJSON *progress_event_locked(pdbx_events *ev)
 {
     double elapsed = pdbx_mono_s() - ev->t0;
     pdbx_ev_progress p = { .done = ev->done, .total = ev->total, .point = ev->point, .op = ev->op,
-                           .elapsed_s = elapsed, .eta_s = NAN };
+                           .elapsed_s = elapsed, .eta_s = NAN, .coll_done = ev->coll_done,
+                           .coll_total = ev->coll_total };
     /* rate from the finished points only, minus the time already spent on the current one:
      * the ETA then counts down while a point runs instead of growing */
     if (ev->done_work > 0 && ev->total_work >= ev->done_work) {
@@ -254,6 +286,23 @@ void pdbx_events_heartbeat_stop(pdbx_events *ev)
     pthread_mutex_unlock(&ev->mu);
     pthread_join(ev->hb, NULL);
     ev->hb_running = 0;
+}
+
+static int count_colls(const cJSON *event, void *ctx)
+{
+    if (pdbx_event_type_of(event) == PDBX_EV_COLL)
+        ++*(int *)ctx;
+    return 0;
+}
+
+int pdbx_events_file_colls(const char *path)
+{
+    int n = 0;
+    pdbx_scan_result res;
+    char err[256];
+    if (pdbx_scan_file(path, 0, count_colls, &n, &res, err, sizeof err) != 0)
+        return 0;
+    return n;
 }
 
 static int find_end(const cJSON *event, void *ctx)

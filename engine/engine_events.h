@@ -4,7 +4,8 @@
  * event is one whole frame. pdbx_events_append() takes ownership of the cJSON object. The
  * heartbeat thread writes a `progress` event every second while the sweep runs (the schema
  * asks for at least every 2 s), from the state set by pdbx_events_progress_*(). ETA weights
- * the remaining points by their tokens (MBS): a point's cost grows with MBS.
+ * the remaining points by MBS / TP (pdbx_progress_work, store/progress.h): a point's cost grows
+ * with MBS and shrinks with the TP ranks that share it.
  */
 #ifndef PDBX_ENGINE_EVENTS_H
 #define PDBX_ENGINE_EVENTS_H
@@ -35,12 +36,20 @@ void pdbx_events_close(pdbx_events *ev);
 int pdbx_events_emit(pdbx_events *ev, cJSON *event);
 
 
-/* Progress state: total work is the sum of `work` over the points this launch measures. */
+/* Progress state: total work is the sum of `work` over the points this launch measures, plus
+ * its collectives measurements (each pdbx_progress_coll_work(layers), store/progress.h). */
 void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_done,
-                               double total_work);
+                               double total_work, int layers);
+/* The collectives measurements of the whole run (every launch), those earlier launches made,
+ * and this launch's share (added to the total work). */
+void pdbx_events_progress_colls(pdbx_events *ev, int run_total, int done_before, int this_launch);
 void pdbx_events_progress_point(pdbx_events *ev, int point);
 void pdbx_events_progress_op(pdbx_events *ev, const char *op);
+/* A point ended after measuring (`work` done), or without (skipped, predicted OOM: its work
+ * leaves the total); one collectives measurement ended. */
 void pdbx_events_progress_done(pdbx_events *ev, double work);
+void pdbx_events_progress_skipped(pdbx_events *ev, double work);
+void pdbx_events_progress_coll_done(pdbx_events *ev);
 int pdbx_events_heartbeat_start(pdbx_events *ev);
 void pdbx_events_heartbeat_stop(pdbx_events *ev);
 /* Writes one progress event now (also used right before run_end). */
@@ -49,5 +58,7 @@ int pdbx_events_progress_now(pdbx_events *ev);
 /* Whether the run file at path already holds a run_end (a rank that reports a timeout checks
  * this so the run gets exactly one). */
 int pdbx_events_file_has_end(const char *path);
+/* How many coll events the run file at path holds (0 when unreadable). */
+int pdbx_events_file_colls(const char *path);
 
 #endif

@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include "engine/engine_agree.h"
+#include "engine/engine_collsweep.h"
 #include "engine/engine_env.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
 #include "store/stop_request.h"
+#include "store/progress.h"
 #include "store/store.h"
 #include "store/util/clock.h"
 
@@ -287,6 +289,28 @@ static void on_timeout(const char *what, int point, double age_s, void *ctx)
     _exit(4);
 }
 
+/* Rank 0: the collectives measurements of the whole run for the heartbeat: the supervisor
+ * launches once per distinct rank count of the plan, and each launch sweeps its world. */
+static void progress_colls(pdbx_engine *e)
+{
+    int run_total = 0, worlds[PDBX_MAX_CONFIGS];
+    size_t nworlds = 0;
+    for (size_t i = 0; i < e->npoints; i++) {
+        size_t k = 0;
+        while (k < nworlds && worlds[k] != e->points[i].ranks)
+            k++;
+        if (k < nworlds || nworlds == PDBX_MAX_CONFIGS)
+            continue;
+        worlds[nworlds++] = e->points[i].ranks;
+        run_total += pdbx_coll_sweep_count(&e->spec, e->points[i].ranks);
+    }
+    int mine = pdbx_coll_sweep_count(&e->spec, e->size);
+    int before = e->append ? pdbx_events_file_colls(e->run_path) : 0;
+    if (run_total < before + mine)
+        run_total = before + mine;
+    pdbx_events_progress_colls(e->ev, run_total, before, mine);
+}
+
 /* Rank 0: progress plan and heartbeat; every rank: the watchdog. */
 static void start_watching(pdbx_engine *e)
 {
@@ -295,9 +319,11 @@ static void start_watching(pdbx_engine *e)
         for (size_t i = 0; i < e->npoints; i++) {
             const pdbx_plan_point *p = &e->points[i];
             if (p->ranks == e->size)
-                work += p->mbs;
+                work += pdbx_progress_work(p->mbs, p->tp);
         }
-        pdbx_events_progress_plan(e->ev, (int)e->npoints, (int)e->already, work);
+        pdbx_events_progress_plan(e->ev, (int)e->npoints, (int)e->already, work,
+                                  e->spec.layers_profiled);
+        progress_colls(e);
         if (pdbx_events_heartbeat_start(e->ev) != 0)
             pdbx_events_warning(e->ev, "progress heartbeat thread not started: no progress "
                                 "events until the run ends");

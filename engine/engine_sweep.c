@@ -13,6 +13,7 @@
 #include "engine/engine_point_events.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
+#include "store/progress.h"
 
 #define MSG_LEN PDBX_MSG_LEN
 
@@ -42,6 +43,12 @@ static void progress_done(pdbx_engine *e, double work)
         pdbx_events_progress_done(e->ev, work);
 }
 
+static void progress_skipped(pdbx_engine *e, double work)
+{
+    if (e->ev)
+        pdbx_events_progress_skipped(e->ev, work);
+}
+
 /* Rank 0: the cpu backend's DP message cap, said once per config. */
 static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *cr)
 {
@@ -65,7 +72,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
 {
     if (cr->stop[0]) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, cr->stop);
-        progress_done(e, 0);
+        progress_skipped(e, pdbx_progress_work(pt->mbs, pt->tp));
         return 0;
     }
     if (e->ev)
@@ -78,7 +85,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
                  e->spec.gpu.name);
         pdbx_point_end_mem_event(e, pt, PDBX_POINT_PREDICTED_OOM, m, &none);
         snprintf(cr->stop, sizeof cr->stop, "after the predicted OOM at MBS %d", pt->mbs);
-        progress_done(e, pt->mbs);
+        progress_skipped(e, pdbx_progress_work(pt->mbs, pt->tp));
         return 0;
     }
     pdbx_point_start_event(e, pt);
@@ -108,7 +115,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
         pdbx_point_end_event(e, pt->index, PDBX_POINT_ERROR, msg);
         snprintf(cr->stop, sizeof cr->stop, "config stopped after the error at MBS %d", pt->mbs);
     }
-    progress_done(e, pt->mbs);
+    progress_done(e, pdbx_progress_work(pt->mbs, pt->tp));
     return 0;
 }
 

@@ -53,10 +53,11 @@ static const jf_field comm_fields[] = {
     F(pdbx_comm_cell, NUM, bytes, "bytes"), F(pdbx_comm_cell, INT, group_size, "group_size"),
     F(pdbx_comm_cell, NUM, algbw, "algbw"), F(pdbx_comm_cell, NUM, busbw, "busbw"),
 };
-/* done, total, point (written as null when < 0), elapsed_s */
+/* done, total, point (written as null when < 0), elapsed_s, coll_done, coll_total */
 static const jf_field progress_fields[] = {
     F(pdbx_ev_progress, NUM, done, "done"), F(pdbx_ev_progress, NUM, total, "total"),
     F(pdbx_ev_progress, INT, point, "point"), F(pdbx_ev_progress, NUM, elapsed_s, "elapsed_s"),
+    F(pdbx_ev_progress, NUM, coll_done, "coll_done"), F(pdbx_ev_progress, NUM, coll_total, "coll_total"),
 };
 static const jf_field coll_fields[] = {
     F(pdbx_coll_result, STR, coll, "coll"), F(pdbx_coll_result, NUM, bytes, "bytes"),
@@ -566,7 +567,8 @@ cJSON *pdbx_event_progress(const pdbx_ev_progress *p)
     int ok = ev && jf_put_fields(ev, p, progress_fields, 2) &&
              jf_add(ev, "point", p->point >= 0 ? cJSON_CreateNumber(p->point) : cJSON_CreateNull()) &&
              jf_put_str(ev, "op", p->op) && jf_put_fields(ev, p, progress_fields + 3, 1) &&
-             jf_put_num_or_null(ev, "eta_s", p->eta_s);
+             jf_put_num_or_null(ev, "eta_s", p->eta_s) &&
+             jf_put_fields(ev, p, progress_fields + 4, 2);
     return jf_done(ev, ok);
 }
 

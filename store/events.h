@@ -209,11 +209,14 @@ typedef struct {
     const char *op;          /* NULL when absent */
     double elapsed_s;
     double eta_s;            /* NaN: unknown (null) */
+    /* collectives measurements of the whole run (every launch): made so far, and planned
+     * (0 and 0 from writers that predate them; store/progress.h counts them as work) */
+    double coll_done, coll_total;
 } pdbx_ev_progress;
 
 cJSON *pdbx_event_progress(const pdbx_ev_progress *p);
-/* Overlays (never fails): callers initialise done/total/elapsed_s/op/point (point -1: none);
- * eta_s is NaN unless the event has a number. */
+/* Overlays (never fails): callers initialise done/total/elapsed_s/op/point (point -1: none)
+ * and coll_done/coll_total; eta_s is NaN unless the event has a number. */
 void pdbx_event_decode_progress(const cJSON *ev, pdbx_ev_progress *out);
 
 cJSON *pdbx_event_warning(const char *message);

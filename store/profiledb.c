@@ -12,6 +12,7 @@
 #include <limits.h>
 
 #include "store/events.h"
+#include "store/progress.h"
 #include "store/util/err.h"
 #include "store/util/text.h"
 
@@ -353,6 +354,7 @@ static int apply_point_start(pdbx_run *run, const cJSON *ev, double t, char *err
     if (t > 0)
         p->started = t;
     run->current_point = p->index;
+    run->current_op[0] = '\0';     /* the previous point's op is not this one's */
     return 0;
 }
 
@@ -471,6 +473,10 @@ static int apply_point_end(pdbx_run *run, const cJSON *ev, double t, char *err, 
     pdbx_point *p = event_point(run, pe.point, PDBX_EV_POINT_END, err, errlen);
     if (!p)
         return -1;
+    /* the progress model counts a point's work once, when it first ends */
+    if (p->status == PDBX_POINT_PENDING || p->status == PDBX_POINT_RUNNING)
+        pdbx_progress_fold_done(run, pdbx_progress_point_work(p),
+                                pe.status != PDBX_POINT_SKIPPED && pe.status != PDBX_POINT_PREDICTED_OOM, t);
     p->status = pe.status;
     free(p->message);
     p->message = pe.message ? strndup(pe.message, PDBX_RUN_MAX_MESSAGE) : NULL;
@@ -487,12 +493,14 @@ static int apply_point_end(pdbx_run *run, const cJSON *ev, double t, char *err, 
         p->mem_peak_bytes = pe.mem_peak_bytes;
         p->mem_base_bytes = pe.mem_base_bytes;
     }
-    if (run->current_point == p->index)
+    if (run->current_point == p->index) {
         run->current_point = -1;
+        run->current_op[0] = '\0';
+    }
     return 0;
 }
 
-static int apply_coll(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
+static int apply_coll(pdbx_run *run, const cJSON *ev, double t, char *err, size_t errlen)
 {
     pdbx_coll_result r;
     if (pdbx_event_decode_coll(ev, &r, err, errlen) != 0)
@@ -505,15 +513,17 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
         return -1;
     }
     run->coll[run->ncoll++] = r;
+    pdbx_progress_fold_coll(run, t);
     return 0;
 }
 
 static int apply_progress(pdbx_run *run, const cJSON *ev)
 {
-    pdbx_ev_progress pg = {run->progress_done, run->progress_total, -1, NULL, 0.0, 0.0};
+    pdbx_ev_progress pg = {run->progress_done, run->progress_total, -1, NULL, 0.0, 0.0, 0.0, NAN};
     pdbx_event_decode_progress(ev, &pg);
     run->progress_done = pg.done;
     run->progress_total = pg.total;
+    pdbx_progress_fold_beat(run, pg.coll_total);
     if (pg.point >= 0)
         run->current_point = pg.point;
     if (pg.op)
@@ -569,7 +579,7 @@ int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
     case PDBX_EV_COMM: return apply_comm(run, event, err, errlen);
     case PDBX_EV_TRACE: return apply_trace(run, event, err, errlen);
     case PDBX_EV_POINT_END: return apply_point_end(run, event, t, err, errlen);
-    case PDBX_EV_COLL: return apply_coll(run, event, err, errlen);
+    case PDBX_EV_COLL: return apply_coll(run, event, t, err, errlen);
     case PDBX_EV_PROGRESS: return apply_progress(run, event);
     case PDBX_EV_WARNING: return apply_warning(run, event, err, errlen);
     case PDBX_EV_RUN_END: return apply_run_end(run, event, err, errlen);

@@ -151,7 +151,18 @@ typedef struct {
 #define PDBX_RUN_MAX_COLLS 100000       /* entries of the collectives sweep */
 #define PDBX_RUN_MAX_MESSAGE 4096       /* bytes of a point's message (longer ones are cut) */
 
+/* The progress model's state folded from the events (store/progress.h owns it: it is updated
+ * only through pdbx_progress_fold_* and read through pdbx_progress_of). */
 typedef struct {
+    double coll_total;        /* collectives measurements of the whole run, from the heartbeat
+                               * (0: not announced) */
+    double coll_done;         /* coll events folded (a summary counts those it skips too) */
+    double measured_work;     /* work units of the points and collectives measured so far */
+    double rate;              /* smoothed work units per second (0: nothing measured yet) */
+    double rate_at;           /* unix time of the completion the rate was last updated at */
+} pdbx_run_progress;
+
+typedef struct pdbx_run {
     char id[PDBX_RUN_ID_MAX];
     pdbx_model_info model;
     int layers_profiled, seq_len, warmup, steps;
@@ -184,6 +195,7 @@ typedef struct {
     int current_point;        /* -1 when none */
     char current_op[32];
     double progress_done, progress_total;   /* points, from the progress heartbeat */
+    pdbx_run_progress progress;             /* see store/progress.h */
     char warnings[PDBX_WARN_RING][256];
     int nwarnings;            /* total seen; the ring holds the last PDBX_WARN_RING */
     int torn_tail;            /* the file ended in a partial frame (ignored) */

@@ -130,6 +130,8 @@ typedef struct {
     int mbs_min, mbs_max;        /* planned MBS range */
     pdbx_run_status status;
     int points_done, points_total;
+    int percent;                 /* of the work done (store/progress.h: what pdbx run, attach
+                                  * and the monitor print), 0..100, at most 99 while running */
     uint64_t size;               /* file bytes */
     char message[160];           /* failure/corruption reason, else "" */
 } pdbx_run_summary;

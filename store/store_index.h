@@ -33,6 +33,8 @@ typedef struct {
     char boot_id[40];
     double last_event;
     uint64_t scan_offset;     /* whole-frame bytes folded into this entry */
+    int layers;               /* layers profiled, coll events and announced collectives: the */
+    double coll_done, coll_total;   /* progress model's state for a resumed scan */
     cJSON *resume_points;     /* owned; [[index, tp, mbs, status], ...] for a run that may grow
                                * (no run_end, not corrupt), else NULL */
 } pdbx_index_entry;

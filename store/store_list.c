@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "store/events.h"
+#include "store/progress.h"
 #include "store/store_frames.h"
 #include "store/store_impl.h"
 #include "store/store_index.h"
@@ -27,10 +28,13 @@ static const pdbx_event_type summary_skips[] = {PDBX_EV_OP, PDBX_EV_STEP, PDBX_E
  * the encoders write it is simply parsed and skipped in summary_event. */
 static int summary_wants(const char *json, size_t len, void *ctx)
 {
-    (void)ctx;
+    store_load_ctx *c = ctx;
     for (size_t i = 0; i < sizeof summary_skips / sizeof summary_skips[0]; i++)
-        if (pdbx_event_raw_is(json, len, summary_skips[i]))
+        if (pdbx_event_raw_is(json, len, summary_skips[i])) {
+            if (summary_skips[i] == PDBX_EV_COLL)    /* the progress model counts them */
+                c->run->progress.coll_done++;
             return 0;
+        }
     return 1;
 }
 
@@ -44,6 +48,8 @@ static int summary_event(const cJSON *ev, void *vctx)
         skip |= t == summary_skips[i];
     if (skip) {
         double tm;
+        if (t == PDBX_EV_COLL)
+            c->run->progress.coll_done++;
         if (pdbx_event_time(ev, &tm) && tm > c->run->last_event)
             c->run->last_event = tm;
         c->index++;
@@ -118,6 +124,12 @@ static void summary_from_run(const pdbx_run *run, const char *id, const struct s
     s->status = run->status;
     s->points_done = (int)pdbx_run_points_done(run);
     s->points_total = (int)run->npoints;
+    pdbx_progress pg;
+    pdbx_progress_of(run, run->last_event, &pg);     /* the percentage needs no clock */
+    s->percent = pg.percent;
+    e->layers = run->layers_profiled;
+    e->coll_done = run->progress.coll_done;
+    e->coll_total = run->progress.coll_total;
     s->size = (uint64_t)sb->st_size;
     if (run->status == PDBX_RUN_CORRUPT || run->status == PDBX_RUN_FAILED || run->status == PDBX_RUN_CANCELLED)
         copy_message(s->message, sizeof s->message, run->end_reason);
@@ -146,6 +158,9 @@ static int run_from_entry(const pdbx_index_entry *e, pdbx_run *run)
     snprintf(run->gpu, sizeof run->gpu, "%s", e->sum.gpu);
     snprintf(run->host, sizeof run->host, "%s", e->host);
     run->created = e->sum.created;
+    run->layers_profiled = e->layers;
+    run->progress.coll_done = e->coll_done;
+    run->progress.coll_total = e->coll_total;
     run->pid = e->pid;
     run->pid_start = e->pid_start;
     snprintf(run->boot_id, sizeof run->boot_id, "%s", e->boot_id);

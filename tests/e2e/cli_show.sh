@@ -13,7 +13,9 @@ cat "$TMP/ls"
 [ "$(wc -l < "$TMP/ls")" -eq 6 ] || fail "ls: expected a header and 5 runs"
 head -n1 "$TMP/ls" | grep -q '^created  *id  *model  *backend/gpu  *tp  *mbs  *status' || fail "ls header"
 grep "$RUN_A" "$TMP/ls" | grep -q 'Llama-3.2-1B  *cpu  *1,2  *1\.\.8  *complete' || fail "ls row of run A"
-grep "$RUN_RUNNING" "$TMP/ls" | grep -q 'running 50%' || fail "ls: running run not at 50%"
+# the progress model's percentage (what pdbx run, attach and the monitor print): points weigh
+# their MBS, so MBS 1 and 2 done of 1, 2, 4, 8 is 3/15 = 20% (not 2 of 4 points = 50%)
+grep "$RUN_RUNNING" "$TMP/ls" | grep -q 'running 20%' || fail "ls: running run not at 20%"
 grep "$RUN_CORRUPT" "$TMP/ls" | grep -q 'corrupt.*byte' || fail "ls: corrupt run without its message"
 # Newest first.
 [ "$(sed -n 2p "$TMP/ls" | awk '{print $3}')" = "$RUN_RUNNING" ] || fail "ls not newest first"
@@ -27,6 +29,7 @@ assert a["tp"] == [1, 2] and a["mbs_min"] == 1 and a["mbs_max"] == 8 and a["stat
 assert a["points_done"] == 8 and a["points_total"] == 8, a
 r = runs["2026-11-21__10-00-00_dddd0001"]
 assert r["status"] == "running" and r["points_done"] == 2 and r["points_total"] == 4, r
+assert r["percent"] == 20 and a["percent"] == 100, (r, a)
 c = runs["2026-11-21__09-30-00_cccc0001"]
 assert c["status"] == "corrupt" and c["message"], c
 PYEOF

@@ -15,12 +15,14 @@
 #include <unistd.h>
 
 #include "engine/engine_args.h"
+#include "engine/engine_collsweep.h"
 #include "engine/engine_env.h"
 #include "engine/engine_events.h"
 #include "engine/engine_point_events.h"
 #include "engine/engine_stats.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
+#include "store/progress.h"
 #include "store/store.h"
 
 static void test_args(void **state)
@@ -137,7 +139,8 @@ static int check_progress(const cJSON *ev, void *ctx)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
     if (!cJSON_IsString(t) || strcmp(t->valuestring, "progress") != 0)
         return 0;
-    static const char *const fields[] = { "done", "total", "point", "op", "elapsed_s", "eta_s" };
+    static const char *const fields[] = { "done", "total", "point", "op", "elapsed_s", "eta_s",
+                                          "coll_done", "coll_total" };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (!cJSON_GetObjectItemCaseSensitive(ev, fields[i]))
             return *complete = 0, 1;
@@ -153,14 +156,15 @@ static void test_progress_event_under_oom(void **state)
     assert_non_null(mkdtemp(dir));
     pdbx_events *ev = NULL;
     assert_int_equal(pdbx_events_open(dir, "oom-run", 0, &ev, err, sizeof err), 0);
-    pdbx_events_progress_plan(ev, 4, 1, 10.0);
+    pdbx_events_progress_plan(ev, 4, 1, 10.0, 2);
+    pdbx_events_progress_colls(ev, 24, 0, 12);
     pdbx_events_progress_point(ev, 2);
     pdbx_events_progress_op(ev, "attn_q");
     pdbx_events_progress_done(ev, 3.0);
     cJSON_Hooks hooks = { failing_malloc, free };
     cJSON_InitHooks(&hooks);
     int failed = 0, written = 0;
-    for (int n = 0; n < 40; n++) {
+    for (int n = 0; n < 80; n++) {
         alloc_budget = n;
         if (pdbx_events_progress_now(ev) != 0)
             failed++;
@@ -204,7 +208,7 @@ static void test_heartbeat_ticks(void **state)
     assert_non_null(mkdtemp(dir));
     pdbx_events *ev = NULL;
     assert_int_equal(pdbx_events_open(dir, "hb-run", 0, &ev, err, sizeof err), 0);
-    pdbx_events_progress_plan(ev, 2, 0, 2.0);
+    pdbx_events_progress_plan(ev, 2, 0, 2.0, 1);
     assert_int_equal(pdbx_events_heartbeat_start(ev), 0);
     struct timespec wait = { 2, 500 * 1000 * 1000 };
     nanosleep(&wait, NULL);
@@ -325,6 +329,63 @@ static void test_step_event_cells(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+static int last_progress(const cJSON *ev, void *ctx)
+{
+    if (pdbx_event_type_of(ev) == PDBX_EV_PROGRESS) {
+        pdbx_ev_progress *p = ctx;
+        pdbx_event_decode_progress(ev, p);
+    }
+    return 0;
+}
+
+/* The heartbeat counts the collectives sweep: its measurements over the whole run (the size
+ * rule and the power-of-two groups of the sweep), how many are made, and their work in the
+ * ETA, so the engine's own estimate does not reach 0 while the collectives still run. */
+static void test_progress_counts_collectives(void **state)
+{
+    (void)state;
+    pdbx_spec *sp = calloc(1, sizeof *sp);
+    assert_non_null(sp);
+    sp->collectives = 1;
+    sp->ncoll_sizes = 3;
+    sp->coll_sizes[0] = 4;          /* below 4 bytes per rank of every group: skipped */
+    sp->coll_sizes[1] = 8;          /* a group of 2 only */
+    sp->coll_sizes[2] = 4096;
+    assert_int_equal(pdbx_coll_sweep_count(sp, 1), 0);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 2), 2 * PDBX_COLL_COUNT);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4), 3 * PDBX_COLL_COUNT);   /* g = 2, 4 */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 6), 3 * PDBX_COLL_COUNT);   /* no group of 6 */
+    sp->collectives = 0;
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4), 0);
+    free(sp);
+
+    char dir[] = "/tmp/pdbx-engine-coll-XXXXXX", err[256] = "";
+    assert_non_null(mkdtemp(dir));
+    pdbx_events *ev = NULL;
+    assert_int_equal(pdbx_events_open(dir, "coll-run", 0, &ev, err, sizeof err), 0);
+    pdbx_events_progress_plan(ev, 2, 0, 3.0, 1);            /* MBS 1 and 2 */
+    pdbx_events_progress_colls(ev, 20, 4, 16);
+    struct timespec measuring = { 0, 100 * 1000 * 1000 };
+    nanosleep(&measuring, NULL);
+    pdbx_events_progress_done(ev, 1.0);
+    pdbx_events_progress_done(ev, 2.0);
+    pdbx_events_progress_coll_done(ev);
+    assert_int_equal(pdbx_events_progress_now(ev), 0);
+    pdbx_events_close(ev);
+    char path[512], runs[512];
+    snprintf(path, sizeof path, "%s/runs/coll-run.pdbx", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    pdbx_ev_progress p = { .done = NAN, .total = NAN, .point = -1, .eta_s = NAN };
+    pdbx_scan_result res;
+    assert_int_equal(pdbx_scan_file(path, 0, last_progress, &p, &res, err, sizeof err), 0);
+    assert_true(p.done == 2 && p.coll_done == 5 && p.coll_total == 20);
+    /* 15 of this launch's 16 measurements are left: the ETA is not 0 */
+    assert_true(p.eta_s > 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(runs), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_blas_threads),
         cmocka_unit_test(test_progress_event_under_oom),
         cmocka_unit_test(test_heartbeat_ticks),
+        cmocka_unit_test(test_progress_counts_collectives),
         cmocka_unit_test(test_step_event_cells),
     };
     return cmocka_run_group_tests_name("engine_misc", tests, NULL, NULL);

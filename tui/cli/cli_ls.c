@@ -39,7 +39,7 @@ static int ls_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *e
 static void status_text(const pdbx_run_summary *s, char *buf, size_t len)
 {
     if (s->status == PDBX_RUN_RUNNING && s->points_total > 0)
-        snprintf(buf, len, "running %d%%", (int)(100.0 * s->points_done / s->points_total));
+        snprintf(buf, len, "running %d%%", s->percent);
     else
         snprintf(buf, len, "%s", pdbx_run_status_name(s->status));
 }
@@ -77,6 +77,7 @@ static int print_json(const pdbx_run_summary *runs, size_t n, FILE *out)
             || !cJSON_AddStringToObject(o, "status", pdbx_run_status_name(s->status))
             || !cJSON_AddNumberToObject(o, "points_done", s->points_done)
             || !cJSON_AddNumberToObject(o, "points_total", s->points_total)
+            || !cJSON_AddNumberToObject(o, "percent", s->percent)
             || !cJSON_AddNumberToObject(o, "size", (double)s->size)
             || !cJSON_AddStringToObject(o, "message", s->message))
             goto fail;

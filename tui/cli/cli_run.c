@@ -27,6 +27,7 @@
 #include "store/util/clock.h"
 #include "store/util/fmt.h"
 #include "tui/cli/cli.h"
+#include "tui/cli/cli_progress.h"
 
 #define EXIT_CANCELLED 3
 
@@ -53,79 +54,23 @@ static int fold(const cJSON *ev, void *ctx)
     return 0;
 }
 
-/* Last progress heartbeat values not kept by pdbx_run: read straight from the events. */
-typedef struct {
-    double elapsed, eta, at;   /* at: wall time of the heartbeat */
-    int have;
-} beat;
-
-static int read_beat(const cJSON *ev, void *ctx)
-{
-    beat *b = ctx;
-    if (pdbx_event_type_of(ev) != PDBX_EV_PROGRESS)
-        return 0;
-    pdbx_ev_progress pg = { .done = NAN, .total = NAN, .point = -1, .op = NULL,
-                            .elapsed_s = NAN, .eta_s = NAN };
-    pdbx_event_decode_progress(ev, &pg);
-    b->elapsed = pg.elapsed_s;
-    b->eta = pg.eta_s;
-    if (!pdbx_event_time(ev, &b->at))
-        b->at = pdbx_wall_s();
-    b->have = 1;
-    return 0;
-}
-
 typedef struct {
     fold_ctx f;
-    beat b;
+    pdbx_cli_bar bar;
 } watch_state;
 
 static int both(const cJSON *ev, void *ctx)
 {
     watch_state *w = ctx;
     fold(ev, &w->f);
-    read_beat(ev, &w->b);
     return 0;
 }
 
-static void draw(const watch_state *w, int tty, int *last_done)
+/* The progress line (cli_progress.h): the store's progress model, cut to the terminal. */
+static void draw(watch_state *w, int tty, int *last_done)
 {
-    const pdbx_run *r = &w->f.run;
-    int total = r->progress_total > 0 ? (int)r->progress_total : (int)r->npoints;
-    int done = (int)pdbx_run_points_done(r);
-    if (r->progress_done > done)
-        done = (int)r->progress_done;
-    /* an ended run's clock stops at its last event (attach to a run that ended long ago) */
-    double now = r->have_end && r->last_event > 0 ? r->last_event : pdbx_wall_s();
-    double elapsed = w->b.have ? w->b.elapsed + (now - w->b.at) : now - r->created;
-    double eta = w->b.have ? w->b.eta - (now - w->b.at) : NAN;
-    if (eta < 0 || r->have_end)
-        eta = 0;
-    char el[32], et[32], cur[96] = "";
-    pdbx_fmt_duration(elapsed, el, sizeof el);
-    pdbx_fmt_duration(eta, et, sizeof et);
-    if (r->have_end) {
-        /* no point or op is current any more */
-    } else if (r->current_point >= 0 && (size_t)r->current_point < r->npoints) {
-        const pdbx_point *p = &r->points[r->current_point];
-        snprintf(cur, sizeof cur, "point %d TP%d PP%d DP%d MBS %d %s", p->index, p->tp, p->pp,
-                 p->dp, p->mbs, r->current_op);
-    } else if (r->current_op[0]) {
-        snprintf(cur, sizeof cur, "%s", r->current_op);
-    }
-    const int width = 24;
-    int fill = total > 0 ? done * width / total : 0;
-    char bar[32];
-    for (int i = 0; i < width; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[width] = '\0';
-    if (tty) {
-        fprintf(stderr, "\r\033[K[%s] %d/%d  %s  elapsed %s  ETA %s", bar, done, total, cur, el, et);
-    } else if (done != *last_done) {
-        fprintf(stderr, "[%s] %d/%d  %s  elapsed %s  ETA %s\n", bar, done, total, cur, el, et);
-    }
-    *last_done = done;
-    fflush(stderr);
+    (void)last_done;
+    pdbx_cli_progress_draw(&w->bar, &w->f.run, tty, pdbx_wall_s());
 }
 
 /* Ctrl-C while watching: the first cancels the sweep, the next one stops watching; SIGTERM

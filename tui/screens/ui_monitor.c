@@ -12,6 +12,7 @@
 #include "store/util/clock.h"
 #include "store/util/fmt.h"
 #include "store/events.h"
+#include "store/progress.h"
 #include "tui/ui_app.h"
 #include "tui/ui_replay.h"
 
@@ -38,6 +39,12 @@ typedef struct {
     int scroll;
     long drawn_second;       /* the elapsed second last drawn (redraw when it moves) */
 } mon_state;
+
+/* The time the progress is read at: the replay's virtual clock, else the wall clock. */
+static double monitor_now(const mon_state *m)
+{
+    return m->replay ? m->rp.vt : pdbx_wall_s();
+}
 
 static void monitor_close(void *st)
 {
@@ -274,43 +281,48 @@ static int draw_progress(ui_app *app, const mon_state *m, int y, int w)
     ui_put(y++, 1, w, UI_C_HEADER, 1, "%s  %s  %s/%s  %s", m->id[0] ? m->id : "(waiting for run_start)",
            run->model.name[0] ? run->model.name : "N/A", run->backend[0] ? run->backend : "N/A",
            run->gpu[0] ? run->gpu : "N/A", status);
-    size_t total = run->npoints, done = pdbx_run_points_done(run);
-    if (total == 0 && run->progress_total > 0) {
-        total = (size_t)run->progress_total;
-        done = (size_t)run->progress_done;
-    }
-    double frac = total ? (double)done / (double)total : NAN;
-    double now_unix = m->replay ? m->rp.vt : (double)time(NULL);
-    double elapsed = run->created > 0 ? ((run->have_end ? run->last_event : now_unix) - run->created) : NAN;
-    /* an ended run has nothing left to wait for only when it completed; a cancelled or failed
-       one never reaches its remaining points, so its ETA is N/A rather than 0 */
-    double eta = (done > 0 && !run->have_end && total > done) ? elapsed / done * (total - done)
-               : (run->have_end && run->status == PDBX_RUN_COMPLETE ? 0 : NAN);
+    /* the store's progress model: `pdbx run` and `pdbx attach` print the same numbers */
+    pdbx_progress p;
+    pdbx_progress_of(run, monitor_now(m), &p);
     char el[32], et[32];
-    pdbx_fmt_duration(elapsed, el, sizeof(el));
-    pdbx_fmt_duration(eta, et, sizeof(et));
-    int barw = w - 48;
+    if (isnan(p.elapsed_s)) snprintf(el, sizeof(el), "--"); else pdbx_fmt_duration(p.elapsed_s, el, sizeof(el));
+    if (isnan(p.eta_s)) snprintf(et, sizeof(et), "--"); else pdbx_fmt_duration(p.eta_s, et, sizeof(et));
+    char coll[48] = "", text[160];
+    if (p.coll_total > 0)
+        snprintf(coll, sizeof(coll), "  coll %zu/%zu", p.coll_done, p.coll_total);
+    int len = snprintf(text, sizeof(text), "%zu/%zu points %3d%%%s  elapsed %s  ETA %s", p.points_done,
+                       p.points_total, p.percent, coll, el, et);
+    /* the bar takes what the text leaves (the text as it was laid out before: 44 columns) */
+    int barw = w - 4 - (len > 44 ? len : 44);
     if (barw < 10) barw = 10;
     ui_canvas c;
     if (ui_canvas_init(&c, barw, 1) == 0) {
+        /* a full bar means done, as 100% does */
+        double frac = p.fraction, most = (barw - 0.6) / barw;
+        if (p.percent < 100 && frac > most) frac = most;
         ui_chart_hbar(&c, 0, 0, barw, frac, UI_CLS_SERIES, app->unicode && !app->force_ascii);
         ui_put(y, 1, 1, UI_C_AXIS, 0, "[");
         ui_draw_canvas(&c, y, 2);
         ui_put(y, 2 + barw, 1, UI_C_AXIS, 0, "]");
         ui_canvas_free(&c);
     }
-    ui_put(y++, 4 + barw, w - barw - 3, UI_C_NORMAL, 0, "%zu/%zu points %3.0f%%  elapsed %s  ETA %s",
-           done, total, isnan(frac) ? 0.0 : frac * 100, el, et);
+    ui_put(y++, 4 + barw, w - barw - 3, UI_C_NORMAL, 0, "%s", text);
     return y;
 }
 
 /* The point and op in flight, or how the run ended (the reason may take two rows). */
-static int draw_now(const pdbx_run *run, int y, int w)
+static int draw_now(const mon_state *m, int y, int w)
 {
-    if (!run->have_end && run->current_point >= 0 && (size_t)run->current_point < run->npoints) {
-        const pdbx_point *p = &run->points[run->current_point];
+    const pdbx_run *run = &m->run;
+    pdbx_progress pg;
+    pdbx_progress_of(run, monitor_now(m), &pg);
+    if (!run->have_end && pg.point) {
+        const pdbx_point *p = pg.point;
         ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: point %d  TP%d PP%d DP%d  MBS %d  op %s", p->index, p->tp,
-               p->pp, p->dp, p->mbs, run->current_op[0] ? run->current_op : "N/A");
+               p->pp, p->dp, p->mbs, pg.op[0] ? pg.op : "N/A");
+    } else if (!run->have_end && pg.collectives) {
+        ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: collectives sweep  %zu/%zu  %s", pg.coll_done, pg.coll_total,
+               pg.op[0] ? pg.op : "");
     } else if (run->have_end) {
         char ended[sizeof(run->end_reason) + 32];
         snprintf(ended, sizeof(ended), "ended %s%s%s", pdbx_run_status_name(run->status),
@@ -408,7 +420,7 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
     mon_state *m = st;
     int w = b.w - 2;
     int y = draw_progress(app, m, b.y, w);
-    y = draw_now(&m->run, y, w);
+    y = draw_now(m, y, w);
     y = draw_ranks(&m->run, y, w);
     /* the replay speed on the spare row, not over the header's right end (which it hid at 80
        columns) */

@@ -54,7 +54,7 @@ static void tp_text(const pdbx_run_summary *s, char *buf, size_t len)
 static void status_text(const pdbx_run_summary *s, char *buf, size_t len)
 {
     if (s->status == PDBX_RUN_RUNNING && s->points_total > 0)
-        snprintf(buf, len, "running %d%%", (int)(100.0 * s->points_done / s->points_total));
+        snprintf(buf, len, "running %d%%", s->percent);
     else
         snprintf(buf, len, "%s", pdbx_run_status_name(s->status));
 }
@@ -85,8 +85,7 @@ static int cmp_runs(const void *pa, const void *pb)
         break;
     case COL_STATUS:
         c = strcmp(pdbx_run_status_name(a->status), pdbx_run_status_name(b->status));
-        if (!c) c = cmp_int(a->points_total ? 1000L * a->points_done / a->points_total : 0,
-                            b->points_total ? 1000L * b->points_done / b->points_total : 0);
+        if (!c) c = cmp_int(a->percent, b->percent);
         break;
     }
     if (!c) c = strcmp(b->id, a->id);   /* newest first as the tie-break */
