@@ -70,8 +70,9 @@ write_run $id3 "{\"type\":\"run_start\",\"t\":$(date +%s),\"id\":\"$id3\",\"host
 kill $victim; wait $victim 2>/dev/null
 rm -f "$ST"/runs/* "$ST"/logs/*
 
-# A sweep long enough to interrupt: many steps per point.
-tiny_spec "$TMP/long.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:8"' 'steps=150' 'seq_len=64'
+# A sweep long enough to interrupt, even in build-san on a loaded machine: many steps per
+# point (every use cancels it; a Ctrl-C that came after the run ended would read as complete).
+tiny_spec "$TMP/long.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:8"' 'steps=1500' 'seq_len=64'
 
 # checks the run_end of run $1: status $2, cause $3, and that in_flight agrees with the events
 check_end() {
@@ -98,6 +99,19 @@ print(end["reason"])
 '
 }
 
+# wait_caught PID: until PID catches SIGINT (bit 2 of SigCgt in /proc/PID/status). A background
+# job of this non-interactive shell starts with SIGINT ignored, so a Ctrl-C sent before the
+# command installs its handler would be lost whatever the command does.
+wait_caught() {
+    local i mask
+    for i in $(seq 400); do
+        mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+        [ -n "$mask" ] && [ $(( 0x$mask & 2 )) -ne 0 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # ---- Ctrl-C in a watching pdbx run ----
 phase 'Ctrl-C in pdbx run'
 "$PDBX" run "$TMP/long.json" --store "$ST" >"$TMP/run.out" 2>"$TMP/run.err" &
@@ -106,6 +120,7 @@ for _ in $(seq 200); do f=$(ls "$ST"/runs/*.pdbx 2>/dev/null | head -1); [ -n "$
 [ -n "$f" ] || fail "pdbx run did not create its run"
 id=$(basename "$f" .pdbx)
 wait_for 40 'any(e["type"] == "point_start" for e in E)' "$f" || fail "no point started (run)"
+wait_caught $watcher || fail "pdbx run never caught SIGINT"
 kill -INT $watcher
 wait $watcher; rc=$?
 cat "$TMP/run.err" | tr '\r' '\n' | grep -v '^\[' | tail -3
@@ -121,7 +136,7 @@ id=$("$PDBX" run "$TMP/long.json" --store "$ST" --detach 2>"$TMP/err") || { cat 
 wait_for 40 'any(e["type"] == "point_start" for e in E)' "$ST/runs/$id.pdbx" || fail "no point started (attach)"
 "$PDBX" attach "$id" --store "$ST" 2>"$TMP/attach.err" &
 watcher=$!
-sleep 1
+wait_caught $watcher || fail "pdbx attach never caught SIGINT"
 kill -INT $watcher
 wait $watcher; rc=$?
 [ $rc -eq 3 ] || { cat "$TMP/attach.err"; fail "pdbx attach after Ctrl-C: exit $rc, want 3 (cancelled, as pdbx run)"; }
@@ -135,7 +150,7 @@ wait_for 40 'any(e["type"] == "point_start" for e in E)' "$f" || fail "no point 
 # SIGTERM to a watching pdbx attach is not Ctrl-C: it stops watching, the sweep goes on
 "$PDBX" attach "$id" --store "$ST" 2>"$TMP/attach.err" &
 watcher=$!
-sleep 1
+wait_caught $watcher || fail "pdbx attach never caught its signals"
 kill -TERM $watcher
 wait $watcher; rc=$?
 [ $rc -eq 0 ] || { cat "$TMP/attach.err"; fail "pdbx attach after SIGTERM: exit $rc, want 0"; }

@@ -42,6 +42,33 @@ static void on_interrupt(int sig)
         interrupts++;
 }
 
+/* Ctrl-C and SIGTERM are caught from before the launch until watching ends: a Ctrl-C while the
+ * sweep is being started (pdbx_launch_start waits for the engine's first event) cancels it once
+ * it runs, where the default action would kill pdbx run and leave the sweep running unwatched.
+ * Nested calls count; the last release restores what was there. */
+static int catch_depth;
+static struct sigaction saved_int, saved_term;
+
+static void catch_interrupts(void)
+{
+    if (catch_depth++ > 0)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &saved_int);
+    sigaction(SIGTERM, &sa, &saved_term);
+}
+
+static void release_interrupts(void)
+{
+    if (catch_depth <= 0 || --catch_depth > 0)
+        return;
+    sigaction(SIGINT, &saved_int, NULL);
+    sigaction(SIGTERM, &saved_term, NULL);
+}
+
 typedef struct {
     pdbx_run run;
     char err[256];
@@ -122,12 +149,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id)
     pdbx_run_init(&w.f.run);
     uint64_t off = 0;
     int tty = isatty(2), last_done = -1, cancel_sent = 0, rc;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    catch_interrupts();
     double next_live = 0;
     for (;;) {
         pdbx_scan_result res;
@@ -162,8 +184,7 @@ static int watch(const char *cmd, pdbx_store *st, const char *id)
         fputc('\n', stderr);
     rc = report_end(cmd, id, &w.f.run);
 out:
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    release_interrupts();
     pdbx_run_free(&w.f.run);
     return rc;
 }
@@ -277,6 +298,8 @@ int pdbx_cmd_run(int argc, char **argv)
     if (rc != 0)
         goto done;
     pdbx_launch L;
+    if (!a.detach)
+        catch_interrupts();
     if (pdbx_launch_start(spec, pdbx_store_dir(st), &L, err, sizeof err) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "%s", err);
         goto done;
@@ -292,6 +315,7 @@ int pdbx_cmd_run(int argc, char **argv)
     rc = watch("run", st, L.run_id);
     printf("%s\n", L.run_id);
 done:
+    release_interrupts();
     if (st)
         pdbx_store_close(st);
     pdbx_cli_spec_opts_free(&a.so);
