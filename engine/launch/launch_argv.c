@@ -279,10 +279,8 @@ pdbx_launcher_kind pdbx_launch_resolve(const pdbx_spec *spec, const pdbx_launch_
 /* Hosts used by np ranks at r per node, and whether they have the slots. */
 static int check_hosts(const pdbx_launch_opts *o, int np, int r, char *err, size_t errlen)
 {
-    int need = (np + r - 1) / r, total = 0;
-    for (int i = 0; i < o->nhosts; i++)
-        total += o->hosts[i].slots < r ? o->hosts[i].slots : r;
-    if (need > o->nhosts || total < np)
+    int need = (np + r - 1) / r;
+    if (need > o->nhosts)
         return pdbx_fail(err, errlen, "hosts: %d ranks at %d per node (gpus_per_node) need %d hosts "
                          "with %d slots each; %s gives %d host%s", np, r, need, r,
                          o->hostfile[0] ? "the hostfile" : "--hosts", o->nhosts,
