@@ -59,6 +59,9 @@ ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; end=[e f
     || { ev_py "$f" 'print([e for e in E if e["type"] in ("run_start","run_end")])' | head -c 3000; fail "--hosts run not recorded"; }
 "$PDBX" show "$id" --store "$ST" >"$TMP/show" || fail "show"
 grep -q "^launched mpirun on 1 host: mpirun .*--host $H:2 " "$TMP/show" || { head -6 "$TMP/show"; fail "show: command"; }
+grep -q "^ranks (host/local rank): 0 $H/0, 1 $H/1$" "$TMP/show" || { head -6 "$TMP/show"; fail "show: placement"; }
+ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; p=rs["env"]["placement"]; sys.exit(0 if [(x["rank"],x["host"],x["local_rank"],x["device"]) for x in p]==[(0,"'"$H"'",0,-1),(1,"'"$H"'",1,-1)] else 1)' \
+    || fail "run_start env.placement"
 # the run's launcher is the supervisor on this host: not the simulated kind in ls
 "$PDBX" ls --store "$ST" | grep "$id" | grep -q simulated && fail "ls says simulated for a --hosts run"
 phase 'sbatch script'
