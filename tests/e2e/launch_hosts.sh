@@ -51,7 +51,8 @@ ev_py "$f" 'rs=[e for e in E if e["type"]=="run_start"][0]; import sys; sys.exit
 grep -q "^launched simulated 2 nodes: mpirun .* -np 2 " "$TMP/show" || { head -6 "$TMP/show"; fail "show header"; }
 
 phase "--hosts $H:2"
-tiny_spec "$TMP/one.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'gpus_per_node=2' 'steps=1'
+tiny_spec "$TMP/one.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'gpus_per_node=2' 'steps=1' \
+    'collectives=true' 'coll_sizes=[4096]'
 id=$("$PDBX" run "$TMP/one.json" --store "$ST" --hosts "$H:2" 2>"$TMP/err") \
     || { cat "$TMP/err"; fail "--hosts run"; }
 f=$ST/runs/$id.pdbx
@@ -62,6 +63,10 @@ grep -q "^launched mpirun on 1 host: mpirun .*--host $H:2 " "$TMP/show" || { hea
 grep -q "^ranks (host/local rank): 0 $H/0, 1 $H/1$" "$TMP/show" || { head -6 "$TMP/show"; fail "show: placement"; }
 ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; p=rs["env"]["placement"]; sys.exit(0 if [(x["rank"],x["host"],x["local_rank"],x["device"]) for x in p]==[(0,"'"$H"'",0,-1),(1,"'"$H"'",1,-1)] else 1)' \
     || fail "run_start env.placement"
+# every collective says whether its group crossed nodes, from the real host names: one host here
+ev_py "$f" 'import sys; c=[e for e in E if e["type"]=="coll"]; sys.exit(0 if c and all(x["nodes"]==1 and x["spans_nodes"] is False for x in c) else 1)' \
+    || fail "coll events without nodes/spans_nodes"
+grep -qE "^  all_reduce +4.0 KiB +2 +2 .* 1 intra$" "$TMP/show" || { sed -n '/^collectives/,$p' "$TMP/show"; fail "show: collectives nodes column"; }
 # the run's launcher is the supervisor on this host: not the simulated kind in ls
 "$PDBX" ls --store "$ST" | grep "$id" | grep -q simulated && fail "ls says simulated for a --hosts run"
 phase 'sbatch script'
