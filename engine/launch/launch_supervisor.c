@@ -444,15 +444,16 @@ static void lost_rank(const char *log_path, char *out, size_t len)
 static void end_reason(const pdbx_sup_job *job, int status, int np, char *buf, size_t len)
 {
     const char *name = sup_launcher_name;
+    int saved = errno;         /* why the launch could not run; reading the log may change it */
     char lost[200];
     fflush(stderr);
     lost_rank(job->log_path, lost, sizeof lost);
     if (status < 0)
-        snprintf(buf, len, "could not run %s: %s", name, strerror(errno));
+        snprintf(buf, len, "could not run %s: %s", name, strerror(saved));
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "%s (-np %d) was killed by signal %d", name, np, WTERMSIG(status));
     else if (lost[0])
-        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end: it lost %s",
+        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end: it lost %.120s",
                  name, np, WEXITSTATUS(status), lost);
     else
         snprintf(buf, len, "%s (-np %d) exited with status %d without a run end (a rank "
