@@ -15,9 +15,11 @@
 
 #include "engine/engine_sweep.h"
 
-/* How many `coll` events the sweep makes on `world` ranks when every group is created (the
- * progress heartbeat counts them as work). */
-int pdbx_coll_sweep_count(const pdbx_spec *sp, int world);
+/* How many `coll` events the sweep makes on `world` ranks placed on `nodes` distinct hosts
+ * when every group is created (the progress heartbeat counts them as work). */
+int pdbx_coll_sweep_count(const pdbx_spec *sp, int world, int nodes);
+/* The distinct hosts of this launch's ranks (from the host names every rank reported). */
+int pdbx_coll_sweep_nodes(const pdbx_engine *e);
 /* 0 when it ran, stopped with a warning, or was skipped; -1 on a fatal error (no memory). */
 int pdbx_coll_sweep(pdbx_engine *e);
 

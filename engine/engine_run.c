@@ -215,6 +215,11 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
     e->blas_threads = pdbx_env_blas_threads(e->local_size, note, sizeof note);
     if (start_backends(e, notice, sizeof notice) != 0)
         return 1;
+    if (pdbx_env_gather_placement(e) != 0) {
+        if (e->rank == 0)
+            fprintf(stderr, "pdbx-engine: out of memory gathering the rank placement\n");
+        return 1;
+    }
     if (replan_profile(e) != 0)
         return 1;
     snprintf(e->store_dir, sizeof e->store_dir, "%s", args->store_dir);
@@ -302,9 +307,14 @@ static void progress_colls(pdbx_engine *e)
         if (k < nworlds || nworlds == PDBX_MAX_CONFIGS)
             continue;
         worlds[nworlds++] = e->points[i].ranks;
-        run_total += pdbx_coll_sweep_count(&e->spec, e->points[i].ranks);
+        /* another launch's placement is not known here: its inter-node group, if any, is
+         * counted when it runs (the total only grows to done + mine below) */
+        run_total += pdbx_coll_sweep_count(&e->spec, e->points[i].ranks, 1);
     }
-    int mine = pdbx_coll_sweep_count(&e->spec, e->size);
+    int nodes = pdbx_coll_sweep_nodes(e);
+    int mine = pdbx_coll_sweep_count(&e->spec, e->size, nodes);
+    if (nodes >= 2 && nodes < e->size)
+        run_total += mine - pdbx_coll_sweep_count(&e->spec, e->size, 1);
     int before = e->append ? pdbx_events_file_colls(e->run_path) : 0;
     if (run_total < before + mine)
         run_total = before + mine;
@@ -465,5 +475,6 @@ void pdbx_run_close(pdbx_engine *e)
         e->be.compute->fini(e->compute);
     pdbx_backend_unload(&e->be);
     free(e->hosts);
+    free(e->places);
     free(e->points);
 }

@@ -23,6 +23,10 @@ static const jf_field launcher_fields[] = {
     F(pdbx_ev_launcher, STR, boot_id, "boot_id"), F(pdbx_ev_launcher, INT, world_size, "world_size"),
     F(pdbx_ev_launcher, INT, ranks_per_node, "ranks_per_node"),
 };
+/* Written only when set (put_launch_fields): runs before them read the same as ever. */
+static const jf_field launch_fields[] = {
+    F(pdbx_ev_launcher, STR, launcher, "launcher"), F(pdbx_ev_launcher, STR, command, "command"),
+};
 static const jf_field header_fields[] = {
     F(pdbx_ev_run_start, STR, backend, "backend"),
     F(pdbx_ev_run_start, INT, layers_profiled, "layers_profiled"),
@@ -63,6 +67,7 @@ static const jf_field coll_fields[] = {
     F(pdbx_coll_result, STR, coll, "coll"), F(pdbx_coll_result, NUM, bytes, "bytes"),
     F(pdbx_coll_result, INT, nranks, "nranks"), F(pdbx_coll_result, INT, ranks_per_node, "ranks_per_node"),
     F(pdbx_coll_result, NUM, algbw, "algbw"), F(pdbx_coll_result, NUM, busbw, "busbw"),
+    F(pdbx_coll_result, INT, nodes, "nodes"), F(pdbx_coll_result, BOOL, spans_nodes, "spans_nodes"),
 };
 
 /* {"type": <t>}: type first, as pdbx_event_raw_is expects. */
@@ -166,6 +171,12 @@ static cJSON *plan_json(const pdbx_ev_plan_point *pts, size_t n)
     return jf_done(arr, ok);
 }
 
+static int put_launch_fields(cJSON *ev, const pdbx_ev_launcher *who)
+{
+    return (!who->launcher[0] || jf_put_str(ev, "launcher", who->launcher)) &&
+           (!who->command[0] || jf_put_str(ev, "command", who->command));
+}
+
 cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
                             const pdbx_ev_plan_point *pts, size_t n)
 {
@@ -178,6 +189,7 @@ cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
                    jf_put_fields(model, &h->model, model_fields, JF_N(model_fields));
     int ok = ok_env && ok_spec && ok_model &&
              jf_put_fields(ev, &h->who, launcher_fields, JF_N(launcher_fields)) &&
+             put_launch_fields(ev, &h->who) &&
              jf_put_fields(ev, h, header_fields, JF_N(header_fields)) &&
              jf_add(ev, "points", plan_json(pts, n));
     return jf_done(ev, ok);
@@ -186,6 +198,7 @@ cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
 void pdbx_event_decode_run_start(const cJSON *ev, pdbx_ev_run_start *out)
 {
     jf_get_fields(ev, &out->who, launcher_fields, JF_N(launcher_fields));
+    jf_get_fields(ev, &out->who, launch_fields, JF_N(launch_fields));
     jf_get_fields(ev, out, header_fields, JF_N(header_fields));
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(ev, "model");
     if (cJSON_IsObject(model))
@@ -224,7 +237,8 @@ cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*co
 {
     cJSON *ev = new_event(PDBX_EV_LAUNCH);
     int ok_env = !env || jf_add(ev, "env", env);
-    int ok = ok_env && jf_put_fields(ev, who, launcher_fields, JF_N(launcher_fields));
+    int ok = ok_env && jf_put_fields(ev, who, launcher_fields, JF_N(launcher_fields)) &&
+             put_launch_fields(ev, who);
     cJSON *cfgs = ok ? cJSON_AddArrayToObject(ev, "configs") : NULL;
     ok = ok && cfgs;
     for (size_t c = 0; ok && c < n; c++)
@@ -235,6 +249,42 @@ cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*co
 void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out)
 {
     jf_get_fields(ev, out, launcher_fields, JF_N(launcher_fields));
+    jf_get_fields(ev, out, launch_fields, JF_N(launch_fields));
+}
+
+static const jf_field place_fields[] = {
+    F(pdbx_ev_rank_place, STR, host, "host"), F(pdbx_ev_rank_place, INT, local_rank, "local_rank"),
+    F(pdbx_ev_rank_place, INT, device, "device"), F(pdbx_ev_rank_place, STR, uuid, "uuid"),
+};
+
+static cJSON *placement_json(const pdbx_ev_rank_place *p, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    int ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = jf_push(arr, o) && jf_put_num(o, "rank", (double)i) &&
+             jf_put_fields(o, &p[i], place_fields, JF_N(place_fields));
+    }
+    return jf_done(arr, ok);
+}
+
+size_t pdbx_event_env_placement(const cJSON *env, pdbx_ev_rank_place *out, size_t cap)
+{
+    const cJSON *arr = cJSON_IsObject(env) ? cJSON_GetObjectItemCaseSensitive(env, "placement") : NULL;
+    const cJSON *o;
+    size_t n = 0;
+    if (!cJSON_IsArray(arr))
+        return 0;
+    cJSON_ArrayForEach(o, arr) {
+        if (n >= cap || !cJSON_IsObject(o))
+            break;
+        memset(&out[n], 0, sizeof out[n]);
+        out[n].device = -1;
+        jf_get_fields(o, &out[n], place_fields, JF_N(place_fields));
+        n++;
+    }
+    return n;
 }
 
 int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e)
@@ -250,7 +300,8 @@ int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e)
              jf_put_str(env, "pdbx_version", e->pdbx_version) && jf_put_str(env, "git_rev", e->git_rev) &&
              jf_put_num(env, "ranks_per_node", e->ranks_per_node) &&
              jf_put_num(env, "cores_per_node", e->cores_per_node) &&
-             jf_put_str(env, "rank_order", e->rank_order) && jf_put_str(env, "timing", e->timing);
+             jf_put_str(env, "rank_order", e->rank_order) && jf_put_str(env, "timing", e->timing) &&
+             (!e->places || jf_add(env, "placement", placement_json(e->places, e->nplaces)));
     return ok ? 0 : -1;
 }
 

@@ -116,6 +116,9 @@ typedef struct {
     char coll[16];           /* all_reduce, all_gather, reduce_scatter, send_recv */
     double bytes;
     int nranks, ranks_per_node;
+    /* The distinct hosts of the group's ranks (their real host names) and whether that is
+     * more than one: an inter-node result. 0 / 0 in runs recorded before them. */
+    int nodes, spans_nodes;
     pdbx_stats time;         /* ms */
     double algbw, busbw;     /* GB/s */
 } pdbx_coll_result;
@@ -175,6 +178,8 @@ typedef struct pdbx_run {
     long pid;                 /* launcher pid on `host` (liveness of a run without run_end) */
     double pid_start;         /* its start (clock ticks since boot); 0: not recorded */
     char boot_id[40];         /* the boot it started in; "": not recorded */
+    char launcher[64];        /* how the last launch started the ranks ("" not recorded) */
+    char command[2048];       /* its command line, shell-quoted ("" not recorded) */
     size_t npoints, points_cap;
     pdbx_point *points;
     /* Plan index -> position + 1 in points[] (0: none), a direct table over indices

@@ -134,6 +134,7 @@ typedef struct {
                                   * and the monitor print), 0..100, at most 99 while running */
     uint64_t size;               /* file bytes */
     char message[160];           /* failure/corruption reason, else "" */
+    char launcher[64];           /* run_start's launcher ("simulated 2 nodes" ...), "" unknown */
 } pdbx_run_summary;
 
 /* Every run in the store, newest first. Uses index.json for runs whose (size, mtime) did not

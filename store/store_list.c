@@ -121,6 +121,7 @@ static void summary_from_run(const pdbx_run *run, const char *id, const struct s
             s->mbs_max = p->mbs;
     }
     qsort(s->tp, (size_t)s->ntp, sizeof s->tp[0], cmp_int);
+    snprintf(s->launcher, sizeof s->launcher, "%s", run->launcher);
     s->status = run->status;
     s->points_done = (int)pdbx_run_points_done(run);
     s->points_total = (int)run->npoints;
@@ -156,6 +157,7 @@ static int run_from_entry(const pdbx_index_entry *e, pdbx_run *run)
     snprintf(run->model.name, sizeof run->model.name, "%s", e->sum.model);
     snprintf(run->backend, sizeof run->backend, "%s", e->sum.backend);
     snprintf(run->gpu, sizeof run->gpu, "%s", e->sum.gpu);
+    snprintf(run->launcher, sizeof run->launcher, "%s", e->sum.launcher);
     snprintf(run->host, sizeof run->host, "%s", e->host);
     run->created = e->sum.created;
     run->layers_profiled = e->layers;
@@ -239,7 +241,8 @@ static pdbx_run_summary live_summary(const pdbx_store *st, const pdbx_index_entr
     if (s.status == PDBX_RUN_RUNNING && !e->have_end && launcher_dead) {
         s.status = PDBX_RUN_FAILED;
         char *path = store_run_path_alloc(st, e->sum.id);
-        store_launcher l = { e->host, e->pid, e->pid_start, e->boot_id, e->last_event, path };
+        store_launcher l = { e->host, e->pid, e->pid_start, e->boot_id, e->last_event, path,
+                             e->sum.launcher };
         store_no_end_reason(s.message, sizeof s.message, &l);
         free(path);
     }
@@ -339,7 +342,7 @@ static int launcher_dead(const pdbx_store *st, pdbx_index_entry *e, int *changed
     for (int pass = 0; pass < 8; pass++) {
         if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
             store_launcher_alive(&(store_launcher){ e->host, e->pid, e->pid_start, e->boot_id,
-                                                    e->last_event, NULL }))
+                                                    e->last_event, NULL, e->sum.launcher }))
             return 0;
         char *path = store_run_path_alloc(st, e->sum.id);
         struct stat sb;

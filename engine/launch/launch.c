@@ -97,18 +97,81 @@ static int register_run(const pdbx_spec *spec, const char *store_dir, pdbx_sup_j
     return write_spec(spec, job->spec_path, err, errlen);
 }
 
-/* The job for spec: validated, engine found, run registered. */
-static int prepare_job(const pdbx_spec *spec, const char *store_dir, pdbx_sup_job *job,
-                       char *err, size_t errlen)
+/* The launcher part of the job: options kept, the plan checked against them (hosts, slots,
+ * nodes), srun's MPI plugins asked once. 0, or -1 with *usage = 1. */
+static int prepare_launcher(const pdbx_spec *spec, const pdbx_launch_opts *opts, pdbx_sup_job *job,
+                            int *usage, char *err, size_t errlen)
+{
+    if (opts)
+        job->opts = *opts;
+    pdbx_launch_env env;
+    pdbx_launch_env_probe(&env, spec, &job->opts, job->srun_mpi_list, sizeof job->srun_mpi_list);
+    job->have_mpi_list = env.srun_mpi_list != NULL;
+    if (pdbx_launch_plan_check(spec, &job->opts, &env, err, errlen) != 0) {
+        if (usage)
+            *usage = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* The job for spec: validated, engine found, launcher checked, run registered (register 0:
+ * the id and paths only, nothing created: --dry-run). */
+static int prepare_job(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
+                       pdbx_sup_job *job, int do_register, int *usage, char *err, size_t errlen)
 {
     memset(job, 0, sizeof *job);
+    if (pdbx_spec_validate(spec, err, errlen) != 0) {
+        if (usage)
+            *usage = 1;
+        return -1;
+    }
+    if (prepare_launcher(spec, opts, job, usage, err, errlen) != 0)
+        return -1;
     /* the explorer's form runs the same check: what it calls valid starts here */
-    if (pdbx_spec_validate(spec, err, errlen) != 0 || pdbx_launch_check(spec, NULL, err, errlen) != 0)
+    if (do_register && pdbx_launch_check(spec, NULL, err, errlen) != 0)
         return -1;
     plan_rank_counts(spec, job);
     pdbx_strcopy(job->engine, sizeof job->engine, pdbx_engine_path());
     job->spec = *spec;
-    return register_run(spec, store_dir, job, err, errlen);
+    if (do_register)
+        return register_run(spec, store_dir, job, err, errlen);
+    pdbx_strcopy(job->store_dir, sizeof job->store_dir, store_dir);
+    pdbx_store_new_id(job->id);
+    if (pdbx_layout_path(PDBX_PATH_SPEC, store_dir, job->id, job->spec_path,
+                         sizeof job->spec_path) != 0)
+        return pdbx_fail(err, errlen, "store path too long: %s", store_dir);
+    return 0;
+}
+
+int pdbx_launch_dry_run(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                        const char *store_dir, FILE *out, int *usage, char *err, size_t errlen)
+{
+    pdbx_sup_job *job = malloc(sizeof *job);
+    pdbx_launch_cmd *cmd = malloc(sizeof *cmd);
+    int rc = job && cmd ? 0 : pdbx_fail(err, errlen, "out of memory");
+    if (rc == 0)
+        rc = prepare_job(spec, opts, store_dir, job, 0, usage, err, errlen);
+    pdbx_launch_env env;
+    if (rc == 0) {
+        pdbx_launch_env_probe(&env, spec, &job->opts, NULL, 0);
+        env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+    }
+    pdbx_launch_target t = { job ? job->engine : NULL, job ? job->spec_path : NULL, store_dir,
+                             job ? job->id : NULL };
+    for (int i = 0; rc == 0 && i < job->nsizes; i++) {
+        char line[4096];
+        rc = pdbx_launch_argv(spec, &job->opts, &env, &t, job->sizes[i], cmd, err, errlen);
+        if (rc == 0) {
+            pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+            fprintf(out, "%s\n", line);
+            if (cmd->warning[0] && i == 0)
+                fprintf(stderr, "pdbx run: warning: %s\n", cmd->warning);
+        }
+    }
+    free(cmd);
+    free(job);
+    return rc;
 }
 
 /* In the grandchild: a session of its own, stdin from /dev/null, stdout and stderr on the log,
@@ -191,14 +254,107 @@ static int wait_for_start(const pdbx_sup_job *job, pid_t sup, char *err, size_t 
                      START_WAIT_S, job->log_path);
 }
 
+int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
+                       const char *time_limit, const char *script_path,
+                       char run_id[PDBX_RUN_ID_MAX], char abs_script[PDBX_PATH_MAX], int *usage,
+                       char *err, size_t errlen)
+{
+    pdbx_launch_opts *o = calloc(1, sizeof *o);
+    pdbx_sup_job *job = malloc(sizeof *job);
+    char *script = NULL, *json_text = NULL;
+    int rc = o && job ? 0 : pdbx_fail(err, errlen, "out of memory");
+    if (rc == 0 && opts && (opts->nhosts > 0 || opts->simulate_nodes ||
+                            (opts->kind != PDBX_LAUNCHER_AUTO && opts->kind != PDBX_LAUNCHER_SRUN))) {
+        *usage = 1;
+        rc = pdbx_fail(err, errlen, "sbatch: the batch job runs srun on its allocation: no hosts, "
+                       "--simulate-nodes or other launcher");
+    }
+    if (rc == 0) {
+        if (opts)
+            *o = *opts;
+        o->kind = PDBX_LAUNCHER_SRUN;
+        /* the store exists from now on: the job's output goes to its logs/ */
+        pdbx_store *st = NULL;
+        rc = pdbx_store_open(store_dir, 1, &st, err, errlen);
+        if (rc == 0) {
+            char abs[PDBX_PATH_MAX];
+            pdbx_strcopy(abs, sizeof abs, pdbx_store_dir(st));
+            pdbx_store_close(st);
+            char *real = realpath(abs, NULL);
+            if (real) {
+                pdbx_strcopy(abs, sizeof abs, real);
+                free(real);
+            }
+            rc = prepare_job(spec, o, abs, job, 0, usage, err, errlen);
+        }
+    }
+    char logdir[PDBX_PATH_MAX];
+    if (rc == 0 && (pdbx_layout_path(PDBX_PATH_LOGS, job->store_dir, NULL, logdir, sizeof logdir) != 0 ||
+                    pdbx_layout_path(PDBX_PATH_LOG, job->store_dir, job->id, job->log_path,
+                                     sizeof job->log_path) != 0))
+        rc = pdbx_fail(err, errlen, "store path too long: %s", job->store_dir);
+    if (rc == 0)
+        rc = pdbx_mkdirs(logdir, err, errlen);
+    if (rc == 0) {
+        cJSON *js = pdbx_spec_to_json(spec);
+        json_text = js ? cJSON_Print(js) : NULL;
+        cJSON_Delete(js);
+        if (!json_text)
+            rc = pdbx_fail(err, errlen, "out of memory writing the spec");
+    }
+    if (rc == 0) {
+        pdbx_launch_env env;
+        pdbx_launch_env_probe(&env, spec, o, NULL, 0);
+        env.slurm_job_id = NULL;             /* the job's, not this shell's allocation */
+        env.slurm_nodes = 0;
+        env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+        pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
+        script = pdbx_launch_sbatch_script(spec, &env, &t, job->sizes, job->nsizes,
+                                           time_limit ? time_limit : "1:00:00", job->log_path,
+                                           json_text, err, errlen);
+        if (!script) {
+            rc = -1;
+            if (strncmp(err, "time:", 5) == 0)
+                *usage = 1;
+        }
+    }
+    if (rc == 0)
+        rc = pdbx_durable_write(script_path, script, strlen(script), err, errlen);
+    if (rc == 0) {
+        chmod(script_path, 0755);
+        char *real = realpath(script_path, NULL);
+        pdbx_strcopy(abs_script, PDBX_PATH_MAX, real ? real : script_path);
+        free(real);
+        pdbx_strcopy(run_id, PDBX_RUN_ID_MAX, job->id);
+        char plugin[32];
+        pdbx_launch_srun_plugin(job->have_mpi_list ? job->srun_mpi_list : NULL, plugin, sizeof plugin);
+        if (strcmp(plugin, "none") == 0)    /* what --dry-run says too: the user decides */
+            fprintf(stderr, "pdbx run: warning: srun offers neither pmix nor pmi2 here (srun "
+                    "--mpi=list%s): the script uses --mpi=none; edit it or write it where Slurm "
+                    "answers\n", job->have_mpi_list ? "" : " failed");
+    }
+    free(script);
+    free(json_text);
+    free(job);
+    free(o);
+    return rc;
+}
+
 int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch *out,
                       char *err, size_t errlen)
+{
+    return pdbx_launch_start_ex(spec, NULL, store_dir, out, NULL, err, errlen);
+}
+
+int pdbx_launch_start_ex(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                         const char *store_dir, pdbx_launch *out, int *usage, char *err,
+                         size_t errlen)
 {
     memset(out, 0, sizeof *out);
     pdbx_sup_job *job = malloc(sizeof *job);     /* a spec is large: not on the stack */
     if (!job)
         return pdbx_fail(err, errlen, "out of memory starting the sweep");
-    int rc = prepare_job(spec, store_dir, job, err, errlen);
+    int rc = prepare_job(spec, opts, store_dir, job, 1, usage, err, errlen);
     if (rc == 0)
         pdbx_strcopy(out->log_path, sizeof out->log_path, job->log_path);
     pid_t sup = rc == 0 ? fork_supervisor(job, err, errlen) : -1;
@@ -302,6 +458,11 @@ int pdbx_launch_cancel(pdbx_store *st, const char *run_id, pdbx_end_cause cause,
     if (run.status != PDBX_RUN_RUNNING) {
         snprintf(err, errlen, "run %s is not running (%s%s%s): nothing signalled", run.id,
                  pdbx_run_status_name(run.status), run.end_reason[0] ? ": " : "", run.end_reason);
+    } else if (run.host[0] && strcmp(run.host, host) != 0 && strstr(run.launcher, "sbatch job ")) {
+        /* a batch job: Slurm reaches its nodes from here; its shell forwards the TERM */
+        snprintf(err, errlen, "run %s runs in a Slurm batch job on %s: cancel it with scancel "
+                 "--batch --signal=TERM %s", run.id, run.host,
+                 strstr(run.launcher, "sbatch job ") + strlen("sbatch job "));
     } else if (run.host[0] && strcmp(run.host, host) != 0) {
         snprintf(err, errlen, "run %s runs on host %s, not here (%s): cancel it there", run.id,
                  run.host, host);

@@ -85,8 +85,10 @@ void pdbx_sup_log_tail(const char *path, char *out, size_t len)
         line[strcspn(line, "\n")] = '\0';
         /* the engine's and the supervisor's own messages are the useful ones; mpirun's
          * banners, the launch command and the closing summary are not */
-        if (strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
-            !strstr(line, "cannot record the failed start"))
+        if ((strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
+             !strstr(line, "pdbx supervisor: warning: ") &&
+             !strstr(line, "cannot record the failed start")) ||
+            strncmp(line, "srun: fatal: ", 13) == 0)   /* why srun could not start at all */
             pdbx_strcopy(last, sizeof last, line);
     }
     fclose(f);
@@ -222,34 +224,19 @@ static void note_foreign_stop(const pdbx_sup_job *job)
         fprintf(stderr, "pdbx supervisor: %s\n", err);
 }
 
-static const char *mpirun_path(void)
+/* The launcher's command line for np ranks (launch_argv.h), with this process's environment. */
+static int build_cmd(const pdbx_sup_job *job, int np, pdbx_launch_cmd *cmd, char *err, size_t errlen)
 {
-    const char *env = getenv("PDBX_MPIRUN");
-    return env && *env ? env : "mpirun";
+    pdbx_launch_env env;
+    pdbx_launch_env_probe(&env, &job->spec, &job->opts, NULL, 0);
+    env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+    pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
+    return pdbx_launch_argv(&job->spec, &job->opts, &env, &t, np, cmd, err, errlen);
 }
 
-/* The mpirun command line for np ranks (npbuf holds np's text); returns argc. */
-static int mpirun_argv(const pdbx_sup_job *job, int np, char npbuf[16], const char *argv[24])
-{
-    snprintf(npbuf, 16, "%d", np);
-    int a = 0;
-    argv[a++] = mpirun_path();
-    if (geteuid() == 0)
-        argv[a++] = "--allow-run-as-root";
-    if (sysconf(_SC_NPROCESSORS_ONLN) < np)
-        argv[a++] = "--oversubscribe";
-    /* the engine sets BLAS threads per rank itself (cores / ranks per node): no binding */
-    const char *tail[] = { "--bind-to", "none", "-np", npbuf, job->engine,
-                           "--spec", job->spec_path, "--store", job->store_dir,
-                           "--run-id", job->id };
-    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
-        argv[a++] = tail[i];
-    argv[a] = NULL;
-    return a;
-}
-
-/* In the forked child: mpirun in a process group of its own, tied to the supervisor's life. */
-static void exec_mpirun(const char *const *argv, pid_t supervisor)
+/* In the forked child: mpirun (or srun) in a process group of its own, tied to the supervisor's
+ * life. */
+static void exec_mpirun(char *const *argv, pid_t supervisor)
 {
     setpgid(0, 0);
     signal(SIGTERM, SIG_DFL);
@@ -260,7 +247,7 @@ static void exec_mpirun(const char *const *argv, pid_t supervisor)
      * SIGTERM would read as a cancel and kill the ranks before they record it). */
     if (prctl(PR_SET_PDEATHSIG, SIGUSR2) != 0 || getppid() != supervisor)
         _exit(127);
-    execvp(argv[0], (char *const *)argv);
+    execvp(argv[0], argv);
     fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
     _exit(127);
 }
@@ -374,25 +361,43 @@ static void remove_stale_shm_dirs(const pdbx_sup_job *job)
     closedir(d);
 }
 
-/* Runs one mpirun to its end; returns its wait status, -1 when it could not be started. */
+/* The launcher program of the last launch ("mpirun", "srun"): what end reasons name. */
+static const char *sup_launcher_name = "mpirun";
+
+/* Runs one mpirun (srun) to its end; returns its wait status, -1 when it could not be started.
+ * The command line goes to the log and, through PDBX_LAUNCH_COMMAND/PDBX_LAUNCH_MODE, into the
+ * engine's run_start or launch event. */
 static int run_mpirun(const pdbx_sup_job *job, int np, int *cancelled)
 {
-    char npbuf[16];
-    const char *argv[24];
-    int argc = mpirun_argv(job, np, npbuf, argv);
-    fprintf(stderr, "pdbx supervisor: launching");
-    for (int i = 0; i < argc; i++)
-        fprintf(stderr, " %s", argv[i]);
-    fprintf(stderr, "\n");
+    pdbx_launch_cmd *cmd = malloc(sizeof *cmd);
+    char err[512], line[4096];
+    if (!cmd)
+        return -1;
+    if (build_cmd(job, np, cmd, err, sizeof err) != 0) {
+        fprintf(stderr, "pdbx supervisor: %s\n", err);
+        free(cmd);
+        return -1;
+    }
+    pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+    sup_launcher_name = cmd->kind == PDBX_LAUNCHER_SRUN ? "srun" : "mpirun";
+    fprintf(stderr, "pdbx supervisor: launching %s\n", line);
+    if (cmd->warning[0])
+        fprintf(stderr, "pdbx supervisor: warning: %s\n", cmd->warning);
+    setenv("PDBX_LAUNCH_COMMAND", line, 1);
+    setenv("PDBX_LAUNCH_MODE", cmd->mode, 1);
     pid_t supervisor = getpid();
-    use_shm_dir(job);
+    /* the run's shared-memory directory exists on this machine only */
+    if (cmd->kind != PDBX_LAUNCHER_SRUN && job->opts.nhosts == 0)
+        use_shm_dir(job);
     pid_t pid = fork();
     if (pid < 0) {
         remove_shm_dir(job);
+        free(cmd);
         return -1;
     }
     if (pid == 0)
-        exec_mpirun(argv, supervisor);
+        exec_mpirun(cmd->argv, supervisor);
+    free(cmd);
     int status = wait_mpirun(job, pid, cancelled);
     remove_shm_dir(job);
     return status;
@@ -412,16 +417,49 @@ static void install_handlers(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* Why mpirun -np np ended without a run_end, from its wait status. */
-static void end_reason(int status, int np, char *buf, size_t len)
+/* The rank and node the launcher says it lost, from its messages in the log (mpirun: "mpirun
+ * noticed that process rank 1 with PID 812 on node node2 exited on signal 9"; srun: "srun:
+ * error: node2: task 1: Killed"): "rank 1 on node node2", or "" when it said neither. The last
+ * such line counts: the log holds every launch of the run. */
+static void lost_rank(const char *log_path, char *out, size_t len)
 {
+    out[0] = '\0';
+    FILE *f = fopen(log_path, "r");
+    if (!f)
+        return;
+    char line[1024], node[128];
+    int rank, pid;
+    while (fgets(line, sizeof line, f)) {
+        const char *m = strstr(line, "noticed that process rank ");
+        const char *s = strstr(line, "srun: error: ");
+        if (m && sscanf(m, "noticed that process rank %d with PID %d on node %127s", &rank, &pid,
+                        node) == 3)
+            snprintf(out, len, "rank %d on node %s", rank, node);
+        else if (s && sscanf(s, "srun: error: %127[^:]: task %d", node, &rank) == 2)
+            snprintf(out, len, "rank %d on node %s", rank, node);
+    }
+    fclose(f);
+}
+
+/* Why the launcher (mpirun or srun) for np ranks ended without a run_end, from its wait status
+ * and what it logged. */
+static void end_reason(const pdbx_sup_job *job, int status, int np, char *buf, size_t len)
+{
+    const char *name = sup_launcher_name;
+    int saved = errno;         /* why the launch could not run; reading the log may change it */
+    char lost[200];
+    fflush(stderr);
+    lost_rank(job->log_path, lost, sizeof lost);
     if (status < 0)
-        snprintf(buf, len, "could not run mpirun: %s", strerror(errno));
+        snprintf(buf, len, "could not run %s: %s", name, strerror(saved));
     else if (WIFSIGNALED(status))
-        snprintf(buf, len, "mpirun (-np %d) was killed by signal %d", np, WTERMSIG(status));
+        snprintf(buf, len, "%s (-np %d) was killed by signal %d", name, np, WTERMSIG(status));
+    else if (lost[0])
+        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end: it lost %.120s",
+                 name, np, WEXITSTATUS(status), lost);
     else
-        snprintf(buf, len, "mpirun (-np %d) exited with status %d without a run end (a rank "
-                 "died or was killed)", np, WEXITSTATUS(status));
+        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end (a rank "
+                 "died or was killed)", name, np, WEXITSTATUS(status));
 }
 
 void pdbx_sup_run(const pdbx_sup_job *job)
@@ -431,6 +469,15 @@ void pdbx_sup_run(const pdbx_sup_job *job)
     char pidbuf[32];
     snprintf(pidbuf, sizeof pidbuf, "%ld", (long)getpid());
     setenv("PDBX_LAUNCHER_PID", pidbuf, 1);
+    /* rank 0 may run on another host: the run's launcher is this process, on this host */
+    char host[256];
+    pdbx_hostname(host, sizeof host, "");
+    if (host[0])
+        setenv("PDBX_LAUNCHER_HOST", host, 1);
+    char boot[64];
+    pdbx_boot_id(boot, sizeof boot);
+    if (boot[0])
+        setenv("PDBX_LAUNCHER_BOOT_ID", boot, 1);
     unsigned long long ticks = 0;
     if (pdbx_proc_start_ticks((long)getpid(), &ticks) == 0) {
         snprintf(pidbuf, sizeof pidbuf, "%llu", ticks);
@@ -444,8 +491,8 @@ void pdbx_sup_run(const pdbx_sup_job *job)
             return;                                   /* the engine ended the run */
         if (fs.starts == 0) {
             char why[128];
-            snprintf(why, sizeof why, "the engine did not start (mpirun -np %d exit status %d)",
-                     job->sizes[i], status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            snprintf(why, sizeof why, "the engine did not start (%s -np %d exit status %d)",
+                     sup_launcher_name, job->sizes[i], status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
             record_failed_start(job, why);
             return;
         }
@@ -453,7 +500,7 @@ void pdbx_sup_run(const pdbx_sup_job *job)
         if (ok && !cancelled && !sup_cancel)
             continue;                                 /* more rank counts to launch */
         char reason[512], why[256];
-        end_reason(status, job->sizes[i], why, sizeof why);
+        end_reason(job, status, job->sizes[i], why, sizeof why);
         pdbx_end_cause cause = PDBX_CAUSE_NONE;
         char detail[PDBX_STOP_DETAIL_MAX] = "";
         int stopped = cancelled || sup_cancel;

@@ -351,12 +351,15 @@ static void test_progress_counts_collectives(void **state)
     sp->coll_sizes[0] = 4;          /* below 4 bytes per rank of every group: skipped */
     sp->coll_sizes[1] = 8;          /* a group of 2 only */
     sp->coll_sizes[2] = 4096;
-    assert_int_equal(pdbx_coll_sweep_count(sp, 1), 0);
-    assert_int_equal(pdbx_coll_sweep_count(sp, 2), 2 * PDBX_COLL_COUNT);
-    assert_int_equal(pdbx_coll_sweep_count(sp, 4), 3 * PDBX_COLL_COUNT);   /* g = 2, 4 */
-    assert_int_equal(pdbx_coll_sweep_count(sp, 6), 3 * PDBX_COLL_COUNT);   /* no group of 6 */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 1, 1), 0);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 2, 1), 2 * PDBX_COLL_COUNT);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 1), 3 * PDBX_COLL_COUNT);   /* g = 2, 4 */
+    /* two nodes of two ranks: plus the one-rank-per-node group of 2 */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 2), 5 * PDBX_COLL_COUNT);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 4), 3 * PDBX_COLL_COUNT);   /* one rank a node */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 6, 1), 3 * PDBX_COLL_COUNT);   /* no group of 6 */
     sp->collectives = 0;
-    assert_int_equal(pdbx_coll_sweep_count(sp, 4), 0);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 1), 0);
     free(sp);
 
     char dir[] = "/tmp/pdbx-engine-coll-XXXXXX", err[256] = "";

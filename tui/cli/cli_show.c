@@ -68,6 +68,30 @@ static const char *status_text(const pdbx_run *run, const pdbx_point *p)
 }
 
 /* ---- table ----------------------------------------------------------------------------- */
+/* Where the ranks ran, from run_start's env.placement: "ranks 0 vm/0 gpu0, 1 vm/1 gpu1"
+ * (rank host/local rank, device index when there is one). Nothing for runs without it. */
+static void print_placement(const pdbx_run *run, FILE *out)
+{
+    size_t cap = run->world_size > 0 ? (size_t)run->world_size : 1;
+    pdbx_ev_rank_place *pl = calloc(cap, sizeof *pl);
+    size_t n = pl ? pdbx_event_env_placement(run->env, pl, cap) : 0;
+    size_t len = 64 + n * 96, used = 0;
+    char *line = n ? malloc(len) : NULL;
+    if (line) {
+        used += (size_t)snprintf(line, len, "ranks (host/local rank):");
+        for (size_t i = 0; i < n && used < len; i++) {
+            char dev[24] = "";
+            if (pl[i].device >= 0)
+                snprintf(dev, sizeof dev, " gpu%d", pl[i].device);
+            used += (size_t)snprintf(line + used, len - used, "%s %zu %s/%d%s", i ? "," : "", i,
+                                     pl[i].host, pl[i].local_rank, dev);
+        }
+        pdbx_cli_line(out, "%s", line);
+    }
+    free(line);
+    free(pl);
+}
+
 static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
 {
     char created[32];
@@ -84,6 +108,9 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
                   run->backend[0] ? run->backend : PDBX_NA, run->gpu[0] ? run->gpu : PDBX_NA,
                   run->device_name[0] ? run->device_name : PDBX_NA, run->world_size,
                   run->ranks_per_node, run->warmup, run->steps);
+    if (run->launcher[0])
+        pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
+    print_placement(run, out);
     fprintf(out, "times: ms per execution on one TP rank (max across TP ranks), stat %s, "
                  "attribution %s\n",
             pdbx_stat_name((pdbx_stat_kind)a->stat), pdbx_cli_attributions[a->attribution]);
@@ -223,11 +250,15 @@ static int print_collectives(const pdbx_run *run, const show_args *a, FILE *out)
 {
     if (run->ncoll == 0)
         return 0;
-    pdbx_table *t = pdbx_table_new(7);
+    pdbx_table *t = pdbx_table_new(8);
     if (!t)
         return -1;
-    static const char *const ct[] = { "coll", "size", "ranks", "per_node", "time_ms", "algbw", "busbw" };
-    for (size_t c = 0; c < 7; c++)
+    /* nodes: the group's distinct hosts, "2 inter" when it crossed nodes (hidden for runs
+     * recorded without it) */
+    static const char *const ct[] = { "coll", "size", "ranks", "per_node", "time_ms", "algbw", "busbw",
+                                      "nodes" };
+    int any_nodes = 0;
+    for (size_t c = 0; c < 8; c++)
         if (pdbx_table_header(t, c, ct[c], c == 0 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
             goto fail;
     for (size_t i = 0; i < run->ncoll; i++) {
@@ -238,9 +269,12 @@ static int print_collectives(const pdbx_run *run, const show_args *a, FILE *out)
             || pdbx_table_set(t, 2, "%d", r->nranks) || pdbx_table_set(t, 3, "%d", r->ranks_per_node)
             || pdbx_table_set(t, 4, "%s", pdbx_fmt_ms(pdbx_stats_get(&r->time, (pdbx_stat_kind)a->stat), 1, tm, sizeof tm))
             || pdbx_table_set(t, 5, "%s", pdbx_fmt_gbs(r->algbw, 1, ab, sizeof ab))
-            || pdbx_table_set(t, 6, "%s", pdbx_fmt_gbs(r->busbw, 1, bb, sizeof bb)))
+            || pdbx_table_set(t, 6, "%s", pdbx_fmt_gbs(r->busbw, 1, bb, sizeof bb))
+            || pdbx_table_set(t, 7, "%d %s", r->nodes, r->spans_nodes ? "inter" : "intra"))
             goto fail;
+        any_nodes |= r->nodes > 0;
     }
+    pdbx_table_hide(t, 7, !any_nodes);
     fprintf(out, "\ncollectives (nccl-tests definitions, GB/s from the mean time):\n");
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
@@ -354,6 +388,8 @@ static cJSON *collectives_json(const pdbx_run *run, pdbx_stat_kind stat)
             || !cJSON_AddNumberToObject(c, "bytes", r->bytes)
             || !cJSON_AddNumberToObject(c, "nranks", r->nranks)
             || !cJSON_AddNumberToObject(c, "ranks_per_node", r->ranks_per_node)
+            || (r->nodes > 0 && (!cJSON_AddNumberToObject(c, "nodes", r->nodes)
+                                 || !cJSON_AddBoolToObject(c, "spans_nodes", r->spans_nodes)))
             || add_timing(c, &r->time, stat, r->algbw, r->busbw)) {
             cJSON_Delete(colls);
             return NULL;
@@ -383,7 +419,12 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
               || !cJSON_AddStringToObject(root, "gpu", run->gpu)
               || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)a->stat))
               || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[a->attribution])
-              || !cJSON_AddStringToObject(root, "unit", "ms");
+              || !cJSON_AddStringToObject(root, "unit", "ms")
+              || (run->launcher[0] && !cJSON_AddStringToObject(root, "launcher", run->launcher))
+              || (run->command[0] && !cJSON_AddStringToObject(root, "command", run->command));
+    const cJSON *placement = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "placement") : NULL;
+    if (!bad && cJSON_IsArray(placement))
+        bad = !cJSON_AddItemToObject(root, "placement", cJSON_Duplicate(placement, 1));
     for (size_t i = 0; i < t->nconfigs && !bad; i++) {
         cJSON *cj = config_json(run, &t->configs[i], a, cols, ncols);
         bad = !cj || !cJSON_AddItemToArray(configs, cj);
