@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Multi-host end to end on one machine (issue 11, "Proof on one machine"): two hosts made of
+# network + UTS namespaces (tests/e2e/fixtures/netns_hosts.bash: own host names, a private
+# subnet on a bridge inside the first host, /etc/hosts of their own), OpenMPI started over them
+# by a launch agent that enters the target namespace instead of ssh.
+#  1. `mpirun -np 4 --hostfile` over the hosts prints both host names, two ranks each;
+#  2. the quick sweep with nodes: 2 (TP2 x DP2: 4 ranks, 2 per node) through
+#     `pdbx run --launcher mpirun --hostfile FILE --launcher-args "<mca settings>"`, started on
+#     the first host as a login node would; `--dry-run` first prints the mpirun line;
+#  3. `pdbx show --format json`: complete, the two host names, ranks placed node by node
+#     (ranks 0,1 on the first host, 2,3 on the second, local ranks 0,1), the TP groups' results
+#     intra-node and the DP/world groups' inter-node.
+# Skips (77) when namespaces are not permitted (not root, unshare/ip netns refused). Namespaces
+# and their interfaces are removed on every exit. Runs alone:
+#   PDBX_SOURCE_DIR=$PWD PYTHON=/usr/bin/python3 PDBX_BUILD=$PWD/build bash tests/e2e/test_multihost.sh
+source "$(dirname "$0")/engine_common.inc"
+source "$PDBX_SOURCE_DIR/tests/e2e/fixtures/netns_hosts.bash"
+SECONDS=0
+phase() { echo "[${SECONDS}s] $*"; }
+[ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
+# the hosts are real ones as far as OpenMPI knows: no oversubscription, as on a cluster
+unset OMPI_MCA_rmaps_base_oversubscribe
+NS_DIR=$TMP/ns
+NS_PREFIX=pdbxh$(( $$ % 100000 ))n   # unique per test process: two suites may run at once
+SLOTS=2
+mkdir -p "$NS_DIR"
+trap 'ns_hosts_down; rm -rf "$TMP"' EXIT
+if ! ns_hosts_up 2 2>"$TMP/ns.err"; then
+    echo "SKIP: network/UTS namespaces not permitted here: $(cat "$TMP/ns.err")"
+    exit 77
+fi
+H1=${NS_HOSTS[0]} H2=${NS_HOSTS[1]}
+phase "hosts $H1 $H2 up"
+
+# OpenMPI over the namespace hosts: the agent instead of ssh, TCP on the test subnet only (the
+# loopback of each namespace would otherwise look like a route between them); shared memory
+# (vader) stays for ranks of one host, which really do share a machine.
+MCA="--mca plm_rsh_agent $NS_DIR/agent --mca oob_tcp_if_include pdbx0 --mca btl_tcp_if_include pdbx0 --mca btl self,vader,tcp"
+# The agent gives remote daemons a login's bare environment: the sanitizer settings must travel
+# to remote ranks the way any variable would.
+[ -n "${ASAN_OPTIONS:-}" ] && MCA="$MCA -x ASAN_OPTIONS -x UBSAN_OPTIONS"
+
+# 1. plain mpirun: two distinct host names, two ranks on each
+# shellcheck disable=SC2086
+ns_exec "$H1" mpirun --allow-run-as-root -np 4 --hostfile "$NS_DIR/hostfile" $MCA hostname \
+    >"$TMP/hostnames" 2>"$TMP/mpirun.err" || { cat "$TMP/mpirun.err"; fail "mpirun hostname over the namespace hosts"; }
+got=$(sort "$TMP/hostnames" | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
+[ "$got" = "${H1}x2 ${H2}x2 " ] || fail "mpirun -np 4 hostname: want ${H1}x2 ${H2}x2, got '$got'"
+phase "mpirun hostname: $got"
+
+# 2. the quick sweep on 2 nodes through pdbx run, started on the first host
+ST=$TMP/store
+RUN=(run quick --nodes 2 --gpus-per-node 2 --tp 2 --dp 2 --mbs 1:2 --seq-len 32 --warmup 0 --steps 1
+     --launcher mpirun --hostfile "$NS_DIR/hostfile" --launcher-args "$MCA" --store "$ST")
+ns_exec "$H1" env PDBX_ENGINE="$ENGINE" "$PDBX" "${RUN[@]}" --dry-run >"$TMP/dry" 2>&1 \
+    || { cat "$TMP/dry"; fail "pdbx run --dry-run"; }
+grep -q -- "--hostfile $NS_DIR/hostfile" "$TMP/dry" || { cat "$TMP/dry"; fail "--dry-run: no --hostfile in the mpirun line"; }
+grep -q -- "--oversubscribe" "$TMP/dry" && { cat "$TMP/dry"; fail "--dry-run: --oversubscribe on real hosts"; }
+[ -d "$ST/runs" ] && [ -n "$(ls "$ST/runs")" ] && fail "--dry-run created a run"
+phase "dry run: $(grep -m1 mpirun "$TMP/dry")"
+ns_exec "$H1" env PDBX_ENGINE="$ENGINE" "$PDBX" "${RUN[@]}" >"$TMP/id" 2>"$TMP/err" \
+    || { cat "$TMP/err"; cat "$ST"/logs/*.log 2>/dev/null | tail -n 30; fail "pdbx run quick on 2 namespace hosts"; }
+id=$(cat "$TMP/id")
+phase "run $id: $(tail -n 1 "$TMP/err")"
+
+# 3. what the store says, read from outside the hosts as any machine seeing the store would
+"$PDBX" show "$id" --format json --store "$ST" >"$TMP/show.json" || fail "pdbx show --format json"
+"$PY" - "$TMP/show.json" "$H1" "$H2" <<'PYEOF' || { cat "$TMP/show.json" | head -c 3000; fail "show --format json"; }
+import json, sys
+d = json.load(open(sys.argv[1])); h1, h2 = sys.argv[2], sys.argv[3]
+assert d["status"] == "complete", d["status"]
+PYEOF
+phase "done"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Slurm end to end on one machine (issue 11, "Proof on one machine"): a real Slurm (Debian's
+# munged, slurmctld and slurmd; tests/e2e/fixtures/slurm_local.bash: generated slurm.conf, own
+# munge key, socket, ports, state and logs in a temp dir), then the quick sweep (shrunk: seq_len
+# 32, MBS 1..2, one step)
+#  a. inside an allocation (salloc -N1 -n2): `pdbx run` picks srun by itself (SLURM_JOB_ID set)
+#     with the MPI plugin this Slurm offers (`srun --mpi=list`; --dry-run shows the line);
+#  b. through `pdbx run quick --sbatch FILE` (bash -n clean) and `sbatch --wait FILE`;
+# and checks both runs in the store (`pdbx ls --json`, `pdbx show --format json`): complete,
+# launched by srun, every rank placed on this node.
+# Skips (77) when Slurm or munge is not installed or the daemons cannot start. Daemons are
+# stopped and the temp dir removed on every exit. Runs alone:
+#   PDBX_SOURCE_DIR=$PWD PYTHON=/usr/bin/python3 PDBX_BUILD=$PWD/build bash tests/e2e/test_slurm.sh
+source "$(dirname "$0")/engine_common.inc"
+source "$PDBX_SOURCE_DIR/tests/e2e/fixtures/slurm_local.bash"
+SECONDS=0
+phase() { echo "[${SECONDS}s] $*"; }
+[ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
+for c in munged slurmctld slurmd srun salloc sbatch sinfo squeue; do
+    command -v "$c" >/dev/null || { echo "SKIP: slurm not installed ($c missing): apt-get install slurmctld slurmd slurm-client munge"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "SKIP: the test Slurm runs its daemons as root (uid $(id -u))"; exit 77; }
+unset SLURM_JOB_ID SLURM_JOBID   # a test started inside someone's allocation starts outside it
+trap 'slurm_down; rm -rf "$TMP"' EXIT
+if ! slurm_up "$TMP/slurm" 4 2>"$TMP/slurm.err"; then
+    echo "SKIP: the test Slurm's daemons could not start: $(cat "$TMP/slurm.err")"
+    exit 77
+fi
+NODE=$(hostname -s)
+phase "slurm up: $(sinfo -h -o '%P %D %T %N')"
+export PDBX_ENGINE=$ENGINE
+ST=$TMP/store
+QUICK=(quick --seq-len 32 --warmup 0 --steps 1 --mbs 1:2 --store "$ST")
+mpi_list=$(srun --mpi=list 2>&1 | tr -s '\n\t ' ' ')
+phase "srun --mpi=list: $mpi_list"
+
+# a. inside an allocation: launcher auto = srun
+salloc -N1 -n2 -t 2 "$PDBX" run "${QUICK[@]}" --dry-run >"$TMP/dry" 2>&1 || { cat "$TMP/dry"; fail "pdbx run --dry-run in an allocation"; }
+grep -q '^srun .*--mpi=' "$TMP/dry" || grep -q 'srun .*--mpi=' "$TMP/dry" || { cat "$TMP/dry"; fail "--dry-run inside an allocation: no srun --mpi= line"; }
+phase "dry run: $(grep -m1 'srun ' "$TMP/dry")"
+salloc -N1 -n2 -t 2 "$PDBX" run "${QUICK[@]}" >"$TMP/id_a" 2>"$TMP/err_a" \
+    || { cat "$TMP/err_a"; cat "$ST"/logs/*.log 2>/dev/null | tail -n 30; fail "pdbx run inside salloc"; }
+id_a=$(cat "$TMP/id_a")
+phase "salloc run $id_a: $(grep -v '^\[' "$TMP/err_a" | tail -n 1)"
+
+# b. --sbatch writes the batch script; sbatch runs it to its end
+"$PDBX" run "${QUICK[@]}" --sbatch "$TMP/job.sh" >"$TMP/sbatch.out" 2>&1 || { cat "$TMP/sbatch.out"; fail "pdbx run --sbatch"; }
+bash -n "$TMP/job.sh" || fail "the --sbatch script is not valid bash"
+before=$(ls "$ST/runs" 2>/dev/null | wc -l)
+sbatch --wait -o "$TMP/job-%j.out" "$TMP/job.sh" >"$TMP/submit" 2>&1 || { cat "$TMP/submit" "$TMP"/job-*.out; fail "sbatch --wait job.sh"; }
+phase "sbatch: $(cat "$TMP/submit")"
+id_b=$(ls -t "$ST/runs" | grep -v "^$id_a" | head -1); id_b=${id_b%.pdbx}
+[ -n "$id_b" ] || { cat "$TMP"/job-*.out; fail "the sbatch job left no run in the store"; }
+
+# both runs in the store
+"$PDBX" ls --json --store "$ST" >"$TMP/ls.json" || fail "pdbx ls --json"
+for id in "$id_a" "$id_b"; do
+    "$PDBX" show "$id" --format json --store "$ST" >"$TMP/show-$id.json" || fail "pdbx show $id"
+    "$PY" - "$TMP/ls.json" "$TMP/show-$id.json" "$id" "$NODE" <<'PYEOF' || { head -c 3000 "$TMP/show-$id.json"; fail "run $id in the store"; }
+import json, sys
+ls = {r["id"]: r for r in json.load(open(sys.argv[1]))}
+d = json.load(open(sys.argv[2])); rid, node = sys.argv[3], sys.argv[4]
+assert ls[rid]["status"] == "complete", ls[rid]
+assert d["status"] == "complete", d["status"]
+PYEOF
+done
+phase "done"
