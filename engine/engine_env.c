@@ -148,9 +148,21 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
     snprintf(who.id, sizeof who.id, "%s", e->run_id);
     snprintf(who.pdbx_version, sizeof who.pdbx_version, "%s", pdbx_version());
     snprintf(who.git_rev, sizeof who.git_rev, "%s", pdbx_git_rev());
-    pdbx_hostname(who.host, sizeof who.host, "unknown");
+    /* the supervisor's host, where its pid means something: rank 0 may run on another */
+    const char *lhost = getenv("PDBX_LAUNCHER_HOST");
+    if (lhost && *lhost && who.pid != (long)getpid())
+        snprintf(who.host, sizeof who.host, "%s", lhost);
+    else
+        pdbx_hostname(who.host, sizeof who.host, "unknown");
+    const char *mode = getenv("PDBX_LAUNCH_MODE"), *cmd = getenv("PDBX_LAUNCH_COMMAND");
+    snprintf(who.launcher, sizeof who.launcher, "%s", mode ? mode : "");
+    snprintf(who.command, sizeof who.command, "%s", cmd ? cmd : "");
     who.pid_start = launcher_start(who.pid);
-    pdbx_boot_id(who.boot_id, sizeof who.boot_id);
+    const char *lboot = getenv("PDBX_LAUNCHER_BOOT_ID");
+    if (lboot && *lboot && who.pid != (long)getpid())
+        snprintf(who.boot_id, sizeof who.boot_id, "%s", lboot);
+    else
+        pdbx_boot_id(who.boot_id, sizeof who.boot_id);
     cJSON *env = pdbx_env_json(e);
     if (!env)
         return NULL;       /* NULL (out of memory) rather than an event with fields missing */

@@ -23,6 +23,10 @@ static const jf_field launcher_fields[] = {
     F(pdbx_ev_launcher, STR, boot_id, "boot_id"), F(pdbx_ev_launcher, INT, world_size, "world_size"),
     F(pdbx_ev_launcher, INT, ranks_per_node, "ranks_per_node"),
 };
+/* Written only when set (put_launch_fields): runs before them read the same as ever. */
+static const jf_field launch_fields[] = {
+    F(pdbx_ev_launcher, STR, launcher, "launcher"), F(pdbx_ev_launcher, STR, command, "command"),
+};
 static const jf_field header_fields[] = {
     F(pdbx_ev_run_start, STR, backend, "backend"),
     F(pdbx_ev_run_start, INT, layers_profiled, "layers_profiled"),
@@ -165,6 +169,12 @@ static cJSON *plan_json(const pdbx_ev_plan_point *pts, size_t n)
     return jf_done(arr, ok);
 }
 
+static int put_launch_fields(cJSON *ev, const pdbx_ev_launcher *who)
+{
+    return (!who->launcher[0] || jf_put_str(ev, "launcher", who->launcher)) &&
+           (!who->command[0] || jf_put_str(ev, "command", who->command));
+}
+
 cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
                             const pdbx_ev_plan_point *pts, size_t n)
 {
@@ -177,6 +187,7 @@ cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
                    jf_put_fields(model, &h->model, model_fields, JF_N(model_fields));
     int ok = ok_env && ok_spec && ok_model &&
              jf_put_fields(ev, &h->who, launcher_fields, JF_N(launcher_fields)) &&
+             put_launch_fields(ev, &h->who) &&
              jf_put_fields(ev, h, header_fields, JF_N(header_fields)) &&
              jf_add(ev, "points", plan_json(pts, n));
     return jf_done(ev, ok);
@@ -185,6 +196,7 @@ cJSON *pdbx_event_run_start(const pdbx_ev_run_start *h, cJSON *spec, cJSON *env,
 void pdbx_event_decode_run_start(const cJSON *ev, pdbx_ev_run_start *out)
 {
     jf_get_fields(ev, &out->who, launcher_fields, JF_N(launcher_fields));
+    jf_get_fields(ev, &out->who, launch_fields, JF_N(launch_fields));
     jf_get_fields(ev, out, header_fields, JF_N(header_fields));
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(ev, "model");
     if (cJSON_IsObject(model))
@@ -223,7 +235,8 @@ cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*co
 {
     cJSON *ev = new_event(PDBX_EV_LAUNCH);
     int ok_env = !env || jf_add(ev, "env", env);
-    int ok = ok_env && jf_put_fields(ev, who, launcher_fields, JF_N(launcher_fields));
+    int ok = ok_env && jf_put_fields(ev, who, launcher_fields, JF_N(launcher_fields)) &&
+             put_launch_fields(ev, who);
     cJSON *cfgs = ok ? cJSON_AddArrayToObject(ev, "configs") : NULL;
     ok = ok && cfgs;
     for (size_t c = 0; ok && c < n; c++)
@@ -234,6 +247,7 @@ cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*co
 void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out)
 {
     jf_get_fields(ev, out, launcher_fields, JF_N(launcher_fields));
+    jf_get_fields(ev, out, launch_fields, JF_N(launch_fields));
 }
 
 int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e)

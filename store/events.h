@@ -60,6 +60,12 @@ typedef struct {
     double pid_start;
     char boot_id[40];
     int world_size, ranks_per_node;
+    /* How the ranks were started, written only when known (runs before them lack both):
+     * "launcher" one phrase ("local", "mpirun on 2 hosts", "srun (pmix) in job 41",
+     * "simulated 2 nodes": every rank on one machine standing in for 2 nodes); "command" the
+     * launcher's command line as executed, shell-quoted. */
+    char launcher[64];
+    char command[2048];
 } pdbx_ev_launcher;
 
 typedef struct {

@@ -229,6 +229,8 @@ static void set_launcher(pdbx_run *run, const pdbx_ev_launcher *w)
     }
     run->world_size = w->world_size;
     run->ranks_per_node = w->ranks_per_node;
+    pdbx_strcopy(run->launcher, sizeof run->launcher, w->launcher);
+    pdbx_strcopy(run->command, sizeof run->command, w->command);
 }
 
 /* The decoders overlay: start from what the run holds, so absent fields keep it. */

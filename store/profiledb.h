@@ -164,6 +164,8 @@ typedef struct {
     long pid;                 /* launcher pid on `host` (liveness of a run without run_end) */
     double pid_start;         /* its start (clock ticks since boot); 0: not recorded */
     char boot_id[40];         /* the boot it started in; "": not recorded */
+    char launcher[64];        /* how the last launch started the ranks ("" not recorded) */
+    char command[2048];       /* its command line, shell-quoted ("" not recorded) */
     size_t npoints, points_cap;
     pdbx_point *points;
     /* Plan index -> position + 1 in points[] (0: none), a direct table over indices

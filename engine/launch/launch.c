@@ -97,18 +97,81 @@ static int register_run(const pdbx_spec *spec, const char *store_dir, pdbx_sup_j
     return write_spec(spec, job->spec_path, err, errlen);
 }
 
-/* The job for spec: validated, engine found, run registered. */
-static int prepare_job(const pdbx_spec *spec, const char *store_dir, pdbx_sup_job *job,
-                       char *err, size_t errlen)
+/* The launcher part of the job: options kept, the plan checked against them (hosts, slots,
+ * nodes), srun's MPI plugins asked once. 0, or -1 with *usage = 1. */
+static int prepare_launcher(const pdbx_spec *spec, const pdbx_launch_opts *opts, pdbx_sup_job *job,
+                            int *usage, char *err, size_t errlen)
+{
+    if (opts)
+        job->opts = *opts;
+    pdbx_launch_env env;
+    pdbx_launch_env_probe(&env, spec, &job->opts, job->srun_mpi_list, sizeof job->srun_mpi_list);
+    job->have_mpi_list = env.srun_mpi_list != NULL;
+    if (pdbx_launch_plan_check(spec, &job->opts, &env, err, errlen) != 0) {
+        if (usage)
+            *usage = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* The job for spec: validated, engine found, launcher checked, run registered (register 0:
+ * the id and paths only, nothing created: --dry-run). */
+static int prepare_job(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
+                       pdbx_sup_job *job, int do_register, int *usage, char *err, size_t errlen)
 {
     memset(job, 0, sizeof *job);
+    if (pdbx_spec_validate(spec, err, errlen) != 0) {
+        if (usage)
+            *usage = 1;
+        return -1;
+    }
+    if (prepare_launcher(spec, opts, job, usage, err, errlen) != 0)
+        return -1;
     /* the explorer's form runs the same check: what it calls valid starts here */
-    if (pdbx_spec_validate(spec, err, errlen) != 0 || pdbx_launch_check(spec, NULL, err, errlen) != 0)
+    if (do_register && pdbx_launch_check(spec, NULL, err, errlen) != 0)
         return -1;
     plan_rank_counts(spec, job);
     pdbx_strcopy(job->engine, sizeof job->engine, pdbx_engine_path());
     job->spec = *spec;
-    return register_run(spec, store_dir, job, err, errlen);
+    if (do_register)
+        return register_run(spec, store_dir, job, err, errlen);
+    pdbx_strcopy(job->store_dir, sizeof job->store_dir, store_dir);
+    pdbx_store_new_id(job->id);
+    if (pdbx_layout_path(PDBX_PATH_SPEC, store_dir, job->id, job->spec_path,
+                         sizeof job->spec_path) != 0)
+        return pdbx_fail(err, errlen, "store path too long: %s", store_dir);
+    return 0;
+}
+
+int pdbx_launch_dry_run(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                        const char *store_dir, FILE *out, int *usage, char *err, size_t errlen)
+{
+    pdbx_sup_job *job = malloc(sizeof *job);
+    pdbx_launch_cmd *cmd = malloc(sizeof *cmd);
+    int rc = job && cmd ? 0 : pdbx_fail(err, errlen, "out of memory");
+    if (rc == 0)
+        rc = prepare_job(spec, opts, store_dir, job, 0, usage, err, errlen);
+    pdbx_launch_env env;
+    if (rc == 0) {
+        pdbx_launch_env_probe(&env, spec, &job->opts, NULL, 0);
+        env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+    }
+    pdbx_launch_target t = { job ? job->engine : NULL, job ? job->spec_path : NULL, store_dir,
+                             job ? job->id : NULL };
+    for (int i = 0; rc == 0 && i < job->nsizes; i++) {
+        char line[4096];
+        rc = pdbx_launch_argv(spec, &job->opts, &env, &t, job->sizes[i], cmd, err, errlen);
+        if (rc == 0) {
+            pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+            fprintf(out, "%s\n", line);
+            if (cmd->warning[0] && i == 0)
+                fprintf(stderr, "pdbx run: warning: %s\n", cmd->warning);
+        }
+    }
+    free(cmd);
+    free(job);
+    return rc;
 }
 
 /* In the grandchild: a session of its own, stdin from /dev/null, stdout and stderr on the log,
@@ -194,11 +257,18 @@ static int wait_for_start(const pdbx_sup_job *job, pid_t sup, char *err, size_t 
 int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch *out,
                       char *err, size_t errlen)
 {
+    return pdbx_launch_start_ex(spec, NULL, store_dir, out, NULL, err, errlen);
+}
+
+int pdbx_launch_start_ex(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                         const char *store_dir, pdbx_launch *out, int *usage, char *err,
+                         size_t errlen)
+{
     memset(out, 0, sizeof *out);
     pdbx_sup_job *job = malloc(sizeof *job);     /* a spec is large: not on the stack */
     if (!job)
         return pdbx_fail(err, errlen, "out of memory starting the sweep");
-    int rc = prepare_job(spec, store_dir, job, err, errlen);
+    int rc = prepare_job(spec, opts, store_dir, job, 1, usage, err, errlen);
     if (rc == 0)
         pdbx_strcopy(out->log_path, sizeof out->log_path, job->log_path);
     pid_t sup = rc == 0 ? fork_supervisor(job, err, errlen) : -1;

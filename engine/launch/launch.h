@@ -15,8 +15,10 @@
 #define PDBX_LAUNCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
+#include "engine/launch/launch_argv.h"
 #include "engine/plan/plan.h"
 #include "store/events.h"
 #include "store/store.h"
@@ -31,6 +33,18 @@ typedef struct {
  * exists with run_start, or the call fails, when it returns). */
 int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch *out,
                       char *err, size_t errlen);
+/* The same with the launcher options of launch_argv.h (NULL: the spec's launcher, no hosts).
+ * A launch that cannot run as asked (local with nodes > 1, too few slots ...) fails with the
+ * one line of pdbx_launch_plan_check before anything is created; *usage is then set to 1
+ * (usage may be NULL). */
+int pdbx_launch_start_ex(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                         const char *store_dir, pdbx_launch *out, int *usage, char *err,
+                         size_t errlen);
+/* --dry-run: writes to out the command line (shell-quoted) that each launch of the sweep would
+ * exec, one per distinct rank count, with a run id chosen now and nothing created. 0, or -1
+ * with err (*usage set as above). */
+int pdbx_launch_dry_run(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                        const char *store_dir, FILE *out, int *usage, char *err, size_t errlen);
 /* A sweep of the store at store_dir that runs on this host now (its launcher is alive, the
  * store's liveness rule) and that a sweep for spec would share devices with: the same backend
  * on the same host (cpu: the host's cores; cuda: its GPUs, which every sweep numbers from 0;

@@ -222,34 +222,19 @@ static void note_foreign_stop(const pdbx_sup_job *job)
         fprintf(stderr, "pdbx supervisor: %s\n", err);
 }
 
-static const char *mpirun_path(void)
+/* The launcher's command line for np ranks (launch_argv.h), with this process's environment. */
+static int build_cmd(const pdbx_sup_job *job, int np, pdbx_launch_cmd *cmd, char *err, size_t errlen)
 {
-    const char *env = getenv("PDBX_MPIRUN");
-    return env && *env ? env : "mpirun";
+    pdbx_launch_env env;
+    pdbx_launch_env_probe(&env, &job->spec, &job->opts, NULL, 0);
+    env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+    pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
+    return pdbx_launch_argv(&job->spec, &job->opts, &env, &t, np, cmd, err, errlen);
 }
 
-/* The mpirun command line for np ranks (npbuf holds np's text); returns argc. */
-static int mpirun_argv(const pdbx_sup_job *job, int np, char npbuf[16], const char *argv[24])
-{
-    snprintf(npbuf, 16, "%d", np);
-    int a = 0;
-    argv[a++] = mpirun_path();
-    if (geteuid() == 0)
-        argv[a++] = "--allow-run-as-root";
-    if (sysconf(_SC_NPROCESSORS_ONLN) < np)
-        argv[a++] = "--oversubscribe";
-    /* the engine sets BLAS threads per rank itself (cores / ranks per node): no binding */
-    const char *tail[] = { "--bind-to", "none", "-np", npbuf, job->engine,
-                           "--spec", job->spec_path, "--store", job->store_dir,
-                           "--run-id", job->id };
-    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
-        argv[a++] = tail[i];
-    argv[a] = NULL;
-    return a;
-}
-
-/* In the forked child: mpirun in a process group of its own, tied to the supervisor's life. */
-static void exec_mpirun(const char *const *argv, pid_t supervisor)
+/* In the forked child: mpirun (or srun) in a process group of its own, tied to the supervisor's
+ * life. */
+static void exec_mpirun(char *const *argv, pid_t supervisor)
 {
     setpgid(0, 0);
     signal(SIGTERM, SIG_DFL);
@@ -260,7 +245,7 @@ static void exec_mpirun(const char *const *argv, pid_t supervisor)
      * SIGTERM would read as a cancel and kill the ranks before they record it). */
     if (prctl(PR_SET_PDEATHSIG, SIGUSR2) != 0 || getppid() != supervisor)
         _exit(127);
-    execvp(argv[0], (char *const *)argv);
+    execvp(argv[0], argv);
     fprintf(stderr, "pdbx supervisor: could not start %s: %s\n", argv[0], strerror(errno));
     _exit(127);
 }
@@ -374,25 +359,39 @@ static void remove_stale_shm_dirs(const pdbx_sup_job *job)
     closedir(d);
 }
 
-/* Runs one mpirun to its end; returns its wait status, -1 when it could not be started. */
+/* Runs one mpirun (srun) to its end; returns its wait status, -1 when it could not be started.
+ * The command line goes to the log and, through PDBX_LAUNCH_COMMAND/PDBX_LAUNCH_MODE, into the
+ * engine's run_start or launch event. */
 static int run_mpirun(const pdbx_sup_job *job, int np, int *cancelled)
 {
-    char npbuf[16];
-    const char *argv[24];
-    int argc = mpirun_argv(job, np, npbuf, argv);
-    fprintf(stderr, "pdbx supervisor: launching");
-    for (int i = 0; i < argc; i++)
-        fprintf(stderr, " %s", argv[i]);
-    fprintf(stderr, "\n");
+    pdbx_launch_cmd *cmd = malloc(sizeof *cmd);
+    char err[512], line[4096];
+    if (!cmd)
+        return -1;
+    if (build_cmd(job, np, cmd, err, sizeof err) != 0) {
+        fprintf(stderr, "pdbx supervisor: %s\n", err);
+        free(cmd);
+        return -1;
+    }
+    pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+    fprintf(stderr, "pdbx supervisor: launching %s\n", line);
+    if (cmd->warning[0])
+        fprintf(stderr, "pdbx supervisor: warning: %s\n", cmd->warning);
+    setenv("PDBX_LAUNCH_COMMAND", line, 1);
+    setenv("PDBX_LAUNCH_MODE", cmd->mode, 1);
     pid_t supervisor = getpid();
-    use_shm_dir(job);
+    /* the run's shared-memory directory exists on this machine only */
+    if (cmd->kind != PDBX_LAUNCHER_SRUN && job->opts.nhosts == 0)
+        use_shm_dir(job);
     pid_t pid = fork();
     if (pid < 0) {
         remove_shm_dir(job);
+        free(cmd);
         return -1;
     }
     if (pid == 0)
-        exec_mpirun(argv, supervisor);
+        exec_mpirun(cmd->argv, supervisor);
+    free(cmd);
     int status = wait_mpirun(job, pid, cancelled);
     remove_shm_dir(job);
     return status;
@@ -431,6 +430,15 @@ void pdbx_sup_run(const pdbx_sup_job *job)
     char pidbuf[32];
     snprintf(pidbuf, sizeof pidbuf, "%ld", (long)getpid());
     setenv("PDBX_LAUNCHER_PID", pidbuf, 1);
+    /* rank 0 may run on another host: the run's launcher is this process, on this host */
+    char host[256];
+    pdbx_hostname(host, sizeof host, "");
+    if (host[0])
+        setenv("PDBX_LAUNCHER_HOST", host, 1);
+    char boot[64];
+    pdbx_boot_id(boot, sizeof boot);
+    if (boot[0])
+        setenv("PDBX_LAUNCHER_BOOT_ID", boot, 1);
     unsigned long long ticks = 0;
     if (pdbx_proc_start_ticks((long)getpid(), &ticks) == 0) {
         snprintf(pidbuf, sizeof pidbuf, "%llu", ticks);

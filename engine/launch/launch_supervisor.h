@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "engine/launch/launch_argv.h"
 #include "engine/plan/plan.h"
 #include "store/store.h"
 
@@ -29,6 +30,9 @@ typedef struct {
     int sizes[PDBX_MAX_CONFIGS];     /* distinct rank counts, one mpirun each, in config order */
     int nsizes;
     pdbx_spec spec;
+    pdbx_launch_opts opts;           /* launcher, hosts, launcher args (launch_argv.h) */
+    char srun_mpi_list[4096];        /* `srun --mpi=list` as the launching caller read it */
+    int have_mpi_list;
 } pdbx_sup_job;
 
 /* Runs the sweep to its end in the calling process (already detached, stderr on the log). */

@@ -55,6 +55,13 @@ typedef enum { PDBX_BACKEND_AUTO = 0, PDBX_BACKEND_CPU, PDBX_BACKEND_CUDA } pdbx
  * backward). */
 typedef enum { PDBX_RECOMPUTE_NONE = 0, PDBX_RECOMPUTE_FULL } pdbx_recompute;
 const char *pdbx_recompute_name(pdbx_recompute r);    /* "none", "full" */
+/* How the sweep's ranks are started (engine/launch/launch_argv.h): auto = srun inside a Slurm
+ * allocation (SLURM_JOB_ID), mpirun when hosts are given, else local. */
+typedef enum { PDBX_LAUNCHER_AUTO = 0, PDBX_LAUNCHER_LOCAL, PDBX_LAUNCHER_MPIRUN,
+               PDBX_LAUNCHER_SRUN } pdbx_launcher_kind;
+const char *pdbx_launcher_name(pdbx_launcher_kind k);  /* "auto", "local", "mpirun", "srun" */
+/* 0 with *out, or -1 with one line naming the value and what is allowed. */
+int pdbx_launcher_parse(const char *text, pdbx_launcher_kind *out, char *err, size_t errlen);
 
 const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" */
 int pdbx_dtype_bytes(pdbx_dtype d);
@@ -71,6 +78,7 @@ typedef struct {
     pdbx_dtype dtype;
     pdbx_backend_kind backend;
     int gpus_per_node, nodes;
+    pdbx_launcher_kind launcher;   /* how the ranks are started (auto: see above) */
     pdbx_parallel configs[PDBX_MAX_CONFIGS];   /* in the order given (FASOP's order) */
     int nconfigs;
     int mbs_min, mbs_max;     /* powers of two, min <= max */

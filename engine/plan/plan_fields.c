@@ -29,6 +29,8 @@ const plan_field_def plan_fields[] = {
      "compute backend", NULL},
     {"gpus_per_node", PLAN_F_INT, 1, 256, "N", NULL, "ranks per node", NULL},
     {"nodes", PLAN_F_INT, 1, 4096, "N", NULL, "nodes", NULL},
+    {"launcher", PLAN_F_STR, NO_RANGE, "LAUNCHER", "auto, local, mpirun, srun (auto: srun inside a "
+     "Slurm allocation, else local)", "how the ranks are started (docs/launch.md)", NULL},
     {"configs", PLAN_F_LIST, NO_RANGE, "TPxPPxDP,...", "1 to 64 configurations, e.g. 1x8x1,2x4x1",
      "parallel configurations", NULL},
     {"tp", PLAN_F_LIST, 1, PLAN_TP_MAX, "LIST", NULL,
@@ -154,6 +156,8 @@ int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_
         snprintf(buf, len, "%s", pdbx_backend_name(s->backend));
     else if (strcmp(field, "recompute") == 0)
         snprintf(buf, len, "%s", pdbx_recompute_name(s->recompute));
+    else if (strcmp(field, "launcher") == 0)
+        snprintf(buf, len, "%s", pdbx_launcher_name(s->launcher));
     else if (strcmp(field, "bytes_per_param") == 0)
         snprintf(buf, len, "%g", s->bytes_per_param);
     else if (strcmp(field, "timeout_s") == 0)

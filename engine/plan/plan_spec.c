@@ -31,6 +31,13 @@ const char *pdbx_recompute_name(pdbx_recompute r)
     return r == PDBX_RECOMPUTE_FULL ? "full" : "none";
 }
 
+const char *pdbx_launcher_name(pdbx_launcher_kind k)
+{
+    static const char *const names[] = {[PDBX_LAUNCHER_AUTO] = "auto", [PDBX_LAUNCHER_LOCAL] = "local",
+                                        [PDBX_LAUNCHER_MPIRUN] = "mpirun", [PDBX_LAUNCHER_SRUN] = "srun"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
 const char *pdbx_backend_name(pdbx_backend_kind b)
 {
     static const char *const names[] = {[PDBX_BACKEND_AUTO] = "auto", [PDBX_BACKEND_CPU] = "cpu",
@@ -183,6 +190,8 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return plan_read_backend(v, &s->backend, err, errlen);
     if (strcmp(name, "recompute") == 0)
         return plan_read_recompute(v, &s->recompute, err, errlen);
+    if (strcmp(name, "launcher") == 0)
+        return plan_read_launcher(v, &s->launcher, err, errlen);
     if (strcmp(name, "mbs") == 0)
         return plan_read_mbs(v, s, err, errlen);
     if (strcmp(name, "ops") == 0)
@@ -477,6 +486,7 @@ cJSON *pdbx_spec_to_json(const pdbx_spec *s)
         !cJSON_AddStringToObject(o, "backend", pdbx_backend_name(s->backend)) ||
         !cJSON_AddNumberToObject(o, "gpus_per_node", s->gpus_per_node) ||
         !cJSON_AddNumberToObject(o, "nodes", s->nodes) ||
+        !cJSON_AddStringToObject(o, "launcher", pdbx_launcher_name(s->launcher)) ||
         add_item(o, "configs", configs_to_json(s)) != 0 ||
         add_item(o, "mbs", mbs_to_json(s)) != 0 ||
         !cJSON_AddNumberToObject(o, "warmup", s->warmup) ||

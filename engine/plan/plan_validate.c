@@ -73,6 +73,9 @@ static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
         return -1;
     if ((int)s->recompute < PDBX_RECOMPUTE_NONE || (int)s->recompute > PDBX_RECOMPUTE_FULL)
         return pdbx_fail(err, errlen, "recompute: %d is out of range (allowed: none, full)", (int)s->recompute);
+    if ((int)s->launcher < PDBX_LAUNCHER_AUTO || (int)s->launcher > PDBX_LAUNCHER_SRUN)
+        return pdbx_fail(err, errlen, "launcher: %d is out of range (allowed: auto, local, mpirun, "
+                         "srun)", (int)s->launcher);
     if ((int)s->dtype < PDBX_DTYPE_BF16 || (int)s->dtype > PDBX_DTYPE_FP32)
         return pdbx_fail(err, errlen, "dtype: %d is out of range (allowed: bf16, fp16, fp32)", (int)s->dtype);
     if ((int)s->backend < PDBX_BACKEND_AUTO || (int)s->backend > PDBX_BACKEND_CUDA)

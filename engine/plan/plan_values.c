@@ -66,6 +66,25 @@ int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t e
     return not_allowed("recompute", s, names, 2, err, errlen);
 }
 
+int plan_read_launcher(const cJSON *v, pdbx_launcher_kind *out, char *err, size_t errlen)
+{
+    const char *s;
+    if (plan_json_string(v, "launcher", &s, err, errlen) != 0)
+        return -1;
+    return pdbx_launcher_parse(s, out, err, errlen);
+}
+
+int pdbx_launcher_parse(const char *text, pdbx_launcher_kind *out, char *err, size_t errlen)
+{
+    static const char *const names[] = {"auto", "local", "mpirun", "srun"};
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(text, names[i]) == 0) {
+            *out = (pdbx_launcher_kind)i;
+            return 0;
+        }
+    return not_allowed("launcher", text, names, 4, err, errlen);
+}
+
 static int pow2_fail(const char *field, long long v, long long hi, char *err, size_t errlen)
 {
     return pdbx_fail(err, errlen, "%s: %lld is not a power of two (allowed: 1, 2, 4, ..., %lld)", field, v, hi);

@@ -225,14 +225,19 @@ out:
 
 /* ---- pdbx run ------------------------------------------------------------------------------ */
 typedef struct {
-    int detach, force;
-    const char *store;
+    int detach, force, dry_run, simulate_nodes;
+    const char *store, *hosts, *hostfile, *launcher_args;
     pdbx_cli_spec_opts so;
 } run_args;
 
 static const pdbx_cli_opt run_opts[] = {
     { "detach", NULL, "start the sweep and return at once (prints the run id)" },
     { "force", NULL, "start even while another sweep of the store runs on this host's devices" },
+    { "hosts", "H:N,...", "mpirun on these hosts with N slots each (e.g. a:8,b:8)" },
+    { "hostfile", "FILE", "mpirun on the hosts of an OpenMPI hostfile (NAME slots=N per line)" },
+    { "launcher-args", "ARGS", "extra arguments for mpirun/srun, split like a shell (quotes kept)" },
+    { "simulate-nodes", NULL, "local launcher: run every node's ranks on this machine (recorded)" },
+    { "dry-run", NULL, "print the launch command line(s) and exit; creates nothing" },
     PDBX_CLI_OPT_STORE,
     { NULL, NULL, NULL },
 };
@@ -243,6 +248,10 @@ static const char *const run_about =
     "progress bar on stderr until it ends; the run id is printed on stdout. Closing the terminal\n"
     "does not stop the sweep: 'pdbx attach RUN' watches it again, 'pdbx cancel RUN' ends it.\n"
     "Ctrl-C while watching cancels the sweep (a second one stops watching).\n"
+    "Launchers (--launcher, docs/launch.md): local (this machine; nodes > 1 needs\n"
+    "--simulate-nodes), mpirun (--hosts/--hostfile, ranks node by node), srun (inside or\n"
+    "outside a Slurm allocation; the MPI plugin from srun --mpi=list); auto = srun when\n"
+    "SLURM_JOB_ID is set, mpirun when hosts are given, else local.\n"
     "While another sweep of the store runs on the same devices of this host, run asks\n"
     "first (y/N) on a terminal and refuses without one (exit 2) unless --force.\n"
     "Exit: 0 complete, 1 failed, 3 cancelled.";
@@ -257,6 +266,56 @@ static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
         a->force = 1;
     else if (strcmp(opt->name, "store") == 0)
         a->store = value;
+    else if (strcmp(opt->name, "hosts") == 0)
+        a->hosts = value;
+    else if (strcmp(opt->name, "hostfile") == 0)
+        a->hostfile = value;
+    else if (strcmp(opt->name, "launcher-args") == 0)
+        a->launcher_args = value;
+    else if (strcmp(opt->name, "simulate-nodes") == 0)
+        a->simulate_nodes = 1;
+    else if (strcmp(opt->name, "dry-run") == 0)
+        a->dry_run = 1;
+    return 0;
+}
+
+/* The launcher options of the command line (launch_argv.h); 0 or the usage exit. */
+static int launch_opts(const run_args *a, const pdbx_spec *spec, pdbx_launch_opts *o)
+{
+    char err[1024];
+    memset(o, 0, sizeof *o);
+    o->simulate_nodes = a->simulate_nodes;
+    if (a->hosts && a->hostfile)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "--hosts and --hostfile: give one of them");
+    if (a->hosts && pdbx_launch_hosts_parse(a->hosts, spec->gpus_per_node, o, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
+    if (a->hostfile &&
+        pdbx_launch_hostfile_read(a->hostfile, spec->gpus_per_node, o, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
+    if (a->launcher_args) {
+        char words[PDBX_LAUNCH_ARGS_MAX + 1], *w[64];
+        if (strlen(a->launcher_args) >= sizeof o->launcher_args)
+            return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "launcher-args: longer than %zu characters",
+                                 sizeof o->launcher_args - 1);
+        if (pdbx_launch_split_words(a->launcher_args, words, sizeof words, w, 64, err, sizeof err) < 0)
+            return pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
+        snprintf(o->launcher_args, sizeof o->launcher_args, "%s", a->launcher_args);
+    }
+    return 0;
+}
+
+/* The store directory a launch would use, without creating or opening it (--dry-run). */
+static int dry_run_store(const char *cmd, const char *store, char *dir, size_t len)
+{
+    char err[512] = "";
+    if (!store)
+        return pdbx_store_default_dir(dir, len, err, sizeof err) == 0
+                   ? 0 : pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err);
+    char abs[PDBX_PATH_MAX];
+    if (realpath(store, abs))
+        snprintf(dir, len, "%s", abs);
+    else
+        snprintf(dir, len, "%s", store);
     return 0;
 }
 
@@ -325,17 +384,35 @@ int pdbx_cmd_run(int argc, char **argv)
         rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
         goto done;
     }
-    rc = pdbx_cli_open_store("run", a.store, 1, &st);
-    if (rc != 0)
-        goto done;
-    rc = check_running(spec, pdbx_store_dir(st), a.force);
-    if (rc != 0)
-        goto done;
-    pdbx_launch L;
-    if (pdbx_launch_start(spec, pdbx_store_dir(st), &L, err, sizeof err) != 0) {
-        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "%s", err);
+    pdbx_launch_opts *lo = calloc(1, sizeof *lo);
+    if (!lo) {
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "out of memory");
         goto done;
     }
+    rc = launch_opts(&a, spec, lo);
+    if (rc != 0)
+        goto done_lo;
+    int usage = 0;
+    if (a.dry_run) {
+        char dir[PDBX_PATH_MAX];
+        rc = dry_run_store("run", a.store, dir, sizeof dir);
+        if (rc == 0 && pdbx_launch_dry_run(spec, lo, dir, stdout, &usage, err, sizeof err) != 0)
+            rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
+        goto done_lo;
+    }
+    rc = pdbx_cli_open_store("run", a.store, 1, &st);
+    if (rc != 0)
+        goto done_lo;
+    rc = check_running(spec, pdbx_store_dir(st), a.force);
+    if (rc != 0)
+        goto done_lo;
+    pdbx_launch L;
+    if (pdbx_launch_start_ex(spec, lo, pdbx_store_dir(st), &L, &usage, err, sizeof err) != 0) {
+        rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
+        goto done_lo;
+    }
+    free(lo);
+    lo = NULL;
     if (a.detach) {
         printf("%s\n", L.run_id);
         fprintf(stderr, "pdbx run: %s started in the background (supervisor pid %ld, log %s)\n",
@@ -346,6 +423,8 @@ int pdbx_cmd_run(int argc, char **argv)
     fprintf(stderr, "pdbx run: %s (log %s)\n", L.run_id, L.log_path);
     rc = watch("run", st, L.run_id);
     printf("%s\n", L.run_id);
+done_lo:
+    free(lo);
 done:
     if (st)
         pdbx_store_close(st);
