@@ -64,10 +64,36 @@ id=$(cat "$TMP/id")
 phase "run $id: $(tail -n 1 "$TMP/err")"
 
 # 3. what the store says, read from outside the hosts as any machine seeing the store would
+"$PDBX" ls --json --store "$ST" >"$TMP/ls.json" || fail "pdbx ls --json"
 "$PDBX" show "$id" --format json --store "$ST" >"$TMP/show.json" || fail "pdbx show --format json"
-"$PY" - "$TMP/show.json" "$H1" "$H2" <<'PYEOF' || { cat "$TMP/show.json" | head -c 3000; fail "show --format json"; }
+"$PY" - "$TMP/ls.json" "$TMP/show.json" "$id" "$H1" "$H2" <<'PYEOF' || { head -c 3000 "$TMP/show.json"; fail "pdbx ls/show of the 2-host run"; }
 import json, sys
-d = json.load(open(sys.argv[1])); h1, h2 = sys.argv[2], sys.argv[3]
+ls = {r["id"]: r for r in json.load(open(sys.argv[1]))}
+d = json.load(open(sys.argv[2])); rid, h1, h2 = sys.argv[3:6]
+assert ls[rid]["status"] == "complete", ls[rid]
 assert d["status"] == "complete", d["status"]
+pts = [p for c in d["configs"] for p in c["points"]]
+assert len(pts) == 2 and all(p["status"] == "ok" for p in pts), pts
+# the collectives sweep over the TP group {0,1} (one host) and the world {0..3} (both hosts):
+# ranks_per_node (members on rank 0's host) below nranks marks a group that crosses nodes
+C = d["collectives"]
+intra = {c["coll"] for c in C if c["nranks"] == 2 and c["ranks_per_node"] == 2}
+inter = {c["coll"] for c in C if c["nranks"] == 4 and c["ranks_per_node"] == 2}
+want = {"all_reduce", "all_gather", "reduce_scatter", "send_recv"}
+assert intra == want and inter == want, (intra, inter)
+assert all(c["time_ms"] > 0 for c in C), C
 PYEOF
+# placement and launcher as the engine recorded them (run_start): ranks node by node
+export H1 H2
+ev_py "$ST/runs/$id.pdbx" '
+import os
+S = [e for e in E if e["type"] == "run_start"][0]
+h1, h2 = os.environ["H1"], os.environ["H2"]
+assert S["env"]["hosts"] == [h1, h1, h2, h2], S["env"]["hosts"]
+assert S["world_size"] == 4 and S["ranks_per_node"] == 2, S
+assert S["launcher"] == "mpirun on 2 hosts", S["launcher"]
+assert S["command"].startswith("mpirun ") and "--hostfile" in S["command"], S["command"]
+assert "--oversubscribe" not in S["command"], S["command"]
+assert S["host"] == h1, S["host"]
+' || fail "run_start of the 2-host run"
 phase "done"
