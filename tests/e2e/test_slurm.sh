@@ -22,6 +22,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "SKIP: the test Slurm runs its daemons as root (uid $(id -u))"; exit 77; }
 unset SLURM_JOB_ID SLURM_JOBID   # a test started inside someone's allocation starts outside it
 trap 'slurm_down; rm -rf "$TMP"' EXIT
+chmod 711 "$TMP"   # munged wants every directory above its socket searchable by all
 if ! slurm_up "$TMP/slurm" 4 2>"$TMP/slurm.err"; then
     echo "SKIP: the test Slurm's daemons could not start: $(cat "$TMP/slurm.err")"
     exit 77
@@ -41,7 +42,7 @@ phase "dry run: $(grep -m1 'srun ' "$TMP/dry")"
 salloc -N1 -n2 -t 2 "$PDBX" run "${QUICK[@]}" >"$TMP/id_a" 2>"$TMP/err_a" \
     || { cat "$TMP/err_a"; cat "$ST"/logs/*.log 2>/dev/null | tail -n 30; fail "pdbx run inside salloc"; }
 id_a=$(cat "$TMP/id_a")
-phase "salloc run $id_a: $(grep -v '^\[' "$TMP/err_a" | tail -n 1)"
+phase "salloc run $id_a: $(grep -m1 'complete' "$TMP/err_a")"
 
 # b. --sbatch writes the batch script; sbatch runs it to its end
 "$PDBX" run "${QUICK[@]}" --sbatch "$TMP/job.sh" >"$TMP/sbatch.out" 2>&1 || { cat "$TMP/sbatch.out"; fail "pdbx run --sbatch"; }
@@ -56,12 +57,24 @@ id_b=$(ls -t "$ST/runs" | grep -v "^$id_a" | head -1); id_b=${id_b%.pdbx}
 "$PDBX" ls --json --store "$ST" >"$TMP/ls.json" || fail "pdbx ls --json"
 for id in "$id_a" "$id_b"; do
     "$PDBX" show "$id" --format json --store "$ST" >"$TMP/show-$id.json" || fail "pdbx show $id"
-    "$PY" - "$TMP/ls.json" "$TMP/show-$id.json" "$id" "$NODE" <<'PYEOF' || { head -c 3000 "$TMP/show-$id.json"; fail "run $id in the store"; }
+    "$PY" - "$TMP/ls.json" "$TMP/show-$id.json" "$id" <<'PYEOF' || { head -c 3000 "$TMP/show-$id.json"; fail "run $id in the store"; }
 import json, sys
 ls = {r["id"]: r for r in json.load(open(sys.argv[1]))}
-d = json.load(open(sys.argv[2])); rid, node = sys.argv[3], sys.argv[4]
+d = json.load(open(sys.argv[2])); rid = sys.argv[3]
 assert ls[rid]["status"] == "complete", ls[rid]
 assert d["status"] == "complete", d["status"]
+pts = [p for c in d["configs"] for p in c["points"]]
+assert len(pts) == 4 and all(p["status"] == "ok" for p in pts), pts
+assert d["collectives"] and all(c["ranks_per_node"] == c["nranks"] == 2 for c in d["collectives"]), d["collectives"]
 PYEOF
+    # placement and launcher as recorded by the engine: srun with the detected plugin, in the job
+    NODE=$NODE ev_py "$ST/runs/$id.pdbx" '
+import os, re
+S = [e for e in E if e["type"] == "run_start"][0]
+node = os.environ["NODE"]
+assert S["env"]["hosts"] == [node, node], S["env"]["hosts"]
+assert re.fullmatch(r"srun \(pmix[^)]*\) in job [0-9]+", S["launcher"]), S["launcher"]
+assert S["command"].startswith("srun --mpi=pmix"), S["command"]
+' || fail "run_start of run $id"
 done
 phase "done"
