@@ -132,6 +132,7 @@ typedef struct {
     int points_done, points_total;
     uint64_t size;               /* file bytes */
     char message[160];           /* failure/corruption reason, else "" */
+    char launcher[64];           /* run_start's launcher ("simulated 2 nodes" ...), "" unknown */
 } pdbx_run_summary;
 
 /* Every run in the store, newest first. Uses index.json for runs whose (size, mtime) did not

@@ -81,6 +81,9 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
         !jf_strbuf(j, "gpu", e->sum.gpu, sizeof e->sum.gpu) ||
         !jf_strbuf(j, "message", e->sum.message, sizeof e->sum.message))
         return -1;
+    if (cJSON_GetObjectItemCaseSensitive(j, "launcher") &&      /* written only when known */
+        !jf_strbuf(j, "launcher", e->sum.launcher, sizeof e->sum.launcher))
+        return -1;
     /* counts, sizes and pids in range (a damaged index must not overflow a conversion) */
     if (!(size <= 9.0e18) || !(done >= 0 && done <= 1e9) || !(total >= 0 && total <= 1e9) ||
         !(mmin >= 0 && mmin <= 1e9) || !(mmax >= 0 && mmax <= 1e9) || !(pid >= 0 && pid <= 2147483647.0))
@@ -234,7 +237,8 @@ static cJSON *entry_to_json(const pdbx_index_entry *e)
         !cJSON_AddNumberToObject(j, "mbs_max", e->sum.mbs_max) ||
         !cJSON_AddNumberToObject(j, "points_done", e->sum.points_done) ||
         !cJSON_AddNumberToObject(j, "points_total", e->sum.points_total) ||
-        !cJSON_AddStringToObject(j, "message", e->sum.message))
+        !cJSON_AddStringToObject(j, "message", e->sum.message) ||
+        (e->sum.launcher[0] && !cJSON_AddStringToObject(j, "launcher", e->sum.launcher)))
         goto fail_j;
     if (e->resume_points) {
         char off[32];

@@ -115,6 +115,7 @@ static void summary_from_run(const pdbx_run *run, const char *id, const struct s
             s->mbs_max = p->mbs;
     }
     qsort(s->tp, (size_t)s->ntp, sizeof s->tp[0], cmp_int);
+    snprintf(s->launcher, sizeof s->launcher, "%s", run->launcher);
     s->status = run->status;
     s->points_done = (int)pdbx_run_points_done(run);
     s->points_total = (int)run->npoints;
@@ -144,6 +145,7 @@ static int run_from_entry(const pdbx_index_entry *e, pdbx_run *run)
     snprintf(run->model.name, sizeof run->model.name, "%s", e->sum.model);
     snprintf(run->backend, sizeof run->backend, "%s", e->sum.backend);
     snprintf(run->gpu, sizeof run->gpu, "%s", e->sum.gpu);
+    snprintf(run->launcher, sizeof run->launcher, "%s", e->sum.launcher);
     snprintf(run->host, sizeof run->host, "%s", e->host);
     run->created = e->sum.created;
     run->pid = e->pid;

@@ -78,7 +78,8 @@ static int print_json(const pdbx_run_summary *runs, size_t n, FILE *out)
             || !cJSON_AddNumberToObject(o, "points_done", s->points_done)
             || !cJSON_AddNumberToObject(o, "points_total", s->points_total)
             || !cJSON_AddNumberToObject(o, "size", (double)s->size)
-            || !cJSON_AddStringToObject(o, "message", s->message))
+            || !cJSON_AddStringToObject(o, "message", s->message)
+            || (s->launcher[0] && !cJSON_AddStringToObject(o, "launcher", s->launcher)))
             goto fail;
     }
     return pdbx_cli_emit_json(out, arr);
@@ -122,6 +123,8 @@ static int print_table(const pdbx_store *st, const pdbx_run_summary *runs, size_
         else
             snprintf(mbs, sizeof mbs, "%d..%d", s->mbs_min, s->mbs_max);
         status_text(s, status, sizeof status);
+        /* a run whose nodes were all this machine says so wherever it is shown */
+        int simulated = strncmp(s->launcher, "simulated", 9) == 0;
         pdbx_fmt_size((double)s->size, size, sizeof size);
         if (pdbx_table_add_row(t) != 0
             || pdbx_table_set(t, C_CREATED, "%s", created) || pdbx_table_set(t, C_ID, "%s", s->id)
@@ -129,9 +132,10 @@ static int print_table(const pdbx_store *st, const pdbx_run_summary *runs, size_
             || pdbx_table_set(t, C_BACKEND, "%s", bg) || pdbx_table_set(t, C_TP, "%s", tps)
             || pdbx_table_set(t, C_MBS, "%s", mbs) || pdbx_table_set(t, C_STATUS, "%s", status)
             || pdbx_table_set(t, C_SIZE, "%s", size)
-            || pdbx_table_set(t, C_NOTE, "%s", s->message))
+            || pdbx_table_set(t, C_NOTE, "%s%s%s", simulated ? s->launcher : "",
+                              simulated && s->message[0] ? "; " : "", s->message))
             goto fail;
-        any_note |= s->message[0] != '\0';
+        any_note |= s->message[0] != '\0' || simulated;
     }
     pdbx_table_hide(t, C_NOTE, !any_note);
     pdbx_table_print(t, out, NULL);

@@ -84,6 +84,8 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
                   run->backend[0] ? run->backend : PDBX_NA, run->gpu[0] ? run->gpu : PDBX_NA,
                   run->device_name[0] ? run->device_name : PDBX_NA, run->world_size,
                   run->ranks_per_node, run->warmup, run->steps);
+    if (run->launcher[0])
+        pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
     fprintf(out, "times: ms per execution on one TP rank (max across TP ranks), stat %s, "
                  "attribution %s\n",
             pdbx_stat_name((pdbx_stat_kind)a->stat), pdbx_cli_attributions[a->attribution]);
@@ -383,7 +385,9 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
               || !cJSON_AddStringToObject(root, "gpu", run->gpu)
               || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)a->stat))
               || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[a->attribution])
-              || !cJSON_AddStringToObject(root, "unit", "ms");
+              || !cJSON_AddStringToObject(root, "unit", "ms")
+              || (run->launcher[0] && !cJSON_AddStringToObject(root, "launcher", run->launcher))
+              || (run->command[0] && !cJSON_AddStringToObject(root, "command", run->command));
     for (size_t i = 0; i < t->nconfigs && !bad; i++) {
         cJSON *cj = config_json(run, &t->configs[i], a, cols, ncols);
         bad = !cj || !cJSON_AddItemToArray(configs, cj);

@@ -495,9 +495,12 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
     ui_draw_tabs(b.y, 1, b.w - 2, names, ntabs, v->tab);
     /* the long id last: at 80 columns it is the part that goes (whole, "..." in its place),
      * not the status */
-    ui_put_text(b.y + 1, 1, b.w - 2, UI_C_DIM, 1, "%s  %s/%s %s  seq %d  layers %d of %d  %s  %s", v->run.model.name,
-           v->run.backend, v->run.gpu, v->run.dtype, v->run.seq_len, v->run.layers_profiled, v->run.model.layers,
-           pdbx_run_status_name(v->run.status), v->run.id);
+    /* a run whose nodes were all this machine says so (its numbers are not multi-node ones) */
+    const char *sim = strncmp(v->run.launcher, "simulated", 9) == 0 ? v->run.launcher : "";
+    ui_put_text(b.y + 1, 1, b.w - 2, UI_C_DIM, 1, "%s  %s/%s %s  seq %d  layers %d of %d  %s%s%s  %s",
+           v->run.model.name, v->run.backend, v->run.gpu, v->run.dtype, v->run.seq_len,
+           v->run.layers_profiled, v->run.model.layers, pdbx_run_status_name(v->run.status),
+           sim[0] ? "  " : "", sim, v->run.id);
     ui_rect body = { b.y + 3, b.x, b.h - 3, b.w };
     if (ntabs == 0) {
         ui_put(body.y, 1, b.w - 2, UI_C_DIM, 0, "no configs in this run");

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Launchers through the real pdbx run, supervisor and mpirun (docs/launch.md):
+#  - --dry-run prints the mpirun line per rank count (--hosts, --launcher-args split like a
+#    shell) and creates nothing; a bad --hosts entry is named (exit 2);
+#  - nodes: 2 with the local launcher is refused (exit 2, one line naming the ways out), no run;
+#  - --simulate-nodes runs it here and the run says so: run_start's launcher, ls, show;
+#  - --hosts $(hostname):2 runs a real tiny sweep through mpirun --host, the command line used
+#    is recorded in run_start and printed by show, with the rank placement.
+source "$(dirname "$0")/engine_common.inc"
+SECONDS=0
+phase() { echo "[${SECONDS}s] $*"; }
+[ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
+export PDBX_ENGINE=$ENGINE
+ST=$TMP/store
+H=$(hostname)
+
+tiny_spec "$TMP/two.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'gpus_per_node=1' 'nodes=2' \
+    'steps=1'
+
+phase 'dry run'
+"$PDBX" run "$TMP/two.json" --store "$ST" --hosts "$H:1,other-node:1" \
+    --launcher-args "--mca btl 'tcp,self,vader'" --dry-run >"$TMP/dry" 2>"$TMP/err" \
+    || { cat "$TMP/err"; fail "--dry-run exit $?"; }
+[ "$(wc -l <"$TMP/dry")" -eq 1 ] || { cat "$TMP/dry"; fail "--dry-run: want one line (one rank count)"; }
+grep -q "^mpirun .*--mca btl tcp,self,vader --bind-to none --host $H:1,other-node:1 --map-by ppr:1:node .*-np 2 $ENGINE --spec $ST/logs/.*\.spec\.json --store $ST --run-id " "$TMP/dry" \
+    || { cat "$TMP/dry"; fail "--dry-run line"; }
+grep -q -- "--oversubscribe" "$TMP/dry" && fail "--dry-run: --oversubscribe on real hosts"
+[ -e "$ST" ] && fail "--dry-run created the store"
+"$PDBX" run "$TMP/two.json" --store "$ST" --hosts "$H:1,bad host:1" --dry-run >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] || fail "bad --hosts: exit $rc, want 2"
+grep -q "hosts: 'bad host' is not a host name" "$TMP/err" || { cat "$TMP/err"; fail "bad host not named"; }
+
+phase 'local refuses nodes 2'
+"$PDBX" run "$TMP/two.json" --store "$ST" >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] || { cat "$TMP/err"; fail "local with nodes 2: exit $rc, want 2"; }
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || { cat "$TMP/err"; fail "want one line"; }
+grep -q -- "--hostfile FILE or --hosts" "$TMP/err" && grep -q -- "--simulate-nodes" "$TMP/err" \
+    && grep -q "srun" "$TMP/err" || { cat "$TMP/err"; fail "the refusal does not name the ways out"; }
+[ -z "$(ls "$ST/runs" 2>/dev/null)" ] || fail "a refused launch created a run"
+
+phase 'simulated nodes'
+id=$("$PDBX" run "$TMP/two.json" --store "$ST" --simulate-nodes 2>"$TMP/err") \
+    || { cat "$TMP/err"; fail "--simulate-nodes run"; }
+f=$ST/runs/$id.pdbx
+ev_py "$f" 'rs=[e for e in E if e["type"]=="run_start"][0]; import sys; sys.exit(0 if rs.get("launcher")=="simulated 2 nodes" and rs["command"].startswith("mpirun ") else 1)' \
+    || fail "run_start does not record the simulated nodes"
+"$PDBX" ls --store "$ST" | grep "$id" | grep -q "simulated 2 nodes" || { "$PDBX" ls --store "$ST"; fail "ls does not say simulated"; }
+"$PDBX" show "$id" --store "$ST" >"$TMP/show" || fail "show"
+grep -q "^launched simulated 2 nodes: mpirun .* -np 2 " "$TMP/show" || { head -6 "$TMP/show"; fail "show header"; }
+
+phase "--hosts $H:2"
+tiny_spec "$TMP/one.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'gpus_per_node=2' 'steps=1'
+id=$("$PDBX" run "$TMP/one.json" --store "$ST" --hosts "$H:2" 2>"$TMP/err") \
+    || { cat "$TMP/err"; fail "--hosts run"; }
+f=$ST/runs/$id.pdbx
+ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; end=[e for e in E if e["type"]=="run_end"][-1]; sys.exit(0 if rs.get("launcher")=="mpirun on 1 host" and " --host '"$H"':2 --map-by ppr:2:node " in rs["command"] and end["status"]=="complete" else 1)' \
+    || { ev_py "$f" 'print([e for e in E if e["type"] in ("run_start","run_end")])' | head -c 3000; fail "--hosts run not recorded"; }
+"$PDBX" show "$id" --store "$ST" >"$TMP/show" || fail "show"
+grep -q "^launched mpirun on 1 host: mpirun .*--host $H:2 " "$TMP/show" || { head -6 "$TMP/show"; fail "show: command"; }
+# the run's launcher is the supervisor on this host: not the simulated kind in ls
+"$PDBX" ls --store "$ST" | grep "$id" | grep -q simulated && fail "ls says simulated for a --hosts run"
+phase done
+echo PASS
