@@ -72,6 +72,8 @@ ls = {r["id"]: r for r in json.load(open(sys.argv[1]))}
 d = json.load(open(sys.argv[2])); rid, h1, h2 = sys.argv[3:6]
 assert ls[rid]["status"] == "complete", ls[rid]
 assert d["status"] == "complete", d["status"]
+assert d["launcher"] == "mpirun on 2 hosts", d["launcher"]
+assert d["command"].startswith("mpirun ") and "--hostfile" in d["command"], d["command"]
 pts = [p for c in d["configs"] for p in c["points"]]
 assert len(pts) == 2 and all(p["status"] == "ok" for p in pts), pts
 # the collectives sweep over the TP group {0,1} (one host) and the world {0..3} (both hosts):

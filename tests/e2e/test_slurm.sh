@@ -63,6 +63,7 @@ ls = {r["id"]: r for r in json.load(open(sys.argv[1]))}
 d = json.load(open(sys.argv[2])); rid = sys.argv[3]
 assert ls[rid]["status"] == "complete", ls[rid]
 assert d["status"] == "complete", d["status"]
+assert d["launcher"].startswith("srun (pmix") and d["command"].startswith("srun --mpi=pmix"), d
 pts = [p for c in d["configs"] for p in c["points"]]
 assert len(pts) == 4 and all(p["status"] == "ok" for p in pts), pts
 assert d["collectives"] and all(c["ranks_per_node"] == c["nranks"] == 2 for c in d["collectives"]), d["collectives"]
