@@ -7,9 +7,13 @@
 #  2. the quick sweep with nodes: 2 (TP2 x DP2: 4 ranks, 2 per node) through
 #     `pdbx run --launcher mpirun --hostfile FILE --launcher-args "<mca settings>"`, started on
 #     the first host as a login node would; `--dry-run` first prints the mpirun line;
-#  3. `pdbx show --format json`: complete, the two host names, ranks placed node by node
-#     (ranks 0,1 on the first host, 2,3 on the second, local ranks 0,1), the TP groups' results
-#     intra-node and the DP/world groups' inter-node.
+#  3. `pdbx ls --json` / `pdbx show --format json`: complete, launcher "mpirun on 2 hosts" and
+#     its command; run_start's env.hosts: ranks placed node by node (0,1 on the first host, 2,3
+#     on the second); the collectives sweep's TP group intra-node and the world group's inter-node (ranks_per_node < nranks);
+#  4. cancel reaches every node: `pdbx cancel` of a detached 2-host run leaves no engine rank
+#     in either namespace and the run cancelled;
+#  5. a node lost mid-sweep (every process of the second host killed after a point is done)
+#     ends the run failed, completed points kept.
 # Skips (77) when namespaces are not permitted (not root, unshare/ip netns refused). Namespaces
 # and their interfaces are removed on every exit. Runs alone:
 #   PDBX_SOURCE_DIR=$PWD PYTHON=/usr/bin/python3 PDBX_BUILD=$PWD/build bash tests/e2e/test_multihost.sh
@@ -98,4 +102,53 @@ assert S["command"].startswith("mpirun ") and "--hostfile" in S["command"], S["c
 assert "--oversubscribe" not in S["command"], S["command"]
 assert S["host"] == h1, S["host"]
 ' || fail "run_start of the 2-host run"
+phase "store checked"
+
+# 4. cancel reaches every node: a longer sweep, detached, cancelled once ranks run on both hosts
+ns_exec "$H1" env PDBX_ENGINE="$ENGINE" "$PDBX" "${RUN[@]}" --steps 200 --mbs 1:8 --detach >"$TMP/id2" 2>"$TMP/err2" \
+    || { cat "$TMP/err2"; fail "pdbx run --detach on 2 namespace hosts"; }
+id2=$(cat "$TMP/id2")
+engines_on() { ip netns pids "$1" | xargs -r ps -o comm= -p 2>/dev/null | grep -c '^pdbx-engine$'; }
+for _ in $(seq 150); do
+    [ "$(engines_on "$H1")" = 2 ] && [ "$(engines_on "$H2")" = 2 ] && break
+    sleep 0.1
+done
+[ "$(engines_on "$H2")" = 2 ] || { cat "$ST/logs/$id2.log"; fail "no engine ranks on $H2 after 15 s"; }
+phase "run $id2: 2 ranks on each host; cancelling"
+ns_exec "$H1" "$PDBX" cancel "$id2" --store "$ST" >"$TMP/cancel" 2>&1 || { cat "$TMP/cancel"; fail "pdbx cancel"; }
+for _ in $(seq 100); do
+    [ "$(engines_on "$H1")" = 0 ] && [ "$(engines_on "$H2")" = 0 ] && break
+    sleep 0.1
+done
+[ "$(engines_on "$H1")$(engines_on "$H2")" = 00 ] || fail "engine ranks left after cancel: $H1 $(engines_on "$H1"), $H2 $(engines_on "$H2")"
+"$PDBX" ls --json --store "$ST" | "$PY" -c '
+import json, sys
+r = [r for r in json.load(sys.stdin) if r["id"] == sys.argv[1]][0]
+assert r["status"] == "cancelled", r' "$id2" || fail "the cancelled run is not cancelled in pdbx ls"
+phase "cancelled on both hosts: $(tail -n 1 "$TMP/cancel")"
+
+# 5. a node lost mid-sweep: every process of the second host killed once a point is complete;
+# the run ends failed with the completed points kept
+ns_exec "$H1" env PDBX_ENGINE="$ENGINE" "$PDBX" "${RUN[@]}" --steps 2 --mbs 1:8 --detach >"$TMP/id3" 2>"$TMP/err3" \
+    || { cat "$TMP/err3"; fail "pdbx run --detach on 2 namespace hosts"; }
+id3=$(cat "$TMP/id3")
+show3() { "$PDBX" show "$id3" --format json --store "$ST" 2>/dev/null | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+print(d["status"], sum(p["status"] == "ok" for c in d["configs"] for p in c["points"]))'; }
+for _ in $(seq 150); do
+    read -r st ok < <(show3)
+    [ "${ok:-0}" -ge 1 ] && break
+    sleep 0.2
+done
+[ "${ok:-0}" -ge 1 ] && [ "$st" = running ] || fail "run $id3: want running with a point done, got '$st' with '$ok' points"
+ip netns pids "$H2" | xargs -r kill -KILL
+phase "run $id3: $ok point(s) done; killed every process on $H2"
+for _ in $(seq 150); do
+    read -r st ok2 < <(show3)
+    [ "$st" != running ] && break
+    sleep 0.2
+done
+[ "$st" = failed ] && [ "$ok2" -ge "$ok" ] || { tail -n 5 "$ST/logs/$id3.log"; fail "run $id3 after losing $H2: want failed with >= $ok points, got '$st' with '$ok2'"; }
+phase "lost node: failed, $ok2 points kept: $("$PDBX" show "$id3" --format json --store "$ST" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["reason"])')"
 phase "done"
