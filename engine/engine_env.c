@@ -1,6 +1,7 @@
 /* engine_env.c: hosts, threads and the run_start/launch events (engine_env.h). */
 #define _GNU_SOURCE          /* sched_getaffinity, CPU_COUNT */
 #include "engine/engine_env.h"
+#include "engine/engine_agree.h"
 #include "engine/backends/host.h"
 #include "store/events.h"
 #include "store/version.h"
@@ -80,6 +81,7 @@ cJSON *pdbx_env_json(pdbx_engine *e)
         .ranks_per_node = e->ranks_per_node, .cores_per_node = (int)sysconf(_SC_NPROCESSORS_ONLN),
         .rank_order = "megatron tp-cp-ep-dp-pp (tp fastest, then dp, then pp)",
         .timing = "per op: barrier-free on compute; collectives after a group barrier",
+        .places = e->places, .nplaces = e->places ? (size_t)e->size : 0,
     };
     int rc = pdbx_event_env_fill(env, &f);
     free(hosts);
@@ -88,6 +90,24 @@ cJSON *pdbx_env_json(pdbx_engine *e)
         return NULL;
     }
     return env;
+}
+
+int pdbx_env_gather_placement(pdbx_engine *e)
+{
+    pdbx_ev_rank_place me;
+    memset(&me, 0, sizeof me);
+    snprintf(me.host, sizeof me.host, "%s", e->hosts ? e->hosts[e->rank] : "");
+    me.local_rank = e->local_rank;
+    e->be.compute->device_id(e->compute, &me.device, me.uuid, sizeof me.uuid);
+    pdbx_ev_rank_place *all = NULL;
+    if (e->rank == 0)
+        all = calloc((size_t)e->size, sizeof *all);
+    if (pdbx_agree_any(e->rank == 0 && !all))     /* every rank stops together, before the gather */
+        return -1;
+    MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
+    free(e->places);
+    e->places = all;
+    return 0;
 }
 
 static long launcher_pid(void)

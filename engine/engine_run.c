@@ -213,6 +213,11 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
     e->blas_threads = pdbx_env_blas_threads(e->local_size, note, sizeof note);
     if (start_backends(e, notice, sizeof notice) != 0)
         return 1;
+    if (pdbx_env_gather_placement(e) != 0) {
+        if (e->rank == 0)
+            fprintf(stderr, "pdbx-engine: out of memory gathering the rank placement\n");
+        return 1;
+    }
     if (replan_profile(e) != 0)
         return 1;
     snprintf(e->store_dir, sizeof e->store_dir, "%s", args->store_dir);
@@ -439,5 +444,6 @@ void pdbx_run_close(pdbx_engine *e)
         e->be.compute->fini(e->compute);
     pdbx_backend_unload(&e->be);
     free(e->hosts);
+    free(e->places);
     free(e->points);
 }

@@ -17,6 +17,7 @@
 #include "engine/engine_events.h"
 #include "engine/engine_watch.h"
 #include "engine/plan/plan.h"
+#include "store/events.h"
 
 #define PDBX_HOST_MAX 64
 
@@ -25,6 +26,7 @@ typedef struct {
     int local_rank, local_size;   /* this node */
     int ranks_per_node;           /* max over nodes */
     char (*hosts)[PDBX_HOST_MAX]; /* every rank's host name (all ranks hold the list) */
+    pdbx_ev_rank_place *places;   /* rank 0: every rank's placement (engine_env.h) */
     int blas_threads;
 
     pdbx_spec spec;

@@ -250,6 +250,41 @@ void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out)
     jf_get_fields(ev, out, launch_fields, JF_N(launch_fields));
 }
 
+static const jf_field place_fields[] = {
+    F(pdbx_ev_rank_place, STR, host, "host"), F(pdbx_ev_rank_place, INT, local_rank, "local_rank"),
+    F(pdbx_ev_rank_place, INT, device, "device"), F(pdbx_ev_rank_place, STR, uuid, "uuid"),
+};
+
+static cJSON *placement_json(const pdbx_ev_rank_place *p, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    int ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = jf_push(arr, o) && jf_put_num(o, "rank", (double)i) &&
+             jf_put_fields(o, &p[i], place_fields, JF_N(place_fields));
+    }
+    return jf_done(arr, ok);
+}
+
+size_t pdbx_event_env_placement(const cJSON *env, pdbx_ev_rank_place *out, size_t cap)
+{
+    const cJSON *arr = cJSON_IsObject(env) ? cJSON_GetObjectItemCaseSensitive(env, "placement") : NULL;
+    const cJSON *o;
+    size_t n = 0;
+    if (!cJSON_IsArray(arr))
+        return 0;
+    cJSON_ArrayForEach(o, arr) {
+        if (n >= cap || !cJSON_IsObject(o))
+            break;
+        memset(&out[n], 0, sizeof out[n]);
+        out[n].device = -1;
+        jf_get_fields(o, &out[n], place_fields, JF_N(place_fields));
+        n++;
+    }
+    return n;
+}
+
 int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e)
 {
     /* what the backend described itself wins */
@@ -263,7 +298,8 @@ int pdbx_event_env_fill(cJSON *env, const pdbx_ev_env *e)
              jf_put_str(env, "pdbx_version", e->pdbx_version) && jf_put_str(env, "git_rev", e->git_rev) &&
              jf_put_num(env, "ranks_per_node", e->ranks_per_node) &&
              jf_put_num(env, "cores_per_node", e->cores_per_node) &&
-             jf_put_str(env, "rank_order", e->rank_order) && jf_put_str(env, "timing", e->timing);
+             jf_put_str(env, "rank_order", e->rank_order) && jf_put_str(env, "timing", e->timing) &&
+             (!e->places || jf_add(env, "placement", placement_json(e->places, e->nplaces)));
     return ok ? 0 : -1;
 }
 

@@ -101,6 +101,15 @@ cJSON *pdbx_event_launch(const pdbx_ev_launcher *who, cJSON *env, const int (*co
 void pdbx_event_decode_launch(const cJSON *ev, pdbx_ev_launcher *out);
 
 /* ---- the env object of run_start/launch (opaque beyond these fields) ------------------- */
+/* Where one rank ran (env.placement[rank]): its host, its rank on that host (MPI's shared-memory
+ * split, the one that picks the device), the device index (-1: none, the cpu backend) and the
+ * device's UUID ("" when the backend has none). */
+typedef struct {
+    char host[64];
+    int local_rank, device;
+    char uuid[48];
+} pdbx_ev_rank_place;
+
 typedef struct {
     const char *const *hosts;    /* one per rank, in rank order */
     size_t nhosts;
@@ -110,6 +119,8 @@ typedef struct {
     const char *pdbx_version, *git_rev;
     int ranks_per_node, cores_per_node;
     const char *rank_order, *timing;
+    const pdbx_ev_rank_place *places;   /* one per rank, NULL: not written */
+    size_t nplaces;
 } pdbx_ev_env;
 
 /* Adds the common fields to env (an object a backend may already have described itself in:
@@ -121,6 +132,8 @@ int pdbx_event_env_set_device(cJSON *env, const char *device);
  * possibly repeated; returns how many were written). */
 const char *pdbx_event_env_device(const cJSON *env);
 size_t pdbx_event_env_hosts(const cJSON *env, const char **out, size_t cap);
+/* env.placement into out[0..cap): how many were written (0 when absent: older runs). */
+size_t pdbx_event_env_placement(const cJSON *env, pdbx_ev_rank_place *out, size_t cap);
 
 /* ---- one point ------------------------------------------------------------------------- */
 typedef struct {

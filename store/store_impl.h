@@ -47,6 +47,8 @@ typedef struct {
     double last_event;
     const char *path;        /* the run file in its store (NULL: unknown): the store's log of
                               * the run may say how it ended when run_end could not be written */
+    const char *launcher;    /* run_start's launcher ("srun (pmix) in sbatch job 41"), "" none:
+                              * named in the reason of a run whose heartbeat stopped elsewhere */
 } store_launcher;
 store_launcher store_launcher_of_run(const pdbx_run *run);
 /* The liveness rule of store.h for a run without run_end: 1 while it counts as running. */

@@ -226,7 +226,8 @@ static pdbx_run_summary live_summary(const pdbx_store *st, const pdbx_index_entr
     if (s.status == PDBX_RUN_RUNNING && !e->have_end && launcher_dead) {
         s.status = PDBX_RUN_FAILED;
         char *path = store_run_path_alloc(st, e->sum.id);
-        store_launcher l = { e->host, e->pid, e->pid_start, e->boot_id, e->last_event, path };
+        store_launcher l = { e->host, e->pid, e->pid_start, e->boot_id, e->last_event, path,
+                             e->sum.launcher };
         store_no_end_reason(s.message, sizeof s.message, &l);
         free(path);
     }
@@ -326,7 +327,7 @@ static int launcher_dead(const pdbx_store *st, pdbx_index_entry *e, int *changed
     for (int pass = 0; pass < 8; pass++) {
         if (e->sum.status != PDBX_RUN_RUNNING || e->have_end ||
             store_launcher_alive(&(store_launcher){ e->host, e->pid, e->pid_start, e->boot_id,
-                                                    e->last_event, NULL }))
+                                                    e->last_event, NULL, e->sum.launcher }))
             return 0;
         char *path = store_run_path_alloc(st, e->sum.id);
         struct stat sb;

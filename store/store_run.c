@@ -291,7 +291,8 @@ int pdbx_process_is(long pid, double pid_start, const char *boot_id)
 
 store_launcher store_launcher_of_run(const pdbx_run *run)
 {
-    store_launcher l = { run->host, run->pid, run->pid_start, run->boot_id, run->last_event, NULL };
+    store_launcher l = { run->host, run->pid, run->pid_start, run->boot_id, run->last_event, NULL,
+                         run->launcher };
     return l;
 }
 
@@ -351,12 +352,16 @@ void store_no_end_reason(char *buf, size_t len, const store_launcher *l)
 {
     char said[300];
     if (log_end(l->path, said, sizeof said) == 0)
-        snprintf(buf, len, "%s (run_end not written; from the log)", said);
+        snprintf(buf, len, "%.200s (run_end not written; from the log)", said);
     else if (l->pid > 0 && same_host(l->host) && pdbx_process_alive(l->pid))
         snprintf(buf, len, "no run end (launcher pid %ld on %s is gone; the pid is now another "
                  "process)", l->pid, l->host);
     else if (l->pid > 0 && same_host(l->host))
         snprintf(buf, len, "no run end (launcher pid %ld on %s is gone)", l->pid, l->host);
+    else if (l->last_event > 0 && l->launcher && l->launcher[0])
+        /* a run without a supervisor here (sbatch): the job is what to look at */
+        snprintf(buf, len, "no run end (last event %.0f s ago on %s; launched %s)",
+                 pdbx_wall_s() - l->last_event, l->host && l->host[0] ? l->host : "?", l->launcher);
     else if (l->last_event > 0)
         snprintf(buf, len, "no run end (last event %.0f s ago)", pdbx_wall_s() - l->last_event);
     else

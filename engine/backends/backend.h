@@ -70,6 +70,9 @@ typedef struct {
     int (*init)(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
     void (*fini)(pdbx_compute *c);
     const char *(*device_name)(pdbx_compute *c);
+    /* The device this rank measures on (rank placement in run_start): its index among the
+     * node's devices and its UUID ("GPU-...", "" when the backend has none); cpu: -1, "". */
+    void (*device_id)(pdbx_compute *c, int *index, char *uuid, size_t len);
     /* Adds what describes the device and libraries to env (device, memory, SMs, clocks,
      * driver/runtime versions, BLAS and its threads ...). */
     int (*describe)(pdbx_compute *c, cJSON *env);
@@ -103,6 +106,7 @@ typedef struct {
  * compile error in each implementation that lacks it, never a NULL call at run time. */
 #define PDBX_COMPUTE_OPS(NAME, P) {                                                           \
         .name = NAME, .init = P##_init, .fini = P##_fini, .device_name = P##_device_name,     \
+        .device_id = P##_device_id,                                                           \
         .describe = P##_describe, .mem_info = P##_mem_info, .prepare = P##_prepare,           \
         .release = P##_release, .run_op = P##_run_op, .comm_buffer = P##_comm_buffer,         \
         .span_begin = P##_span_begin, .span_end = P##_span_end, .checksum = P##_checksum,     \

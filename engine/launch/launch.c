@@ -254,6 +254,86 @@ static int wait_for_start(const pdbx_sup_job *job, pid_t sup, char *err, size_t 
                      START_WAIT_S, job->log_path);
 }
 
+int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
+                       const char *time_limit, const char *script_path,
+                       char run_id[PDBX_RUN_ID_MAX], char abs_script[PDBX_PATH_MAX], int *usage,
+                       char *err, size_t errlen)
+{
+    pdbx_launch_opts *o = calloc(1, sizeof *o);
+    pdbx_sup_job *job = malloc(sizeof *job);
+    char *script = NULL, *json_text = NULL;
+    int rc = o && job ? 0 : pdbx_fail(err, errlen, "out of memory");
+    if (rc == 0 && opts && (opts->nhosts > 0 || opts->simulate_nodes ||
+                            (opts->kind != PDBX_LAUNCHER_AUTO && opts->kind != PDBX_LAUNCHER_SRUN))) {
+        *usage = 1;
+        rc = pdbx_fail(err, errlen, "sbatch: the batch job runs srun on its allocation: no hosts, "
+                       "--simulate-nodes or other launcher");
+    }
+    if (rc == 0) {
+        if (opts)
+            *o = *opts;
+        o->kind = PDBX_LAUNCHER_SRUN;
+        /* the store exists from now on: the job's output goes to its logs/ */
+        pdbx_store *st = NULL;
+        rc = pdbx_store_open(store_dir, 1, &st, err, errlen);
+        if (rc == 0) {
+            char abs[PDBX_PATH_MAX];
+            pdbx_strcopy(abs, sizeof abs, pdbx_store_dir(st));
+            pdbx_store_close(st);
+            char *real = realpath(abs, NULL);
+            if (real) {
+                pdbx_strcopy(abs, sizeof abs, real);
+                free(real);
+            }
+            rc = prepare_job(spec, o, abs, job, 0, usage, err, errlen);
+        }
+    }
+    char logdir[PDBX_PATH_MAX];
+    if (rc == 0 && (pdbx_layout_path(PDBX_PATH_LOGS, job->store_dir, NULL, logdir, sizeof logdir) != 0 ||
+                    pdbx_layout_path(PDBX_PATH_LOG, job->store_dir, job->id, job->log_path,
+                                     sizeof job->log_path) != 0))
+        rc = pdbx_fail(err, errlen, "store path too long: %s", job->store_dir);
+    if (rc == 0)
+        rc = pdbx_mkdirs(logdir, err, errlen);
+    if (rc == 0) {
+        cJSON *js = pdbx_spec_to_json(spec);
+        json_text = js ? cJSON_Print(js) : NULL;
+        cJSON_Delete(js);
+        if (!json_text)
+            rc = pdbx_fail(err, errlen, "out of memory writing the spec");
+    }
+    if (rc == 0) {
+        pdbx_launch_env env;
+        pdbx_launch_env_probe(&env, spec, o, NULL, 0);
+        env.slurm_job_id = NULL;             /* the job's, not this shell's allocation */
+        env.slurm_nodes = 0;
+        env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+        pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
+        script = pdbx_launch_sbatch_script(spec, &env, &t, job->sizes, job->nsizes,
+                                           time_limit ? time_limit : "1:00:00", job->log_path,
+                                           json_text, err, errlen);
+        if (!script) {
+            rc = -1;
+            if (strncmp(err, "time:", 5) == 0)
+                *usage = 1;
+        }
+    }
+    if (rc == 0)
+        rc = pdbx_durable_write(script_path, script, strlen(script), err, errlen);
+    if (rc == 0) {
+        chmod(script_path, 0755);
+        char *real = realpath(script_path, NULL);
+        pdbx_strcopy(abs_script, PDBX_PATH_MAX, real ? real : script_path);
+        free(real);
+        pdbx_strcopy(run_id, PDBX_RUN_ID_MAX, job->id);
+    }
+    free(script);
+    free(json_text);
+    free(job);
+    free(o);
+    return rc;
+}
+
 int pdbx_launch_start(const pdbx_spec *spec, const char *store_dir, pdbx_launch *out,
                       char *err, size_t errlen)
 {

@@ -45,6 +45,15 @@ int pdbx_launch_start_ex(const pdbx_spec *spec, const pdbx_launch_opts *opts,
  * with err (*usage set as above). */
 int pdbx_launch_dry_run(const pdbx_spec *spec, const pdbx_launch_opts *opts,
                         const char *store_dir, FILE *out, int *usage, char *err, size_t errlen);
+/* --sbatch: writes the batch script (launch_argv.h, pdbx_launch_sbatch_script) to script_path
+ * for a run id chosen now (run_id), the srun launcher forced; creates the store (and its logs/)
+ * so that the job's output has somewhere to go, but no run: the engine creates it when the job
+ * starts. The script's absolute path goes to abs_script. 0, or -1 with err (*usage set when the
+ * request itself is wrong). */
+int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
+                       const char *time_limit, const char *script_path,
+                       char run_id[PDBX_RUN_ID_MAX], char abs_script[PDBX_PATH_MAX], int *usage,
+                       char *err, size_t errlen);
 /* A sweep of the store at store_dir that runs on this host now (its launcher is alive, the
  * store's liveness rule) and that a sweep for spec would share devices with: the same backend
  * on the same host (cpu: the host's cores; cuda: its GPUs, which every sweep numbers from 0;

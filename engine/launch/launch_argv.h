@@ -108,6 +108,21 @@ int pdbx_launch_split_words(const char *text, char *buf, size_t buflen, char **w
 /* argv as one line a shell reads back into the same words ('...' where needed). */
 void pdbx_launch_quote(char *const *argv, int argc, char *out, size_t len);
 
+/* The batch script of `pdbx run --sbatch` (docs/launch.md): #SBATCH lines (--job-name, --nodes,
+ * --ntasks-per-node, --gpus-per-node when the sweep uses GPUs, --time, --output on the store's
+ * logs/<id>.log), the spec written from spec_json by a quoted here-document, then one srun
+ * line per rank count (ranks[0..nranks)), each with PDBX_LAUNCH_MODE/PDBX_LAUNCH_COMMAND so
+ * the run records it. The batch shell is the run's launcher (PDBX_LAUNCHER_PID=$$): a SIGTERM
+ * to it (pdbx cancel on that node, scancel --batch --signal=TERM) is forwarded to srun as
+ * SIGUSR1 and the engine ends the run cancelled. Absolute paths only (t's). Returns a malloc'ed
+ * text, or NULL with err. */
+char *pdbx_launch_sbatch_script(const pdbx_spec *spec, const pdbx_launch_env *env,
+                                const pdbx_launch_target *t, const int *ranks, int nranks,
+                                const char *time_limit, const char *log_path,
+                                const char *spec_json, char *err, size_t errlen);
+/* A Slurm --time value: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (digits). 1 when it is one. */
+int pdbx_launch_valid_time(const char *t);
+
 /* Fills env from this process's environment (getenv) and, when srun is needed, `srun
  * --mpi=list` (kept in mpi_list, which must outlive env). */
 void pdbx_launch_env_probe(pdbx_launch_env *env, const pdbx_spec *spec,

@@ -59,7 +59,23 @@ ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; end=[e f
     || { ev_py "$f" 'print([e for e in E if e["type"] in ("run_start","run_end")])' | head -c 3000; fail "--hosts run not recorded"; }
 "$PDBX" show "$id" --store "$ST" >"$TMP/show" || fail "show"
 grep -q "^launched mpirun on 1 host: mpirun .*--host $H:2 " "$TMP/show" || { head -6 "$TMP/show"; fail "show: command"; }
+grep -q "^ranks (host/local rank): 0 $H/0, 1 $H/1$" "$TMP/show" || { head -6 "$TMP/show"; fail "show: placement"; }
+ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; p=rs["env"]["placement"]; sys.exit(0 if [(x["rank"],x["host"],x["local_rank"],x["device"]) for x in p]==[(0,"'"$H"'",0,-1),(1,"'"$H"'",1,-1)] else 1)' \
+    || fail "run_start env.placement"
 # the run's launcher is the supervisor on this host: not the simulated kind in ls
 "$PDBX" ls --store "$ST" | grep "$id" | grep -q simulated && fail "ls says simulated for a --hosts run"
+phase 'sbatch script'
+"$PDBX" run "$TMP/two.json" --store "$ST" --sbatch "$TMP/job.sh" --time 0:20:00 >"$TMP/out" 2>"$TMP/err" \
+    || { cat "$TMP/err"; fail "--sbatch"; }
+[ "$(cat "$TMP/out")" = "sbatch $TMP/job.sh" ] || { cat "$TMP/out"; fail "--sbatch: want the sbatch command on stdout"; }
+bash -n "$TMP/job.sh" || fail "the batch script is not bash -n clean"
+for want in '#SBATCH --nodes=2' '#SBATCH --ntasks-per-node=1' '#SBATCH --time=0:20:00' \
+            "#SBATCH --output=$ST/logs/" "--ntasks=2 --ntasks-per-node=1 " "$ENGINE --spec $ST/logs/"; do
+    grep -qF -- "$want" "$TMP/job.sh" || { cat "$TMP/job.sh"; fail "batch script lacks '$want'"; }
+done
+grep -q "gpus-per-node" "$TMP/job.sh" && fail "a cpu sweep asks for GPUs"
+"$PDBX" run "$TMP/two.json" --store "$ST" --sbatch "$TMP/job2.sh" --time 1h >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q "time: '1h' is not a Slurm time" "$TMP/err" || { cat "$TMP/err"; fail "bad --time"; }
+# (an sbatch run's liveness seen from a login node: test_store_runs, test_liveness_sbatch)
 phase done
 echo PASS

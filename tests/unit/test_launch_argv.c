@@ -243,12 +243,67 @@ static void test_words(void **state)
     assert_int_equal(pdbx_launch_split_words("", buf, sizeof buf, w, 16, err, sizeof err), 0);
 }
 
+/* The batch script: #SBATCH lines from the plan, one srun line per rank count with its command
+ * recorded, and bash -n clean. */
+static void test_sbatch_script(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    int nps[] = { 2, 4 };
+    make_spec(&s, 2, 2, nps, 2);
+    s.backend = PDBX_BACKEND_CUDA;
+    pdbx_launch_env e = plain_env();
+    e.srun_mpi_list = "srun: MPI types are...\nsrun: none\nsrun: pmi2\n";
+    char err[512] = "";
+    int ranks[] = { 2, 4 };
+    char *text = pdbx_launch_sbatch_script(&s, &e, &target, ranks, 2, "2:00:00", "/s/logs/ID.log",
+                                           "{\"name\": \"it's\"}", err, sizeof err);
+    if (!text)
+        fail_msg("%s", err);
+    const char *want[] = {
+        "#!/bin/bash\n", "\n#SBATCH --job-name=pdbx-ID\n", "\n#SBATCH --nodes=2\n",
+        "\n#SBATCH --ntasks-per-node=2\n", "\n#SBATCH --gpus-per-node=2\n",
+        "\n#SBATCH --time=2:00:00\n", "\n#SBATCH --output=/s/logs/ID.log\n",
+        "\n{\"name\": \"it's\"}\nPDBX_SPEC_END\n",
+        "\nsrun --mpi=pmi2 --nodes=1 --ntasks=2 --ntasks-per-node=2 --kill-on-bad-exit=1 "
+        "--cpu-bind=none /opt/pdbx/bin/pdbx-engine --spec /s/logs/ID.spec.json --store /s --run-id ID &\n",
+        "\nsrun --mpi=pmi2 --nodes=2 --ntasks=4 --ntasks-per-node=2 ",
+        "\nexport PDBX_LAUNCH_MODE=\"srun (pmi2) in sbatch job ${SLURM_JOB_ID:-?}\"\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(text, want[i]))
+            fail_msg("the script lacks %s:\n%s", want[i], text);
+    char path[] = "/tmp/pdbx-sbatch-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "bash -n %s", path);
+    assert_int_equal(system(cmd), 0);
+    unlink(path);
+    free(text);
+    /* a CPU sweep asks for no GPUs; a bad time is refused naming it */
+    s.backend = PDBX_BACKEND_CPU;
+    text = pdbx_launch_sbatch_script(&s, &e, &target, ranks, 2, "1:00:00", "/s/logs/ID.log", "{}",
+                                     err, sizeof err);
+    assert_non_null(text);
+    assert_null(strstr(text, "gpus-per-node"));
+    free(text);
+    assert_null(pdbx_launch_sbatch_script(&s, &e, &target, ranks, 2, "1h", "/s/logs/ID.log", "{}",
+                                          err, sizeof err));
+    assert_non_null(strstr(err, "time: '1h' is not a Slurm time"));
+    assert_true(pdbx_launch_valid_time("30"));
+    assert_true(pdbx_launch_valid_time("1-12:00:00"));
+    assert_false(pdbx_launch_valid_time("1:2:3:4"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mpirun_hostfile), cmocka_unit_test(test_mpirun_hosts),
         cmocka_unit_test(test_srun_in_allocation), cmocka_unit_test(test_local),
-        cmocka_unit_test(test_words),
+        cmocka_unit_test(test_words), cmocka_unit_test(test_sbatch_script),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,7 +141,13 @@ static void test_run_start(void **state)
     snprintf(h.dtype, sizeof h.dtype, "fp32");
     cJSON *env = cJSON_CreateObject();
     const char *hosts[] = {"node1", "node1", "node2"};
-    pdbx_ev_env e = {hosts, 3, 1, "cpu0", "Open MPI", "mpi", "0.1", "abc", 2, 8, "tp first", "clock"};
+    const pdbx_ev_rank_place places[] = {
+        {"node1", 0, 0, "GPU-0a"}, {"node1", 1, 1, "GPU-1b"}, {"node2", 0, -1, ""},
+    };
+    pdbx_ev_env e = {hosts, 3, 1, "cpu0", "Open MPI", "mpi", "0.1", "abc", 2, 8, "tp first", "clock",
+                     places, 3};
+    snprintf(h.who.launcher, sizeof h.who.launcher, "mpirun on 2 hosts");
+    snprintf(h.who.command, sizeof h.who.command, "mpirun --host a:2,b:2 -np 3 pdbx-engine");
     assert_int_equal(pdbx_event_env_set_device(env, "AMD EPYC"), 0);
     assert_int_equal(pdbx_event_env_fill(env, &e), 0);
     pdbx_ev_plan_point pts[2] = {{0, 1, 2, 2, 1, 128, 1e9, 0}, {1, 2, 1, 2, 4, 0, 2e9, 1}};
@@ -171,6 +177,17 @@ static void test_run_start(void **state)
     assert_int_equal(pdbx_event_env_hosts(d.env, got, 4), 3);
     assert_string_equal(got[2], "node2");
     assert_int_equal(pdbx_event_env_hosts(d.env, got, 1), 1);
+    /* where every rank ran, and how it was launched */
+    pdbx_ev_rank_place pl[4];
+    assert_int_equal(pdbx_event_env_placement(d.env, pl, 4), 3);
+    assert_string_equal(pl[1].host, "node1");
+    assert_int_equal(pl[1].local_rank, 1);
+    assert_int_equal(pl[1].device, 1);
+    assert_string_equal(pl[1].uuid, "GPU-1b");
+    assert_string_equal(pl[2].host, "node2");
+    assert_int_equal(pl[2].device, -1);
+    assert_string_equal(d.who.launcher, "mpirun on 2 hosts");
+    assert_string_equal(d.who.command, "mpirun --host a:2,b:2 -np 3 pdbx-engine");
 
     pdbx_ev_plan_point *dp;
     size_t n;

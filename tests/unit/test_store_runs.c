@@ -242,6 +242,54 @@ static void test_resolve(void **state)
 
 /* ---- liveness ---------------------------------------------------------------------- */
 
+/* A run started by an sbatch job has no supervisor where it is looked at: from another host it
+ * reads as running while its events come, then failed naming how it was launched (the job). */
+static void test_liveness_sbatch(void **state)
+{
+    pdbx_store *st = open_store(*state);
+    double now = now_s();
+    const char *ids[] = { "sbatch-fresh", "sbatch-stale" };
+    double ts[] = { now, now - 600 };
+    char err[256], ev[1024];
+    for (int i = 0; i < 2; i++) {
+        pdbx_run_writer *w;
+        if (pdbx_run_writer_create(st, ids[i], &w, err, sizeof err) != 0)
+            fail_msg("%s", err);
+        snprintf(ev, sizeof ev, "{\"type\":\"run_start\",\"t\":%.6f,\"id\":\"%s\",\"host\":"
+                 "\"compute-7.example\",\"pid\":4242,\"launcher\":\"srun (pmix) in sbatch job 41\","
+                 "\"command\":\"srun --mpi=pmix pdbx-engine\",\"model\":{\"name\":\"m\"},"
+                 "\"backend\":\"cpu\",\"points\":[{\"index\":0,\"tp\":1,\"pp\":1,\"dp\":1,"
+                 "\"mbs\":1}]}", ts[i], ids[i]);
+        append_text(w, ev);
+        assert_int_equal(pdbx_run_writer_close(w, err, sizeof err), 0);
+    }
+    pdbx_run run;
+    assert_int_equal(pdbx_run_load(st, "sbatch-fresh", &run, err, sizeof err), 0);
+    assert_int_equal(run.status, PDBX_RUN_RUNNING);
+    assert_string_equal(run.launcher, "srun (pmix) in sbatch job 41");
+    assert_string_equal(run.command, "srun --mpi=pmix pdbx-engine");
+    pdbx_run_free(&run);
+    assert_int_equal(pdbx_run_load(st, "sbatch-stale", &run, err, sizeof err), 0);
+    assert_int_equal(run.status, PDBX_RUN_FAILED);
+    if (!strstr(run.end_reason, "on compute-7.example; launched srun (pmix) in sbatch job 41"))
+        fail_msg("reason: %s", run.end_reason);
+    pdbx_run_free(&run);
+    for (int pass = 0; pass < 2; pass++) {       /* scanned, then from the index */
+        pdbx_run_summary *s;
+        size_t n;
+        assert_int_equal(pdbx_store_list(st, &s, &n, err, sizeof err), 0);
+        const pdbx_run_summary *x = find_sum(s, n, "sbatch-stale");
+        assert_non_null(x);
+        assert_int_equal(x->status, PDBX_RUN_FAILED);
+        assert_non_null(strstr(x->message, "sbatch job 41"));
+        assert_string_equal(x->launcher, "srun (pmix) in sbatch job 41");
+        x = find_sum(s, n, "sbatch-fresh");
+        assert_int_equal(x->status, PDBX_RUN_RUNNING);
+        free(s);
+    }
+    pdbx_store_close(st);
+}
+
 static void test_liveness(void **state)
 {
     pdbx_store *st = open_store(*state);
@@ -928,7 +976,7 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, test_setup_tmpdir, test_teardown_tmpdir)
     const struct CMUnitTest tests[] = {
-        T(test_open_and_default_dir), T(test_new_ids), T(test_resolve), T(test_liveness),
+        T(test_open_and_default_dir), T(test_new_ids), T(test_resolve), T(test_liveness_sbatch), T(test_liveness),
         T(test_list_summaries), T(test_index_is_used_and_invalidated), T(test_index_garbage_rebuilt),
         T(test_index_resumes_growing_run), T(test_index_resume_is_used),
         T(test_deleted_behind_index_and_delete), T(test_corrupt_run_among_good), T(test_record_import),

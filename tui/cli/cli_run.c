@@ -226,7 +226,7 @@ out:
 /* ---- pdbx run ------------------------------------------------------------------------------ */
 typedef struct {
     int detach, force, dry_run, simulate_nodes;
-    const char *store, *hosts, *hostfile, *launcher_args;
+    const char *store, *hosts, *hostfile, *launcher_args, *sbatch, *time;
     pdbx_cli_spec_opts so;
 } run_args;
 
@@ -238,6 +238,8 @@ static const pdbx_cli_opt run_opts[] = {
     { "launcher-args", "ARGS", "extra arguments for mpirun/srun, split like a shell (quotes kept)" },
     { "simulate-nodes", NULL, "local launcher: run every node's ranks on this machine (recorded)" },
     { "dry-run", NULL, "print the launch command line(s) and exit; creates nothing" },
+    { "sbatch", "FILE", "write a Slurm batch script for the sweep (srun) instead of starting it" },
+    { "time", "T", "--sbatch: the job's time limit (Slurm syntax, default 1:00:00)" },
     PDBX_CLI_OPT_STORE,
     { NULL, NULL, NULL },
 };
@@ -276,6 +278,10 @@ static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
         a->simulate_nodes = 1;
     else if (strcmp(opt->name, "dry-run") == 0)
         a->dry_run = 1;
+    else if (strcmp(opt->name, "sbatch") == 0)
+        a->sbatch = value;
+    else if (strcmp(opt->name, "time") == 0)
+        a->time = value;
     return 0;
 }
 
@@ -393,6 +399,24 @@ int pdbx_cmd_run(int argc, char **argv)
     if (rc != 0)
         goto done_lo;
     int usage = 0;
+    if (a.time && !a.sbatch) {
+        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "--time is the time limit of --sbatch's job: "
+                           "give --sbatch FILE too");
+        goto done_lo;
+    }
+    if (a.sbatch) {
+        char dir[PDBX_PATH_MAX], id[PDBX_RUN_ID_MAX], script[PDBX_PATH_MAX];
+        rc = dry_run_store("run", a.store, dir, sizeof dir);
+        if (rc == 0 && pdbx_launch_sbatch(spec, lo, dir, a.time, a.sbatch, id, script, &usage, err,
+                                          sizeof err) != 0)
+            rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
+        if (rc == 0) {
+            fprintf(stderr, "pdbx run: wrote %s for run %s (store %s); submit it with:\n", script,
+                    id, dir);
+            printf("sbatch %s\n", script);
+        }
+        goto done_lo;
+    }
     if (a.dry_run) {
         char dir[PDBX_PATH_MAX];
         rc = dry_run_store("run", a.store, dir, sizeof dir);

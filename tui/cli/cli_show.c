@@ -68,6 +68,30 @@ static const char *status_text(const pdbx_run *run, const pdbx_point *p)
 }
 
 /* ---- table ----------------------------------------------------------------------------- */
+/* Where the ranks ran, from run_start's env.placement: "ranks 0 vm/0 gpu0, 1 vm/1 gpu1"
+ * (rank host/local rank, device index when there is one). Nothing for runs without it. */
+static void print_placement(const pdbx_run *run, FILE *out)
+{
+    size_t cap = run->world_size > 0 ? (size_t)run->world_size : 1;
+    pdbx_ev_rank_place *pl = calloc(cap, sizeof *pl);
+    size_t n = pl ? pdbx_event_env_placement(run->env, pl, cap) : 0;
+    size_t len = 64 + n * 96, used = 0;
+    char *line = n ? malloc(len) : NULL;
+    if (line) {
+        used += (size_t)snprintf(line, len, "ranks (host/local rank):");
+        for (size_t i = 0; i < n && used < len; i++) {
+            char dev[24] = "";
+            if (pl[i].device >= 0)
+                snprintf(dev, sizeof dev, " gpu%d", pl[i].device);
+            used += (size_t)snprintf(line + used, len - used, "%s %zu %s/%d%s", i ? "," : "", i,
+                                     pl[i].host, pl[i].local_rank, dev);
+        }
+        pdbx_cli_line(out, "%s", line);
+    }
+    free(line);
+    free(pl);
+}
+
 static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
 {
     char created[32];
@@ -86,6 +110,7 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
                   run->ranks_per_node, run->warmup, run->steps);
     if (run->launcher[0])
         pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
+    print_placement(run, out);
     fprintf(out, "times: ms per execution on one TP rank (max across TP ranks), stat %s, "
                  "attribution %s\n",
             pdbx_stat_name((pdbx_stat_kind)a->stat), pdbx_cli_attributions[a->attribution]);
@@ -388,6 +413,9 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
               || !cJSON_AddStringToObject(root, "unit", "ms")
               || (run->launcher[0] && !cJSON_AddStringToObject(root, "launcher", run->launcher))
               || (run->command[0] && !cJSON_AddStringToObject(root, "command", run->command));
+    const cJSON *placement = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "placement") : NULL;
+    if (!bad && cJSON_IsArray(placement))
+        bad = !cJSON_AddItemToObject(root, "placement", cJSON_Duplicate(placement, 1));
     for (size_t i = 0; i < t->nconfigs && !bad; i++) {
         cJSON *cj = config_json(run, &t->configs[i], a, cols, ncols);
         bad = !cj || !cJSON_AddItemToArray(configs, cj);

@@ -66,6 +66,14 @@ static const char *cpu_device_name(pdbx_compute *c)
     return c->device;
 }
 
+static void cpu_device_id(pdbx_compute *c, int *index, char *uuid, size_t len)
+{
+    (void)c;
+    *index = -1;           /* the host's cores: no device to name */
+    if (len)
+        uuid[0] = '\0';
+}
+
 static int cpu_describe(pdbx_compute *c, cJSON *env)
 {
     uint64_t avail = 0, total = 0;

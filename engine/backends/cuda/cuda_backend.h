@@ -83,6 +83,7 @@ int cuda_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, size_t er
 int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
 void cuda_fini(pdbx_compute *c);
 const char *cuda_device_name(pdbx_compute *c);
+void cuda_device_id(pdbx_compute *c, int *index, char *uuid, size_t len);
 int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes);
 int cuda_describe(pdbx_compute *c, cJSON *env);
 int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);

@@ -115,6 +115,21 @@ const char *cuda_device_name(pdbx_compute *c)
     return c ? c->name : "none";
 }
 
+void cuda_device_id(pdbx_compute *c, int *index, char *uuid, size_t len)
+{
+    *index = c ? c->device : -1;
+    if (!len)
+        return;
+    uuid[0] = '\0';
+    if (!c)
+        return;
+    /* nvidia-smi's spelling: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx */
+    const unsigned char *b = (const unsigned char *)c->prop.uuid.bytes;
+    snprintf(uuid, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
 int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes)
 {
     size_t f = 0, t = 0;
