@@ -5,7 +5,7 @@
 # 32, MBS 1..2, one step)
 #  a. inside an allocation (salloc -N1 -n2): `pdbx run` picks srun by itself (SLURM_JOB_ID set)
 #     with the MPI plugin this Slurm offers (`srun --mpi=list`; --dry-run shows the line);
-#  b. through `pdbx run quick --sbatch FILE` (bash -n clean) and `sbatch --wait FILE`;
+#  b. through `pdbx run quick --sbatch FILE` (bash -n clean) and `sbatch FILE`, waited for;
 # and checks both runs in the store (`pdbx ls --json`, `pdbx show --format json`): complete,
 # launched by srun, every rank placed on this node.
 # Skips (77) when Slurm or munge is not installed or the daemons cannot start. Daemons are
@@ -47,34 +47,45 @@ phase "salloc run $id_a: $(grep -m1 'complete' "$TMP/err_a")"
 # b. --sbatch writes the batch script; sbatch runs it to its end
 "$PDBX" run "${QUICK[@]}" --sbatch "$TMP/job.sh" >"$TMP/sbatch.out" 2>&1 || { cat "$TMP/sbatch.out"; fail "pdbx run --sbatch"; }
 bash -n "$TMP/job.sh" || fail "the --sbatch script is not valid bash"
-before=$(ls "$ST/runs" 2>/dev/null | wc -l)
-sbatch --wait -o "$TMP/job-%j.out" "$TMP/job.sh" >"$TMP/submit" 2>&1 || { cat "$TMP/submit" "$TMP"/job-*.out; fail "sbatch --wait job.sh"; }
-phase "sbatch: $(cat "$TMP/submit")"
-id_b=$(ls -t "$ST/runs" | grep -v "^$id_a" | head -1); id_b=${id_b%.pdbx}
-[ -n "$id_b" ] || { cat "$TMP"/job-*.out; fail "the sbatch job left no run in the store"; }
+id_b=$(sed -n 's/^#SBATCH --job-name=pdbx-//p' "$TMP/job.sh")
+[ -n "$id_b" ] || { cat "$TMP/job.sh"; fail "no run id in the --sbatch script's job name"; }
+# its output goes to the store's logs/<id>.log (#SBATCH --output), where pdbx looks for it
+jid=$(sbatch --parsable "$TMP/job.sh" 2>"$TMP/submit") || { cat "$TMP/submit"; fail "sbatch job.sh"; }
+# polled every 0.2 s: sbatch --wait polls every 2 s and more
+job_state() { scontrol -o show job "$jid" 2>/dev/null | grep -o 'JobState=[A-Z_]*\|ExitCode=[0-9:]*' | tr '\n' ' '; }
+for _ in $(seq 300); do
+    state=$(job_state)
+    case "$state" in *JobState=PENDING*|*JobState=RUNNING*|*JobState=COMPLETING*|*JobState=CONFIGURING*|"") sleep 0.2;; *) break;; esac
+done
+[ "$state" = "JobState=COMPLETED ExitCode=0:0 " ] || { cat "$ST/logs/$id_b.log"; fail "sbatch job $jid: '$state'"; }
+phase "sbatch run $id_b: job $jid $state"
+[ -f "$ST/runs/$id_b.pdbx" ] || { cat "$ST/logs/$id_b.log"; fail "the sbatch job left no run $id_b in the store"; }
 
 # both runs in the store
 "$PDBX" ls --json --store "$ST" >"$TMP/ls.json" || fail "pdbx ls --json"
 for id in "$id_a" "$id_b"; do
     "$PDBX" show "$id" --format json --store "$ST" >"$TMP/show-$id.json" || fail "pdbx show $id"
-    "$PY" - "$TMP/ls.json" "$TMP/show-$id.json" "$id" <<'PYEOF' || { head -c 3000 "$TMP/show-$id.json"; fail "run $id in the store"; }
+    "$PY" - "$TMP/ls.json" "$TMP/show-$id.json" "$id" "$NODE" <<'PYEOF' || { head -c 3000 "$TMP/show-$id.json"; fail "run $id in the store"; }
 import json, sys
 ls = {r["id"]: r for r in json.load(open(sys.argv[1]))}
-d = json.load(open(sys.argv[2])); rid = sys.argv[3]
+d = json.load(open(sys.argv[2])); rid, node = sys.argv[3], sys.argv[4]
 assert ls[rid]["status"] == "complete", ls[rid]
 assert d["status"] == "complete", d["status"]
 assert d["launcher"].startswith("srun (pmix") and d["command"].startswith("srun --mpi=pmix"), d
+pl = [(p["rank"], p["host"], p["local_rank"]) for p in d["placement"]]
+assert pl == [(0, node, 0), (1, node, 1)], d["placement"]
 pts = [p for c in d["configs"] for p in c["points"]]
 assert len(pts) == 4 and all(p["status"] == "ok" for p in pts), pts
 assert d["collectives"] and all(c["ranks_per_node"] == c["nranks"] == 2 for c in d["collectives"]), d["collectives"]
 PYEOF
     # placement and launcher as recorded by the engine: srun with the detected plugin, in the job
-    NODE=$NODE ev_py "$ST/runs/$id.pdbx" '
+    how="in job"; [ "$id" = "$id_b" ] && how="in sbatch job"
+    HOW=$how NODE=$NODE ev_py "$ST/runs/$id.pdbx" '
 import os, re
 S = [e for e in E if e["type"] == "run_start"][0]
 node = os.environ["NODE"]
 assert S["env"]["hosts"] == [node, node], S["env"]["hosts"]
-assert re.fullmatch(r"srun \(pmix[^)]*\) in job [0-9]+", S["launcher"]), S["launcher"]
+assert re.fullmatch(r"srun \(pmix[^)]*\) " + os.environ["HOW"] + r" [0-9]+", S["launcher"]), S["launcher"]
 assert S["command"].startswith("srun --mpi=pmix"), S["command"]
 ' || fail "run_start of run $id"
 done
