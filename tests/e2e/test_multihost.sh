@@ -8,8 +8,8 @@
 #     `pdbx run --launcher mpirun --hostfile FILE --launcher-args "<mca settings>"`, started on
 #     the first host as a login node would; `--dry-run` first prints the mpirun line;
 #  3. `pdbx ls --json` / `pdbx show --format json`: complete, launcher "mpirun on 2 hosts" and
-#     its command; run_start's env.hosts: ranks placed node by node (0,1 on the first host, 2,3
-#     on the second); the collectives sweep's TP group intra-node and the world group's inter-node (ranks_per_node < nranks);
+#     its command; placement node by node (ranks 0,1 on the first host, 2,3 on the second,
+#     local ranks 0,1 on each; run_start's env.hosts agrees); the collectives sweep's TP group intra-node and the world group's inter-node (ranks_per_node < nranks);
 #  4. cancel reaches every node: `pdbx cancel` of a detached 2-host run leaves no engine rank
 #     in either namespace and the run cancelled;
 #  5. a node lost mid-sweep (every process of the second host killed after a point is done)
@@ -78,6 +78,9 @@ assert ls[rid]["status"] == "complete", ls[rid]
 assert d["status"] == "complete", d["status"]
 assert d["launcher"] == "mpirun on 2 hosts", d["launcher"]
 assert d["command"].startswith("mpirun ") and "--hostfile" in d["command"], d["command"]
+# ranks node by node: gpus_per_node (2) ranks on each host in turn, local ranks 0,1 on each
+pl = [(p["rank"], p["host"], p["local_rank"]) for p in d["placement"]]
+assert pl == [(0, h1, 0), (1, h1, 1), (2, h2, 0), (3, h2, 1)], d["placement"]
 pts = [p for c in d["configs"] for p in c["points"]]
 assert len(pts) == 2 and all(p["status"] == "ok" for p in pts), pts
 # the collectives sweep over the TP group {0,1} (one host) and the world {0..3} (both hosts):
