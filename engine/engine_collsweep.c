@@ -16,11 +16,13 @@
 /* One group of the sweep as this rank sees it. */
 typedef struct {
     pdbx_engine *e;
-    int g;                     /* group size: world ranks 0..g-1 */
+    int g;                     /* group size */
+    const int *ranks;          /* its world ranks, ascending, rank 0 first */
     int member;                /* this rank is one of them */
     MPI_Comm sub;              /* MPI_COMM_NULL on non-members */
     pdbx_group *grp;
     int ranks_per_node;        /* of rank 0's host among the members */
+    int nodes;                 /* distinct hosts among the members (real host names) */
     void *buf;
     double *x;                 /* steps samples */
 } coll_group;
@@ -31,7 +33,8 @@ static void coll_event(pdbx_engine *e, const coll_group *cg, pdbx_coll c, size_t
 {
     int peers = c == PDBX_COLL_SEND_RECV ? 2 : cg->g;
     pdbx_coll_result r = { .bytes = (double)bytes, .nranks = cg->g,
-                           .ranks_per_node = cg->ranks_per_node };
+                           .ranks_per_node = cg->ranks_per_node, .nodes = cg->nodes,
+                           .spans_nodes = cg->nodes > 1 };
     snprintf(r.coll, sizeof r.coll, "%s", pdbx_coll_name(c));
     pdbx_estats_unpack(mx, &r.time);
     r.algbw = r.time.mean > 0 ? (double)bytes / (r.time.mean / 1e3) / 1e9 : 0;
@@ -97,7 +100,9 @@ static int coll_group_open(coll_group *cg)
     pdbx_engine *e = cg->e;
     char err[MSG_LEN] = "";
     int st = PDBX_ST_OK;
-    cg->member = e->rank < cg->g;
+    cg->member = 0;
+    for (int i = 0; i < cg->g; i++)
+        cg->member |= cg->ranks[i] == e->rank;
     cg->sub = MPI_COMM_NULL;
     cg->grp = NULL;
     if (MPI_Comm_split(MPI_COMM_WORLD, cg->member ? 0 : MPI_UNDEFINED, e->rank, &cg->sub) !=
@@ -107,9 +112,11 @@ static int coll_group_open(coll_group *cg)
     } else if (cg->member && pdbx_fault_hits(&e->fault, PDBX_FAULT_GROUP, e->rank, cg->g)) {
         st = PDBX_ST_ERROR;
         snprintf(err, sizeof err, "group creation failed (injected by PDBX_FAULT)");
-    } else if (cg->member && pdbx_group_open(e, &cg->sub, e->rank, cg->g, &cg->grp, err,
-                                             sizeof err) != 0) {
-        st = PDBX_ST_ERROR;
+    } else if (cg->member) {
+        int me = 0;
+        MPI_Comm_rank(cg->sub, &me);
+        if (pdbx_group_open(e, &cg->sub, me, cg->g, &cg->grp, err, sizeof err) != 0)
+            st = PDBX_ST_ERROR;
     }
     /* every rank, member or not: nobody goes on to a barrier a failed rank will never reach */
     if (pdbx_agree_status(e, st, err, -1) == PDBX_ST_OK)
@@ -153,6 +160,35 @@ static int coll_buffer(pdbx_engine *e, void **buf)
     return -1;
 }
 
+/* The lowest rank on each distinct host, ascending, into out; returns how many (the nodes). */
+static int node_leaders(const pdbx_engine *e, int *out)
+{
+    int n = 0;
+    for (int r = 0; r < e->size; r++) {
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = strcmp(e->hosts[out[k]], e->hosts[r]) == 0;
+        if (!seen)
+            out[n++] = r;
+    }
+    return n;
+}
+
+/* The group's ranks per node (on rank 0's host) and its distinct hosts, from the real names. */
+static void group_hosts(const pdbx_engine *e, coll_group *cg)
+{
+    cg->ranks_per_node = 0;
+    cg->nodes = 0;
+    for (int i = 0; i < cg->g; i++) {
+        const char *h = e->hosts[cg->ranks[i]];
+        cg->ranks_per_node += strcmp(h, e->hosts[cg->ranks[0]]) == 0;
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = strcmp(e->hosts[cg->ranks[k]], h) == 0;
+        cg->nodes += !seen;
+    }
+}
+
 int pdbx_coll_sweep(pdbx_engine *e)
 {
     const pdbx_spec *sp = &e->spec;
@@ -164,23 +200,44 @@ int pdbx_coll_sweep(pdbx_engine *e)
     cg.x = malloc(sizeof(double) * (size_t)(sp->steps > 0 ? sp->steps : 1));
     if (!cg.x)
         return -1;
-    for (int g = 2; g <= e->size; g *= 2) {
+    int *ranks = malloc(sizeof *ranks * (size_t)e->size);
+    if (!ranks) {
+        free(cg.x);
+        return -1;
+    }
+    cg.ranks = ranks;
+    int nodes = node_leaders(e, ranks);
+    /* the first g ranks, g = 2, 4, ... (within a node first, ranks being placed node by node),
+     * then, on several nodes with several ranks each, one rank per node: the pure inter-node
+     * group (with one rank per node the groups above cross nodes already) */
+    for (int g = 2, inter = 0;;) {
+        if (inter)
+            node_leaders(e, ranks);
+        else
+            for (int r = 0; r < g; r++)
+                ranks[r] = r;
         cg.g = g;
         if (coll_group_open(&cg) != 0)
             break;
         if (cg.member) {
-            cg.ranks_per_node = 0;
-            for (int r = 0; r < g; r++)
-                cg.ranks_per_node += strcmp(e->hosts[r], e->hosts[0]) == 0;
+            group_hosts(e, &cg);
             coll_group_run(&cg);
         }
         coll_group_close(&cg);
         pdbx_watch_begin("barrier", -1);
         MPI_Barrier(MPI_COMM_WORLD);
         pdbx_watch_end();
-        if (pdbx_agree_cancel(e, -1))
+        if (pdbx_agree_cancel(e, -1) || inter)
             break;
+        g *= 2;
+        if (g > e->size) {
+            if (nodes < 2 || nodes == e->size)
+                break;
+            inter = 1;
+            g = nodes;
+        }
     }
+    free(ranks);
     free(cg.x);
     return 0;
 }

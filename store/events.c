@@ -66,6 +66,7 @@ static const jf_field coll_fields[] = {
     F(pdbx_coll_result, STR, coll, "coll"), F(pdbx_coll_result, NUM, bytes, "bytes"),
     F(pdbx_coll_result, INT, nranks, "nranks"), F(pdbx_coll_result, INT, ranks_per_node, "ranks_per_node"),
     F(pdbx_coll_result, NUM, algbw, "algbw"), F(pdbx_coll_result, NUM, busbw, "busbw"),
+    F(pdbx_coll_result, INT, nodes, "nodes"), F(pdbx_coll_result, BOOL, spans_nodes, "spans_nodes"),
 };
 
 /* {"type": <t>}: type first, as pdbx_event_raw_is expects. */

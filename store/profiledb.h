@@ -116,6 +116,9 @@ typedef struct {
     char coll[16];           /* all_reduce, all_gather, reduce_scatter, send_recv */
     double bytes;
     int nranks, ranks_per_node;
+    /* The distinct hosts of the group's ranks (their real host names) and whether that is
+     * more than one: an inter-node result. 0 / 0 in runs recorded before them. */
+    int nodes, spans_nodes;
     pdbx_stats time;         /* ms */
     double algbw, busbw;     /* GB/s */
 } pdbx_coll_result;

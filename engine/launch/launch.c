@@ -452,6 +452,11 @@ int pdbx_launch_cancel(pdbx_store *st, const char *run_id, pdbx_end_cause cause,
     if (run.status != PDBX_RUN_RUNNING) {
         snprintf(err, errlen, "run %s is not running (%s%s%s): nothing signalled", run.id,
                  pdbx_run_status_name(run.status), run.end_reason[0] ? ": " : "", run.end_reason);
+    } else if (run.host[0] && strcmp(run.host, host) != 0 && strstr(run.launcher, "sbatch job ")) {
+        /* a batch job: Slurm reaches its nodes from here; its shell forwards the TERM */
+        snprintf(err, errlen, "run %s runs in a Slurm batch job on %s: cancel it with scancel "
+                 "--batch --signal=TERM %s", run.id, run.host,
+                 strstr(run.launcher, "sbatch job ") + strlen("sbatch job "));
     } else if (run.host[0] && strcmp(run.host, host) != 0) {
         snprintf(err, errlen, "run %s runs on host %s, not here (%s): cancel it there", run.id,
                  run.host, host);

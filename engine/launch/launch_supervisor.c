@@ -359,6 +359,9 @@ static void remove_stale_shm_dirs(const pdbx_sup_job *job)
     closedir(d);
 }
 
+/* The launcher program of the last launch ("mpirun", "srun"): what end reasons name. */
+static const char *sup_launcher_name = "mpirun";
+
 /* Runs one mpirun (srun) to its end; returns its wait status, -1 when it could not be started.
  * The command line goes to the log and, through PDBX_LAUNCH_COMMAND/PDBX_LAUNCH_MODE, into the
  * engine's run_start or launch event. */
@@ -374,6 +377,7 @@ static int run_mpirun(const pdbx_sup_job *job, int np, int *cancelled)
         return -1;
     }
     pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+    sup_launcher_name = cmd->kind == PDBX_LAUNCHER_SRUN ? "srun" : "mpirun";
     fprintf(stderr, "pdbx supervisor: launching %s\n", line);
     if (cmd->warning[0])
         fprintf(stderr, "pdbx supervisor: warning: %s\n", cmd->warning);
@@ -411,16 +415,48 @@ static void install_handlers(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* Why mpirun -np np ended without a run_end, from its wait status. */
-static void end_reason(int status, int np, char *buf, size_t len)
+/* The rank and node the launcher says it lost, from its messages in the log (mpirun: "mpirun
+ * noticed that process rank 1 with PID 812 on node node2 exited on signal 9"; srun: "srun:
+ * error: node2: task 1: Killed"): "rank 1 on node node2", or "" when it said neither. The last
+ * such line counts: the log holds every launch of the run. */
+static void lost_rank(const char *log_path, char *out, size_t len)
 {
+    out[0] = '\0';
+    FILE *f = fopen(log_path, "r");
+    if (!f)
+        return;
+    char line[1024], node[128];
+    int rank, pid;
+    while (fgets(line, sizeof line, f)) {
+        const char *m = strstr(line, "noticed that process rank ");
+        const char *s = strstr(line, "srun: error: ");
+        if (m && sscanf(m, "noticed that process rank %d with PID %d on node %127s", &rank, &pid,
+                        node) == 3)
+            snprintf(out, len, "rank %d on node %s", rank, node);
+        else if (s && sscanf(s, "srun: error: %127[^:]: task %d", node, &rank) == 2)
+            snprintf(out, len, "rank %d on node %s", rank, node);
+    }
+    fclose(f);
+}
+
+/* Why the launcher (mpirun or srun) for np ranks ended without a run_end, from its wait status
+ * and what it logged. */
+static void end_reason(const pdbx_sup_job *job, int status, int np, char *buf, size_t len)
+{
+    const char *name = sup_launcher_name;
+    char lost[200];
+    fflush(stderr);
+    lost_rank(job->log_path, lost, sizeof lost);
     if (status < 0)
-        snprintf(buf, len, "could not run mpirun: %s", strerror(errno));
+        snprintf(buf, len, "could not run %s: %s", name, strerror(errno));
     else if (WIFSIGNALED(status))
-        snprintf(buf, len, "mpirun (-np %d) was killed by signal %d", np, WTERMSIG(status));
+        snprintf(buf, len, "%s (-np %d) was killed by signal %d", name, np, WTERMSIG(status));
+    else if (lost[0])
+        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end: it lost %s",
+                 name, np, WEXITSTATUS(status), lost);
     else
-        snprintf(buf, len, "mpirun (-np %d) exited with status %d without a run end (a rank "
-                 "died or was killed)", np, WEXITSTATUS(status));
+        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end (a rank "
+                 "died or was killed)", name, np, WEXITSTATUS(status));
 }
 
 void pdbx_sup_run(const pdbx_sup_job *job)
@@ -461,7 +497,7 @@ void pdbx_sup_run(const pdbx_sup_job *job)
         if (ok && !cancelled && !sup_cancel)
             continue;                                 /* more rank counts to launch */
         char reason[512], why[256];
-        end_reason(status, job->sizes[i], why, sizeof why);
+        end_reason(job, status, job->sizes[i], why, sizeof why);
         pdbx_end_cause cause = PDBX_CAUSE_NONE;
         char detail[PDBX_STOP_DETAIL_MAX] = "";
         int stopped = cancelled || sup_cancel;

@@ -51,7 +51,8 @@ ev_py "$f" 'rs=[e for e in E if e["type"]=="run_start"][0]; import sys; sys.exit
 grep -q "^launched simulated 2 nodes: mpirun .* -np 2 " "$TMP/show" || { head -6 "$TMP/show"; fail "show header"; }
 
 phase "--hosts $H:2"
-tiny_spec "$TMP/one.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'gpus_per_node=2' 'steps=1'
+tiny_spec "$TMP/one.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'gpus_per_node=2' 'steps=1' \
+    'collectives=true' 'coll_sizes=[4096]'
 id=$("$PDBX" run "$TMP/one.json" --store "$ST" --hosts "$H:2" 2>"$TMP/err") \
     || { cat "$TMP/err"; fail "--hosts run"; }
 f=$ST/runs/$id.pdbx
@@ -62,8 +63,37 @@ grep -q "^launched mpirun on 1 host: mpirun .*--host $H:2 " "$TMP/show" || { hea
 grep -q "^ranks (host/local rank): 0 $H/0, 1 $H/1$" "$TMP/show" || { head -6 "$TMP/show"; fail "show: placement"; }
 ev_py "$f" 'import sys; rs=[e for e in E if e["type"]=="run_start"][0]; p=rs["env"]["placement"]; sys.exit(0 if [(x["rank"],x["host"],x["local_rank"],x["device"]) for x in p]==[(0,"'"$H"'",0,-1),(1,"'"$H"'",1,-1)] else 1)' \
     || fail "run_start env.placement"
+# every collective says whether its group crossed nodes, from the real host names: one host here
+ev_py "$f" 'import sys; c=[e for e in E if e["type"]=="coll"]; sys.exit(0 if c and all(x["nodes"]==1 and x["spans_nodes"] is False for x in c) else 1)' \
+    || fail "coll events without nodes/spans_nodes"
+grep -qE "^  all_reduce +4.0 KiB +2 +2 .* 1 intra$" "$TMP/show" || { sed -n '/^collectives/,$p' "$TMP/show"; fail "show: collectives nodes column"; }
 # the run's launcher is the supervisor on this host: not the simulated kind in ls
 "$PDBX" ls --store "$ST" | grep "$id" | grep -q simulated && fail "ls says simulated for a --hosts run"
+phase 'a rank lost'
+# a lost rank (its node gone, here kill -9) ends the run failed naming the rank and node from
+# mpirun's own report, the points measured before it kept
+tiny_spec "$TMP/long.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:64"' 'gpus_per_node=2' 'steps=3'
+id=$("$PDBX" run "$TMP/long.json" --store "$ST" --hosts "$H:2" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run long"; }
+f=$ST/runs/$id.pdbx
+for _ in $(seq 300); do
+    ev_py "$f" 'import sys; sys.exit(0 if any(e["type"]=="point_end" for e in E) else 1)' 2>/dev/null && break
+    sleep 0.1
+done
+ranks=$(pgrep -f "^$ENGINE .*--run-id $id" | sort -n)
+[ "$(echo "$ranks" | wc -l)" -eq 2 ] || fail "expected 2 engine ranks, got: $ranks"
+kill -9 $(echo "$ranks" | tail -1)
+for _ in $(seq 300); do
+    ev_py "$f" 'import sys; sys.exit(0 if any(e["type"]=="run_end" for e in E) else 1)' 2>/dev/null && break
+    sleep 0.1
+done
+ev_py "$f" '
+end = [e for e in E if e["type"] == "run_end"][-1]
+assert end["status"] == "failed", end
+assert any(e["type"] == "point_end" and e["status"] == "ok" for e in E), "points lost"
+print(end["reason"])' >"$TMP/reason" || fail "lost rank: run end"
+grep -qE "^mpirun \(-np 2\) exited with status [0-9]+ without a run end: it lost rank [01] on node $H$" "$TMP/reason" \
+    || { cat "$TMP/reason"; fail "the run end does not name the lost rank's node"; }
+
 phase 'sbatch script'
 "$PDBX" run "$TMP/two.json" --store "$ST" --sbatch "$TMP/job.sh" --time 0:20:00 >"$TMP/out" 2>"$TMP/err" \
     || { cat "$TMP/err"; fail "--sbatch"; }

@@ -33,6 +33,17 @@ start
 wait_for "Preview: 8 points"
 wait_for "valid: F5 launches"
 golden_sizes tui_form "valid: F5 launches"
+# ---- launcher and hosts: checked by the same code as pdbx run --hosts (launch_argv.h) ----
+NODES=8 HOSTS=17
+go $HOSTS; keys -l "a:2,bad host:2"
+wait_for "hosts: 'bad host' is not a host name"
+screen | grep -qE '^ !hosts' || fail "a bad hosts entry is not marked !"
+keys C-u; wait_for "valid: F5 launches"
+go $NODES; keys C-u; keys -l 2
+wait_for "nodes: 2 needs 2 machines"
+screen | grep -qE '^ !nodes +2' || fail "nodes 2 with the local launcher is not marked !"
+go $HOSTS; keys -l "a:2,b:2"; wait_for "valid: F5 launches"
+keys C-u; go $NODES; keys C-u; keys -l 1; wait_for "valid: F5 launches"
 # ---- marks: backend cuda with the cpu preset is the GPU preset's fault ----
 go $BACKEND; keys Right
 wait_for "gpu: cpu is the host preset"

@@ -440,7 +440,7 @@ static void test_coll(void **state)
 {
     (void)state;
     char err[200];
-    pdbx_coll_result r = {"all_gather", 1 << 20, 4, 2, stats_of(2.0), 3.0, 2.25};
+    pdbx_coll_result r = {"all_gather", 1 << 20, 4, 2, 2, 1, stats_of(2.0), 3.0, 2.25};
     cJSON *ev = through_text(pdbx_event_coll(&r));
     pdbx_coll_result d;
     assert_int_equal(pdbx_event_decode_coll(ev, &d, err, sizeof err), 0);
@@ -448,6 +448,8 @@ static void test_coll(void **state)
     assert_double_equal(d.bytes, 1 << 20, 0);
     assert_int_equal(d.nranks, 4);
     assert_int_equal(d.ranks_per_node, 2);
+    assert_int_equal(d.nodes, 2);            /* its group crossed nodes */
+    assert_int_equal(d.spans_nodes, 1);
     assert_stats_equal(&d.time, &r.time);
     assert_double_equal(d.algbw, 3.0, 0);
     assert_double_equal(d.busbw, 2.25, 0);

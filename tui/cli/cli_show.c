@@ -250,11 +250,15 @@ static int print_collectives(const pdbx_run *run, const show_args *a, FILE *out)
 {
     if (run->ncoll == 0)
         return 0;
-    pdbx_table *t = pdbx_table_new(7);
+    pdbx_table *t = pdbx_table_new(8);
     if (!t)
         return -1;
-    static const char *const ct[] = { "coll", "size", "ranks", "per_node", "time_ms", "algbw", "busbw" };
-    for (size_t c = 0; c < 7; c++)
+    /* nodes: the group's distinct hosts, "2 inter" when it crossed nodes (hidden for runs
+     * recorded without it) */
+    static const char *const ct[] = { "coll", "size", "ranks", "per_node", "time_ms", "algbw", "busbw",
+                                      "nodes" };
+    int any_nodes = 0;
+    for (size_t c = 0; c < 8; c++)
         if (pdbx_table_header(t, c, ct[c], c == 0 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
             goto fail;
     for (size_t i = 0; i < run->ncoll; i++) {
@@ -265,9 +269,12 @@ static int print_collectives(const pdbx_run *run, const show_args *a, FILE *out)
             || pdbx_table_set(t, 2, "%d", r->nranks) || pdbx_table_set(t, 3, "%d", r->ranks_per_node)
             || pdbx_table_set(t, 4, "%s", pdbx_fmt_ms(pdbx_stats_get(&r->time, (pdbx_stat_kind)a->stat), 1, tm, sizeof tm))
             || pdbx_table_set(t, 5, "%s", pdbx_fmt_gbs(r->algbw, 1, ab, sizeof ab))
-            || pdbx_table_set(t, 6, "%s", pdbx_fmt_gbs(r->busbw, 1, bb, sizeof bb)))
+            || pdbx_table_set(t, 6, "%s", pdbx_fmt_gbs(r->busbw, 1, bb, sizeof bb))
+            || pdbx_table_set(t, 7, "%d %s", r->nodes, r->spans_nodes ? "inter" : "intra"))
             goto fail;
+        any_nodes |= r->nodes > 0;
     }
+    pdbx_table_hide(t, 7, !any_nodes);
     fprintf(out, "\ncollectives (nccl-tests definitions, GB/s from the mean time):\n");
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
@@ -381,6 +388,8 @@ static cJSON *collectives_json(const pdbx_run *run, pdbx_stat_kind stat)
             || !cJSON_AddNumberToObject(c, "bytes", r->bytes)
             || !cJSON_AddNumberToObject(c, "nranks", r->nranks)
             || !cJSON_AddNumberToObject(c, "ranks_per_node", r->ranks_per_node)
+            || (r->nodes > 0 && (!cJSON_AddNumberToObject(c, "nodes", r->nodes)
+                                 || !cJSON_AddBoolToObject(c, "spans_nodes", r->spans_nodes)))
             || add_timing(c, &r->time, stat, r->algbw, r->busbw)) {
             cJSON_Delete(colls);
             return NULL;

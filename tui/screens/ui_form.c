@@ -47,6 +47,7 @@ typedef struct {
     int spec_ok;
     char spec_error[512];    /* a message about the whole that no field takes */
     pdbx_launch_check_info check;   /* what the engine said, when spec_ok */
+    pdbx_launch_opts lopts;  /* the hosts field (launch_argv.h), as pdbx run --hosts reads it */
     pdbx_plan_point *points;
     size_t npoints;
     char combos[512];        /* valid TP/PP/DP combinations for the GPU count */
@@ -55,6 +56,7 @@ typedef struct {
 
 static const char *const dtypes[] = { "bf16", "fp16", "fp32", NULL };
 static const char *const backends[] = { "auto", "cpu", "cuda", NULL };
+static const char *const launchers[] = { "auto", "local", "mpirun", "srun", NULL };
 static const char *const onoff[] = { "true", "false", NULL };
 
 /* Preset name lists for the model/gpu/sweep choices, filled at open. */
@@ -109,6 +111,7 @@ static void values_from_spec(form_state *f, const pdbx_spec *s)
     setv(f, "gpu", "%s", s->gpu.name);
     setv(f, "gpus_per_node", "%d", s->gpus_per_node);
     setv(f, "nodes", "%d", s->nodes);
+    setv(f, "launcher", "%s", pdbx_launcher_name(s->launcher));
     char cfg[256] = "";
     size_t n = 0;
     for (int i = 0; i < s->nconfigs && n + 16 < sizeof(cfg); i++)
@@ -153,7 +156,7 @@ static void mark_field(form_state *f, char *msg)
 {
     static const struct { const char *word, *field; } alias[] = {
         { "mbs_min", "mbs" }, { "mbs_max", "mbs" }, { "tp", "configs" }, { "pp", "configs" },
-        { "dp", "configs" }, { "layers_profiled", "layers" },
+        { "dp", "configs" }, { "layers_profiled", "layers" }, { "simulate-nodes", "launcher" },
     };
     char word[32];
     size_t n = strcspn(msg, ": ");
@@ -182,10 +185,17 @@ static void recompute(form_state *f)
         pdbx_spec_defaults(&s);
     int bad = 0;
     int gpus = 0;
+    memset(&f->lopts, 0, sizeof f->lopts);
     for (int i = 0; i < f->nf; i++) {
         form_field *x = &f->f[i];
         x->error[0] = '\0';
         if (strcmp(x->field, "preset") == 0) continue;
+        if (strcmp(x->field, "hosts") == 0) {    /* not a spec field: pdbx run's --hosts */
+            if (x->value[0] && pdbx_launch_hosts_parse(x->value, s.gpus_per_node, &f->lopts, x->error,
+                                                       sizeof(x->error)) != 0)
+                bad = 1;
+            continue;
+        }
         if (!x->value[0]) {
             if (strcmp(x->field, "gpus") != 0) {
                 snprintf(x->error, sizeof(x->error), "%s: empty (give a value)", x->field);
@@ -208,8 +218,11 @@ static void recompute(form_state *f)
     if (bad)
         return;
     /* the whole: the planner, then what the launch asks the engine (same function) */
+    pdbx_launch_env env;
+    pdbx_launch_env_probe(&env, &s, &f->lopts, NULL, 0);
     if (pdbx_spec_validate(&s, f->spec_error, sizeof(f->spec_error)) != 0 ||
         pdbx_plan_expand(&s, &f->points, &f->npoints, f->spec_error, sizeof(f->spec_error)) != 0 ||
+        pdbx_launch_plan_check(&s, &f->lopts, &env, f->spec_error, sizeof(f->spec_error)) != 0 ||
         pdbx_launch_check(&s, &f->check, f->spec_error, sizeof(f->spec_error)) != 0) {
         mark_field(f, f->spec_error);
         return;
@@ -253,6 +266,9 @@ static void *form_open(ui_app *app, const void *arg)
     add_field(f, "measured steps", "steps", NULL, F_TEXT);
     add_field(f, "collectives", "collectives", onoff, F_CHOICE);
     add_field(f, "stop at pred. OOM", "predict_oom", onoff, F_CHOICE);
+    /* where it runs, last: on a small terminal the list scrolls to them (draw_fields) */
+    add_field(f, "launcher", "launcher", launchers, F_CHOICE);
+    add_field(f, "hosts (a:8,b:8)", "hosts", NULL, F_TEXT);
     char err[256];
     pdbx_spec s;
     pdbx_spec_defaults(&s);
@@ -276,7 +292,7 @@ static void start_sweep(ui_app *app, void *st)
     char err[512];
     pdbx_launch l;
     ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
-    if (pdbx_launch_start(&f->spec, app->store_dir, &l, err, sizeof(err)) != 0) {
+    if (pdbx_launch_start_ex(&f->spec, &f->lopts, app->store_dir, &l, NULL, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "launch failed: %s", err);
         return;
     }
@@ -489,7 +505,14 @@ static int draw_fields(ui_app *app, form_state *f, ui_rect b, int left_w)
     int vw = left_w - lw - 4;           /* value, a blank, the 2-column hint */
     int y = b.y;
     ui_put(y++, 1, left_w, UI_C_HEADER, 1, "New sweep");
-    for (int i = 0; i < f->nf && y < b.y + b.h; i++, y++)
+    /* rows for the fields: the rest keeps a blank, two message rows and the hint; when they
+     * do not all fit, the list scrolls to keep the selected field in view */
+    int rows = b.h - 1 - 4, top = 0;
+    if (rows < 1)
+        rows = 1;
+    if (f->nf > rows && f->sel >= rows)
+        top = f->sel - rows + 1;
+    for (int i = top; i < f->nf && i < top + rows && y < b.y + b.h; i++, y++)
         draw_field(app, f, i, y, lw, vw);
     int preview_end = y;
     draw_messages(f, y + 1, b.y + b.h - 1, b.w - 2);
