@@ -9,7 +9,8 @@
 #     the first host as a login node would; `--dry-run` first prints the mpirun line;
 #  3. `pdbx ls --json` / `pdbx show --format json`: complete, launcher "mpirun on 2 hosts" and
 #     its command; placement node by node (ranks 0,1 on the first host, 2,3 on the second,
-#     local ranks 0,1 on each; run_start's env.hosts agrees); the collectives sweep's TP group intra-node and the world group's inter-node (ranks_per_node < nranks);
+#     local ranks 0,1 on each; run_start's env.hosts agrees); the collectives sweep's TP group
+#     intra-node, the one-rank-per-node group and the world inter-node (nodes 2, spans_nodes);
 #  4. cancel reaches every node: `pdbx cancel` of a detached 2-host run leaves no engine rank
 #     in either namespace and the run cancelled;
 #  5. a node lost mid-sweep (every process of the second host killed after a point is done)
@@ -83,13 +84,14 @@ pl = [(p["rank"], p["host"], p["local_rank"]) for p in d["placement"]]
 assert pl == [(0, h1, 0), (1, h1, 1), (2, h2, 0), (3, h2, 1)], d["placement"]
 pts = [p for c in d["configs"] for p in c["points"]]
 assert len(pts) == 2 and all(p["status"] == "ok" for p in pts), pts
-# the collectives sweep over the TP group {0,1} (one host) and the world {0..3} (both hosts):
-# ranks_per_node (members on rank 0's host) below nranks marks a group that crosses nodes
+# the collectives sweep's groups, marked from the real host names: the TP group {0,1} on one
+# host, the one-rank-per-node group {0,2} and the world {0..3} across both
 C = d["collectives"]
-intra = {c["coll"] for c in C if c["nranks"] == 2 and c["ranks_per_node"] == 2}
-inter = {c["coll"] for c in C if c["nranks"] == 4 and c["ranks_per_node"] == 2}
 want = {"all_reduce", "all_gather", "reduce_scatter", "send_recv"}
-assert intra == want and inter == want, (intra, inter)
+groups = {}
+for c in C:
+    groups.setdefault((c["nranks"], c["nodes"], c["spans_nodes"]), set()).add(c["coll"])
+assert groups == {(2, 1, False): want, (2, 2, True): want, (4, 2, True): want}, groups
 assert all(c["time_ms"] > 0 for c in C), C
 PYEOF
 # placement and launcher as the engine recorded them (run_start): ranks node by node
