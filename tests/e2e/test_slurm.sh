@@ -5,7 +5,8 @@
 # 32, MBS 1..2, one step)
 #  a. inside an allocation (salloc -N1 -n2): `pdbx run` picks srun by itself (SLURM_JOB_ID set)
 #     with the MPI plugin this Slurm offers (`srun --mpi=list`; --dry-run shows the line);
-#  b. through `pdbx run quick --sbatch FILE` (bash -n clean) and `sbatch FILE`, waited for;
+#  b. through `pdbx run quick --sbatch FILE` (bash -n clean) and `sbatch FILE`: `pdbx ls` shows
+#     the run running while the job runs; the job ends COMPLETED 0:0;
 # and checks both runs in the store (`pdbx ls --json`, `pdbx show --format json`): complete,
 # launched by srun, every rank placed on this node.
 # Skips (77) when Slurm or munge is not installed or the daemons cannot start. Daemons are
@@ -27,7 +28,7 @@ if ! slurm_up "$TMP/slurm" 4 2>"$TMP/slurm.err"; then
     echo "SKIP: the test Slurm's daemons could not start: $(cat "$TMP/slurm.err")"
     exit 77
 fi
-NODE=$(hostname -s)
+NODE=$(hostname)   # as the ranks record it (gethostname); slurm.conf has the short name
 phase "slurm up: $(sinfo -h -o '%P %D %T %N')"
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store
@@ -53,12 +54,23 @@ id_b=$(sed -n 's/^#SBATCH --job-name=pdbx-//p' "$TMP/job.sh")
 jid=$(sbatch --parsable "$TMP/job.sh" 2>"$TMP/submit") || { cat "$TMP/submit"; fail "sbatch job.sh"; }
 # polled every 0.2 s: sbatch --wait polls every 2 s and more
 job_state() { scontrol -o show job "$jid" 2>/dev/null | grep -o 'JobState=[A-Z_]*\|ExitCode=[0-9:]*' | tr '\n' ' '; }
+# while the job runs, the run shows in pdbx ls as running (from the store alone)
+ls_status() { "$PDBX" ls --json --store "$ST" 2>/dev/null | "$PY" -c '
+import json, sys
+print(*[r["status"] for r in json.load(sys.stdin) if r["id"] == sys.argv[1]])' "$1"; }
+seen=""
 for _ in $(seq 300); do
     state=$(job_state)
-    case "$state" in *JobState=PENDING*|*JobState=RUNNING*|*JobState=COMPLETING*|*JobState=CONFIGURING*|"") sleep 0.2;; *) break;; esac
+    case "$state" in
+        *JobState=PENDING*|*JobState=RUNNING*|*JobState=COMPLETING*|*JobState=CONFIGURING*|"")
+            case "$state" in *RUNNING*) [ "$(ls_status "$id_b")" = running ] && seen=running;; esac
+            sleep 0.2;;
+        *) break;;
+    esac
 done
 [ "$state" = "JobState=COMPLETED ExitCode=0:0 " ] || { cat "$ST/logs/$id_b.log"; fail "sbatch job $jid: '$state'"; }
 phase "sbatch run $id_b: job $jid $state"
+[ "$seen" = running ] || fail "run $id_b never showed as running in pdbx ls while job $jid ran"
 [ -f "$ST/runs/$id_b.pdbx" ] || { cat "$ST/logs/$id_b.log"; fail "the sbatch job left no run $id_b in the store"; }
 
 # both runs in the store
