@@ -7,7 +7,9 @@
 #     with the MPI plugin this Slurm offers (`srun --mpi=list`; --dry-run shows the line);
 #  b. through `pdbx run quick --sbatch FILE` (bash -n clean) and `sbatch FILE`: `pdbx ls` shows
 #     the run running while the job runs; the job ends COMPLETED 0:0;
-# and checks both runs in the store (`pdbx ls --json`, `pdbx show --format json`): complete,
+#  c. cancel: `pdbx cancel` of a detached run inside an allocation, and
+#     `scancel --batch --signal=TERM` of a --sbatch job, each leave no rank and the run cancelled;
+# and checks the runs of a and b in the store (`pdbx ls --json`, `pdbx show --format json`): complete,
 # launched by srun, every rank placed on this node.
 # Skips (77) when Slurm or munge is not installed or the daemons cannot start. Daemons are
 # stopped and the temp dir removed on every exit. Runs alone:
@@ -73,7 +75,38 @@ phase "sbatch run $id_b: job $jid $state"
 [ "$seen" = running ] || fail "run $id_b never showed as running in pdbx ls while job $jid ran"
 [ -f "$ST/runs/$id_b.pdbx" ] || { cat "$ST/logs/$id_b.log"; fail "the sbatch job left no run $id_b in the store"; }
 
-# both runs in the store
+# c. cancel reaches the ranks under srun and under sbatch: a long sweep, cancelled once both
+# ranks run; no rank of it is left and the run reads cancelled
+engines_of() { local p n=0; for p in $(pgrep -x pdbx-engine); do grep -qa -- "$1" "/proc/$p/cmdline" 2>/dev/null && n=$((n + 1)); done; echo "$n"; }
+wait_engines() {   # id, count: waits up to 20 s for that many ranks of run id
+    for _ in $(seq 100); do [ "$(engines_of "$1")" = "$2" ] && return 0; sleep 0.2; done; return 1
+}
+LONG=(quick --seq-len 32 --warmup 0 --steps 500 --mbs 1:2 --store "$ST")
+export -f engines_of wait_engines ls_status
+export PDBX PY ST
+salloc -N1 -n2 -t 2 bash -c '
+    id=$("$PDBX" run "$@" --detach 2>/dev/null) || exit 1
+    echo "$id"
+    wait_engines "$id" 2 || { echo "no 2 ranks of $id" >&2; exit 1; }
+    "$PDBX" cancel "$id" --store "$ST" >&2 || exit 1
+    wait_engines "$id" 0 || { echo "ranks of $id left after cancel" >&2; exit 1; }' _ "${LONG[@]}" >"$TMP/id_c" 2>"$TMP/err_c" \
+    || { cat "$TMP/err_c"; fail "pdbx cancel of an srun run inside salloc"; }
+id_c=$(cat "$TMP/id_c")
+[ "$(ls_status "$id_c")" = cancelled ] || { cat "$TMP/err_c"; fail "run $id_c after pdbx cancel: '$(ls_status "$id_c")', want cancelled"; }
+phase "srun run $id_c: $(grep -m1 'cancelled' "$TMP/err_c")"
+"$PDBX" run "${LONG[@]}" --sbatch "$TMP/long.sh" >/dev/null 2>&1 || fail "pdbx run --sbatch (long)"
+id_d=$(sed -n 's/^#SBATCH --job-name=pdbx-//p' "$TMP/long.sh")
+jid=$(sbatch --parsable "$TMP/long.sh" 2>"$TMP/submit") || { cat "$TMP/submit"; fail "sbatch long.sh"; }
+wait_engines "$id_d" 2 || { cat "$ST/logs/$id_d.log"; fail "no 2 ranks of sbatch run $id_d"; }
+for _ in $(seq 100); do [ "$(ls_status "$id_d")" = running ] && break; sleep 0.2; done
+# the way docs/launch.md gives: the batch shell gets SIGTERM and passes it to srun as SIGUSR1
+scancel --batch --signal=TERM "$jid" || fail "scancel --batch --signal=TERM $jid"
+wait_engines "$id_d" 0 || fail "ranks of sbatch run $id_d left after scancel"
+for _ in $(seq 100); do [ "$(ls_status "$id_d")" != running ] && break; sleep 0.2; done
+[ "$(ls_status "$id_d")" = cancelled ] || { cat "$ST/logs/$id_d.log"; fail "sbatch run $id_d after scancel: '$(ls_status "$id_d")', want cancelled"; }
+phase "sbatch run $id_d: cancelled by scancel --batch --signal=TERM"
+
+# the runs in the store
 "$PDBX" ls --json --store "$ST" >"$TMP/ls.json" || fail "pdbx ls --json"
 for id in "$id_a" "$id_b"; do
     "$PDBX" show "$id" --format json --store "$ST" >"$TMP/show-$id.json" || fail "pdbx show $id"
