@@ -85,8 +85,10 @@ void pdbx_sup_log_tail(const char *path, char *out, size_t len)
         line[strcspn(line, "\n")] = '\0';
         /* the engine's and the supervisor's own messages are the useful ones; mpirun's
          * banners, the launch command and the closing summary are not */
-        if (strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
-            !strstr(line, "cannot record the failed start"))
+        if ((strncmp(line, "pdbx", 4) == 0 && !strstr(line, ": launching ") &&
+             !strstr(line, "pdbx supervisor: warning: ") &&
+             !strstr(line, "cannot record the failed start")) ||
+            strncmp(line, "srun: fatal: ", 13) == 0)   /* why srun could not start at all */
             pdbx_strcopy(last, sizeof last, line);
     }
     fclose(f);
@@ -444,15 +446,16 @@ static void lost_rank(const char *log_path, char *out, size_t len)
 static void end_reason(const pdbx_sup_job *job, int status, int np, char *buf, size_t len)
 {
     const char *name = sup_launcher_name;
+    int saved = errno;         /* why the launch could not run; reading the log may change it */
     char lost[200];
     fflush(stderr);
     lost_rank(job->log_path, lost, sizeof lost);
     if (status < 0)
-        snprintf(buf, len, "could not run %s: %s", name, strerror(errno));
+        snprintf(buf, len, "could not run %s: %s", name, strerror(saved));
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "%s (-np %d) was killed by signal %d", name, np, WTERMSIG(status));
     else if (lost[0])
-        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end: it lost %s",
+        snprintf(buf, len, "%s (-np %d) exited with status %d without a run end: it lost %.120s",
                  name, np, WEXITSTATUS(status), lost);
     else
         snprintf(buf, len, "%s (-np %d) exited with status %d without a run end (a rank "
@@ -488,8 +491,8 @@ void pdbx_sup_run(const pdbx_sup_job *job)
             return;                                   /* the engine ended the run */
         if (fs.starts == 0) {
             char why[128];
-            snprintf(why, sizeof why, "the engine did not start (mpirun -np %d exit status %d)",
-                     job->sizes[i], status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            snprintf(why, sizeof why, "the engine did not start (%s -np %d exit status %d)",
+                     sup_launcher_name, job->sizes[i], status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
             record_failed_start(job, why);
             return;
         }

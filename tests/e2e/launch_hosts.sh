@@ -94,6 +94,16 @@ print(end["reason"])' >"$TMP/reason" || fail "lost rank: run end"
 grep -qE "^mpirun \(-np 2\) exited with status [0-9]+ without a run end: it lost rank [01] on node $H$" "$TMP/reason" \
     || { cat "$TMP/reason"; fail "the run end does not name the lost rank's node"; }
 
+phase 'srun without a Slurm here'
+# srun installed but no Slurm to talk to (no slurmctld): the attempt is a failed run with srun's
+# own reason, not a hang (tests/e2e/test_slurm.sh runs a real one)
+if command -v srun >/dev/null && ! timeout 10 srun --mpi=list >/dev/null 2>&1; then
+    id=$(timeout 60 "$PDBX" run "$TMP/one.json" --store "$ST" --launcher srun 2>"$TMP/err")
+    rc=$?
+    [ $rc -eq 1 ] || { cat "$TMP/err"; fail "srun without Slurm: exit $rc, want 1"; }
+    "$PDBX" ls --store "$ST" | grep "$id" | grep -q "failed.*srun: " || { "$PDBX" ls --store "$ST"; fail "srun's reason not recorded"; }
+fi
+
 phase 'sbatch script'
 "$PDBX" run "$TMP/two.json" --store "$ST" --sbatch "$TMP/job.sh" --time 0:20:00 >"$TMP/out" 2>"$TMP/err" \
     || { cat "$TMP/err"; fail "--sbatch"; }

@@ -277,7 +277,7 @@ static void test_spec_field_help(void **state)
         cJSON_free(got);
         cJSON_Delete(j);
     }
-    assert_int_equal(n, 29);
+    assert_int_equal(n, 31);
     const pdbx_cli_opt *seq = NULL;
     for (const pdbx_cli_opt *o = so.opts; o->name; o++)
         if (strcmp(o->name, "seq-len") == 0)

@@ -162,7 +162,7 @@ static void test_unknown_field_lists_allowed(void **state)
     assert_int_equal(spec_from_text("{\"frobnicate\": 1}", &s, err, sizeof err), -1);
     assert_string_equal(err,
                         "unknown field 'frobnicate' (allowed: name, model, gpu, gpu_mem_gb, layers, seq_len, dtype, "
-                        "backend, gpus_per_node, nodes, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, warmup, "
+                        "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, warmup, "
                         "steps, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
                         "timeout_s, flush_l2, description)");
 }
@@ -361,6 +361,16 @@ static void test_overrides(void **state)
     assert_int_equal(s.recompute, PDBX_RECOMPUTE_FULL);
     assert_int_equal(pdbx_spec_set(&s, "recompute", "selective", err, sizeof err), -1);
     assert_string_equal(err, "recompute: \"selective\" is not allowed (allowed: none, full)");
+    /* how the ranks are started (engine/launch/launch_argv.h): auto by default */
+    assert_int_equal(s.launcher, PDBX_LAUNCHER_AUTO);
+    assert_int_equal(pdbx_spec_set(&s, "launcher", "SRUN", err, sizeof err), 0);
+    assert_int_equal(s.launcher, PDBX_LAUNCHER_SRUN);
+    assert_int_equal(pdbx_spec_set(&s, "launcher", "ssh", err, sizeof err), -1);
+    assert_string_equal(err, "launcher: \"ssh\" is not allowed (allowed: auto, local, mpirun, srun)");
+    char text[32];
+    assert_int_equal(pdbx_spec_field_text(&s, "launcher", text, sizeof text), 0);
+    assert_string_equal(text, "srun");
+    pdbx_spec_set(&s, "launcher", "auto", err, sizeof err);
     assert_int_equal(pdbx_spec_set(&s, "bytes_per_param", "18", err, sizeof err), 0);
     assert_true(s.bytes_per_param == 18);
     assert_int_equal(pdbx_spec_set(&s, "ops", "attn_core, lm_head", err, sizeof err), 0);
@@ -456,7 +466,7 @@ static void test_did_you_mean(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 30);
+    assert_int_equal(n, 31);
     assert_string_equal(names[0], "name");
 }
 
