@@ -326,6 +326,12 @@ int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, cons
         pdbx_strcopy(abs_script, PDBX_PATH_MAX, real ? real : script_path);
         free(real);
         pdbx_strcopy(run_id, PDBX_RUN_ID_MAX, job->id);
+        char plugin[32];
+        pdbx_launch_srun_plugin(job->have_mpi_list ? job->srun_mpi_list : NULL, plugin, sizeof plugin);
+        if (strcmp(plugin, "none") == 0)    /* what --dry-run says too: the user decides */
+            fprintf(stderr, "pdbx run: warning: srun offers neither pmix nor pmi2 here (srun "
+                    "--mpi=list%s): the script uses --mpi=none; edit it or write it where Slurm "
+                    "answers\n", job->have_mpi_list ? "" : " failed");
     }
     free(script);
     free(json_text);
