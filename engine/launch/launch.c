@@ -484,7 +484,11 @@ int pdbx_launch_cancel(pdbx_store *st, const char *run_id, pdbx_end_cause cause,
         if (pdbx_stop_request_write(pdbx_store_dir(st), run.id, cause, who, werr, sizeof werr) != 0)
             fprintf(stderr, "pdbx: %s (the run end will name a signal, not %s)\n", werr,
                     pdbx_end_cause_text(cause));
-        if (kill(-(pid_t)run.pid, SIGTERM) != 0 && kill((pid_t)run.pid, SIGTERM) != 0)
+        /* the supervisor leads its own group (mpirun has another); a batch job's shell does
+         * not: srun shares its group and must not get the TERM, which would kill the step
+         * instead of the shell forwarding it as SIGUSR1 to every rank */
+        int batch = strstr(run.launcher, "sbatch job ") != NULL;
+        if ((batch || kill(-(pid_t)run.pid, SIGTERM) != 0) && kill((pid_t)run.pid, SIGTERM) != 0)
             snprintf(err, errlen, "cannot signal pid %ld of run %s: %s", run.pid, run.id,
                      strerror(errno));
         else

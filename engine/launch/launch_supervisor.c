@@ -418,9 +418,12 @@ static void install_handlers(void)
 }
 
 /* The rank and node the launcher says it lost, from its messages in the log (mpirun: "mpirun
- * noticed that process rank 1 with PID 812 on node node2 exited on signal 9"; srun: "srun:
- * error: node2: task 1: Killed"): "rank 1 on node node2", or "" when it said neither. The last
- * such line counts: the log holds every launch of the run. */
+ * noticed that process rank 1 with PID 812 on node node2 exited on signal 9", or, when the
+ * node's daemon died with its ranks, "Remote daemon: [[58347,0],1] on node node2" or a surviving
+ * rank's "Peer host:  node2"; srun: "srun: error: node2: task 1: Killed"): "rank 1 on node
+ * node2", "node node2 (its daemon)", "node node2 (its ranks hung up)", or "" when it said none
+ * of these (mpirun does not always name the node). The last such line counts: the log holds
+ * every launch of the run. */
 static void lost_rank(const char *log_path, char *out, size_t len)
 {
     out[0] = '\0';
@@ -432,11 +435,17 @@ static void lost_rank(const char *log_path, char *out, size_t len)
     while (fgets(line, sizeof line, f)) {
         const char *m = strstr(line, "noticed that process rank ");
         const char *s = strstr(line, "srun: error: ");
+        const char *d = strstr(line, "Remote daemon: ");
+        const char *peer = strstr(line, "Peer host: ");
         if (m && sscanf(m, "noticed that process rank %d with PID %d on node %127s", &rank, &pid,
                         node) == 3)
             snprintf(out, len, "rank %d on node %s", rank, node);
         else if (s && sscanf(s, "srun: error: %127[^:]: task %d", node, &rank) == 2)
             snprintf(out, len, "rank %d on node %s", rank, node);
+        else if (d && sscanf(d, "Remote daemon: %*s on node %127s", node) == 1)
+            snprintf(out, len, "node %s (its daemon)", node);
+        else if (peer && sscanf(peer, "Peer host: %127s", node) == 1)
+            snprintf(out, len, "node %s (its ranks hung up)", node);
     }
     fclose(f);
 }

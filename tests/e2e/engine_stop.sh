@@ -99,14 +99,16 @@ print(end["reason"])
 '
 }
 
-# wait_caught PID: until PID catches SIGINT (bit 2 of SigCgt in /proc/PID/status). A background
-# job of this non-interactive shell starts with SIGINT ignored, so a Ctrl-C sent before the
-# command installs its handler would be lost whatever the command does.
+# wait_caught PID: until PID is pdbx (not the shell forked for the job, which has handlers of
+# its own until it execs) and catches SIGINT (bit 2 of SigCgt in /proc/PID/status). A
+# background job of this non-interactive shell starts with SIGINT ignored, so a Ctrl-C sent
+# before the command installs its handler would be lost whatever the command does.
 wait_caught() {
     local i mask
     for i in $(seq 400); do
         mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
-        [ -n "$mask" ] && [ $(( 0x$mask & 2 )) -ne 0 ] && return 0
+        [ "$(cat "/proc/$1/comm" 2>/dev/null)" = pdbx ] && [ -n "$mask" ] &&
+            [ $(( 0x$mask & 2 )) -ne 0 ] && return 0
         sleep 0.05
     done
     return 1

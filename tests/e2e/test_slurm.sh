@@ -105,6 +105,19 @@ wait_engines "$id_d" 0 || fail "ranks of sbatch run $id_d left after scancel"
 for _ in $(seq 100); do [ "$(ls_status "$id_d")" != running ] && break; sleep 0.2; done
 [ "$(ls_status "$id_d")" = cancelled ] || { cat "$ST/logs/$id_d.log"; fail "sbatch run $id_d after scancel: '$(ls_status "$id_d")', want cancelled"; }
 phase "sbatch run $id_d: cancelled by scancel --batch --signal=TERM"
+# pdbx cancel on the batch job's node: the TERM goes to the batch shell alone, which passes it
+# to srun as SIGUSR1 (srun shares the shell's process group; a TERM to the group killed the
+# step and the run read failed)
+"$PDBX" run "${LONG[@]}" --sbatch "$TMP/long2.sh" >/dev/null 2>&1 || fail "pdbx run --sbatch (long, 2)"
+id_e=$(sed -n 's/^#SBATCH --job-name=pdbx-//p' "$TMP/long2.sh")
+jid=$(sbatch --parsable "$TMP/long2.sh" 2>"$TMP/submit") || { cat "$TMP/submit"; fail "sbatch long2.sh"; }
+wait_engines "$id_e" 2 || { cat "$ST/logs/$id_e.log"; fail "no 2 ranks of sbatch run $id_e"; }
+for _ in $(seq 100); do [ "$(ls_status "$id_e")" = running ] && break; sleep 0.2; done
+"$PDBX" cancel "$id_e" --store "$ST" 2>"$TMP/cancel_e" || { cat "$TMP/cancel_e"; fail "pdbx cancel of sbatch run $id_e"; }
+wait_engines "$id_e" 0 || fail "ranks of sbatch run $id_e left after pdbx cancel"
+for _ in $(seq 100); do [ "$(ls_status "$id_e")" != running ] && break; sleep 0.2; done
+[ "$(ls_status "$id_e")" = cancelled ] || { cat "$ST/logs/$id_e.log"; fail "sbatch run $id_e after pdbx cancel: '$(ls_status "$id_e")', want cancelled"; }
+phase "sbatch run $id_e: cancelled by pdbx cancel on its node"
 
 # the runs in the store
 "$PDBX" ls --json --store "$ST" >"$TMP/ls.json" || fail "pdbx ls --json"
