@@ -3,6 +3,12 @@
  * a loaded run: the run table (store/runtable.h), each cell's statistics under both
  * attributions, and the FASOP rows of each config (store/export).
  *
+ * Checks the scanner's contract for a run being written (store.h): a monitor that scans a
+ * prefix of the file (cut anywhere, as a reader may see a write in progress) and then the rest
+ * from the prefix's next_offset gets exactly what one scan of the whole file gets: the same
+ * events, the same end (torn tail, damage) and the same next_offset. A cut never makes a good
+ * frame look damaged: damage found in the prefix is damage the whole file has at that event.
+ *
  * Input: a run file as bytes (starting with the zstd magic), or JSON events one per line that
  * fuzz_write_run_file encodes as frames (fuzz_common.h). */
 #include <math.h>
@@ -41,6 +47,60 @@ static void read_table(const pdbx_run *run)
     pdbx_runtable_free(&t);
 }
 
+static uint8_t *read_back(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0)
+        abort();
+    long n = ftell(f);
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    rewind(f);
+    if (n < 0 || !buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+        abort();
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void check_incremental(const char *path, const uint8_t *data, size_t size)
+{
+    char err[512];
+    pdbx_scan_result whole, head, rest;
+    if (pdbx_scan_file(path, 0, NULL, NULL, &whole, err, sizeof err) != 0)
+        return;
+    size_t len;
+    uint8_t *file = read_back(path, &len);
+    uint32_t h = 2166136261u;                  /* FNV-1a of the input picks the cut */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 16777619u;
+    size_t cut = len ? h % (len + 1) : 0;
+    fuzz_write_file(path, file, cut);
+    if (pdbx_scan_file(path, 0, NULL, NULL, &head, err, sizeof err) != 0)
+        abort();
+    if (head.corrupt) {
+        if (!whole.corrupt || whole.events != head.events || whole.next_offset != head.next_offset) {
+            fprintf(stderr, "fuzz_runfile: the first %zu of %zu bytes are damaged after %zu events "
+                    "(%s), the whole file %s after %zu\n", cut, len, head.events, head.corrupt_msg,
+                    whole.corrupt ? "too" : "is not", whole.events);
+            abort();
+        }
+    } else {
+        fuzz_write_file(path, file, len);
+        if (pdbx_scan_file(path, head.next_offset, NULL, NULL, &rest, err, sizeof err) != 0)
+            abort();
+        if (head.events + rest.events != whole.events || rest.corrupt != whole.corrupt ||
+            rest.torn_tail != whole.torn_tail || rest.next_offset != whole.next_offset) {
+            fprintf(stderr, "fuzz_runfile: cut at %zu of %zu: %zu + %zu events, corrupt %d, torn %d, "
+                    "next %llu; one scan: %zu events, corrupt %d, torn %d, next %llu\n", cut, len,
+                    head.events, rest.events, rest.corrupt, rest.torn_tail,
+                    (unsigned long long)rest.next_offset, whole.events, whole.corrupt,
+                    whole.torn_tail, (unsigned long long)whole.next_offset);
+            abort();
+        }
+    }
+    free(file);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_setup();
@@ -51,5 +111,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pdbx_run_load_file(path, &run, err, sizeof err) == 0)
         read_table(&run);
     pdbx_run_free(&run);
+    check_incremental(path, data, size);
     return 0;
 }
