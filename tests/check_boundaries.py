@@ -8,7 +8,7 @@ usage: check_boundaries.py [ROOT]   (prints one line per violation; exit 1 when 
 import ast, os, re, sys
 
 root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..'))
-SKIP = ('tests', 'bench', 'build', 'build-san', '.git')
+SKIP = ('tests', 'bench', 'build', 'build-san', 'build-fuzz', '.git')
 DECL = re.compile(r"PdbxLibrary\(\s*'([^']+)'.*?deps\s*=\s*(\[[^\]]*\])", re.S)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
