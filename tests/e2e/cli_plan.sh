@@ -3,13 +3,14 @@
 # MBS points and both memory predictions (profile: what the engine allocates, which decides the
 # OOM stop; train: the full model's training memory) with their marks; the A40 plans the points
 # FASOP measured there as measurable while training the 80-layer model is OOM everywhere;
-# --json carries the same plan; spec fields work as flags.
+# --format json (or --json) carries the same plan; spec fields work as flags.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
 
 for gpu in A40 H100-SXM; do
     "$PDBX" plan fasop-llama70b-8gpu --gpu $gpu > "$TMP/plan.$gpu" 2>"$TMP/err" || fail "plan --gpu $gpu: $(cat "$TMP/err")"
-    "$PDBX" plan fasop-llama70b-8gpu --gpu $gpu --json > "$TMP/plan.$gpu.json" || fail "plan --json --gpu $gpu"
+    "$PDBX" plan fasop-llama70b-8gpu --gpu $gpu --format json > "$TMP/plan.$gpu.json" || fail "plan --format json --gpu $gpu"
+    "$PDBX" plan fasop-llama70b-8gpu --gpu $gpu --json | cmp -s - "$TMP/plan.$gpu.json" || fail "plan --json differs from --format json"
     n=$(grep -c '^TP [0-9]* *PP [0-9]* *DP [0-9]*' "$TMP/plan.$gpu")
     [ "$n" -eq 4 ] || fail "$gpu: $n config headers, expected 4"
     for cfg in "TP 1  PP 8  DP 1" "TP 2  PP 4  DP 1" "TP 4  PP 2  DP 1" "TP 8  PP 2  DP 1"; do
@@ -102,6 +103,8 @@ assert stops > 0
 PYEOF
 
 # Spec fields as flags, applied after the preset; errors from the planner are one line, exit 2.
+"$PDBX" plan quick --format csv >/dev/null 2>"$TMP/fmt.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "format" "$TMP/fmt.err" || fail "plan --format csv: exit $rc, $(cat "$TMP/fmt.err")"
 "$PDBX" plan quick --seq-len 512 --json > "$TMP/q.json" || fail "plan quick --seq-len 512"
 $PY -c "import json,sys; d=json.load(open('$TMP/q.json')); assert d['spec']['seq_len']==512, d['spec'].get('seq_len')" \
     || fail "--seq-len did not reach the spec"

@@ -125,7 +125,7 @@ static void test_vtables_complete(void **state)
     assert_non_null(c->comm_buffer);
     assert_non_null(c->checksum);
     assert_non_null(c->mem_peak);
-    /* no allocator peak yet (the cuda sizing rewrite brings it): says so, never a number */
+    /* no prepared point (no device here): no peak, said so, never a number */
     double peak = -1, base = -1;
     assert_int_equal(c->mem_peak(NULL, &peak, &base), -1);
     assert_true(peak == -1 && base == -1);

@@ -20,9 +20,11 @@ typedef struct {
 } plan_args;
 
 static const pdbx_cli_opt plan_opts[] = {
-    { "json", NULL, "print the plan as JSON" },
+    { "format", "FMT", "table (default) or json" },
+    { "json", NULL, "the same as --format json" },
     { NULL, NULL, NULL },
 };
+static const char *const plan_formats[] = { "table", "json", NULL };
 
 static const char *const plan_about =
     "Prints the points a sweep would measure, grouped by parallel config (TP, PP, DP), with two\n"
@@ -39,8 +41,10 @@ static const char *const plan_about =
 
 static int plan_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
-    (void)opt, (void)value, (void)err, (void)errlen;
-    ((plan_args *)ctx)->json = 1;   /* --json, the only option of its own */
+    plan_args *a = ctx;
+    if (strcmp(opt->name, "format") == 0)   /* as show and diff take it: --format json */
+        return pdbx_cli_choice(opt->name, value, plan_formats, &a->json, err, errlen);
+    a->json = 1;                            /* --json */
     return 0;
 }
 

@@ -333,10 +333,23 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
     return cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
 }
 
+/* Device memory in use now (every process's, the CUDA context and NCCL's buffers included). */
+static int device_used(double *bytes)
+{
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b > total_b) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    *bytes = (double)(total_b - free_b);
+    return 0;
+}
+
 static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen)
 {
     int rc = -1;
     cuda_release(c);
+    c->mem_base_ok = device_used(&c->mem_base) == 0;
     struct cuda_point *pt = calloc(1, sizeof *pt);
     if (!pt) {
         snprintf(err, errlen, "cuda prepare: out of host memory");
@@ -481,12 +494,18 @@ fail:
     return NAN;
 }
 
-/* Not measured yet: the allocator peak of a point (cudaMalloc'ed bytes at their highest) comes
- * with the rewrite of this backend's buffer sizing; the engine records no peak meanwhile. */
+/* The point's device-memory peak above what was in use before its buffers were allocated:
+ * prepare() allocates every buffer and nothing is freed until the next prepare, so the memory
+ * in use after the measured steps is the highest it reached, lazy NCCL buffers included. A GPU
+ * shared with another process would be counted too (the engine expects one rank per GPU). */
 static int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
 {
-    (void)c, (void)peak_bytes, (void)base_bytes;
-    return -1;
+    double used = 0;
+    if (!c || !c->mem_base_ok || !c->point || device_used(&used) != 0 || used < c->mem_base)
+        return -1;
+    *peak_bytes = used - c->mem_base;
+    *base_bytes = c->mem_base;
+    return 0;
 }
 
 #ifdef PDBX_CUDA_NO_NCCL   /* built where nccl.h is missing: no comm backend of our own */

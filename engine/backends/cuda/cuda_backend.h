@@ -41,6 +41,10 @@ struct pdbx_compute {
     size_t comm_bytes;
     struct cuda_gemm *gemm;
     struct cuda_point *point;       /* buffers of the prepared point, NULL when released */
+    /* device memory in use (cudaMemGetInfo: total - free) when the point's buffers were about
+     * to be allocated; mem_base_ok 0 when it could not be read */
+    double mem_base;
+    int mem_base_ok;
 };
 
 /* Dimensions of one point on one TP rank (design.md section 3). */
