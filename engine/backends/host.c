@@ -4,21 +4,25 @@
 #include <stdio.h>
 #include <string.h>
 
-int pdbx_host_meminfo(uint64_t *available, uint64_t *total)
+/* Two "Key: N kB" lines of a /proc file, in bytes (keys given with their colon); 0 when both
+ * were found, else -1 with the values 0. */
+static int proc_kb_pair(const char *path, const char *key1, const char *key2, double *v1,
+                        double *v2)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
+    FILE *f = fopen(path, "r");
+    *v1 = *v2 = 0;
     if (!f)
         return -1;
     char line[256];
-    unsigned long long kb;
+    size_t n1 = strlen(key1), n2 = strlen(key2);
     int found = 0;
-    *available = *total = 0;
     while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-            *available = (uint64_t)kb * 1024u;
+        unsigned long long kb;
+        if (strncmp(line, key1, n1) == 0 && sscanf(line + n1, " %llu kB", &kb) == 1) {
+            *v1 = (double)kb * 1024.0;
             found |= 1;
-        } else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
-            *total = (uint64_t)kb * 1024u;
+        } else if (strncmp(line, key2, n2) == 0 && sscanf(line + n2, " %llu kB", &kb) == 1) {
+            *v2 = (double)kb * 1024.0;
             found |= 2;
         }
     }
@@ -26,26 +30,18 @@ int pdbx_host_meminfo(uint64_t *available, uint64_t *total)
     return found == 3 ? 0 : -1;
 }
 
+int pdbx_host_meminfo(uint64_t *available, uint64_t *total)
+{
+    double av, tot;
+    int rc = proc_kb_pair("/proc/meminfo", "MemAvailable:", "MemTotal:", &av, &tot);
+    *available = (uint64_t)av;
+    *total = (uint64_t)tot;
+    return rc;
+}
+
 int pdbx_host_rss(double *rss, double *hwm)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    unsigned long long kb;
-    int found = 0;
-    *rss = *hwm = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) {
-            *rss = (double)kb * 1024.0;
-            found |= 1;
-        } else if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) {
-            *hwm = (double)kb * 1024.0;
-            found |= 2;
-        }
-    }
-    fclose(f);
-    return found == 3 ? 0 : -1;
+    return proc_kb_pair("/proc/self/status", "VmRSS:", "VmHWM:", rss, hwm);
 }
 
 int pdbx_host_rss_reset_peak(void)
