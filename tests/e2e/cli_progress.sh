@@ -8,7 +8,7 @@
 #  - `pdbx attach` to a crafted running run whose heartbeat holds hostile values (1e999, -1e300,
 #    done > total, total 0, a huge coll_total) prints sane lines (no UBSan report in build-san);
 #  - the explorer's monitor and `pdbx attach` print the same percentage for the same run.
-. "$PDBX_SOURCE_DIR/tests/fixtures/tui_lib.bash"
+. "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
 [ -x "$BUILD/bin/pdbx-engine" ] || { echo "SKIP: pdbx-engine not built"; exit 77; }
 export OMPI_MCA_rmaps_base_oversubscribe=1

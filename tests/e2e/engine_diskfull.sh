@@ -7,7 +7,6 @@
 #  - `pdbx ls` and `pdbx show` name the reason;
 #  - a run whose run_end could not be written at all (its log says so) lists the log's reason.
 source "$(dirname "$0")/engine_common.inc"
-SECONDS=0
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 export PDBX_ENGINE=$ENGINE
 mkdir -p "$TMP/mnt"
@@ -17,14 +16,6 @@ mount -t tmpfs -o size=2m tmpfs "$TMP/mnt" 2>/dev/null ||
 trap 'umount "$TMP/mnt" 2>/dev/null || umount -l "$TMP/mnt" 2>/dev/null; rm -rf "$TMP"' EXIT
 ST=$TMP/mnt/store
 
-wait_for() {   # seconds, python condition over E, file
-    local s=$1 cond=$2 f=$3
-    for _ in $(seq $((s * 10))); do
-        ev_py "$f" "import sys; sys.exit(0 if ($cond) else 1)" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 # many short points: events keep coming until the disk is full
 tiny_spec "$TMP/spec.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:64"' 'steps=20' 'predict_oom=false'

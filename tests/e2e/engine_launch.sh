@@ -6,8 +6,6 @@
 #    completed points stay, `pdbx ls` says failed;
 #  - kill -9 of supervisor and ranks: no run_end at all, `pdbx ls` still says failed (liveness).
 source "$(dirname "$0")/engine_common.inc"
-SECONDS=0
-phase() { echo "[${SECONDS}s] $*"; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store
@@ -31,14 +29,6 @@ shm_gone() {   # files, id, what
     for f in $1; do [ -e "$f" ] && fail "$3: $f left behind in /dev/shm"; done
     [ -e "/dev/shm/pdbx-$2" ] && fail "$3: /dev/shm/pdbx-$2 left behind"
     return 0
-}
-wait_for() {   # seconds, python condition over E, file
-    local s=$1 cond=$2 f=$3
-    for _ in $(seq $((s * 10))); do
-        ev_py "$f" "import sys; sys.exit(0 if ($cond) else 1)" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
 }
 
 tiny_spec "$TMP/short.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:2"'

@@ -17,8 +17,6 @@
 #  - every stopped run says what became of the point in flight (a point_end "skipped" when it
 #    was dropped) in run_end's fields and reason, which ls and show print.
 source "$(dirname "$0")/engine_common.inc"
-SECONDS=0
-phase() { echo "[${SECONDS}s] $*"; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store
@@ -28,14 +26,6 @@ boot=$(cat /proc/sys/kernel/random/boot_id)
 
 ls_field() {   # id field
     "$PDBX" ls --json --store "$ST" | "$PY" -c 'import json,sys; print([r[sys.argv[2]] for r in json.load(sys.stdin) if r["id"] == sys.argv[1]][0])' "$1" "$2"
-}
-wait_for() {   # seconds, python condition over E, file
-    local s=$1 cond=$2 f=$3
-    for _ in $(seq $((s * 10))); do
-        ev_py "$f" "import sys; sys.exit(0 if ($cond) else 1)" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
 }
 # a run file by hand: one zstd frame (checksummed) per JSON event
 write_run() {   # id, run_start JSON
@@ -199,9 +189,10 @@ assert "no point in flight" in end["reason"], end
 
 # ---- pdbx cancel inside a point's last step: that point finishes and is kept ----
 phase 'cancel in the last step'
-# one step per point, no warmup, a long step (attention at seq_len 3072): once the heartbeat
+# one step per point, no warmup, a long step (attention at seq_len 4096 over the 4 layers:
+# about 2 s here, longer than the 1 s heartbeat): once the heartbeat
 # names an op of point 0, the ranks are past their last agreement inside that point
-tiny_spec "$TMP/fin.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="1:2"' 'layers=2' 'seq_len=3072' 'warmup=0' 'steps=1' 'predict_oom=false' 'timeout_s=120'
+tiny_spec "$TMP/fin.json" 'configs=[{"tp":1,"pp":1,"dp":1}]' 'mbs="1:2"' 'layers=4' 'seq_len=4096' 'warmup=0' 'steps=1' 'predict_oom=false' 'timeout_s=120'
 id=$("$PDBX" run "$TMP/fin.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
 f=$ST/runs/$id.pdbx
 wait_for 60 'any(e["type"] == "progress" and e.get("point") == 0 and e.get("op") for e in E)' "$f" || fail "point 0 never started measuring"

@@ -7,8 +7,6 @@
 #  - --hosts $(hostname):2 runs a real tiny sweep through mpirun --host, the command line used
 #    is recorded in run_start and printed by show, with the rank placement.
 source "$(dirname "$0")/engine_common.inc"
-SECONDS=0
-phase() { echo "[${SECONDS}s] $*"; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 export PDBX_ENGINE=$ENGINE
 ST=$TMP/store

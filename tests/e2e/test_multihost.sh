@@ -20,8 +20,6 @@
 #   PDBX_SOURCE_DIR=$PWD PYTHON=/usr/bin/python3 PDBX_BUILD=$PWD/build bash tests/e2e/test_multihost.sh
 source "$(dirname "$0")/engine_common.inc"
 source "$PDBX_SOURCE_DIR/tests/e2e/fixtures/netns_hosts.bash"
-SECONDS=0
-phase() { echo "[${SECONDS}s] $*"; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 # the hosts are real ones as far as OpenMPI knows: no oversubscription, as on a cluster
 unset OMPI_MCA_rmaps_base_oversubscribe

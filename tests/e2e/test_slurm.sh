@@ -16,8 +16,6 @@
 #   PDBX_SOURCE_DIR=$PWD PYTHON=/usr/bin/python3 PDBX_BUILD=$PWD/build bash tests/e2e/test_slurm.sh
 source "$(dirname "$0")/engine_common.inc"
 source "$PDBX_SOURCE_DIR/tests/e2e/fixtures/slurm_local.bash"
-SECONDS=0
-phase() { echo "[${SECONDS}s] $*"; }
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 for c in munged slurmctld slurmd srun salloc sbatch sinfo squeue; do
     command -v "$c" >/dev/null || { echo "SKIP: slurm not installed ($c missing): apt-get install slurmctld slurmd slurm-client munge"; exit 77; }
