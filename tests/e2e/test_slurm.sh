@@ -18,7 +18,7 @@ source "$(dirname "$0")/engine_common.inc"
 source "$PDBX_SOURCE_DIR/tests/e2e/fixtures/slurm_local.bash"
 [ -x "$PDBX" ] || { echo "SKIP: $PDBX not built"; exit 77; }
 for c in munged slurmctld slurmd srun salloc sbatch sinfo squeue; do
-    command -v "$c" >/dev/null || { echo "SKIP: slurm not installed ($c missing): apt-get install slurmctld slurmd slurm-client munge"; exit 77; }
+    command -v "$c" >/dev/null || { echo "SKIP: slurm not installed ($c missing): .ci/setup test (or apt-get install slurmctld slurmd slurm-client munge)"; exit 77; }
 done
 [ "$(id -u)" = 0 ] || { echo "SKIP: the test Slurm runs its daemons as root (uid $(id -u))"; exit 77; }
 unset SLURM_JOB_ID SLURM_JOBID   # a test started inside someone's allocation starts outside it
