@@ -10,6 +10,7 @@
 
 #include "engine/plan/plan.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_plan.h"
 
 static char *spec_text(const pdbx_spec *s)
 {
@@ -55,16 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (pdbx_spec_validate(&spec, err, sizeof err) != 0)
         return 0;
-    pdbx_plan_point *pts = NULL;
-    size_t n = 0;
-    if (pdbx_plan_expand(&spec, &pts, &n, err, sizeof err) == 0) {
-        for (size_t i = 0; i < n && i < 4; i++) {
-            pdbx_op_shape shape;
-            for (int op = 0; op < PDBX_OP_COUNT; op++)
-                (void)pdbx_op_shape_for(&spec, pts[i].tp, pts[i].mbs, (pdbx_op)op, &shape);
-        }
-        free(pts);
-    }
+    fuzz_plan_points(&spec);
     check_round_trip(&spec);
     return 0;
 }
