@@ -32,8 +32,7 @@ int pdbx_agree_status(pdbx_engine *e, int status, char *msg, int point)
     return all;
 }
 
-/* This rank's reason to stop: its signal, or (rank 0) a run file it can no longer write. */
-static int local_stop(const pdbx_engine *e)
+int pdbx_agree_local_stop(const pdbx_engine *e)
 {
     int code = (int)pdbx_watch_stop_code();
     if (e->ev && pdbx_events_failed(e->ev, NULL, 0) && code < PDBX_STOP_WRITE)
@@ -43,7 +42,7 @@ static int local_stop(const pdbx_engine *e)
 
 static int agree_stop(pdbx_engine *e, MPI_Comm comm)
 {
-    int mine = local_stop(e), any = 0;
+    int mine = pdbx_agree_local_stop(e), any = 0;
     MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
     if (any) {
         e->cancelled = 1;

@@ -23,6 +23,9 @@ int pdbx_agree_status(pdbx_engine *e, int status, char *msg, int point);
 int pdbx_agree_cancel(pdbx_engine *e, int point);
 /* The same over the communicator comm (the collectives sweep's group). */
 int pdbx_agree_cancel_in(pdbx_engine *e, MPI_Comm comm);
+/* This rank's own reason to stop (a pdbx_stop_code, engine_watch.h), without asking the
+ * others: its signal, or (rank 0) a run file it can no longer write. */
+int pdbx_agree_local_stop(const pdbx_engine *e);
 /* Whether any rank passed a non-zero `mine` (start-up steps that may fail on one rank). */
 int pdbx_agree_any(int mine);
 

@@ -123,9 +123,9 @@ int pdbx_events_failed(pdbx_events *ev, char *why, size_t len)
 int pdbx_events_emit(pdbx_events *ev, cJSON *event)
 {
     char err[600];
-    int was_failed = pdbx_events_failed(ev, NULL, 0);
     if (pdbx_events_append(ev, event, err, sizeof err) != 0) {
-        if (!was_failed && !pdbx_events_failed(ev, NULL, 0))   /* said once, by append_locked */
+        /* a writer that failed stays failed, and append_locked said so once */
+        if (!pdbx_events_failed(ev, NULL, 0))
             fprintf(stderr, "pdbx-engine: writing an event: %s\n", err);
         return -1;
     }

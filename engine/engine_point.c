@@ -250,22 +250,15 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
-int pdbx_point_profile(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_profile_memory *pm,
-                       char *err, size_t errlen)
-{
-    pdbx_parallel par = { pt->tp, pt->pp, pt->dp };
-    pdbx_profile_point pp;
-    pdbx_profile_point_of(&e->spec, &par, pt->mbs, pdbx_engine_backend_kind(e), e->blas_threads, &pp);
-    return pdbx_profile_memory_list(&pp, pm, err, errlen);
-}
-
 /* The comm buffer the point's collectives share (0: none runs) and their messages. */
 static double point_comm(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_bytes *b)
 {
     pdbx_profile_memory pm;
     char err[MSG_LEN];
     memset(b, 0, sizeof *b);
-    if (pdbx_point_profile(e, pt, &pm, err, sizeof err) != 0)
+    /* the planner's list with the backend this engine loaded and its BLAS threads */
+    if (pdbx_plan_point_memory(&e->spec, pt, pdbx_engine_backend_kind(e), e->blas_threads, &pm,
+                               err, sizeof err) != 0)
         return 0;   /* prepare() fails on the same shape and says why */
     b->tp = pm.tp_bytes;
     b->pp = pm.pp_bytes;

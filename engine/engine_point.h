@@ -45,11 +45,6 @@ typedef struct {
     double peak_bytes, base_bytes;
 } pdbx_point_mem;
 
-/* The buffers of point pt on one rank as the loaded backend allocates them (engine/plan's
- * profile memory with this engine's backend and BLAS threads); 0, or -1 with a message. */
-int pdbx_point_profile(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_profile_memory *pm,
-                       char *err, size_t errlen);
-
 /* Measures point pt with the config's groups cg. Returns PDBX_ST_OK/OOM/ERROR (agreed by all
  * ranks), or -1 when cancelled; msg (PDBX_MSG_LEN, rank 0) holds the reason of a failure, mem
  * (rank 0) the measured peak of an ok point. */

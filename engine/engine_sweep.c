@@ -101,8 +101,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     }
     /* asked to stop during its last step: the point finished and is kept (the sweep stops at
      * the next point's agreement) */
-    if (!e->in_flight && (pdbx_watch_stop_code() != PDBX_STOP_NONE ||
-                          (e->ev && pdbx_events_failed(e->ev, NULL, 0)))) {
+    if (!e->in_flight && pdbx_agree_local_stop(e) != PDBX_STOP_NONE) {
         e->in_flight = PDBX_IN_FLIGHT_FINISHED;
         e->in_flight_point = pt->index;
     }

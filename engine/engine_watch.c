@@ -42,16 +42,6 @@ int pdbx_watch_install_signals(void)
     return 0;
 }
 
-int pdbx_watch_cancelled(void)
-{
-    return cancel_signal != 0;
-}
-
-int pdbx_watch_signal(void)
-{
-    return (int)cancel_signal;
-}
-
 pdbx_stop_code pdbx_watch_stop_code(void)
 {
     return code_of(cancel_signal);

@@ -27,9 +27,6 @@
 #include <stddef.h>
 
 int pdbx_watch_install_signals(void);
-int pdbx_watch_cancelled(void);
-/* The signal number that asked to cancel (0 when none). */
-int pdbx_watch_signal(void);
 
 /* Why the sweep stops, in rising precedence (ranks agree on the highest): a signal to a rank
  * (SIGINT, SIGTERM), the supervisor's cancel (SIGUSR1 through mpirun), rank 0 could not write

@@ -236,6 +236,11 @@ typedef struct {
                                    * predict_oom is on */
 } pdbx_plan_point;
 
+/* The buffer list of point pt on one rank with backend and threads (pdbx_profile_memory_list
+ * of the point's shapes). 0, or -1 with a message. */
+int pdbx_plan_point_memory(const pdbx_spec *spec, const pdbx_plan_point *pt,
+                           pdbx_backend_kind backend, int threads, pdbx_profile_memory *pm,
+                           char *err, size_t errlen);
 /* Fills pt's profile fields for spec with backend and threads (pdbx_plan_expand uses the
  * spec's backend and 1 thread). 0, or -1 with a message. */
 int pdbx_plan_point_profile(const pdbx_spec *spec, pdbx_plan_point *pt, pdbx_backend_kind backend,

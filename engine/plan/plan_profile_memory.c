@@ -237,14 +237,21 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
     out->threads = threads > 0 ? threads : 1;
 }
 
-int pdbx_plan_point_profile(const pdbx_spec *spec, pdbx_plan_point *pt, pdbx_backend_kind backend,
-                            int threads, char *err, size_t errlen)
+int pdbx_plan_point_memory(const pdbx_spec *spec, const pdbx_plan_point *pt,
+                           pdbx_backend_kind backend, int threads, pdbx_profile_memory *pm,
+                           char *err, size_t errlen)
 {
     pdbx_parallel par = { pt->tp, pt->pp, pt->dp };
     pdbx_profile_point pp;
-    pdbx_profile_memory pm;
     pdbx_profile_point_of(spec, &par, pt->mbs, backend, threads, &pp);
-    if (pdbx_profile_memory_list(&pp, &pm, err, errlen) != 0)
+    return pdbx_profile_memory_list(&pp, pm, err, errlen);
+}
+
+int pdbx_plan_point_profile(const pdbx_spec *spec, pdbx_plan_point *pt, pdbx_backend_kind backend,
+                            int threads, char *err, size_t errlen)
+{
+    pdbx_profile_memory pm;
+    if (pdbx_plan_point_memory(spec, pt, backend, threads, &pm, err, errlen) != 0)
         return -1;
     memcpy(pt->profile_kind_bytes, pm.kind_bytes, sizeof pt->profile_kind_bytes);
     pt->profile_bytes = pm.total;

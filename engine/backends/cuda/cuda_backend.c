@@ -334,13 +334,11 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
 }
 
 /* Device memory in use now (every process's, the CUDA context and NCCL's buffers included). */
-static int device_used(double *bytes)
+static int device_used(pdbx_compute *c, double *bytes)
 {
-    size_t free_b = 0, total_b = 0;
-    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b > total_b) {
-        (void)cudaGetLastError();
+    uint64_t free_b = 0, total_b = 0;
+    if (cuda_mem_info(c, &free_b, &total_b) != 0 || free_b > total_b)
         return -1;
-    }
     *bytes = (double)(total_b - free_b);
     return 0;
 }
@@ -349,7 +347,7 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
 {
     int rc = -1;
     cuda_release(c);
-    c->mem_base_ok = device_used(&c->mem_base) == 0;
+    c->mem_base_ok = device_used(c, &c->mem_base) == 0;
     struct cuda_point *pt = calloc(1, sizeof *pt);
     if (!pt) {
         snprintf(err, errlen, "cuda prepare: out of host memory");
@@ -501,7 +499,7 @@ fail:
 static int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
 {
     double used = 0;
-    if (!c || !c->mem_base_ok || !c->point || device_used(&used) != 0 || used < c->mem_base)
+    if (!c || !c->mem_base_ok || !c->point || device_used(c, &used) != 0 || used < c->mem_base)
         return -1;
     *peak_bytes = used - c->mem_base;
     *base_bytes = c->mem_base;
