@@ -62,6 +62,9 @@ pdbx_noise_verdict pdbx_noise_judge(double a, double var_a, double b, double var
 pdbx_noise_verdict pdbx_stats_judge(const pdbx_stats *a, const pdbx_stats *b, pdbx_stat_kind k, double *threshold);
 /* "same", "better", "worse", "unknown" */
 const char *pdbx_noise_name(pdbx_noise_verdict v);
+/* The verdict's mark beside a ratio, readable in monochrome: '~' same, 'v' better, '^' worse,
+ * '?' unknown. */
+char pdbx_noise_mark(pdbx_noise_verdict v);
 int pdbx_stats_from_json(const cJSON *obj, pdbx_stats *out);   /* 0 ok, -1 malformed */
 
 typedef struct {

@@ -76,6 +76,16 @@ const char *pdbx_noise_name(pdbx_noise_verdict v)
     }
 }
 
+char pdbx_noise_mark(pdbx_noise_verdict v)
+{
+    switch (v) {
+    case PDBX_NOISE_SAME: return '~';
+    case PDBX_NOISE_BETTER: return 'v';
+    case PDBX_NOISE_WORSE: return '^';
+    default: return '?';
+    }
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -91,6 +91,9 @@ typedef struct {
 } ui_legend_entry;
 /* The glyph of series/segment i in the chart's glyph set, with its series role. */
 void ui_legend_set(ui_legend_entry *e, uint32_t glyph, int series, const char *name);
+/* The entry that explains a line chart's overlap counts (a digit where 2-9 series share a
+ * point; ui_lines_info.overlaps). */
+void ui_legend_overlap(ui_legend_entry *e);
 /* A legend in rows y..y+maxrows-1, columns x..x+w-1 (ui_legend_layout): page *page of it, and
  * "+N more (L)" when entries are left over, so none is dropped silently. A page past the end
  * wraps to 0 (*page is updated). Returns the rows used. */

@@ -524,8 +524,7 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec
     if (!(mx >= mn))
         return -1;
     ui_scale sc;
-    int fell = ui_scale_init(&sc, mn, mx, sp->log);
-    if (info) info->log_fell_back = fell;
+    ui_scale_init(&sc, mn, mx, sp->log);
     ui_tick ticks[64];
     int nticks = ui_scale_ticks(&sc, ph, ticks, 64);
     /* the label column fits the widest tick label and the x axis' name */

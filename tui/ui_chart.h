@@ -120,7 +120,6 @@ typedef struct {
 
 typedef struct {
     int overlaps;                    /* cells where markers of >= 2 series coincide */
-    int log_fell_back;               /* log asked, but a value <= 0: drawn linear */
 } ui_lines_info;
 
 /* Draws the chart in the canvas area (y, x, h, w): y tick labels (ui_scale_ticks, with the unit)

@@ -82,9 +82,7 @@ void ui_draw_cost_chart(ui_app *app, ui_rect b, const ui_matrix *const *ms, cons
         ui_draw_canvas(&c, b.y + 1, 1);
         if (info.overlaps) {
             /* a digit on the chart counts the series whose points share that cell */
-            snprintf(legend[nlegend].glyph, sizeof(legend[nlegend].glyph), "2-9");
-            snprintf(legend[nlegend].name, sizeof(legend[nlegend].name), "that many series at one point");
-            legend[nlegend++].role = UI_C_NORMAL;
+            ui_legend_overlap(&legend[nlegend++]);
         }
     }
     ui_draw_legend(b.y + b.h - legend_rows, 1, b.w - 2, legend_rows, legend, nlegend, legend_page);

@@ -160,6 +160,13 @@ void ui_legend_set(ui_legend_entry *e, uint32_t glyph, int series, const char *n
     e->role = series < 0 ? UI_C_NORMAL : (ui_role)(UI_C_SERIES0 + series % 8);
 }
 
+void ui_legend_overlap(ui_legend_entry *e)
+{
+    snprintf(e->glyph, sizeof(e->glyph), "2-9");
+    snprintf(e->name, sizeof(e->name), "that many series at one point");
+    e->role = UI_C_NORMAL;
+}
+
 #define LEGEND_MAX 64
 
 int ui_draw_legend(int y, int x, int w, int maxrows, const ui_legend_entry *e, int n, int *page)

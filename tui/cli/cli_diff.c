@@ -194,9 +194,8 @@ static void describe(const char *label, const pdbx_run *r, FILE *out)
 /* "1.50 ^": the ratio with its verdict mark (v better, ^ worse, ~ same within noise, ? unknown) */
 static const char *ratio_cell(const diff_cell *c, char *buf, size_t len)
 {
-    static const char marks[] = { '~', 'v', '^', '?' };
     char r[32];
-    snprintf(buf, len, "%s %c", pdbx_fmt_ratio(c->b / c->a, 1, r, sizeof r), marks[c->verdict]);
+    snprintf(buf, len, "%s %c", pdbx_fmt_ratio(c->b / c->a, 1, r, sizeof r), pdbx_noise_mark(c->verdict));
     return buf;
 }
 

@@ -86,20 +86,6 @@ typedef struct {
     pdbx_cli_bar bar;
 } watch_state;
 
-static int both(const cJSON *ev, void *ctx)
-{
-    watch_state *w = ctx;
-    fold(ev, &w->f);
-    return 0;
-}
-
-/* The progress line (cli_progress.h): the store's progress model, cut to the terminal. */
-static void draw(watch_state *w, int tty, int *last_done)
-{
-    (void)last_done;
-    pdbx_cli_progress_draw(&w->bar, &w->f.run, tty, pdbx_wall_s());
-}
-
 /* Ctrl-C while watching: the first cancels the sweep, the next one stops watching; SIGTERM
  * stops watching at once. Returns 1 to stop watching. */
 static int stop_on_interrupt(const char *cmd, pdbx_store *st, const char *id, int tty, int *cancel_sent)
@@ -148,13 +134,13 @@ static int watch(const char *cmd, pdbx_store *st, const char *id)
     memset(&w, 0, sizeof w);
     pdbx_run_init(&w.f.run);
     uint64_t off = 0;
-    int tty = isatty(2), last_done = -1, cancel_sent = 0, rc;
+    int tty = isatty(2), cancel_sent = 0, rc;
     catch_interrupts();
     double next_live = 0;
     for (;;) {
         pdbx_scan_result res;
         char err[256];
-        if (pdbx_scan_file(path, off, both, &w, &res, err, sizeof err) != 0) {
+        if (pdbx_scan_file(path, off, fold, &w.f, &res, err, sizeof err) != 0) {
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", err);
             goto out;
         }
@@ -163,7 +149,8 @@ static int watch(const char *cmd, pdbx_store *st, const char *id)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "%s", res.corrupt_msg);
             goto out;
         }
-        draw(&w, tty, &last_done);
+        /* the progress line (cli_progress.h): the store's progress model, cut to the terminal */
+        pdbx_cli_progress_draw(&w.bar, &w.f.run, tty, pdbx_wall_s());
         if (w.f.run.have_end)
             break;
         double now = pdbx_wall_s();

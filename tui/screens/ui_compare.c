@@ -172,12 +172,11 @@ static void row_cells(int op, const ui_matrix *ma, const ui_matrix *mb, pdbx_sta
 /* "1.50^": the ratio and its mark (v better, ^ worse, ~ same within noise, ? no noise data). */
 static ui_role ratio_text(double r, pdbx_noise_verdict v, char *s, size_t len)
 {
-    static const char marks[] = { '~', 'v', '^', '?' };
     if (!isfinite(r)) {
         snprintf(s, len, "N/A");
         return UI_C_DIM;
     }
-    snprintf(s, len, "%.2f%c", r, marks[v]);
+    snprintf(s, len, "%.2f%c", r, pdbx_noise_mark(v));
     return v == PDBX_NOISE_BETTER ? UI_C_BETTER : v == PDBX_NOISE_WORSE ? UI_C_WORSE
          : v == PDBX_NOISE_UNKNOWN ? UI_C_DIM : UI_C_NORMAL;
 }

@@ -274,16 +274,14 @@ static int put_wrapped(int y, int x, int w, int max_rows, ui_role role, const ch
 }
 
 /* The run's header row and the progress bar with points, elapsed time and ETA. */
-static int draw_progress(ui_app *app, const mon_state *m, int y, int w)
+static int draw_progress(ui_app *app, const mon_state *m, const pdbx_progress *pp, int y, int w)
 {
     const pdbx_run *run = &m->run;
     const char *status = m->replay && !ui_replay_done(&m->rp) ? "replaying" : pdbx_run_status_name(run->status);
     ui_put(y++, 1, w, UI_C_HEADER, 1, "%s  %s  %s/%s  %s", m->id[0] ? m->id : "(waiting for run_start)",
            run->model.name[0] ? run->model.name : "N/A", run->backend[0] ? run->backend : "N/A",
            run->gpu[0] ? run->gpu : "N/A", status);
-    /* the store's progress model: `pdbx run` and `pdbx attach` print the same numbers */
-    pdbx_progress p;
-    pdbx_progress_of(run, monitor_now(m), &p);
+    const pdbx_progress p = *pp;
     char el[32], et[32];
     if (isnan(p.elapsed_s)) snprintf(el, sizeof(el), "--"); else pdbx_fmt_duration(p.elapsed_s, el, sizeof(el));
     if (isnan(p.eta_s)) snprintf(et, sizeof(et), "--"); else pdbx_fmt_duration(p.eta_s, et, sizeof(et));
@@ -311,11 +309,10 @@ static int draw_progress(ui_app *app, const mon_state *m, int y, int w)
 }
 
 /* The point and op in flight, or how the run ended (the reason may take two rows). */
-static int draw_now(const mon_state *m, int y, int w)
+static int draw_now(const mon_state *m, const pdbx_progress *pp, int y, int w)
 {
     const pdbx_run *run = &m->run;
-    pdbx_progress pg;
-    pdbx_progress_of(run, monitor_now(m), &pg);
+    const pdbx_progress pg = *pp;
     if (!run->have_end && pg.point) {
         const pdbx_point *p = pg.point;
         ui_put(y++, 1, w, UI_C_RUNNING, 1, "now: point %d  TP%d PP%d DP%d  MBS %d  op %s", p->index, p->tp,
@@ -419,8 +416,11 @@ static void monitor_draw(ui_app *app, void *st, ui_rect b)
 {
     mon_state *m = st;
     int w = b.w - 2;
-    int y = draw_progress(app, m, b.y, w);
-    y = draw_now(m, y, w);
+    /* the store's progress model, once a frame: `pdbx run` and `pdbx attach` print the same */
+    pdbx_progress p;
+    pdbx_progress_of(&m->run, monitor_now(m), &p);
+    int y = draw_progress(app, m, &p, b.y, w);
+    y = draw_now(m, &p, y, w);
     y = draw_ranks(&m->run, y, w);
     /* the replay speed on the spare row, not over the header's right end (which it hid at 80
        columns) */

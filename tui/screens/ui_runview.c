@@ -427,9 +427,7 @@ static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
     if (ui_chart_lines(&c, 0, 0, c.h, c.w, &spec, &info) == 0) {
         ui_draw_canvas(&c, b.y + 1, 1);
         if (info.overlaps) {
-            snprintf(legend[nlegend].glyph, sizeof(legend[nlegend].glyph), "2-9");
-            snprintf(legend[nlegend].name, sizeof(legend[nlegend].name), "that many series at one point");
-            legend[nlegend++].role = UI_C_NORMAL;
+            ui_legend_overlap(&legend[nlegend++]);
         }
     } else {
         ui_put(b.y + 1, 1, b.w - 2, UI_C_DIM, 0, "not enough room for the busbw chart at this size");
