@@ -122,12 +122,21 @@ static long launcher_pid(void)
     return (long)getpid();
 }
 
+/* A fact about the launcher that the supervisor passed in environment variable name
+ * (PDBX_LAUNCHER_HOST, _START, _BOOT_ID), or NULL: unset, empty, or rank 0 launched directly
+ * (pid is this process: the fact is read here instead). */
+static const char *launcher_env(const char *name, long pid)
+{
+    const char *v = getenv(name);
+    return v && *v && pid != (long)getpid() ? v : NULL;
+}
+
 /* The launcher's start time (store/util/proc.h): the supervisor passes its own; rank 0 launched
  * directly is its own launcher. 0 when unknown. */
 static double launcher_start(long pid)
 {
-    const char *s = getenv("PDBX_LAUNCHER_START");
-    if (s && *s && pid != (long)getpid()) {
+    const char *s = launcher_env("PDBX_LAUNCHER_START", pid);
+    if (s) {
         char *end = NULL;
         double v = strtod(s, &end);
         if (end && *end == '\0' && v > 0)
@@ -169,8 +178,8 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
     snprintf(who.pdbx_version, sizeof who.pdbx_version, "%s", pdbx_version());
     snprintf(who.git_rev, sizeof who.git_rev, "%s", pdbx_git_rev());
     /* the supervisor's host, where its pid means something: rank 0 may run on another */
-    const char *lhost = getenv("PDBX_LAUNCHER_HOST");
-    if (lhost && *lhost && who.pid != (long)getpid())
+    const char *lhost = launcher_env("PDBX_LAUNCHER_HOST", who.pid);
+    if (lhost)
         snprintf(who.host, sizeof who.host, "%s", lhost);
     else
         pdbx_hostname(who.host, sizeof who.host, "unknown");
@@ -178,8 +187,8 @@ cJSON *pdbx_env_start_event(pdbx_engine *e)
     snprintf(who.launcher, sizeof who.launcher, "%s", mode ? mode : "");
     snprintf(who.command, sizeof who.command, "%s", cmd ? cmd : "");
     who.pid_start = launcher_start(who.pid);
-    const char *lboot = getenv("PDBX_LAUNCHER_BOOT_ID");
-    if (lboot && *lboot && who.pid != (long)getpid())
+    const char *lboot = launcher_env("PDBX_LAUNCHER_BOOT_ID", who.pid);
+    if (lboot)
         snprintf(who.boot_id, sizeof who.boot_id, "%s", lboot);
     else
         pdbx_boot_id(who.boot_id, sizeof who.boot_id);

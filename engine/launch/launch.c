@@ -154,8 +154,7 @@ int pdbx_launch_dry_run(const pdbx_spec *spec, const pdbx_launch_opts *opts,
         rc = prepare_job(spec, opts, store_dir, job, 0, usage, err, errlen);
     pdbx_launch_env env;
     if (rc == 0) {
-        pdbx_launch_env_probe(&env, spec, &job->opts, NULL, 0);
-        env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+        pdbx_sup_job_env(job, spec, &job->opts, &env);
     }
     pdbx_launch_target t = { job ? job->engine : NULL, job ? job->spec_path : NULL, store_dir,
                              job ? job->id : NULL };
@@ -304,10 +303,9 @@ int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, cons
     }
     if (rc == 0) {
         pdbx_launch_env env;
-        pdbx_launch_env_probe(&env, spec, o, NULL, 0);
+        pdbx_sup_job_env(job, spec, o, &env);
         env.slurm_job_id = NULL;             /* the job's, not this shell's allocation */
         env.slurm_nodes = 0;
-        env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
         pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
         script = pdbx_launch_sbatch_script(spec, &env, &t, job->sizes, job->nsizes,
                                            time_limit ? time_limit : "1:00:00", job->log_path,

@@ -224,12 +224,18 @@ static void note_foreign_stop(const pdbx_sup_job *job)
         fprintf(stderr, "pdbx supervisor: %s\n", err);
 }
 
+void pdbx_sup_job_env(const pdbx_sup_job *job, const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                      pdbx_launch_env *env)
+{
+    pdbx_launch_env_probe(env, spec, opts, NULL, 0);
+    env->srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+}
+
 /* The launcher's command line for np ranks (launch_argv.h), with this process's environment. */
 static int build_cmd(const pdbx_sup_job *job, int np, pdbx_launch_cmd *cmd, char *err, size_t errlen)
 {
     pdbx_launch_env env;
-    pdbx_launch_env_probe(&env, &job->spec, &job->opts, NULL, 0);
-    env.srun_mpi_list = job->have_mpi_list ? job->srun_mpi_list : NULL;
+    pdbx_sup_job_env(job, &job->spec, &job->opts, &env);
     pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
     return pdbx_launch_argv(&job->spec, &job->opts, &env, &t, np, cmd, err, errlen);
 }

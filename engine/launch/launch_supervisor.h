@@ -35,6 +35,10 @@ typedef struct {
     int have_mpi_list;
 } pdbx_sup_job;
 
+/* The launch environment for the job's command lines (pdbx_launch_env_probe) with the `srun
+ * --mpi=list` answer read once when the job was prepared, not asked again. */
+void pdbx_sup_job_env(const pdbx_sup_job *job, const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                      pdbx_launch_env *env);
 /* Runs the sweep to its end in the calling process (already detached, stderr on the log). */
 void pdbx_sup_run(const pdbx_sup_job *job);
 /* How many run_start (or launch) events the run file at path holds; 0 when it does not exist. */
