@@ -143,7 +143,7 @@ static void run_one(point_run *pr, pdbx_op op, int layer, double step0, int meas
         fault_check(pr);
         char err[MSG_LEN];
         pdbx_watch_begin(pdbx_op_name(op), pr->pt->index);
-        int rc = e->be.compute->run_op(e->compute, op, layer, &ms, err, sizeof err);
+        int rc = e->be.compute->run_op(e->compute, op, PDBX_PASS_FWD, layer, &ms, err, sizeof err);
         pdbx_watch_end();
         if (rc != 0) {
             fail_with(pr, err);

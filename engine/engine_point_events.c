@@ -83,7 +83,7 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
             c.flops = shape.flops;
             c.bytes = shape.bytes;
         }
-        pdbx_events_emit(e->ev, pdbx_event_op(pt->index, (pdbx_op)op, &c));
+        pdbx_events_emit(e->ev, pdbx_event_op(pt->index, (pdbx_op)op, PDBX_PASS_FWD, &c));
     }
 }
 

@@ -1,6 +1,8 @@
 /* engine_stats.c: statistics rows and their max across ranks (engine_stats.h). */
 #include "engine/engine_stats.h"
 
+#include <math.h>
+
 void pdbx_estats_pack(double *row, double *x, size_t n)
 {
     pdbx_stats st;
@@ -11,6 +13,7 @@ void pdbx_estats_pack(double *row, double *x, size_t n)
     row[3] = n ? st.mean : 0;
     row[4] = n ? st.median : 0;
     row[5] = n ? st.std : 0;
+    row[6] = n > 1 ? st.ci95 : 0;
 }
 
 void pdbx_estats_unpack(const double *row, pdbx_stats *st)
@@ -21,6 +24,7 @@ void pdbx_estats_unpack(const double *row, pdbx_stats *st)
     st->mean = row[3];
     st->median = row[4];
     st->std = row[5];
+    st->ci95 = st->count > 1 ? row[6] : NAN;
 }
 
 cJSON *pdbx_estats_json(const double *row)

@@ -1,7 +1,7 @@
 /* engine_stats.h: per-rank statistics as flat double rows (what ranks send to rank 0) and
  * their combination across ranks.
  *
- * A row is PDBX_ESTAT doubles: count, min, max, mean, median, std (ddof 0), as
+ * A row is PDBX_ESTAT doubles: count, min, max, mean, median, std (ddof 0), ci95, as
  * pdbx_stats_from_samples computes them; an empty sample set gives count 0 and zeros. The
  * across-ranks value of a cell is the element-wise max of its ranks' rows (a step is as slow
  * as its slowest TP rank), count taken from the first rank. */
@@ -12,7 +12,7 @@
 
 #include "store/profiledb.h"
 
-#define PDBX_ESTAT 6
+#define PDBX_ESTAT 7
 
 /* Sorts x in place. */
 void pdbx_estats_pack(double *row, double *x, size_t n);

@@ -144,7 +144,8 @@ cJSON *pdbx_stats_to_json(const pdbx_stats *s)
 {
     cJSON *o = cJSON_CreateObject();
     int ok = o && jf_put_num(o, "count", (double)s->count) &&
-             jf_put_fields(o, s, stats_fields, JF_N(stats_fields));
+             jf_put_fields(o, s, stats_fields, JF_N(stats_fields)) &&
+             (!isfinite(s->ci95) || jf_put_num(o, "ci95", s->ci95));
     return jf_done(o, ok);
 }
 
@@ -155,6 +156,9 @@ int pdbx_stats_from_json(const cJSON *obj, pdbx_stats *out)
         jf_get_numbers_or_null(obj, out, stats_fields, JF_N(stats_fields)) != 0)
         return -1;
     out->count = (int64_t)count;
+    /* optional (runs recorded before it have none); a negative half-width is no interval */
+    if (!jf_num(obj, "ci95", &out->ci95) || !(out->ci95 >= 0))
+        out->ci95 = NAN;
     return 0;
 }
 
@@ -388,11 +392,14 @@ static int get_cell_stats(const cJSON *obj, pdbx_cell *c, const char *what, char
     return 0;
 }
 
-cJSON *pdbx_event_op(int point, pdbx_op op, const pdbx_cell *c)
+cJSON *pdbx_event_op(int point, pdbx_op op, pdbx_pass pass, const pdbx_cell *c)
 {
     cJSON *ev = new_event(PDBX_EV_OP);
     int ok = ev && jf_put_num(ev, "point", point) && jf_put_str(ev, "op", pdbx_op_name(op)) &&
-             add_cell_stats(ev, c) && jf_put_num(ev, "flops", c->flops) && jf_put_num(ev, "bytes", c->bytes);
+             (pass == PDBX_PASS_FWD || jf_put_str(ev, "pass", pdbx_pass_name(pass))) &&
+             add_cell_stats(ev, c) && jf_put_num(ev, "flops", c->flops) && jf_put_num(ev, "bytes", c->bytes) &&
+             (!c->reused || jf_put_num(ev, "reused_from", c->source_point)) &&
+             (!c->shared || jf_put_str(ev, "shared_with", pdbx_op_name(c->shared_op)));
     return jf_done(ev, ok);
 }
 
@@ -402,14 +409,29 @@ int pdbx_event_decode_op(const cJSON *ev, pdbx_ev_op *out, char *err, size_t err
         return -1;
     out->name = jf_str(ev, "op");
     out->op = pdbx_op_from_name(out->name);
-    if (out->op < 0)
-        return 0;   /* forward compatible: an op this build does not know is skipped */
+    const char *pass = jf_str(ev, "pass");
+    int p = pass ? pdbx_pass_from_name(pass) : PDBX_PASS_FWD;
+    out->pass = p < 0 ? PDBX_PASS_FWD : (pdbx_pass)p;
+    if (out->op < 0 || p < 0) {
+        out->op = -1;
+        return 0;   /* forward compatible: an op or pass this build does not know is skipped */
+    }
     char what[96];
     snprintf(what, sizeof what, "op event (point %d, op %s)", out->point, out->name);
     if (get_cell_stats(ev, &out->cell, what, err, errlen) != 0)
         return -1;
     jf_num(ev, "flops", &out->cell.flops);
     jf_num(ev, "bytes", &out->cell.bytes);
+    double from;
+    if (jf_num(ev, "reused_from", &from) && from >= 0 && from <= INT32_MAX) {
+        out->cell.reused = 1;
+        out->cell.source_point = (int)from;
+    }
+    int shared = pdbx_op_from_name(jf_str(ev, "shared_with"));
+    if (shared >= 0) {
+        out->cell.shared = 1;
+        out->cell.shared_op = (pdbx_op)shared;
+    }
     return 0;
 }
 
@@ -546,7 +568,45 @@ static const jf_field point_end_mem_fields[] = {
     F(pdbx_ev_point_end, NUM, profile_mem_bytes, "profile_mem_bytes"),
     F(pdbx_ev_point_end, NUM, mem_peak_bytes, "mem_peak_bytes"),
     F(pdbx_ev_point_end, NUM, mem_base_bytes, "mem_base_bytes"),
+    F(pdbx_ev_point_end, NUM, setup_s, "setup_s"),
 };
+
+/* point_end's "noise" object (profiledb.h, pdbx_point_noise); the gpu figures only when
+ * gpu_valid. */
+static const jf_field noise_host_fields[] = {
+    F(pdbx_point_noise, INT, cores, "cores"), F(pdbx_point_noise, NUM, load1, "load1"),
+    F(pdbx_point_noise, NUM, other_busy, "other_busy"), F(pdbx_point_noise, NUM, steal_pct, "steal_pct"),
+    F(pdbx_point_noise, INT, busy, "busy"),
+};
+static const jf_field noise_gpu_fields[] = {
+    F(pdbx_point_noise, NUM, sm_clock_min_mhz, "sm_clock_min_mhz"),
+    F(pdbx_point_noise, NUM, sm_clock_max_mhz, "sm_clock_max_mhz"),
+    F(pdbx_point_noise, NUM, temp_max_c, "temp_max_c"),
+    F(pdbx_point_noise, NUM, throttle_reasons, "throttle_reasons"),
+};
+
+static cJSON *noise_json(const pdbx_point_noise *n)
+{
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && jf_put_fields(o, n, noise_host_fields, JF_N(noise_host_fields)) &&
+             (!n->gpu_valid || jf_put_fields(o, n, noise_gpu_fields, JF_N(noise_gpu_fields)));
+    return jf_done(o, ok);
+}
+
+static void noise_from_json(const cJSON *o, pdbx_point_noise *n)
+{
+    memset(n, 0, sizeof *n);
+    if (!cJSON_IsObject(o))
+        return;
+    n->load1 = n->other_busy = n->steal_pct = NAN;
+    n->sm_clock_min_mhz = n->sm_clock_max_mhz = n->temp_max_c = NAN;
+    jf_get_fields(o, n, noise_host_fields, JF_N(noise_host_fields));
+    n->gpu_valid = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "sm_clock_min_mhz"));
+    if (n->gpu_valid)
+        jf_get_fields(o, n, noise_gpu_fields, JF_N(noise_gpu_fields));
+    n->busy = n->busy != 0;
+    n->valid = 1;
+}
 
 cJSON *pdbx_event_point_end_mem(const pdbx_ev_point_end *pe)
 {
@@ -559,13 +619,15 @@ cJSON *pdbx_event_point_end_mem(const pdbx_ev_point_end *pe)
         memcpy(&v, (const char *)pe + point_end_mem_fields[i].off, sizeof v);
         ok = !isfinite(v) || jf_put_num(ev, point_end_mem_fields[i].name, v);
     }
+    ok = ok && (!pe->noise.valid || jf_add(ev, "noise", noise_json(&pe->noise)));
     return jf_done(ev, ok);
 }
 
 cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message)
 {
     pdbx_ev_point_end pe = { .point = point, .status = status, .message = message,
-                             .profile_mem_bytes = NAN, .mem_peak_bytes = NAN, .mem_base_bytes = NAN };
+                             .profile_mem_bytes = NAN, .mem_peak_bytes = NAN, .mem_base_bytes = NAN,
+                             .setup_s = NAN };
     return pdbx_event_point_end_mem(&pe);
 }
 
@@ -583,8 +645,9 @@ int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *e
     out->status = (pdbx_point_status)s;
     const char *msg = jf_str(ev, "message");
     out->message = (msg && *msg) ? msg : NULL;
-    out->profile_mem_bytes = out->mem_peak_bytes = out->mem_base_bytes = NAN;
+    out->profile_mem_bytes = out->mem_peak_bytes = out->mem_base_bytes = out->setup_s = NAN;
     jf_get_fields(ev, out, point_end_mem_fields, JF_N(point_end_mem_fields));
+    noise_from_json(cJSON_GetObjectItemCaseSensitive(ev, "noise"), &out->noise);
     return 0;
 }
 

@@ -150,13 +150,15 @@ typedef struct {
     int point;
     int op;                  /* pdbx_op, or -1: an op this build does not know (skip it) */
     const char *name;        /* the op's name as written */
+    pdbx_pass pass;          /* "pass" ("fwd" when absent); an unknown pass decodes op -1 */
     pdbx_cell cell;          /* cell.rank malloc'ed (NULL when no ranks); valid = 1 */
 } pdbx_ev_op;
 
-/* op: c->stats, c->rank[0..c->nranks), c->flops, c->bytes. */
-cJSON *pdbx_event_op(int point, pdbx_op op, const pdbx_cell *c);
+/* op: c->stats, c->rank[0..c->nranks), c->flops, c->bytes; "pass" when bwd; "reused_from"
+ * (c->source_point) when c->reused, "shared_with" (the op's name) when c->shared. */
+cJSON *pdbx_event_op(int point, pdbx_op op, pdbx_pass pass, const pdbx_cell *c);
 /* Required: point, op (a string; unknown names decode with op -1 and nothing else), stats;
- * ranks optional (each a stats object). */
+ * ranks optional (each a stats object); pass, reused_from, shared_with optional. */
 int pdbx_event_decode_op(const cJSON *ev, pdbx_ev_op *out, char *err, size_t errlen);
 
 typedef struct {
@@ -208,10 +210,14 @@ typedef struct {
      *  mem_base_bytes:    that rank's baseline (its RSS before the point, less the buffers
      *                     it kept for this point). */
     double profile_mem_bytes, mem_peak_bytes, mem_base_bytes;
+    /* Optional: setup_s (NaN when absent) the seconds allocating and filling the point's
+     * buffers took; noise (valid 0 when absent) what else loaded the machine (profiledb.h). */
+    double setup_s;
+    pdbx_point_noise noise;
 } pdbx_ev_point_end;
 
 cJSON *pdbx_event_point_end(int point, pdbx_point_status status, const char *message);
-/* The same with the optional memory fields of pe (those not NaN). */
+/* The same with the optional fields of pe (numbers not NaN, noise when valid). */
 cJSON *pdbx_event_point_end_mem(const pdbx_ev_point_end *pe);
 /* Required: point, status. */
 int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *err, size_t errlen);

@@ -37,6 +37,19 @@ int pdbx_op_from_name(const char *name)
     return -1;
 }
 
+const char *pdbx_pass_name(pdbx_pass p)
+{
+    return p == PDBX_PASS_FWD ? "fwd" : p == PDBX_PASS_BWD ? "bwd" : "?";
+}
+
+int pdbx_pass_from_name(const char *name)
+{
+    for (int p = 0; name && p < PDBX_PASS_COUNT; p++)
+        if (strcmp(name, pdbx_pass_name((pdbx_pass)p)) == 0)
+            return p;
+    return -1;
+}
+
 int pdbx_op_is_per_layer(pdbx_op op)
 {
     return op != PDBX_OP_EMBED && op != PDBX_OP_FINAL_NORM && op != PDBX_OP_LM_HEAD;

@@ -45,6 +45,14 @@ int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_hea
 int pdbx_op_is_gemm(pdbx_op op);
 int pdbx_op_is_comm(pdbx_op op);              /* the two TP all-reduces */
 
+/* The passes of an op a sweep measures: forward, and backward (the gradients of its inputs
+ * and weights: dgrad and wgrad GEMMs, norm/activation/attention backward, the embedding's
+ * gradient scatter). */
+typedef enum { PDBX_PASS_FWD = 0, PDBX_PASS_BWD, PDBX_PASS_COUNT } pdbx_pass;
+#define PDBX_PASS_BIT(p) (UINT32_C(1) << (p))
+const char *pdbx_pass_name(pdbx_pass p);      /* "fwd", "bwd"; "?" */
+int pdbx_pass_from_name(const char *name);    /* -1 when unknown */
+
 #define PDBX_FASOP_COLS 10
 /* FASOP's column names in order: embed, attn_q, attn_k, attn_v, attn_o, mlp_gate,
  * mlp_act_fn, mlp_up, mlp_down, lm_head. */

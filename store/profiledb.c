@@ -36,8 +36,10 @@ static void point_free(pdbx_point *p)
 {
     free(p->message);
     p->message = NULL;
-    for (int o = 0; o < PDBX_OP_COUNT; o++)
+    for (int o = 0; o < PDBX_OP_COUNT; o++) {
         cell_free(&p->op[o]);
+        cell_free(&p->bwd[o]);
+    }
     cell_free(&p->layer);
     cell_free(&p->total);
 }
@@ -61,7 +63,7 @@ static void point_init(pdbx_point *p, int index)
     memset(p, 0, sizeof *p);
     p->index = index;
     p->status = PDBX_POINT_PENDING;
-    p->profile_mem_bytes = p->mem_peak_bytes = p->mem_base_bytes = NAN;
+    p->profile_mem_bytes = p->mem_peak_bytes = p->mem_base_bytes = p->setup_s = NAN;
 }
 
 /* ---- the point index -------------------------------------------------------------------
@@ -395,7 +397,8 @@ static int apply_op(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
         return -1;
     pdbx_point *p = event_point(run, op.point, PDBX_EV_OP, err, errlen);
     /* an op this build does not know is skipped */
-    take_cell(p && op.op >= 0 ? &p->op[op.op] : NULL, &op.cell);
+    pdbx_cell *cells = p ? (op.pass == PDBX_PASS_BWD ? p->bwd : p->op) : NULL;
+    take_cell(cells && op.op >= 0 ? &cells[op.op] : NULL, &op.cell);
     return p ? 0 : -1;
 }
 
@@ -495,6 +498,10 @@ static int apply_point_end(pdbx_run *run, const cJSON *ev, double t, char *err, 
         p->mem_peak_bytes = pe.mem_peak_bytes;
         p->mem_base_bytes = pe.mem_base_bytes;
     }
+    if (isfinite(pe.setup_s))
+        p->setup_s = pe.setup_s;
+    if (pe.noise.valid)
+        p->noise = pe.noise;
     if (run->current_point == p->index) {
         run->current_point = -1;
         run->current_op[0] = '\0';

@@ -28,7 +28,20 @@
 typedef struct {
     int64_t count;
     double min, max, mean, median, std;
+    /* Half-width of the 95% confidence interval of the mean: t(0.975, n-1) * s / sqrt(n) with
+     * s the sample std (ddof 1). NaN when count < 2 or in runs recorded before it. */
+    double ci95;
 } pdbx_stats;
+
+/* A cell whose coefficient of variation (std / mean) exceeds this is marked noisy by the
+ * views (show, the run view, compare). */
+#define PDBX_CV_NOISY 0.05
+/* std / mean; NaN without both. */
+double pdbx_stats_cv(const pdbx_stats *s);
+/* ci95 / mean: the relative CI half-width the adaptive loop targets; NaN without both. */
+double pdbx_stats_rel_ci(const pdbx_stats *s);
+/* Student's t quantile t(0.975, dof) (dof >= 1; large dof tends to 1.96). */
+double pdbx_student_t975(int64_t dof);
 
 typedef enum {
     PDBX_STAT_MEAN = 0, PDBX_STAT_MEDIAN, PDBX_STAT_MIN, PDBX_STAT_MAX, PDBX_STAT_STD,
@@ -74,7 +87,31 @@ typedef struct {
     pdbx_stats *rank;        /* per TP rank, nranks entries (owned), may be NULL */
     double flops;            /* per TP rank, one execution of the op (0 when not a compute op) */
     double bytes;            /* per TP rank, bytes moved by one execution (estimate from shapes) */
+    /* Where the samples came from (measure once, use everywhere):
+     *  reused: 1 when they were measured at point source_point (the same backend, dtype, TP,
+     *          MBS, seq_len and op shape: PP and DP do not change a compute op), not here;
+     *  shared: 1 when they are those of op shared_op of the same point (same shape and kernel,
+     *          e.g. attn_v of attn_k under GQA, mlp_up of mlp_gate). */
+    int reused, source_point;
+    int shared;
+    pdbx_op shared_op;
 } pdbx_cell;
+
+/* What else ran on the machine while a point was measured (point_end's "noise"; valid == 0 in
+ * runs recorded before it). Host figures are the largest over the run's nodes. */
+typedef struct {
+    int valid;
+    int cores;               /* online cores of the node */
+    double load1;            /* /proc/loadavg's 1-minute load at the point's end */
+    double other_busy;       /* cores' worth of CPU time used by other processes during the
+                              * point (the node's busy time less this run's ranks') */
+    double steal_pct;        /* % of the node's CPU time the hypervisor stole during the point */
+    int busy;                /* the engine judged the point measured under load */
+    int gpu_valid;           /* cuda: NVML samples during the point */
+    double sm_clock_min_mhz, sm_clock_max_mhz, temp_max_c;
+    double throttle_reasons; /* NVML clock-event reason bits OR-ed over the samples (a double
+                              * so that it survives JSON exactly up to 2^53) */
+} pdbx_point_noise;
 
 typedef struct {
     int valid;
@@ -103,7 +140,10 @@ typedef struct {
      * that rank's peak is counted above (store/events.h). */
     double profile_mem_bytes, mem_peak_bytes, mem_base_bytes;
     double started, ended;   /* unix seconds, 0 when unknown */
-    pdbx_cell op[PDBX_OP_COUNT];
+    pdbx_cell op[PDBX_OP_COUNT];    /* forward */
+    pdbx_cell bwd[PDBX_OP_COUNT];   /* backward (valid only for runs with passes fwd,bwd) */
+    double setup_s;          /* allocating and filling the point's buffers (NaN: unknown) */
+    pdbx_point_noise noise;
     /* Measured sums, never added up from the op cells (so std/min/max are real):
      *  layer: one sample per profiled layer per measured step, the wall time of that layer's
      *         forward (its ops and TP all-reduces back to back);

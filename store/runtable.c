@@ -8,7 +8,7 @@
 
 #include "store/util/err.h"
 
-static const pdbx_stats no_stats = { 0, NAN, NAN, NAN, NAN, NAN };
+static const pdbx_stats no_stats = { 0, NAN, NAN, NAN, NAN, NAN, NAN };
 
 /* A measured cell keeps its statistics; anything else reads NaN, so no view can mistake an
  * unmeasured cell for a 0 ms one. */

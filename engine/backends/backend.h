@@ -27,8 +27,9 @@
 
 #define PDBX_EOOM (-2)
 /* 2: compute ops gained span_begin/span_end (measured layer and step sums).
- * 3: compute ops gained mem_peak (the measured memory peak of a point). */
-#define PDBX_BACKEND_ABI 3
+ * 3: compute ops gained mem_peak (the measured memory peak of a point).
+ * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise. */
+#define PDBX_BACKEND_ABI 4
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -48,6 +49,7 @@ typedef struct {
     int tp, mbs, seq_len;
     int layers;                   /* layers instantiated (spec->layers_profiled) */
     uint32_t ops;                 /* PDBX_OP_BIT mask to prepare */
+    uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
     pdbx_op_shape shape[PDBX_OP_COUNT];   /* from pdbx_op_shape_for() */
 } pdbx_point_shapes;
 
@@ -65,6 +67,12 @@ static inline int pdbx_span_valid(const char *backend, pdbx_span s, char *err, s
     return 0;
 }
 
+/* The device's state at one instant (device_noise): what can make a measurement noisy. */
+typedef struct {
+    double sm_clock_mhz, temp_c;
+    uint64_t throttle_reasons;    /* NVML clocks-event reason bits (0: none) */
+} pdbx_device_noise;
+
 typedef struct {
     const char *name;                                         /* "cpu", "cuda" */
     int (*init)(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
@@ -80,10 +88,15 @@ typedef struct {
     /* Allocates and fills (real values) weights and activations for one point. */
     int (*prepare)(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
     void (*release)(pdbx_compute *c);
-    /* Runs op on layer (0..layers-1; ignored for once-per-step ops) and times it. Comm ops
+    /* Runs pass `pass` of op on layer (0..layers-1; ignored for once-per-step ops) and times
+     * it. bwd (only when prepare() was given PDBX_PASS_BIT(PDBX_PASS_BWD)) is the op's whole
+     * backward: a GEMM's dgrad and wgrad, the norm's, activation's and attention core's input
+     * (and weight) gradients, the embedding's gradient scatter-add. Repeated calls of the same
+     * op are independent executions (the adaptive loop repeats one op). Comm ops
      * (PDBX_OP_TP_ALLREDUCE_*) are not run here: the engine times them with the comm backend
      * on comm_buffer(). */
-    int (*run_op)(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *err, size_t errlen);
+    int (*run_op)(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
+                  char *err, size_t errlen);
     /* A device buffer of at least `bytes` for collectives (reused; PDBX_EOOM if it fails). */
     int (*comm_buffer)(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
     /* Brackets span s: begin before its first op, end after its last; end gives its wall time
@@ -99,6 +112,9 @@ typedef struct {
      * the figure is the point's own and compares with its profile memory). 0, or -1 when the
      * backend does not measure it. */
     int (*mem_peak)(pdbx_compute *c, double *peak_bytes, double *base_bytes);
+    /* Samples the device's clock, temperature and throttle reasons now (cuda: NVML, loaded at
+     * run time). 0 with *out, or -1 when the backend cannot (cpu; no NVML). */
+    int (*device_noise)(pdbx_compute *c, pdbx_device_noise *out);
 } pdbx_compute_ops;
 
 /* The table of a compute implementation whose functions are named P_init, P_fini, ... P_checksum
@@ -110,7 +126,7 @@ typedef struct {
         .describe = P##_describe, .mem_info = P##_mem_info, .prepare = P##_prepare,           \
         .release = P##_release, .run_op = P##_run_op, .comm_buffer = P##_comm_buffer,         \
         .span_begin = P##_span_begin, .span_end = P##_span_end, .checksum = P##_checksum,     \
-        .mem_peak = P##_mem_peak,                                                             \
+        .mem_peak = P##_mem_peak, .device_noise = P##_device_noise,                           \
     }
 
 typedef enum {

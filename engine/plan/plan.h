@@ -55,6 +55,11 @@ typedef enum { PDBX_BACKEND_AUTO = 0, PDBX_BACKEND_CPU, PDBX_BACKEND_CUDA } pdbx
  * backward). */
 typedef enum { PDBX_RECOMPUTE_NONE = 0, PDBX_RECOMPUTE_FULL } pdbx_recompute;
 const char *pdbx_recompute_name(pdbx_recompute r);    /* "none", "full" */
+/* How many times an op is executed per point: adaptive repeats each op until the 95% CI of its
+ * mean is within target_rel_ci (bounded by min_reps, max_reps, max_seconds_per_op); fixed runs
+ * warmup + steps whole steps (docs/spec.md, "Repetition"). */
+typedef enum { PDBX_REP_ADAPTIVE = 0, PDBX_REP_FIXED } pdbx_repetition;
+const char *pdbx_repetition_name(pdbx_repetition r);  /* "adaptive", "fixed" */
 /* How the sweep's ranks are started (engine/launch/launch_argv.h): auto = srun inside a Slurm
  * allocation (SLURM_JOB_ID), mpirun when hosts are given, else local. */
 typedef enum { PDBX_LAUNCHER_AUTO = 0, PDBX_LAUNCHER_LOCAL, PDBX_LAUNCHER_MPIRUN,
@@ -82,7 +87,14 @@ typedef struct {
     pdbx_parallel configs[PDBX_MAX_CONFIGS];   /* in the order given (FASOP's order) */
     int nconfigs;
     int mbs_min, mbs_max;     /* powers of two, min <= max */
-    int warmup, steps;        /* discarded and measured steps per point */
+    pdbx_repetition repetition;
+    int warmup, steps;        /* fixed: discarded and measured steps per point; adaptive: the
+                               * step spans (layer, total) take `steps` samples after at most
+                               * `warmup` warm-up steps */
+    double target_rel_ci;     /* adaptive: 95% CI half-width / mean to reach per cell */
+    int min_reps, max_reps;   /* adaptive: bounds on one cell's samples */
+    double max_seconds_per_op;/* adaptive: bound on one cell's sampling time */
+    uint32_t passes;          /* PDBX_PASS_BIT mask: fwd, or fwd and bwd */
     uint32_t ops;             /* PDBX_OP_BIT mask of ops to measure */
     int collectives;          /* run the collectives sweep */
     double coll_sizes[PDBX_MAX_COLL_SIZES];    /* bytes, powers of two, ascending */

@@ -47,8 +47,17 @@ const plan_field_def plan_fields[] = {
      "from mbs"},
     {"mbs_max", PLAN_F_INT, 1, 1024, "N", "a power of two 1..1024", "largest micro-batch size",
      "from mbs"},
-    {"warmup", PLAN_F_INT, 0, 1000, "N", NULL, "steps discarded per point", NULL},
-    {"steps", PLAN_F_INT, 1, 100000, "N", NULL, "steps measured per point", NULL},
+    {"repetition", PLAN_F_STR, NO_RANGE, "MODE", "adaptive, fixed", "adaptive: repeat each op until "
+     "its CI is within target_rel_ci; fixed: warmup + steps whole steps", NULL},
+    {"warmup", PLAN_F_INT, 0, 1000, "N", NULL, "steps discarded per point (adaptive: at most)", NULL},
+    {"steps", PLAN_F_INT, 1, 100000, "N", NULL, "steps measured per point (adaptive: step spans)", NULL},
+    {"target_rel_ci", PLAN_F_NUM, 0.0001, 0.5, "X", NULL,
+     "adaptive: 95% CI half-width of a cell's mean / mean", NULL},
+    {"min_reps", PLAN_F_INT, 2, 100000, "N", NULL, "adaptive: fewest samples per cell", NULL},
+    {"max_reps", PLAN_F_INT, 2, 1000000, "N", "min_reps..1000000", "adaptive: most samples per cell", NULL},
+    {"max_seconds_per_op", PLAN_F_NUM, 0.001, 3600, "SECONDS", NULL,
+     "adaptive: most sampling time per cell", NULL},
+    {"passes", PLAN_F_LIST, NO_RANGE, "PASSES", "fwd, or fwd,bwd", "passes measured per op", NULL},
     {"ops", PLAN_F_LIST, NO_RANGE, "OPS", "all, or op names a,b (see docs/spec.md)", "ops to measure",
      NULL},
     {"collectives", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false (also 1/0, yes/no, on/off)",
@@ -117,6 +126,10 @@ static void list_text(const pdbx_spec *s, const char *f, char *buf, size_t len)
     if (strcmp(f, "configs") == 0) {
         for (int i = 0; i < s->nconfigs && i < PDBX_MAX_CONFIGS; i++)
             APPEND("%s%dx%dx%d", i ? "," : "", s->configs[i].tp, s->configs[i].pp, s->configs[i].dp);
+    } else if (strcmp(f, "passes") == 0) {
+        for (int p = 0, n = 0; p < PDBX_PASS_COUNT; p++)
+            if (s->passes & PDBX_PASS_BIT(p))
+                APPEND("%s%s", n++ ? "," : "", pdbx_pass_name((pdbx_pass)p));
     } else if (strcmp(f, "mbs") == 0) {
         APPEND("%d:%d", s->mbs_min, s->mbs_max);
     } else if (strcmp(f, "ops") == 0) {
@@ -158,6 +171,12 @@ int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_
         snprintf(buf, len, "%s", pdbx_recompute_name(s->recompute));
     else if (strcmp(field, "launcher") == 0)
         snprintf(buf, len, "%s", pdbx_launcher_name(s->launcher));
+    else if (strcmp(field, "repetition") == 0)
+        snprintf(buf, len, "%s", pdbx_repetition_name(s->repetition));
+    else if (strcmp(field, "target_rel_ci") == 0)
+        snprintf(buf, len, "%g", s->target_rel_ci);
+    else if (strcmp(field, "max_seconds_per_op") == 0)
+        snprintf(buf, len, "%g", s->max_seconds_per_op);
     else if (strcmp(field, "bytes_per_param") == 0)
         snprintf(buf, len, "%g", s->bytes_per_param);
     else if (strcmp(field, "timeout_s") == 0)

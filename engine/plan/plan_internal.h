@@ -85,6 +85,9 @@ double plan_stage_params(const pdbx_model *m, int tp, int pp);
 int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
 int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);
 int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t errlen);
+int plan_read_repetition(const cJSON *v, pdbx_repetition *out, char *err, size_t errlen);
+/* "passes": ["fwd"] or ["fwd", "bwd"] (or the string "fwd" / "fwd,bwd"); fwd is required. */
+int plan_read_passes(const cJSON *v, uint32_t *out, char *err, size_t errlen);
 int plan_read_launcher(const cJSON *v, pdbx_launcher_kind *out, char *err, size_t errlen);
 /* tp, pp, dp lists: an integer, a list, "1,2,4" or "A:B" (powers of two); no duplicates. */
 int plan_read_int_list(const cJSON *v, const char *field, long long lo, long long hi, int *out, size_t cap,

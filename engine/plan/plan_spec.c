@@ -31,6 +31,11 @@ const char *pdbx_recompute_name(pdbx_recompute r)
     return r == PDBX_RECOMPUTE_FULL ? "full" : "none";
 }
 
+const char *pdbx_repetition_name(pdbx_repetition r)
+{
+    return r == PDBX_REP_FIXED ? "fixed" : "adaptive";
+}
+
 const char *pdbx_launcher_name(pdbx_launcher_kind k)
 {
     static const char *const names[] = {[PDBX_LAUNCHER_AUTO] = "auto", [PDBX_LAUNCHER_LOCAL] = "local",
@@ -87,8 +92,14 @@ void pdbx_spec_defaults(pdbx_spec *s)
     s->nconfigs = 2;
     s->mbs_min = 1;
     s->mbs_max = 8;
+    s->repetition = PDBX_REP_ADAPTIVE;
     s->warmup = 1;
     s->steps = 3;
+    s->target_rel_ci = 0.01;
+    s->min_reps = 5;
+    s->max_reps = 1000;
+    s->max_seconds_per_op = 2;
+    s->passes = PDBX_PASS_BIT(PDBX_PASS_FWD);
     s->ops = PDBX_OPS_ALL;
     s->collectives = 1;
     s->coll_sizes[0] = 4096;
@@ -114,6 +125,8 @@ int *plan_int_slot(pdbx_spec *s, const char *name)
     if (strcmp(name, "nodes") == 0) return &s->nodes;
     if (strcmp(name, "warmup") == 0) return &s->warmup;
     if (strcmp(name, "steps") == 0) return &s->steps;
+    if (strcmp(name, "min_reps") == 0) return &s->min_reps;
+    if (strcmp(name, "max_reps") == 0) return &s->max_reps;
     if (strcmp(name, "collectives") == 0) return &s->collectives;
     if (strcmp(name, "predict_oom") == 0) return &s->predict_oom;
     if (strcmp(name, "zero1") == 0) return &s->zero1;
@@ -192,6 +205,10 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return plan_read_recompute(v, &s->recompute, err, errlen);
     if (strcmp(name, "launcher") == 0)
         return plan_read_launcher(v, &s->launcher, err, errlen);
+    if (strcmp(name, "repetition") == 0)
+        return plan_read_repetition(v, &s->repetition, err, errlen);
+    if (strcmp(name, "passes") == 0)
+        return plan_read_passes(v, &s->passes, err, errlen);
     if (strcmp(name, "mbs") == 0)
         return plan_read_mbs(v, s, err, errlen);
     if (strcmp(name, "ops") == 0)
@@ -220,6 +237,10 @@ static int apply_field(pdbx_spec *s, const plan_field_def *f, const cJSON *v, ch
         return plan_json_number(v, name, f->lo, f->hi, &s->bytes_per_param, err, errlen);
     if (strcmp(name, "timeout_s") == 0)
         return plan_json_number(v, name, f->lo, f->hi, &s->timeout_s, err, errlen);
+    if (strcmp(name, "target_rel_ci") == 0)
+        return plan_json_number(v, name, f->lo, f->hi, &s->target_rel_ci, err, errlen);
+    if (strcmp(name, "max_seconds_per_op") == 0)
+        return plan_json_number(v, name, f->lo, f->hi, &s->max_seconds_per_op, err, errlen);
     int *slot = plan_int_slot(s, name);
     if (slot && f->kind == PLAN_F_BOOL)
         return plan_json_bool(v, name, slot, err, errlen);
@@ -460,6 +481,18 @@ static cJSON *ops_to_json(const pdbx_spec *s)
     return arr;
 }
 
+static cJSON *passes_to_json(const pdbx_spec *s)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int p = 0; arr && p < PDBX_PASS_COUNT; p++)
+        if ((s->passes & PDBX_PASS_BIT(p)) &&
+            push_item(arr, cJSON_CreateString(pdbx_pass_name((pdbx_pass)p))) != 0) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    return arr;
+}
+
 static cJSON *coll_sizes_to_json(const pdbx_spec *s)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -489,8 +522,14 @@ cJSON *pdbx_spec_to_json(const pdbx_spec *s)
         !cJSON_AddStringToObject(o, "launcher", pdbx_launcher_name(s->launcher)) ||
         add_item(o, "configs", configs_to_json(s)) != 0 ||
         add_item(o, "mbs", mbs_to_json(s)) != 0 ||
+        !cJSON_AddStringToObject(o, "repetition", pdbx_repetition_name(s->repetition)) ||
         !cJSON_AddNumberToObject(o, "warmup", s->warmup) ||
         !cJSON_AddNumberToObject(o, "steps", s->steps) ||
+        !cJSON_AddNumberToObject(o, "target_rel_ci", s->target_rel_ci) ||
+        !cJSON_AddNumberToObject(o, "min_reps", s->min_reps) ||
+        !cJSON_AddNumberToObject(o, "max_reps", s->max_reps) ||
+        !cJSON_AddNumberToObject(o, "max_seconds_per_op", s->max_seconds_per_op) ||
+        add_item(o, "passes", passes_to_json(s)) != 0 ||
         add_item(o, "ops", ops_to_json(s)) != 0 ||
         !cJSON_AddBoolToObject(o, "collectives", s->collectives) ||
         add_item(o, "coll_sizes", coll_sizes_to_json(s)) != 0 ||

@@ -88,6 +88,21 @@ static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
     if (s->mbs_min > s->mbs_max)
         return pdbx_fail(err, errlen, "mbs_min: %d is greater than mbs_max %d (allowed: mbs_min <= mbs_max)",
                          s->mbs_min, s->mbs_max);
+    if ((int)s->repetition < PDBX_REP_ADAPTIVE || (int)s->repetition > PDBX_REP_FIXED)
+        return pdbx_fail(err, errlen, "repetition: %d is out of range (allowed: adaptive, fixed)", (int)s->repetition);
+    if (!(s->target_rel_ci >= 0.0001 && s->target_rel_ci <= 0.5))
+        return pdbx_fail(err, errlen, "target_rel_ci: %g is out of range (allowed: 0.0001..0.5)", s->target_rel_ci);
+    if (!(s->max_seconds_per_op >= 0.001 && s->max_seconds_per_op <= 3600))
+        return pdbx_fail(err, errlen, "max_seconds_per_op: %g is out of range (allowed: 0.001..3600)",
+                         s->max_seconds_per_op);
+    if (range("min_reps", s->min_reps, 2, 100000, err, errlen) != 0 ||
+        range("max_reps", s->max_reps, 2, 1000000, err, errlen) != 0)
+        return -1;
+    if (s->max_reps < s->min_reps)
+        return pdbx_fail(err, errlen, "max_reps: %d is below min_reps %d (allowed: min_reps..1000000)",
+                         s->max_reps, s->min_reps);
+    if (!(s->passes & PDBX_PASS_BIT(PDBX_PASS_FWD)) || (s->passes & ~(PDBX_PASS_BIT(PDBX_PASS_COUNT) - 1u)))
+        return pdbx_fail(err, errlen, "passes: mask 0x%x is not allowed (allowed: fwd, or fwd,bwd)", (unsigned)s->passes);
     if (range("warmup", s->warmup, 0, 1000, err, errlen) != 0 || range("steps", s->steps, 1, 100000, err, errlen) != 0)
         return -1;
     return 0;

@@ -66,6 +66,62 @@ int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t e
     return not_allowed("recompute", s, names, 2, err, errlen);
 }
 
+int plan_read_repetition(const cJSON *v, pdbx_repetition *out, char *err, size_t errlen)
+{
+    static const char *const names[] = {"adaptive", "fixed"};
+    const char *s;
+    if (plan_json_string(v, "repetition", &s, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (pdbx_repetition)i;
+            return 0;
+        }
+    return not_allowed("repetition", s, names, 2, err, errlen);
+}
+
+static int add_pass(const char *name, uint32_t *mask, char *err, size_t errlen)
+{
+    int p = pdbx_pass_from_name(name);
+    if (p < 0)
+        return pdbx_fail(err, errlen, "passes: \"%s\" is not a pass (allowed: fwd, bwd)", name);
+    *mask |= PDBX_PASS_BIT(p);
+    return 0;
+}
+
+int plan_read_passes(const cJSON *v, uint32_t *out, char *err, size_t errlen)
+{
+    uint32_t mask = 0;
+    if (cJSON_IsArray(v)) {
+        int i = 0;
+        for (const cJSON *it = v->child; it; it = it->next, i++) {
+            char label[32];
+            const char *s;
+            snprintf(label, sizeof label, "passes[%d]", i);
+            if (plan_json_string(it, label, &s, err, errlen) != 0 || add_pass(s, &mask, err, errlen) != 0)
+                return -1;
+        }
+    } else if (cJSON_IsString(v) && v->valuestring) {
+        char buf[64];
+        if (strlen(v->valuestring) >= sizeof buf)
+            return pdbx_fail(err, errlen, "passes: value too long (allowed: fwd or fwd,bwd)");
+        pdbx_strcopy(buf, sizeof buf, v->valuestring);
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+            if (add_pass(tok, &mask, err, errlen) != 0)
+                return -1;
+    } else {
+        char br[64];
+        plan_json_brief(v, br, sizeof br);
+        return pdbx_fail(err, errlen, "passes: expected [\"fwd\"] or [\"fwd\", \"bwd\"], got %s", br);
+    }
+    if (!(mask & PDBX_PASS_BIT(PDBX_PASS_FWD)))
+        return pdbx_fail(err, errlen, "passes: the list must hold \"fwd\" (allowed: fwd or fwd,bwd; "
+                         "the backward is measured after its forward)");
+    *out = mask;
+    return 0;
+}
+
 int plan_read_launcher(const cJSON *v, pdbx_launcher_kind *out, char *err, size_t errlen)
 {
     const char *s;

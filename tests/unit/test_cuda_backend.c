@@ -271,14 +271,14 @@ static void test_gpu_point(void **state)
             if (pdbx_op_is_comm((pdbx_op)op))
                 continue;
             double ms = -1.0;
-            if (ops->run_op(c, (pdbx_op)op, l, &ms, err, sizeof err) != 0)
+            if (ops->run_op(c, (pdbx_op)op, PDBX_PASS_FWD, l, &ms, err, sizeof err) != 0)
                 fail_msg("run_op(%s, layer %d): %s", pdbx_op_name((pdbx_op)op), l, err);
             assert_true(ms > 0.0 && ms < 1000.0);
         }
     double sum = ops->checksum(c);
     assert_true(isfinite(sum));
     double ms = 0.0;
-    assert_int_not_equal(ops->run_op(c, PDBX_OP_TP_ALLREDUCE_MLP, 0, &ms, err, sizeof err), 0);
+    assert_int_not_equal(ops->run_op(c, PDBX_OP_TP_ALLREDUCE_MLP, PDBX_PASS_FWD, 0, &ms, err, sizeof err), 0);
 
     /* A point far beyond any GPU's memory is a real OOM, and leaves the backend usable. */
     pdbx_point_shapes huge;

@@ -219,15 +219,15 @@ static void test_cpu_backend_runs_every_op(void **state)
                 continue;
             for (int l = 0; l < p.layers; l++) {
                 double ms = -1;
-                assert_int_equal(ops->run_op(c, (pdbx_op)op, l, &ms, err, sizeof err), 0);
+                assert_int_equal(ops->run_op(c, (pdbx_op)op, PDBX_PASS_FWD, l, &ms, err, sizeof err), 0);
                 assert_true(ms >= 0.0);
                 if (!pdbx_op_is_per_layer((pdbx_op)op))
                     break;
             }
         }
         double ms;
-        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, 2, &ms, err, sizeof err), -1);  /* bad layer */
-        assert_int_equal(ops->run_op(c, PDBX_OP_TP_ALLREDUCE_MLP, 0, &ms, err, sizeof err), -1);
+        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, PDBX_PASS_FWD, 2, &ms, err, sizeof err), -1);  /* bad layer */
+        assert_int_equal(ops->run_op(c, PDBX_OP_TP_ALLREDUCE_MLP, PDBX_PASS_FWD, 0, &ms, err, sizeof err), -1);
         assert_true(isfinite(ops->checksum(c)));
         void *buf = NULL;
         assert_int_equal(ops->comm_buffer(c, 4096, &buf, err, sizeof err), 0);
@@ -253,10 +253,10 @@ static void test_cpu_backend_point_sequence(void **state)
         double ms;
         for (int op = 0; op < PDBX_OP_COUNT; op++)
             if (!pdbx_op_is_comm((pdbx_op)op))
-                assert_int_equal(ops->run_op(c, (pdbx_op)op, p.layers - 1, &ms, err, sizeof err), 0);
+                assert_int_equal(ops->run_op(c, (pdbx_op)op, PDBX_PASS_FWD, p.layers - 1, &ms, err, sizeof err), 0);
         assert_true(isfinite(ops->checksum(c)));
         ops->release(c);
-        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, 0, &ms, err, sizeof err), -1);  /* released */
+        assert_int_equal(ops->run_op(c, PDBX_OP_ATTN_Q, PDBX_PASS_FWD, 0, &ms, err, sizeof err), -1);  /* released */
     }
     ops->fini(c);
 }

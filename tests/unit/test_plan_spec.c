@@ -162,8 +162,8 @@ static void test_unknown_field_lists_allowed(void **state)
     assert_int_equal(spec_from_text("{\"frobnicate\": 1}", &s, err, sizeof err), -1);
     assert_string_equal(err,
                         "unknown field 'frobnicate' (allowed: name, model, gpu, gpu_mem_gb, layers, seq_len, dtype, "
-                        "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, warmup, "
-                        "steps, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
+                        "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, repetition, warmup, "
+                        "steps, target_rel_ci, min_reps, max_reps, max_seconds_per_op, passes, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
                         "timeout_s, flush_l2, description)");
 }
 
@@ -466,7 +466,7 @@ static void test_did_you_mean(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 31);
+    assert_int_equal(n, 37);
     assert_string_equal(names[0], "name");
 }
 

@@ -50,7 +50,7 @@ static void assert_mentions(const char *err, const char *a, const char *b)
 
 static pdbx_stats stats_of(double base)
 {
-    pdbx_stats s = {5, base, base + 2, base + 1, base + 0.5, 0.25};
+    pdbx_stats s = {5, base, base + 2, base + 1, base + 0.5, 0.25, NAN};
     return s;
 }
 
@@ -297,8 +297,8 @@ static void test_op(void **state)
     (void)state;
     char err[200];
     pdbx_stats ranks[2] = {stats_of(1.0), stats_of(1.5)};
-    pdbx_cell c = {1, stats_of(1.5), 2, ranks, 1.2e12, 3.4e8};
-    cJSON *ev = through_text(pdbx_event_op(3, PDBX_OP_ATTN_Q, &c));
+    pdbx_cell c = {.valid = 1, .stats = stats_of(1.5), .nranks = 2, .rank = ranks, .flops = 1.2e12, .bytes = 3.4e8};
+    cJSON *ev = through_text(pdbx_event_op(3, PDBX_OP_ATTN_Q, PDBX_PASS_FWD, &c));
     pdbx_ev_op d;
     memset(&d, 0, sizeof d);
     assert_int_equal(pdbx_event_decode_op(ev, &d, err, sizeof err), 0);
@@ -332,7 +332,8 @@ static void test_step(void **state)
     char err[200];
     pdbx_stats lr[2] = {stats_of(10.0), stats_of(11.0)};
     pdbx_stats tr[2] = {stats_of(100.0), stats_of(101.0)};
-    pdbx_cell layer = {1, stats_of(11.0), 2, lr, 0, 0}, total = {1, stats_of(101.0), 2, tr, 0, 0};
+    pdbx_cell layer = {.valid = 1, .stats = stats_of(11.0), .nranks = 2, .rank = lr},
+              total = {.valid = 1, .stats = stats_of(101.0), .nranks = 2, .rank = tr};
     cJSON *ev = through_text(pdbx_event_step(5, &layer, &total));
     assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_STEP);
     pdbx_ev_step d;
@@ -367,7 +368,8 @@ static void test_step_folds_into_point(void **state)
     (void)state;
     char err[200];
     pdbx_stats lr[1] = {stats_of(10.0)};
-    pdbx_cell layer = {1, stats_of(10.0), 1, lr, 0, 0}, total = {1, stats_of(90.0), 1, lr, 0, 0};
+    pdbx_cell layer = {.valid = 1, .stats = stats_of(10.0), .nranks = 1, .rank = lr},
+              total = {.valid = 1, .stats = stats_of(90.0), .nranks = 1, .rank = lr};
     pdbx_run run;
     pdbx_run_init(&run);
     cJSON *ev = through_text(pdbx_event_step(2, &layer, &total));

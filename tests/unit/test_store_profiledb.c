@@ -327,11 +327,11 @@ static void test_fold_malformed(void **state)
 static void test_noise_judge(void **state)
 {
     (void)state;
-    pdbx_stats a = { 6, 0.9, 1.1, 1.00, 1.00, 0.10 }, b = { 6, 0.93, 1.13, 1.03, 1.03, 0.10 };
+    pdbx_stats a = { 6, 0.9, 1.1, 1.00, 1.00, 0.10, NAN }, b = { 6, 0.93, 1.13, 1.03, 1.03, 0.10, NAN };
     double thr;
     assert_int_equal(pdbx_stats_judge(&a, &b, PDBX_STAT_MEAN, &thr), PDBX_NOISE_SAME);
     assert_float_equal(thr, 1.96 * sqrt(0.01 / 5 + 0.01 / 5), 1e-12);
-    pdbx_stats c = { 6, 0.999, 1.001, 1.00, 1.00, 0.001 }, d = { 6, 1.009, 1.011, 1.01, 1.01, 0.001 };
+    pdbx_stats c = { 6, 0.999, 1.001, 1.00, 1.00, 0.001, NAN }, d = { 6, 1.009, 1.011, 1.01, 1.01, 0.001, NAN };
     assert_int_equal(pdbx_stats_judge(&c, &d, PDBX_STAT_MEAN, &thr), PDBX_NOISE_WORSE);
     assert_int_equal(pdbx_stats_judge(&d, &c, PDBX_STAT_MEAN, &thr), PDBX_NOISE_BETTER);
     /* the old fixed 0.5% rule would call the 3% one real and is gone */
@@ -339,13 +339,13 @@ static void test_noise_judge(void **state)
     /* the median uses the same threshold */
     assert_int_equal(pdbx_stats_judge(&c, &d, PDBX_STAT_MEDIAN, NULL), PDBX_NOISE_WORSE);
     /* no noise estimate: one sample, a NaN std, a missing cell */
-    pdbx_stats one = { 1, 1.5, 1.5, 1.5, 1.5, 0 }, nostd = { 6, 1, 1, 1, 1, NAN }, none = { 0, NAN, NAN, NAN, NAN, NAN };
+    pdbx_stats one = { 1, 1.5, 1.5, 1.5, 1.5, 0, NAN }, nostd = { 6, 1, 1, 1, 1, NAN, NAN }, none = { 0, NAN, NAN, NAN, NAN, NAN, NAN };
     assert_int_equal(pdbx_stats_judge(&a, &one, PDBX_STAT_MEAN, &thr), PDBX_NOISE_UNKNOWN);
     assert_true(isnan(thr));
     assert_int_equal(pdbx_stats_judge(&nostd, &a, PDBX_STAT_MEAN, NULL), PDBX_NOISE_UNKNOWN);
     assert_int_equal(pdbx_stats_judge(&none, &a, PDBX_STAT_MEAN, NULL), PDBX_NOISE_UNKNOWN);
     /* equal cells with no spread are the same; a difference with zero noise is real */
-    pdbx_stats z1 = { 4, 2, 2, 2, 2, 0 }, z2 = { 4, 2.001, 2.001, 2.001, 2.001, 0 };
+    pdbx_stats z1 = { 4, 2, 2, 2, 2, 0, NAN }, z2 = { 4, 2.001, 2.001, 2.001, 2.001, 0, NAN };
     assert_int_equal(pdbx_stats_judge(&z1, &z1, PDBX_STAT_MEAN, NULL), PDBX_NOISE_SAME);
     assert_int_equal(pdbx_stats_judge(&z1, &z2, PDBX_STAT_MEAN, NULL), PDBX_NOISE_WORSE);
     assert_string_equal(pdbx_noise_name(PDBX_NOISE_SAME), "same");

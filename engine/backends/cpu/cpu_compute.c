@@ -134,10 +134,16 @@ static void gemm(pdbx_compute *c, const void *a, const void *b, float *out,
                      out, (blasint)n);
 }
 
-static int cpu_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *err, size_t errlen)
+static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
+                      char *err, size_t errlen)
 {
     if (!c->prepared) {
         snprintf(err, errlen, "cpu backend: run_op before prepare");
+        return -1;
+    }
+    if (pass != PDBX_PASS_FWD) {
+        snprintf(err, errlen, "cpu backend: the %s pass of %s is not implemented", pdbx_pass_name(pass),
+                 pdbx_op_name(op));
         return -1;
     }
     if (!(c->p.ops & PDBX_OP_BIT(op)) || pdbx_op_is_comm(op)) {
@@ -282,6 +288,13 @@ static int cpu_span_end(pdbx_compute *c, pdbx_span s, double *ms, char *err, siz
         return -1;
     *ms = pdbx_mono_s() * 1e3 - c->span_t0[s];
     return 0;
+}
+
+static int cpu_device_noise(pdbx_compute *c, pdbx_device_noise *out)
+{
+    (void)c;
+    (void)out;
+    return -1;   /* the host's load is sampled by the engine (engine_noise.h) */
 }
 
 const pdbx_compute_ops pdbx_cpu_compute_ops = PDBX_COMPUTE_OPS("cpu", cpu);

@@ -435,10 +435,16 @@ fail:
     return rc;
 }
 
-static int cuda_run_op(pdbx_compute *c, pdbx_op op, int layer, double *ms, char *err, size_t errlen)
+static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
+                       char *err, size_t errlen)
 {
     if (!c->point) {
         snprintf(err, errlen, "cuda run_op(%s): no point prepared", pdbx_op_name(op));
+        return -1;
+    }
+    if (pass != PDBX_PASS_FWD) {
+        snprintf(err, errlen, "cuda run_op(%s): the %s pass is not implemented", pdbx_op_name(op),
+                 pdbx_pass_name(pass));
         return -1;
     }
     if ((int)op < 0 || op >= PDBX_OP_COUNT || pdbx_op_is_comm(op)) {

@@ -89,6 +89,8 @@ void cuda_fini(pdbx_compute *c);
 const char *cuda_device_name(pdbx_compute *c);
 void cuda_device_id(pdbx_compute *c, int *index, char *uuid, size_t len);
 int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes);
+/* cuda_nvml.c: backend.h's device_noise. */
+int cuda_device_noise(pdbx_compute *c, pdbx_device_noise *out);
 int cuda_describe(pdbx_compute *c, cJSON *env);
 int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
 int cuda_probe(char *why, size_t len);
