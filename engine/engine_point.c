@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/engine_adaptive.h"
 #include "engine/engine_agree.h"
 #include "engine/engine_point_events.h"
 #include "engine/engine_stats.h"
@@ -16,12 +17,18 @@
 #define NROWS PDBX_NROWS
 #define MSG_LEN PDBX_MSG_LEN
 
+/* The ranks agree after a batch of executions of about this many seconds: their agreement (an
+ * all-reduce, tens of microseconds) stays a small share of an op of microseconds. */
+#define BATCH_S 0.005
+
 /* ---- per-rank samples of one point ------------------------------------------------------- */
 typedef struct {
     double *s[NROWS];
     size_t n[NROWS], cap[NROWS];
-    double *trace;             /* [op, layer, start_us, dur_us] per entry */
+    size_t kept[NROWS];        /* samples of the steps kept so far (a warm-up step's are dropped) */
+    double *trace;             /* [op, layer, start_us, dur_us] per entry, of the latest step */
     size_t ntrace, trace_cap;
+    int oom;                   /* a sample could not be stored */
 } samples;
 
 static void samples_free(samples *sm)
@@ -32,29 +39,27 @@ static void samples_free(samples *sm)
     memset(sm, 0, sizeof *sm);
 }
 
-static int samples_init(samples *sm, int layers, int steps)
+static int samples_init(samples *sm, int layers)
 {
     memset(sm, 0, sizeof *sm);
-    for (int r = 0; r < NROWS; r++) {
-        sm->cap[r] = (size_t)(2 * layers + 1) * (size_t)steps;
-        sm->s[r] = malloc(sm->cap[r] * sizeof(double));
-        if (!sm->s[r])
-            goto fail;
-    }
     sm->trace_cap = (size_t)(3 + layers * PDBX_OP_COUNT + 2);
     sm->trace = calloc(sm->trace_cap * 4, sizeof(double));
-    if (!sm->trace)
-        goto fail;
-    return 0;
-fail:
-    samples_free(sm);
-    return -1;
+    return sm->trace ? 0 : -1;
 }
 
 static void push(samples *sm, int row, double ms)
 {
-    if (sm->n[row] < sm->cap[row])
-        sm->s[row][sm->n[row]++] = ms;
+    if (sm->n[row] == sm->cap[row]) {
+        size_t cap = sm->cap[row] ? 2 * sm->cap[row] : 64;
+        double *s = realloc(sm->s[row], cap * sizeof *s);
+        if (!s) {
+            sm->oom = 1;
+            return;
+        }
+        sm->s[row] = s;
+        sm->cap[row] = cap;
+    }
+    sm->s[row][sm->n[row]++] = ms;
 }
 
 static void push_trace(samples *sm, int op, int layer, double start_ms, double dur_ms)
@@ -68,6 +73,25 @@ static void push_trace(samples *sm, int op, int layer, double start_ms, double d
     t[3] = dur_ms * 1e3;
 }
 
+/* A step is kept (its samples stay) or dropped (a warm-up step: back to the last kept one). */
+static void steps_settle(samples *sm, int keep)
+{
+    for (int r = 0; r < NROWS; r++) {
+        if (keep)
+            sm->kept[r] = sm->n[r];
+        else
+            sm->n[r] = sm->kept[r];
+    }
+}
+
+static double mean_of(const samples *sm, int row)
+{
+    double sum = 0;
+    for (size_t i = 0; i < sm->n[row]; i++)
+        sum += sm->s[row][i];
+    return sm->n[row] ? sum / (double)sm->n[row] : 0;
+}
+
 /* ---- one point ---------------------------------------------------------------------------- */
 typedef struct {
     pdbx_engine *e;
@@ -77,7 +101,10 @@ typedef struct {
     void *buf;
     pdbx_point_bytes bytes;
     double comm_bytes;         /* the comm buffer (profile memory's comm entry; 0: none) */
+    int compute;               /* 1: the compute ops run here (0: their cells are reused) */
     int failed;                /* a compute op failed: keep joining collectives, report error */
+    int cancelled;
+    pdbx_op sample_op[PDBX_OP_COUNT];
     pdbx_point_mem mem;        /* rank 0: the largest measured peak over the ranks */
     char msg[MSG_LEN];
 } point_run;
@@ -122,7 +149,24 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes
     return rc;
 }
 
-static void run_one(point_run *pr, pdbx_op op, int layer, double step0, int measured, int last)
+pdbx_op pdbx_point_sample_op(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
+{
+    pdbx_op with = op == PDBX_OP_ATTN_V ? PDBX_OP_ATTN_K
+                 : op == PDBX_OP_MLP_UP ? PDBX_OP_MLP_GATE
+                 : op == PDBX_OP_TP_ALLREDUCE_MLP ? PDBX_OP_TP_ALLREDUCE_ATTN : op;
+    if (with == op || !(spec->ops & PDBX_OP_BIT(with)))
+        return op;
+    pdbx_op_shape a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    pdbx_op_shape_for(spec, tp, mbs, op, &a);
+    pdbx_op_shape_for(spec, tp, mbs, with, &b);
+    return a.m == b.m && a.n == b.n && a.k == b.k && a.batch == b.batch ? with : op;
+}
+
+/* Runs one execution of pass `pass` of op (a compute op, or a TP all-reduce) and adds its
+ * sample; the trace keeps the step's forward (trace != 0). */
+static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double step0, int trace)
 {
     pdbx_engine *e = pr->e;
     if (!(e->spec.ops & PDBX_OP_BIT(op)))
@@ -131,28 +175,26 @@ static void run_one(point_run *pr, pdbx_op op, int layer, double step0, int meas
         pdbx_events_progress_op(e->ev, pdbx_op_name(op));
     double start = pdbx_mono_s() * 1e3, ms = 0;
     if (pdbx_op_is_comm(op)) {
-        if (pr->cg->tp < 2)
+        if (pr->cg->tp < 2 || pass != PDBX_PASS_FWD)
             return;
         coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, pr->bytes.tp,
                    pdbx_op_name(op), &ms);
-        if (measured)
-            push(&pr->sm, PDBX_ROW_TP_ALL, ms);
+        push(&pr->sm, PDBX_ROW_TP_ALL, ms);
     } else {
         if (pr->failed)
             return;
         fault_check(pr);
         char err[MSG_LEN];
         pdbx_watch_begin(pdbx_op_name(op), pr->pt->index);
-        int rc = e->be.compute->run_op(e->compute, op, PDBX_PASS_FWD, layer, &ms, err, sizeof err);
+        int rc = e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err);
         pdbx_watch_end();
         if (rc != 0) {
             fail_with(pr, err);
             return;
         }
     }
-    if (measured)
-        push(&pr->sm, op, ms);
-    if (last)
+    push(&pr->sm, PDBX_ROW_OP(pass, pr->sample_op[op]), ms);
+    if (trace)
         push_trace(&pr->sm, op, pdbx_op_is_per_layer(op) ? layer : -1, start - step0, ms);
 }
 
@@ -161,6 +203,7 @@ static const pdbx_op layer_ops[] = {
     PDBX_OP_ATTN_O, PDBX_OP_TP_ALLREDUCE_ATTN, PDBX_OP_POST_ATTN_NORM, PDBX_OP_MLP_GATE,
     PDBX_OP_MLP_UP, PDBX_OP_MLP_ACT_FN, PDBX_OP_MLP_DOWN, PDBX_OP_TP_ALLREDUCE_MLP,
 };
+#define NLAYER_OPS (sizeof layer_ops / sizeof layer_ops[0])
 
 /* Brackets span s with the compute backend; a failure counts as a failed op (the point ends
  * as an error once the ranks agree). ms < 0 on end means nothing was measured. */
@@ -181,29 +224,45 @@ static void span(point_run *pr, pdbx_span s, int end, double *ms)
 }
 
 /* One step's forward: embed, every profiled layer, final_norm, lm_head, with the layer and
- * step spans measured around them (the sums of profiledb.h's layer and total cells). */
-static void run_forward(point_run *pr, double step0, int measured, int last)
+ * step spans measured around them (the sums of profiledb.h's layer and total cells). Returns
+ * the step's time in ms (-1: not measured). */
+static double run_forward(point_run *pr, double step0)
 {
     const pdbx_spec *sp = &pr->e->spec;
-    double ms = 0;
+    double ms = 0, total = -1;
+    pr->sm.ntrace = 0;
     span(pr, PDBX_SPAN_STEP, 0, &ms);
-    run_one(pr, PDBX_OP_EMBED, -1, step0, measured, last);
+    run_one(pr, PDBX_OP_EMBED, PDBX_PASS_FWD, -1, step0, 1);
     for (int l = 0; l < sp->layers_profiled; l++) {
         span(pr, PDBX_SPAN_LAYER, 0, &ms);
-        for (size_t i = 0; i < sizeof layer_ops / sizeof layer_ops[0]; i++)
-            run_one(pr, layer_ops[i], l, step0, measured, last);
+        for (size_t i = 0; i < NLAYER_OPS; i++)
+            run_one(pr, layer_ops[i], PDBX_PASS_FWD, l, step0, 1);
         span(pr, PDBX_SPAN_LAYER, 1, &ms);
-        if (measured && ms >= 0)
+        if (ms >= 0)
             push(&pr->sm, PDBX_ROW_LAYER, ms);
     }
-    run_one(pr, PDBX_OP_FINAL_NORM, -1, step0, measured, last);
-    run_one(pr, PDBX_OP_LM_HEAD, -1, step0, measured, last);
-    span(pr, PDBX_SPAN_STEP, 1, &ms);
-    if (measured && ms >= 0)
-        push(&pr->sm, PDBX_ROW_TOTAL, ms);
+    run_one(pr, PDBX_OP_FINAL_NORM, PDBX_PASS_FWD, -1, step0, 1);
+    run_one(pr, PDBX_OP_LM_HEAD, PDBX_PASS_FWD, -1, step0, 1);
+    span(pr, PDBX_SPAN_STEP, 1, &total);
+    if (total >= 0)
+        push(&pr->sm, PDBX_ROW_TOTAL, total);
+    return total;
 }
 
-/* A once-per-step collective of the PP or DP group after the forward; row < 0: not kept. */
+/* One step's backward: each op's bwd in reverse order of the forward (comm ops have none). */
+static void run_backward(point_run *pr)
+{
+    const pdbx_spec *sp = &pr->e->spec;
+    run_one(pr, PDBX_OP_LM_HEAD, PDBX_PASS_BWD, -1, 0, 0);
+    run_one(pr, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1, 0, 0);
+    for (int l = sp->layers_profiled - 1; l >= 0; l--)
+        for (size_t i = NLAYER_OPS; i-- > 0;)
+            if (!pdbx_op_is_comm(layer_ops[i]))
+                run_one(pr, layer_ops[i], PDBX_PASS_BWD, l, 0, 0);
+    run_one(pr, PDBX_OP_EMBED, PDBX_PASS_BWD, -1, 0, 0);
+}
+
+/* A once-per-step collective of the PP or DP group. */
 static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double bytes,
                       const char *name, int row)
 {
@@ -211,28 +270,128 @@ static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double
     if (pr->e->ev)
         pdbx_events_progress_op(pr->e->ev, name);
     coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms);
-    if (row >= 0)
-        push(&pr->sm, row, ms);
+    push(&pr->sm, row, ms);
 }
 
-/* Runs warmup + measured steps. Returns 0, or 1 when cancelled. */
+static void pp_dp_comm(point_run *pr)
+{
+    if (pr->cg->pp > 1)
+        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv", PDBX_ROW_PP);
+    if (pr->cg->dp > 1)
+        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce", PDBX_ROW_DP);
+}
+
+static int has_bwd(const point_run *pr)
+{
+    return (pr->e->spec.passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0;
+}
+
+/* Whether every rank keeps the step it just ran (a warm-up step is dropped by all). */
+static int agree_keep(int keep)
+{
+    int all = keep;
+    MPI_Allreduce(&keep, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+}
+
+/* The step phase (engine_point.h). Returns 0, or 1 when cancelled. */
 static int run_steps(point_run *pr)
 {
     pdbx_engine *e = pr->e;
     const pdbx_spec *sp = &e->spec;
-    const int total = sp->warmup + sp->steps;
-    for (int s = 0; s < total; s++) {
+    const int adaptive = sp->repetition == PDBX_REP_ADAPTIVE;
+    const int max_warm = adaptive ? (sp->warmup > 1 ? sp->warmup : 1) : sp->warmup;
+    int kept = 0, warm = 0;
+    double prev = -1;
+    while (kept < sp->steps) {
         if (pdbx_agree_cancel(e, pr->pt->index))
             return 1;
-        int measured = s >= sp->warmup, last = s == total - 1;
-        double step0 = pdbx_mono_s() * 1e3;
-        run_forward(pr, step0, measured, last);
-        if (pr->cg->pp > 1)
-            step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv",
-                      measured ? PDBX_ROW_PP : -1);
-        if (pr->cg->dp > 1)
-            step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce",
-                      measured ? PDBX_ROW_DP : -1);
+        double total = -1;
+        if (pr->compute) {
+            total = run_forward(pr, pdbx_mono_s() * 1e3);
+            if (has_bwd(pr))
+                run_backward(pr);
+        }
+        pp_dp_comm(pr);
+        int keep = warm >= max_warm || (adaptive && warm > 0 && pdbx_adaptive_stable(prev, total));
+        keep = agree_keep(keep);
+        steps_settle(&pr->sm, keep);
+        kept += keep;
+        warm += !keep;
+        prev = total;
+    }
+    return 0;
+}
+
+/* One cell of the op phase: runs `exec` until the rule says the cell is done on every rank.
+ * The ranks agree on whether to go on and on the batch (the collectives must match). */
+typedef void (*cell_exec)(point_run *pr, int arg, int rep);
+
+static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg)
+{
+    const pdbx_spec *sp = &pr->e->spec;
+    const pdbx_adaptive_rule rule = { sp->target_rel_ci, sp->min_reps, sp->max_reps, sp->max_seconds_per_op };
+    const double t0 = pdbx_mono_s();
+    int rep = 0;
+    for (;;) {
+        samples *sm = &pr->sm;
+        long mine[2] = { 0, 0 }, all[2];
+        if (!pr->failed && !sm->oom &&
+            pdbx_adaptive_state(&rule, sm->s[row], sm->n[row], pdbx_mono_s() - t0) == PDBX_CELL_MORE) {
+            mine[0] = 1;
+            mine[1] = pdbx_adaptive_batch(&rule, sm->n[row], mean_of(sm, row), BATCH_S);
+        }
+        MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (!all[0])
+            return;
+        for (long b = 0; b < all[1]; b++)
+            exec(pr, arg, rep++);
+    }
+}
+
+/* Executions of the op phase: a compute op's pass (arg = op | pass << 8) on the layers in
+ * turn; the TP all-reduce; PP and DP. */
+static void exec_op(point_run *pr, int arg, int rep)
+{
+    pdbx_op op = (pdbx_op)(arg & 0xff);
+    pdbx_pass pass = (pdbx_pass)(arg >> 8);
+    run_one(pr, op, pass, pdbx_op_is_per_layer(op) ? rep % pr->e->spec.layers_profiled : -1, 0, 0);
+}
+
+static void exec_comm(point_run *pr, int row, int rep)
+{
+    (void)rep;
+    if (row == PDBX_ROW_PP)
+        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv", PDBX_ROW_PP);
+    else
+        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce", PDBX_ROW_DP);
+}
+
+/* The op phase (adaptive): every cell the step phase left short of its target. Returns 0, or
+ * 1 when cancelled. */
+static int run_cells(point_run *pr)
+{
+    pdbx_engine *e = pr->e;
+    const pdbx_spec *sp = &e->spec;
+    for (int pass = 0; pr->compute && pass < PDBX_PASS_COUNT; pass++) {
+        if (!(sp->passes & PDBX_PASS_BIT(pass)))
+            continue;
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            if (!(sp->ops & PDBX_OP_BIT(op)) || pr->sample_op[op] != (pdbx_op)op ||
+                (pdbx_op_is_comm((pdbx_op)op) && (pass != PDBX_PASS_FWD || pr->cg->tp < 2)))
+                continue;
+            if (pdbx_agree_cancel(e, pr->pt->index))
+                return 1;
+            adaptive_cell(pr, PDBX_ROW_OP(pass, op), exec_op, op | pass << 8);
+        }
+    }
+    static const int comm_rows[2] = { PDBX_ROW_PP, PDBX_ROW_DP };
+    for (int i = 0; i < 2; i++) {
+        if ((comm_rows[i] == PDBX_ROW_PP ? pr->cg->pp : pr->cg->dp) < 2)
+            continue;
+        if (pdbx_agree_cancel(e, pr->pt->index))
+            return 1;
+        adaptive_cell(pr, comm_rows[i], exec_comm, comm_rows[i]);
     }
     return 0;
 }
@@ -246,6 +405,7 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
     ps->seq_len = e->spec.seq_len;
     ps->layers = e->spec.layers_profiled;
     ps->ops = e->spec.ops;
+    ps->passes = e->spec.passes;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
@@ -266,13 +426,15 @@ static double point_comm(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_p
     return pm.kind_bytes[PDBX_MEM_COMM];
 }
 
-/* Sample buffers, the point's buffers and the comm buffer on this rank; then the ranks agree. */
-static int point_prepare(point_run *pr, char *msg)
+/* Sample buffers, the point's buffers (unless its compute cells are reused) and the comm
+ * buffer on this rank; then the ranks agree. *setup_s: the wall time of it. */
+static int point_prepare(point_run *pr, char *msg, double *setup_s)
 {
     pdbx_engine *e = pr->e;
     const pdbx_plan_point *pt = pr->pt;
     int status = PDBX_ST_OK;
-    if (samples_init(&pr->sm, e->spec.layers_profiled, e->spec.steps) != 0) {
+    const double t0 = pdbx_mono_s();
+    if (samples_init(&pr->sm, e->spec.layers_profiled) != 0) {
         status = PDBX_ST_OOM;
         snprintf(msg, MSG_LEN, "host allocation of the sample buffers failed");
     }
@@ -280,14 +442,14 @@ static int point_prepare(point_run *pr, char *msg)
         pdbx_point_shapes ps;
         fill_shapes(e, pt, &ps);
         char err[MSG_LEN] = "";
-        int rc;
+        int rc = 0;
         if (e->ev)
             pdbx_events_progress_op(e->ev, "prepare");
         pdbx_watch_begin("prepare", pt->index);
         if (pdbx_fault_hits(&e->fault, PDBX_FAULT_OOM, e->rank, pt->index)) {
             rc = PDBX_EOOM;
             snprintf(err, sizeof err, "allocation failed (injected by PDBX_FAULT)");
-        } else {
+        } else if (pr->compute) {
             rc = e->be.compute->prepare(e->compute, &ps, err, sizeof err);
         }
         if (rc == 0 && pr->comm_bytes > 0)
@@ -299,6 +461,7 @@ static int point_prepare(point_run *pr, char *msg)
             snprintf(msg, MSG_LEN, "%s", err);
         }
     }
+    *setup_s = pdbx_mono_s() - t0;
     return pdbx_agree_status(e, status, msg, pt->index);
 }
 
@@ -308,7 +471,7 @@ static void gather_mem(point_run *pr)
 {
     pdbx_engine *e = pr->e;
     double mine[2] = { NAN, NAN }, peak = 0, base = 0;
-    if (e->be.compute->mem_peak(e->compute, &peak, &base) == 0) {
+    if (pr->compute && e->be.compute->mem_peak(e->compute, &peak, &base) == 0) {
         mine[0] = peak;
         mine[1] = base;
     }
@@ -326,8 +489,9 @@ static void gather_mem(point_run *pr)
     free(all);
 }
 
-/* Every rank's rows and trace to rank 0, which writes the point's events. */
-static int point_gather(point_run *pr, char *msg)
+/* Every rank's rows and trace to rank 0, which writes the point's events; *rows_out gets
+ * rank 0's gathered rows of a point measured here. */
+static int point_gather(point_run *pr, const pdbx_point_source *source, char *msg, double **rows_out)
 {
     pdbx_engine *e = pr->e;
     const int point = pr->pt->index;
@@ -345,7 +509,7 @@ static int point_gather(point_run *pr, char *msg)
         snprintf(msg, MSG_LEN, "out of memory for the results of %d ranks", e->size);
     int status = pdbx_agree_status(e, can_gather ? PDBX_ST_OK : PDBX_ST_ERROR, msg, point);
     if (status == PDBX_ST_OK) {
-        int mine = (int)pr->sm.ntrace;
+        int mine = pr->compute ? (int)pr->sm.ntrace : 0;
         pdbx_watch_begin("gather", point);
         MPI_Gather(rows, NROWS * NSTAT, MPI_DOUBLE, all, NROWS * NSTAT, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         MPI_Gather(pr->sm.trace, (int)(tcap * 4), MPI_DOUBLE, traces, (int)(tcap * 4), MPI_DOUBLE, 0,
@@ -353,8 +517,13 @@ static int point_gather(point_run *pr, char *msg)
         MPI_Gather(&mine, 1, MPI_INT, ntrace, 1, MPI_INT, 0, MPI_COMM_WORLD);
         gather_mem(pr);
         pdbx_watch_end();
-        pdbx_point_results res = { all, traces, ntrace, tcap };
+        pdbx_point_results res = { all, traces, ntrace, tcap, source ? source->rows : all,
+                                   source ? source->point : -1 };
         pdbx_point_results_events(e, pr->pt, &pr->bytes, &res);
+        if (!source) {
+            *rows_out = all;
+            all = NULL;
+        }
     }
     free(all);
     free(traces);
@@ -362,20 +531,32 @@ static int point_gather(point_run *pr, char *msg)
     return status;
 }
 
-int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg, char *msg,
-                       pdbx_point_mem *mem)
+int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg,
+                       const pdbx_point_source *source, char *msg, pdbx_point_outcome *out)
 {
     point_run pr;
     memset(&pr, 0, sizeof pr);
     pr.e = e;
     pr.pt = pt;
     pr.cg = cg;
+    pr.compute = source == NULL;
     pr.mem.peak_bytes = pr.mem.base_bytes = NAN;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        pr.sample_op[op] = pdbx_point_sample_op(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);
     pr.comm_bytes = point_comm(e, pt, &pr.bytes);
+    out->rows = NULL;
+    out->setup_s = NAN;
     msg[0] = '\0';
-    int status = point_prepare(&pr, msg);
+    double setup_s = NAN;
+    int status = point_prepare(&pr, msg, &setup_s);
+    if (pr.compute)
+        out->setup_s = setup_s;
     if (status == PDBX_ST_OK && run_steps(&pr) == 1)
         status = -1;
+    if (status == PDBX_ST_OK && e->spec.repetition == PDBX_REP_ADAPTIVE && run_cells(&pr) == 1)
+        status = -1;
+    if (status == PDBX_ST_OK && pr.sm.oom)
+        fail_with(&pr, "out of memory for the samples");
     if (status == PDBX_ST_OK) {
         status = pdbx_agree_status(e, pr.failed ? PDBX_ST_ERROR : PDBX_ST_OK, pr.msg, pt->index);
         if (status != PDBX_ST_OK)
@@ -383,12 +564,15 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     }
     if (status == PDBX_ST_OK) {
         /* keep the outputs alive: no op can be optimised away */
-        volatile double sink = e->be.compute->checksum(e->compute);
-        (void)sink;
-        status = point_gather(&pr, msg);
+        if (pr.compute) {
+            volatile double sink = e->be.compute->checksum(e->compute);
+            (void)sink;
+        }
+        status = point_gather(&pr, source, msg, &out->rows);
     }
-    e->be.compute->release(e->compute);
+    if (pr.compute)
+        e->be.compute->release(e->compute);
     samples_free(&pr.sm);
-    *mem = pr.mem;
+    out->mem = pr.mem;
     return status;
 }

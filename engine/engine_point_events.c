@@ -34,13 +34,14 @@ void pdbx_point_end_event(pdbx_engine *e, int point, pdbx_point_status status, c
 }
 
 void pdbx_point_end_mem_event(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_status status,
-                              const char *msg, const pdbx_point_mem *mem)
+                              const char *msg, const pdbx_point_end_figures *fig)
 {
     if (e->rank != 0)
         return;
     pdbx_ev_point_end pe = { .point = pt->index, .status = status, .message = msg,
                              .profile_mem_bytes = pt->profile_bytes,
-                             .mem_peak_bytes = mem->peak_bytes, .mem_base_bytes = mem->base_bytes };
+                             .mem_peak_bytes = fig->mem.peak_bytes, .mem_base_bytes = fig->mem.base_bytes,
+                             .setup_s = fig->setup_s, .noise = fig->noise };
     pdbx_events_emit(e->ev, pdbx_event_point_end_mem(&pe));
 }
 
@@ -66,30 +67,51 @@ static int row_measured(const double *all, int row)
     return all[(size_t)row * NSTAT] > 0;
 }
 
-static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_point_bytes *b,
-                      const double *all, const rank0_groups *g)
+/* FLOPs of one execution of pass `pass` of an op whose forward does `fwd`: a GEMM's
+ * backward is two GEMMs of its size (dgrad, wgrad); the attention core's five of its two
+ * (dS, dP, dQ, dK, dV against QK^T, PV); the element-wise ops' about twice. */
+static double pass_flops(pdbx_op op, pdbx_pass pass, double fwd)
 {
-    for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        if (!row_measured(all, op))
-            continue;                       /* not measured (not in ops, or TP 1 all-reduce) */
-        pdbx_cell c = row_cell(all, op, g, 0);
-        if (pdbx_op_is_comm((pdbx_op)op)) {
-            c.flops = 0;
-            c.bytes = b->tp;
-        } else {
-            pdbx_op_shape shape;
-            memset(&shape, 0, sizeof shape);
-            pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
-            c.flops = shape.flops;
-            c.bytes = shape.bytes;
+    if (pass == PDBX_PASS_FWD)
+        return fwd;
+    return op == PDBX_OP_ATTN_CORE ? 2.5 * fwd : 2 * fwd;
+}
+
+static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_point_bytes *b,
+                      const pdbx_point_results *res, const rank0_groups *g)
+{
+    for (int pass = 0; pass < PDBX_PASS_COUNT; pass++) {
+        if (!(e->spec.passes & PDBX_PASS_BIT(pass)))
+            continue;
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            pdbx_op from = pdbx_point_sample_op(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);
+            int row = PDBX_ROW_OP(pass, from);
+            if (!(e->spec.ops & PDBX_OP_BIT(op)) || !row_measured(res->compute, row))
+                continue;                   /* not measured (not in ops, TP 1 all-reduce, no bwd) */
+            pdbx_cell c = row_cell(res->compute, row, g, 0);
+            if (pdbx_op_is_comm((pdbx_op)op)) {
+                c.flops = 0;
+                c.bytes = b->tp;
+            } else {
+                pdbx_op_shape shape;
+                memset(&shape, 0, sizeof shape);
+                pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
+                c.flops = pass_flops((pdbx_op)op, (pdbx_pass)pass, shape.flops);
+                c.bytes = pass == PDBX_PASS_FWD ? shape.bytes : 2 * shape.bytes;
+            }
+            c.shared = from != (pdbx_op)op;
+            c.shared_op = from;
+            c.reused = res->reused_from >= 0;
+            c.source_point = res->reused_from;
+            pdbx_events_emit(e->ev, pdbx_event_op(pt->index, (pdbx_op)op, (pdbx_pass)pass, &c));
         }
-        pdbx_events_emit(e->ev, pdbx_event_op(pt->index, (pdbx_op)op, PDBX_PASS_FWD, &c));
     }
 }
 
 /* The measured layer and step sums of a point (no event when no step was measured). */
 static void step_event(pdbx_engine *e, int point, const double *all, const rank0_groups *g)
 {
+    /* a reused point's spans are its source's: its step event says so through its op events */
     if (!row_measured(all, PDBX_ROW_TOTAL))
         return;
     pdbx_cell layer = row_cell(all, PDBX_ROW_LAYER, g, 0);
@@ -114,10 +136,13 @@ static void comm_event(pdbx_engine *e, int point, pdbx_comm_kind kind, double by
 }
 
 static void comm_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_point_bytes *b,
-                        const double *all, const rank0_groups *g)
+                        const pdbx_point_results *res, const rank0_groups *g)
 {
-    if (pt->tp > 1 && row_measured(all, PDBX_ROW_TP_ALL))
-        comm_event(e, pt->index, PDBX_COMM_TP_ALLREDUCE, b->tp, pt->tp, PDBX_COLL_ALL_REDUCE, all,
+    const double *all = res->all;
+    /* the TP all-reduce runs inside the layers: a reused point's comes with its compute rows */
+    const double *tp_rows = res->compute;
+    if (pt->tp > 1 && row_measured(tp_rows, PDBX_ROW_TP_ALL))
+        comm_event(e, pt->index, PDBX_COMM_TP_ALLREDUCE, b->tp, pt->tp, PDBX_COLL_ALL_REDUCE, tp_rows,
                    g->tp, g->ntp, PDBX_ROW_TP_ALL);
     if (pt->pp > 1 && row_measured(all, PDBX_ROW_PP)) {
         /* adjacent stages 0 -> 1: the receiver's time is when the data has arrived */
@@ -168,10 +193,11 @@ void pdbx_point_results_events(pdbx_engine *e, const pdbx_plan_point *pt,
     g.ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_TP, g.tp, NULL);
     g.npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_PP, g.pp, NULL);
     g.ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_DP, g.dp, NULL);
-    op_events(e, pt, bytes, res->all, &g);
-    step_event(e, pt->index, res->all, &g);
-    comm_events(e, pt, bytes, res->all, &g);
-    trace_events(e, pt->index, res);
+    op_events(e, pt, bytes, res, &g);
+    step_event(e, pt->index, res->compute, &g);
+    comm_events(e, pt, bytes, res, &g);
+    if (res->reused_from < 0)
+        trace_events(e, pt->index, res);
     free(members);
     free(stats);
 }

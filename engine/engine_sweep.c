@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_agree.h"
@@ -37,6 +38,50 @@ typedef struct {
     int warned_dp;
 } config_run;
 
+/* Measure once, use everywhere (engine_point.h): the ok points measured so far, by TP and MBS
+ * (every rank keeps the table: the ranks agree on each point's status; rank 0 keeps the rows). */
+typedef struct {
+    int tp, mbs, point;
+    double *rows;
+} measured_point;
+
+typedef struct {
+    measured_point *at;
+    size_t n, cap;
+} measured_table;
+
+static const measured_point *measured_find(const measured_table *t, int tp, int mbs)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->at[i].tp == tp && t->at[i].mbs == mbs)
+            return &t->at[i];
+    return NULL;
+}
+
+/* Keeps rows (rank 0's, may be NULL elsewhere) as the source of tp x mbs; takes them. */
+static void measured_add(measured_table *t, int tp, int mbs, int point, double *rows)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        measured_point *at = realloc(t->at, cap * sizeof *at);
+        if (!at) {          /* no reuse for this point: it is measured again where it recurs */
+            free(rows);
+            return;
+        }
+        t->at = at;
+        t->cap = cap;
+    }
+    t->at[t->n++] = (measured_point){ tp, mbs, point, rows };
+}
+
+static void measured_free(measured_table *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->at[i].rows);
+    free(t->at);
+    memset(t, 0, sizeof *t);
+}
+
 static void progress_done(pdbx_engine *e, double work)
 {
     if (e->ev)
@@ -68,7 +113,7 @@ static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *c
  * allocate, exceeds the GPU's: the training prediction never stops a sweep), or measured. 1 when the sweep must stop
  * (cancelled while measuring), else 0. */
 static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg,
-                        config_run *cr)
+                        config_run *cr, measured_table *measured)
 {
     if (cr->stop[0]) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, cr->stop);
@@ -77,7 +122,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     }
     if (e->ev)
         pdbx_events_progress_point(e->ev, pt->index);
-    pdbx_point_mem none = { NAN, NAN };
+    pdbx_point_end_figures none = { { NAN, NAN }, NAN, { 0 } };
     if (pt->profile_oom && e->spec.predict_oom) {
         char a[32], b[32], m[MSG_LEN];
         snprintf(m, sizeof m, "predicted profile memory %s > %s of %s",
@@ -91,8 +136,12 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     pdbx_point_start_event(e, pt);
     warn_dp_cap(e, pt, cr);
     char msg[MSG_LEN];
-    pdbx_point_mem mem = none;
-    int st = pdbx_point_measure(e, pt, cg, msg, &mem);
+    const measured_point *same = measured_find(measured, pt->tp, pt->mbs);
+    pdbx_point_source source = { same ? same->point : -1, same ? same->rows : NULL };
+    pdbx_point_outcome out;
+    memset(&out, 0, sizeof out);
+    int st = pdbx_point_measure(e, pt, cg, same ? &source : NULL, msg, &out);
+    pdbx_point_end_figures fig = { out.mem, out.setup_s, { 0 } };
     if (st < 0) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, "cancelled while measuring: dropped");
         e->in_flight = PDBX_IN_FLIGHT_DROPPED;
@@ -105,8 +154,12 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
         e->in_flight = PDBX_IN_FLIGHT_FINISHED;
         e->in_flight_point = pt->index;
     }
+    if (st == PDBX_ST_OK && !same)
+        measured_add(measured, pt->tp, pt->mbs, pt->index, out.rows);
+    else
+        free(out.rows);
     if (st == PDBX_ST_OK) {
-        pdbx_point_end_mem_event(e, pt, PDBX_POINT_OK, NULL, &mem);
+        pdbx_point_end_mem_event(e, pt, PDBX_POINT_OK, NULL, &fig);
     } else if (st == PDBX_ST_OOM) {
         pdbx_point_end_mem_event(e, pt, PDBX_POINT_OOM, msg, &none);
         snprintf(cr->stop, sizeof cr->stop, "after the OOM at MBS %d", pt->mbs);
@@ -118,7 +171,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     return 0;
 }
 
-static void measure_config(pdbx_engine *e, int config)
+static void measure_config(pdbx_engine *e, int config, measured_table *measured)
 {
     const pdbx_parallel *par = &e->spec.configs[config];
     pdbx_cfg_groups cg;
@@ -142,7 +195,7 @@ static void measure_config(pdbx_engine *e, int config)
             continue;
         if (e->cancelled || pdbx_agree_cancel(e, pt->index))
             break;
-        if (config_point(e, pt, &cg, &cr))
+        if (config_point(e, pt, &cg, &cr, measured))
             break;
     }
     pdbx_groups_free(e, &cg);
@@ -150,11 +203,13 @@ static void measure_config(pdbx_engine *e, int config)
 
 int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen)
 {
+    measured_table measured = { 0 };
     for (int c = 0; c < e->spec.nconfigs && !e->cancelled; c++) {
         const pdbx_parallel *par = &e->spec.configs[c];
         if (par->tp * par->pp * par->dp == e->size)
-            measure_config(e, c);
+            measure_config(e, c, &measured);
     }
+    measured_free(&measured);
     if (!e->cancelled) {
         if (e->ev)
             pdbx_events_progress_point(e->ev, -1);

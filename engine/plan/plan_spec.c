@@ -98,7 +98,7 @@ void pdbx_spec_defaults(pdbx_spec *s)
     s->target_rel_ci = 0.01;
     s->min_reps = 5;
     s->max_reps = 1000;
-    s->max_seconds_per_op = 2;
+    s->max_seconds_per_op = 1;
     s->passes = PDBX_PASS_BIT(PDBX_PASS_FWD);
     s->ops = PDBX_OPS_ALL;
     s->collectives = 1;

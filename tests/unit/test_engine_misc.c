@@ -233,6 +233,7 @@ typedef struct {
     int steps, ops;
     pdbx_ev_step step;
     pdbx_stats op_mlp_up;
+    int up_shared_with_gate;
 } step_seen;
 
 static int collect_step(const cJSON *ev, void *ctx)
@@ -246,8 +247,10 @@ static int collect_step(const cJSON *ev, void *ctx)
         pdbx_ev_op op;
         memset(&op, 0, sizeof op);
         assert_int_equal(pdbx_event_decode_op(ev, &op, err, sizeof err), 0);
-        if (op.op == PDBX_OP_MLP_UP)
+        if (op.op == PDBX_OP_MLP_UP) {
             s->op_mlp_up = op.cell.stats;
+            s->up_shared_with_gate = op.cell.shared && op.cell.shared_op == PDBX_OP_MLP_GATE;
+        }
         free(op.cell.rank);
         s->ops++;
     }
@@ -275,7 +278,7 @@ static void test_step_event_cells(void **state)
     e.rank = 0;
     e.size = 2;
     assert_int_equal(pdbx_spec_load("quick", &e.spec, err, sizeof err), 0);
-    e.spec.ops = PDBX_OP_BIT(PDBX_OP_MLP_UP);
+    e.spec.ops = PDBX_OP_BIT(PDBX_OP_MLP_UP) | PDBX_OP_BIT(PDBX_OP_MLP_GATE);
     assert_int_equal(pdbx_events_open(dir, "step-run", 0, &e.ev, err, sizeof err), 0);
     pdbx_plan_point pt;
     memset(&pt, 0, sizeof pt);
@@ -288,12 +291,13 @@ static void test_step_event_cells(void **state)
     fill_row(all, 1, PDBX_ROW_LAYER, 12);
     fill_row(all, 0, PDBX_ROW_TOTAL, 40);
     fill_row(all, 1, PDBX_ROW_TOTAL, 38);
-    fill_row(all, 0, PDBX_OP_MLP_UP, 1);
-    fill_row(all, 1, PDBX_OP_MLP_UP, 2);
+    /* mlp_up pools its samples with mlp_gate (same shape and kernel): the gate's row */
+    fill_row(all, 0, PDBX_ROW_OP(PDBX_PASS_FWD, PDBX_OP_MLP_GATE), 1);
+    fill_row(all, 1, PDBX_ROW_OP(PDBX_PASS_FWD, PDBX_OP_MLP_GATE), 2);
     double traces[2 * 4] = { 0 };
     int ntrace[2] = { 0, 0 };
     pdbx_point_bytes bytes = { 4096, 4096, 4096 };
-    pdbx_point_results res = { all, traces, ntrace, 1 };
+    pdbx_point_results res = { all, traces, ntrace, 1, all, -1 };
     pdbx_point_results_events(&e, &pt, &bytes, &res);
     pdbx_events_close(e.ev);
 
@@ -304,7 +308,8 @@ static void test_step_event_cells(void **state)
     pdbx_scan_result sr;
     assert_int_equal(pdbx_scan_file(path, 0, collect_step, &seen, &sr, err, sizeof err), 0);
     assert_int_equal(seen.steps, 1);
-    assert_int_equal(seen.ops, 1);
+    assert_int_equal(seen.ops, 2);                /* mlp_gate and mlp_up, one cell */
+    assert_true(seen.up_shared_with_gate);
     const pdbx_ev_step *st = &seen.step;
     assert_int_equal(st->point, 3);
     assert_true(st->layer.valid && st->total.valid);
