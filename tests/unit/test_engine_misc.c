@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/engine_adaptive.h"
 #include "engine/engine_args.h"
 #include "engine/engine_collsweep.h"
 #include "engine/engine_env.h"
@@ -346,6 +347,44 @@ static int last_progress(const cJSON *ev, void *ctx)
 /* The heartbeat counts the collectives sweep: its measurements over the whole run (the size
  * rule and the power-of-two groups of the sweep), how many are made, and their work in the
  * ETA, so the engine's own estimate does not reach 0 while the collectives still run. */
+/* The adaptive rule: converged only with min_reps samples and the Student-t CI within target;
+ * bounded by max_reps, and by time only once an interval exists. */
+static void test_adaptive_rule(void **state)
+{
+    (void)state;
+    const pdbx_adaptive_rule r = { 0.01, 5, 50, 1.0 };
+    /* 5 samples of 100 +- 0.1: CI = 2.776 * 0.158 / sqrt(5) = 0.196, 0.2% of the mean */
+    double quiet[5] = { 100.0, 100.1, 99.9, 100.2, 99.8 };
+    assert_int_equal(pdbx_adaptive_state(&r, quiet, 5, 0.1), PDBX_CELL_CONVERGED);
+    assert_true(fabs(pdbx_adaptive_rel_ci(quiet, 5) - 2.7764 * sqrt(0.025) / sqrt(5.0) / 100) < 1e-6);
+    /* the same spread with 4 samples: below min_reps, more */
+    assert_int_equal(pdbx_adaptive_state(&r, quiet, 4, 0.1), PDBX_CELL_MORE);
+    /* 5 samples spread by 10%: not converged; the time bound ends it */
+    double noisy[5] = { 100, 110, 90, 105, 95 };
+    assert_int_equal(pdbx_adaptive_state(&r, noisy, 5, 0.5), PDBX_CELL_MORE);
+    assert_int_equal(pdbx_adaptive_state(&r, noisy, 5, 1.0), PDBX_CELL_MAX_TIME);
+    /* one sample past the time bound still gets a second (an interval needs two) */
+    assert_int_equal(pdbx_adaptive_state(&r, noisy, 1, 5.0), PDBX_CELL_MORE);
+    assert_int_equal(pdbx_adaptive_state(&r, noisy, 2, 5.0), PDBX_CELL_MAX_TIME);
+    double many[50];
+    for (int i = 0; i < 50; i++)
+        many[i] = i % 2 ? 150 : 50;
+    assert_int_equal(pdbx_adaptive_state(&r, many, 50, 0.0), PDBX_CELL_MAX_REPS);
+    /* batches: about batch_s of work, never past min_reps while short of it, nor max_reps */
+    assert_int_equal(pdbx_adaptive_batch(&r, 0, 0, 0.005), 1);
+    assert_int_equal(pdbx_adaptive_batch(&r, 1, 0.01, 0.005), 4);     /* up to min_reps */
+    assert_int_equal(pdbx_adaptive_batch(&r, 5, 0.01, 0.005), 45);    /* 500 wanted, 45 left */
+    assert_int_equal(pdbx_adaptive_batch(&r, 5, 100, 0.005), 1);
+    /* warm-up: within 5% of the step before */
+    assert_true(pdbx_adaptive_stable(100, 104));
+    assert_false(pdbx_adaptive_stable(100, 120));
+    assert_false(pdbx_adaptive_stable(-1, -1));
+    /* Student's t: the table, then the expansion converging to 1.96 */
+    assert_true(fabs(pdbx_student_t975(1) - 12.7062) < 1e-4);
+    assert_true(fabs(pdbx_student_t975(60) - 2.0003) < 1e-3);
+    assert_true(fabs(pdbx_student_t975(100000) - 1.95998) < 1e-3);
+}
+
 static void test_progress_counts_collectives(void **state)
 {
     (void)state;
@@ -405,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_heartbeat_ticks),
         cmocka_unit_test(test_progress_counts_collectives),
         cmocka_unit_test(test_step_event_cells),
+        cmocka_unit_test(test_adaptive_rule),
     };
     return cmocka_run_group_tests_name("engine_misc", tests, NULL, NULL);
 }

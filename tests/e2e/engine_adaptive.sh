@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Adaptive repetition, pooled samples and measure-once, through the real engine (2 ranks):
+#  - every op cell of an adaptive sweep has at least min_reps samples and a CI, and either
+#    reached target_rel_ci or stopped at a bound (max_reps, or max_seconds_per_op: its samples
+#    then took at least that long);
+#  - attn_v carries attn_k's cell and mlp_up mlp_gate's, marked shared_with;
+#  - the second config (TP1 PP2 DP1) has the first's (TP1 PP1 DP2) shapes: its points take the
+#    compute cells of the first config's points of the same MBS (reused_from, the same stats),
+#    prepare no compute buffers (setup_s absent) and measure their own PP send/recv;
+#  - a fixed sweep still takes warmup + steps whole steps (count = steps x layers).
+source "$(dirname "$0")/engine_common.inc"
+tiny_spec "$TMP/a.json" 'repetition="adaptive"' 'target_rel_ci=0.05' 'min_reps=4' 'max_reps=400' \
+    'max_seconds_per_op=0.2' 'warmup=2' 'steps=1' \
+    'configs=[{"tp":1,"pp":1,"dp":2},{"tp":1,"pp":2,"dp":1}]'
+phase "adaptive sweep, 2 ranks, 2 configs"
+mpirun_np 2 "$ENGINE" --spec "$TMP/a.json" --store "$TMP/st" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run"; }
+ev_py "$(run_file "$TMP/st")" '
+S = [e for e in E if e["type"] == "run_start"][0]
+sp = S["spec"]
+assert sp["repetition"] == "adaptive" and sp["passes"] == ["fwd"], sp
+pts = {p["index"]: p for p in S["points"]}
+ends = {e["point"]: e for e in E if e["type"] == "point_end"}
+assert len(ends) == 4 and all(e["status"] == "ok" for e in ends.values()), ends
+ops = {}
+for e in E:
+    if e["type"] == "op":
+        ops[(e["point"], e["op"])] = e
+first = [i for i, p in pts.items() if p["pp"] == 1]
+second = [i for i, p in pts.items() if p["pp"] == 2]
+bounded = 0
+for i in first:
+    assert ends[i]["setup_s"] > 0, ends[i]
+    for (p, op), e in ops.items():
+        if p != i: continue
+        st = e["stats"]
+        assert st["count"] >= sp["min_reps"], (op, st)
+        rel = st["ci95"] / st["mean"]
+        done = rel <= sp["target_rel_ci"] or st["count"] >= sp["max_reps"] or \
+               st["count"] * st["mean"] / 1e3 >= 0.5 * sp["max_seconds_per_op"]
+        assert done, ("cell stopped short of every bound", p, op, st)
+        bounded += rel > sp["target_rel_ci"]
+    for a, b in (("attn_v", "attn_k"), ("mlp_up", "mlp_gate")):
+        assert ops[(i, a)].get("shared_with") == b and ops[(i, a)]["stats"] == ops[(i, b)]["stats"], a
+        assert "shared_with" not in ops[(i, b)]
+print("adaptive: %d cells, %d stopped at a bound above the target" %
+      (sum(1 for (p, _) in ops if p in first), bounded))
+for j in second:
+    src = [i for i in first if pts[i]["mbs"] == pts[j]["mbs"]][0]
+    assert "setup_s" not in ends[j], ends[j]
+    for (p, op), e in ops.items():
+        if p != j: continue
+        assert e.get("reused_from") == src, (j, op, e.get("reused_from"))
+        assert e["stats"] == ops[(src, op)]["stats"], (j, op)
+    assert any(e["type"] == "comm" and e["point"] == j and e["kind"] == "pp_sendrecv" for e in E), j
+    assert not any(e["type"] == "comm" and e["point"] == src and e["kind"] == "pp_sendrecv" for e in E)
+print("measure once: points", second, "reuse", first)
+' || fail "adaptive sweep"
+
+phase "fixed sweep: whole steps"
+tiny_spec "$TMP/f.json" 'warmup=1' 'steps=3' 'mbs="1:1"'
+mpirun_np 1 "$ENGINE" --spec "$TMP/f.json" --store "$TMP/sf" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (fixed)"; }
+ev_py "$(run_file "$TMP/sf")" '
+S = [e for e in E if e["type"] == "run_start"][0]
+L = S["spec"]["layers"]
+for e in E:
+    if e["type"] == "op":
+        want = 3 * L * (2 if e["op"] in ("attn_k", "attn_v", "mlp_gate", "mlp_up") else 1) \
+               if e["op"] not in ("embed", "final_norm", "lm_head") else 3
+        assert e["stats"]["count"] == want, (e["op"], e["stats"]["count"], want)
+print("fixed: counts = steps x layers (x2 for the pooled pairs)")
+' || fail "fixed counts"
+echo PASS
