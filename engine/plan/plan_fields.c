@@ -55,7 +55,7 @@ const plan_field_def plan_fields[] = {
      "adaptive: 95% CI half-width of a cell's mean / mean", NULL},
     {"min_reps", PLAN_F_INT, 2, 100000, "N", NULL, "adaptive: fewest samples per cell", NULL},
     {"max_reps", PLAN_F_INT, 2, 1000000, "N", "min_reps..1000000", "adaptive: most samples per cell", NULL},
-    {"max_seconds_per_op", PLAN_F_NUM, 0.001, 3600, "SECONDS", NULL,
+    {"max_seconds_per_op", PLAN_F_NUM, 0.001, 3600, "S", NULL,
      "adaptive: most sampling time per cell", NULL},
     {"passes", PLAN_F_LIST, NO_RANGE, "PASSES", "fwd, or fwd,bwd", "passes measured per op", NULL},
     {"ops", PLAN_F_LIST, NO_RANGE, "OPS", "all, or op names a,b (see docs/spec.md)", "ops to measure",
