@@ -105,7 +105,7 @@ static void do_export(ui_app *app, export_state *e)
     int rc;
     if (e->format == 0) {
         pdbx_npz_options o = { e->model_tag[0] ? e->model_tag : NULL, e->gpu_tag[0] ? e->gpu_tag : NULL,
-                               (pdbx_attribution)e->attribution, (pdbx_stat_kind)e->stat };
+                               (pdbx_attribution)e->attribution, (pdbx_stat_kind)e->stat, PDBX_PASS_SEL_FWD };
         rc = pdbx_export_npz(run, e->dir, &o, wrote, e, err, sizeof(err));
     } else if (e->format == 1) {
         rc = pdbx_export_csv(run, e->dir, wrote, e, err, sizeof(err));
