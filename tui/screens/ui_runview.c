@@ -429,8 +429,8 @@ static void noise_lines(const pdbx_point *p, char *host, size_t hlen, char *gpu,
         snprintf(host, hlen, "host load not recorded");
         return;
     }
-    snprintf(host, hlen, "%s: other processes %.1f cores of %d, load %.2f, steal %.0f%%",
-             n->busy ? "MEASURED UNDER LOAD" : "quiet", n->other_busy, n->cores, n->load1, n->steal_pct);
+    snprintf(host, hlen, "%s: others %.1f/%d cores, load %.2f, steal %.0f%%",
+             n->busy ? "BUSY" : "quiet", n->other_busy, n->cores, n->load1, n->steal_pct);
     if (n->gpu_valid) {
         char why[160];
         pdbx_throttle_text(n->throttle_reasons, why, sizeof(why));
@@ -450,7 +450,7 @@ static void draw_cells(rv_state *v, ui_rect b, const int cfg[3])
         return;
     }
     int y = b.y, line = 0, bottom = b.y + b.h - 1;
-    ui_put(y++, 1, b.w - 2, UI_C_HEADER, 1, "%-16s %5s %9s %7s %7s %7s  %s", "op", "n", "ms", "+-ci95",
+    ui_put(y++, 1, b.w - 2, UI_C_HEADER, 1, "%-17s %5s %9s %7s %7s %7s  %s", "op", "n", "ms", "+-ci95",
            "cv", "bwd/fwd", "source");
 #define CELLS_LINE(role, bold, ...) do { \
         if (line++ >= v->scroll && y < bottom) ui_put(y++, 1, b.w - 2, role, bold, __VA_ARGS__); \
@@ -460,7 +460,7 @@ static void draw_cells(rv_state *v, ui_rect b, const int cfg[3])
         char setup[32] = "N/A", host[192], gpu[256];
         if (isfinite(p->point->setup_s)) snprintf(setup, sizeof(setup), "%.2f s", p->point->setup_s);
         noise_lines(p->point, host, sizeof(host), gpu, sizeof(gpu));
-        CELLS_LINE(UI_C_INFO, 1, "MBS %d (point %d) %s, setup %s; %s", p->mbs, p->point->index,
+        CELLS_LINE(p->point->noise.busy ? UI_C_WARNING : UI_C_INFO, 1, "MBS %d point %d %s, setup %s; %s", p->mbs, p->point->index,
                    pdbx_point_status_name(p->status), setup, host);
         if (gpu[0])
             CELLS_LINE(UI_C_INFO, 1, "  %s", gpu);
@@ -476,7 +476,7 @@ static void draw_cells(rv_state *v, ui_rect b, const int cfg[3])
             double r = pdbx_point_bwd_ratio(p->point, (pdbx_op)op, v->stat);
             if (isfinite(r)) snprintf(ratio, sizeof(ratio), "%.2f", r);
             pdbx_rt_cell_source(cell, src, sizeof(src));
-            CELLS_LINE(noisy ? UI_C_WARNING : UI_C_NORMAL, 1, "%-16s %5lld %9s %7s %7s %7s  %s",
+            CELLS_LINE(noisy ? UI_C_WARNING : UI_C_NORMAL, 1, "%-17s %5lld %9s %7s %7s %7s  %s",
                        pdbx_op_name((pdbx_op)op), (long long)cell->stats.count, ms, ci, cv, ratio,
                        src[0] ? src : "here");
         }
