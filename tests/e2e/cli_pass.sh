@@ -3,7 +3,7 @@
 # (tests/fixtures/cli_run_bwd.jsonl, make_cli_fixtures.py): `pdbx show --pass fwd|bwd|both`
 # against the fixture's own numbers (both = fwd + bwd per op, CI in quadrature, n = min), the
 # noisy mark and its legend, the bwd/fwd ratio, --stats with provenance, the "measured under
-# load" line in show and diff, the one-line refusals (exit 2), and the NPZ's "pass" metadata
+# load" line in show, diff and ls, the one-line refusals (exit 2), and the NPZ's "pass" metadata
 # read with numpy (tests/npz_check.py).
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 trap cleanup EXIT
@@ -98,6 +98,25 @@ grep -Eq '^ +2  mlp_act_fn +6 +1\.200 +1\.0% +8\.0%!  measured at point 1$' "$TM
 # a run recorded before these fields: no load line, no ratio table, no mark
 "$PDBX" show "$RUN_A" > "$TMP/show.a.txt" || fail "show run A"
 grep -Eq 'measured under load|bwd/fwd|noisy' "$TMP/show.a.txt" && fail "show: noise or bwd lines for a forward-only quiet run"
+
+# ---- ls: the run measured under load says so (from a scan and from the index; an index entry
+# written before the counts is dropped and its run rescanned) ----------------------------------
+for pass in scan index; do
+    "$PDBX" ls > "$TMP/ls.$pass" || fail "ls ($pass)"
+    grep "$RUN_BWD" "$TMP/ls.$pass" | grep -q 'complete .* measured under load (2 of 12 points)$' \
+        || fail "ls ($pass): no load note: $(cat "$TMP/ls.$pass")"
+    grep "$RUN_A" "$TMP/ls.$pass" | grep -q 'under load' && fail "ls ($pass): a quiet run marked"
+done
+$PY - "$S/index.json" <<'PYEOF' || fail "stripping the index"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["runs"]:
+    del r["noise_points"], r["busy_points"]
+json.dump(d, open(sys.argv[1], "w"))
+PYEOF
+"$PDBX" ls --json > "$TMP/ls.json" || fail "ls --json"
+$PY -c 'import json, sys; r = {x["id"]: x for x in json.load(open(sys.argv[1]))}; assert (r[sys.argv[2]]["busy_points"], r[sys.argv[2]]["noise_points"], r[sys.argv[3]]["busy_points"]) == (2, 12, 0), r' \
+    "$TMP/ls.json" "$RUN_BWD" "$RUN_A" || fail "ls --json busy_points after an old index"
 
 # ---- refusals: one line, exit 2, naming the value and what is allowed -------------------------
 expect_usage_error "$PDBX" show "$RUN_A" --pass both

@@ -13,6 +13,9 @@ make_run "$A" --t0 1795168800
 make_run "$W" --t0 1795255200 --bwd
 start
 wait_for "2 runs"
+# the runs list marks the run measured under load (and only it)
+wait_for "complete !load"
+[ "$(screen | grep -c '!load')" -eq 1 ] || fail "runs list: expected one run marked !load"
 # newest first: the bwd run
 keys Enter; wait_for "view: table (ms)  stat: mean  pass: fwd"
 wait_for "bwd/fwd"
