@@ -178,7 +178,7 @@ static pdbx_table *op_table(const pdbx_run *run, const pdbx_rt_config *cfg, cons
  * out of memory; no rows when no op has both. */
 static pdbx_table *ratio_table(const pdbx_rt_config *cfg, const show_args *a)
 {
-    int any[PDBX_OP_COUNT] = { 0 }, nrows = 0;
+    int any[PDBX_OP_COUNT] = { 0 };
     for (size_t i = 0; i < cfg->npoints; i++)
         for (int op = 0; op < PDBX_OP_COUNT; op++)
             any[op] |= isfinite(pdbx_point_bwd_ratio(cfg->points[i].point, (pdbx_op)op, (pdbx_stat_kind)a->stat));
@@ -195,10 +195,8 @@ static pdbx_table *ratio_table(const pdbx_rt_config *cfg, const show_args *a)
             double r = pdbx_point_bwd_ratio(p, (pdbx_op)op, (pdbx_stat_kind)a->stat);
             if (!any[op])
                 continue;
-            if (!row++) {
+            if (!row++)
                 bad = pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", p->mbs);
-                nrows++;
-            }
             char buf[32];
             bad = bad || pdbx_table_set(t, 1 + (size_t)op, "%s", pdbx_fmt_ratio(r, isfinite(r), buf, sizeof buf));
         }
@@ -207,7 +205,6 @@ static pdbx_table *ratio_table(const pdbx_rt_config *cfg, const show_args *a)
         pdbx_table_free(t);
         return NULL;
     }
-    (void)nrows;
     return t;
 }
 

@@ -419,23 +419,34 @@ static void draw_memory(rv_state *v, ui_rect b, const int cfg[3])
                 "train: the full model's training memory per rank (planning information)");
 }
 
+/* v with `decimals` decimals, N/A when a run file left it out (NaN). */
+static const char *num_or_na(double v, int decimals, char *buf, size_t len)
+{
+    if (isfinite(v)) snprintf(buf, len, "%.*f", decimals, v);
+    else snprintf(buf, len, "N/A");
+    return buf;
+}
+
 /* The host's load and the GPU's clocks while a point was measured: one line each (the GPU's
  * only when recorded). */
 static void noise_lines(const pdbx_point *p, char *host, size_t hlen, char *gpu, size_t glen)
 {
     const pdbx_point_noise *n = &p->noise;
+    char a[32], b[32], c[32];
     host[0] = gpu[0] = '\0';
     if (!n->valid) {
         snprintf(host, hlen, "host load not recorded");
         return;
     }
-    snprintf(host, hlen, "%s: others %.1f/%d cores, load %.2f, steal %.0f%%",
-             n->busy ? "BUSY" : "quiet", n->other_busy, n->cores, n->load1, n->steal_pct);
+    snprintf(host, hlen, "%s: others %s/%d cores, load %s, steal %s%%", n->busy ? "BUSY" : "quiet",
+             num_or_na(n->other_busy, 1, a, sizeof(a)), n->cores, num_or_na(n->load1, 2, b, sizeof(b)),
+             num_or_na(n->steal_pct, 0, c, sizeof(c)));
     if (n->gpu_valid) {
-        char why[160];
+        char why[160], t[32];
         pdbx_throttle_text(n->throttle_reasons, why, sizeof(why));
-        snprintf(gpu, glen, "gpu: SM clock %.0f-%.0f MHz, max %.0f C, throttle: %s", n->sm_clock_min_mhz,
-                 n->sm_clock_max_mhz, n->temp_max_c, why);
+        snprintf(gpu, glen, "gpu: SM clock %s-%s MHz, max %s C, throttle: %s",
+                 num_or_na(n->sm_clock_min_mhz, 0, a, sizeof(a)), num_or_na(n->sm_clock_max_mhz, 0, b, sizeof(b)),
+                 num_or_na(n->temp_max_c, 0, t, sizeof(t)), why);
     }
 }
 
@@ -457,7 +468,7 @@ static void draw_cells(rv_state *v, ui_rect b, const int cfg[3])
     } while (0)
     for (size_t i = 0; i < c.npoints; i++) {
         const pdbx_rt_point *p = &c.points[i];
-        char setup[32] = "N/A", host[192], gpu[256];
+        char setup[32] = "N/A", host[192], gpu[512];
         if (isfinite(p->point->setup_s)) snprintf(setup, sizeof(setup), "%.2f s", p->point->setup_s);
         noise_lines(p->point, host, sizeof(host), gpu, sizeof(gpu));
         CELLS_LINE(p->point->noise.busy ? UI_C_WARNING : UI_C_INFO, 1, "MBS %d point %d %s, setup %s; %s", p->mbs, p->point->index,
@@ -630,13 +641,10 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
             any_noisy |= m.noisy[op][i];
     /* the pass only for runs that have a choice; the noisy legend when a mark shows; the load
        when the engine judged points measured under load (whole at 200 columns) */
-    char pass[32] = "", load[256] = "";
+    char pass[32] = "", load[256];
     if (v->has_bwd)
         snprintf(pass, sizeof(pass), "  pass: %s", pdbx_pass_sel_name(v->pass));
-    pdbx_run_noise_summary ns;
-    pdbx_run_noise_of(&v->run, &ns);
-    if (ns.busy && !pdbx_run_load_text(&v->run, load, sizeof(load)))
-        load[0] = '\0';
+    pdbx_run_load_text(&v->run, load, sizeof(load));     /* "" when no point was loaded */
     ui_put_text(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s%s%s%s%s", view_names[v->view],
                 pdbx_stat_name(v->stat), v->log && v->view == VIEW_COST ? "  log scale" : "",  /* the one view it changes */
                 pass, any_noisy ? "  ! CV > 5%" : "", load[0] ? "  " : "", load);
