@@ -3,7 +3,8 @@
 # backward cells (tests/fixtures/tui_fixture.py --bwd): p cycles fwd -> bwd -> both in the run
 # view (values from the fixture: attn_q at TP 1 is 1.00 1.90 3.70 7.30 ms forward, twice that
 # backward), the bwd/fwd column, the noisy mark '!' with its legend, the load on the info line,
-# the cells view (n, CI, CV, provenance, GPU clocks), compare's pass and load note, and the
+# the cells view (n, CI, CV, provenance, GPU clocks), the export dialog's pass (NPZ meta.json),
+# compare's pass and load note, and the
 # status message p gives on a forward-only run. Goldens at 80x24 and 200x50.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
@@ -43,6 +44,15 @@ golden_sizes tui_pass_cells "cells (n, CI, CV, source)"
 keys End
 for i in $(seq 1 40); do keys Down; done
 wait_for "MBS 8 point 7 ok, setup 0.40 s; BUSY: others 1.8/2 cores, load 2.90, steal 0%"
+# the export dialog of a run with backward cells has the NPZ's pass: both is said in meta.json
+keys e; wait_for "fwd (what FASOP reads)"
+keys C-u; keys -l "$TMP/npz"
+keys Down Down Down Down Down Right; wait_for "both (fwd + bwd per cell)"
+keys Enter; wait_for "files written:"
+wait_for "llama1b_A100_2.npz"
+"$PY" -c 'import json, sys, zipfile; m = json.loads(zipfile.ZipFile(sys.argv[1]).read("meta.json")); assert m["pass"] == "both", m["pass"]' \
+    "$TMP/npz/llama1b_A100_2.npz" || fail "the dialog's NPZ does not say pass both"
+keys Escape; wait_for "view: cells"
 keys Escape; wait_for "2 runs"
 # compare A (forward only, quiet) with the bwd run: the load beside the verdicts; p refused
 keys Space; wait_for "marked $W"
@@ -54,6 +64,9 @@ golden_sizes tui_pass_compare "B/A of the mean"
 keys Escape; wait_for "2 runs"
 # the forward-only run: p is refused with a status message, nothing changes
 keys j Enter; wait_for "view: table (ms)  stat: mean"
+keys e; wait_for "FASOP model tag"
+screen | grep -qE '^  pass ' && fail "the export dialog of a forward-only run offers a pass"
+keys Escape; wait_for "view: table (ms)  stat: mean"
 keys p; wait_for "pass: 'bwd' needs backward cells; this run measured forward only (allowed: fwd)"
 screen | grep -F "pass:" | grep -vF "needs backward" && fail "a forward-only run shows a pass"
 screen | grep -F "bwd/fwd" | grep -vF "needs backward" && fail "a forward-only run shows bwd/fwd"
