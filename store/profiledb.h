@@ -272,4 +272,43 @@ size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap);
 void pdbx_run_sort_by_config(const pdbx_point **pts, size_t n);
 size_t pdbx_run_points_done(const pdbx_run *run);   /* points no longer pending/running */
 
+/* ---- the pass selector (profiledb_query.c): the one place a view picks a cell by pass ----
+ * fwd: p->op[op]; bwd: p->bwd[op]; both: forward + backward of the op, one execution of each:
+ *   mean, median, min, max, flops and bytes add (the median of a sum is not the sum of the
+ *   medians: this is the approximation FASOP's x3 makes too, but measured); count is the
+ *   smaller of the two; std and ci95 combine as sqrt(a^2 + b^2) (independent samples: an
+ *   approximation, NaN when either is unknown). Provenance: reused/shared as the forward
+ *   cell's when the backward cell agrees, else as whichever of the two is reused/shared.
+ * Returns 1 and fills *out when the selected cell (both: both cells) is measured; 0 with
+ * out->valid == 0 and NaN statistics otherwise. out->rank is the stored cell's (borrowed) for
+ * fwd and bwd, NULL for both. */
+typedef enum { PDBX_PASS_SEL_FWD = 0, PDBX_PASS_SEL_BWD, PDBX_PASS_SEL_BOTH, PDBX_PASS_SEL_COUNT } pdbx_pass_sel;
+const char *pdbx_pass_sel_name(pdbx_pass_sel sel);   /* "fwd", "bwd", "both"; "?" */
+int pdbx_pass_sel_from_name(const char *name);        /* -1 when unknown */
+int pdbx_point_cell_pass(const pdbx_point *p, pdbx_op op, pdbx_pass_sel sel, pdbx_cell *out);
+/* 1 when the run measures backward cells: run_start's spec lists "bwd" in passes, or any
+ * point holds a measured bwd cell (a recording without the spec). */
+int pdbx_run_has_bwd(const pdbx_run *run);
+/* 0 when sel can be shown for run; -1 with "<what>: 'bwd' needs backward cells, run X has
+ * forward only (allowed: fwd)" otherwise (what: "--pass", "pass" ...). */
+int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,
+                        size_t errlen);
+/* The measured bwd/fwd ratio of op at p for stat; NaN unless both cells are measured. */
+double pdbx_point_bwd_ratio(const pdbx_point *p, pdbx_op op, pdbx_stat_kind stat);
+
+/* ---- noise: what loaded the machine while a run was measured (profiledb_query.c) ------- */
+typedef struct {
+    int points;                 /* points that recorded noise */
+    int busy;                   /* of those, measured under load (the engine's verdict) */
+    double other_busy_max;      /* cores' worth other processes used, largest over busy points */
+    double steal_max;           /* steal %, largest over busy points */
+} pdbx_run_noise_summary;
+void pdbx_run_noise_of(const pdbx_run *run, pdbx_run_noise_summary *out);
+/* "measured under load: 2 of 3 points; other processes used up to 1.8 cores, steal up to 0%"
+ * into buf; returns 1 when the run has a busy point, 0 (buf "") otherwise. */
+int pdbx_run_load_text(const pdbx_run *run, char *buf, size_t len);
+/* NVML clock-event reason bits as words ("sw_power_cap, hw_thermal"; "none" for 0; an
+ * unknown bit as its hex value). */
+void pdbx_throttle_text(double bits, char *buf, size_t len);
+
 #endif

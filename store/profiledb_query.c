@@ -3,7 +3,12 @@
  */
 #include "store/profiledb.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "store/util/err.h"
 
 /* Both queries sort pointers to the points instead of scanning once per config or
  * insertion-sorting: a hostile run file (a distinct config per point, MBS descending) must not
@@ -81,4 +86,176 @@ size_t pdbx_run_points_done(const pdbx_run *run)
         if (run->points[i].status != PDBX_POINT_PENDING && run->points[i].status != PDBX_POINT_RUNNING)
             n++;
     return n;
+}
+
+/* ---- the pass selector ------------------------------------------------------------------ */
+const char *pdbx_pass_sel_name(pdbx_pass_sel sel)
+{
+    static const char *const names[PDBX_PASS_SEL_COUNT] = { "fwd", "bwd", "both" };
+    return (int)sel >= 0 && sel < PDBX_PASS_SEL_COUNT ? names[sel] : "?";
+}
+
+int pdbx_pass_sel_from_name(const char *name)
+{
+    for (int s = 0; name && s < PDBX_PASS_SEL_COUNT; s++)
+        if (strcmp(name, pdbx_pass_sel_name((pdbx_pass_sel)s)) == 0)
+            return s;
+    return -1;
+}
+
+static void cell_unmeasured(pdbx_cell *out)
+{
+    memset(out, 0, sizeof *out);
+    out->stats.min = out->stats.max = out->stats.mean = out->stats.median = NAN;
+    out->stats.std = out->stats.ci95 = NAN;
+}
+
+/* sqrt(a^2 + b^2): the spread of a sum of two independent quantities; NaN when either is. */
+static double quad_sum(double a, double b)
+{
+    return isfinite(a) && isfinite(b) ? sqrt(a * a + b * b) : NAN;
+}
+
+int pdbx_point_cell_pass(const pdbx_point *p, pdbx_op op, pdbx_pass_sel sel, pdbx_cell *out)
+{
+    cell_unmeasured(out);
+    if (!p || (int)op < 0 || op >= PDBX_OP_COUNT)
+        return 0;
+    const pdbx_cell *f = &p->op[op], *b = &p->bwd[op];
+    if (sel == PDBX_PASS_SEL_FWD || sel == PDBX_PASS_SEL_BWD) {
+        const pdbx_cell *c = sel == PDBX_PASS_SEL_FWD ? f : b;
+        if (!c->valid)
+            return 0;
+        *out = *c;
+        return 1;
+    }
+    if (sel != PDBX_PASS_SEL_BOTH || !f->valid || !b->valid)
+        return 0;
+    pdbx_stats *s = &out->stats;
+    s->count = f->stats.count < b->stats.count ? f->stats.count : b->stats.count;
+    s->min = f->stats.min + b->stats.min;
+    s->max = f->stats.max + b->stats.max;
+    s->mean = f->stats.mean + b->stats.mean;
+    s->median = f->stats.median + b->stats.median;
+    s->std = quad_sum(f->stats.std, b->stats.std);
+    s->ci95 = quad_sum(f->stats.ci95, b->stats.ci95);
+    out->valid = 1;
+    out->flops = f->flops + b->flops;
+    out->bytes = f->bytes + b->bytes;
+    const pdbx_cell *r = f->reused ? f : b->reused ? b : NULL;
+    if (r) {
+        out->reused = 1;
+        out->source_point = r->source_point;
+    }
+    const pdbx_cell *sh = f->shared ? f : b->shared ? b : NULL;
+    if (sh) {
+        out->shared = 1;
+        out->shared_op = sh->shared_op;
+    }
+    return 1;
+}
+
+static int spec_lists_bwd(const cJSON *spec)
+{
+    const cJSON *passes = spec ? cJSON_GetObjectItemCaseSensitive(spec, "passes") : NULL;
+    if (cJSON_IsString(passes) && passes->valuestring)
+        return strstr(passes->valuestring, "bwd") != NULL;
+    const cJSON *list = cJSON_IsArray(passes) ? passes : NULL, *it;
+    cJSON_ArrayForEach(it, list)
+        if (cJSON_IsString(it) && it->valuestring && strcmp(it->valuestring, "bwd") == 0)
+            return 1;
+    return 0;
+}
+
+int pdbx_run_has_bwd(const pdbx_run *run)
+{
+    if (spec_lists_bwd(run->spec))
+        return 1;
+    for (size_t i = 0; i < run->npoints; i++)
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (run->points[i].bwd[op].valid)
+                return 1;
+    return 0;
+}
+
+int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,
+                        size_t errlen)
+{
+    if ((int)sel < 0 || sel >= PDBX_PASS_SEL_COUNT)
+        return pdbx_fail(err, errlen, "%s: %d is not a pass (allowed: fwd, bwd, both)", what, (int)sel);
+    if (sel == PDBX_PASS_SEL_FWD || pdbx_run_has_bwd(run))
+        return 0;
+    return pdbx_fail(err, errlen, "%s: '%s' needs backward cells, run %s measured forward only "
+                     "(allowed: fwd; measure with passes fwd,bwd)", what, pdbx_pass_sel_name(sel),
+                     run->id[0] ? run->id : "?");
+}
+
+double pdbx_point_bwd_ratio(const pdbx_point *p, pdbx_op op, pdbx_stat_kind stat)
+{
+    pdbx_cell f, b;
+    if (!pdbx_point_cell_pass(p, op, PDBX_PASS_SEL_FWD, &f) || !pdbx_point_cell_pass(p, op, PDBX_PASS_SEL_BWD, &b))
+        return NAN;
+    double fv = pdbx_stats_get(&f.stats, stat), bv = pdbx_stats_get(&b.stats, stat);
+    return isfinite(fv) && isfinite(bv) && fv > 0 ? bv / fv : NAN;
+}
+
+/* ---- noise ------------------------------------------------------------------------------- */
+void pdbx_run_noise_of(const pdbx_run *run, pdbx_run_noise_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < run->npoints; i++) {
+        const pdbx_point_noise *n = &run->points[i].noise;
+        if (!n->valid)
+            continue;
+        out->points++;
+        if (!n->busy)
+            continue;
+        out->busy++;
+        if (isfinite(n->other_busy) && n->other_busy > out->other_busy_max)
+            out->other_busy_max = n->other_busy;
+        if (isfinite(n->steal_pct) && n->steal_pct > out->steal_max)
+            out->steal_max = n->steal_pct;
+    }
+}
+
+int pdbx_run_load_text(const pdbx_run *run, char *buf, size_t len)
+{
+    pdbx_run_noise_summary l;
+    pdbx_run_noise_of(run, &l);
+    if (len)
+        buf[0] = '\0';
+    if (l.busy == 0)
+        return 0;
+    snprintf(buf, len, "measured under load: %d of %d point%s; other processes used up to %.1f "
+             "cores, steal up to %.0f%%", l.busy, l.points, l.points == 1 ? "" : "s",
+             l.other_busy_max, l.steal_max);
+    return 1;
+}
+
+void pdbx_throttle_text(double bits, char *buf, size_t len)
+{
+    /* NVML's nvmlClocksEventReason* bits, in bit order */
+    static const char *const names[] = { "gpu_idle", "app_clocks", "sw_power_cap", "hw_slowdown",
+        "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake", "display_clocks" };
+    const int nnames = (int)(sizeof names / sizeof names[0]);
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    if (!isfinite(bits) || bits < 0 || bits >= 9007199254740992.0) {
+        snprintf(buf, len, "N/A");
+        return;
+    }
+    uint64_t v = (uint64_t)bits;
+    if (v == 0) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    for (int b = 0; b < 64 && used < len; b++) {
+        if (!(v & (UINT64_C(1) << b)))
+            continue;
+        int n = b < nnames ? snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[b])
+                           : snprintf(buf + used, len - used, "%s0x%llx", used ? ", " : "",
+                                      (unsigned long long)(UINT64_C(1) << b));
+        used += n > 0 ? (size_t)n : 0;
+    }
 }

@@ -14,25 +14,34 @@ static const pdbx_stats no_stats = { 0, NAN, NAN, NAN, NAN, NAN, NAN };
  * unmeasured cell for a 0 ms one. */
 static pdbx_rt_cell cell_of(const pdbx_cell *c)
 {
-    pdbx_rt_cell r = { 0, no_stats, NAN, NAN };
+    pdbx_rt_cell r = { 0, no_stats, NAN, NAN, 0, -1, 0, PDBX_OP_EMBED };
     if (c->valid) {
         r.valid = 1;
         r.stats = c->stats;
         r.flops = c->flops;
         r.bytes = c->bytes;
+        r.reused = c->reused;
+        r.source_point = c->reused ? c->source_point : -1;
+        r.shared = c->shared;
+        r.shared_op = c->shared_op;
     }
     return r;
 }
 
-static void point_of(const pdbx_point *p, pdbx_rt_point *out)
+static void point_of(const pdbx_point *p, pdbx_pass_sel sel, pdbx_rt_point *out)
 {
+    static const pdbx_cell unmeasured;
     out->point = p;
     out->mbs = p->mbs;
     out->status = p->status;
-    for (int op = 0; op < PDBX_OP_COUNT; op++)
-        out->op[op] = cell_of(&p->op[op]);
-    out->layer = cell_of(&p->layer);     /* measured, never a sum of op cells */
-    out->total = cell_of(&p->total);
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        pdbx_cell c;
+        pdbx_point_cell_pass(p, (pdbx_op)op, sel, &c);
+        out->op[op] = cell_of(&c);
+    }
+    /* measured forward sums, never a sum of op cells; no forward figure in a bwd table */
+    out->layer = cell_of(sel == PDBX_PASS_SEL_FWD ? &p->layer : &unmeasured);
+    out->total = cell_of(sel == PDBX_PASS_SEL_FWD ? &p->total : &unmeasured);
     out->comm[PDBX_RT_COMM_TP] = &p->tp_allreduce;
     out->comm[PDBX_RT_COMM_PP] = &p->pp_sendrecv;
     out->comm[PDBX_RT_COMM_DP] = &p->dp_allreduce;
@@ -40,7 +49,14 @@ static void point_of(const pdbx_point *p, pdbx_rt_point *out)
 
 int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_rt_config *out)
 {
+    return pdbx_rt_config_build_pass(run, tp, pp, dp, PDBX_PASS_SEL_FWD, out);
+}
+
+int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_pass_sel sel,
+                              pdbx_rt_config *out)
+{
     memset(out, 0, sizeof *out);
+    out->pass = sel;
     out->tp = tp;
     out->pp = pp;
     out->dp = dp;
@@ -57,7 +73,7 @@ int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_rt_co
     }
     out->npoints = pdbx_run_config_points(run, tp, pp, dp, pts, cap);
     for (size_t i = 0; i < out->npoints; i++) {
-        point_of(pts[i], &out->points[i]);
+        point_of(pts[i], sel, &out->points[i]);
         for (int op = 0; op < PDBX_OP_COUNT; op++)
             out->op_present[op] |= out->points[i].op[op].valid;
     }
@@ -112,8 +128,14 @@ static int order_configs(pdbx_runtable *t)
  * O(n log n) whatever the run file declares; configs then go in plan order (their first point). */
 int pdbx_runtable_build(const pdbx_run *run, int only_tp, pdbx_runtable *t)
 {
+    return pdbx_runtable_build_pass(run, only_tp, PDBX_PASS_SEL_FWD, t);
+}
+
+int pdbx_runtable_build_pass(const pdbx_run *run, int only_tp, pdbx_pass_sel sel, pdbx_runtable *t)
+{
     memset(t, 0, sizeof *t);
     t->run = run;
+    t->pass = sel;
     size_t cap = run->npoints ? run->npoints : 1, n = 0;
     const pdbx_point **all = malloc(cap * sizeof *all);
     t->configs = calloc(cap, sizeof *t->configs);
@@ -130,11 +152,12 @@ int pdbx_runtable_build(const pdbx_run *run, int only_tp, pdbx_runtable *t)
         c->tp = all[s]->tp;
         c->pp = all[s]->pp;
         c->dp = all[s]->dp;
+        c->pass = sel;
         if (!(c->points = calloc(e - s, sizeof *c->points)))
             goto fail;
         t->nconfigs++;
         for (size_t i = s; i < e; i++) {
-            point_of(all[i], &c->points[c->npoints]);
+            point_of(all[i], sel, &c->points[c->npoints]);
             for (int op = 0; op < PDBX_OP_COUNT; op++)
                 c->op_present[op] |= c->points[c->npoints].op[op].valid;
             c->npoints++;
@@ -162,6 +185,24 @@ void pdbx_runtable_free(pdbx_runtable *t)
 double pdbx_rt_value(const pdbx_rt_cell *c, pdbx_stat_kind stat)
 {
     return c->valid ? pdbx_stats_get(&c->stats, stat) : NAN;
+}
+
+int pdbx_rt_cell_noisy(const pdbx_rt_cell *c)
+{
+    double cv = c->valid ? pdbx_stats_cv(&c->stats) : NAN;
+    return isfinite(cv) && cv > PDBX_CV_NOISY;
+}
+
+char *pdbx_rt_cell_source(const pdbx_rt_cell *c, char *buf, size_t len)
+{
+    int n = 0;
+    if (len)
+        buf[0] = '\0';
+    if (c->valid && c->reused)
+        n = snprintf(buf, len, "measured at point %d", c->source_point);
+    if (c->valid && c->shared && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "%sshared with %s", n ? ", " : "", pdbx_op_name(c->shared_op));
+    return buf;
 }
 
 const char *pdbx_rt_comm_name(int kind)

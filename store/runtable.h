@@ -6,7 +6,10 @@
  * Contract:
  *  - Units: milliseconds. A cell that was never measured has valid == 0 and NaN statistics
  *    (count 0): views print N/A (JSON null, CSV empty), never 0.
- *  - op[]: the point's per-op cells as folded (element-wise max across the TP ranks).
+ *  - op[]: the point's per-op cells as folded (element-wise max across the TP ranks), of the
+ *    table's pass (pdbx_point_cell_pass: fwd, bwd, or both = fwd + bwd; the _pass builders).
+ *  - layer and total are measured forward sums: a table of pass bwd or both has them N/A (and
+ *    so N/A shares), never a forward figure beside backward cells.
  *  - layer, total: the MEASURED sums of pdbx_point (one layer's forward; the whole step's
  *    forward: embed, every profiled layer, final_norm, lm_head), with real min/max/std.
  *    They are NEVER added up from op cells: a run recorded before the engine measured them
@@ -34,6 +37,10 @@ typedef struct {
     int valid;
     pdbx_stats stats;          /* NaN (count 0) when !valid */
     double flops, bytes;       /* per TP rank, one execution (ops only; NaN when !valid) */
+    /* provenance (profiledb.h pdbx_cell): measured at point source_point; the samples of
+     * shared_op of the same point */
+    int reused, source_point, shared;
+    pdbx_op shared_op;
 } pdbx_rt_cell;
 
 enum { PDBX_RT_COMM_TP = 0, PDBX_RT_COMM_PP, PDBX_RT_COMM_DP, PDBX_RT_NCOMM };
@@ -52,10 +59,12 @@ typedef struct {
     size_t npoints;
     pdbx_rt_point *points;     /* MBS order (owned) */
     int op_present[PDBX_OP_COUNT];   /* 1 when any point measured the op */
+    pdbx_pass_sel pass;
 } pdbx_rt_config;
 
 typedef struct {
     const pdbx_run *run;
+    pdbx_pass_sel pass;        /* the pass of every op cell */
     size_t nconfigs;
     pdbx_rt_config *configs;   /* plan order (owned) */
 } pdbx_runtable;
@@ -67,9 +76,20 @@ void pdbx_rt_config_free(pdbx_rt_config *c);
 /* Every config of the run (only those with tp == only_tp when only_tp > 0). 0 or -1 (OOM). */
 int pdbx_runtable_build(const pdbx_run *run, int only_tp, pdbx_runtable *t);
 void pdbx_runtable_free(pdbx_runtable *t);
+/* The same with the op cells of pass sel (the two above are PDBX_PASS_SEL_FWD). They do not
+ * refuse a pass the run lacks (its cells are then N/A): views call pdbx_pass_sel_check. */
+int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_pass_sel sel,
+                              pdbx_rt_config *out);
+int pdbx_runtable_build_pass(const pdbx_run *run, int only_tp, pdbx_pass_sel sel, pdbx_runtable *t);
 
 /* The statistic of a cell; NaN when the cell was not measured. */
 double pdbx_rt_value(const pdbx_rt_cell *c, pdbx_stat_kind stat);
+/* 1 when the cell is measured and its CV (std / mean) exceeds PDBX_CV_NOISY: the views mark it
+ * ('!' after the value, legend "! noisy: CV > 5%"). */
+int pdbx_rt_cell_noisy(const pdbx_rt_cell *c);
+/* Where a cell's samples came from: "measured at point 3", "shared with attn_k", both joined
+ * by ", ", or "" (measured here). Returns buf. */
+char *pdbx_rt_cell_source(const pdbx_rt_cell *c, char *buf, size_t len);
 const char *pdbx_rt_comm_name(int kind);   /* "tp_allreduce", "pp_sendrecv", "dp_allreduce" */
 
 /* ---- attribution: table columns over the op cells -------------------------------------- */

@@ -135,6 +135,8 @@ typedef struct {
     uint64_t size;               /* file bytes */
     char message[160];           /* failure/corruption reason, else "" */
     char launcher[64];           /* run_start's launcher ("simulated 2 nodes" ...), "" unknown */
+    int noise_points;            /* points that recorded what else loaded the machine */
+    int busy_points;             /* of those, judged measured under load (pdbx_run_noise_of) */
 } pdbx_run_summary;
 
 /* Every run in the store, newest first. Uses index.json for runs whose (size, mtime) did not

@@ -3,10 +3,12 @@
  * Format: {"version":1,"runs":[{"id":..,"size":..,"mtime_ns":..,"ino":..,"status":"running",
  *          "have_end":false,"host":..,"pid":..,"last_event":..,"created":..,"model":..,
  *          "backend":..,"gpu":..,"tp":[1,2],"mbs_min":1,"mbs_max":128,"points_done":3,
- *          "points_total":16,"percent":20,"layers":8,"coll_done":0,"coll_total":24,"message":""},
+ *          "points_total":16,"percent":20,"layers":8,"coll_done":0,"coll_total":24,"message":"",
+ *          "noise_points":16,"busy_points":2},
  *          ...]}
- * (percent, layers, coll_done and coll_total: the progress model's, store/progress.h; an
- * entry without them, from an older pdbx, is dropped and its run rescanned once.)
+ * (percent, layers, coll_done and coll_total: the progress model's, store/progress.h;
+ * noise_points and busy_points: pdbx_run_noise_of's counts; an entry without them, from an
+ * older pdbx, is dropped and its run rescanned once.)
  * 64-bit integers above 2^53 (mtime_ns) do not fit a JSON double exactly, so mtime_ns and ino
  * are written as decimal strings.
  */
@@ -70,7 +72,7 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
 {
     memset(e, 0, sizeof *e);
     char status[16];
-    double size, created, pid, last, done, total, mmin, mmax, pct, layers, cdone, ctotal;
+    double size, created, pid, last, done, total, mmin, mmax, pct, layers, cdone, ctotal, npts, busy;
     uint64_t mt;
     if (!cJSON_IsObject(j) || !jf_strbuf(j, "id", e->sum.id, sizeof e->sum.id) || !e->sum.id[0] ||
         !jf_num(j, "size", &size) || size < 0 || !get_u64str(j, "mtime_ns", &mt) ||
@@ -80,6 +82,7 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
         !jf_num(j, "points_total", &total) || !jf_num(j, "mbs_min", &mmin) ||
         !jf_num(j, "percent", &pct) || !jf_num(j, "layers", &layers) ||
         !jf_num(j, "coll_done", &cdone) || !jf_num(j, "coll_total", &ctotal) ||
+        !jf_num(j, "noise_points", &npts) || !jf_num(j, "busy_points", &busy) ||
         !jf_num(j, "mbs_max", &mmax) || !jf_strbuf(j, "host", e->host, sizeof e->host) ||
         !jf_strbuf(j, "model", e->sum.model, sizeof e->sum.model) ||
         !jf_strbuf(j, "backend", e->sum.backend, sizeof e->sum.backend) ||
@@ -93,7 +96,7 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
     if (!(size <= 9.0e18) || !(done >= 0 && done <= 1e9) || !(total >= 0 && total <= 1e9) ||
         !(mmin >= 0 && mmin <= 1e9) || !(mmax >= 0 && mmax <= 1e9) || !(pid >= 0 && pid <= 2147483647.0) ||
         !(pct >= 0 && pct <= 100) || !(layers >= 0 && layers <= 1e6) || !(cdone >= 0 && cdone <= 1e9) ||
-        !(ctotal >= 0 && ctotal <= 1e9))
+        !(ctotal >= 0 && ctotal <= 1e9) || !(npts >= 0 && npts <= 1e9) || !(busy >= 0 && busy <= npts))
         return -1;
     int st = status_from_name(status);
     const cJSON *he = cJSON_GetObjectItemCaseSensitive(j, "have_end");
@@ -113,6 +116,8 @@ static int entry_from_json(cJSON *j, pdbx_index_entry *e)
     e->sum.points_done = (int)done;
     e->sum.points_total = (int)total;
     e->sum.percent = (int)pct;
+    e->sum.noise_points = (int)npts;
+    e->sum.busy_points = (int)busy;
     e->layers = (int)layers;
     e->coll_done = cdone;
     e->coll_total = ctotal;
@@ -252,6 +257,8 @@ static cJSON *entry_to_json(const pdbx_index_entry *e)
         !cJSON_AddNumberToObject(j, "layers", e->layers) ||
         !cJSON_AddNumberToObject(j, "coll_done", e->coll_done) ||
         !cJSON_AddNumberToObject(j, "coll_total", e->coll_total) ||
+        !cJSON_AddNumberToObject(j, "noise_points", e->sum.noise_points) ||
+        !cJSON_AddNumberToObject(j, "busy_points", e->sum.busy_points) ||
         !cJSON_AddStringToObject(j, "message", e->sum.message) ||
         (e->sum.launcher[0] && !cJSON_AddStringToObject(j, "launcher", e->sum.launcher)))
         goto fail_j;

@@ -128,6 +128,10 @@ static void summary_from_run(const pdbx_run *run, const char *id, const struct s
     pdbx_progress pg;
     pdbx_progress_of(run, run->last_event, &pg);     /* the percentage needs no clock */
     s->percent = pg.percent;
+    pdbx_run_noise_summary ns;
+    pdbx_run_noise_of(run, &ns);
+    s->noise_points = ns.points;
+    s->busy_points = ns.busy;
     e->layers = run->layers_profiled;
     e->coll_done = run->progress.coll_done;
     e->coll_total = run->progress.coll_total;
@@ -216,6 +220,10 @@ static int scan_summary(const char *path, const char *id, const pdbx_index_entry
         snprintf(run.end_reason, sizeof run.end_reason, "%s", res.corrupt_msg);
     }
     summary_from_run(&run, id, &sb, res.next_offset, e);
+    if (prev) {     /* the resumed fold holds only the points ended after prev's offset */
+        e->sum.noise_points += prev->sum.noise_points;
+        e->sum.busy_points += prev->sum.busy_points;
+    }
     pdbx_run_free(&run);
     return 0;
 }

@@ -4,7 +4,8 @@
 usage: /usr/bin/python3 tests/npz_check.py FILE.npz EXPECTED.json
 
 EXPECTED.json: {"values": [[10 floats], ...], "attribution": "fasop"|"pure", "stat": "mean",
-                "tp": n, "pp": n, "dp": n, "ops_not_measured": [...]}
+                "tp": n, "pp": n, "dp": n, "ops_not_measured": [...], "pass": "fwd"|"both"}
+                ("pass" defaults to "fwd": an NPZ is forward unless asked otherwise)
 Checks: np.load opens it; key `data` is float64, C order, shape (M, 10) with M = len(values);
 every value equals the expected one within 1e-9 relative; meta.json says the attribution,
 stat, config, units ms, FASOP's column names, MBS 2^i for row i, and the ops not measured.
@@ -65,7 +66,7 @@ def main():
         "attribution": exp["attribution"], "stat": exp["stat"], "units": "ms",
         "columns": COLUMNS, "tp": exp["tp"], "pp": exp["pp"], "dp": exp["dp"],
         "mbs": [2 ** i for i in range(len(exp["values"]))],
-        "ops_not_measured": exp["ops_not_measured"],
+        "ops_not_measured": exp["ops_not_measured"], "pass": exp.get("pass", "fwd"),
     }
     for key, value in checks.items():
         if meta.get(key) != value:

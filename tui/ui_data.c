@@ -17,6 +17,9 @@ static void matrix_point(const pdbx_rt_point *p, int i, pdbx_stat_kind stat, ui_
         m->flops[op][i] = c->flops;
         m->bytes[op][i] = c->bytes;
         m->share[op][i] = pdbx_rt_share(p, (pdbx_op)op, stat);
+        m->noisy[op][i] = pdbx_rt_cell_noisy(c);
+        m->bwd_ratio[op][i] = pdbx_point_bwd_ratio(p->point, (pdbx_op)op, stat);
+        m->have_ratio |= isfinite(m->bwd_ratio[op][i]);
     }
     m->layer[i] = pdbx_rt_value(&p->layer, stat);
     m->total[i] = pdbx_rt_value(&p->total, stat);
@@ -31,9 +34,16 @@ static void matrix_point(const pdbx_rt_point *p, int i, pdbx_stat_kind stat, ui_
 
 void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m)
 {
+    ui_matrix_build_pass(run, tp, pp, dp, stat, PDBX_PASS_SEL_FWD, m);
+}
+
+void ui_matrix_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+                          pdbx_pass_sel pass, ui_matrix *m)
+{
     memset(m, 0, sizeof(*m));
+    m->pass = pass;
     pdbx_rt_config c;
-    if (pdbx_rt_config_build(run, tp, pp, dp, &c) != 0)
+    if (pdbx_rt_config_build_pass(run, tp, pp, dp, pass, &c) != 0)
         return;                  /* out of memory: an empty matrix, the views say no points */
     m->n = c.npoints < UI_MAX_MBS ? (int)c.npoints : UI_MAX_MBS;
     for (int i = 0; i < m->n; i++)

@@ -6,7 +6,9 @@
  * the chosen statistic in ms (NaN where the cell was never measured: the views print N/A,
  * never 0). layer and total are the point's MEASURED cells (never a sum of the ops: N/A for a
  * run recorded before the engine measured them); share is pdbx_rt_share (op / layer for a
- * per-layer op, op / total for embed, final_norm and lm_head).
+ * per-layer op, op / total for embed, final_norm and lm_head). A matrix is of one pass (fwd, bwd
+ * or both = fwd + bwd: pdbx_point_cell_pass); layer and total are forward sums, N/A in a bwd
+ * or both matrix. bwd_ratio is the measured bwd/fwd of each op whatever the matrix's pass.
  */
 #ifndef PDBX_UI_DATA_H
 #define PDBX_UI_DATA_H
@@ -34,9 +36,16 @@ typedef struct {
        the layer's forward, so outside the total; *_present as op_present */
     double pp_sendrecv[UI_MAX_MBS], dp_allreduce[UI_MAX_MBS];
     int pp_present, dp_present;
+    pdbx_pass_sel pass;
+    int noisy[PDBX_OP_COUNT][UI_MAX_MBS];      /* CV > PDBX_CV_NOISY (pdbx_rt_cell_noisy) */
+    double bwd_ratio[PDBX_OP_COUNT][UI_MAX_MBS];   /* bwd / fwd of the stat, NaN = not both */
+    int have_ratio;                          /* some op has a bwd/fwd ratio */
 } ui_matrix;
 
 void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m);
+/* The same for the cells of pass (ui_matrix_build is PDBX_PASS_SEL_FWD). */
+void ui_matrix_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+                          pdbx_pass_sel pass, ui_matrix *m);
 /* Index of mbs in m, or -1. */
 int ui_matrix_find(const ui_matrix *m, int mbs);
 /* Geometric mean of the finite, positive entries of x (NaN when none). */

@@ -50,6 +50,7 @@ static const ui_binding table[] = {
     { 'g', UI_ACT_LOG, "log", "log scale on/off for charts", VIEWS },
     { 'm', UI_ACT_MARK, "mark", "mark this config to compare with", UI_SCR_RUNVIEW },
     { 'c', UI_ACT_COMPARE, "compare", "compare the marked config with this one", UI_SCR_RUNVIEW },
+    { 'p', UI_ACT_PASS, "pass", "next pass: fwd, bwd, both (fwd + bwd per op; runs with backward cells)", VIEWS },
     { 'c', UI_ACT_CANCEL_SWEEP, "cancel", "cancel the sweep (asks first)", UI_SCR_MONITOR },
     { KEY_F(5), UI_ACT_LAUNCH, "launch", "validate and launch the sweep", UI_SCR_FORM },
     { KEY_F(5), UI_ACT_LAUNCH, "write", "write the export", UI_SCR_EXPORT },

@@ -4,7 +4,8 @@
  *    member `data.npy` (npy v1.0, '<f8', C order, shape (M, 10), FASOP's columns, ms, forward
  *    only, per micro-batch, layer ops averaged over profiled layers, row i = MBS 2^i from 1
  *    with no gaps: rows stop before the first MBS that is missing or not ok) and a second
- *    member `meta.json` (attribution, stat, run id, mbs list, units).
+ *    member `meta.json` (attribution, stat, pass, run id, mbs list, units). Forward only
+ *    unless the options ask for pass both (fwd + bwd per cell, said in meta.json).
  *    When several configs share a TP degree, the one with the most ok rows is exported.
  *  - Vidur CSV: DIR/mlp.csv, DIR/all_reduce.csv, DIR/send_recv.csv (design.md section 6).
  *  - Chrome trace: FILE, one complete ("ph":"X") event per op of one measured step per rank,
@@ -33,6 +34,11 @@ typedef struct {
     const char *gpu_tag;          /* NULL: run->gpu_tag */
     pdbx_attribution attribution;
     pdbx_stat_kind stat;          /* a time: mean (FASOP), median, min, max; std is refused */
+    /* fwd (the default, what FASOP reads: it multiplies by 3 for fwd+bwd itself); both: each
+     * cell fwd + bwd (pdbx_point_cell_pass), stated in meta.json ("pass": "both"), for tools
+     * that want the measured training-step cost; bwd is refused (a backward-only table read
+     * as FASOP's forward would be multiplied by 3 again). */
+    pdbx_pass_sel pass;
 } pdbx_npz_options;
 
 int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,

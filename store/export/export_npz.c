@@ -266,7 +266,8 @@ static cJSON *string_array_of_ops(uint32_t mask)
 
 /* meta.json: what the numbers in data.npy are. NULL when out of memory. */
 static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *model_tag,
-                       const char *gpu_tag, pdbx_attribution attr, pdbx_stat_kind stat)
+                       const char *gpu_tag, pdbx_attribution attr, pdbx_stat_kind stat,
+                       pdbx_pass_sel pass)
 {
     int ok = 1;
     cJSON *o = cJSON_CreateObject();
@@ -283,8 +284,14 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
         : "pure: each column is its own op only");
     pdbx_json_str(&ok, o, "stat", pdbx_stat_name(stat));
     pdbx_json_str(&ok, o, "units", "ms");
-    pdbx_json_str(&ok, o, "per", "forward only, one micro-batch; layer columns per layer "
-                  "(averaged over the profiled layers); embed and lm_head once");
+    pdbx_json_str(&ok, o, "pass", pdbx_pass_sel_name(pass));
+    pdbx_json_str(&ok, o, "per", pass == PDBX_PASS_SEL_BOTH
+                  ? "forward + backward (both measured, added per op), one micro-batch; layer "
+                    "columns per layer (averaged over the profiled layers); embed and lm_head once. "
+                    "NOT what FASOP expects: FASOP multiplies its columns by 3 as if forward; "
+                    "layer_ms and total_ms are forward sums and null here"
+                  : "forward only, one micro-batch; layer columns per layer "
+                    "(averaged over the profiled layers); embed and lm_head once");
     pdbx_export_run_identity(&ok, o, run);
     pdbx_json_str(&ok, o, "model_tag", model_tag);
     pdbx_json_str(&ok, o, "gpu_tag", gpu_tag);
@@ -320,7 +327,8 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
 
 static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir,
                      const char *model_tag, const char *gpu_tag, pdbx_attribution attr,
-                     pdbx_stat_kind stat, pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
+                     pdbx_stat_kind stat, pdbx_pass_sel pass, pdbx_wrote_fn wrote, void *ctx,
+                     char *err, size_t errlen)
 {
     int rc = -1;
     unsigned char *npy = NULL, *zip = NULL;
@@ -334,7 +342,7 @@ static int write_npz(const pdbx_run *run, const fasop_matrix *m, const char *dir
     }
     if (pdbx_npy_f64(m->values, (size_t)m->rows, PDBX_FASOP_COLS, &npy, &npy_len, err, errlen) != 0)
         goto out;
-    meta = meta_json(run, m, model_tag, gpu_tag, attr, stat);
+    meta = meta_json(run, m, model_tag, gpu_tag, attr, stat, pass);
     if (!meta) {
         pdbx_errf(err, errlen, "%s: out of memory building meta.json", path);
         goto out;
@@ -406,7 +414,7 @@ static size_t tp_degrees(const pdbx_runtable *t, int *tps)
 int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
 {
-    pdbx_npz_options defaults = { NULL, NULL, PDBX_ATTR_FASOP, PDBX_STAT_MEAN };
+    pdbx_npz_options defaults = { NULL, NULL, PDBX_ATTR_FASOP, PDBX_STAT_MEAN, PDBX_PASS_SEL_FWD };
     if (!opt)
         opt = &defaults;
     const char *model_tag = opt->model_tag ? opt->model_tag : run->model.tag;
@@ -415,10 +423,15 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
         || check_tag("model tag", model_tag, err, errlen) != 0
         || check_tag("gpu tag", gpu_tag, err, errlen) != 0)
         return -1;
+    if (opt->pass == PDBX_PASS_SEL_BWD)
+        return pdbx_fail(err, errlen, "pass: 'bwd' makes no FASOP profile (FASOP reads forward "
+                         "times and multiplies them by 3; allowed: fwd, or both for fwd + bwd per cell)");
+    if (pdbx_pass_sel_check(run, opt->pass, "pass", err, errlen) != 0)
+        return -1;
 
     int rc = -1;
     pdbx_runtable t;
-    int tbad = pdbx_runtable_build(run, 0, &t);
+    int tbad = pdbx_runtable_build_pass(run, 0, opt->pass, &t);
     int *tps = malloc((t.nconfigs ? t.nconfigs : 1) * sizeof *tps);
     fasop_matrix *best = malloc(sizeof *best), *cand = malloc(sizeof *cand);
     if (tbad || !tps || !best || !cand) {
@@ -441,7 +454,7 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
                 snprintf(first_err, sizeof first_err, "%s", tp_err);
             continue;
         }
-        if (write_npz(run, best, dir, model_tag, gpu_tag, opt->attribution, opt->stat,
+        if (write_npz(run, best, dir, model_tag, gpu_tag, opt->attribution, opt->stat, opt->pass,
                       wrote, ctx, err, errlen) != 0)
             goto out;
     }

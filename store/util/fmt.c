@@ -32,6 +32,16 @@ char *pdbx_fmt_ms(double ms, int valid, char *buf, size_t len)
     return buf;
 }
 
+char *pdbx_fmt_pct(double frac, char *buf, size_t len)
+{
+    double pct = frac * 100.0;
+    if (!isfinite(pct) || pct < 0)
+        snprintf(buf, len, "%s", PDBX_NA);
+    else
+        snprintf(buf, len, "%.*f%%", pct < 1.0 ? 2 : pct < 10.0 ? 1 : 0, pct);
+    return buf;
+}
+
 /* v with fewer decimals as it grows: `small` below 10, `mid` below 100, `large` above. */
 static char *fixed_by_magnitude(double v, int valid, int small, int mid, int large, char *buf, size_t len)
 {

@@ -27,6 +27,9 @@
 char *pdbx_fmt_ms(double ms, int valid, char *buf, size_t len);
 /* A ratio such as B/A: three decimals ("0.512", "12.30"); invalid -> N/A. */
 char *pdbx_fmt_ratio(double r, int valid, char *buf, size_t len);
+/* A fraction as a percentage: "0.84%" below 1%, "3.2%" below 10%, "12%" above; N/A when NaN
+ * or negative (a CI or CV that is not known). */
+char *pdbx_fmt_pct(double frac, char *buf, size_t len);
 /* IEC size: "512 B", "4.0 KiB", "1.5 MiB", "12 GiB". Negative/non-finite -> N/A. */
 char *pdbx_fmt_size(double bytes, char *buf, size_t len);
 /* Decimal gigabytes with one decimal ("47.9"); non-finite -> N/A. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/util/fmt.h"
 #include "tui/cli/cli.h"
 
 typedef struct {
@@ -234,6 +235,139 @@ static void test_columns_and_rows(void **state)
     assert_int_equal(pdbx_rt_check_time_stat(PDBX_STAT_MEDIAN, err, sizeof err), 0);
 }
 
+/* The pass selector (store/profiledb_query.c): fwd and bwd are the stored cells; both adds
+ * means, medians, mins and maxes, takes the smaller count and combines std and CI in
+ * quadrature; a missing half makes both unmeasured; provenance comes along. */
+static void test_pass_selector(void **state)
+{
+    (void)state;
+    static pdbx_point p;
+    memset(&p, 0, sizeof p);
+    p.op[PDBX_OP_LM_HEAD] = (pdbx_cell){ .valid = 1, .flops = 10, .bytes = 4,
+        .stats = { .count = 12, .min = 0.9, .max = 1.2, .mean = 1.0, .median = 0.98, .std = 0.03, .ci95 = 0.03 } };
+    p.bwd[PDBX_OP_LM_HEAD] = (pdbx_cell){ .valid = 1, .flops = 20, .bytes = 8, .reused = 1, .source_point = 3,
+        .stats = { .count = 7, .min = 1.8, .max = 2.5, .mean = 2.0, .median = 2.02, .std = 0.04, .ci95 = 0.04 } };
+    p.op[PDBX_OP_ATTN_V] = (pdbx_cell){ .valid = 1, .shared = 1, .shared_op = PDBX_OP_ATTN_K,
+        .stats = { .count = 5, .min = 1, .max = 1, .mean = 1, .median = 1, .std = 0.2, .ci95 = NAN } };
+    pdbx_cell c;
+    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_FWD, &c), 1);
+    assert_true(c.stats.mean == 1.0 && c.stats.count == 12 && !c.reused);
+    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_BWD, &c), 1);
+    assert_true(c.stats.mean == 2.0 && c.reused && c.source_point == 3);
+    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_BOTH, &c), 1);
+    assert_true(fabs(c.stats.mean - 3.0) < 1e-12 && fabs(c.stats.median - 3.0) < 1e-12);
+    assert_true(fabs(c.stats.min - 2.7) < 1e-12 && fabs(c.stats.max - 3.7) < 1e-12);
+    assert_int_equal(c.stats.count, 7);
+    assert_true(fabs(c.stats.std - 0.05) < 1e-12 && fabs(c.stats.ci95 - 0.05) < 1e-12);   /* 3-4-5 */
+    assert_true(c.flops == 30 && c.bytes == 12 && c.rank == NULL);
+    assert_true(c.reused && c.source_point == 3);            /* the reused half names its source */
+    assert_true(fabs(pdbx_point_bwd_ratio(&p, PDBX_OP_LM_HEAD, PDBX_STAT_MEAN) - 2.0) < 1e-12);
+    /* attn_v has no bwd cell: bwd and both are unmeasured (NaN, valid 0), no ratio */
+    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_ATTN_V, PDBX_PASS_SEL_BOTH, &c), 0);
+    assert_true(!c.valid && isnan(c.stats.mean) && c.stats.count == 0);
+    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_ATTN_V, PDBX_PASS_SEL_BWD, &c), 0);
+    assert_true(isnan(pdbx_point_bwd_ratio(&p, PDBX_OP_ATTN_V, PDBX_STAT_MEAN)));
+    assert_int_equal(pdbx_point_cell_pass(&p, (pdbx_op)PDBX_OP_COUNT, PDBX_PASS_SEL_FWD, &c), 0);
+    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_ATTN_V, (pdbx_pass_sel)7, &c), 0);
+
+    /* the run table of each pass; layer and total are forward only */
+    p.layer = (pdbx_cell){ .valid = 1, .stats = { .count = 2, .mean = 9, .median = 9, .min = 9, .max = 9, .std = 0 } };
+    pdbx_run run;
+    one_point_run(&run, &p);
+    pdbx_rt_config cf;
+    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_BOTH, &cf), 0);
+    assert_true(cf.pass == PDBX_PASS_SEL_BOTH && cf.points[0].op[PDBX_OP_LM_HEAD].valid);
+    assert_true(fabs(cf.points[0].op[PDBX_OP_LM_HEAD].stats.mean - 3.0) < 1e-12);
+    assert_false(cf.points[0].op[PDBX_OP_ATTN_V].valid || cf.points[0].layer.valid);
+    pdbx_rt_config_free(&cf);
+    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_FWD, &cf), 0);
+    const pdbx_rt_cell *v = &cf.points[0].op[PDBX_OP_ATTN_V];
+    char src[96];
+    assert_string_equal(pdbx_rt_cell_source(v, src, sizeof src), "shared with attn_k");
+    assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src), "");
+    assert_true(pdbx_rt_cell_noisy(v));                        /* CV 0.2 > 0.05 */
+    assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_LM_HEAD]));   /* CV 0.03 */
+    assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_EMBED]));    /* not measured */
+    assert_true(cf.points[0].layer.valid);
+    pdbx_rt_config_free(&cf);
+    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_BWD, &cf), 0);
+    assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src),
+                        "measured at point 3");
+    pdbx_rt_config_free(&cf);
+
+    /* a run has bwd when a point holds a bwd cell or its spec lists "bwd" */
+    char err[256];
+    snprintf(run.id, sizeof run.id, "R1");
+    assert_true(pdbx_run_has_bwd(&run));
+    assert_int_equal(pdbx_pass_sel_check(&run, PDBX_PASS_SEL_BOTH, "--pass", err, sizeof err), 0);
+    p.bwd[PDBX_OP_LM_HEAD].valid = 0;
+    assert_false(pdbx_run_has_bwd(&run));
+    assert_int_equal(pdbx_pass_sel_check(&run, PDBX_PASS_SEL_FWD, "--pass", err, sizeof err), 0);
+    assert_int_equal(pdbx_pass_sel_check(&run, PDBX_PASS_SEL_BWD, "--pass", err, sizeof err), -1);
+    assert_string_equal(err, "--pass: 'bwd' needs backward cells, run R1 measured forward only "
+                             "(allowed: fwd; measure with passes fwd,bwd)");
+    run.spec = cJSON_Parse("{\"passes\": [\"fwd\", \"bwd\"]}");
+    assert_true(pdbx_run_has_bwd(&run));
+    cJSON_Delete(run.spec);
+    run.spec = cJSON_Parse("{\"passes\": \"fwd\"}");
+    assert_false(pdbx_run_has_bwd(&run));
+    cJSON_Delete(run.spec);
+    run.spec = NULL;
+    assert_string_equal(pdbx_pass_sel_name(PDBX_PASS_SEL_BOTH), "both");
+    assert_int_equal(pdbx_pass_sel_from_name("bwd"), PDBX_PASS_SEL_BWD);
+    assert_int_equal(pdbx_pass_sel_from_name("fwd+bwd"), -1);
+    int sel = -1;
+    assert_int_equal(pdbx_cli_pass("pass", "both", &sel, err, sizeof err), 0);
+    assert_int_equal(sel, PDBX_PASS_SEL_BOTH);
+    assert_int_equal(pdbx_cli_pass("pass", "all", &sel, err, sizeof err), -1);
+    assert_string_equal(err, "--pass: 'all' is not one of fwd, bwd, both");
+}
+
+/* CI and CV as show and the run view print them, the load line and the throttle words. */
+static void test_ci_cv_and_noise_text(void **state)
+{
+    (void)state;
+    char buf[128];
+    assert_string_equal(pdbx_fmt_pct(0.0084, buf, sizeof buf), "0.84%");
+    assert_string_equal(pdbx_fmt_pct(0.032, buf, sizeof buf), "3.2%");
+    assert_string_equal(pdbx_fmt_pct(0.126, buf, sizeof buf), "13%");
+    assert_string_equal(pdbx_fmt_pct(NAN, buf, sizeof buf), "N/A");
+    assert_string_equal(pdbx_fmt_pct(-0.1, buf, sizeof buf), "N/A");
+    pdbx_stats s = { .count = 10, .mean = 2.0, .std = 0.1, .ci95 = 0.07 };
+    assert_string_equal(pdbx_fmt_pct(pdbx_stats_cv(&s), buf, sizeof buf), "5.0%");
+    assert_string_equal(pdbx_fmt_pct(pdbx_stats_rel_ci(&s), buf, sizeof buf), "3.5%");
+    s.ci95 = NAN;                                   /* a run recorded before ci95 */
+    assert_string_equal(pdbx_fmt_pct(pdbx_stats_rel_ci(&s), buf, sizeof buf), "N/A");
+
+    static pdbx_point pts[3];
+    memset(pts, 0, sizeof pts);
+    pdbx_run run;
+    memset(&run, 0, sizeof run);
+    run.points = pts;
+    run.npoints = 3;
+    assert_int_equal(pdbx_run_load_text(&run, buf, sizeof buf), 0);    /* no noise recorded */
+    assert_string_equal(buf, "");
+    for (int i = 0; i < 3; i++)
+        pts[i].noise = (pdbx_point_noise){ .valid = 1, .cores = 4, .other_busy = 0.1, .steal_pct = 0 };
+    assert_int_equal(pdbx_run_load_text(&run, buf, sizeof buf), 0);    /* quiet */
+    pts[0].noise.busy = pts[2].noise.busy = 1;
+    pts[0].noise.other_busy = 1.8;
+    pts[2].noise.other_busy = 1.2;
+    pts[2].noise.steal_pct = 3.4;
+    pts[1].noise.other_busy = 2.5;                  /* not busy by the engine's verdict: not counted */
+    assert_int_equal(pdbx_run_load_text(&run, buf, sizeof buf), 1);
+    assert_string_equal(buf, "measured under load: 2 of 3 points; other processes used up to 1.8 "
+                             "cores, steal up to 3%");
+    pdbx_throttle_text(0, buf, sizeof buf);
+    assert_string_equal(buf, "none");
+    pdbx_throttle_text(0x4 | 0x40, buf, sizeof buf);
+    assert_string_equal(buf, "sw_power_cap, hw_thermal");
+    pdbx_throttle_text((double)(1u << 12), buf, sizeof buf);
+    assert_string_equal(buf, "0x1000");
+    pdbx_throttle_text(NAN, buf, sizeof buf);
+    assert_string_equal(buf, "N/A");
+}
+
 /* Every spec-field option of plan/run says its value syntax, what is allowed and its default,
  * all from the planner's field table; the default shown is the one pdbx_spec_defaults sets
  * (setting it again changes nothing), and the range shown is the one the reader enforces. */
@@ -314,6 +448,8 @@ int main(void)
         cmocka_unit_test(test_parse_help),
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_columns_and_rows),
+        cmocka_unit_test(test_pass_selector),
+        cmocka_unit_test(test_ci_cv_and_noise_text),
         cmocka_unit_test(test_spec_field_help),
     };
     return cmocka_run_group_tests_name("cli_common", tests, NULL, NULL);

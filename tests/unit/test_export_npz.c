@@ -167,7 +167,7 @@ static void export_and_check(const char *dir, pdbx_attribution attr, pdbx_stat_k
     char out[512], err[512] = "";
     snprintf(out, sizeof out, "%s/npz/%s-%s", dir, attr == PDBX_ATTR_FASOP ? "fasop" : "pure",
              pdbx_stat_name(stat));
-    pdbx_npz_options opt = { NULL, NULL, attr, stat };
+    pdbx_npz_options opt = { NULL, NULL, attr, stat, PDBX_PASS_SEL_FWD };
     tx_wrote_log log = { 0 };
     int rc = pdbx_export_npz(&run, out, &opt, tx_wrote, &log, err, sizeof err);
     if (rc != 0)
@@ -305,7 +305,7 @@ static void test_mbs1_not_ok_is_an_error(void **state)
     /* The export writes every TP that can be written and fails naming the first that cannot. */
     char out[512], path[600];
     snprintf(out, sizeof out, "%s/npz-bad", dir);
-    pdbx_npz_options opt = { "llama1b", "H100", PDBX_ATTR_FASOP, PDBX_STAT_MEAN };
+    pdbx_npz_options opt = { "llama1b", "H100", PDBX_ATTR_FASOP, PDBX_STAT_MEAN, PDBX_PASS_SEL_FWD };
     tx_wrote_log log = { 0 };
     assert_int_equal(pdbx_export_npz(&run, out, &opt, tx_wrote, &log, err, sizeof err), -1);
     assert_non_null(strstr(err, "no ok point at MBS 1 for TP 1"));
@@ -374,7 +374,7 @@ static void test_bad_options(void **state)
     tx_build_run(&run, main_pts, N_MAIN, NULL, 0);
     char err[512] = "", out[512];
     snprintf(out, sizeof out, "%s/npz-opts", dir);
-    pdbx_npz_options opt = { "llama/70b", NULL, PDBX_ATTR_FASOP, PDBX_STAT_MEAN };
+    pdbx_npz_options opt = { "llama/70b", NULL, PDBX_ATTR_FASOP, PDBX_STAT_MEAN, PDBX_PASS_SEL_FWD };
     assert_int_equal(pdbx_export_npz(&run, out, &opt, NULL, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "model tag"));
     assert_non_null(strstr(err, "llama/70b"));

@@ -478,6 +478,8 @@ static void assert_same_summary(const pdbx_run_summary *a, const pdbx_run_summar
     assert_int_equal(a->points_total, b->points_total);
     assert_int_equal(a->size, b->size);
     assert_string_equal(a->message, b->message);
+    assert_int_equal(a->noise_points, b->noise_points);
+    assert_int_equal(a->busy_points, b->busy_points);
 }
 
 /* A growing run (no run_end) is folded incrementally from where the last list stopped; the
@@ -499,12 +501,15 @@ static void test_index_resumes_growing_run(void **state)
     (void)tp;
     const char *steps[][3] = {
         {"{\"type\":\"point_start\",\"point\":0}", "{\"type\":\"op\",\"point\":0,\"op\":\"attn_q\",\"stats\":" TEST_STATS(1) "}", NULL},
-        {"{\"type\":\"point_end\",\"point\":0,\"status\":\"ok\"}", "{\"type\":\"progress\",\"done\":1,\"total\":4}", NULL},
+        /* noise (busy) at point 0 and (quiet) at point 2: a resumed scan adds to the counts the
+           index kept, it does not lose them nor count them twice */
+        {"{\"type\":\"point_end\",\"point\":0,\"status\":\"ok\",\"noise\":{\"cores\":2,\"other_busy\":1.5,\"busy\":1}}",
+         "{\"type\":\"progress\",\"done\":1,\"total\":4}", NULL},
         {"TORN", NULL, NULL},
         {"{\"type\":\"point_end\",\"point\":1,\"status\":\"oom\",\"message\":\"x\"}", "{\"type\":\"warning\",\"message\":\"w\"}", NULL},
         {"{\"type\":\"point_start\",\"point\":5,\"tp\":4,\"pp\":1,\"dp\":1,\"mbs\":8}", "{\"type\":\"point_end\",\"point\":5,\"status\":\"ok\"}", NULL},
         {"{\"type\":\"run_end\",\"status\":\"failed\",\"reason\":\"first launch\"}", NULL, NULL},
-        {"LAUNCH", "{\"type\":\"point_end\",\"point\":2,\"status\":\"ok\"}", NULL},
+        {"LAUNCH", "{\"type\":\"point_end\",\"point\":2,\"status\":\"ok\",\"noise\":{\"cores\":2,\"busy\":0}}", NULL},
         {"{\"type\":\"point_end\",\"point\":3,\"status\":\"skipped\"}", "{\"type\":\"run_end\",\"status\":\"complete\"}", NULL},
     };
     int resumed_seen = 0;
@@ -555,6 +560,8 @@ static void test_index_resumes_growing_run(void **state)
     assert_int_equal(s[0].points_done, 5);
     assert_int_equal(s[0].ntp, 3);
     assert_int_equal(s[0].mbs_max, 8);
+    assert_int_equal(s[0].noise_points, 2);
+    assert_int_equal(s[0].busy_points, 1);
     free(s);
     size_t len;
     char *idx = test_slurp(index_path(dir), &len);

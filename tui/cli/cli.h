@@ -139,14 +139,22 @@ int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run
 typedef struct {
     double v[PDBX_RT_MAX_COLS];
     int valid[PDBX_RT_MAX_COLS];
+    int noisy[PDBX_RT_MAX_COLS];   /* a measured op of the column has CV > PDBX_CV_NOISY */
     double layer, total;
     int layer_valid, total_valid;
 } pdbx_cli_row;
 void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t ncols,
                        pdbx_stat_kind stat, pdbx_cli_row *r);
-/* The run table of `run` (configs with tp == only_tp when only_tp > 0); prints "out of memory"
- * for cmd and returns PDBX_EXIT_FAIL when it cannot be built, else 0. */
-int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_runtable *t);
+/* The run table of `run` with the op cells of pass (configs with tp == only_tp when
+ * only_tp > 0). A pass the run cannot show (bwd or both without backward cells) is a usage
+ * error: "--pass: 'bwd' needs backward cells, ..." (PDBX_EXIT_USAGE); out of memory prints
+ * "out of memory" for cmd and returns PDBX_EXIT_FAIL; else 0. */
+int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_pass_sel pass,
+                      pdbx_runtable *t);
+/* --pass fwd|bwd|both -> pdbx_pass_sel (an option callback's check). */
+int pdbx_cli_pass(const char *opt, const char *value, int *out, char *err, size_t errlen);
+/* The legend line of the noisy mark, printed once under a table that shows one. */
+#define PDBX_CLI_NOISY_LEGEND "! noisy: CV > 5% (std / mean of the cell's samples)"
 /* The run table's attribution for an index of pdbx_cli_attributions. */
 pdbx_attribution pdbx_cli_attr(int cli_attribution);
 /* Options and choices several subcommands share, spelled once. */
@@ -162,6 +170,8 @@ extern const pdbx_cli_opt pdbx_cli_store_only_opts[];
  * value is a usage error). Returns what pdbx_cli_parse returns. */
 int pdbx_cli_parse_store_only(const pdbx_cli_spec *spec, int argc, char **argv, const char **store,
                               char ***pos);
+#define PDBX_CLI_OPT_PASS \
+    { "pass", "PASS", "fwd (default), bwd, or both (fwd + bwd per op; needs a run with passes fwd,bwd)" }
 #define PDBX_CLI_OPT_ATTRIBUTION \
     { "attribution", "ATTR", "pure (default: one column per op) or fasop (FASOP's 10 columns)" }
 enum { PDBX_CLI_FMT_TABLE = 0, PDBX_CLI_FMT_JSON, PDBX_CLI_FMT_CSV };

@@ -439,11 +439,22 @@ pdbx_attribution pdbx_cli_attr(int cli_attribution)
     return cli_attribution == PDBX_CLI_ATTR_FASOP ? PDBX_ATTR_FASOP : PDBX_ATTR_PURE;
 }
 
-int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_runtable *t)
+int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_pass_sel pass,
+                      pdbx_runtable *t)
 {
-    if (pdbx_runtable_build(run, only_tp, t) != 0)
+    char err[256];
+    memset(t, 0, sizeof *t);
+    if (pdbx_pass_sel_check(run, pass, "--pass", err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    if (pdbx_runtable_build_pass(run, only_tp, pass, t) != 0)
         return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "out of memory");
     return 0;
+}
+
+int pdbx_cli_pass(const char *opt, const char *value, int *out, char *err, size_t errlen)
+{
+    static const char *const passes[] = { "fwd", "bwd", "both", NULL };
+    return pdbx_cli_choice(opt, value, passes, out, err, errlen);
 }
 
 void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t ncols,
@@ -453,6 +464,9 @@ void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t n
     for (size_t c = 0; c < ncols && c < PDBX_RT_MAX_COLS; c++) {
         r->v[c] = pdbx_rt_col_value(p, &cols[c], stat);
         r->valid[c] = isfinite(r->v[c]);
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (cols[c].ops & PDBX_OP_BIT(op))
+                r->noisy[c] |= pdbx_rt_cell_noisy(&p->op[op]);
     }
     /* measured, never the sum of the columns (store/runtable.h) */
     r->layer = pdbx_rt_value(&p->layer, stat);

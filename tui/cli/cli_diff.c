@@ -2,7 +2,9 @@
  * and op, ok in both) with A's and B's time in ms, the ratio B/A and whether the difference is
  * real: beyond both cells' noise (pdbx_stats_judge: Welch at 95% from the stored std and count),
  * else "same" within noise, "unknown" without std/count. Then per op the geometric mean of the
- * ratios over all common cells and how many cells were better, worse or the same. */
+ * ratios over all common cells and how many cells were better, worse or the same. --pass picks
+ * the cells (fwd, bwd, both: store/profiledb.h); a run measured under load is said so beside
+ * the verdicts, which its noise makes less trustworthy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@ static const pdbx_cli_opt diff_opts[] = {
     PDBX_CLI_OPT_STAT,
     { "format", "FMT", "table (default), json or csv (csv: one row per common cell)" },
     PDBX_CLI_OPT_ATTRIBUTION,
+    PDBX_CLI_OPT_PASS,
     { NULL, NULL, NULL },
 };
 
@@ -28,14 +31,15 @@ static const pdbx_cli_spec diff_spec = {
              "sqrt(stdA^2/(nA-1) + stdB^2/(nB-1))), else 'same' (within noise), 'unknown'\n"
              "without std/count. Then the geometric mean of the ratios per op over all common\n"
              "cells. 'layer' and 'total' compare the measured layer and step cells (N/A in a run\n"
-             "recorded without them).\n"
+             "recorded without them; and with --pass bwd or both, which they are forward). A run\n"
+             "measured under load (other processes busy, steal) is named above the verdicts.\n"
              PDBX_CLI_ABOUT_RUN,
 };
 
 
 typedef struct {
     const char *store;
-    int stat, format, attribution;
+    int stat, format, attribution, pass;
 } diff_args;
 
 static int diff_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
@@ -51,6 +55,8 @@ static int diff_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
         return pdbx_cli_choice(opt->name, value, pdbx_cli_formats, &a->format, err, errlen);
     if (strcmp(opt->name, "attribution") == 0)
         return pdbx_cli_choice(opt->name, value, pdbx_cli_attributions, &a->attribution, err, errlen);
+    if (strcmp(opt->name, "pass") == 0)
+        return pdbx_cli_pass(opt->name, value, &a->pass, err, errlen);
     return 0;
 }
 
@@ -160,13 +166,14 @@ static int compute(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args
     d->ncols = nc + 2;
 
     pdbx_runtable ta;
-    if (pdbx_runtable_build(ra, 0, &ta) != 0)
+    const pdbx_pass_sel pass = (pdbx_pass_sel)args->pass;
+    if (pdbx_runtable_build_pass(ra, 0, pass, &ta) != 0)
         return -1;
     int rc = 0;
     for (size_t i = 0; i < ta.nconfigs && rc == 0; i++) {
         const pdbx_rt_config *a = &ta.configs[i];
         pdbx_rt_config b;
-        if (pdbx_rt_config_build(rb, a->tp, a->pp, a->dp, &b) != 0) {
+        if (pdbx_rt_config_build_pass(rb, a->tp, a->pp, a->dp, pass, &b) != 0) {
             rc = -1;
             break;
         }
@@ -204,10 +211,17 @@ static int print_table(const pdbx_run *ra, const pdbx_run *rb, const diff_args *
 {
     describe("A", ra, out);
     describe("B", rb, out);
-    fprintf(out, "A and B: the %s time per cell in ms; B/A below 1: B is faster. Attribution %s.\n"
+    fprintf(out, "A and B: the %s time per cell in ms; B/A below 1: B is faster. Attribution %s, "
+            "pass %s.\n"
             "v better, ^ worse: |B - A| beyond both cells' noise (Welch, 95%%); ~ same within noise;\n"
             "? no std/count to tell\n",
-            pdbx_stat_name((pdbx_stat_kind)args->stat), pdbx_cli_attributions[args->attribution]);
+            pdbx_stat_name((pdbx_stat_kind)args->stat), pdbx_cli_attributions[args->attribution],
+            pdbx_pass_sel_name((pdbx_pass_sel)args->pass));
+    char load[256];
+    if (pdbx_run_load_text(ra, load, sizeof load))
+        fprintf(out, "A was %s: its verdicts carry that noise\n", load);
+    if (pdbx_run_load_text(rb, load, sizeof load))
+        fprintf(out, "B was %s: its verdicts carry that noise\n", load);
     pdbx_table *t = NULL;
     size_t i = 0;
     while (i < d->ncells) {
@@ -263,6 +277,14 @@ fail:
     return -1;
 }
 
+/* key: null, or what loaded the machine while the run was measured ("measured under load: ..."). */
+static int load_json(cJSON *root, const char *key, const pdbx_run *r)
+{
+    char load[256];
+    int busy = pdbx_run_load_text(r, load, sizeof load);
+    return !(busy ? cJSON_AddStringToObject(root, key, load) : cJSON_AddNullToObject(root, key));
+}
+
 static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args,
                       const diff_result *d, FILE *out)
 {
@@ -271,6 +293,8 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
     if (!root || !cJSON_AddStringToObject(root, "a", ra->id) || !cJSON_AddStringToObject(root, "b", rb->id)
         || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)args->stat))
         || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[args->attribution])
+        || !cJSON_AddStringToObject(root, "pass", pdbx_pass_sel_name((pdbx_pass_sel)args->pass))
+        || load_json(root, "a_load", ra) || load_json(root, "b_load", rb)
         || !(cells = cJSON_AddArrayToObject(root, "cells")) || !(geo = cJSON_AddObjectToObject(root, "geomean")))
         goto fail;
     for (size_t i = 0; i < d->ncells; i++) {
@@ -340,6 +364,12 @@ int pdbx_cmd_diff(int argc, char **argv)
     if ((rc = pdbx_cli_load_run(diff_spec.name, st, pos[0], &ra)) != 0
         || (rc = pdbx_cli_load_run(diff_spec.name, st, pos[1], &rb)) != 0)
         goto done;
+    char perr[256];
+    if (pdbx_pass_sel_check(&ra, (pdbx_pass_sel)a.pass, "--pass", perr, sizeof perr) != 0
+        || pdbx_pass_sel_check(&rb, (pdbx_pass_sel)a.pass, "--pass", perr, sizeof perr) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, diff_spec.name, "%s", perr);
+        goto done;
+    }
     if (compute(&ra, &rb, &a, &d) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, diff_spec.name, "out of memory");
         goto done;

@@ -13,6 +13,8 @@ static const pdbx_cli_opt export_opts[] = {
     { "gpu-tag", "G", "GPU name in the NPZ names (default: the run's GPU tag)" },
     { "attribution", "ATTR", "NPZ columns: fasop (default: FASOP's module timing) or pure (per op)" },
     { "stat", "STAT", "statistic in the NPZ cells: mean (default, as FASOP), median, min, max" },
+    { "pass", "PASS", "NPZ cells: fwd (default, what FASOP reads) or both (fwd + bwd, said in "
+                      "meta.json); bwd is refused" },
     { "csv", "DIR", "write Vidur CSV files (mlp.csv, all_reduce.csv, send_recv.csv) into DIR" },
     { "trace", "FILE", "write a Chrome trace (JSON) of one measured step per rank to FILE" },
     { NULL, NULL, NULL },
@@ -27,8 +29,8 @@ static const pdbx_cli_spec export_spec = {
 
 typedef struct {
     const char *store, *npz, *csv, *trace, *model_tag, *gpu_tag;
-    int attribution, stat;
-    int attribution_set, stat_set;
+    int attribution, stat, pass;
+    int attribution_set, stat_set, pass_set;
 } export_args;
 
 static const char *const npz_attributions[] = { "fasop", "pure", NULL };   /* = pdbx_attribution */
@@ -56,6 +58,15 @@ static int export_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     else if (strcmp(n, "attribution") == 0) {
         a->attribution_set = 1;
         return pdbx_cli_choice(n, value, npz_attributions, &a->attribution, err, errlen);
+    } else if (strcmp(n, "pass") == 0) {
+        a->pass_set = 1;
+        if (pdbx_cli_pass(n, value, &a->pass, err, errlen) != 0)
+            return -1;
+        if (a->pass == PDBX_PASS_SEL_BWD) {
+            snprintf(err, errlen, "--pass: 'bwd' makes no FASOP profile (FASOP reads forward times "
+                     "and multiplies them by 3; allowed: fwd, or both for fwd + bwd per cell)");
+            return -1;
+        }
     } else if (strcmp(n, "stat") == 0) {
         a->stat_set = 1;
         if (pdbx_cli_stat(n, value, &a->stat, err, errlen) != 0
@@ -103,11 +114,11 @@ int pdbx_cmd_export(int argc, char **argv)
     if (!a.npz && !a.csv && !a.trace)
         return pdbx_cli_fail(PDBX_EXIT_USAGE, export_spec.name,
                              "nothing to export: give --npz DIR, --csv DIR and/or --trace FILE");
-    if (!a.npz && (a.model_tag || a.gpu_tag || a.attribution_set || a.stat_set))
+    if (!a.npz && (a.model_tag || a.gpu_tag || a.attribution_set || a.stat_set || a.pass_set))
         return pdbx_cli_fail(PDBX_EXIT_USAGE, export_spec.name,
-                             "--%s applies to --npz only",
+                             "--%s applies to --npz only (the Vidur CSV and the trace are forward)",
                              a.model_tag ? "model-tag" : a.gpu_tag ? "gpu-tag"
-                             : a.attribution_set ? "attribution" : "stat");
+                             : a.attribution_set ? "attribution" : a.stat_set ? "stat" : "pass");
 
     pdbx_store *st = NULL;
     pdbx_run run;
@@ -116,6 +127,11 @@ int pdbx_cmd_export(int argc, char **argv)
         return rc;
     if ((rc = pdbx_cli_load_run(export_spec.name, st, pos[0], &run)) != 0)
         goto done;
+    char perr[256];
+    if (a.npz && pdbx_pass_sel_check(&run, (pdbx_pass_sel)a.pass, "--pass", perr, sizeof perr) != 0) {
+        rc = pdbx_cli_fail(PDBX_EXIT_USAGE, export_spec.name, "%s", perr);
+        goto done;
+    }
     /* Each requested format is attempted even when an earlier one failed (an NPZ refused for
      * one TP degree must not silently drop the CSV and trace asked for in the same command);
      * the exit status says something was missing. */
@@ -124,7 +140,7 @@ int pdbx_cmd_export(int argc, char **argv)
     if (a.npz) {
         pdbx_npz_options o = { .model_tag = a.model_tag, .gpu_tag = a.gpu_tag,
                                .attribution = (pdbx_attribution)a.attribution,
-                               .stat = (pdbx_stat_kind)a.stat };
+                               .stat = (pdbx_stat_kind)a.stat, .pass = (pdbx_pass_sel)a.pass };
         if (pdbx_export_npz(&run, a.npz, &o, print_written, NULL, err, sizeof err) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--npz: %s", err);
     }

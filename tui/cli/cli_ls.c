@@ -80,7 +80,9 @@ static int print_json(const pdbx_run_summary *runs, size_t n, FILE *out)
             || !cJSON_AddNumberToObject(o, "percent", s->percent)
             || !cJSON_AddNumberToObject(o, "size", (double)s->size)
             || !cJSON_AddStringToObject(o, "message", s->message)
-            || (s->launcher[0] && !cJSON_AddStringToObject(o, "launcher", s->launcher)))
+            || (s->launcher[0] && !cJSON_AddStringToObject(o, "launcher", s->launcher))
+            || !cJSON_AddNumberToObject(o, "noise_points", s->noise_points)
+            || !cJSON_AddNumberToObject(o, "busy_points", s->busy_points))
             goto fail;
     }
     return pdbx_cli_emit_json(out, arr);
@@ -113,7 +115,7 @@ static int print_table(const pdbx_store *st, const pdbx_run_summary *runs, size_
             goto fail;
     for (size_t i = 0; i < n; i++) {
         const pdbx_run_summary *s = &runs[i];
-        char created[32], bg[64], tps[128], mbs[32], status[32], size[32];
+        char created[32], bg[64], tps[128], mbs[32], status[32], size[32], load[64] = "";
         pdbx_fmt_time(s->created, created, sizeof created);
         backend_gpu(s, bg, sizeof bg);
         pdbx_fmt_int_list(s->tp, (size_t)(s->ntp > 0 ? s->ntp : 0), tps, sizeof tps);
@@ -126,6 +128,10 @@ static int print_table(const pdbx_store *st, const pdbx_run_summary *runs, size_
         status_text(s, status, sizeof status);
         /* a run whose nodes were all this machine says so wherever it is shown */
         int simulated = strncmp(s->launcher, "simulated", 9) == 0;
+        /* a run measured under load says so where it is listed (pdbx show tells how much) */
+        if (s->busy_points > 0)
+            snprintf(load, sizeof load, "measured under load (%d of %d points)", s->busy_points,
+                     s->noise_points);
         pdbx_fmt_size((double)s->size, size, sizeof size);
         if (pdbx_table_add_row(t) != 0
             || pdbx_table_set(t, C_CREATED, "%s", created) || pdbx_table_set(t, C_ID, "%s", s->id)
@@ -133,10 +139,11 @@ static int print_table(const pdbx_store *st, const pdbx_run_summary *runs, size_
             || pdbx_table_set(t, C_BACKEND, "%s", bg) || pdbx_table_set(t, C_TP, "%s", tps)
             || pdbx_table_set(t, C_MBS, "%s", mbs) || pdbx_table_set(t, C_STATUS, "%s", status)
             || pdbx_table_set(t, C_SIZE, "%s", size)
-            || pdbx_table_set(t, C_NOTE, "%s%s%s", simulated ? s->launcher : "",
-                              simulated && s->message[0] ? "; " : "", s->message))
+            || pdbx_table_set(t, C_NOTE, "%s%s%s%s%s", simulated ? s->launcher : "",
+                              simulated && (s->message[0] || load[0]) ? "; " : "", load,
+                              load[0] && s->message[0] ? "; " : "", s->message))
             goto fail;
-        any_note |= s->message[0] != '\0' || simulated;
+        any_note |= s->message[0] != '\0' || simulated || load[0];
     }
     pdbx_table_hide(t, C_NOTE, !any_note);
     pdbx_table_print(t, out, NULL);

@@ -1,8 +1,10 @@
-/* cli_show.c: `pdbx show RUN`: per parallel config a table MBS x ops (ms) with the measured
- * layer and total cells (store/runtable.h, the table every view reads) and
- * each point's status, the point's parallelism traffic (comm), its predicted profile memory beside
- * the measured peak, and the collectives sweep; as an
- * aligned table, JSON or CSV. */
+/* cli_show.c: `pdbx show RUN`: per parallel config a table MBS x ops (ms) of one pass (fwd,
+ * bwd or both: store/profiledb.h pdbx_point_cell_pass) with the measured layer and total cells
+ * (store/runtable.h, the table every view reads) and each point's status, noisy cells marked
+ * '!', the measured bwd/fwd ratio when the run has backward cells, each cell's samples, CI, CV
+ * and provenance (--stats), whether the run was measured under load, the point's parallelism
+ * traffic (comm), its predicted profile memory beside the measured peak, and the collectives
+ * sweep; as an aligned table, JSON or CSV. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,9 @@ static const pdbx_cli_opt show_opts[] = {
     PDBX_CLI_OPT_STAT,
     { "format", "FMT", "table (default), json or csv (csv: the op table only)" },
     PDBX_CLI_OPT_ATTRIBUTION,
+    PDBX_CLI_OPT_PASS,
+    { "stats", NULL, "add per config a table of each cell's samples (n), 95% CI and CV (% of the "
+                     "mean) and where it was measured" },
     { NULL, NULL, NULL },
 };
 
@@ -30,14 +35,15 @@ static const pdbx_cli_spec show_spec = {
              "in runs recorded without them, never a sum of the ops), each point's status (ok,\n"
              "oom, predicted_oom, skipped ...), the comm cells, each point's predicted profile\n"
              "memory (what the engine allocates on one rank) beside its measured peak, and the\n"
-             "collectives.\n"
+             "collectives. A value marked '!' is noisy (CV > 5%). Runs measured with passes\n"
+             "fwd,bwd also print the measured bwd/fwd ratio per op; --pass picks the cells.\n"
              PDBX_CLI_ABOUT_RUN,
 };
 
 
 typedef struct {
     const char *store;
-    int tp, stat, format, attribution;
+    int tp, stat, format, attribution, pass, stats;
 } show_args;
 
 static int show_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
@@ -55,6 +61,10 @@ static int show_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
         return pdbx_cli_choice(opt->name, value, pdbx_cli_formats, &a->format, err, errlen);
     if (strcmp(opt->name, "attribution") == 0)
         return pdbx_cli_choice(opt->name, value, pdbx_cli_attributions, &a->attribution, err, errlen);
+    if (strcmp(opt->name, "pass") == 0)
+        return pdbx_cli_pass(opt->name, value, &a->pass, err, errlen);
+    if (strcmp(opt->name, "stats") == 0)
+        a->stats = 1;
     return 0;
 }
 
@@ -111,14 +121,20 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
     if (run->launcher[0])
         pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
     print_placement(run, out);
+    char load[256];
+    if (pdbx_run_load_text(run, load, sizeof load))
+        fprintf(out, "%s\n", load);
     fprintf(out, "times: ms per execution on one TP rank (max across TP ranks), stat %s, "
-                 "attribution %s\n",
-            pdbx_stat_name((pdbx_stat_kind)a->stat), pdbx_cli_attributions[a->attribution]);
+                 "attribution %s, pass %s%s\n",
+            pdbx_stat_name((pdbx_stat_kind)a->stat), pdbx_cli_attributions[a->attribution],
+            pdbx_pass_sel_name((pdbx_pass_sel)a->pass),
+            a->pass == PDBX_PASS_SEL_BOTH ? " (fwd + bwd per op; no layer/total: they are forward)"
+            : a->pass == PDBX_PASS_SEL_BWD ? " (no layer/total: they are forward)" : "");
 }
 
 /* The op table of one config: mbs, status, the columns, layer, total. NULL out of memory. */
 static pdbx_table *op_table(const pdbx_run *run, const pdbx_rt_config *cfg, const show_args *a,
-                            const pdbx_rt_col *cols, size_t ncols)
+                            const pdbx_rt_col *cols, size_t ncols, int *any_noisy)
 {
     pdbx_table *t = pdbx_table_new(ncols + 4);       /* mbs, status, ops..., layer, total */
     int any[PDBX_RT_MAX_COLS] = { 0 };
@@ -137,7 +153,9 @@ static pdbx_table *op_table(const pdbx_run *run, const pdbx_rt_config *cfg, cons
               || pdbx_table_set(t, 1, "%s", status_text(run, p->point));
         for (size_t c = 0; c < ncols && !bad; c++) {
             any[c] |= r.valid[c];
-            bad = pdbx_table_set(t, 2 + c, "%s", pdbx_fmt_ms(r.v[c], r.valid[c], buf, sizeof buf));
+            *any_noisy |= r.valid[c] && r.noisy[c];
+            bad = pdbx_table_set(t, 2 + c, "%s%s", pdbx_fmt_ms(r.v[c], r.valid[c], buf, sizeof buf),
+                                 r.valid[c] && r.noisy[c] ? "!" : "");
         }
         bad = bad
               || pdbx_table_set(t, 2 + ncols, "%s", pdbx_fmt_ms(r.layer, r.layer_valid, buf, sizeof buf))
@@ -150,6 +168,79 @@ static pdbx_table *op_table(const pdbx_run *run, const pdbx_rt_config *cfg, cons
     /* Ops never measured in this config (e.g. TP all-reduces at TP 1) would be N/A columns. */
     for (size_t c = 0; c < ncols; c++)
         pdbx_table_hide(t, 2 + c, !any[c]);
+    /* layer and total are forward sums: N/A in every row of a bwd or both table */
+    pdbx_table_hide(t, 2 + ncols, cfg->pass != PDBX_PASS_SEL_FWD);
+    pdbx_table_hide(t, 3 + ncols, cfg->pass != PDBX_PASS_SEL_FWD);
+    return t;
+}
+
+/* The measured bwd/fwd ratio per op (the stat's): mbs x the ops measured in both passes. NULL
+ * out of memory; no rows when no op has both. */
+static pdbx_table *ratio_table(const pdbx_rt_config *cfg, const show_args *a)
+{
+    int any[PDBX_OP_COUNT] = { 0 };
+    for (size_t i = 0; i < cfg->npoints; i++)
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            any[op] |= isfinite(pdbx_point_bwd_ratio(cfg->points[i].point, (pdbx_op)op, (pdbx_stat_kind)a->stat));
+    pdbx_table *t = pdbx_table_new(1 + PDBX_OP_COUNT);
+    int bad = !t || pdbx_table_header(t, 0, "mbs", PDBX_ALIGN_RIGHT);
+    for (int op = 0; op < PDBX_OP_COUNT && !bad; op++) {
+        bad = pdbx_table_header(t, 1 + (size_t)op, pdbx_op_name((pdbx_op)op), PDBX_ALIGN_RIGHT);
+        pdbx_table_hide(t, 1 + (size_t)op, !any[op]);
+    }
+    for (size_t i = 0; i < cfg->npoints && !bad; i++) {
+        const pdbx_point *p = cfg->points[i].point;
+        int row = 0;
+        for (int op = 0; op < PDBX_OP_COUNT && !bad; op++) {
+            double r = pdbx_point_bwd_ratio(p, (pdbx_op)op, (pdbx_stat_kind)a->stat);
+            if (!any[op])
+                continue;
+            if (!row++)
+                bad = pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", p->mbs);
+            char buf[32];
+            bad = bad || pdbx_table_set(t, 1 + (size_t)op, "%s", pdbx_fmt_ratio(r, isfinite(r), buf, sizeof buf));
+        }
+    }
+    if (bad) {
+        pdbx_table_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* --stats: one row per measured cell of the table's pass: samples, mean, 95% CI and CV as a
+ * percentage of the mean, the noisy mark and where the samples came from. NULL out of memory. */
+static pdbx_table *stats_table(const pdbx_rt_config *cfg, int *any_noisy)
+{
+    static const char *const st[] = { "mbs", "op", "n", "mean", "+-ci95", "cv", "source" };
+    pdbx_table *t = pdbx_table_new(7);
+    int bad = !t;
+    for (size_t c = 0; c < 7 && !bad; c++)
+        bad = pdbx_table_header(t, c, st[c], c == 1 || c == 6 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT);
+    for (size_t i = 0; i < cfg->npoints && !bad; i++) {
+        const pdbx_rt_point *p = &cfg->points[i];
+        for (int op = 0; op < PDBX_OP_COUNT && !bad; op++) {
+            const pdbx_rt_cell *c = &p->op[op];
+            if (!c->valid)
+                continue;
+            char m[32], ci[32], cv[32], src[96];
+            int noisy = pdbx_rt_cell_noisy(c);
+            *any_noisy |= noisy;
+            pdbx_rt_cell_source(c, src, sizeof src);
+            bad = pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", p->mbs)
+                  || pdbx_table_set(t, 1, "%s", pdbx_op_name((pdbx_op)op))
+                  || pdbx_table_set(t, 2, "%lld", (long long)c->stats.count)
+                  || pdbx_table_set(t, 3, "%s", pdbx_fmt_ms(c->stats.mean, 1, m, sizeof m))
+                  || pdbx_table_set(t, 4, "%s", pdbx_fmt_pct(pdbx_stats_rel_ci(&c->stats), ci, sizeof ci))
+                  || pdbx_table_set(t, 5, "%s%s", pdbx_fmt_pct(pdbx_stats_cv(&c->stats), cv, sizeof cv),
+                                    noisy ? "!" : "")
+                  || pdbx_table_set(t, 6, "%s", src[0] ? src : "here");
+        }
+    }
+    if (bad) {
+        pdbx_table_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -218,12 +309,35 @@ static pdbx_table *memory_table(const pdbx_rt_config *cfg)
 static int print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, const show_args *a,
                               const pdbx_rt_col *cols, size_t ncols, FILE *out)
 {
-    pdbx_table *t = op_table(run, cfg, a, cols, ncols);
+    int noisy = 0;
+    pdbx_table *t = op_table(run, cfg, a, cols, ncols, &noisy);
     if (!t)
         return -1;
     fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg->tp, cfg->pp, cfg->dp);
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
+    if (noisy)
+        fprintf(out, "  %s\n", PDBX_CLI_NOISY_LEGEND);
+    if (pdbx_run_has_bwd(run)) {
+        if (!(t = ratio_table(cfg, a)))
+            return -1;
+        if (pdbx_table_rows(t) > 0) {
+            fprintf(out, "  bwd/fwd (measured, %s):\n", pdbx_stat_name((pdbx_stat_kind)a->stat));
+            pdbx_table_print(t, out, "  ");
+        }
+        pdbx_table_free(t);
+    }
+    if (a->stats) {
+        noisy = 0;
+        if (!(t = stats_table(cfg, &noisy)))
+            return -1;
+        fprintf(out, "  cells (pass %s): samples n, 95%% CI and CV as %% of the mean, source:\n",
+                pdbx_pass_sel_name((pdbx_pass_sel)a->pass));
+        pdbx_table_print(t, out, "  ");
+        pdbx_table_free(t);
+        if (noisy)
+            fprintf(out, "  %s\n", PDBX_CLI_NOISY_LEGEND);
+    }
     for (size_t i = 0; i < cfg->npoints; i++) {
         const pdbx_point *p = cfg->points[i].point;
         if (p->message && p->message[0])
@@ -328,6 +442,71 @@ static cJSON *comm_json(const pdbx_rt_point *p, pdbx_stat_kind stat)
     return comm;
 }
 
+/* Per measured op cell of the table's pass: n, ci95 (ms, null when unknown), cv, rel_ci,
+ * noisy, and reused_from / shared_with when the samples came from elsewhere. */
+static cJSON *cells_json(const pdbx_rt_point *p)
+{
+    cJSON *cells = cJSON_CreateObject();
+    for (int op = 0; cells && op < PDBX_OP_COUNT; op++) {
+        const pdbx_rt_cell *c = &p->op[op];
+        if (!c->valid)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        if (add_item(cells, pdbx_op_name((pdbx_op)op), o)
+            || !cJSON_AddNumberToObject(o, "n", (double)c->stats.count)
+            || add_item(o, "ci95", num_or_null(c->stats.ci95, 1))
+            || add_item(o, "cv", num_or_null(pdbx_stats_cv(&c->stats), 1))
+            || add_item(o, "rel_ci", num_or_null(pdbx_stats_rel_ci(&c->stats), 1))
+            || !cJSON_AddBoolToObject(o, "noisy", pdbx_rt_cell_noisy(c))
+            || (c->reused && !cJSON_AddNumberToObject(o, "reused_from", c->source_point))
+            || (c->shared && !cJSON_AddStringToObject(o, "shared_with", pdbx_op_name(c->shared_op)))) {
+            cJSON_Delete(cells);
+            return NULL;
+        }
+    }
+    return cells;
+}
+
+/* The measured bwd/fwd ratio of each op measured in both passes. */
+static cJSON *ratio_json(const pdbx_point *p, pdbx_stat_kind stat)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int op = 0; o && op < PDBX_OP_COUNT; op++) {
+        double r = pdbx_point_bwd_ratio(p, (pdbx_op)op, stat);
+        if (isfinite(r) && !cJSON_AddNumberToObject(o, pdbx_op_name((pdbx_op)op), r)) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* point_end's noise as recorded (null when the point recorded none). */
+static cJSON *noise_json(const pdbx_point_noise *n)
+{
+    if (!n->valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    int bad = !o || !cJSON_AddBoolToObject(o, "busy", n->busy) || !cJSON_AddNumberToObject(o, "cores", n->cores)
+              || add_item(o, "load1", num_or_null(n->load1, 1))
+              || add_item(o, "other_busy", num_or_null(n->other_busy, 1))
+              || add_item(o, "steal_pct", num_or_null(n->steal_pct, 1));
+    if (!bad && n->gpu_valid) {
+        char why[256];
+        pdbx_throttle_text(n->throttle_reasons, why, sizeof why);
+        bad = add_item(o, "sm_clock_min_mhz", num_or_null(n->sm_clock_min_mhz, 1))
+              || add_item(o, "sm_clock_max_mhz", num_or_null(n->sm_clock_max_mhz, 1))
+              || add_item(o, "temp_max_c", num_or_null(n->temp_max_c, 1))
+              || !cJSON_AddNumberToObject(o, "throttle_reasons", n->throttle_reasons)
+              || !cJSON_AddStringToObject(o, "throttle", why);
+    }
+    if (bad) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 static cJSON *point_json(const pdbx_run *run, const pdbx_rt_point *p, const show_args *a,
                          const pdbx_rt_col *cols, size_t ncols)
 {
@@ -345,7 +524,11 @@ static cJSON *point_json(const pdbx_run *run, const pdbx_rt_point *p, const show
           || add_item(o, "total", num_or_null(r.total, r.total_valid))
           || add_item(o, "profile_mem_bytes", num_or_null(p->point->profile_mem_bytes, 1))
           || add_item(o, "mem_peak_bytes", num_or_null(p->point->mem_peak_bytes, 1))
-          || add_item(o, "mem_base_bytes", num_or_null(p->point->mem_base_bytes, 1));
+          || add_item(o, "mem_base_bytes", num_or_null(p->point->mem_base_bytes, 1))
+          || add_item(o, "cells", cells_json(p))
+          || (pdbx_run_has_bwd(run) && add_item(o, "bwd_fwd_ratio", ratio_json(p->point, (pdbx_stat_kind)a->stat)))
+          || add_item(o, "setup_s", num_or_null(p->point->setup_s, 1))
+          || add_item(o, "noise", noise_json(&p->point->noise));
     if (bad) {
         cJSON_Delete(o);
         return NULL;
@@ -419,9 +602,18 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
               || !cJSON_AddStringToObject(root, "gpu", run->gpu)
               || !cJSON_AddStringToObject(root, "stat", pdbx_stat_name((pdbx_stat_kind)a->stat))
               || !cJSON_AddStringToObject(root, "attribution", pdbx_cli_attributions[a->attribution])
+              || !cJSON_AddStringToObject(root, "pass", pdbx_pass_sel_name((pdbx_pass_sel)a->pass))
+              || !cJSON_AddBoolToObject(root, "has_bwd", pdbx_run_has_bwd(run))
               || !cJSON_AddStringToObject(root, "unit", "ms")
               || (run->launcher[0] && !cJSON_AddStringToObject(root, "launcher", run->launcher))
               || (run->command[0] && !cJSON_AddStringToObject(root, "command", run->command));
+    pdbx_run_noise_summary ns;
+    pdbx_run_noise_of(run, &ns);
+    cJSON *load = cJSON_CreateObject();
+    bad = bad || add_item(root, "load", load) || !cJSON_AddNumberToObject(load, "points", ns.points)
+          || !cJSON_AddNumberToObject(load, "busy", ns.busy)
+          || !cJSON_AddNumberToObject(load, "other_busy_max", ns.other_busy_max)
+          || !cJSON_AddNumberToObject(load, "steal_max", ns.steal_max);
     const cJSON *placement = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "placement") : NULL;
     if (!bad && cJSON_IsArray(placement))
         bad = !cJSON_AddItemToObject(root, "placement", cJSON_Duplicate(placement, 1));
@@ -524,7 +716,7 @@ int pdbx_cmd_show(int argc, char **argv)
     if (!strchr(pos[0], '/') && (rc = pdbx_cli_open_store(show_spec.name, a.store, 0, &st)) != 0)
         return rc;
     if ((rc = pdbx_cli_load_run(show_spec.name, st, pos[0], &run)) != 0
-        || (rc = pdbx_cli_runtable(show_spec.name, &run, a.tp, &t)) != 0)
+        || (rc = pdbx_cli_runtable(show_spec.name, &run, a.tp, (pdbx_pass_sel)a.pass, &t)) != 0)
         goto done;
     if (a.tp > 0 && t.nconfigs == 0)
         rc = no_such_tp(&run, a.tp);

@@ -3,7 +3,8 @@
  * cost vs MBS of both overlaid. A ratio is marked better (v) or worse (^) only when the
  * difference exceeds the two cells' own noise (pdbx_stats_judge: Welch at 95%), else '~'
  * (same within noise) or '?' (a cell without std/count); the last column is the geometric
- * mean of the ratios over the MBS both measured. */
+ * mean of the ratios over the MBS both measured. `p` picks the pass (fwd, bwd, both) when both
+ * runs have backward cells; a run measured under load is named beside the verdicts. */
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ typedef struct {
     view_kind view;          /* DETAIL (A, B, B/A), RATIO (B/A) or COST (overlaid chart) */
     int scroll;              /* op rows scrolled off the top of the table */
     int legend_page;         /* page of the chart legend (L) */
+    pdbx_pass_sel pass;
 } cmp_state;
 
 static void compare_close(void *st)
@@ -127,6 +129,21 @@ static int compare_key(ui_app *app, void *st, int key, ui_action act)
     case UI_ACT_LEGEND: c->legend_page++; return UI_H_HANDLED;
     case UI_ACT_STAT: c->stat = (c->stat + 1) % PDBX_STAT_COUNT_KINDS; return UI_H_HANDLED;
     case UI_ACT_LOG: c->log = !c->log; return UI_H_HANDLED;
+    case UI_ACT_PASS: {
+        pdbx_pass_sel next = (pdbx_pass_sel)((c->pass + 1) % PDBX_PASS_SEL_COUNT);
+        const pdbx_run *rb = c->same_run ? &c->a : &c->b;
+        char err[256];
+        if (pdbx_pass_sel_check(&c->a, next, "pass", err, sizeof(err)) != 0
+            || pdbx_pass_sel_check(rb, next, "pass", err, sizeof(err)) != 0) {
+            ui_app_message(app, 1, "pass: '%s' needs backward cells in both runs; %s measured forward only "
+                           "(allowed: fwd)", pdbx_pass_sel_name(next), pdbx_run_has_bwd(&c->a) ? "B" : "A");
+            return UI_H_HANDLED;
+        }
+        c->pass = next;
+        ui_app_message(app, 0, "pass: %s%s", pdbx_pass_sel_name(next),
+                       next == PDBX_PASS_SEL_BOTH ? " (fwd + bwd per op)" : "");
+        return UI_H_HANDLED;
+    }
     case UI_ACT_UP: if (c->scroll > 0) c->scroll--; return UI_H_HANDLED;
     case UI_ACT_DOWN: c->scroll++; return UI_H_HANDLED;   /* clamped when drawn */
     case UI_ACT_HOME: c->scroll = 0; return UI_H_HANDLED;
@@ -293,8 +310,13 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
     }
     ui_draw_tabs(b.y, 1, b.w - 2, names, c->npairs, c->tab);
     int *p = c->pairs[c->tab];
-    ui_put(b.y + 1, 1, b.w - 2, UI_C_NORMAL, 1, "A: %s %s TP%d PP%d DP%d", ra->id, ra->model.name, p[0], p[1], p[2]);
-    ui_put(b.y + 2, 1, b.w - 2, UI_C_NORMAL, 1, "B: %s %s TP%d PP%d DP%d", rb->id, rb->model.name, p[3], p[4], p[5]);
+    pdbx_run_noise_summary la, lb;
+    pdbx_run_noise_of(ra, &la);
+    pdbx_run_noise_of(rb, &lb);
+    ui_put(b.y + 1, 1, b.w - 2, UI_C_NORMAL, 1, "A: %s %s TP%d PP%d DP%d%s", ra->id, ra->model.name, p[0], p[1], p[2],
+           la.busy ? "  (under load)" : "");
+    ui_put(b.y + 2, 1, b.w - 2, UI_C_NORMAL, 1, "B: %s %s TP%d PP%d DP%d%s", rb->id, rb->model.name, p[3], p[4], p[5],
+           lb.busy ? "  (under load)" : "");
     /* two matrices of ~40 KB each: on the heap, not the stack */
     ui_matrix *mm = malloc(2 * sizeof(ui_matrix));
     if (!mm) {
@@ -302,8 +324,8 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
         return;
     }
     ui_matrix *ma = &mm[0], *mb = &mm[1];
-    ui_matrix_build(ra, p[0], p[1], p[2], c->stat, ma);
-    ui_matrix_build(rb, p[3], p[4], p[5], c->stat, mb);
+    ui_matrix_build_pass(ra, p[0], p[1], p[2], c->stat, c->pass, ma);
+    ui_matrix_build_pass(rb, p[3], p[4], p[5], c->stat, c->pass, mb);
     ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
     if (c->view == VIEW_COST) {
         const ui_matrix *ms[2] = { ma, mb };
@@ -313,11 +335,26 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
         free(mm);
         return;
     }
-    const char *stat = pdbx_stat_name(c->stat);
+    char stat[48];
+    snprintf(stat, sizeof(stat), "%s%s%s", pdbx_stat_name(c->stat), c->pass == PDBX_PASS_SEL_FWD ? "" : ", pass ",
+             c->pass == PDBX_PASS_SEL_FWD ? "" : pdbx_pass_sel_name(c->pass));
     const char *what = c->view == VIEW_DETAIL ? "A and B (ms), B/A" : "B/A";
+    /* a run measured under load makes its verdicts less sure: say which, beside them */
+    pdbx_run_noise_summary na, nbs;
+    pdbx_run_noise_of(ra, &na);
+    pdbx_run_noise_of(rb, &nbs);
+    char load[96] = "";
+    if (na.busy || (nbs.busy && !c->same_run))
+        snprintf(load, sizeof(load), "; %s under load (%d of %d points%s)",
+                 c->same_run ? "run measured" : na.busy && nbs.busy ? "A and B measured"
+                 : na.busy ? "A measured" : "B measured",
+                 na.busy ? na.busy : nbs.busy, na.busy ? na.points : nbs.points,
+                 na.busy && nbs.busy && !c->same_run ? " of A" : "");
     if (b.w >= 110)
         ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v B faster, ^ B slower (beyond both cells' noise: "
-               "Welch, 95%%), ~ same within noise, ? no std", what, stat);
+               "Welch, 95%%), ~ same within noise, ? no std%s", what, stat, load);
+    else if (load[0])       /* the load is the news: the marks are explained at 110 columns and in help */
+        ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v^~?%s", what, stat, load);
     else
         ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v faster ^ slower ~ within noise ? no std",
                what, stat);

@@ -1,6 +1,7 @@
 /* ui_export.c: the export dialog of the run in the run view: FASOP NPZ (model/GPU tags
  * prefilled from the run's presets, editable), Vidur CSV or a Chrome trace, into a chosen
- * directory, then a report of every file written. */
+ * directory, then a report of every file written. A run with backward cells gets one more
+ * field, the NPZ's pass: fwd (FASOP's) or both (fwd + bwd per cell, said in meta.json). */
 #include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,10 @@
 #include "store/util/fs.h"
 #include "tui/ui_app.h"
 
-enum { F_FORMAT, F_DIR, F_MODEL, F_GPU, F_ATTR, F_STAT, NFIELDS };
+enum { F_FORMAT, F_DIR, F_MODEL, F_GPU, F_ATTR, F_STAT, F_PASS, NFIELDS };
 static const char *const field_labels[NFIELDS] = { "format", "directory", "FASOP model tag", "FASOP GPU tag",
-                                                   "attribution", "statistic" };
+                                                   "attribution", "statistic", "pass" };
+static const char *const npz_passes[2] = { "fwd (what FASOP reads)", "both (fwd + bwd per cell)" };
 static const char *const formats[3] = { "npz (FASOP)", "csv (Vidur)", "trace (Chrome JSON)" };
 static const char *const attrs[2] = { "fasop (rows sum to the layer)", "pure (each op alone)" };
 
@@ -27,6 +29,8 @@ typedef struct {
     char model_tag[32], gpu_tag[32];
     int attribution;         /* pdbx_attribution */
     int stat;
+    int pass_both;           /* NPZ cells fwd + bwd (F_PASS, shown only when has_bwd) */
+    int has_bwd;
     char report[16][PDBX_PATH_MAX + 8];
     int nreport;
     int cursor;
@@ -65,9 +69,16 @@ static void *export_open(ui_app *app, const void *arg)
     snprintf(e->gpu_tag, sizeof(e->gpu_tag), "%s", run->gpu_tag[0] ? run->gpu_tag : run->gpu);
     e->attribution = PDBX_ATTR_FASOP;
     e->stat = PDBX_STAT_MEAN;
+    e->has_bwd = pdbx_run_has_bwd(run);
     e->sel = F_DIR;
     e->cursor = (int)strlen(e->dir);
     return e;
+}
+
+/* The fields shown: the pass only for a run that has backward cells. */
+static int nfields(const export_state *e)
+{
+    return e->has_bwd ? NFIELDS : F_PASS;
 }
 
 static char *text_of(export_state *e, int f, size_t *cap)
@@ -105,7 +116,8 @@ static void do_export(ui_app *app, export_state *e)
     int rc;
     if (e->format == 0) {
         pdbx_npz_options o = { e->model_tag[0] ? e->model_tag : NULL, e->gpu_tag[0] ? e->gpu_tag : NULL,
-                               (pdbx_attribution)e->attribution, (pdbx_stat_kind)e->stat };
+                               (pdbx_attribution)e->attribution, (pdbx_stat_kind)e->stat,
+                               e->pass_both ? PDBX_PASS_SEL_BOTH : PDBX_PASS_SEL_FWD };
         rc = pdbx_export_npz(run, e->dir, &o, wrote, e, err, sizeof(err));
     } else if (e->format == 1) {
         rc = pdbx_export_csv(run, e->dir, wrote, e, err, sizeof(err));
@@ -134,14 +146,15 @@ static int export_key(ui_app *app, void *st, int key, ui_action act)
         return UI_H_HANDLED;
     }
     if (act == UI_ACT_UP) {
-        e->sel = (e->sel + NFIELDS - 1) % NFIELDS;
+        e->sel = (e->sel + nfields(e) - 1) % nfields(e);
     } else if (act == UI_ACT_DOWN) {
-        e->sel = (e->sel + 1) % NFIELDS;
+        e->sel = (e->sel + 1) % nfields(e);
     } else if (!text && (act == UI_ACT_CHOICE_PREV || act == UI_ACT_CHOICE_NEXT || key == ' ')) {
         int d = act == UI_ACT_CHOICE_PREV ? -1 : 1;
         if (e->sel == F_FORMAT) e->format = (e->format + 3 + d) % 3;
         if (e->sel == F_ATTR) e->attribution = !e->attribution;
         if (e->sel == F_STAT) e->stat = (e->stat + PDBX_STAT_COUNT_KINDS + d) % PDBX_STAT_COUNT_KINDS;
+        if (e->sel == F_PASS) e->pass_both = !e->pass_both;
         return UI_H_HANDLED;
     } else if (text) {
         return ui_keys_edit(text, cap, &e->cursor, key, act) == UI_EDIT_NONE ? UI_H_NONE : UI_H_HANDLED;
@@ -159,9 +172,9 @@ static void export_draw(ui_app *app, void *st, ui_rect b)
     const pdbx_run *run = e->run;
     ui_put(b.y, 1, b.w - 2, UI_C_HEADER, 1, "Export %s (%s, %s/%s)", run->id, run->model.name, run->backend, run->gpu);
     int y = b.y + 2;
-    for (int f = 0; f < NFIELDS; f++, y++) {
+    for (int f = 0; f < nfields(e); f++, y++) {
         int active = f == e->sel;
-        int npz_only = (f == F_MODEL || f == F_GPU || f == F_ATTR || f == F_STAT) && e->format != 0;
+        int npz_only = (f == F_MODEL || f == F_GPU || f == F_ATTR || f == F_STAT || f == F_PASS) && e->format != 0;
         ui_put(y, 2, 18, npz_only ? UI_C_DIM : UI_C_NORMAL, 1, "%s", field_labels[f]);
         ui_role role = active ? UI_C_FIELD_ACTIVE : UI_C_FIELD;
         int fw = b.w - 24;
@@ -171,7 +184,7 @@ static void export_draw(ui_app *app, void *st, ui_rect b)
             ui_put(y, 21, fw, role, 1, "%s", text);
         } else {
             const char *v = f == F_FORMAT ? formats[e->format] : f == F_ATTR ? attrs[e->attribution]
-                                                                             : pdbx_stat_name((pdbx_stat_kind)e->stat);
+                          : f == F_PASS ? npz_passes[e->pass_both] : pdbx_stat_name((pdbx_stat_kind)e->stat);
             ui_put(y, 21, fw, role, 1, "< %s >", v);
         }
         if (active && text && 21 + e->cursor < 21 + fw) {

@@ -51,12 +51,15 @@ static void tp_text(const pdbx_run_summary *s, char *buf, size_t len)
         snprintf(buf, len, "N/A");
 }
 
+/* "complete", "running 20%"; " !load" after it when points were measured under load (the run
+ * view and pdbx show say how much). */
 static void status_text(const pdbx_run_summary *s, char *buf, size_t len)
 {
+    const char *load = s->busy_points > 0 ? " !load" : "";
     if (s->status == PDBX_RUN_RUNNING && s->points_total > 0)
-        snprintf(buf, len, "running %d%%", s->percent);
+        snprintf(buf, len, "running %d%%%s", s->percent, load);
     else
-        snprintf(buf, len, "%s", pdbx_run_status_name(s->status));
+        snprintf(buf, len, "%s%s", pdbx_run_status_name(s->status), load);
 }
 
 static const pdbx_run_summary *sort_all;

@@ -1,8 +1,11 @@
 /* ui_runview.c: one run's results. A tab per (TP, PP, DP) config plus a collectives tab; views:
  * MBS x ops table in ms (with the total per MBS), the same table as shares, op shares per MBS
  * as stacked bars, cost vs MBS per op (log option), and efficiency against the GPU preset's
- * roofline, and memory per rank (the two predictions beside the measured peak). `m` marks a
- * config and `c` compares it with the current one. */
+ * roofline, memory per rank (the two predictions beside the measured peak), and the cells of
+ * each point (samples, CI, CV, bwd/fwd, where the samples came from; the point's setup time,
+ * host load and GPU clocks). `p` picks the pass (fwd, bwd, both) of a run with backward cells;
+ * a cell with CV > 5% is marked '!'; a run measured under load says so on the info line. `m`
+ * marks a config and `c` compares it with the current one. */
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,12 +13,14 @@
 #include <string.h>
 
 #include "engine/plan/plan.h"
+#include "store/runtable.h"
 #include "store/util/fmt.h"
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
 typedef enum {
-    VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_MEMORY, VIEW_COUNT
+    VIEW_TABLE = 0, VIEW_SHARE_TABLE, VIEW_SHARES, VIEW_COST, VIEW_ROOFLINE, VIEW_MEMORY, VIEW_CELLS,
+    VIEW_COUNT
 } view_kind;
 
 typedef struct {
@@ -33,11 +38,13 @@ typedef struct {
     int coll_chart_only;     /* collectives tab: v shows the busbw chart alone */
     pdbx_spec spec;          /* the run's spec (GPU peaks for the roofline) */
     int have_spec;
+    pdbx_pass_sel pass;      /* the cells every view shows (p) */
+    int has_bwd;             /* the run measured backward cells: the pass and bwd/fwd show */
 } rv_state;
 
 static const char *const view_names[VIEW_COUNT] = {
     "table (ms)", "table (share of total)", "op shares per MBS", "cost vs MBS", "roofline efficiency",
-    "memory per rank"
+    "memory per rank", "cells (n, CI, CV, source)"
 };
 
 static void runview_close(void *st)
@@ -78,6 +85,7 @@ static void *runview_open(ui_app *app, const void *arg)
     v->marked_tab = -1;
     v->op = -1;
     v->stat = PDBX_STAT_MEAN;
+    v->has_bwd = pdbx_run_has_bwd(&v->run);
     if (v->run.spec) {
         char serr[256];
         pdbx_spec_defaults(&v->spec);
@@ -124,6 +132,21 @@ static int runview_key(ui_app *app, void *st, int key, ui_action act)
         v->log = !v->log;
         ui_app_message(app, 0, "log scale %s", v->log ? "on" : "off");
         return UI_H_HANDLED;
+    case UI_ACT_PASS: {
+        pdbx_pass_sel next = (pdbx_pass_sel)((v->pass + 1) % PDBX_PASS_SEL_COUNT);
+        char err[256];
+        if (pdbx_pass_sel_check(&v->run, next, "pass", err, sizeof(err)) != 0) {
+            ui_app_message(app, 1, "pass: '%s' needs backward cells; this run measured forward only "
+                           "(allowed: fwd)", pdbx_pass_sel_name(next));
+            return UI_H_HANDLED;
+        }
+        v->pass = next;
+        ui_app_message(app, 0, "pass: %s%s", pdbx_pass_sel_name(next),
+                       next == PDBX_PASS_SEL_FWD ? "" : next == PDBX_PASS_SEL_BOTH
+                       ? " (fwd + bwd per op; layer and total are forward: N/A)"
+                       : " (layer and total are forward: N/A)");
+        return UI_H_HANDLED;
+    }
     case UI_ACT_OP:
         v->op = v->op + 1 >= PDBX_OP_COUNT ? -1 : v->op + 1;
         v->legend_page = 0;
@@ -164,16 +187,27 @@ static int draw_sum_row(int y, int opw, int cw, int ncols, const char *name, con
     return y + 1;
 }
 
+/* The geometric mean over the config's points of an op's measured bwd/fwd (NaN: none). */
+static double op_bwd_ratio(const ui_matrix *m, int op)
+{
+    return ui_geomean(m->bwd_ratio[op], m->n);
+}
+
 static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
 {
     const int opw = 17, cw = 9;
-    int ncols = (b.w - opw - 2) / cw;
+    /* the measured bwd/fwd per op (geometric mean over the MBS) takes the last column */
+    const int ratio_col = !share && m->have_ratio;
+    int ncols = (b.w - opw - 2 - (ratio_col ? cw : 0)) / cw;
     if (ncols > m->n) ncols = m->n;
+    const int rx = 1 + opw + ncols * cw;
     const int first = 0;       /* the widest terminals show every MBS; narrow ones the smallest */
     int y = b.y;
     ui_put(y, 1, opw, UI_C_HEADER, 1, "%s", share ? "op \\ MBS (share)" : "op \\ MBS (ms)");
     for (int i = 0; i < ncols; i++)
         ui_put(y, 1 + opw + i * cw, cw, UI_C_HEADER, 1, "%*d", cw - 1, m->mbs[first + i]);
+    if (ratio_col)
+        ui_put(y, rx, cw, UI_C_HEADER, 1, "%*s", cw - 1, "bwd/fwd");
     y++;
     /* point status row, only where a point is not ok */
     int any_bad = 0;
@@ -201,8 +235,18 @@ static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
                 else snprintf(s, sizeof(s), "%.1f%%", 100 * sh);
             } else {
                 ui_format_value(x, s, sizeof(s));
+                if (m->noisy[op][first + i])     /* CV > 5%: readable in monochrome too */
+                    strncat(s, "!", sizeof(s) - strlen(s) - 1);
             }
-            ui_put(y, 1 + opw + i * cw, cw, isnan(x) ? UI_C_DIM : UI_C_NORMAL, 1, "%*s", cw - 1, s);
+            ui_put(y, 1 + opw + i * cw, cw, isnan(x) ? UI_C_DIM : m->noisy[op][first + i] && !share
+                   ? UI_C_WARNING : UI_C_NORMAL, 1, "%*s", cw - 1, s);
+        }
+        if (ratio_col) {
+            double r = op_bwd_ratio(m, op);
+            char s[32];
+            if (isfinite(r)) snprintf(s, sizeof(s), "%.2f", r);
+            else snprintf(s, sizeof(s), "N/A");
+            ui_put(y, rx, cw, isfinite(r) ? UI_C_INFO : UI_C_DIM, 1, "%*s", cw - 1, s);
         }
         y++;
         rows_left--;
@@ -375,6 +419,86 @@ static void draw_memory(rv_state *v, ui_rect b, const int cfg[3])
                 "train: the full model's training memory per rank (planning information)");
 }
 
+/* v with `decimals` decimals, N/A when a run file left it out (NaN). */
+static const char *num_or_na(double v, int decimals, char *buf, size_t len)
+{
+    if (isfinite(v)) snprintf(buf, len, "%.*f", decimals, v);
+    else snprintf(buf, len, "N/A");
+    return buf;
+}
+
+/* The host's load and the GPU's clocks while a point was measured: one line each (the GPU's
+ * only when recorded). */
+static void noise_lines(const pdbx_point *p, char *host, size_t hlen, char *gpu, size_t glen)
+{
+    const pdbx_point_noise *n = &p->noise;
+    char a[32], b[32], c[32];
+    host[0] = gpu[0] = '\0';
+    if (!n->valid) {
+        snprintf(host, hlen, "host load not recorded");
+        return;
+    }
+    snprintf(host, hlen, "%s: others %s/%d cores, load %s, steal %s%%", n->busy ? "BUSY" : "quiet",
+             num_or_na(n->other_busy, 1, a, sizeof(a)), n->cores, num_or_na(n->load1, 2, b, sizeof(b)),
+             num_or_na(n->steal_pct, 0, c, sizeof(c)));
+    if (n->gpu_valid) {
+        char why[160], t[32];
+        pdbx_throttle_text(n->throttle_reasons, why, sizeof(why));
+        snprintf(gpu, glen, "gpu: SM clock %s-%s MHz, max %s C, throttle: %s",
+                 num_or_na(n->sm_clock_min_mhz, 0, a, sizeof(a)), num_or_na(n->sm_clock_max_mhz, 0, b, sizeof(b)),
+                 num_or_na(n->temp_max_c, 0, t, sizeof(t)), why);
+    }
+}
+
+/* Every point of config cfg: its status, setup time, load and GPU figures, then per measured op
+ * (of the view's pass) the samples, mean, 95% CI and CV as % of the mean (noisy marked '!'),
+ * the measured bwd/fwd and where the samples came from. Scrolls by line (Up/Down). */
+static void draw_cells(rv_state *v, ui_rect b, const int cfg[3])
+{
+    pdbx_rt_config c;
+    if (pdbx_rt_config_build_pass(&v->run, cfg[0], cfg[1], cfg[2], v->pass, &c) != 0) {
+        ui_put(b.y, 1, b.w - 2, UI_C_ERROR, 0, "out of memory building the cells");
+        return;
+    }
+    int y = b.y, line = 0, bottom = b.y + b.h - 1;
+    ui_put(y++, 1, b.w - 2, UI_C_HEADER, 1, "%-17s %5s %9s %7s %7s %7s  %s", "op", "n", "ms", "+-ci95",
+           "cv", "bwd/fwd", "source");
+#define CELLS_LINE(role, bold, ...) do { \
+        if (line++ >= v->scroll && y < bottom) ui_put(y++, 1, b.w - 2, role, bold, __VA_ARGS__); \
+    } while (0)
+    for (size_t i = 0; i < c.npoints; i++) {
+        const pdbx_rt_point *p = &c.points[i];
+        char setup[32] = "N/A", host[192], gpu[512];
+        if (isfinite(p->point->setup_s)) snprintf(setup, sizeof(setup), "%.2f s", p->point->setup_s);
+        noise_lines(p->point, host, sizeof(host), gpu, sizeof(gpu));
+        CELLS_LINE(p->point->noise.busy ? UI_C_WARNING : UI_C_INFO, 1, "MBS %d point %d %s, setup %s; %s", p->mbs, p->point->index,
+                   pdbx_point_status_name(p->status), setup, host);
+        if (gpu[0])
+            CELLS_LINE(UI_C_INFO, 1, "  %s", gpu);
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            const pdbx_rt_cell *cell = &p->op[op];
+            if (!cell->valid) continue;
+            char ms[32], ci[32], cv[32], ratio[32] = "", src[96];
+            ui_format_value(cell->stats.mean, ms, sizeof(ms));
+            pdbx_fmt_pct(pdbx_stats_rel_ci(&cell->stats), ci, sizeof(ci));
+            pdbx_fmt_pct(pdbx_stats_cv(&cell->stats), cv, sizeof(cv));
+            int noisy = pdbx_rt_cell_noisy(cell);
+            if (noisy) strncat(cv, "!", sizeof(cv) - strlen(cv) - 1);
+            double r = pdbx_point_bwd_ratio(p->point, (pdbx_op)op, v->stat);
+            if (isfinite(r)) snprintf(ratio, sizeof(ratio), "%.2f", r);
+            pdbx_rt_cell_source(cell, src, sizeof(src));
+            CELLS_LINE(noisy ? UI_C_WARNING : UI_C_NORMAL, 1, "%-17s %5lld %9s %7s %7s %7s  %s",
+                       pdbx_op_name((pdbx_op)op), (long long)cell->stats.count, ms, ci, cv, ratio,
+                       src[0] ? src : "here");
+        }
+    }
+#undef CELLS_LINE
+    if (v->scroll > line - 1) v->scroll = line > 0 ? line - 1 : 0;
+    ui_put_text(bottom, 1, b.w - 2, UI_C_DIM, 0, "ms: the %s of pass %s; ! noisy: CV > 5%%; Up/Down scroll",
+                pdbx_stat_name(PDBX_STAT_MEAN), pdbx_pass_sel_name(v->pass));
+    pdbx_rt_config_free(&c);
+}
+
 /* busbw vs message size, one series per collective, in the rect b. */
 static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
 {
@@ -508,10 +632,22 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
         draw_collectives(app, v, body);
         return;
     }
-    ui_put(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s", view_names[v->view], pdbx_stat_name(v->stat),
-           v->log && v->view == VIEW_COST ? "  log scale" : "");   /* the one view it changes */
     ui_matrix m;
-    ui_matrix_build(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat, &m);
+    ui_matrix_build_pass(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat,
+                         v->pass, &m);
+    int any_noisy = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        for (int i = 0; i < m.n; i++)
+            any_noisy |= m.noisy[op][i];
+    /* the pass only for runs that have a choice; the noisy legend when a mark shows; the load
+       when the engine judged points measured under load (whole at 200 columns) */
+    char pass[32] = "", load[256];
+    if (v->has_bwd)
+        snprintf(pass, sizeof(pass), "  pass: %s", pdbx_pass_sel_name(v->pass));
+    pdbx_run_load_text(&v->run, load, sizeof(load));     /* "" when no point was loaded */
+    ui_put_text(b.y + 2, 1, b.w - 2, UI_C_INFO, 1, "view: %s  stat: %s%s%s%s%s%s", view_names[v->view],
+                pdbx_stat_name(v->stat), v->log && v->view == VIEW_COST ? "  log scale" : "",  /* the one view it changes */
+                pass, any_noisy ? "  ! CV > 5%" : "", load[0] ? "  " : "", load);
     switch (v->view) {
     case VIEW_TABLE: draw_table(v, body, &m, 0); break;
     case VIEW_SHARE_TABLE: draw_table(v, body, &m, 1); break;
@@ -525,6 +661,7 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
     }
     case VIEW_ROOFLINE: draw_roofline(app, v, body, &m); break;
     case VIEW_MEMORY: draw_memory(v, body, v->configs[v->tab]); break;
+    case VIEW_CELLS: draw_cells(v, body, v->configs[v->tab]); break;
     default: break;
     }
 }
