@@ -17,6 +17,17 @@
 #include "engine/engine_noise.h"
 #include "store/util/clock.h"
 
+/* LeakSanitizer's hook: no leak check at exit for this binary. MPI_Init's plugins (OpenMPI MCA
+ * components, PMIx) keep process-lifetime allocations and are dlclosed by MPI_Finalize, so their
+ * stacks end in "<unknown module>", which no suppression can name (engine_common.inc turns leak
+ * checks off for the engine ranks for the same reason). engine_noise.c allocates nothing: its
+ * state is the caller's struct and one MPI communicator, freed by pdbx_noise_fini. */
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+    return 1;
+}
+
 static void test_device_fold(void **state)
 {
     (void)state;
