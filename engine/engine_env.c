@@ -25,6 +25,8 @@ int pdbx_env_discover(pdbx_engine *e)
     MPI_Comm_size(node, &e->local_size);
     MPI_Comm_free(&node);
     MPI_Allreduce(&e->local_size, &e->ranks_per_node, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (pdbx_noise_init(&e->noise, MPI_COMM_WORLD) != 0)
+        return -1;
     char me[PDBX_HOST_MAX] = "";
     char name[MPI_MAX_PROCESSOR_NAME];
     int len = 0;

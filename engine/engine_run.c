@@ -474,6 +474,7 @@ void pdbx_run_close(pdbx_engine *e)
     if (e->compute)
         e->be.compute->fini(e->compute);
     pdbx_backend_unload(&e->be);
+    pdbx_noise_fini(&e->noise);
     free(e->hosts);
     free(e->places);
     free(e->points);

@@ -15,6 +15,7 @@
 #include "engine/backends/backend.h"
 #include "engine/backends/registry.h"
 #include "engine/engine_events.h"
+#include "engine/engine_noise.h"
 #include "engine/engine_watch.h"
 #include "engine/plan/plan.h"
 #include "store/events.h"
@@ -33,6 +34,8 @@ typedef struct {
     pdbx_plan_point *points;
     size_t npoints;
 
+    pdbx_noise noise;             /* each point's load figures (engine_noise.h; set up by
+                                   * pdbx_env_discover, closed by pdbx_run_close) */
     pdbx_backend_choice be;
     pdbx_compute *compute;
     pdbx_comm *comm;

@@ -13,6 +13,7 @@
 
 #include "engine/launch/launch.h"
 #include "store/util/clock.h"
+#include "store/util/cpuload.h"
 #include "store/util/err.h"
 #include "store/util/text.h"
 
@@ -177,4 +178,15 @@ int pdbx_launch_check(const pdbx_spec *spec, pdbx_launch_check_info *info, char 
         describe_measures(spec, info->backend, info->measures, sizeof info->measures);
     }
     return 0;
+}
+
+int pdbx_launch_busy_warning(const pdbx_spec *spec, const pdbx_launch_opts *opts, char *line,
+                             size_t len)
+{
+    if (len)
+        line[0] = '\0';
+    pdbx_launch_env env = { .slurm_job_id = getenv("SLURM_JOB_ID") };
+    if (pdbx_launch_resolve(spec, opts, &env) != PDBX_LAUNCHER_LOCAL)
+        return 0;
+    return pdbx_cpu_busy_check(PDBX_LAUNCH_BUSY_CHECK_S, line, len);
 }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "engine/launch/launch_argv.h"
 #include "engine/plan/plan.h"
 
 typedef struct {
@@ -28,5 +29,18 @@ typedef struct {
  * cuda: no usable GPU: ...", "dtype: bf16 needs cblas_sbgemm ..."), or why it could not ask. */
 int pdbx_launch_check(const pdbx_spec *spec, pdbx_launch_check_info *info, char *err,
                       size_t errlen);
+
+/* How long the busy check watches the CPUs: long enough that /proc/stat's ticks (10 ms) give
+ * the other processes' load to a few hundredths of a core, short enough not to be waited for. */
+#define PDBX_LAUNCH_BUSY_CHECK_S 0.5
+
+/* Before a launch on this machine: whether other processes keep it busy, which would make
+ * every number of the sweep noisy (store/util/cpuload.h, pdbx_cpu_busy_check over
+ * PDBX_LAUNCH_BUSY_CHECK_S, this process left out). Only when the launcher resolves to local:
+ * mpirun --hosts and srun measure other machines, and nothing is sampled for them. 1 with the
+ * sentence in line ("this machine is busy (...): measurements will be noisy; the run records
+ * it"), else 0 with line "". A warning, never a refusal: the engine records each point's load. */
+int pdbx_launch_busy_warning(const pdbx_spec *spec, const pdbx_launch_opts *opts, char *line,
+                             size_t len);
 
 #endif

@@ -2,7 +2,7 @@
  * against a plain host reference computed in fp32 from the same (rounded) inputs:
  *   cuBLASLt linear GEMMs (bf16, fp16, fp32/TF32), RMSNorm, SiLU*up (vector and scalar paths),
  *   the vocab-parallel embedding gather (in-shard and masked rows), the causal attention core
- *   with MHA, GQA and MQA head layouts, and the checksum reduction.
+ *   with MHA, GQA and MQA head layouts, the checksum reduction, and the NVML device sample.
  * Built by engine/backends/cuda/SConscript from the same objects as libpdbx_cuda.so (not the .so: its
  * internals are hidden) into <variant>/tests/, so tests/run_suite.sh runs it.
  * Host-only part, run everywhere: the exact GEMM shapes and offsets the backend hands to
@@ -18,6 +18,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,6 +608,34 @@ static void test_host_attention_layout(void **state)
     assert_int_equal(cuda_attention_shapes(&bad, &qk, &pv), -1);
 }
 
+/* device_noise (cuda_nvml.c): with the driver's NVML, a sample of this device with a plausible
+ * SM clock and temperature, and no idle bit in the reasons; without NVML, -1 (no figures). */
+static void test_device_noise(void **state)
+{
+    (void)state;
+    pdbx_compute_config cfg = { .local_rank = 0, .local_size = 1, .world_rank = 0, .world_size = 1,
+                                .blas_threads = 1, .dtype = PDBX_DTYPE_FP32 };
+    pdbx_compute *c = NULL;
+    char err[512];
+    assert_int_equal(cuda_init(&cfg, &c, err, sizeof err), 0);
+    void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    pdbx_device_noise s = { 0 };
+    int rc = cuda_device_noise(c, &s);
+    if (!nvml) {
+        assert_int_equal(rc, -1);
+    } else {
+        assert_int_equal(rc, 0);
+        printf("note: NVML sample: SM %.0f MHz, %.0f C, reasons 0x%llx\n", s.sm_clock_mhz,
+               s.temp_c, (unsigned long long)s.throttle_reasons);
+        assert_true(s.sm_clock_mhz >= 100 && s.sm_clock_mhz <= 5000);
+        assert_true(s.temp_c >= 5 && s.temp_c <= 125);
+        assert_false(s.throttle_reasons & 0x1);
+        assert_int_equal(cuda_device_noise(c, &s), 0);   /* the opened handle is reused */
+        dlclose(nvml);
+    }
+    cuda_fini(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest host_tests[] = {
@@ -640,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_checksum_sum),
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_attention_mha_mqa),
+        cmocka_unit_test(test_device_noise),
     };
     int rc = cmocka_run_group_tests_name("cuda_kernels", tests, NULL, NULL);
     cuda_gemm_destroy(gemm);

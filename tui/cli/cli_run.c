@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine/launch/launch.h"
+#include "engine/launch/launch_check.h"
 #include "store/events.h"
 #include "store/util/clock.h"
 #include "store/util/fmt.h"
@@ -209,6 +210,8 @@ static const char *const run_about =
     "SLURM_JOB_ID is set, mpirun when hosts are given, else local.\n"
     "While another sweep of the store runs on the same devices of this host, run asks\n"
     "first (y/N) on a terminal and refuses without one (exit 2) unless --force.\n"
+    "A local launch first watches this machine's CPUs for half a second and warns (and goes\n"
+    "on) when other processes use more than half a core or the hypervisor steals more than 5%.\n"
     "Exit: 0 complete, 1 failed, 3 cancelled.";
 
 static int run_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
@@ -316,6 +319,15 @@ static int check_running(const pdbx_spec *spec, const char *store_dir, int force
     return 0;
 }
 
+/* A machine busy with other processes makes every number of the sweep noisy: say so before a
+ * local launch and go on (launch_check.h); the engine records each point's load in the run. */
+static void warn_if_busy(const pdbx_spec *spec, const pdbx_launch_opts *lo)
+{
+    char line[256];
+    if (pdbx_launch_busy_warning(spec, lo, line, sizeof line))
+        fprintf(stderr, "pdbx run: warning: %s\n", line);
+}
+
 int pdbx_cmd_run(int argc, char **argv)
 {
     run_args a = { 0 };
@@ -383,6 +395,7 @@ int pdbx_cmd_run(int argc, char **argv)
     rc = check_running(spec, pdbx_store_dir(st), a.force);
     if (rc != 0)
         goto done_lo;
+    warn_if_busy(spec, lo);
     pdbx_launch L;
     if (!a.detach)
         catch_interrupts();

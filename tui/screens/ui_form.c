@@ -291,14 +291,22 @@ static void start_sweep(ui_app *app, void *st)
     form_state *f = st;
     char err[512];
     pdbx_launch l;
+    char busy[256];
     ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
+    /* pdbx run's warning (launch_check.h): the half second it watches the CPUs is inside the
+     * wait for the launch that the busy line already announces */
+    int noisy = pdbx_launch_busy_warning(&f->spec, &f->lopts, busy, sizeof busy);
     if (pdbx_launch_start_ex(&f->spec, &f->lopts, app->store_dir, &l, NULL, err, sizeof(err)) != 0) {
         ui_app_message(app, 1, "launch failed: %s", err);
         return;
     }
     if (ui_app_replace(app, UI_SCREEN_MONITOR, &(ui_monitor_arg){ .id = l.run_id }) != 0)
         return;
-    ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running", l.run_id, l.log_path);
+    if (noisy)
+        ui_app_message(app, 1, "launched %s; warning: %s", l.run_id, busy);
+    else
+        ui_app_message(app, 0, "launched %s in the background (log: %s); Esc keeps it running",
+                       l.run_id, l.log_path);
 }
 
 static void do_launch(ui_app *app, form_state *f)

@@ -20,6 +20,7 @@
 
 struct cuda_gemm;
 struct cuda_point;
+struct cuda_nvml;
 
 struct pdbx_compute {
     int device, device_count;
@@ -45,6 +46,10 @@ struct pdbx_compute {
      * to be allocated; mem_base_ok 0 when it could not be read */
     double mem_base;
     int mem_base_ok;
+    /* cuda_nvml.c: NVML and this device's handle, opened at the first device_noise (NULL
+     * when NVML is missing or does not know the device; nvml_tried: do not try again) */
+    struct cuda_nvml *nvml;
+    int nvml_tried;
 };
 
 /* Dimensions of one point on one TP rank (design.md section 3). */
@@ -89,8 +94,10 @@ void cuda_fini(pdbx_compute *c);
 const char *cuda_device_name(pdbx_compute *c);
 void cuda_device_id(pdbx_compute *c, int *index, char *uuid, size_t len);
 int cuda_mem_info(pdbx_compute *c, uint64_t *free_bytes, uint64_t *total_bytes);
-/* cuda_nvml.c: backend.h's device_noise. */
+/* cuda_nvml.c: backend.h's device_noise (NVML loaded at run time; -1 without it), and the
+ * close of what it opened (cuda_fini). */
 int cuda_device_noise(pdbx_compute *c, pdbx_device_noise *out);
+void cuda_nvml_close(pdbx_compute *c);
 int cuda_describe(pdbx_compute *c, cJSON *env);
 int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
 int cuda_probe(char *why, size_t len);

@@ -32,6 +32,7 @@ void cuda_fini(pdbx_compute *c)
     if (!c)
         return;
     cuda_release(c);
+    cuda_nvml_close(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     cuda_dev_free(c->comm_buf);
