@@ -9,6 +9,7 @@
 
 #include "engine/engine_adaptive.h"
 #include "engine/engine_agree.h"
+#include "engine/engine_noise.h"
 #include "engine/engine_point_events.h"
 #include "engine/engine_stats.h"
 #include "store/util/clock.h"
@@ -313,6 +314,7 @@ static int run_steps(point_run *pr)
                 run_backward(pr);
         }
         pp_dp_comm(pr);
+        pdbx_noise_device_sample(&e->noise, e->be.compute, e->compute);
         int keep = warm >= max_warm || (adaptive && warm > 0 && pdbx_adaptive_stable(prev, total));
         keep = agree_keep(keep);
         steps_settle(&pr->sm, keep);
@@ -383,6 +385,7 @@ static int run_cells(point_run *pr)
             if (pdbx_agree_cancel(e, pr->pt->index))
                 return 1;
             adaptive_cell(pr, PDBX_ROW_OP(pass, op), exec_op, op | pass << 8);
+            pdbx_noise_device_sample(&e->noise, e->be.compute, e->compute);
         }
     }
     static const int comm_rows[2] = { PDBX_ROW_PP, PDBX_ROW_DP };
@@ -551,10 +554,17 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     int status = point_prepare(&pr, msg, &setup_s);
     if (pr.compute)
         out->setup_s = setup_s;
-    if (status == PDBX_ST_OK && run_steps(&pr) == 1)
-        status = -1;
-    if (status == PDBX_ST_OK && e->spec.repetition == PDBX_REP_ADAPTIVE && run_cells(&pr) == 1)
-        status = -1;
+    memset(&out->noise, 0, sizeof out->noise);
+    if (status == PDBX_ST_OK) {
+        /* the load while measuring, not while preparing; end is a collective every rank
+         * makes, cancelled or not */
+        pdbx_noise_begin(&e->noise, e->be.compute, e->compute);
+        if (run_steps(&pr) == 1)
+            status = -1;
+        if (status == PDBX_ST_OK && e->spec.repetition == PDBX_REP_ADAPTIVE && run_cells(&pr) == 1)
+            status = -1;
+        pdbx_noise_end(&e->noise, e->be.compute, e->compute, &out->noise);
+    }
     if (status == PDBX_ST_OK && pr.sm.oom)
         fail_with(&pr, "out of memory for the samples");
     if (status == PDBX_ST_OK) {

@@ -73,6 +73,7 @@ typedef struct {
 typedef struct {
     pdbx_point_mem mem;
     double setup_s;            /* prepare's wall time on rank 0 (NaN: not prepared) */
+    pdbx_point_noise noise;    /* what loaded the machine while measuring (engine_noise.h) */
     double *rows;              /* rank 0, an ok point measured here: its gathered rows, malloc'ed
                                 * (the caller keeps them as a source or frees them) */
 } pdbx_point_outcome;

@@ -141,7 +141,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     pdbx_point_outcome out;
     memset(&out, 0, sizeof out);
     int st = pdbx_point_measure(e, pt, cg, same ? &source : NULL, msg, &out);
-    pdbx_point_end_figures fig = { out.mem, out.setup_s, { 0 } };
+    pdbx_point_end_figures fig = { out.mem, out.setup_s, out.noise };
     if (st < 0) {
         pdbx_point_end_event(e, pt->index, PDBX_POINT_SKIPPED, "cancelled while measuring: dropped");
         e->in_flight = PDBX_IN_FLIGHT_DROPPED;
