@@ -169,6 +169,7 @@ typedef enum {
     PDBX_MEM_ACTIVATIONS,         /* one set of activation buffers, reused by every layer */
     PDBX_MEM_WORKSPACE,           /* attention scratch, GEMM workspace */
     PDBX_MEM_COMM,                /* the buffer the point's collectives run on */
+    PDBX_MEM_GRADS,               /* passes with bwd: activation and weight gradients */
     PDBX_MEM_KINDS
 } pdbx_mem_kind;
 
@@ -183,6 +184,19 @@ typedef enum {
     PDBX_BUF_EMBED_TABLE, PDBX_BUF_NORM_W, PDBX_BUF_LM_HEAD_W,
     PDBX_BUF_L_IN_NORM, PDBX_BUF_L_Q, PDBX_BUF_L_K, PDBX_BUF_L_V, PDBX_BUF_L_O,
     PDBX_BUF_L_POST_NORM, PDBX_BUF_L_GATE, PDBX_BUF_L_UP, PDBX_BUF_L_DOWN,
+    /* passes with bwd only: the gradient of each activation (cpu: fp32, with copies in the
+     * GEMM dtype of those a bf16 GEMM reads), the weights' gradients (fp32, Megatron's
+     * main_grad; one set shared by the layers), the backward's own workspaces */
+    PDBX_BUF_GRAD_HIDDEN, PDBX_BUF_GRAD_NORM_OUT, PDBX_BUF_GRAD_Q, PDBX_BUF_GRAD_K,
+    PDBX_BUF_GRAD_V, PDBX_BUF_GRAD_SCORES, PDBX_BUF_GRAD_CONTEXT, PDBX_BUF_GRAD_ATTN_OUT,
+    PDBX_BUF_GRAD_POST_NORM_OUT, PDBX_BUF_GRAD_GATE, PDBX_BUF_GRAD_UP, PDBX_BUF_GRAD_ACT,
+    PDBX_BUF_GRAD_FINAL_NORM_OUT, PDBX_BUF_GRAD_LOGITS,
+    PDBX_BUF_GRAD_HIDDEN_LP, PDBX_BUF_GRAD_Q_LP, PDBX_BUF_GRAD_K_LP, PDBX_BUF_GRAD_V_LP,
+    PDBX_BUF_GRAD_ATTN_OUT_LP, PDBX_BUF_GRAD_GATE_LP, PDBX_BUF_GRAD_UP_LP,
+    PDBX_BUF_GRAD_LOGITS_LP,
+    PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_BUF_NORM_RSTD,
+    PDBX_BUF_GRAD_EMBED_TABLE, PDBX_BUF_GRAD_NORM_W, PDBX_BUF_GRAD_LM_HEAD_W, PDBX_BUF_GRAD_W_Q,
+    PDBX_BUF_GRAD_W_KV, PDBX_BUF_GRAD_W_O, PDBX_BUF_GRAD_W_GATE_UP, PDBX_BUF_GRAD_W_DOWN,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -202,6 +216,7 @@ typedef struct {
     int tp, pp, dp, mbs, seq_len;
     int layers;                   /* layers instantiated (layers_profiled) */
     uint32_t ops;                 /* PDBX_OP_BIT mask prepared */
+    uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
     pdbx_dtype dtype;
     pdbx_backend_kind backend;    /* PDBX_BACKEND_CPU or PDBX_BACKEND_CUDA (auto: see below) */
     int threads;                  /* cpu: BLAS threads per rank (one attention scratch each) */

@@ -9,8 +9,10 @@
  * its own code (it links none of the planner); a change there must be made here too.
  *
  * Only the profiled layers are instantiated (weights x layers); one set of activation buffers
- * serves every layer; nothing of training (gradients, optimizer states, the micro-batches in
- * flight) is allocated: that is the training prediction of plan_memory.c. */
+ * serves every layer. A spec whose passes include bwd adds the backward's buffers (activation
+ * gradients, one set of weight gradients, its workspaces: kind "grads"); nothing else of
+ * training (optimizer states, the micro-batches in flight) is allocated: that is the training
+ * prediction of plan_memory.c. */
 #include "engine/plan/plan_internal.h"
 
 #include <math.h>
@@ -43,6 +45,23 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_L_K] = "layer k_proj", [PDBX_BUF_L_V] = "layer v_proj", [PDBX_BUF_L_O] = "layer o_proj",
     [PDBX_BUF_L_POST_NORM] = "layer post_attn_norm weight", [PDBX_BUF_L_GATE] = "layer gate_proj",
     [PDBX_BUF_L_UP] = "layer up_proj", [PDBX_BUF_L_DOWN] = "layer down_proj",
+    [PDBX_BUF_GRAD_HIDDEN] = "d hidden", [PDBX_BUF_GRAD_NORM_OUT] = "d input_norm_out",
+    [PDBX_BUF_GRAD_Q] = "d q", [PDBX_BUF_GRAD_K] = "d k", [PDBX_BUF_GRAD_V] = "d v",
+    [PDBX_BUF_GRAD_SCORES] = "d attn_scores", [PDBX_BUF_GRAD_CONTEXT] = "d attn_context",
+    [PDBX_BUF_GRAD_ATTN_OUT] = "d attn_out", [PDBX_BUF_GRAD_POST_NORM_OUT] = "d post_attn_norm_out",
+    [PDBX_BUF_GRAD_GATE] = "d mlp_gate_out", [PDBX_BUF_GRAD_UP] = "d mlp_up_out",
+    [PDBX_BUF_GRAD_ACT] = "d mlp_act_out", [PDBX_BUF_GRAD_FINAL_NORM_OUT] = "d final_norm_out",
+    [PDBX_BUF_GRAD_LOGITS] = "d logits", [PDBX_BUF_GRAD_HIDDEN_LP] = "d hidden (gemm dtype)",
+    [PDBX_BUF_GRAD_Q_LP] = "d q (gemm dtype)", [PDBX_BUF_GRAD_K_LP] = "d k (gemm dtype)",
+    [PDBX_BUF_GRAD_V_LP] = "d v (gemm dtype)", [PDBX_BUF_GRAD_ATTN_OUT_LP] = "d attn_out (gemm dtype)",
+    [PDBX_BUF_GRAD_GATE_LP] = "d mlp_gate_out (gemm dtype)",
+    [PDBX_BUF_GRAD_UP_LP] = "d mlp_up_out (gemm dtype)",
+    [PDBX_BUF_GRAD_LOGITS_LP] = "d logits (gemm dtype)",
+    [PDBX_BUF_ATTN_BWD_SCRATCH] = "attention backward scratch", [PDBX_BUF_NORM_RSTD] = "norm rstd",
+    [PDBX_BUF_GRAD_EMBED_TABLE] = "d embed_table", [PDBX_BUF_GRAD_NORM_W] = "d norm weight",
+    [PDBX_BUF_GRAD_LM_HEAD_W] = "d lm_head weight", [PDBX_BUF_GRAD_W_Q] = "d q_proj",
+    [PDBX_BUF_GRAD_W_KV] = "d k_proj, v_proj", [PDBX_BUF_GRAD_W_O] = "d o_proj",
+    [PDBX_BUF_GRAD_W_GATE_UP] = "d gate_proj, up_proj", [PDBX_BUF_GRAD_W_DOWN] = "d down_proj",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -64,6 +83,11 @@ static void add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind kind
 static double lines(double bytes)
 {
     return ceil(bytes / CPU_ALIGN) * CPU_ALIGN;
+}
+
+static double exact(double bytes)
+{
+    return bytes;   /* cudaMalloc: the size asked for */
 }
 
 /* The collectives of the point (engine_point.c runs TP all-reduces when tp > 1, a PP
@@ -143,6 +167,79 @@ static void cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, lines(I * h * e), L);
 }
 
+/* The weight gradients of the backward pass (both backends): fp32 (Megatron's main_grad, into
+ * which the wgrad GEMMs accumulate with beta 1), ONE set shared by the profiled layers and one
+ * buffer per weight shape (k and v, gate and up share): a wgrad's time depends on the shape of
+ * its output, not on which buffer it is, and at a real model's sizes every weight gradient is
+ * far larger than the caches, so layer l's wgrad finds nothing of layer l-1's in cache either
+ * way; per-layer buffers would only multiply the memory. */
+static void weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out, int cpu)
+{
+    const double f = 4, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp;
+    const double V = cpu ? p->model.vocab / p->tp : (p->model.vocab + p->tp - 1) / p->tp;
+    const int tied = !cpu && p->model.tie_embeddings;   /* the cpu backend never ties */
+    const pdbx_mem_kind G = PDBX_MEM_GRADS;
+    double (*sz)(double) = cpu ? lines : exact;
+    if (HAS(EMBED) || (tied && HAS(LM_HEAD))) add(out, PDBX_BUF_GRAD_EMBED_TABLE, G, sz(V * h * f), 1);
+    if (cpu || HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
+        add(out, PDBX_BUF_GRAD_NORM_W, G, sz(h * f), 1);
+    if (HAS(LM_HEAD) && !tied) add(out, PDBX_BUF_GRAD_LM_HEAD_W, G, sz(h * V * f), 1);
+    if (HAS(ATTN_Q)) add(out, PDBX_BUF_GRAD_W_Q, G, sz(h * qd * f), 1);
+    if (HAS(ATTN_K) || HAS(ATTN_V)) add(out, PDBX_BUF_GRAD_W_KV, G, sz(h * kvd * f), 1);
+    if (HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_W_O, G, sz(qd * h * f), 1);
+    if (HAS(MLP_GATE) || HAS(MLP_UP)) add(out, PDBX_BUF_GRAD_W_GATE_UP, G, sz(h * I * f), 1);
+    if (HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_W_DOWN, G, sz(I * h * f), 1);
+}
+
+/* cpu_backward.c's buffers (passes with bwd): the gradient of every activation in fp32, as
+ * the forward's activations (each backward kernel runs in fp32), with copies in bf16 of those
+ * that a bf16 dgrad/wgrad GEMM reads (the output gradients dY of the GEMMs); the weight
+ * gradients; the attention backward's scratch per thread (P and dS of a query block, one
+ * transposed key block: cpu_kernels_bwd.h). lm_head's dgrad writes the gradient of its input,
+ * the final norm's output, which the cpu forward keeps in input_norm_out: d input_norm_out. */
+static void cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+        return;
+    const double f = 4, e = p->dtype == PDBX_DTYPE_BF16 ? 2 : 4;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
+    const pdbx_mem_kind G = PDBX_MEM_GRADS;
+    add(out, PDBX_BUF_GRAD_HIDDEN, G, lines(T * h * f), 1);
+    add(out, PDBX_BUF_GRAD_NORM_OUT, G, lines(T * h * f), 1);
+    add(out, PDBX_BUF_GRAD_Q, G, lines(T * qd * f), 1);
+    add(out, PDBX_BUF_GRAD_K, G, lines(T * kvd * f), 1);
+    add(out, PDBX_BUF_GRAD_V, G, lines(T * kvd * f), 1);
+    add(out, PDBX_BUF_GRAD_CONTEXT, G, lines(T * qd * f), 1);
+    add(out, PDBX_BUF_GRAD_ATTN_OUT, G, lines(T * h * f), 1);
+    add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, lines(T * h * f), 1);
+    add(out, PDBX_BUF_GRAD_GATE, G, lines(T * I * f), 1);
+    add(out, PDBX_BUF_GRAD_UP, G, lines(T * I * f), 1);
+    add(out, PDBX_BUF_GRAD_ACT, G, lines(T * I * f), 1);
+    if (HAS(LM_HEAD))
+        add(out, PDBX_BUF_GRAD_LOGITS, G, lines(T * V * f), 1);
+    double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
+                     * (p->threads > 0 ? p->threads : 1);
+    add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, lines(scratch * f), 1);
+    if (e == 2) {
+        add(out, PDBX_BUF_GRAD_HIDDEN_LP, G, lines(T * h * e), 1);
+        add(out, PDBX_BUF_GRAD_Q_LP, G, lines(T * qd * e), 1);
+        add(out, PDBX_BUF_GRAD_K_LP, G, lines(T * kvd * e), 1);
+        add(out, PDBX_BUF_GRAD_V_LP, G, lines(T * kvd * e), 1);
+        add(out, PDBX_BUF_GRAD_ATTN_OUT_LP, G, lines(T * h * e), 1);
+        add(out, PDBX_BUF_GRAD_GATE_LP, G, lines(T * I * e), 1);
+        add(out, PDBX_BUF_GRAD_UP_LP, G, lines(T * I * e), 1);
+        if (HAS(LM_HEAD))
+            add(out, PDBX_BUF_GRAD_LOGITS_LP, G, lines(T * V * e), 1);
+    }
+    weight_grads(p, out, 1);
+}
+
 /* cuda_backend.c's buffers: everything in the dtype (token ids int32), a buffer allocated
  * when any op that reads or writes it is prepared; the full score matrix of the attention
  * core (it is not fused); per layer its two RMSNorm weights too; the vocabulary split
@@ -191,6 +288,45 @@ static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, I * h * es, L);
     add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
 }
+
+/* cuda_backend.c's gradient buffers (passes with bwd; its grad_bufs table): the gradient of an
+ * activation in the dtype, allocated when an op whose backward reads or writes it is
+ * prepared; the backward of the unfused attention core keeps the forward's probabilities (the
+ * scores buffer) and needs dP/dS of the same size; the norms' backward keeps each row's rstd
+ * (fp32) between its dx and dweight kernels; weight gradients fp32. */
+static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+        return;
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp;
+    const double V = (p->model.vocab + p->tp - 1) / p->tp;
+    const pdbx_mem_kind G = PDBX_MEM_GRADS;
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM))
+        add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);
+    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
+        add(out, PDBX_BUF_GRAD_NORM_OUT, G, T * h * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
+    if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_V, G, T * kvd * es, 1);
+    if (HAS(ATTN_CORE))
+        add(out, PDBX_BUF_GRAD_SCORES, G, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
+    if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_CONTEXT, G, T * qd * es, 1);
+    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
+    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
+        add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
+    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);
+    if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GRAD_UP, G, T * I * es, 1);
+    if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_ACT, G, T * I * es, 1);
+    if (HAS(FINAL_NORM) || HAS(LM_HEAD)) add(out, PDBX_BUF_GRAD_FINAL_NORM_OUT, G, T * h * es, 1);
+    if (HAS(LM_HEAD)) add(out, PDBX_BUF_GRAD_LOGITS, G, T * V * es, 1);
+    if (HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
+        add(out, PDBX_BUF_NORM_RSTD, PDBX_MEM_WORKSPACE, T * 4, 1);
+    weight_grads(p, out, 0);
+}
 #undef HAS
 
 int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *out, char *err,
@@ -211,8 +347,10 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
             return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "
                              "vocab_size %d", p->tp, m->vocab);
         cpu_list(p, out);
+        cpu_grad_list(p, out);
     } else {
         cuda_list(p, out);
+        cuda_grad_list(p, out);
     }
     comm_messages(p, out);
     return 0;
@@ -230,6 +368,7 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
     out->seq_len = spec->seq_len;
     out->layers = spec->layers_profiled;
     out->ops = spec->ops;
+    out->passes = spec->passes;
     out->dtype = spec->dtype;
     if (backend == PDBX_BACKEND_AUTO)
         backend = strcmp(spec->gpu.name, "cpu") == 0 ? PDBX_BACKEND_CPU : PDBX_BACKEND_CUDA;

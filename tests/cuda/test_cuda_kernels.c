@@ -10,6 +10,10 @@
  * column-major strided-batched definition and must reproduce X W^T and causal GQA attention;
  * the backend's own per-rank dimensions must agree with the planner's shapes for every model
  * preset and valid TP.
+ * Backward (passes with bwd): the dgrad/wgrad GEMM shapes and the attention backward's GEMM
+ * sequence through the same emulation against the textbook gradients (host), and on a GPU the
+ * linear backward, RMSNorm, SiLU x up and attention backward kernels and the embedding
+ * scatter-add against host references.
  * Without a CUDA device the GPU part is skipped with the reason printed.
  */
 #include <stdarg.h>
@@ -434,12 +438,232 @@ static void test_attention_mha_mqa(void **state)
     check_attention(PDBX_DTYPE_FP32, 2, 24, 4, 2, 64, 5e-3f);    /* TF32 GEMMs */
 }
 
+/* ---- backward (GPU) ----------------------------------------------------------------------- */
+
+static double *host_of(const tensor *t)
+{
+    double *o = malloc(t->n * sizeof *o);
+    assert_non_null(o);
+    for (size_t i = 0; i < t->n; i++)
+        o[i] = at(t, i);
+    return o;
+}
+
+/* dgrad into dX (dtype) and wgrad added onto an fp32 dW holding values already. */
+static void check_linear_bwd(pdbx_dtype dt, int64_t m, int64_t n, int64_t k, float rtol)
+{
+    tensor x = make((size_t)(m * k), dt, -1.0f, 1.0f), w = make((size_t)(n * k), dt, -0.1f, 0.1f);
+    tensor dy = make((size_t)(m * n), dt, -1.0f, 1.0f), dx = make((size_t)(m * k), dt, 7.0f, 8.0f);
+    tensor dw = make((size_t)(n * k), PDBX_DTYPE_FP32, -1.0f, 1.0f);
+    float *rx = malloc((size_t)(m * k) * sizeof *rx), *rw = malloc((size_t)(n * k) * sizeof *rw);
+    assert_non_null(rx);
+    assert_non_null(rw);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t l = 0; l < k; l++) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < n; j++)
+                acc += (double)at(&dy, (size_t)(i * n + j)) * at(&w, (size_t)(j * k + l));
+            rx[i * k + l] = (float)acc;
+        }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t l = 0; l < k; l++) {
+            double acc = at(&dw, (size_t)(j * k + l));
+            for (int64_t i = 0; i < m; i++)
+                acc += (double)at(&dy, (size_t)(i * n + j)) * at(&x, (size_t)(i * k + l));
+            rw[j * k + l] = (float)acc;
+        }
+    char err[512];
+    cuda_gemm_shape ds = cuda_gemm_dgrad_shape(dt, m, n, k), ws = cuda_gemm_wgrad_shape(dt, m, n, k);
+    cuda_gemm_plan *dp = NULL, *wp = NULL;
+    if (cuda_gemm_plan_get(gemm, &ds, &dp, err, sizeof err) != 0 ||
+        cuda_gemm_plan_get(gemm, &ws, &wp, err, sizeof err) != 0)
+        fail_msg("plan: %s", err);
+    if (cuda_gemm_exec(gemm, dp, 1.0f, w.dev, dy.dev, dx.dev, stream, err, sizeof err) != 0 ||
+        cuda_gemm_exec_beta(gemm, wp, 1.0f, 1.0f, x.dev, dy.dev, dw.dev, stream, err, sizeof err))
+        fail_msg("exec: %s", err);
+    download(&dx);
+    download(&dw);
+    expect_close("dgrad", &dx, rx, (size_t)(m * k), 2e-3f * (float)n * 0.1f, rtol);
+    expect_close("wgrad", &dw, rw, (size_t)(n * k), 2e-3f * (float)m, 1e-3f);
+    free(rx), free(rw);
+    drop(&x), drop(&w), drop(&dy), drop(&dx), drop(&dw);
+}
+
+static void test_linear_bwd(void **state)
+{
+    (void)state;
+    check_linear_bwd(PDBX_DTYPE_BF16, 128, 192, 256, 1.0f / 128);
+    check_linear_bwd(PDBX_DTYPE_BF16, 8, 40, 24, 1.0f / 128);
+    check_linear_bwd(PDBX_DTYPE_FP32, 64, 96, 128, 1e-3f);   /* TF32 */
+}
+
+static void test_rmsnorm_bwd(void **state)
+{
+    (void)state;
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
+    for (size_t t = 0; t < 2; t++) {
+        pdbx_dtype dt = dts[t];
+        const int64_t rows = 300, cols = 1000;   /* several row splits of the dweight kernel */
+        const size_t n = (size_t)(rows * cols);
+        tensor x = make(n, dt, -2.0f, 2.0f), w = make((size_t)cols, dt, 0.5f, 1.5f);
+        tensor dy = make(n, dt, -1.0f, 1.0f), dx = make(n, dt, 0.0f, 0.0f);
+        tensor dw = make((size_t)cols, PDBX_DTYPE_FP32, 0.25f, 0.25f);
+        float *rstd = NULL, *rdx = malloc(n * sizeof *rdx), *rdw = malloc((size_t)cols * sizeof *rdw);
+        assert_non_null(rdx);
+        assert_non_null(rdw);
+        assert_int_equal(cudaMalloc((void **)&rstd, (size_t)rows * sizeof *rstd), cudaSuccess);
+        for (int64_t c = 0; c < cols; c++)
+            rdw[c] = 0.25f;
+        for (int64_t r = 0; r < rows; r++) {
+            double ss = 0.0, dot = 0.0;
+            for (int64_t c = 0; c < cols; c++) {
+                double xv = at(&x, (size_t)(r * cols + c));
+                ss += xv * xv;
+                dot += at(&w, (size_t)c) * at(&dy, (size_t)(r * cols + c)) * xv;
+            }
+            double inv = 1.0 / sqrt(ss / (double)cols + 1e-5);
+            for (int64_t c = 0; c < cols; c++) {
+                double xv = at(&x, (size_t)(r * cols + c)), g = at(&dy, (size_t)(r * cols + c));
+                rdx[r * cols + c] = (float)(inv * at(&w, (size_t)c) * g - dot * inv * inv * inv / cols * xv);
+                rdw[c] += (float)(g * xv * inv);
+            }
+        }
+        assert_int_equal(ck_rmsnorm_bwd(x.dev, w.dev, dy.dev, dx.dev, rstd, dw.dev, rows, cols,
+                                        1e-5f, dt, stream), cudaSuccess);
+        download(&dx);
+        download(&dw);
+        expect_close("rmsnorm_bwd dx", &dx, rdx, n, 1e-3f, dt == PDBX_DTYPE_BF16 ? 2.0f / 128 : 1e-4f);
+        expect_close("rmsnorm_bwd dw", &dw, rdw, (size_t)cols, 1e-2f, 1e-4f);
+        cudaFree(rstd);
+        free(rdx), free(rdw);
+        drop(&x), drop(&w), drop(&dy), drop(&dx), drop(&dw);
+    }
+}
+
+static void test_silu_mul_bwd(void **state)
+{
+    (void)state;
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
+    for (size_t t = 0; t < 2; t++) {
+        pdbx_dtype dt = dts[t];
+        const int64_t n = 4099;
+        tensor g = make((size_t)n, dt, -6.0f, 6.0f), u = make((size_t)n, dt, -2.0f, 2.0f);
+        tensor d = make((size_t)n, dt, -1.0f, 1.0f);
+        tensor dg = make((size_t)n, dt, 0.0f, 0.0f), du = make((size_t)n, dt, 0.0f, 0.0f);
+        float *rg = malloc((size_t)n * sizeof *rg), *ru = malloc((size_t)n * sizeof *ru);
+        assert_non_null(rg);
+        assert_non_null(ru);
+        for (int64_t i = 0; i < n; i++) {
+            double gv = at(&g, (size_t)i), sg = 1.0 / (1.0 + exp(-gv)), dv = at(&d, (size_t)i);
+            rg[i] = (float)(dv * at(&u, (size_t)i) * sg * (1.0 + gv * (1.0 - sg)));
+            ru[i] = (float)(dv * gv * sg);
+        }
+        assert_int_equal(ck_silu_mul_bwd(g.dev, u.dev, d.dev, dg.dev, du.dev, n, dt, stream),
+                         cudaSuccess);
+        download(&dg);
+        download(&du);
+        const float rtol = dt == PDBX_DTYPE_BF16 ? 1.0f / 64 : 1e-4f;
+        expect_close("silu_mul_bwd dg", &dg, rg, (size_t)n, 1e-5f, rtol);
+        expect_close("silu_mul_bwd du", &du, ru, (size_t)n, 1e-5f, rtol);
+        free(rg), free(ru);
+        drop(&g), drop(&u), drop(&d), drop(&dg), drop(&du);
+    }
+}
+
+static void test_embed_scatter_add(void **state)
+{
+    (void)state;
+    const int64_t vocab = 100, tokens = 64, h = 136, vstart = 50, vrows = 50;   /* rank 1 of 2 */
+    tensor dy = make((size_t)(tokens * h), PDBX_DTYPE_BF16, -1.0f, 1.0f);
+    tensor dt = make((size_t)(vrows * h), PDBX_DTYPE_FP32, -1.0f, 1.0f);
+    int32_t ids[64], *ids_dev = NULL;
+    for (int64_t t = 0; t < tokens; t++)
+        ids[t] = (int32_t)((t * 37 + 11) % vocab / 2 * 2);   /* repeated ids add up */
+    float *ref = malloc((size_t)(vrows * h) * sizeof *ref);
+    assert_non_null(ref);
+    for (int64_t i = 0; i < vrows * h; i++)
+        ref[i] = at(&dt, (size_t)i);
+    for (int64_t t = 0; t < tokens; t++)
+        if (ids[t] >= vstart && ids[t] < vstart + vrows)
+            for (int64_t c = 0; c < h; c++)
+                ref[(ids[t] - vstart) * h + c] += at(&dy, (size_t)(t * h + c));
+    assert_int_equal(cudaMalloc((void **)&ids_dev, sizeof ids), cudaSuccess);
+    assert_int_equal(cudaMemcpy(ids_dev, ids, sizeof ids, cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(ck_embed_scatter_add(ids_dev, tokens, dy.dev, vstart, vrows, h, dt.dev,
+                                          PDBX_DTYPE_BF16, stream), cudaSuccess);
+    download(&dt);
+    expect_close("embed_scatter_add", &dt, ref, (size_t)(vrows * h), 1e-5f, 1e-6f);
+    free(ref);
+    cudaFree(ids_dev);
+    drop(&dy), drop(&dt);
+}
+
+/* The attention backward on the device (after its forward, whose probabilities it keeps)
+ * against attention_bwd_ref on the same rounded inputs. */
+static void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d,
+                              const double *q, const double *k, const double *v, const double *dO,
+                              double *dq, double *dk, double *dv);
+static void check_attention_bwd(pdbx_dtype dt, int64_t mbs, int64_t seq, int64_t heads, int64_t kv,
+                                int64_t d, float atol)
+{
+    const int64_t T = mbs * seq;
+    const size_t nq = (size_t)(T * heads * d), nk = (size_t)(T * kv * d);
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt};
+    tensor q = make(nq, dt, -1.0f, 1.0f), k = make(nk, dt, -1.0f, 1.0f), v = make(nk, dt, -1.0f, 1.0f);
+    tensor o = make(nq, dt, 0.0f, 0.0f), dO = make(nq, dt, -1.0f, 1.0f);
+    tensor s = make(cuda_attention_scores_elems(&dims), dt, 0.0f, 0.0f);
+    tensor ds = make(cuda_attention_scores_elems(&dims), dt, 0.0f, 0.0f);
+    tensor dq = make(nq, dt, 5.0f, 6.0f), dk = make(nk, dt, 5.0f, 6.0f), dv = make(nk, dt, 5.0f, 6.0f);
+    cuda_attention a;
+    char err[512];
+    if (cuda_attention_plan(gemm, &dims, &a, err, sizeof err) != 0 ||
+        cuda_attention_plan_bwd(gemm, &a, err, sizeof err) != 0)
+        fail_msg("attention plan: %s", err);
+    if (cuda_attention_enqueue(gemm, &a, q.dev, k.dev, v.dev, s.dev, o.dev, stream, err, sizeof err) ||
+        cuda_attention_bwd_enqueue(gemm, &a, q.dev, k.dev, v.dev, s.dev, dO.dev, ds.dev, dq.dev,
+                                   dk.dev, dv.dev, stream, err, sizeof err))
+        fail_msg("attention: %s", err);
+    download(&dq), download(&dk), download(&dv);
+    double *hq = host_of(&q), *hk = host_of(&k), *hv = host_of(&v), *hd = host_of(&dO);
+    double *rq = malloc(nq * sizeof *rq), *rk = malloc(nk * sizeof *rk), *rv = malloc(nk * sizeof *rv);
+    assert_true(rq && rk && rv);
+    attention_bwd_ref(mbs, seq, heads, kv, d, hq, hk, hv, hd, rq, rk, rv);
+    float *fq = malloc(nq * sizeof *fq), *fk = malloc(nk * sizeof *fk), *fv = malloc(nk * sizeof *fv);
+    assert_true(fq && fk && fv);
+    for (size_t i = 0; i < nq; i++)
+        fq[i] = (float)rq[i];
+    for (size_t i = 0; i < nk; i++)
+        fk[i] = (float)rk[i], fv[i] = (float)rv[i];
+    expect_close("attention bwd dq", &dq, fq, nq, atol, 1.0f / 32);
+    expect_close("attention bwd dk", &dk, fk, nk, atol, 1.0f / 32);
+    expect_close("attention bwd dv", &dv, fv, nk, atol, 1.0f / 32);
+    free(hq), free(hk), free(hv), free(hd), free(rq), free(rk), free(rv), free(fq), free(fk), free(fv);
+    drop(&q), drop(&k), drop(&v), drop(&o), drop(&dO), drop(&s), drop(&ds), drop(&dq), drop(&dk),
+        drop(&dv);
+}
+
+static void test_attention_bwd(void **state)
+{
+    (void)state;
+    check_attention_bwd(PDBX_DTYPE_FP32, 2, 24, 4, 2, 64, 1e-2f);    /* GQA, TF32 GEMMs */
+    check_attention_bwd(PDBX_DTYPE_BF16, 2, 40, 8, 2, 64, 6e-2f);    /* GQA, group 4 */
+    check_attention_bwd(PDBX_DTYPE_BF16, 1, 33, 4, 4, 128, 6e-2f);   /* MHA, Llama d */
+}
+
 /* ---- host-only: the layouts the GPU code hands to cuBLASLt, run through an emulated GEMM --- */
 
 /* cuBLASLt's definition, column-major: C[b](i,j) = alpha * sum_l op(A[b])(i,l) op(B[b])(l,j),
  * op(X)(i,l) = X[l + i*ld] when transposed, else X[i + l*ld]. */
+static void emulate_gemm_beta(const cuda_gemm_shape *s, double alpha, double beta, const double *A,
+                              const double *B, double *C);
 static void emulate_gemm(const cuda_gemm_shape *s, double alpha, const double *A, const double *B,
                          double *C)
+{
+    emulate_gemm_beta(s, alpha, 0.0, A, B, C);
+}
+
+static void emulate_gemm_beta(const cuda_gemm_shape *s, double alpha, double beta, const double *A,
+                              const double *B, double *C)
 {
     for (int64_t b = 0; b < s->batch; b++)
         for (int64_t i = 0; i < s->m; i++)
@@ -452,7 +676,8 @@ static void emulate_gemm(const cuda_gemm_shape *s, double alpha, const double *A
                                           : B[b * s->stride_b + l + j * s->ldb];
                     acc += a * x;
                 }
-                C[b * s->stride_c + i + j * s->ldc] = alpha * acc;
+                double *c = &C[b * s->stride_c + i + j * s->ldc];
+                *c = alpha * acc + (beta != 0.0 ? beta * *c : 0.0);
             }
 }
 
@@ -485,6 +710,174 @@ static void test_host_linear_layout(void **state)
     free(x), free(w), free(y);
 }
 
+/* The backward's GEMMs of Y = X W^T (W [n, k]): dgrad gives dX = dY W, wgrad adds dY^T X onto
+ * what dW held (beta 1). */
+static void test_host_linear_bwd_layout(void **state)
+{
+    (void)state;
+    const int64_t m = 5, n = 7, k = 3;
+    double *x = host_rand((size_t)(m * k)), *w = host_rand((size_t)(n * k));
+    double *dy = host_rand((size_t)(m * n)), *dw = host_rand((size_t)(n * k));
+    double *dw0 = malloc((size_t)(n * k) * sizeof *dw0), *dx = calloc((size_t)(m * k), sizeof *dx);
+    assert_non_null(dw0);
+    assert_non_null(dx);
+    memcpy(dw0, dw, (size_t)(n * k) * sizeof *dw0);
+    cuda_gemm_shape dg = cuda_gemm_dgrad_shape(PDBX_DTYPE_BF16, m, n, k);
+    cuda_gemm_shape wg = cuda_gemm_wgrad_shape(PDBX_DTYPE_BF16, m, n, k);
+    assert_int_equal(wg.c_fp32, 1);
+    assert_int_equal(dg.c_fp32, 0);
+    emulate_gemm(&dg, 1.0, w, dy, dx);            /* A = weight, B = dY, as the backend calls it */
+    emulate_gemm_beta(&wg, 1.0, 1.0, x, dy, dw);  /* A = activations, B = dY */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t l = 0; l < k; l++) {
+            double want = 0.0;
+            for (int64_t j = 0; j < n; j++)
+                want += dy[i * n + j] * w[j * k + l];
+            assert_true(fabs(dx[i * k + l] - want) < 1e-12);
+        }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t l = 0; l < k; l++) {
+            double want = dw0[j * k + l];
+            for (int64_t i = 0; i < m; i++)
+                want += dy[i * n + j] * x[i * k + l];
+            assert_true(fabs(dw[j * k + l] - want) < 1e-12);
+        }
+    free(x), free(w), free(dy), free(dw), free(dw0), free(dx);
+}
+
+/* Textbook gradients of L = sum dO * attention(q, k, v) (token row = pos * mbs + b; q head h
+ * uses kv head h / group), in double; dq, dk, dv overwritten. */
+static void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d,
+                              const double *q, const double *k, const double *v, const double *dO,
+                              double *dq, double *dk, double *dv)
+{
+    const int64_t T = mbs * seq, group = heads / kv;
+    const double scale = 1.0 / sqrt((double)d);
+    memset(dq, 0, (size_t)(T * heads * d) * sizeof *dq);
+    memset(dk, 0, (size_t)(T * kv * d) * sizeof *dk);
+    memset(dv, 0, (size_t)(T * kv * d) * sizeof *dv);
+    double *p = malloc((size_t)seq * sizeof *p), *dp = malloc((size_t)seq * sizeof *dp);
+    assert_non_null(p);
+    assert_non_null(dp);
+    for (int64_t b = 0; b < mbs; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < seq; i++) {
+                const int64_t g = h / group;
+                const double *qi = q + ((i * mbs + b) * heads + h) * d;
+                const double *doi = dO + ((i * mbs + b) * heads + h) * d;
+                double mx = -INFINITY, sum = 0.0, D = 0.0;
+                for (int64_t j = 0; j <= i; j++) {
+                    const double *kj = k + ((j * mbs + b) * kv + g) * d;
+                    double dot = 0.0;
+                    for (int64_t e = 0; e < d; e++)
+                        dot += qi[e] * kj[e];
+                    p[j] = dot * scale;
+                    mx = fmax(mx, p[j]);
+                }
+                for (int64_t j = 0; j <= i; j++)
+                    sum += exp(p[j] - mx);
+                for (int64_t j = 0; j <= i; j++) {
+                    p[j] = exp(p[j] - mx) / sum;
+                    const double *vj = v + ((j * mbs + b) * kv + g) * d;
+                    double *dvj = dv + ((j * mbs + b) * kv + g) * d;
+                    dp[j] = 0.0;
+                    for (int64_t e = 0; e < d; e++) {
+                        dp[j] += doi[e] * vj[e];
+                        dvj[e] += p[j] * doi[e];
+                    }
+                    D += p[j] * dp[j];
+                }
+                double *dqi = dq + ((i * mbs + b) * heads + h) * d;
+                for (int64_t j = 0; j <= i; j++) {
+                    const double ds = p[j] * (dp[j] - D) * scale;
+                    const double *kj = k + ((j * mbs + b) * kv + g) * d;
+                    double *dkj = dk + ((j * mbs + b) * kv + g) * d;
+                    for (int64_t e = 0; e < d; e++) {
+                        dqi[e] += ds * kj[e];
+                        dkj[e] += ds * qi[e];
+                    }
+                }
+            }
+    free(p), free(dp);
+}
+
+static void expect_near(const char *what, const double *got, const double *want, size_t n,
+                        double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i]))))
+            fail_msg("%s[%zu] = %g, want %g", what, i, got[i], want[i]);
+}
+
+/* The backend's backward sequence (cuda_attention_bwd_enqueue: its shapes, member offsets,
+ * beta accumulation over the group and ck_causal_softmax_bwd's definition) reproduces the
+ * textbook gradients. */
+static void check_host_attention_bwd(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d)
+{
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16};
+    cuda_gemm_shape qk, pv, pt;
+    assert_int_equal(cuda_attention_shapes(&dims, &qk, &pv), 0);
+    assert_int_equal(cuda_attention_shape_bwd(&dims, &pt), 0);
+    const int64_t T = mbs * seq, group = heads / kv;
+    const size_t nq = (size_t)(T * heads * d), nk = (size_t)(T * kv * d);
+    const size_t ns = cuda_attention_scores_elems(&dims);
+    double *q = host_rand(nq), *k = host_rand(nk), *v = host_rand(nk), *dO = host_rand(nq);
+    double *P = calloc(ns, sizeof *P), *dS = calloc(ns, sizeof *dS);
+    double *dq = host_rand(nq), *dk = host_rand(nk), *dv = host_rand(nk);   /* overwritten */
+    double *rq = malloc(nq * sizeof *rq), *rk = malloc(nk * sizeof *rk), *rv = malloc(nk * sizeof *rv);
+    assert_true(P && dS && rq && rk && rv);
+    int64_t q_off, s_off;
+    /* the forward's probabilities, as check_host_attention computes them */
+    for (int64_t jj = 0; jj < group; jj++) {
+        cuda_attention_member(&dims, jj, &q_off, &s_off);
+        emulate_gemm(&qk, cuda_attention_scale(&dims), k, q + q_off, P + s_off);
+    }
+    for (int64_t r = 0; r < mbs * heads * seq; r++) {
+        double *row = P + r * seq, mx = -INFINITY, sum = 0.0;
+        int64_t i = r % seq;
+        for (int64_t j = 0; j <= i; j++)
+            mx = fmax(mx, row[j]);
+        for (int64_t j = 0; j <= i; j++)
+            sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < seq; j++)
+            row[j] = j <= i ? exp(row[j] - mx) / sum : 0.0;
+    }
+    /* cuda_attention_bwd_enqueue's sequence */
+    for (int64_t jj = 0; jj < group; jj++) {
+        cuda_attention_member(&dims, jj, &q_off, &s_off);
+        emulate_gemm_beta(&pt, 1.0, jj ? 1.0 : 0.0, dO + q_off, P + s_off, dv);
+        emulate_gemm(&qk, 1.0, v, dO + q_off, dS + s_off);
+    }
+    for (int64_t r = 0; r < mbs * heads * seq; r++) {   /* ck_causal_softmax_bwd's definition */
+        const double *pr = P + r * seq;
+        double *gr = dS + r * seq, dot = 0.0;
+        int64_t i = r % seq;
+        for (int64_t j = 0; j <= i; j++)
+            dot += pr[j] * gr[j];
+        for (int64_t j = 0; j < seq; j++)
+            gr[j] = j <= i ? cuda_attention_scale(&dims) * pr[j] * (gr[j] - dot) : 0.0;
+    }
+    for (int64_t jj = 0; jj < group; jj++) {
+        cuda_attention_member(&dims, jj, &q_off, &s_off);
+        emulate_gemm(&pv, 1.0, k, dS + s_off, dq + q_off);
+        emulate_gemm_beta(&pt, 1.0, jj ? 1.0 : 0.0, q + q_off, dS + s_off, dk);
+    }
+    attention_bwd_ref(mbs, seq, heads, kv, d, q, k, v, dO, rq, rk, rv);
+    expect_near("attention bwd dq", dq, rq, nq, 1e-6);   /* the scale is a float */
+    expect_near("attention bwd dk", dk, rk, nk, 1e-6);   /* the scale is a float */
+    expect_near("attention bwd dv", dv, rv, nk, 1e-6);   /* the scale is a float */
+    free(q), free(k), free(v), free(dO), free(P), free(dS), free(dq), free(dk), free(dv);
+    free(rq), free(rk), free(rv);
+}
+
+static void test_host_attention_bwd_layout(void **state)
+{
+    (void)state;
+    check_host_attention_bwd(3, 5, 6, 2, 4);    /* GQA, group 3 */
+    check_host_attention_bwd(2, 6, 4, 4, 4);    /* MHA */
+    check_host_attention_bwd(1, 9, 4, 1, 8);    /* MQA */
+    check_host_attention_bwd(4, 3, 2, 1, 2);    /* mbs > seq */
+}
 
 /* The backend derives each point's dimensions itself and refuses a point whose planner GEMM
  * shapes disagree; here both derivations must agree for every model preset and valid TP. */
@@ -641,6 +1034,8 @@ int main(void)
     const struct CMUnitTest host_tests[] = {
         cmocka_unit_test(test_host_linear_layout),
         cmocka_unit_test(test_host_attention_layout),
+        cmocka_unit_test(test_host_linear_bwd_layout),
+        cmocka_unit_test(test_host_attention_bwd_layout),
         cmocka_unit_test(test_host_dims_match_plan),
     };
     int host_rc = cmocka_run_group_tests_name("cuda_layouts_host", host_tests, NULL, NULL);
@@ -670,6 +1065,11 @@ int main(void)
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_attention_mha_mqa),
         cmocka_unit_test(test_device_noise),
+        cmocka_unit_test(test_linear_bwd),
+        cmocka_unit_test(test_rmsnorm_bwd),
+        cmocka_unit_test(test_silu_mul_bwd),
+        cmocka_unit_test(test_embed_scatter_add),
+        cmocka_unit_test(test_attention_bwd),
     };
     int rc = cmocka_run_group_tests_name("cuda_kernels", tests, NULL, NULL);
     cuda_gemm_destroy(gemm);

@@ -2,7 +2,9 @@
  * pdbx_backend_entry_v1) and checks its ABI, that both vtables are complete, that nothing but
  * the entry symbol is exported, and that probe() and init() fail cleanly, naming the driver or
  * device, on a machine without a GPU. On a machine with a GPU the same binary runs a small
- * point through every compute op, an OOM, and a one-rank NCCL all-reduce instead.
+ * point through every compute op, an OOM, and a one-rank NCCL all-reduce instead, and with
+ * passes fwd,bwd every op's backward, the bwd point's device memory against the planner's list
+ * and lm_head's bwd/fwd ratio (1.5 to 3).
  *
  * The .so is looked up next to this binary's variant (<exe_dir>/../lib), then in
  * $PDBX_BUILD/lib, then in PDBX_SOURCE_DIR/build/lib. When it was not built (no nvcc, or
@@ -310,6 +312,115 @@ static void test_gpu_point(void **state)
     ops->fini(c);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of 9 timed executions of one pass of op (after 2 untimed). */
+static double median_ms(const pdbx_compute_ops *ops, pdbx_compute *c, pdbx_op op, pdbx_pass pass)
+{
+    double t[9], ms;
+    char err[512];
+    for (int i = 0; i < 11; i++) {
+        if (ops->run_op(c, op, pass, 0, &ms, err, sizeof err) != 0)
+            fail_msg("run_op(%s, %s): %s", pdbx_op_name(op), pdbx_pass_name(pass), err);
+        if (i >= 2)
+            t[i - 2] = ms;
+    }
+    qsort(t, 9, sizeof t[0], cmp_double);
+    return t[4];
+}
+
+/* passes fwd,bwd: every op's bwd runs on every layer (bf16 and fp32, untied and tied
+ * embeddings); a point prepared without bwd refuses it; the point's device memory is the
+ * planner's list (its cuda rule, gradients included); lm_head's bwd (dgrad + wgrad) takes 1.5
+ * to 3 times its forward. */
+static void test_gpu_bwd(void **state)
+{
+    (void)state;
+    if (!have_gpu) {
+        print_message("SKIP: no CUDA device (%s)\n", probe_why);
+        skip();
+    }
+    const pdbx_compute_ops *ops = entry->compute;
+    char err[512] = "";
+    for (int variant = 0; variant < 3; variant++) {
+        pdbx_compute_config cfg = {.local_size = 1, .world_size = 1, .blas_threads = 1,
+                                   .dtype = variant == 1 ? PDBX_DTYPE_FP32 : PDBX_DTYPE_BF16};
+        pdbx_compute *c = NULL;
+        if (ops->init(&cfg, &c, err, sizeof err) != 0)
+            fail_msg("init: %s", err);
+        pdbx_point_shapes p;
+        tiny_point(&p, 2);
+        p.model.tie_embeddings = variant == 2;
+        p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+        if (ops->prepare(c, &p, err, sizeof err) != 0)
+            fail_msg("prepare: %s", err);
+        for (int l = 0; l < p.layers; l++)
+            for (int op = 0; op < PDBX_OP_COUNT; op++) {
+                if (pdbx_op_is_comm((pdbx_op)op))
+                    continue;
+                double ms = -1.0;
+                if (ops->run_op(c, (pdbx_op)op, PDBX_PASS_FWD, l, &ms, err, sizeof err) != 0 ||
+                    ops->run_op(c, (pdbx_op)op, PDBX_PASS_BWD, l, &ms, err, sizeof err) != 0)
+                    fail_msg("run_op(%s, layer %d): %s", pdbx_op_name((pdbx_op)op), l, err);
+                assert_true(ms > 0.0 && ms < 1000.0);
+            }
+        assert_true(isfinite(ops->checksum(c)));
+        p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD);
+        if (ops->prepare(c, &p, err, sizeof err) != 0)
+            fail_msg("prepare: %s", err);
+        double ms = 0;
+        assert_int_not_equal(ops->run_op(c, PDBX_OP_LM_HEAD, PDBX_PASS_BWD, 0, &ms, err, sizeof err), 0);
+        assert_non_null(strstr(err, "bwd"));
+        ops->fini(c);
+    }
+    /* memory and the lm_head ratio on a real-sized lm_head (h 2048, vocab 128256, seq 512) */
+    pdbx_compute_config cfg = {.local_size = 1, .world_size = 1, .blas_threads = 1,
+                               .dtype = PDBX_DTYPE_BF16};
+    pdbx_compute *c = NULL;
+    if (ops->init(&cfg, &c, err, sizeof err) != 0)
+        fail_msg("init: %s", err);
+    pdbx_point_shapes p;
+    tiny_point(&p, 1);
+    p.model.hidden = 2048;
+    p.model.heads = 32;
+    p.model.kv_heads = 8;
+    p.model.intermediate = 8192;
+    p.model.vocab = 128256;
+    p.seq_len = 512;
+    p.layers = 1;
+    p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    spec.model = p.model;
+    spec.seq_len = p.seq_len;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, (pdbx_op)op, &p.shape[op]), 0);
+    if (ops->prepare(c, &p, err, sizeof err) != 0)
+        fail_msg("prepare: %s", err);
+    pdbx_profile_point pp = {.model = p.model, .tp = 1, .pp = 1, .dp = 1, .mbs = 1,
+                             .seq_len = p.seq_len, .layers = 1, .ops = p.ops, .passes = p.passes,
+                             .dtype = PDBX_DTYPE_BF16, .backend = PDBX_BACKEND_CUDA, .threads = 1};
+    pdbx_profile_memory pm;
+    assert_int_equal(pdbx_profile_memory_list(&pp, &pm, err, sizeof err), 0);
+    double peak = 0, base = 0;
+    if (ops->mem_peak(c, &peak, &base) == 0) {
+        /* the cuBLASLt workspace is allocated at init (in the baseline) */
+        double listed = pm.total - pm.kind_bytes[PDBX_MEM_WORKSPACE] + (double)p.mbs * p.seq_len * 4;
+        print_message("device memory of the bwd point: %.0f bytes, listed %.0f\n", peak, listed);
+        assert_true(fabs(peak - listed) <= 0.05 * listed + (64 << 20));
+    }
+    double fwd = median_ms(ops, c, PDBX_OP_LM_HEAD, PDBX_PASS_FWD);
+    double bwd = median_ms(ops, c, PDBX_OP_LM_HEAD, PDBX_PASS_BWD);
+    print_message("lm_head [512 x 2048] x [2048 x 128256] bf16: fwd %.3f ms, bwd %.3f ms, bwd/fwd "
+                  "%.2f\n", fwd, bwd, bwd / fwd);
+    assert_true(bwd / fwd >= 1.5 && bwd / fwd <= 3.0);
+    ops->fini(c);
+}
+
 int main(void)
 {
     if (find_so() != 0) {
@@ -323,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_probe_without_gpu),
         cmocka_unit_test(test_init_fails_cleanly_without_gpu),
         cmocka_unit_test(test_gpu_point),
+        cmocka_unit_test(test_gpu_bwd),
     };
     return cmocka_run_group_tests_name("cuda_backend", tests, group_setup, group_teardown);
 }

@@ -158,6 +158,88 @@ static void test_cuda_bf16_by_hand(void **state)
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 107136 - 16384);
 }
 
+/* passes fwd,bwd adds the backward's buffers (kind grads, and workspace), by hand:
+ * cpu fp32, the small point (T 16, qd 32, kvd 16, I/t 64, V/t 128, 2 threads):
+ *   activation gradients (fp32): d hidden, d norm_out, d attn_out, d post_norm_out, d gate,
+ *     d up, d act 16*64*4 = 4096 each (28672); d q, d ctx 2048 each; d k, d v 1024 each;
+ *     d logits 16*128*4 = 8192 -> 43008
+ *   weight gradients (fp32, one set): embed, lm_head 128*64*4 = 32768 each; norm 256; q, o
+ *     64*32*4 = 8192 each; k/v (one) 4096; gate/up (one), down 16384 each -> 119040
+ *   grads 43008 + 119040 = 162048; attention backward scratch (2*32*8 + 16*64) floats * 2
+ *   threads * 4 = 12288 -> workspace 10240 + 12288 = 22528; total 631104 + 174336 = 805440
+ * cpu bf16: bf16 copies of the GEMMs' output gradients: d hidden, d attn_out, d gate, d up
+ *   16*64*2 = 2048 each, d q 1024, d k, d v 512 each, d logits 4096 -> + 14336 = 176384
+ * cuda bf16 (test_cuda_bf16_by_hand's point): activation gradients in bf16: d hidden, d
+ *   norm_out, d attn_out, d post_norm_out, d gate, d up, d act, d final_norm_out 2048 each
+ *   (16384); d q, d ctx 1024 each; d k, d v 512 each; d scores 512; d logits 4096 -> 24064;
+ *   weight gradients fp32 as the cpu's, exact -> 119040; grads 143104; the norms' rstd 16*4 =
+ *   64 of workspace; tied: no lm_head gradient, 143104 - 32768 = 110336 */
+static void test_bwd_buffers_by_hand(void **state)
+{
+    (void)state;
+    const uint32_t both = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    pdbx_profile_memory m;
+    char err[256] = "";
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 0);   /* fwd only: none */
+    p.passes = both;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 162048);
+    assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 22528);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 213248);      /* unchanged */
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 47168);
+    assert_true(m.total == 805440);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_KV) == 4096);    /* k and v share */
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_GATE_UP) == 16384);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == -1);     /* the cpu kernel recomputes */
+    assert_int_equal(m.buf[m.nbufs - 1].role, PDBX_BUF_COMM);
+    p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
+    p.passes = both;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 176384);
+    /* cuda */
+    p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    p.pp = 2;
+    p.dp = 1;
+    p.passes = both;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 143104);
+    assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 33554432 + 64);
+    assert_true(m.total == 33687744 + 143104 + 64);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == 512);
+    p.model.tie_embeddings = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 110336);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LM_HEAD_W) == -1);
+    /* only lm_head: its own gradients, the buffers it reads and writes */
+    p.model.tie_embeddings = 0;
+    p.ops = PDBX_OP_BIT(PDBX_OP_LM_HEAD);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 2048 + 4096 + 32768);   /* d xf, d logits, dW */
+}
+
+/* The spec's passes reach the planned point (pdbx plan predicts the bwd memory). */
+static void test_bwd_from_spec(void **state)
+{
+    (void)state;
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    pdbx_parallel par = { 1, 1, 1 };
+    pdbx_profile_point pp;
+    pdbx_profile_point_of(&spec, &par, 1, PDBX_BACKEND_CPU, 1, &pp);
+    assert_int_equal(pp.passes, PDBX_PASS_BIT(PDBX_PASS_FWD));
+    pdbx_plan_point pt = { .tp = 1, .pp = 1, .dp = 1, .mbs = 1 };
+    char err[256] = "";
+    assert_int_equal(pdbx_plan_point_profile(&spec, &pt, PDBX_BACKEND_CPU, 1, err, sizeof err), 0);
+    double fwd_only = pt.profile_bytes;
+    assert_true(pt.profile_kind_bytes[PDBX_MEM_GRADS] == 0);
+    assert_int_equal(pdbx_spec_set(&spec, "passes", "fwd,bwd", err, sizeof err), 0);
+    assert_int_equal(pdbx_plan_point_profile(&spec, &pt, PDBX_BACKEND_CPU, 1, err, sizeof err), 0);
+    assert_true(pt.profile_kind_bytes[PDBX_MEM_GRADS] > 0);
+    assert_true(pt.profile_bytes > fwd_only + pt.profile_kind_bytes[PDBX_MEM_GRADS] - 1);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -216,6 +298,8 @@ int main(void)
         cmocka_unit_test(test_cpu_fp32_by_hand),
         cmocka_unit_test(test_dp_cap),
         cmocka_unit_test(test_cuda_bf16_by_hand),
+        cmocka_unit_test(test_bwd_buffers_by_hand),
+        cmocka_unit_test(test_bwd_from_spec),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fasop_a40),
     };

@@ -186,7 +186,8 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
             || !cJSON_AddStringToObject(o, "sweep", sweep_names[act[i]]))
             goto fail;
         cJSON *pm = cJSON_AddObjectToObject(o, "profile");
-        static const char *const kinds[PDBX_MEM_KINDS] = { "weights", "activations", "workspace", "comm" };
+        static const char *const kinds[PDBX_MEM_KINDS] = { "weights", "activations", "workspace", "comm",
+                                                             "grads" };
         for (int k = 0; pm && k < PDBX_MEM_KINDS; k++)
             if (!cJSON_AddNumberToObject(pm, kinds[k], p->profile_kind_bytes[k]))
                 pm = NULL;

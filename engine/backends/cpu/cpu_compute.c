@@ -141,9 +141,14 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: run_op before prepare");
         return -1;
     }
-    if (pass != PDBX_PASS_FWD) {
-        snprintf(err, errlen, "cpu backend: the %s pass of %s is not implemented", pdbx_pass_name(pass),
+    if ((int)pass < 0 || pass >= PDBX_PASS_COUNT) {
+        snprintf(err, errlen, "cpu backend: pass %d of %s (allowed: fwd, bwd)", (int)pass,
                  pdbx_op_name(op));
+        return -1;
+    }
+    if (pass == PDBX_PASS_BWD && !(c->p.passes & PDBX_PASS_BIT(PDBX_PASS_BWD))) {
+        snprintf(err, errlen, "cpu backend: the bwd pass of %s needs a point prepared with bwd in "
+                 "its passes (no gradient buffers)", pdbx_op_name(op));
         return -1;
     }
     if (!(c->p.ops & PDBX_OP_BIT(op)) || pdbx_op_is_comm(op)) {
@@ -159,6 +164,12 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
     const float eps = 1e-5f;
     double t0 = pdbx_mono_s() * 1e3;
+    if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
+        if (pdbx_cpu_run_bwd(c, op, layer, err, errlen) != 0)
+            return -1;
+        *ms = pdbx_mono_s() * 1e3 - t0;
+        return 0;
+    }
     switch (op) {
     case PDBX_OP_EMBED:
         pdbx_k_embed_gather(c->emb_table, c->vloc, 0, c->ids, T, (size_t)h * c->esz, c->emb_out);

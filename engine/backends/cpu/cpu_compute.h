@@ -13,6 +13,9 @@
  * the own kernels (norms, SiLU x up, attention core) compute on fp32 buffers. cblas_sbgemm
  * is looked up at run time (OpenBLAS builds without BUILD_BFLOAT16, Debian 12's included, lack
  * it): without it, and for fp16 always, init() fails with a message naming the allowed dtypes.
+ * passes with bwd: prepare() also allocates the backward's buffers of the planner's list
+ * (gradients, cpu_backward.c), per point like the activations; run_op's bwd pass refuses a
+ * point prepared without them.
  */
 #ifndef PDBX_CPU_COMPUTE_H
 #define PDBX_CPU_COMPUTE_H

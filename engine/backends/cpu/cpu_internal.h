@@ -4,7 +4,9 @@
  * cpu_compute.c: init, fini, describe, run_op, spans, comm buffer, checksum;
  * cpu_memory.c:  prepare and release (memory guard, allocation of the planner's list of
  *                buffers, real values in every buffer; the weights kept across a config's MBS
- *                sweep, cpu_compute.h) and the measured memory peak of a point.
+ *                sweep, cpu_compute.h) and the measured memory peak of a point;
+ * cpu_backward.c: the bwd pass of every op (dgrad/wgrad GEMMs, cpu_kernels_bwd.h) and its
+ *                buffers' roles and values.
  */
 #ifndef PDBX_CPU_INTERNAL_H
 #define PDBX_CPU_INTERNAL_H
@@ -24,6 +26,16 @@ typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRA
 typedef struct {
     void *wq, *wk, *wv, *wo, *wg, *wu, *wd;   /* fp32 or bf16, [k, n] row-major */
 } cpu_layer;
+
+/* The backward pass's buffers (allocated only when the point's passes include bwd; the
+ * planner's list, plan_profile_memory.c, cpu_grad_list): d<activation> is the gradient of that
+ * activation in fp32; the *_b copies hold the GEMM dtype (bf16) of the output gradients a bf16
+ * dgrad/wgrad reads (NULL in fp32); dw* are the fp32 weight gradients, one set for all layers. */
+typedef struct {
+    float *dx, *dxn, *dq, *dk, *dv, *dctx, *dy, *dyn, *dg, *du, *dact, *dlogits, *scratch;
+    void *dx_b, *dq_b, *dk_b, *dv_b, *dy_b, *dg_b, *du_b, *dlogits_b;
+    float *demb, *dnorm_w, *dwlm, *dwq, *dwkv, *dwo, *dwgu, *dwd;
+} cpu_grads;
 
 struct pdbx_compute {
     pdbx_compute_config cfg;
@@ -54,6 +66,7 @@ struct pdbx_compute {
     void *comm_buf;
     size_t comm_bytes;
     sbgemm_fn sbgemm;
+    cpu_grads grad;              /* bwd buffers (cpu_backward.c); all NULL without bwd */
     double span_t0[PDBX_SPAN_COUNT];   /* pdbx_mono_s() in ms at each span's begin */
 };
 
@@ -64,5 +77,11 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
 void cpu_release(pdbx_compute *c);
 void pdbx_cpu_free_weights(pdbx_compute *c);
 int cpu_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes);
+/* cpu_backward.c: where a gradient role of the planner's list lives (NULL for other roles);
+ * real values in the gradient buffers after allocation (returns the next seed); the timed
+ * body of run_op's bwd pass of op (0, or -1 with a message). */
+void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r);
+uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed);
+int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen);
 
 #endif

@@ -25,6 +25,7 @@ void cpu_release(pdbx_compute *c)
     c->x = c->xn = c->q = c->k = c->v = c->ctx = c->y = c->yn = c->g = c->u = c->act = NULL;
     c->logits = c->attn_scratch = NULL;
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
+    memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
 }
 
 void pdbx_cpu_free_weights(pdbx_compute *c)
@@ -155,7 +156,7 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_L_GATE: return &L->wg;
     case PDBX_BUF_L_UP: return &L->wu;
     case PDBX_BUF_L_DOWN: return &L->wd;
-    default: return NULL;
+    default: return pdbx_cpu_grad_slot(c, r);   /* the bwd buffers (cpu_backward.c) */
     }
 }
 
@@ -341,6 +342,7 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     /* the planner's list of this point's buffers (pp, dp 1: the comm buffer is the engine's) */
     pdbx_profile_point pp = { .model = p->model, .tp = p->tp, .pp = 1, .dp = 1, .mbs = p->mbs,
                               .seq_len = p->seq_len, .layers = p->layers, .ops = p->ops,
+                              .passes = p->passes,
                               .dtype = c->cfg.dtype, .backend = PDBX_BACKEND_CPU,
                               .threads = c->cfg.blas_threads };
     if (pdbx_profile_memory_list(&pp, &c->mem, err, errlen) != 0)
@@ -363,6 +365,7 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     uint64_t seed = fill_acts(c, m->vocab, 1000u + (uint64_t)c->cfg.world_rank * 7919u);
     if (new_weights)
         fill_weights(c, seed);
+    pdbx_cpu_fill_grads(c, seed + 64);   /* bwd buffers, when listed (cpu_backward.c) */
     c->prepared = 1;
     return 0;
 }

@@ -70,6 +70,24 @@ int cuda_attention_shapes(const cuda_attention_dims *d, cuda_gemm_shape *qk, cud
     return 0;
 }
 
+int cuda_attention_shape_bwd(const cuda_attention_dims *d, cuda_gemm_shape *pt)
+{
+    cuda_gemm_shape qk, pv;
+    if (cuda_attention_shapes(d, &qk, &pv) != 0)
+        return -1;
+    const int64_t s = d->seq, hd = d->head_dim, group = d->heads / d->kv_heads;
+    /* A = dO or Q (pv's C layout), B = P' or dS' ([sk, sq] ld s, transposed), C = dV or dK
+     * (qk's A layout) */
+    *pt = (cuda_gemm_shape){
+        .dtype = d->dtype, .trans_a = 0, .trans_b = 1,
+        .m = hd, .n = s, .k = s,
+        .lda = pv.ldc, .ldb = s, .ldc = qk.lda,
+        .batch = qk.batch, .stride_a = group * hd, .stride_b = s * s, .stride_c = hd,
+        .align_a = pv.align_c, .align_b = pv.align_b, .align_c = qk.align_a,
+    };
+    return 0;
+}
+
 void cuda_attention_member(const cuda_attention_dims *d, int64_t jj, int64_t *q_off, int64_t *s_off)
 {
     *q_off = jj * d->head_dim;                                   /* q head g * group + jj */
@@ -131,4 +149,60 @@ int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
             return rc;
     }
     return 0;
+}
+
+int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t errlen)
+{
+    cuda_gemm_shape pt;
+    if (cuda_attention_shape_bwd(&a->dims, &pt) != 0) {
+        snprintf(err, errlen, "cuda attention backward: bad dimensions (plan the forward first)");
+        return -1;
+    }
+    return cuda_gemm_plan_get(g, &pt, &a->pt, err, errlen);
+}
+
+int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
+                               const void *k, const void *v, const void *probs, const void *dout,
+                               void *dscores, void *dq, void *dk, void *dv, cudaStream_t stream,
+                               char *err, size_t errlen)
+{
+    const cuda_attention_dims *d = &a->dims;
+    const int64_t es = elem_bytes(d->dtype), group = d->heads / d->kv_heads;
+    const char *qb = q, *ob = dout, *pb = probs;
+    char *sb = dscores, *dqb = dq;
+    int64_t q_off, s_off;
+    int rc = 0;
+    if (!a->pt) {
+        snprintf(err, errlen, "cuda attention backward: not planned");
+        return -1;
+    }
+    /* dV = sum over the group of P^T dO; dP = dO V^T (the qk shape with V and dO) */
+    for (int64_t jj = 0; jj < group && rc == 0; jj++) {
+        cuda_attention_member(d, jj, &q_off, &s_off);
+        rc = cuda_gemm_exec_beta(g, a->pt, 1.0f, jj ? 1.0f : 0.0f, ob + q_off * es,
+                                 pb + s_off * es, dv, stream, err, errlen);
+        if (rc == 0)
+            rc = cuda_gemm_exec(g, a->qk, 1.0f, v, ob + q_off * es, sb + s_off * es, stream, err,
+                                errlen);
+    }
+    if (rc)
+        return rc;
+    cudaError_t e = ck_causal_softmax_bwd(probs, dscores, d->mbs * d->heads, d->seq,
+                                          cuda_attention_scale(d), d->dtype, stream);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(err, errlen, "ck_causal_softmax_bwd failed: %s (%s)", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+        return -1;
+    }
+    /* dQ = dS K (the pv shape with K and dS); dK = sum over the group of dS^T Q */
+    for (int64_t jj = 0; jj < group && rc == 0; jj++) {
+        cuda_attention_member(d, jj, &q_off, &s_off);
+        rc = cuda_gemm_exec(g, a->pv, 1.0f, k, sb + s_off * es, dqb + q_off * es, stream, err,
+                            errlen);
+        if (rc == 0)
+            rc = cuda_gemm_exec_beta(g, a->pt, 1.0f, jj ? 1.0f : 0.0f, qb + q_off * es,
+                                     sb + s_off * es, dk, stream, err, errlen);
+    }
+    return rc;
 }

@@ -27,6 +27,7 @@ typedef struct {
 typedef struct {
     cuda_attention_dims dims;
     cuda_gemm_plan *qk, *pv;
+    cuda_gemm_plan *pt;           /* bwd only (cuda_attention_plan_bwd): dV and dK */
 } cuda_attention;
 
 size_t cuda_attention_scores_elems(const cuda_attention_dims *d);
@@ -38,6 +39,12 @@ void cuda_attention_member(const cuda_attention_dims *d, int64_t jj, int64_t *q_
                            int64_t *s_off);
 float cuda_attention_scale(const cuda_attention_dims *d);   /* 1/sqrt(head_dim) */
 
+/* The backward's third GEMM shape (the other two are qk's and pv's): per batch member
+ *     dV'[d, sk] (+)= dO'[d, sq] P'^T        dK'[d, sk] (+)= Q'[d, sq] dS'^T
+ * (A q-like with q's strides, B a score block transposed, C k-like), accumulated over the
+ * group's q heads with beta 1 after the first: GQA's dK and dV are sums over the group. */
+int cuda_attention_shape_bwd(const cuda_attention_dims *d, cuda_gemm_shape *pt);
+
 /* Builds (or finds in g's cache) the two GEMM plans; -1 with a message on bad dimensions. */
 int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attention *out,
                         char *err, size_t errlen);
@@ -46,5 +53,16 @@ int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attenti
 int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
                            const void *v, void *scores, void *out, cudaStream_t stream,
                            char *err, size_t errlen);
+
+/* The backward's plan (a->pt), after cuda_attention_plan. */
+int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t errlen);
+/* Enqueues the backward of the unfused core as PyTorch's eager attention runs it, keeping the
+ * forward's probabilities `probs` (the scores buffer after the forward):
+ *     dV = P^T dO,  dP = dO V^T,  dS = scale * P (dP - rowsum(P dP)),  dQ = dS K,  dK = dS^T Q
+ * (4 * group GEMMs and ck_causal_softmax_bwd); dscores is a scores-sized buffer for dP/dS. */
+int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
+                               const void *k, const void *v, const void *probs, const void *dout,
+                               void *dscores, void *dq, void *dk, void *dv, cudaStream_t stream,
+                               char *err, size_t errlen);
 
 #endif

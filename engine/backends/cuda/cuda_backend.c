@@ -46,13 +46,6 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
  * (as the cpu backend does) because libpdbx_cuda.so links none of the planner; the rewrite of
  * this sizing should take the list from the planner instead. */
 
-enum {   /* one set per point, shared by all layers */
-    B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
-    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_COUNT
-};
-enum {   /* one set per instantiated layer */
-    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
-};
 enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W };   /* how a buffer is filled */
 
 #define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
@@ -97,16 +90,6 @@ static const struct {
 };
 #undef OB
 
-struct cuda_point {
-    cuda_dims d;
-    void *buf[B_COUNT];
-    size_t bytes[B_COUNT];
-    void **w;                       /* [layers][W_COUNT] */
-    size_t wbytes[W_COUNT];
-    cuda_gemm_plan *plan[PDBX_OP_COUNT];
-    cuda_attention attn;
-};
-
 static size_t dtype_size(pdbx_dtype dt)
 {
     return dt == PDBX_DTYPE_FP32 ? 4 : 2;
@@ -118,6 +101,8 @@ static void point_free(struct cuda_point *pt)
         return;
     for (int i = 0; i < B_COUNT; i++)
         cuda_dev_free(pt->buf[i]);
+    for (int i = 0; i < G_COUNT; i++)
+        cuda_dev_free(pt->grad[i]);
     if (pt->w) {
         for (size_t i = 0; i < (size_t)pt->d.layers * W_COUNT; i++)
             cuda_dev_free(pt->w[i]);
@@ -370,6 +355,11 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
     rc = plan_point_gemms(c, pt, err, errlen);
     if (rc)
         goto fail;
+    if (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) {   /* cuda_backward.c */
+        rc = cuda_bwd_prepare(c, pt, err, errlen);
+        if (rc)
+            goto fail;
+    }
     c->point = pt;
     return 0;
 fail:
@@ -442,9 +432,14 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, d
         snprintf(err, errlen, "cuda run_op(%s): no point prepared", pdbx_op_name(op));
         return -1;
     }
-    if (pass != PDBX_PASS_FWD) {
-        snprintf(err, errlen, "cuda run_op(%s): the %s pass is not implemented", pdbx_op_name(op),
-                 pdbx_pass_name(pass));
+    if ((int)pass < 0 || pass >= PDBX_PASS_COUNT) {
+        snprintf(err, errlen, "cuda run_op(%s): pass %d (allowed: fwd, bwd)", pdbx_op_name(op),
+                 (int)pass);
+        return -1;
+    }
+    if (pass == PDBX_PASS_BWD && !c->point->bwd) {
+        snprintf(err, errlen, "cuda run_op(%s): the bwd pass needs a point prepared with bwd in "
+                 "its passes (no gradient buffers)", pdbx_op_name(op));
         return -1;
     }
     if ((int)op < 0 || op >= PDBX_OP_COUNT || pdbx_op_is_comm(op)) {
@@ -464,8 +459,9 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, d
         return -1;
     }
     int rc = cuda_timer_start(c, err, errlen);
-    if (rc == 0)
-        rc = enqueue_op(c, op, layer, err, errlen);
+    if (rc == 0)   /* both passes between the same two events */
+        rc = pass == PDBX_PASS_BWD ? cuda_bwd_enqueue(c, op, layer, err, errlen)
+                                   : enqueue_op(c, op, layer, err, errlen);
     if (rc == 0)
         return cuda_timer_stop(c, ms, err, errlen);
     cudaStreamSynchronize(c->stream);   /* leave nothing half-enqueued behind */

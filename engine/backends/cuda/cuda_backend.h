@@ -13,6 +13,8 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_try.h"
 
 /* Seed of the deterministic fill of every buffer (points and the comm buffer). */
@@ -62,6 +64,41 @@ typedef struct {
     int layers, tied;
     uint32_t ops;                   /* compute ops prepared (comm bits dropped) */
 } cuda_dims;
+
+/* A point's buffers (cuda_backend.c allocates the forward's, cuda_backward.c the backward's;
+ * engine/plan/plan_profile_memory.c's cuda rule lists the same). */
+enum {   /* one set per point, shared by all layers */
+    B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
+    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_COUNT
+};
+enum {   /* one set per instantiated layer */
+    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
+};
+enum {   /* passes with bwd: the gradient of each activation (dtype), the norms' rstd (fp32) and
+          * one set of weight gradients (fp32) shared by the layers */
+    G_X, G_XN, G_Q, G_K, G_V, G_SCORES, G_CTX, G_ATTN_OUT, G_XN2, G_GATE, G_UP, G_ACT, G_XF,
+    G_LOGITS, G_RSTD, G_EMBED, G_NORM_W, G_LM_W, G_WQ, G_WKV, G_WO, G_WGU, G_WD, G_COUNT
+};
+
+struct cuda_point {
+    cuda_dims d;
+    void *buf[B_COUNT];
+    size_t bytes[B_COUNT];
+    void **w;                       /* [layers][W_COUNT] */
+    size_t wbytes[W_COUNT];
+    cuda_gemm_plan *plan[PDBX_OP_COUNT];
+    cuda_attention attn;
+    int bwd;                        /* prepared with bwd: the fields below are set */
+    void *grad[G_COUNT];
+    size_t gbytes[G_COUNT];
+    cuda_gemm_plan *dgrad[PDBX_OP_COUNT], *wgrad[PDBX_OP_COUNT];
+};
+
+/* cuda_backward.c: allocates, fills and plans the backward of prepared point pt (its gradient
+ * buffers, the dgrad/wgrad GEMM plans, the attention backward's plan), and enqueues the bwd
+ * pass of op on the stream (run_op times it between the same events as the forward). */
+int cuda_bwd_prepare(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen);
+int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen);
 
 /* Derives cuda_dims from the model, TP, MBS and seq_len of p (the TP rank is world_rank % tp:
  * Megatron's order, TP fastest) and checks them against the planner's GEMM shapes in p->shape

@@ -108,6 +108,33 @@ cuda_gemm_shape cuda_gemm_linear_shape(pdbx_dtype dt, int64_t m, int64_t n, int6
     return s;
 }
 
+cuda_gemm_shape cuda_gemm_dgrad_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    /* dX'[k,m] = W'[k,n] dY'[n,m]: W [n,k] row-major is column-major [k,n] (ld k), dY [m,n]
+     * is [n,m] (ld n), dX [m,k] is [k,m] (ld k); no transposes. */
+    cuda_gemm_shape s = {
+        .dtype = dt, .trans_a = 0, .trans_b = 0,
+        .m = k, .n = m, .k = n,
+        .lda = k, .ldb = n, .ldc = k,
+        .batch = 1, .align_a = 256, .align_b = 256, .align_c = 256,
+    };
+    return s;
+}
+
+cuda_gemm_shape cuda_gemm_wgrad_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    /* dW'[k,n] = X'[k,m] (dY'[n,m])^T: X [m,k] is column-major [k,m] (ld k), dY [m,n] is
+     * [n,m] (ld n) transposed, dW [n,k] (the weight's layout) is [k,n] (ld k), fp32. */
+    cuda_gemm_shape s = {
+        .dtype = dt, .trans_a = 0, .trans_b = 1,
+        .m = k, .n = n, .k = m,
+        .lda = k, .ldb = n, .ldc = k,
+        .batch = 1, .align_a = 256, .align_b = 256, .align_c = 256,
+        .c_fp32 = 1,
+    };
+    return s;
+}
+
 uint32_t cuda_gemm_ptr_align(const void *p)
 {
     uintptr_t v = (uintptr_t)p;
@@ -123,7 +150,7 @@ static int shape_equal(const cuda_gemm_shape *x, const cuda_gemm_shape *y)
            x->m == y->m && x->n == y->n && x->k == y->k && x->lda == y->lda && x->ldb == y->ldb &&
            x->ldc == y->ldc && x->batch == y->batch && x->stride_a == y->stride_a &&
            x->stride_b == y->stride_b && x->stride_c == y->stride_c && x->align_a == y->align_a &&
-           x->align_b == y->align_b && x->align_c == y->align_c;
+           x->align_b == y->align_b && x->align_c == y->align_c && x->c_fp32 == y->c_fp32;
 }
 
 static cudaDataType_t data_type(pdbx_dtype dt)
@@ -222,7 +249,8 @@ static int plan_build(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **o
                        s->batch, s->stride_b, err, errlen);
     if (rc)
         goto fail;
-    rc = layout_create(&p->c, t, s->m, s->n, s->ldc, s->batch, s->stride_c, err, errlen);
+    rc = layout_create(&p->c, s->c_fp32 ? CUDA_R_32F : t, s->m, s->n, s->ldc, s->batch,
+                       s->stride_c, err, errlen);
     if (rc)
         goto fail;
     rc = -1;
@@ -288,8 +316,14 @@ int cuda_gemm_plan_get(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **
 int cuda_gemm_exec(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a, const void *b,
                    void *c, cudaStream_t stream, char *err, size_t errlen)
 {
+    return cuda_gemm_exec_beta(g, p, alpha, 0.0f, a, b, c, stream, err, errlen);
+}
+
+int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, float beta,
+                        const void *a, const void *b, void *c, cudaStream_t stream, char *err,
+                        size_t errlen)
+{
     int rc = -1;
-    const float beta = 0.0f;
     LT_TRY("cublasLtMatmul",
            cublasLtMatmul(g->handle, p->desc, &alpha, a, p->a, b, p->b, &beta, c, p->c, c, p->c,
                           &p->algo, g->workspace, p->workspace_bytes, stream));

@@ -37,6 +37,7 @@ typedef struct {
     int32_t batch;                /* 1 for a plain GEMM */
     int64_t stride_a, stride_b, stride_c;   /* elements between batch members */
     uint32_t align_a, align_b, align_c;     /* byte alignment of the pointers (and offsets) */
+    int c_fp32;                   /* C (and D) fp32 whatever the dtype: a wgrad into main_grad */
 } cuda_gemm_shape;
 
 int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen);
@@ -44,6 +45,12 @@ void cuda_gemm_destroy(cuda_gemm *g);
 
 /* Row-major Y[m,n] = X[m,k] W[n,k]^T, pointers 256-byte aligned (cudaMalloc). */
 cuda_gemm_shape cuda_gemm_linear_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k);
+/* The backward of that linear layer (Megatron's two GEMMs, row-major):
+ *   dgrad  dX[m,k]  = dY[m,n] W[n,k]          A = W, B = dY, C = dX (dtype)
+ *   wgrad  dW[n,k] += dY[m,n]^T X[m,k]        A = X, B = dY, C = dW (fp32, run with beta 1)
+ * (column-major: dX' = W' dY', and dW' = X' dY'^T, the activation operand transposed). */
+cuda_gemm_shape cuda_gemm_dgrad_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k);
+cuda_gemm_shape cuda_gemm_wgrad_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k);
 /* Largest power of two <= 256 dividing the address (cuBLASLt alignment preference). */
 uint32_t cuda_gemm_ptr_align(const void *p);
 
@@ -53,6 +60,10 @@ int cuda_gemm_plan_get(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **
 /* C = alpha * op(A) op(B) (beta 0) on stream; A, B, C must honour the plan's alignments. */
 int cuda_gemm_exec(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a,
                    const void *b, void *c, cudaStream_t stream, char *err, size_t errlen);
+/* C = alpha * op(A) op(B) + beta * C (beta 1: accumulate, fp32 in the compute type). */
+int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, float beta,
+                        const void *a, const void *b, void *c, cudaStream_t stream, char *err,
+                        size_t errlen);
 
 /* Number of cached plans (for tests and the run environment). */
 size_t cuda_gemm_plan_count(const cuda_gemm *g);

@@ -199,6 +199,95 @@ __global__ void causal_softmax_kernel(T *scores, int64_t s)
         row[j] = from_f32<T>(j <= i ? __expf(to_f32(row[j]) - gm) * inv : 0.0f);
 }
 
+/* ---- backward ---- */
+
+/* One block per row: dx and the row's rstd (kept for the dweight kernel). */
+template <typename T>
+__global__ void rmsnorm_bwd_dx_kernel(const T *x, const T *w, const T *dy, T *dx, float *rstd,
+                                      int64_t cols, float eps)
+{
+    __shared__ float smem[kWarp];
+    const T *xr = x + blockIdx.x * cols, *gr = dy + blockIdx.x * cols;
+    T *o = dx + blockIdx.x * cols;
+    float ss = 0.0f, dot = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+        float xv = to_f32(xr[j]);
+        ss += xv * xv;
+        dot += to_f32(w[j]) * to_f32(gr[j]) * xv;
+    }
+    ss = block_sum(ss, smem);
+    dot = block_sum(dot, smem);
+    float inv = rsqrtf(ss / (float)cols + eps);
+    float coef = dot * inv * inv * inv / (float)cols;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+        o[j] = from_f32<T>(inv * to_f32(w[j]) * to_f32(gr[j]) - coef * to_f32(xr[j]));
+    if (threadIdx.x == 0)
+        rstd[blockIdx.x] = inv;
+}
+
+/* dw[j] += sum_r dy[r,j] x[r,j] rstd[r]: 32 columns x 8 row lanes per block, the row range
+ * split over gridDim.y blocks whose partial sums meet in one atomicAdd per column and block. */
+template <typename T>
+__global__ void rmsnorm_bwd_dw_kernel(const T *x, const T *dy, const float *rstd, float *dw,
+                                      int64_t rows, int64_t cols)
+{
+    __shared__ float part[8][kWarp + 1];
+    int64_t j = blockIdx.x * (int64_t)kWarp + threadIdx.x;
+    float acc = 0.0f;
+    if (j < cols)
+        for (int64_t r = blockIdx.y * 8 + threadIdx.y; r < rows; r += (int64_t)gridDim.y * 8)
+            acc += to_f32(dy[r * cols + j]) * to_f32(x[r * cols + j]) * rstd[r];
+    part[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < cols) {
+        float s = 0.0f;
+        for (int y = 0; y < 8; y++)
+            s += part[y][threadIdx.x];
+        atomicAdd(&dw[j], s);
+    }
+}
+
+template <typename T>
+__global__ void silu_mul_bwd_kernel(const T *gate, const T *up, const T *dout, T *dgate, T *dup,
+                                    int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float g = to_f32(gate[i]), d = to_f32(dout[i]);
+        float s = 1.0f / (1.0f + __expf(-g));
+        dgate[i] = from_f32<T>(d * to_f32(up[i]) * s * (1.0f + g * (1.0f - s)));
+        dup[i] = from_f32<T>(d * g * s);
+    }
+}
+
+/* One block per row, as the forward softmax. */
+template <typename T>
+__global__ void causal_softmax_bwd_kernel(const T *p, T *dp, int64_t s, float scale)
+{
+    __shared__ float smem[kWarp];
+    int64_t r = blockIdx.x, i = r % s;
+    const T *pr = p + r * s;
+    T *gr = dp + r * s;
+    float dot = 0.0f;
+    for (int64_t j = threadIdx.x; j <= i; j += blockDim.x)
+        dot += to_f32(pr[j]) * to_f32(gr[j]);
+    dot = block_sum(dot, smem);
+    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
+        gr[j] = from_f32<T>(j <= i ? scale * to_f32(pr[j]) * (to_f32(gr[j]) - dot) : 0.0f);
+}
+
+template <typename T>
+__global__ void embed_scatter_add_kernel(const int32_t *ids, const T *dy, int64_t vstart,
+                                         int64_t vrows, int64_t h, float *dtable)
+{
+    int64_t t = blockIdx.x;
+    int64_t id = (int64_t)ids[t] - vstart;
+    if (id < 0 || id >= vrows)
+        return;   /* another rank's shard */
+    for (int64_t j = threadIdx.x; j < h; j += blockDim.x)
+        atomicAdd(&dtable[id * h + j], to_f32(dy[t * h + j]));
+}
+
 template <typename T>
 __global__ void accumulate_sum_kernel(const T *x, size_t n, double *acc)
 {
@@ -338,6 +427,64 @@ extern "C" cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, 
     unsigned block = row_block(s);
     DISPATCH(dt, T, causal_softmax_kernel<T><<<(unsigned)(nmat * s), block, 0, stream>>>(
                         static_cast<T *>(scores), s));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_rmsnorm_bwd(const void *x, const void *w, const void *dy, void *dx,
+                                      float *rstd, float *dw, int64_t rows, int64_t cols, float eps,
+                                      pdbx_dtype dt, cudaStream_t stream)
+{
+    if (rows <= 0 || rows > 0x7fffffff || cols <= 0)
+        return cudaErrorInvalidValue;
+    unsigned block = row_block(cols);
+    DISPATCH(dt, T, rmsnorm_bwd_dx_kernel<T><<<(unsigned)rows, block, 0, stream>>>(
+                        static_cast<const T *>(x), static_cast<const T *>(w),
+                        static_cast<const T *>(dy), static_cast<T *>(dx), rstd, cols, eps));
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    int64_t ysplit = (rows + 63) / 64;   /* about 64 rows per block */
+    if (ysplit > 1024)
+        ysplit = 1024;
+    dim3 grid((unsigned)((cols + kWarp - 1) / kWarp), (unsigned)ysplit), blk(kWarp, 8);
+    DISPATCH(dt, T, rmsnorm_bwd_dw_kernel<T><<<grid, blk, 0, stream>>>(
+                        static_cast<const T *>(x), static_cast<const T *>(dy), rstd, dw, rows, cols));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_silu_mul_bwd(const void *gate, const void *up, const void *dout,
+                                       void *dgate, void *dup, int64_t n, pdbx_dtype dt,
+                                       cudaStream_t stream)
+{
+    if (n <= 0)
+        return cudaErrorInvalidValue;
+    DISPATCH(dt, T, silu_mul_bwd_kernel<T><<<grid_for((size_t)n, 256), 256, 0, stream>>>(
+                        static_cast<const T *>(gate), static_cast<const T *>(up),
+                        static_cast<const T *>(dout), static_cast<T *>(dgate), static_cast<T *>(dup),
+                        n));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nmat, int64_t s,
+                                             float scale, pdbx_dtype dt, cudaStream_t stream)
+{
+    if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff)
+        return cudaErrorInvalidValue;
+    unsigned block = row_block(s);
+    DISPATCH(dt, T, causal_softmax_bwd_kernel<T><<<(unsigned)(nmat * s), block, 0, stream>>>(
+                        static_cast<const T *>(p), static_cast<T *>(dp), s, scale));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void *dy,
+                                            int64_t vstart, int64_t vrows, int64_t h, float *dtable,
+                                            pdbx_dtype dt, cudaStream_t stream)
+{
+    if (tokens <= 0 || tokens > 0x7fffffff || h <= 0)
+        return cudaErrorInvalidValue;
+    unsigned block = row_block(h);
+    DISPATCH(dt, T, embed_scatter_add_kernel<T><<<(unsigned)tokens, block, 0, stream>>>(
+                        ids, static_cast<const T *>(dy), vstart, vrows, h, dtable));
     return cudaGetLastError();
 }
 

@@ -45,6 +45,29 @@ cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, int64_t n, 
 cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,
                               cudaStream_t stream);
 
+/* ---- backward (passes with bwd; docs/engine.md) ----
+ * RMSNorm backward of y = x * rstd * w per row of [rows, cols] (rstd = rsqrt(mean(x^2)+eps)):
+ * dx = rstd * w * dy - x * rstd^3 / cols * sum(w * dy * x) (overwritten, dtype); rstd[rows]
+ * (fp32) is written by the first kernel and read by the second, which accumulates
+ * dw[cols] (fp32, Megatron's main_grad) += sum over rows of dy * x * rstd. */
+cudaError_t ck_rmsnorm_bwd(const void *x, const void *w, const void *dy, void *dx, float *rstd,
+                           float *dw, int64_t rows, int64_t cols, float eps, pdbx_dtype dt,
+                           cudaStream_t stream);
+/* Backward of out = silu(g) * u (s = sigmoid(g)): dg = dout * u * s * (1 + g (1 - s)),
+ * du = dout * silu(g), both overwritten. */
+cudaError_t ck_silu_mul_bwd(const void *gate, const void *up, const void *dout, void *dgate,
+                            void *dup, int64_t n, pdbx_dtype dt, cudaStream_t stream);
+/* Softmax backward over `nmat` [s, s] probability matrices p (ck_causal_softmax's output) with
+ * the gradient dp in place: dp = scale * p * (dp - sum_j p * dp) per row (0 above the diagonal,
+ * where p is 0); scale folds the scores' 1/sqrt(d) in. */
+cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nmat, int64_t s, float scale,
+                                  pdbx_dtype dt, cudaStream_t stream);
+/* Vocab-parallel embedding gradient: dtable[ids[t]-vstart, :] += dy[t, :] (atomicAdd in fp32)
+ * for the tokens whose id lies in this rank's shard [vstart, vstart+vrows); dtable fp32. */
+cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void *dy, int64_t vstart,
+                                 int64_t vrows, int64_t h, float *dtable, pdbx_dtype dt,
+                                 cudaStream_t stream);
+
 /* *acc += sum of x[0..n) in double (atomicAdd; acc is a device pointer). */
 cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt, double *acc,
                               cudaStream_t stream);

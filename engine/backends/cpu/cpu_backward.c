@@ -1,0 +1,210 @@
+/* cpu_backward.c: the bwd pass of the cpu backend's ops (backend.h, run_op with PDBX_PASS_BWD)
+ * and the roles and values of its buffers (cpu_internal.h, cpu_grads).
+ *
+ * One bwd execution is the op's whole backward as Megatron/PyTorch run it:
+ *   GEMM y = x W (W stored [k, n]):  dgrad dX = dY W^T  and  wgrad dW += X^T dY
+ *       (two GEMMs of the forward's size; wgrad accumulates into the fp32 weight gradient,
+ *        beta 1, as Megatron's gradient-accumulation fusion does into main_grad; in bf16 both
+ *        GEMMs read bf16 operands through sbgemm and write fp32);
+ *   norms: RMSNorm backward (dx and dweight); mlp_act_fn: SiLU(g)*u backward (dg, du);
+ *   attn_core: causal attention backward, FlashAttention-2's recomputation (dQ, dK, dV);
+ *   embed: the scatter-add of dY's rows into the embedding gradient's rows of the ids.
+ * The data flow mirrors the forward's backwards (cpu_compute.c): each op reads the gradient its
+ * successor in the forward would have written (lm_head: d logits -> d input_norm_out ->
+ * final_norm -> d hidden -> mlp_down -> d act -> act_fn -> d gate, d up -> gate/up ->
+ * d post_attn_norm_out -> post_attn_norm -> d attn_out -> attn_o -> d context -> attn_core ->
+ * dq, dk, dv -> q/k/v -> d input_norm_out -> input_norm -> d hidden -> embed). */
+#include "engine/backends/cpu/cpu_internal.h"
+#include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/cpu/cpu_kernels_bwd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RMS_EPS 1e-5f   /* the forward's (cpu_compute.c) */
+
+void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
+{
+    cpu_grads *g = &c->grad;
+    switch (r) {
+    case PDBX_BUF_GRAD_HIDDEN: return (void **)&g->dx;
+    case PDBX_BUF_GRAD_NORM_OUT: return (void **)&g->dxn;
+    case PDBX_BUF_GRAD_Q: return (void **)&g->dq;
+    case PDBX_BUF_GRAD_K: return (void **)&g->dk;
+    case PDBX_BUF_GRAD_V: return (void **)&g->dv;
+    case PDBX_BUF_GRAD_CONTEXT: return (void **)&g->dctx;
+    case PDBX_BUF_GRAD_ATTN_OUT: return (void **)&g->dy;
+    case PDBX_BUF_GRAD_POST_NORM_OUT: return (void **)&g->dyn;
+    case PDBX_BUF_GRAD_GATE: return (void **)&g->dg;
+    case PDBX_BUF_GRAD_UP: return (void **)&g->du;
+    case PDBX_BUF_GRAD_ACT: return (void **)&g->dact;
+    case PDBX_BUF_GRAD_LOGITS: return (void **)&g->dlogits;
+    case PDBX_BUF_ATTN_BWD_SCRATCH: return (void **)&g->scratch;
+    case PDBX_BUF_GRAD_HIDDEN_LP: return &g->dx_b;
+    case PDBX_BUF_GRAD_Q_LP: return &g->dq_b;
+    case PDBX_BUF_GRAD_K_LP: return &g->dk_b;
+    case PDBX_BUF_GRAD_V_LP: return &g->dv_b;
+    case PDBX_BUF_GRAD_ATTN_OUT_LP: return &g->dy_b;
+    case PDBX_BUF_GRAD_GATE_LP: return &g->dg_b;
+    case PDBX_BUF_GRAD_UP_LP: return &g->du_b;
+    case PDBX_BUF_GRAD_LOGITS_LP: return &g->dlogits_b;
+    case PDBX_BUF_GRAD_EMBED_TABLE: return (void **)&g->demb;
+    case PDBX_BUF_GRAD_NORM_W: return (void **)&g->dnorm_w;
+    case PDBX_BUF_GRAD_LM_HEAD_W: return (void **)&g->dwlm;
+    case PDBX_BUF_GRAD_W_Q: return (void **)&g->dwq;
+    case PDBX_BUF_GRAD_W_KV: return (void **)&g->dwkv;
+    case PDBX_BUF_GRAD_W_O: return (void **)&g->dwo;
+    case PDBX_BUF_GRAD_W_GATE_UP: return (void **)&g->dwgu;
+    case PDBX_BUF_GRAD_W_DOWN: return (void **)&g->dwd;
+    default: return NULL;
+    }
+}
+
+/* Pseudo-random values in [-scale, scale]: one block generated, then copied (as cpu_memory.c's
+ * fill: memcpy runs at memory speed, generating every element of a large buffer would not);
+ * esz 2 stores bf16. */
+#define GRAD_FILL_BLOCK 65536
+static void fill(void *x, size_t n, size_t esz, float scale, uint64_t seed)
+{
+    if (!x || n == 0)
+        return;
+    const size_t head = n < GRAD_FILL_BLOCK ? n : GRAD_FILL_BLOCK;
+    if (esz == 4) {
+        pdbx_k_fill_uniform(x, head, scale, seed);
+    } else {
+        uint16_t *b = x;
+        float tmp[1024];
+        for (size_t i = 0; i < head; i += 1024) {
+            size_t m = head - i < 1024 ? head - i : 1024;
+            pdbx_k_fill_uniform(tmp, m, scale, seed + i);
+            for (size_t j = 0; j < m; j++)
+                b[i + j] = pdbx_k_f32_to_bf16(tmp[j]);
+        }
+    }
+    unsigned char *p = x;
+    const size_t total = n * esz;
+    for (size_t done = head * esz; done < total;) {
+        size_t chunk = done < total - done ? done : total - done;
+        memcpy(p + done, p, chunk);
+        done += chunk;
+    }
+}
+
+static void zero(void *x, size_t bytes)
+{
+    if (x)
+        memset(x, 0, bytes);
+}
+
+uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
+{
+    cpu_grads *g = &c->grad;
+    const size_t T = (size_t)c->T, h = (size_t)c->h, qd = (size_t)c->qd, kvd = (size_t)c->kvd,
+                 ni = (size_t)c->inter, V = (size_t)c->vloc, e = c->esz;
+    /* activation gradients: O(1) values as a loss's gradient scaled by the loss scale would be */
+    const struct { void *p; size_t n, esz; } act[] = {
+        { g->dx, T * h, 4 }, { g->dxn, T * h, 4 }, { g->dq, T * qd, 4 }, { g->dk, T * kvd, 4 },
+        { g->dv, T * kvd, 4 }, { g->dctx, T * qd, 4 }, { g->dy, T * h, 4 }, { g->dyn, T * h, 4 },
+        { g->dg, T * ni, 4 }, { g->du, T * ni, 4 }, { g->dact, T * ni, 4 }, { g->dlogits, T * V, 4 },
+        { g->dx_b, T * h, e }, { g->dq_b, T * qd, e }, { g->dk_b, T * kvd, e },
+        { g->dv_b, T * kvd, e }, { g->dy_b, T * h, e }, { g->dg_b, T * ni, e },
+        { g->du_b, T * ni, e }, { g->dlogits_b, T * V, e },
+    };
+    for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
+        fill(act[i].p, act[i].n, act[i].esz, 1.0f, seed++);
+    zero(g->scratch, pdbx_k_attention_bwd_scratch_floats(c->p.seq_len, c->d, c->cfg.blas_threads) *
+                         sizeof(float));
+    /* weight gradients start from zero, as main_grad at the start of a step */
+    zero(g->demb, V * h * 4);
+    zero(g->dnorm_w, h * 4);
+    zero(g->dwlm, h * V * 4);
+    zero(g->dwq, h * qd * 4);
+    zero(g->dwkv, h * kvd * 4);
+    zero(g->dwo, qd * h * 4);
+    zero(g->dwgu, h * ni * 4);
+    zero(g->dwd, ni * h * 4);
+    return seed;
+}
+
+/* The backward of Y[m,n] = X[m,k] W[k,n] (row-major, X and W in the GEMM dtype):
+ *   dgrad  dX[m,k]  = dY[m,n] W^T        (beta 0, fp32 out)
+ *   wgrad  dW[k,n] += X^T dY[m,n]         (beta 1 into the fp32 gradient)
+ * dY in the GEMM dtype. */
+static void linear_bwd(pdbx_compute *c, const void *x, const void *w, const void *dy, float *dx,
+                       float *dw, int64_t m, int64_t n, int64_t k)
+{
+    const blasint M = (blasint)m, N = (blasint)n, K = (blasint)k;
+    if (c->esz == 4) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, dy, N, w, N, 0.0f,
+                    dx, K);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, x, K, dy, N, 1.0f,
+                    dw, N);
+    } else {
+        c->sbgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, (const bfloat16 *)dy, N,
+                  (const bfloat16 *)w, N, 0.0f, dx, K);
+        c->sbgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, (const bfloat16 *)x, K,
+                  (const bfloat16 *)dy, N, 1.0f, dw, N);
+    }
+}
+
+int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+    cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
+/* the GEMM dtype's copy of activation (or gradient) a: the bf16 one when the GEMMs run bf16 */
+#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
+    switch (op) {
+    case PDBX_OP_EMBED:
+        pdbx_k_embed_scatter_add(g->dx, c->ids, T, h, c->vloc, 0, g->demb);
+        break;
+    case PDBX_OP_INPUT_NORM:
+        pdbx_k_rmsnorm_bwd(c->x, c->norm_w, g->dxn, T, h, RMS_EPS, g->dx, g->dnorm_w);
+        break;
+    case PDBX_OP_ATTN_Q:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
+        break;
+    case PDBX_OP_ATTN_K:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
+        break;
+    case PDBX_OP_ATTN_V:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
+        break;
+    case PDBX_OP_ATTN_CORE:
+        pdbx_k_attention_causal_bwd(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len, c->heads,
+                                    c->kv_heads, c->d, c->cfg.blas_threads, g->scratch, g->dq,
+                                    g->dk, g->dv);
+        break;
+    case PDBX_OP_ATTN_O:
+        linear_bwd(c, LP(c->ctx, c->ctx_b), L->wo, LP(g->dy, g->dy_b), g->dctx, g->dwo, T, h, c->qd);
+        break;
+    case PDBX_OP_POST_ATTN_NORM:
+        pdbx_k_rmsnorm_bwd(c->y, c->norm_w, g->dyn, T, h, RMS_EPS, g->dy, g->dnorm_w);
+        break;
+    case PDBX_OP_MLP_GATE:
+        linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
+        break;
+    case PDBX_OP_MLP_UP:
+        linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
+        break;
+    case PDBX_OP_MLP_ACT_FN:
+        pdbx_k_silu_mul_bwd(c->g, c->u, g->dact, T * c->inter, g->dg, g->du);
+        break;
+    case PDBX_OP_MLP_DOWN:
+        linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
+        break;
+    case PDBX_OP_FINAL_NORM:
+        pdbx_k_rmsnorm_bwd(c->x, c->norm_w, g->dxn, T, h, RMS_EPS, g->dx, g->dnorm_w);
+        break;
+    case PDBX_OP_LM_HEAD:
+        linear_bwd(c, LP(c->xn, c->xn_b), c->wlm, LP(g->dlogits, g->dlogits_b), g->dxn, g->dwlm, T,
+                   c->vloc, h);
+        break;
+    default:
+        snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
+        return -1;
+    }
+#undef LP
+    return 0;
+}
