@@ -7,7 +7,9 @@
 #  - the second config (TP1 PP2 DP1) has the first's (TP1 PP1 DP2) shapes: its points take the
 #    compute cells of the first config's points of the same MBS (reused_from, the same stats),
 #    prepare no compute buffers (setup_s absent) and measure their own PP send/recv;
-#  - a fixed sweep still takes warmup + steps whole steps (count = steps x layers).
+#  - a fixed sweep still takes warmup + steps whole steps (count = steps x layers);
+#  - passes fwd,bwd: every op gets a bwd cell (its flops at least twice the forward's) and
+#    lm_head's backward (dgrad + wgrad, two GEMMs of its size) measures 1.5 to 3 times its forward.
 source "$(dirname "$0")/engine_common.inc"
 tiny_spec "$TMP/a.json" 'repetition="adaptive"' 'target_rel_ci=0.05' 'min_reps=4' 'max_reps=400' \
     'max_seconds_per_op=0.2' 'warmup=2' 'steps=1' \
@@ -69,4 +71,28 @@ for e in E:
         assert e["stats"]["count"] == want, (e["op"], e["stats"]["count"], want)
 print("fixed: counts = steps x layers (x2 for the pooled pairs)")
 ' || fail "fixed counts"
+
+phase "backward: every op's bwd cell, lm_head bwd about twice its forward"
+tiny_spec "$TMP/b.json" 'passes=["fwd","bwd"]' 'mbs="1:1"' 'repetition="adaptive"' 'target_rel_ci=0.05' \
+    'min_reps=5' 'max_seconds_per_op=0.3'
+mpirun_np 1 "$ENGINE" --spec "$TMP/b.json" --store "$TMP/sb" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (bwd)"; }
+tiny_spec "$TMP/l.json" 'passes=["fwd","bwd"]' 'mbs="1:1"' 'model="tinyllama"' 'seq_len=32' 'ops=["lm_head"]' \
+    'warmup=1' 'steps=7'
+mpirun_np 1 "$ENGINE" --spec "$TMP/l.json" --store "$TMP/sl" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (lm_head bwd)"; }
+ev_py "$(run_file "$TMP/sb")" '
+fwd = {e["op"]: e for e in E if e["type"] == "op" and e.get("pass", "fwd") == "fwd"}
+bwd = {e["op"]: e for e in E if e["type"] == "op" and e.get("pass") == "bwd"}
+assert set(bwd) == set(fwd), set(fwd) ^ set(bwd)
+for op, e in bwd.items():
+    assert e["stats"]["count"] >= 5 and e["stats"]["mean"] > 0, (op, e["stats"])
+    assert e["flops"] >= 2 * fwd[op]["flops"], op
+print("bwd cells:", len(bwd))
+' || fail "bwd cells"
+ev_py "$(run_file "$TMP/sl")" '
+f = [e for e in E if e["type"] == "op" and e["op"] == "lm_head" and e.get("pass", "fwd") == "fwd"][0]["stats"]
+b = [e for e in E if e["type"] == "op" and e["op"] == "lm_head" and e.get("pass") == "bwd"][0]["stats"]
+r = b["median"] / f["median"]
+print("lm_head [32 x 2048] x [2048 x 32000]: fwd %.2f ms, bwd %.2f ms, bwd/fwd %.2f" % (f["median"], b["median"], r))
+assert 1.5 <= r <= 3, r
+' || fail "lm_head bwd/fwd"
 echo PASS
