@@ -307,6 +307,10 @@ void pdbx_run_noise_of(const pdbx_run *run, pdbx_run_noise_summary *out);
 /* "measured under load: 2 of 3 points; other processes used up to 1.8 cores, steal up to 0%"
  * into buf; returns 1 when the run has a busy point, 0 (buf "") otherwise. */
 int pdbx_run_load_text(const pdbx_run *run, char *buf, size_t len);
+/* How the run repeated its ops, from its spec: "adaptive to a 1% CI (5..1000 samples, at most
+ * 1 s per cell; steps 1 after at most 2 warm-up)" or "fixed: warmup 2, steps 5" (runs recorded
+ * before repetition existed are fixed). */
+void pdbx_run_repetition_text(const pdbx_run *run, char *buf, size_t len);
 /* NVML clock-event reason bits as words ("sw_power_cap, hw_thermal"; "none" for 0; an
  * unknown bit as its hex value). */
 void pdbx_throttle_text(double bits, char *buf, size_t len);

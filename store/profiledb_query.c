@@ -259,3 +259,23 @@ void pdbx_throttle_text(double bits, char *buf, size_t len)
         used += n > 0 ? (size_t)n : 0;
     }
 }
+
+/* A number of the run's spec, or def when absent (runs recorded before the field). */
+static double spec_num(const pdbx_run *run, const char *field, double def)
+{
+    const cJSON *v = run->spec ? cJSON_GetObjectItemCaseSensitive(run->spec, field) : NULL;
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : def;
+}
+
+void pdbx_run_repetition_text(const pdbx_run *run, char *buf, size_t len)
+{
+    const cJSON *rep = run->spec ? cJSON_GetObjectItemCaseSensitive(run->spec, "repetition") : NULL;
+    if (!cJSON_IsString(rep) || !rep->valuestring || strcmp(rep->valuestring, "adaptive") != 0) {
+        snprintf(buf, len, "fixed: warmup %d, steps %d", run->warmup, run->steps);
+        return;
+    }
+    snprintf(buf, len, "adaptive to a %.3g%% CI (%.0f..%.0f samples, at most %.3g s per cell; steps %d "
+             "after at most %d warm-up)", 100 * spec_num(run, "target_rel_ci", NAN),
+             spec_num(run, "min_reps", NAN), spec_num(run, "max_reps", NAN),
+             spec_num(run, "max_seconds_per_op", NAN), run->steps, run->warmup > 1 ? run->warmup : 1);
+}

@@ -114,10 +114,13 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
                   run->model.name[0] ? run->model.name : PDBX_NA, run->model.tag[0] ? " (" : "",
                   run->model.tag, run->model.tag[0] ? ")" : "", run->layers_profiled,
                   run->model.layers, run->seq_len, run->dtype[0] ? run->dtype : PDBX_NA);
-    pdbx_cli_line(out, "backend %s, gpu %s, device %s, %d ranks (%d per node), warmup %d, steps %d",
+    char rep[160];
+    pdbx_run_repetition_text(run, rep, sizeof rep);
+    pdbx_cli_line(out, "backend %s, gpu %s, device %s, %d ranks (%d per node)",
                   run->backend[0] ? run->backend : PDBX_NA, run->gpu[0] ? run->gpu : PDBX_NA,
                   run->device_name[0] ? run->device_name : PDBX_NA, run->world_size,
-                  run->ranks_per_node, run->warmup, run->steps);
+                  run->ranks_per_node);
+    pdbx_cli_line(out, "repetition %s", rep);
     if (run->launcher[0])
         pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
     print_placement(run, out);
