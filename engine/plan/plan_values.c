@@ -89,32 +89,45 @@ static int add_pass(const char *name, uint32_t *mask, char *err, size_t errlen)
     return 0;
 }
 
-int plan_read_passes(const cJSON *v, uint32_t *out, char *err, size_t errlen)
+/* A list of names as a JSON array or a "a,b" string into a mask, each name through add(). */
+typedef int (*name_adder)(const char *name, uint32_t *mask, char *err, size_t errlen);
+
+static int read_name_list(const cJSON *v, const char *field, name_adder add, uint32_t *mask,
+                          const char *expected, char *err, size_t errlen)
 {
-    uint32_t mask = 0;
     if (cJSON_IsArray(v)) {
         int i = 0;
         for (const cJSON *it = v->child; it; it = it->next, i++) {
             char label[32];
             const char *s;
-            snprintf(label, sizeof label, "passes[%d]", i);
-            if (plan_json_string(it, label, &s, err, errlen) != 0 || add_pass(s, &mask, err, errlen) != 0)
+            snprintf(label, sizeof label, "%s[%d]", field, i);
+            if (plan_json_string(it, label, &s, err, errlen) != 0 || add(s, mask, err, errlen) != 0)
                 return -1;
         }
-    } else if (cJSON_IsString(v) && v->valuestring) {
-        char buf[64];
+        return 0;
+    }
+    if (cJSON_IsString(v) && v->valuestring) {
+        char buf[1024];
         if (strlen(v->valuestring) >= sizeof buf)
-            return pdbx_fail(err, errlen, "passes: value too long (allowed: fwd or fwd,bwd)");
+            return pdbx_fail(err, errlen, "%s: value too long (allowed: at most %zu characters)", field,
+                             sizeof buf - 1);
         pdbx_strcopy(buf, sizeof buf, v->valuestring);
         char *save = NULL;
         for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
-            if (add_pass(tok, &mask, err, errlen) != 0)
+            if (add(tok, mask, err, errlen) != 0)
                 return -1;
-    } else {
-        char br[64];
-        plan_json_brief(v, br, sizeof br);
-        return pdbx_fail(err, errlen, "passes: expected [\"fwd\"] or [\"fwd\", \"bwd\"], got %s", br);
+        return 0;
     }
+    char br[64];
+    plan_json_brief(v, br, sizeof br);
+    return pdbx_fail(err, errlen, "%s: expected %s, got %s", field, expected, br);
+}
+
+int plan_read_passes(const cJSON *v, uint32_t *out, char *err, size_t errlen)
+{
+    uint32_t mask = 0;
+    if (read_name_list(v, "passes", add_pass, &mask, "[\"fwd\"] or [\"fwd\", \"bwd\"]", err, errlen) != 0)
+        return -1;
     if (!(mask & PDBX_PASS_BIT(PDBX_PASS_FWD)))
         return pdbx_fail(err, errlen, "passes: the list must hold \"fwd\" (allowed: fwd or fwd,bwd; "
                          "the backward is measured after its forward)");
@@ -341,29 +354,8 @@ static int add_op(const char *name, uint32_t *mask, char *err, size_t errlen)
 int plan_read_ops(const cJSON *v, uint32_t *out, char *err, size_t errlen)
 {
     uint32_t mask = 0;
-    if (cJSON_IsArray(v)) {
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++) {
-            char label[32];
-            const char *s;
-            snprintf(label, sizeof label, "ops[%d]", i);
-            if (plan_json_string(it, label, &s, err, errlen) != 0 || add_op(s, &mask, err, errlen) != 0)
-                return -1;
-        }
-    } else if (cJSON_IsString(v) && v->valuestring) {
-        char buf[1024];
-        if (strlen(v->valuestring) >= sizeof buf)
-            return pdbx_fail(err, errlen, "ops: value too long (allowed: at most %zu characters)", sizeof buf - 1);
-        pdbx_strcopy(buf, sizeof buf, v->valuestring);
-        char *save = NULL;
-        for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
-            if (add_op(tok, &mask, err, errlen) != 0)
-                return -1;
-    } else {
-        char br[64];
-        plan_json_brief(v, br, sizeof br);
-        return pdbx_fail(err, errlen, "ops: expected a list of op names or \"all\", got %s", br);
-    }
+    if (read_name_list(v, "ops", add_op, &mask, "a list of op names or \"all\"", err, errlen) != 0)
+        return -1;
     if (mask == 0)
         return pdbx_fail(err, errlen, "ops: empty list (allowed: one or more op names, or \"all\")");
     *out = mask;

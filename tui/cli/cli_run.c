@@ -319,13 +319,14 @@ static int check_running(const pdbx_spec *spec, const char *store_dir, int force
     return 0;
 }
 
-/* A machine busy with other processes makes every number of the sweep noisy: say so before a
- * local launch and go on (launch_check.h); the engine records each point's load in the run. */
-static void warn_if_busy(const pdbx_spec *spec, const pdbx_launch_opts *lo)
+/* A machine busy with other processes makes every number of the sweep noisy: watch it before a
+ * local launch (launch_check.h; the sweep's own ranks would count once started) and say so once
+ * the launch is accepted (a refused launch says only why); the engine records each point's
+ * load in the run. */
+static void warn_if_busy(const char *busy)
 {
-    char line[256];
-    if (pdbx_launch_busy_warning(spec, lo, line, sizeof line))
-        fprintf(stderr, "pdbx run: warning: %s\n", line);
+    if (busy[0])
+        fprintf(stderr, "pdbx run: warning: %s\n", busy);
 }
 
 int pdbx_cmd_run(int argc, char **argv)
@@ -395,7 +396,8 @@ int pdbx_cmd_run(int argc, char **argv)
     rc = check_running(spec, pdbx_store_dir(st), a.force);
     if (rc != 0)
         goto done_lo;
-    warn_if_busy(spec, lo);
+    char busy[256];
+    pdbx_launch_busy_warning(spec, lo, busy, sizeof busy);
     pdbx_launch L;
     if (!a.detach)
         catch_interrupts();
@@ -403,6 +405,7 @@ int pdbx_cmd_run(int argc, char **argv)
         rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
         goto done_lo;
     }
+    warn_if_busy(busy);
     free(lo);
     lo = NULL;
     if (a.detach) {
