@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/backends/cpu/cpu_compute.h"
+#include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
 
 static float *randv(size_t n, uint64_t seed)
@@ -413,6 +414,61 @@ static void test_cpu_backend_allocates_the_plan(void **state)
     ops->fini(c);
 }
 
+/* The fills split over the backend's pool give the same values as on one thread, byte for
+ * byte, for every buffer an op reads (weights and input activations); those values are real
+ * everywhere (no page of zeros: the tiles reach the end of each buffer, the last share
+ * included), and the pure outputs (logits) are zeros. Buffers larger than the
+ * 64 Ki-element random block, so the tiling and its split run. */
+static void test_cpu_backend_fill_threads(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
+    pdbx_compute *c[2] = { NULL, NULL };
+    char err[256] = "";
+    pdbx_point_shapes p = tiny_point(1, 3);
+    p.model.vocab = 5000;                /* 5000 x 64: a tiled table with a partial last tile */
+    p.seq_len = 129;
+    for (int i = 0; i < 2; i++) {
+        pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = i ? 3 : 1,
+                                    .dtype = PDBX_DTYPE_FP32 };
+        assert_int_equal(ops->init(&cfg, &c[i], err, sizeof err), 0);
+        assert_int_equal(ops->prepare(c[i], &p, err, sizeof err), 0);
+    }
+    assert_null(c[0]->pool);
+    assert_int_equal(pdbx_cpu_pool_threads(c[1]->pool), 3);
+    const int64_t T = c[0]->T;
+    struct {
+        const char *name;
+        size_t n;
+        const float *a, *b;
+    } in[] = {
+        { "embedding table", (size_t)(c[0]->vloc * c[0]->h), c[0]->emb_table, c[1]->emb_table },
+        { "lm_head weight", (size_t)(c[0]->vloc * c[0]->h), c[0]->wlm, c[1]->wlm },
+        { "mlp_up weight 1", (size_t)(c[0]->h * c[0]->inter), c[0]->layer[1].wu, c[1]->layer[1].wu },
+        { "hidden", (size_t)(T * c[0]->h), c[0]->x, c[1]->x },
+        { "gate", (size_t)(T * c[0]->inter), c[0]->g, c[1]->g },
+        { "q", (size_t)(T * c[0]->qd), c[0]->q, c[1]->q },
+    };
+    for (size_t b = 0; b < sizeof in / sizeof in[0]; b++) {
+        if (memcmp(in[b].a, in[b].b, in[b].n * sizeof(float)) != 0)
+            print_error("%s differs between 1 and 3 threads\n", in[b].name);
+        assert_memory_equal(in[b].a, in[b].b, in[b].n * sizeof(float));
+        for (size_t page = 0; page < in[b].n; page += 1024) {
+            size_t end = page + 1024 < in[b].n ? page + 1024 : in[b].n;
+            int nonzero = 0;
+            for (size_t i = page; i < end; i++)
+                nonzero |= in[b].b[i] != 0.0f && isfinite(in[b].b[i]);
+            if (!nonzero)
+                print_error("%s: elements %zu..%zu all zero\n", in[b].name, page, end);
+            assert_true(nonzero);
+        }
+    }
+    for (int64_t i = 0; i < T * c[1]->vloc; i++)
+        assert_true(c[1]->logits[i] == 0.0f);
+    for (int i = 0; i < 2; i++)
+        ops->fini(c[i]);
+}
+
 static void test_cpu_backend_oom_guard(void **state)
 {
     (void)state;
@@ -455,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_cpu_backend_runs_every_op),
         cmocka_unit_test(test_cpu_backend_point_sequence),
         cmocka_unit_test(test_cpu_backend_allocates_the_plan),
+        cmocka_unit_test(test_cpu_backend_fill_threads),
         cmocka_unit_test(test_cpu_backend_oom_guard),
     };
     return cmocka_run_group_tests_name("engine_kernels", tests, NULL, NULL);
