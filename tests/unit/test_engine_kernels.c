@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,8 +143,8 @@ static void test_silu_mul(void **state)
     }
 }
 
-/* The pool runs every part once per run, part 0 on the caller; the split covers [0, n) in
- * aligned, disjoint, ordered ranges. */
+/* The pool runs every part once per run, part 0 on the caller; pool_for runs every chunk
+ * exactly once. */
 typedef struct {
     int calls[8];
     int parts_seen;
@@ -154,6 +155,20 @@ static void probe_part(void *arg, int part, int parts)
     pool_probe *p = arg;
     p->calls[part]++;
     p->parts_seen = parts;
+}
+
+typedef struct {
+    atomic_int seen[997];
+    atomic_int bad_part;
+    int threads;
+} chunk_probe;
+
+static void chunk_count(void *arg, long long chunk, int part)
+{
+    chunk_probe *p = arg;
+    atomic_fetch_add(&p->seen[chunk], 1);
+    if (part < 0 || part >= p->threads)
+        atomic_store(&p->bad_part, 1);
 }
 
 static void test_thread_pool(void **state)
@@ -174,17 +189,21 @@ static void test_thread_pool(void **state)
         assert_int_equal(probe.calls[t], 1000);
     assert_int_equal(probe.parts_seen, 4);
     pdbx_cpu_pool_destroy(pool);
-    for (long long n = 0; n < 300; n += 37)
-        for (int parts = 1; parts <= 5; parts++) {
-            long long next = 0, f, l;
-            for (int part = 0; part < parts; part++) {
-                pdbx_cpu_split(n, part, parts, 16, &f, &l);
-                assert_true(f == next && l >= f && l <= n);
-                assert_true(f % 16 == 0);
-                next = l;
-            }
-            assert_true(next == n);
-        }
+    /* dynamic chunks: each exactly once, every part a valid thread index */
+    for (int threads = 1; threads <= 3; threads++) {
+        pdbx_cpu_pool *pl = pdbx_cpu_pool_create(threads);
+        chunk_probe cp;
+        memset(&cp, 0, sizeof cp);
+        cp.threads = threads;
+        pdbx_cpu_pool_for(pl, 997, chunk_count, &cp);
+        for (int i = 0; i < 997; i++)
+            assert_int_equal(cp.seen[i], 1);
+        assert_int_equal(cp.bad_part, 0);
+        pdbx_cpu_pool_for(pl, 0, chunk_count, &cp);     /* nothing to do: no call */
+        for (int i = 0; i < 997; i++)
+            assert_int_equal(cp.seen[i], 1);
+        pdbx_cpu_pool_destroy(pl);
+    }
 }
 
 /* Naive causal attention in double: softmax over j <= i per (sequence, head). */

@@ -8,7 +8,7 @@
  * activations; the weights stay while the next prepare() has the same weight shapes (same
  * model, TP, layers, ops, dtype: the rest of a config's MBS sweep), so they are allocated and
  * filled once per config. Large buffers are filled by tiling a 64 Ki-element random block
- * (real, varied values at memory speed), split over the backend's thread pool with each share's
+ * (real, varied values at memory speed), in chunks over the backend's thread pool, each chunk's
  * pages committed by madvise(MADV_POPULATE_WRITE) first. Comm buffers of 2 MiB or more are
  * 2 MiB aligned and madvise(MADV_HUGEPAGE)'d (what numpy does for large arrays).
  * dtype bf16: weights and GEMM inputs are bf16 and go through cblas_sbgemm (fp32 output);

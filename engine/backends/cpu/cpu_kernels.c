@@ -100,22 +100,26 @@ typedef struct {
     float *out;
 } rmsnorm_job;
 
-static void rmsnorm_part(void *arg, int part, int parts)
+/* Chunks of rows (16 rows of 2048: 128 KiB read, 128 KiB written): enough of them that a part
+ * started late costs little, large enough that taking one costs nothing. */
+#define NORM_CHUNK_ROWS 16
+
+static void rmsnorm_chunk(void *arg, long long chunk, int part)
 {
+    (void)part;
     const rmsnorm_job *J = arg;
-    long long r0, r1;
-    pdbx_cpu_split(J->rows, part, parts, 1, &r0, &r1);
-    rmsnorm_rows(J->x + r0 * J->cols, J->weight, r1 - r0, J->cols, J->eps, J->out + r0 * J->cols);
+    const int64_t r0 = chunk * NORM_CHUNK_ROWS;
+    const int64_t nr = J->rows - r0 < NORM_CHUNK_ROWS ? J->rows - r0 : NORM_CHUNK_ROWS;
+    rmsnorm_rows(J->x + r0 * J->cols, J->weight, nr, J->cols, J->eps, J->out + r0 * J->cols);
 }
 
 void pdbx_k_rmsnorm(pdbx_cpu_pool *pool, const float *x, const float *weight, int64_t rows,
                     int64_t cols, float eps, float *out)
 {
     rmsnorm_job J = { .x = x, .weight = weight, .rows = rows, .cols = cols, .eps = eps, .out = out };
-    if (rows < 2 || rows * cols < PAR_MIN_ELEMS)
-        rmsnorm_part(&J, 0, 1);
-    else
-        pdbx_cpu_pool_run(pool, rmsnorm_part, &J);
+    if (rows * cols < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (rows + NORM_CHUNK_ROWS - 1) / NORM_CHUNK_ROWS, rmsnorm_chunk, &J);
 }
 
 /* ---- SiLU x up ---------------------------------------------------------------------------- */
@@ -133,21 +137,23 @@ typedef struct {
     float *out;
 } silu_job;
 
-static void silu_part(void *arg, int part, int parts)
+#define SILU_CHUNK 16384        /* elements: 64 KiB of each stream */
+
+static void silu_chunk(void *arg, long long chunk, int part)
 {
+    (void)part;
     const silu_job *J = arg;
-    long long i0, i1;
-    pdbx_cpu_split(J->n, part, parts, 64, &i0, &i1);   /* 64 floats: whole cache lines */
-    silu_mul_range(J->gate + i0, J->up + i0, i1 - i0, J->out + i0);
+    const int64_t i0 = chunk * SILU_CHUNK;
+    const int64_t n = J->n - i0 < SILU_CHUNK ? J->n - i0 : SILU_CHUNK;
+    silu_mul_range(J->gate + i0, J->up + i0, n, J->out + i0);
 }
 
 void pdbx_k_silu_mul(pdbx_cpu_pool *pool, const float *gate, const float *up, int64_t n, float *out)
 {
     silu_job J = { .gate = gate, .up = up, .n = n, .out = out };
     if (n < PAR_MIN_ELEMS)
-        silu_part(&J, 0, 1);
-    else
-        pdbx_cpu_pool_run(pool, silu_part, &J);
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (n + SILU_CHUNK - 1) / SILU_CHUNK, silu_chunk, &J);
 }
 
 /* ---- causal attention --------------------------------------------------------------------- */
@@ -353,14 +359,12 @@ static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
     }
 }
 
-static void attn_part(void *arg, int part, int parts)
+/* One chunk: one (sequence, head) pair, on the scratch of the thread that took it. */
+static void attn_chunk(void *arg, long long pair, int part)
 {
     const attn_job *J = arg;
-    long long p0, p1;
-    pdbx_cpu_split(J->seqs * J->heads, part, parts, 1, &p0, &p1);
     float *scratch = J->scratch + pdbx_k_attention_scratch_floats(J->seq_len, J->d, 1) * (size_t)part;
-    for (long long p = p0; p < p1; p++)
-        attn_pair(J, scratch, p / J->heads, p % J->heads);
+    attn_pair(J, scratch, pair / J->heads, pair % J->heads);
 }
 
 void pdbx_k_attention_causal(pdbx_cpu_pool *pool, const float *q, const float *k, const float *v,
@@ -369,10 +373,7 @@ void pdbx_k_attention_causal(pdbx_cpu_pool *pool, const float *q, const float *k
 {
     attn_job J = { .q = q, .k = k, .v = v, .seqs = seqs, .seq_len = seq_len, .heads = heads,
                    .kv_heads = kv_heads, .d = d, .scratch = scratch, .out = out };
-    if (seqs * heads < 2)
-        attn_part(&J, 0, 1);
-    else
-        pdbx_cpu_pool_run(pool, attn_part, &J);
+    pdbx_cpu_pool_for(pool, seqs * heads, attn_chunk, &J);
 }
 
 uint16_t pdbx_k_f32_to_bf16(float f)

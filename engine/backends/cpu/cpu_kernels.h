@@ -6,9 +6,10 @@
  *  - Kernels are pure (no allocation except where a scratch is passed in) and write every
  *    element of their output, so timing them measures real work.
  *  - Threads: the norm, SiLU x up and attention kernels split their work over a pool
- *    (cpu_threads.h; NULL: the caller's thread alone), each part a contiguous range of rows,
- *    elements or (sequence, head) pairs; the result does not depend on the thread count (every
- *    output element is computed by one part, in the same order). Inputs below a few tens of
+ *    (cpu_threads.h; NULL: the caller's thread alone) in chunks of rows, elements or one
+ *    (sequence, head) pair that the threads take in turn (pdbx_cpu_pool_for); the result does
+ *    not depend on the thread count (every output element is computed by one chunk, in the
+ *    same order). Inputs below a few tens of
  *    thousands of elements run on the caller alone.
  *  - Vectorised: plain C loops gcc vectorises, compiled for baseline x86-64, AVX2+FMA and
  *    AVX-512 and picked at load time (target_clones), with an own exp (relative error < 2e-7,

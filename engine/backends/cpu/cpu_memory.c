@@ -94,7 +94,7 @@ static void populate(unsigned char *x, size_t first, size_t last)
  * weight would dominate the sweep's overhead). The values are real and varied, which is all the
  * timing needs (no zeros, no denormals, no NaN); the period is FILL_BLOCK elements, the same
  * on any thread count. Most of a fill's time is the first touch of fresh pages, so the copies
- * are split over the backend's pool and each part commits its share's pages first (populate).
+ * are chunks taken by the backend's pool, each chunk's pages committed first (populate).
  * Transparent huge pages (MADV_HUGEPAGE) were measured and left out: on this project's
  * virtual machines free 2 MiB blocks are the ones the host has reclaimed, and a buffer of them
  * took 4 times longer to commit than one of 4 KiB pages. */
@@ -104,18 +104,16 @@ typedef struct {
     size_t total, block;       /* bytes of the buffer and of its random head block */
 } tile_job;
 
-static void tile_part(void *arg, int part, int parts)
+/* One chunk: one block-sized piece after the head (256 KiB in fp32: the source stays in L2),
+ * its pages committed first. */
+static void tile_chunk(void *arg, long long chunk, int part)
 {
+    (void)part;
     const tile_job *J = arg;
-    long long first, last;
-    /* shares in whole blocks (256 KiB in fp32: the source stays in L2), after the head */
-    pdbx_cpu_split((long long)(J->total - J->block), part, parts, (long long)J->block, &first, &last);
-    populate(J->b, J->block + (size_t)first, J->block + (size_t)last);
-    for (size_t pos = J->block + (size_t)first, end = J->block + (size_t)last; pos < end;) {
-        size_t n = end - pos < J->block ? end - pos : J->block;
-        memcpy(J->b + pos, J->b, n);
-        pos += n;
-    }
+    size_t pos = J->block * (size_t)(chunk + 1);
+    size_t n = J->total - pos < J->block ? J->total - pos : J->block;
+    populate(J->b, pos, pos + n);
+    memcpy(J->b + pos, J->b, n);
 }
 
 static void tile(pdbx_cpu_pool *pool, void *x, size_t n, size_t esz)
@@ -123,7 +121,7 @@ static void tile(pdbx_cpu_pool *pool, void *x, size_t n, size_t esz)
     size_t have = n < FILL_BLOCK ? n : FILL_BLOCK;
     tile_job J = { .b = x, .total = n * esz, .block = have * esz };
     if (J.total > J.block)
-        pdbx_cpu_pool_run(pool, tile_part, &J);
+        pdbx_cpu_pool_for(pool, (long long)((J.total - J.block + J.block - 1) / J.block), tile_chunk, &J);
 }
 
 /* Zeros an output buffer whose values no op reads before writing them (the embedding output,
@@ -135,13 +133,16 @@ typedef struct {
     size_t bytes;
 } zero_job;
 
-static void zero_part(void *arg, int part, int parts)
+#define ZERO_CHUNK ((size_t)1 << 20)
+
+static void zero_chunk(void *arg, long long chunk, int part)
 {
+    (void)part;
     const zero_job *J = arg;
-    long long first, last;
-    pdbx_cpu_split((long long)J->bytes, part, parts, 4096, &first, &last);
-    populate(J->b, (size_t)first, (size_t)last);
-    memset(J->b + first, 0, (size_t)(last - first));
+    size_t pos = ZERO_CHUNK * (size_t)chunk;
+    size_t n = J->bytes - pos < ZERO_CHUNK ? J->bytes - pos : ZERO_CHUNK;
+    populate(J->b, pos, pos + n);
+    memset(J->b + pos, 0, n);
 }
 
 static void fill_zero(pdbx_cpu_pool *pool, void *x, size_t bytes)
@@ -149,7 +150,7 @@ static void fill_zero(pdbx_cpu_pool *pool, void *x, size_t bytes)
     if (!x || !bytes)
         return;
     zero_job J = { .b = x, .bytes = bytes };
-    pdbx_cpu_pool_run(pool, zero_part, &J);
+    pdbx_cpu_pool_for(pool, (long long)((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK), zero_chunk, &J);
 }
 
 static void fill_f32(pdbx_cpu_pool *pool, float *x, size_t n, float scale, uint64_t seed)

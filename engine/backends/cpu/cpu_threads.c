@@ -148,16 +148,35 @@ void pdbx_cpu_pool_run(pdbx_cpu_pool *pool, pdbx_cpu_task fn, void *arg)
     pthread_mutex_unlock(&pool->mu);
 }
 
-void pdbx_cpu_split(long long n, int part, int parts, long long align, long long *first,
-                    long long *last)
+typedef struct {
+    atomic_llong next;
+    long long nchunks;
+    pdbx_cpu_chunk_task fn;
+    void *arg;
+} chunk_run;
+
+static void chunk_part(void *arg, int part, int parts)
 {
-    if (parts < 1)
-        parts = 1;
-    if (align < 1)
-        align = 1;
-    long long blocks = (n + align - 1) / align;
-    long long b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
-    long long f = b0 * align, l = b1 * align;
-    *first = f < n ? f : n;
-    *last = l < n ? l : n;
+    (void)parts;
+    chunk_run *R = arg;
+    for (;;) {
+        long long chunk = atomic_fetch_add_explicit(&R->next, 1, memory_order_relaxed);
+        if (chunk >= R->nchunks)
+            return;
+        R->fn(R->arg, chunk, part);
+    }
+}
+
+void pdbx_cpu_pool_for(pdbx_cpu_pool *pool, long long nchunks, pdbx_cpu_chunk_task fn, void *arg)
+{
+    if (nchunks <= 0)
+        return;
+    if (!pool || nchunks == 1) {
+        for (long long chunk = 0; chunk < nchunks; chunk++)
+            fn(arg, chunk, 0);
+        return;
+    }
+    chunk_run R = { .nchunks = nchunks, .fn = fn, .arg = arg };
+    atomic_init(&R.next, 0);
+    pdbx_cpu_pool_run(pool, chunk_part, &R);
 }

@@ -30,9 +30,12 @@ void pdbx_cpu_pool_destroy(pdbx_cpu_pool *pool);
 int pdbx_cpu_pool_threads(const pdbx_cpu_pool *pool);
 void pdbx_cpu_pool_run(pdbx_cpu_pool *pool, pdbx_cpu_task fn, void *arg);
 
-/* [first, last) of part `part` of `parts` over n items, split in multiples of `align` items
- * (the last part takes the remainder), so every part's vector loop starts aligned. */
-void pdbx_cpu_split(long long n, int part, int parts, long long align, long long *first,
-                    long long *last);
+/* Dynamic split: fn(arg, chunk, part) for every chunk in [0, nchunks), each exactly once; the
+ * pool's parts take the next chunk from a shared counter until none is left, so a part whose
+ * thread starts late or is preempted (a core busy with another process) takes fewer chunks and
+ * the run does not wait a time slice for it. `part` (0 .. threads - 1) names the calling
+ * thread's share of a per-thread scratch. NULL pool: every chunk in order on the caller. */
+typedef void (*pdbx_cpu_chunk_task)(void *arg, long long chunk, int part);
+void pdbx_cpu_pool_for(pdbx_cpu_pool *pool, long long nchunks, pdbx_cpu_chunk_task fn, void *arg);
 
 #endif
