@@ -44,12 +44,12 @@ void pdbx_k_silu_mul(pdbx_cpu_pool *pool, const float *gate, const float *up, in
  *   out [seqs*seq_len, heads*d]
  * head h reads kv head h / (heads / kv_heads) (grouped-query attention). Exact softmax with
  * scale 1/sqrt(d). Blocked: PDBX_K_ATTN_BLOCK query rows at a time against key blocks of
- * PDBX_K_ATTN_KBLOCK keys, the key block transposed into scratch so the scores are register
- * tiles of 4 query rows x PDBX_K_ATTN_KBLOCK keys (contiguous, vectorisable, no float
- * reductions); the output likewise 4 rows x 64 columns at a time, each value row reused by the
+ * PDBX_K_ATTN_KBLOCK keys, the key block transposed into scratch (key row by key row) so the
+ * scores are register tiles of 4 query rows x 16 keys (contiguous, vectorisable, no float
+ * reductions); the output likewise 4 rows x 16 columns at a time, each value row reused by the
  * 4 rows, the softmax's 1/sum applied once per output element. (sequence, head) pairs are split
- * over the pool's threads. scratch: pdbx_k_attention_scratch_floats(seq_len, d,
- * pdbx_cpu_pool_threads(pool)) floats (engine/plan's profile memory lists the same size). */
+ * over the pool's threads. scratch: pdbx_k_attention_scratch_floats(seq_len, d, threads) floats,
+ * threads >= pdbx_cpu_pool_threads(pool) (engine/plan's profile memory lists that size). */
 #define PDBX_K_ATTN_BLOCK 32
 #define PDBX_K_ATTN_KBLOCK 64
 size_t pdbx_k_attention_scratch_floats(int64_t seq_len, int64_t d, int threads);
