@@ -7,10 +7,12 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/backends/cpu/cpu_compute.h"
+#include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
 
 static float *randv(size_t n, uint64_t seed)
@@ -55,13 +57,13 @@ static void test_embed_gather(void **state)
     free(table);
 }
 
-static void test_rmsnorm(void **state)
+/* RMSNorm against a double-precision scalar reference, on the caller alone and on pools of 2
+ * and 3 threads (rows split unevenly); every pool gives the single-thread result bit for bit. */
+static void check_rmsnorm(int64_t rows, int64_t cols)
 {
-    (void)state;
-    const int64_t rows = 7, cols = 33;
     float *x = randv((size_t)(rows * cols), 2), *w = randv((size_t)cols, 4);
-    float *out = calloc((size_t)(rows * cols), sizeof *out);
-    pdbx_k_rmsnorm(x, w, rows, cols, 1e-5f, out);
+    float *one = calloc((size_t)(rows * cols), sizeof *one), *out = calloc((size_t)(rows * cols), sizeof *out);
+    pdbx_k_rmsnorm(NULL, x, w, rows, cols, 1e-5f, one);
     for (int i = 0; i < rows; i++) {
         double ss = 0;
         for (int j = 0; j < cols; j++)
@@ -69,29 +71,139 @@ static void test_rmsnorm(void **state)
         double inv = 1.0 / sqrt(ss / cols + 1e-5);
         for (int j = 0; j < cols; j++) {
             double want = x[i * cols + j] * inv * w[j];
-            assert_true(fabs(out[i * cols + j] - want) <= 1e-5 * (1 + fabs(want)));
+            assert_true(fabs(one[i * cols + j] - want) <= 1e-5 * (1 + fabs(want)));
         }
+    }
+    for (int threads = 2; threads <= 3; threads++) {
+        pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
+        assert_non_null(pool);
+        assert_int_equal(pdbx_cpu_pool_threads(pool), threads);
+        memset(out, 0xff, (size_t)(rows * cols) * sizeof *out);    /* NaNs: an unwritten row shows */
+        pdbx_k_rmsnorm(pool, x, w, rows, cols, 1e-5f, out);
+        assert_memory_equal(out, one, (size_t)(rows * cols) * sizeof *out);
+        pdbx_cpu_pool_destroy(pool);
     }
     free(x);
     free(w);
+    free(one);
+    free(out);
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    check_rmsnorm(7, 33);          /* below the threading threshold, cols not a multiple of 16 */
+    check_rmsnorm(101, 2051);      /* threaded: 101 rows over 2 and 3 threads */
+}
+
+/* SiLU x up against a double-precision scalar reference, over [-100, 100] (the sigmoid's
+ * saturating tails and the own exp's clamps at -87 and 88), single-threaded and on pools of 2
+ * and 3 threads with n not a multiple of the split or the vector width. */
+static void check_silu_mul(int64_t n, float range)
+{
+    float *g = randv((size_t)n, 5), *u = randv((size_t)n, 6);
+    float *one = calloc((size_t)n, sizeof(float)), *out = calloc((size_t)n, sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        g[i] *= range;
+    pdbx_k_silu_mul(NULL, g, u, n, one);
+    for (int64_t i = 0; i < n; i++) {
+        double want = g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+        if (!(fabs(one[i] - want) <= 1e-5 * (1 + fabs(want))))
+            print_error("silu(%.9g) * %.9g = %.9g, want %.9g\n", g[i], u[i], one[i], want);
+        assert_true(fabs(one[i] - want) <= 1e-5 * (1 + fabs(want)));
+    }
+    for (int threads = 2; threads <= 3; threads++) {
+        pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
+        assert_non_null(pool);
+        memset(out, 0xff, (size_t)n * sizeof *out);
+        pdbx_k_silu_mul(pool, g, u, n, out);
+        assert_memory_equal(out, one, (size_t)n * sizeof *out);
+        pdbx_cpu_pool_destroy(pool);
+    }
+    free(g);
+    free(u);
+    free(one);
     free(out);
 }
 
 static void test_silu_mul(void **state)
 {
     (void)state;
-    const int64_t n = 1001;
-    float *g = randv((size_t)n, 5), *u = randv((size_t)n, 6), *out = calloc((size_t)n, sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        g[i] *= 8.0f;   /* cover the saturating tails of the sigmoid */
-    pdbx_k_silu_mul(g, u, n, out);
-    for (int64_t i = 0; i < n; i++) {
+    check_silu_mul(1001, 8.0f);
+    check_silu_mul(100003, 100.0f);
+    /* the exact edges of the exp's range and beyond */
+    float g[8] = { -88.0f, -87.0f, -86.9f, 87.9f, 88.0f, 88.5f, -1e4f, 1e4f }, u[8], out[8];
+    for (int i = 0; i < 8; i++)
+        u[i] = 0.5f;
+    pdbx_k_silu_mul(NULL, g, u, 8, out);
+    for (int i = 0; i < 8; i++) {
         double want = g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+        assert_true(isfinite(out[i]));
         assert_true(fabs(out[i] - want) <= 1e-5 * (1 + fabs(want)));
     }
-    free(g);
-    free(u);
-    free(out);
+}
+
+/* The pool runs every part once per run, part 0 on the caller; pool_for runs every chunk
+ * exactly once. */
+typedef struct {
+    int calls[8];
+    int parts_seen;
+} pool_probe;
+
+static void probe_part(void *arg, int part, int parts)
+{
+    pool_probe *p = arg;
+    p->calls[part]++;
+    p->parts_seen = parts;
+}
+
+typedef struct {
+    atomic_int seen[997];
+    atomic_int bad_part;
+    int threads;
+} chunk_probe;
+
+static void chunk_count(void *arg, long long chunk, int part)
+{
+    chunk_probe *p = arg;
+    atomic_fetch_add(&p->seen[chunk], 1);
+    if (part < 0 || part >= p->threads)
+        atomic_store(&p->bad_part, 1);
+}
+
+static void test_thread_pool(void **state)
+{
+    (void)state;
+    assert_null(pdbx_cpu_pool_create(1));     /* one thread: the caller, no pool */
+    assert_int_equal(pdbx_cpu_pool_threads(NULL), 1);
+    pool_probe probe = { { 0 }, 0 };
+    pdbx_cpu_pool_run(NULL, probe_part, &probe);
+    assert_int_equal(probe.calls[0], 1);
+    assert_int_equal(probe.parts_seen, 1);
+    pdbx_cpu_pool *pool = pdbx_cpu_pool_create(4);
+    assert_non_null(pool);
+    memset(&probe, 0, sizeof probe);
+    for (int run = 0; run < 1000; run++)
+        pdbx_cpu_pool_run(pool, probe_part, &probe);
+    for (int t = 0; t < 4; t++)
+        assert_int_equal(probe.calls[t], 1000);
+    assert_int_equal(probe.parts_seen, 4);
+    pdbx_cpu_pool_destroy(pool);
+    /* dynamic chunks: each exactly once, every part a valid thread index */
+    for (int threads = 1; threads <= 3; threads++) {
+        pdbx_cpu_pool *pl = pdbx_cpu_pool_create(threads);
+        chunk_probe cp;
+        memset(&cp, 0, sizeof cp);
+        cp.threads = threads;
+        pdbx_cpu_pool_for(pl, 997, chunk_count, &cp);
+        for (int i = 0; i < 997; i++)
+            assert_int_equal(cp.seen[i], 1);
+        assert_int_equal(cp.bad_part, 0);
+        pdbx_cpu_pool_for(pl, 0, chunk_count, &cp);     /* nothing to do: no call */
+        for (int i = 0; i < 997; i++)
+            assert_int_equal(cp.seen[i], 1);
+        pdbx_cpu_pool_destroy(pl);
+    }
 }
 
 /* Naive causal attention in double: softmax over j <= i per (sequence, head). */
@@ -134,17 +246,25 @@ static void check_attention_t(int64_t seqs, int64_t S, int64_t H, int64_t KV, in
     float *q = randv(nq, 11), *k = randv(nk, 12), *v = randv(nk, 13);
     for (size_t i = 0; i < nq; i++)
         q[i] *= 3.0f;   /* peaked softmax: a wrong max or mask shows */
-    float *out = calloc(nq, sizeof *out);
+    pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
+    assert_true(threads == 1 ? pool == NULL : pool != NULL);
+    float *out = malloc(nq * sizeof *out), *one = malloc(nq * sizeof *one);
     float *scratch = calloc(pdbx_k_attention_scratch_floats(S, d, threads), sizeof(float));
     double *ref = calloc(nq, sizeof *ref);
-    pdbx_k_attention_causal(q, k, v, seqs, S, H, KV, d, threads, scratch, out);
+    memset(out, 0xff, nq * sizeof *out);    /* NaNs: an element left unwritten shows */
+    pdbx_k_attention_causal(pool, q, k, v, seqs, S, H, KV, d, scratch, out);
     attention_ref(q, k, v, seqs, S, H, KV, d, ref);
     for (size_t i = 0; i < nq; i++)
         assert_true(fabs(out[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])));
+    /* the same bits on one thread: each (sequence, head) is computed by one part */
+    pdbx_k_attention_causal(NULL, q, k, v, seqs, S, H, KV, d, scratch, one);
+    assert_memory_equal(out, one, nq * sizeof *out);
+    pdbx_cpu_pool_destroy(pool);
     free(q);
     free(k);
     free(v);
     free(out);
+    free(one);
     free(scratch);
     free(ref);
 }
@@ -152,6 +272,7 @@ static void check_attention_t(int64_t seqs, int64_t S, int64_t H, int64_t KV, in
 static void check_attention(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d)
 {
     check_attention_t(seqs, S, H, KV, d, 1);
+    check_attention_t(seqs, S, H, KV, d, 2);
     check_attention_t(seqs, S, H, KV, d, 3);    /* threads split (sequence, head) pairs */
 }
 
@@ -167,6 +288,8 @@ static void test_attention_gqa(void **state)
     check_attention(1, 70, 8, 2, 8);        /* 4 query heads per kv head, 3 blocks */
     check_attention(1, 150, 2, 1, 32);      /* several key blocks per query block */
     check_attention(3, 1, 2, 1, 4);         /* one token: softmax of one score */
+    check_attention(2, 130, 4, 2, 40);      /* head_dim 40: a 16-column tile and a tail of 8 */
+    check_attention(1, 97, 6, 3, 64);       /* llama-sized head, 97 = 3 x 32 + 1 rows */
 }
 
 static void test_bf16_roundtrip(void **state)
@@ -310,6 +433,61 @@ static void test_cpu_backend_allocates_the_plan(void **state)
     ops->fini(c);
 }
 
+/* The fills split over the backend's pool give the same values as on one thread, byte for
+ * byte, for every buffer an op reads (weights and input activations); those values are real
+ * everywhere (no page of zeros: the tiles reach the end of each buffer, the last share
+ * included), and the pure outputs (logits) are zeros. Buffers larger than the
+ * 64 Ki-element random block, so the tiling and its split run. */
+static void test_cpu_backend_fill_threads(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
+    pdbx_compute *c[2] = { NULL, NULL };
+    char err[256] = "";
+    pdbx_point_shapes p = tiny_point(1, 3);
+    p.model.vocab = 5000;                /* 5000 x 64: a tiled table with a partial last tile */
+    p.seq_len = 129;
+    for (int i = 0; i < 2; i++) {
+        pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = i ? 3 : 1,
+                                    .dtype = PDBX_DTYPE_FP32 };
+        assert_int_equal(ops->init(&cfg, &c[i], err, sizeof err), 0);
+        assert_int_equal(ops->prepare(c[i], &p, err, sizeof err), 0);
+    }
+    assert_null(c[0]->pool);
+    assert_int_equal(pdbx_cpu_pool_threads(c[1]->pool), 3);
+    const int64_t T = c[0]->T;
+    struct {
+        const char *name;
+        size_t n;
+        const float *a, *b;
+    } in[] = {
+        { "embedding table", (size_t)(c[0]->vloc * c[0]->h), c[0]->emb_table, c[1]->emb_table },
+        { "lm_head weight", (size_t)(c[0]->vloc * c[0]->h), c[0]->wlm, c[1]->wlm },
+        { "mlp_up weight 1", (size_t)(c[0]->h * c[0]->inter), c[0]->layer[1].wu, c[1]->layer[1].wu },
+        { "hidden", (size_t)(T * c[0]->h), c[0]->x, c[1]->x },
+        { "gate", (size_t)(T * c[0]->inter), c[0]->g, c[1]->g },
+        { "q", (size_t)(T * c[0]->qd), c[0]->q, c[1]->q },
+    };
+    for (size_t b = 0; b < sizeof in / sizeof in[0]; b++) {
+        if (memcmp(in[b].a, in[b].b, in[b].n * sizeof(float)) != 0)
+            print_error("%s differs between 1 and 3 threads\n", in[b].name);
+        assert_memory_equal(in[b].a, in[b].b, in[b].n * sizeof(float));
+        for (size_t page = 0; page < in[b].n; page += 1024) {
+            size_t end = page + 1024 < in[b].n ? page + 1024 : in[b].n;
+            int nonzero = 0;
+            for (size_t i = page; i < end; i++)
+                nonzero |= in[b].b[i] != 0.0f && isfinite(in[b].b[i]);
+            if (!nonzero)
+                print_error("%s: elements %zu..%zu all zero\n", in[b].name, page, end);
+            assert_true(nonzero);
+        }
+    }
+    for (int64_t i = 0; i < T * c[1]->vloc; i++)
+        assert_true(c[1]->logits[i] == 0.0f);
+    for (int i = 0; i < 2; i++)
+        ops->fini(c[i]);
+}
+
 static void test_cpu_backend_oom_guard(void **state)
 {
     (void)state;
@@ -345,12 +523,14 @@ int main(void)
         cmocka_unit_test(test_embed_gather),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_silu_mul),
+        cmocka_unit_test(test_thread_pool),
         cmocka_unit_test(test_attention_mha),
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_bf16_roundtrip),
         cmocka_unit_test(test_cpu_backend_runs_every_op),
         cmocka_unit_test(test_cpu_backend_point_sequence),
         cmocka_unit_test(test_cpu_backend_allocates_the_plan),
+        cmocka_unit_test(test_cpu_backend_fill_threads),
         cmocka_unit_test(test_cpu_backend_oom_guard),
     };
     return cmocka_run_group_tests_name("engine_kernels", tests, NULL, NULL);

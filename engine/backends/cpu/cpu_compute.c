@@ -47,6 +47,9 @@ static int cpu_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *er
     if (c->cfg.blas_threads < 1)
         c->cfg.blas_threads = 1;
     openblas_set_num_threads(c->cfg.blas_threads);
+    /* the own kernels' threads: as many as OpenBLAS's (idle while these run); none started
+     * leaves the kernels on this thread (cpu_threads.h) */
+    c->pool = pdbx_cpu_pool_create(c->cfg.blas_threads);
     pdbx_host_cpu_model(c->device, sizeof c->device);
     *out = c;
     return 0;
@@ -58,6 +61,7 @@ static void cpu_fini(pdbx_compute *c)
         return;
     cpu_release(c);
     pdbx_cpu_free_weights(c);
+    pdbx_cpu_pool_destroy(c->pool);
     free(c);
 }
 
@@ -175,7 +179,7 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         pdbx_k_embed_gather(c->emb_table, c->vloc, 0, c->ids, T, (size_t)h * c->esz, c->emb_out);
         break;
     case PDBX_OP_INPUT_NORM:
-        pdbx_k_rmsnorm(c->x, c->norm_w, T, h, eps, c->xn);
+        pdbx_k_rmsnorm(c->pool, c->x, c->norm_w, T, h, eps, c->xn);
         break;
     case PDBX_OP_ATTN_Q:
         gemm(c, bf ? c->xn_b : c->xn, L->wq, c->q, T, c->qd, h);
@@ -187,14 +191,14 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         gemm(c, bf ? c->xn_b : c->xn, L->wv, c->v, T, c->kvd, h);
         break;
     case PDBX_OP_ATTN_CORE:
-        pdbx_k_attention_causal(c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads, c->kv_heads,
-                                c->d, c->cfg.blas_threads, c->attn_scratch, c->ctx);
+        pdbx_k_attention_causal(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
+                                c->kv_heads, c->d, c->attn_scratch, c->ctx);
         break;
     case PDBX_OP_ATTN_O:
         gemm(c, bf ? c->ctx_b : c->ctx, L->wo, c->y, T, h, c->qd);
         break;
     case PDBX_OP_POST_ATTN_NORM:
-        pdbx_k_rmsnorm(c->y, c->norm_w, T, h, eps, c->yn);
+        pdbx_k_rmsnorm(c->pool, c->y, c->norm_w, T, h, eps, c->yn);
         break;
     case PDBX_OP_MLP_GATE:
         gemm(c, bf ? c->yn_b : c->yn, L->wg, c->g, T, c->inter, h);
@@ -203,13 +207,13 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         gemm(c, bf ? c->yn_b : c->yn, L->wu, c->u, T, c->inter, h);
         break;
     case PDBX_OP_MLP_ACT_FN:
-        pdbx_k_silu_mul(c->g, c->u, T * c->inter, c->act);
+        pdbx_k_silu_mul(c->pool, c->g, c->u, T * c->inter, c->act);
         break;
     case PDBX_OP_MLP_DOWN:
         gemm(c, bf ? c->act_b : c->act, L->wd, c->x, T, h, c->inter);
         break;
     case PDBX_OP_FINAL_NORM:
-        pdbx_k_rmsnorm(c->x, c->norm_w, T, h, eps, c->xn);
+        pdbx_k_rmsnorm(c->pool, c->x, c->norm_w, T, h, eps, c->xn);
         break;
     case PDBX_OP_LM_HEAD:
         gemm(c, bf ? c->xn_b : c->xn, c->wlm, c->logits, T, c->vloc, h);

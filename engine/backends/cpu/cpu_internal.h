@@ -2,6 +2,7 @@
  * engine sees only backend.h and pdbx_cpu_compute_ops).
  *
  * cpu_compute.c: init, fini, describe, run_op, spans, comm buffer, checksum;
+ * cpu_threads.c: the thread pool of the own kernels and the fills (cpu_threads.h);
  * cpu_memory.c:  prepare and release (memory guard, allocation of the planner's list of
  *                buffers, real values in every buffer; the weights kept across a config's MBS
  *                sweep, cpu_compute.h) and the measured memory peak of a point;
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cpu/cpu_threads.h"
 
 #define MAX_LAYERS 256
 #define MAX_BUFS (32 + 7 * MAX_LAYERS)
@@ -67,6 +69,7 @@ struct pdbx_compute {
     size_t comm_bytes;
     sbgemm_fn sbgemm;
     cpu_grads grad;              /* bwd buffers (cpu_backward.c); all NULL without bwd */
+    pdbx_cpu_pool *pool;         /* the own kernels' threads (cfg.blas_threads; NULL: one) */
     double span_t0[PDBX_SPAN_COUNT];   /* pdbx_mono_s() in ms at each span's begin */
 };
 

@@ -1,20 +1,32 @@
 /* cpu_kernels.c: the CPU backend's own kernels (see cpu_kernels.h). Plain C11 loops written
- * so gcc -O2 vectorizes the inner dimension (contiguous, no aliasing between in and out). */
+ * so gcc vectorizes the inner dimension (contiguous, no aliasing between in and out, constant
+ * or simple trip counts), split over the backend's thread pool (cpu_threads.h). */
 #include "engine/backends/cpu/cpu_kernels.h"
 
 /* The build targets baseline x86-64 (SSE2). The hot kernels are compiled a second and third
- * time for AVX2+FMA and AVX-512 and picked at load time by the CPU (GCC target_clones, an
- * ifunc), with the cost model that accepts runtime alias checks: the same C, vector units used. */
+ * time for x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512) and picked at load time by the CPU's
+ * features (GCC target_clones, an ifunc; "arch=haswell" and "arch=skylake-avx512" would be
+ * picked by CPU model, so an AMD EPYC with AVX-512 ran the SSE2 clone), with the cost model
+ * that accepts runtime alias checks and with multiply-adds contracted to FMA (ISO C mode leaves
+ * them separate): the same C, the host's vector units. PDBX_K_CLONES may be defined on the
+ * command line to build one variant only (checking the baseline clone on an AVX-512 host). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PDBX_K_HOT __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default"), \
-                                  optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#ifndef PDBX_K_CLONES
+#define PDBX_K_CLONES target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")
+#endif
+#define PDBX_K_OPT optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=fast")
+#define PDBX_K_HOT __attribute__((PDBX_K_CLONES, PDBX_K_OPT))
+#define PDBX_K_INLINE static inline __attribute__((always_inline, PDBX_K_OPT))
 #else
 #define PDBX_K_HOT
+#define PDBX_K_INLINE static inline
 #endif
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
+
+/* Below this many elements a kernel runs on the caller alone: waking the pool costs more. */
+#define PAR_MIN_ELEMS 32768
 
 void pdbx_k_embed_gather(const void *table, int64_t table_rows, int64_t vocab_start,
                          const int32_t *ids, int64_t rows, size_t row_bytes, void *out)
@@ -30,8 +42,36 @@ void pdbx_k_embed_gather(const void *table, int64_t table_rows, int64_t vocab_st
     }
 }
 
-PDBX_K_HOT void pdbx_k_rmsnorm(const float *x, const float *weight, int64_t rows, int64_t cols,
-                    float eps, float *out)
+/* exp(x) for x in [-87, 88] (clamped there: the results stay normal floats), relative error
+ * below 2e-7: x = n ln2 + r with n = round(x / ln2) (the 1.5 * 2^23 trick rounds in the vector
+ * unit; no libm call, so the loops around it vectorise), e^r by Cephes' expf polynomial, 2^n
+ * built in the exponent bits. */
+PDBX_K_INLINE float k_exp(float x)
+{
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    const float t = x * 1.44269504088896341f + 12582912.0f;
+    const float n = t - 12582912.0f;
+    int32_t ni;
+    memcpy(&ni, &t, sizeof ni);
+    ni -= 0x4B400000;                                   /* the rounded n as an integer */
+    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    const int32_t bits = (ni + 127) << 23;
+    float pow2n;
+    memcpy(&pow2n, &bits, sizeof pow2n);
+    return p * pow2n;
+}
+
+/* ---- RMSNorm ------------------------------------------------------------------------------ */
+PDBX_K_HOT static void rmsnorm_rows(const float *x, const float *weight, int64_t rows,
+                                    int64_t cols, float eps, float *out)
 {
     for (int64_t i = 0; i < rows; i++) {
         const float *xr = x + i * cols;
@@ -47,19 +87,86 @@ PDBX_K_HOT void pdbx_k_rmsnorm(const float *x, const float *weight, int64_t rows
             ss += xr[j] * xr[j];
         for (int l = 0; l < 16; l++)
             ss += part[l];
-        float inv = 1.0f / sqrtf(ss / (float)cols + eps);
-        for (int64_t j = 0; j < cols; j++)
-            o[j] = xr[j] * inv * weight[j];
+        const float inv = 1.0f / sqrtf(ss / (float)cols + eps);
+        for (int64_t c = 0; c < cols; c++)
+            o[c] = xr[c] * inv * weight[c];
     }
 }
 
-PDBX_K_HOT void pdbx_k_silu_mul(const float *gate, const float *up, int64_t n, float *out)
+typedef struct {
+    const float *x, *weight;
+    int64_t rows, cols;
+    float eps;
+    float *out;
+} rmsnorm_job;
+
+/* Chunks of rows (16 rows of 2048: 128 KiB read, 128 KiB written): enough of them that a part
+ * started late costs little, large enough that taking one costs nothing. */
+#define NORM_CHUNK_ROWS 16
+
+static void rmsnorm_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const rmsnorm_job *J = arg;
+    const int64_t r0 = chunk * NORM_CHUNK_ROWS;
+    const int64_t nr = J->rows - r0 < NORM_CHUNK_ROWS ? J->rows - r0 : NORM_CHUNK_ROWS;
+    rmsnorm_rows(J->x + r0 * J->cols, J->weight, nr, J->cols, J->eps, J->out + r0 * J->cols);
+}
+
+void pdbx_k_rmsnorm(pdbx_cpu_pool *pool, const float *x, const float *weight, int64_t rows,
+                    int64_t cols, float eps, float *out)
+{
+    rmsnorm_job J = { .x = x, .weight = weight, .rows = rows, .cols = cols, .eps = eps, .out = out };
+    if (rows * cols < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (rows + NORM_CHUNK_ROWS - 1) / NORM_CHUNK_ROWS, rmsnorm_chunk, &J);
+}
+
+/* ---- SiLU x up ---------------------------------------------------------------------------- */
+PDBX_K_HOT static void silu_mul_range(const float *gate, const float *up, int64_t n, float *out)
 {
     for (int64_t i = 0; i < n; i++) {
-        float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        const float g = gate[i];
+        out[i] = g / (1.0f + k_exp(-g)) * up[i];
     }
 }
+
+typedef struct {
+    const float *gate, *up;
+    int64_t n;
+    float *out;
+} silu_job;
+
+#define SILU_CHUNK 16384        /* elements: 64 KiB of each stream */
+
+static void silu_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const silu_job *J = arg;
+    const int64_t i0 = chunk * SILU_CHUNK;
+    const int64_t n = J->n - i0 < SILU_CHUNK ? J->n - i0 : SILU_CHUNK;
+    silu_mul_range(J->gate + i0, J->up + i0, n, J->out + i0);
+}
+
+void pdbx_k_silu_mul(pdbx_cpu_pool *pool, const float *gate, const float *up, int64_t n, float *out)
+{
+    silu_job J = { .gate = gate, .up = up, .n = n, .out = out };
+    if (n < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (n + SILU_CHUNK - 1) / SILU_CHUNK, silu_chunk, &J);
+}
+
+/* ---- causal attention --------------------------------------------------------------------- */
+#define QR 4                       /* query rows per register tile */
+#define KB PDBX_K_ATTN_KBLOCK      /* keys per transposed key block */
+#define VW 8                       /* floats per vector register of the tiles (AVX2 ymm) */
+#define TW (2 * VW)                /* keys (scores) or columns (output) per register tile */
+
+/* Eight floats in a vector register: GNU C vectors, so the 4 x 16 tiles below stay in registers
+ * (8 accumulators; plain arrays were kept in memory and each multiply-add waited on a store).
+ * Lowered to two SSE registers in the baseline clone. Loads and stores go through memcpy
+ * (unaligned); no function takes or returns one (the vector ABI differs between clones). */
+typedef float v8f __attribute__((vector_size(VW * sizeof(float))));
 
 size_t pdbx_k_attention_scratch_floats(int64_t seq_len, int64_t d, int threads)
 {
@@ -69,116 +176,204 @@ size_t pdbx_k_attention_scratch_floats(int64_t seq_len, int64_t d, int threads)
 
 typedef struct {
     const float *q, *k, *v;
-    int64_t seq_len, heads, kv_heads, d;
-    int64_t first, last;       /* (sequence, head) pairs [first, last) */
+    int64_t seqs, seq_len, heads, kv_heads, d;
     float *scratch, *out;
 } attn_job;
 
-PDBX_K_HOT static void attn_pair(const attn_job *J, int64_t s, int64_t h)
+/* kt[c][jj] = k_(j0 + jj)[c] for jj < nj, 0 for nj <= jj < KB (rows of kstride floats). Key
+ * row by key row: the loads are contiguous and the stores stay inside kt (16 KiB at d = 64);
+ * column by column the loads stride by a whole token (2 KiB for 8 kv heads of 64), which maps
+ * them to two L1 sets and misses on nearly every one. */
+PDBX_K_HOT static void transpose_keys(const float *k, int64_t kstride, int64_t nj, int64_t d,
+                                      float *kt)
+{
+    for (int64_t jj = 0; jj < nj; jj++) {
+        const float *kj = k + jj * kstride;
+        for (int64_t c = 0; c < d; c++)
+            kt[c * KB + jj] = kj[c];
+    }
+    if (nj < KB)
+        for (int64_t c = 0; c < d; c++)
+            for (int64_t jj = nj; jj < KB; jj++)
+                kt[c * KB + jj] = 0.0f;
+}
+
+/* scores s[r][j0 + jj] = scale * (q_r . k_(j0+jj)) for the QR rows q[r] (row r at q + r * qstride)
+ * against the block's keys transposed in kt ([d][KB], zero past the block's nj keys); rows
+ * r < nrows and keys jj < nj are stored (the rows past nrows repeat valid rows, unstored). */
+PDBX_K_HOT static void qk_block(const float *q, int64_t qstride, int nrows, const float *kt,
+                                int64_t d, int64_t nj, float scale, float *s, int64_t sstride)
+{
+    const float *q0 = q, *q1 = q + (nrows > 1) * qstride, *q2 = q + (nrows > 2) * 2 * qstride,
+                *q3 = q + (nrows > 3) * 3 * qstride;
+    for (int64_t jt = 0; jt < nj; jt += TW) {
+        v8f a00 = { 0 }, a01 = { 0 }, a10 = { 0 }, a11 = { 0 }, a20 = { 0 }, a21 = { 0 },
+            a30 = { 0 }, a31 = { 0 };
+        for (int64_t c = 0; c < d; c++) {
+            v8f k0, k1;
+            memcpy(&k0, kt + c * KB + jt, sizeof k0);
+            memcpy(&k1, kt + c * KB + jt + VW, sizeof k1);
+            const float b0 = q0[c], b1 = q1[c], b2 = q2[c], b3 = q3[c];
+            a00 += k0 * b0;
+            a01 += k1 * b0;
+            a10 += k0 * b1;
+            a11 += k1 * b1;
+            a20 += k0 * b2;
+            a21 += k1 * b2;
+            a30 += k0 * b3;
+            a31 += k1 * b3;
+        }
+        float t[QR][TW];
+        memcpy(t[0], &a00, sizeof a00);
+        memcpy(t[0] + VW, &a01, sizeof a01);
+        memcpy(t[1], &a10, sizeof a10);
+        memcpy(t[1] + VW, &a11, sizeof a11);
+        memcpy(t[2], &a20, sizeof a20);
+        memcpy(t[2] + VW, &a21, sizeof a21);
+        memcpy(t[3], &a30, sizeof a30);
+        memcpy(t[3] + VW, &a31, sizeof a31);
+        const int64_t nw = nj - jt < TW ? nj - jt : TW;
+        for (int r = 0; r < nrows; r++)
+            for (int64_t jj = 0; jj < nw; jj++)
+                s[r * sstride + jt + jj] = t[r][jj] * scale;
+    }
+}
+
+/* o_r[c] = inv_r * sum_{j < jend} p_r[j] v_j[c] for the QR rows p_r (row r at p + r * pstride,
+ * zero past its causal end) and the d columns of v (row j at v + j * vstride); rows r < nrows
+ * stored at o + r * ostride. */
+PDBX_K_HOT static void pv_block(const float *p, int64_t pstride, int nrows, const float *v,
+                                int64_t vstride, int64_t jend, int64_t d, const float *inv,
+                                float *o, int64_t ostride)
+{
+    const float *p0 = p, *p1 = p + (nrows > 1) * pstride, *p2 = p + (nrows > 2) * 2 * pstride,
+                *p3 = p + (nrows > 3) * 3 * pstride;
+    int64_t c0 = 0;
+    for (; c0 + TW <= d; c0 += TW) {
+        v8f a00 = { 0 }, a01 = { 0 }, a10 = { 0 }, a11 = { 0 }, a20 = { 0 }, a21 = { 0 },
+            a30 = { 0 }, a31 = { 0 };
+        for (int64_t j = 0; j < jend; j++) {
+            v8f v0, v1;
+            memcpy(&v0, v + j * vstride + c0, sizeof v0);
+            memcpy(&v1, v + j * vstride + c0 + VW, sizeof v1);
+            const float b0 = p0[j], b1 = p1[j], b2 = p2[j], b3 = p3[j];
+            a00 += v0 * b0;
+            a01 += v1 * b0;
+            a10 += v0 * b1;
+            a11 += v1 * b1;
+            a20 += v0 * b2;
+            a21 += v1 * b2;
+            a30 += v0 * b3;
+            a31 += v1 * b3;
+        }
+        float t[QR][TW];
+        memcpy(t[0], &a00, sizeof a00);
+        memcpy(t[0] + VW, &a01, sizeof a01);
+        memcpy(t[1], &a10, sizeof a10);
+        memcpy(t[1] + VW, &a11, sizeof a11);
+        memcpy(t[2], &a20, sizeof a20);
+        memcpy(t[2] + VW, &a21, sizeof a21);
+        memcpy(t[3], &a30, sizeof a30);
+        memcpy(t[3] + VW, &a31, sizeof a31);
+        for (int r = 0; r < nrows; r++)
+            for (int c = 0; c < TW; c++)
+                o[r * ostride + c0 + c] = t[r][c] * inv[r];
+    }
+    /* head_dim not a multiple of TW: the last columns one row at a time */
+    for (int r = 0; r < nrows; r++)
+        for (int64_t c = c0; c < d; c++) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < jend; j++)
+                acc += p[r * pstride + j] * v[j * vstride + c];
+            o[r * ostride + c] = acc * inv[r];
+        }
+}
+
+/* Row r of the scores (length len, the causal prefix) becomes exp(s - max), zero from len to
+ * zero_to; returns 1 / the sum of the exponentials. */
+PDBX_K_HOT static float softmax_row(float *s, int64_t len, int64_t zero_to)
+{
+    float mx[16];
+    for (int l = 0; l < 16; l++)
+        mx[l] = s[0];
+    int64_t j = 0;
+    for (; j + 16 <= len; j += 16)
+        for (int l = 0; l < 16; l++)
+            mx[l] = s[j + l] > mx[l] ? s[j + l] : mx[l];
+    float m = s[0];
+    for (; j < len; j++)
+        m = s[j] > m ? s[j] : m;
+    for (int l = 0; l < 16; l++)
+        m = mx[l] > m ? mx[l] : m;
+    for (j = 0; j < len; j++)
+        s[j] = k_exp(s[j] - m);
+    float part[16] = { 0 };
+    for (j = 0; j + 16 <= len; j += 16)
+        for (int l = 0; l < 16; l++)
+            part[l] += s[j + l];
+    float sum = 0.0f;
+    for (; j < len; j++)
+        sum += s[j];
+    for (int l = 0; l < 16; l++)
+        sum += part[l];
+    for (j = len; j < zero_to; j++)
+        s[j] = 0.0f;
+    return 1.0f / sum;
+}
+
+static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
 {
     const int64_t S = J->seq_len, d = J->d;
     const int64_t qstride = J->heads * d, kvstride = J->kv_heads * d;
     const int64_t kvh = h / (J->heads / J->kv_heads);
     const int64_t base = s * S;
     const float scale = 1.0f / sqrtf((float)d);
-    float *scores = J->scratch;                                   /* [BLOCK][S] */
-    float *kt = J->scratch + (size_t)PDBX_K_ATTN_BLOCK * (size_t)S;   /* [d][KBLOCK] */
+    float *scores = scratch;                                           /* [BLOCK][S] */
+    float *kt = scratch + (size_t)PDBX_K_ATTN_BLOCK * (size_t)S;       /* [d][KB] */
+    const float *qh = J->q + base * qstride + h * d;
+    const float *kh = J->k + base * kvstride + kvh * d;
+    const float *vh = J->v + base * kvstride + kvh * d;
+    float *oh = J->out + base * qstride + h * d;
+    float inv[PDBX_K_ATTN_BLOCK];       /* 1 / each row's softmax sum */
     for (int64_t i0 = 0; i0 < S; i0 += PDBX_K_ATTN_BLOCK) {
         const int64_t i1 = i0 + PDBX_K_ATTN_BLOCK < S ? i0 + PDBX_K_ATTN_BLOCK : S;
         const int64_t nr = i1 - i0;
-        /* scores[r][j] = scale * q_(i0+r) . k_j for j < i1 (entries above the diagonal are
-         * computed with their block and ignored by the softmax) */
-        for (int64_t j0 = 0; j0 < i1; j0 += PDBX_K_ATTN_KBLOCK) {
-            const int64_t j1 = j0 + PDBX_K_ATTN_KBLOCK < i1 ? j0 + PDBX_K_ATTN_KBLOCK : i1;
-            const int64_t nj = j1 - j0;
-            for (int64_t jj = 0; jj < nj; jj++) {
-                const float *kj = J->k + (base + j0 + jj) * kvstride + kvh * d;
-                for (int64_t c = 0; c < d; c++)
-                    kt[c * PDBX_K_ATTN_KBLOCK + jj] = kj[c];
-            }
-            for (int64_t r = 0; r < nr; r++) {
-                const float *qi = J->q + (base + i0 + r) * qstride + h * d;
-                float *sr = scores + r * S + j0;
-                for (int64_t jj = 0; jj < nj; jj++)
-                    sr[jj] = 0.0f;
-                for (int64_t c = 0; c < d; c++) {
-                    const float qc = qi[c] * scale;
-                    const float *ktc = kt + c * PDBX_K_ATTN_KBLOCK;
-                    for (int64_t jj = 0; jj < nj; jj++)
-                        sr[jj] += qc * ktc[jj];
-                }
+        /* scores of the block's rows against keys [0, i1) (above the diagonal: computed with
+         * their tile, then zeroed by the softmax) */
+        for (int64_t j0 = 0; j0 < i1; j0 += KB) {
+            const int64_t nj = j0 + KB < i1 ? KB : i1 - j0;
+            transpose_keys(kh + j0 * kvstride, kvstride, nj, d, kt);
+            for (int64_t r = 0; r < nr; r += QR) {
+                const int rows = nr - r < QR ? (int)(nr - r) : QR;
+                qk_block(qh + (i0 + r) * qstride, qstride, rows, kt, d, nj, scale,
+                         scores + r * S + j0, S);
             }
         }
-        /* exact softmax per row over its causal prefix [0, i] */
-        for (int64_t r = 0; r < nr; r++) {
-            float *sr = scores + r * S;
-            const int64_t len = i0 + r + 1;
-            float m = sr[0];
-            for (int64_t j = 1; j < len; j++)
-                m = sr[j] > m ? sr[j] : m;
-            float sum = 0.0f;
-            for (int64_t j = 0; j < len; j++) {
-                sr[j] = expf(sr[j] - m);
-                sum += sr[j];
-            }
-            const float inv = 1.0f / sum;
-            for (int64_t j = 0; j < len; j++)
-                sr[j] *= inv;
-            memset(J->out + (base + i0 + r) * qstride + h * d, 0, (size_t)d * sizeof(float));
-        }
-        /* out_i = sum_j p_ij v_j: value row j reused across the block's rows */
-        for (int64_t j = 0; j < i1; j++) {
-            const float *vj = J->v + (base + j) * kvstride + kvh * d;
-            const int64_t r0 = j > i0 ? j - i0 : 0;
-            for (int64_t r = r0; r < nr; r++) {
-                const float p = scores[r * S + j];
-                float *o = J->out + (base + i0 + r) * qstride + h * d;
-                for (int64_t c = 0; c < d; c++)
-                    o[c] += p * vj[c];
-            }
+        for (int64_t r = 0; r < nr; r++)
+            inv[r] = softmax_row(scores + r * S, i0 + r + 1, i1);
+        for (int64_t r = 0; r < nr; r += QR) {
+            const int rows = nr - r < QR ? (int)(nr - r) : QR;
+            pv_block(scores + r * S, S, rows, vh, kvstride, i0 + r + rows, d, inv + r,
+                     oh + (i0 + r) * qstride, qstride);
         }
     }
 }
 
-static void *attn_worker(void *arg)
+/* One chunk: one (sequence, head) pair, on the scratch of the thread that took it. */
+static void attn_chunk(void *arg, long long pair, int part)
 {
     const attn_job *J = arg;
-    for (int64_t p = J->first; p < J->last; p++)
-        attn_pair(J, p / J->heads, p % J->heads);
-    return NULL;
+    float *scratch = J->scratch + pdbx_k_attention_scratch_floats(J->seq_len, J->d, 1) * (size_t)part;
+    attn_pair(J, scratch, pair / J->heads, pair % J->heads);
 }
 
-void pdbx_k_attention_causal(const float *q, const float *k, const float *v,
+void pdbx_k_attention_causal(pdbx_cpu_pool *pool, const float *q, const float *k, const float *v,
                              int64_t seqs, int64_t seq_len, int64_t heads, int64_t kv_heads,
-                             int64_t d, int threads, float *scratch, float *out)
+                             int64_t d, float *scratch, float *out)
 {
-    enum { MAX_THREADS = 256 };
-    const int64_t pairs = seqs * heads;
-    if (threads < 1)
-        threads = 1;
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
-    if (threads > pairs)
-        threads = (int)(pairs > 0 ? pairs : 1);
-    const size_t per = pdbx_k_attention_scratch_floats(seq_len, d, 1);
-    attn_job jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = { 0 };
-    for (int t = 0; t < threads; t++) {
-        jobs[t] = (attn_job){ .q = q, .k = k, .v = v, .seq_len = seq_len, .heads = heads,
-                              .kv_heads = kv_heads, .d = d, .first = pairs * t / threads,
-                              .last = pairs * (t + 1) / threads, .scratch = scratch + per * (size_t)t,
-                              .out = out };
-    }
-    for (int t = 1; t < threads; t++)
-        started[t] = pthread_create(&tid[t], NULL, attn_worker, &jobs[t]) == 0;
-    attn_worker(&jobs[0]);
-    for (int t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            attn_worker(&jobs[t]);     /* no thread: do that share here */
-    }
+    attn_job J = { .q = q, .k = k, .v = v, .seqs = seqs, .seq_len = seq_len, .heads = heads,
+                   .kv_heads = kv_heads, .d = d, .scratch = scratch, .out = out };
+    pdbx_cpu_pool_for(pool, seqs * heads, attn_chunk, &J);
 }
 
 uint16_t pdbx_k_f32_to_bf16(float f)
