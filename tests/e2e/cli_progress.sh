@@ -19,7 +19,7 @@ SECONDS=0
 cat > "$TMP/spec.json" <<EOF
 {"name": "e2e-progress", "model": "$SRC/tests/e2e/fixtures/engine-tiny-llama.json", "gpu": "cpu",
  "layers": 2, "seq_len": 128, "dtype": "fp32", "backend": "cpu", "gpus_per_node": 2, "nodes": 1,
- "configs": [{"tp": 1, "pp": 1, "dp": 2}], "mbs": "1:8", "warmup": 1, "steps": 3, "ops": "all",
+ "configs": [{"tp": 1, "pp": 1, "dp": 2}], "mbs": "1:8", "repetition": "fixed", "warmup": 1, "steps": 3, "ops": "all",
  "collectives": true, "coll_sizes": [4096, 65536], "predict_oom": false, "timeout_s": 60}
 EOF
 

@@ -34,7 +34,7 @@ cat > "$TMP/spec.json" <<EOF
 {"name": "export-e2e", "model": "$TMP/tiny.json", "gpu": "cpu", "layers": 2, "seq_len": 32,
  "dtype": "fp32", "backend": "cpu", "gpus_per_node": 2, "nodes": 1,
  "configs": [{"tp": 1, "pp": 2, "dp": 1}, {"tp": 2, "pp": 1, "dp": 1}], "mbs": "1:4",
- "warmup": 1, "steps": 3, "ops": "all", "collectives": true, "coll_sizes": [4096, 65536],
+ "repetition": "fixed", "warmup": 1, "steps": 3, "ops": "all", "collectives": true, "coll_sizes": [4096, 65536],
  "predict_oom": false, "timeout_s": 60}
 EOF
 ASAN_OPTIONS=$RANK_ASAN "${MPIRUN[@]}" "$ENGINE" --spec "$TMP/spec.json" --store "$TMP/store" >"$TMP/engine.out" 2>"$TMP/engine.err" \

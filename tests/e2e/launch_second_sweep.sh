@@ -15,7 +15,7 @@ spec() {   # FILE steps mbs
 import json, sys
 json.dump({"name": "e2e", "model": sys.argv[2], "gpu": "cpu", "layers": 2, "seq_len": 64,
            "dtype": "fp32", "backend": "cpu", "gpus_per_node": 4, "nodes": 1,
-           "configs": [{"tp": 1, "pp": 1, "dp": 1}], "mbs": sys.argv[4], "warmup": 1,
+           "configs": [{"tp": 1, "pp": 1, "dp": 1}], "mbs": sys.argv[4], "repetition": "fixed", "warmup": 1,
            "steps": int(sys.argv[3]), "ops": "all", "collectives": False,
            "predict_oom": True, "timeout_s": 60}, open(sys.argv[1], "w"))
 EOF

@@ -83,10 +83,10 @@ static void test_host_figures(void **state)
     assert_true(out.busy);
 }
 
-/* A stand-in device is not a stub of pdbx's code: it is the backend slot's contract (return a
- * sample or -1) driven with known values, the way a GPU would answer. */
+/* A device answering the backend slot's contract (a sample, or -1) with known values, as a GPU
+ * would: the fold is checked without one. */
 static int answers;
-static int fake_device_noise(pdbx_compute *c, pdbx_device_noise *out)
+static int scripted_device_noise(pdbx_compute *c, pdbx_device_noise *out)
 {
     (void)c;
     answers++;
@@ -154,7 +154,7 @@ static void test_sampler_over_mpi(void **state)
      * interval, skipped), end */
     pdbx_compute_ops ops;
     memset(&ops, 0, sizeof ops);
-    ops.device_noise = fake_device_noise;
+    ops.device_noise = scripted_device_noise;
     pdbx_compute *dev = (pdbx_compute *)&ops;   /* any non-NULL handle: the slot ignores it */
     answers = 0;
     pdbx_noise_begin(&n, &ops, dev);
