@@ -30,10 +30,10 @@ typedef struct {
 int pdbx_launch_check(const pdbx_spec *spec, pdbx_launch_check_info *info, char *err,
                       size_t errlen);
 
-/* How long the busy check watches the CPUs: long enough that /proc/stat's ticks (10 ms) give
- * the other processes' load to about a twentieth of a core on 2 cores, short enough not to be
- * waited for. */
-#define PDBX_LAUNCH_BUSY_CHECK_S 0.25
+/* How long the busy check watches the CPUs: /proc/stat counts 10 ms ticks, so 0.1 s gives the
+ * other processes' load to a tenth of a core, fine against the half-core threshold, and nobody
+ * waits for it. */
+#define PDBX_LAUNCH_BUSY_CHECK_S 0.1
 
 /* Before a launch on this machine: whether other processes keep it busy, which would make
  * every number of the sweep noisy (store/util/cpuload.h, pdbx_cpu_busy_check over

@@ -90,7 +90,8 @@ print(end["reason"])
 }
 
 # wait_caught PID: until PID is pdbx (not the shell forked for the job, which has handlers of
-# its own until it execs) and catches SIGINT (bit 2 of SigCgt in /proc/PID/status). A
+# its own until it execs) and catches SIGINT and SIGTERM (bits 0x2 and 0x4000 of SigCgt in
+# /proc/PID/status: the two handlers are installed one after the other). A
 # background job of this non-interactive shell starts with SIGINT ignored, so a Ctrl-C sent
 # before the command installs its handler would be lost whatever the command does.
 wait_caught() {
@@ -98,7 +99,7 @@ wait_caught() {
     for i in $(seq 400); do
         mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
         [ "$(cat "/proc/$1/comm" 2>/dev/null)" = pdbx ] && [ -n "$mask" ] &&
-            [ $(( 0x$mask & 2 )) -ne 0 ] && return 0
+            [ $(( 0x$mask & 0x4002 )) -eq $(( 0x4002 )) ] && return 0
         sleep 0.05
     done
     return 1

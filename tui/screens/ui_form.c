@@ -293,7 +293,7 @@ static void start_sweep(ui_app *app, void *st)
     pdbx_launch l;
     char busy[256];
     ui_app_busy(app, "starting the sweep (%s) ...", pdbx_engine_path());
-    /* pdbx run's warning (launch_check.h): the quarter second it watches the CPUs is inside the
+    /* pdbx run's warning (launch_check.h): the tenth of a second it watches the CPUs is inside the
      * wait for the launch that the busy line already announces */
     int noisy = pdbx_launch_busy_warning(&f->spec, &f->lopts, busy, sizeof busy);
     if (pdbx_launch_start_ex(&f->spec, &f->lopts, app->store_dir, &l, NULL, err, sizeof(err)) != 0) {
