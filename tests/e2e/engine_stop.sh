@@ -176,7 +176,7 @@ pgrep -af "(mpirun|$ENGINE).*--run-id $id" && fail "the sweep lives on after its
 
 # ---- pdbx cancel during the collectives sweep: no point in flight ----
 phase 'cancel in the collectives sweep'
-tiny_spec "$TMP/coll.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'steps=60' 'collectives=true' 'coll_sizes=[4096,65536,1048576,4194304]'
+tiny_spec "$TMP/coll.json" 'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:1"' 'steps=200' 'collectives=true' 'coll_sizes=[4096,65536,1048576,4194304,16777216]'
 id=$("$PDBX" run "$TMP/coll.json" --store "$ST" --detach 2>"$TMP/err") || { cat "$TMP/err"; fail "run --detach"; }
 f=$ST/runs/$id.pdbx
 wait_for 60 'any(e["type"] == "coll" for e in E)' "$f" || fail "the collectives sweep never started"
