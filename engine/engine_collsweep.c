@@ -53,10 +53,15 @@ static void coll_one(coll_group *cg, pdbx_coll c, size_t bytes)
     for (int s = 0; s < sp->warmup + sp->steps; s++) {
         double ms = 0;
         pdbx_watch_begin("barrier", -1);
-        e->be.comm->barrier(e->comm, cg->grp);
+        int rc = e->be.comm->barrier(e->comm, cg->grp, sp->timeout_s, err, sizeof err);
         pdbx_watch_end();
+        if (rc != 0) {
+            fprintf(stderr, "pdbx-engine: rank %d: %s\n", e->rank, err);
+            break;
+        }
         pdbx_watch_begin(pdbx_coll_name(c), -1);
-        int rc = e->be.comm->run(e->comm, cg->grp, c, cg->buf, bytes, &ms, err, sizeof err);
+        const pdbx_coll_call call = { c, sp->dtype, bytes, 1, 0 };
+        rc = e->be.comm->run(e->comm, cg->grp, &call, cg->buf, &ms, err, sizeof err);
         pdbx_watch_end();
         if (rc != 0) {
             fprintf(stderr, "pdbx-engine: rank %d: %s\n", e->rank, err);

@@ -138,12 +138,17 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes
 {
     pdbx_engine *e = pr->e;
     int point = pr->pt->index;
-    pdbx_watch_begin("barrier", point);
-    e->be.comm->barrier(e->comm, g);
-    pdbx_watch_end();
-    pdbx_watch_begin(name, point);
     char err[MSG_LEN];
-    int rc = e->be.comm->run(e->comm, g, coll, pr->buf, (size_t)bytes, ms, err, sizeof err);
+    pdbx_watch_begin("barrier", point);
+    int rc = e->be.comm->barrier(e->comm, g, e->spec.timeout_s, err, sizeof err);
+    pdbx_watch_end();
+    if (rc != 0) {
+        fail_with(pr, err);
+        return rc;
+    }
+    pdbx_watch_begin(name, point);
+    const pdbx_coll_call call = { coll, e->spec.dtype, (size_t)bytes, 1, 0 };
+    rc = e->be.comm->run(e->comm, g, &call, pr->buf, ms, err, sizeof err);
     pdbx_watch_end();
     if (rc != 0)
         fail_with(pr, err);

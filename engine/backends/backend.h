@@ -29,7 +29,7 @@
 /* 2: compute ops gained span_begin/span_end (measured layer and step sums).
  * 3: compute ops gained mem_peak (the measured memory peak of a point).
  * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise. */
-#define PDBX_BACKEND_ABI 4
+#define PDBX_BACKEND_ABI 5
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -138,6 +138,19 @@ const char *pdbx_coll_name(pdbx_coll c);
  * reduce_scatter (n-1)/n; send_recv 1. */
 double pdbx_coll_busbw_factor(pdbx_coll c, int n);
 
+/* One timed collective (pdbx_comm_ops.run). */
+typedef struct {
+    pdbx_coll coll;
+    /* Element type: the run's dtype, except fp32 for the DP gradient all-reduce (Megatron
+     * reduces bf16 gradients in fp32: grad_reduce_in_fp32). */
+    pdbx_dtype dtype;
+    size_t bytes;       /* S as nccl-tests defines it (all_gather: the gathered output) */
+    int iters;          /* >= 1 executions back to back, timed as one span */
+    /* all_gather / reduce_scatter: the output is a separate region (buf holds S bytes of
+     * input/output, then the other side); 0: in place, as Megatron's TP/SP buffers. */
+    int out_of_place;
+} pdbx_coll_call;
+
 /* A communicator group (TP, PP, DP, or a collectives-sweep group) as the engine built it. */
 typedef struct {
     int group_rank, group_size;
@@ -156,11 +169,14 @@ typedef struct {
     int (*group_create)(pdbx_comm *m, const pdbx_group_desc *desc, pdbx_group **out,
                         char *err, size_t errlen);
     void (*group_destroy)(pdbx_comm *m, pdbx_group *g);
-    /* Times one collective of `bytes` (S as nccl-tests defines it) on buf within group g.
-     * send_recv: group ranks 2i send to 2i+1 (peer = partner rank in the group). */
-    int (*run)(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_t bytes,
-               double *ms, char *err, size_t errlen);
-    int (*barrier)(pdbx_comm *m, pdbx_group *g);
+    /* Times call->iters back-to-back executions of one collective on buf within group g and
+     * gives the mean per execution in *ms (nccl-tests' protocol). send_recv: group ranks 2i
+     * send to 2i+1 (peer = partner rank in the group). */
+    int (*run)(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, void *buf, double *ms,
+               char *err, size_t errlen);
+    /* Returns once every member of g has arrived: 0, or -1 with the reason in err when the
+     * group failed or timeout_s (> 0; 0: unbounded) passed first (a dead peer). */
+    int (*barrier)(pdbx_comm *m, pdbx_group *g, double timeout_s, char *err, size_t errlen);
 } pdbx_comm_ops;
 
 /* The table of a comm implementation whose functions are named P_init ... P_barrier (as

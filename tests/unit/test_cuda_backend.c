@@ -302,10 +302,11 @@ static void test_gpu_point(void **state)
         fail_msg("nccl group_create: %s", err);
     void *buf = NULL;
     assert_int_equal(ops->comm_buffer(c, 1 << 20, &buf, err, sizeof err), 0);
-    if (nccl->run(m, g, PDBX_COLL_ALL_REDUCE, buf, 1 << 20, &ms, err, sizeof err) != 0)
+    const pdbx_coll_call call = { PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_BF16, 1 << 20, 1, 0 };
+    if (nccl->run(m, g, &call, buf, &ms, err, sizeof err) != 0)
         fail_msg("nccl all_reduce: %s", err);
     assert_true(ms > 0.0);
-    assert_int_equal(nccl->barrier(m, g), 0);
+    assert_int_equal(nccl->barrier(m, g, 60.0, err, sizeof err), 0);
     nccl->group_destroy(m, g);
     nccl->fini(m);
     ops->release(c);

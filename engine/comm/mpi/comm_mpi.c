@@ -102,21 +102,16 @@ static size_t max_count(void)
     return cached;
 }
 
-static int mpi_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_t bytes,
-                   double *ms, char *err, size_t errlen)
+/* One execution of c->coll on f (in place) or from f to out (out_of_place gather/scatter),
+ * split into calls of at most max_count() elements. */
+static int mpi_once(pdbx_group *g, const pdbx_coll_call *c, float *f, float *out)
 {
-    (void)m;
     const size_t n = (size_t)g->size, cap = max_count();
-    float *f = buf;
-    int rc = MPI_SUCCESS;
-    if (coll < 0 || coll >= PDBX_COLL_COUNT) {
-        snprintf(err, errlen, "mpi comm: unknown collective %d", (int)coll);
-        return -1;
-    }
+    const pdbx_coll coll = c->coll;
     /* elements per call: the whole array (all_reduce, send_recv) or each rank's block */
     const size_t total = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER
-                             ? bytes / sizeof(float) / n : bytes / sizeof(float);
-    double t0 = pdbx_mono_s() * 1e3;
+                             ? c->bytes / sizeof(float) / n : c->bytes / sizeof(float);
+    int rc = MPI_SUCCESS;
     size_t off = 0;
     do {                                   /* one call even for an empty message */
         const size_t left = total - off;
@@ -126,12 +121,20 @@ static int mpi_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_
             rc = MPI_Allreduce(MPI_IN_PLACE, f + off, count, MPI_FLOAT, MPI_SUM, g->comm);
             break;
         case PDBX_COLL_ALL_GATHER:         /* piece k: n blocks of count at f + n*off */
-            rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, f + n * off, count, MPI_FLOAT,
-                               g->comm);
+            if (out)
+                rc = MPI_Allgather(out + off, count, MPI_FLOAT, f + n * off, count, MPI_FLOAT,
+                                   g->comm);
+            else
+                rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, f + n * off, count,
+                                   MPI_FLOAT, g->comm);
             break;
         case PDBX_COLL_REDUCE_SCATTER:     /* in place: the rank's block lands at the front */
-            rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, f + n * off, count, MPI_FLOAT, MPI_SUM,
-                                          g->comm);
+            if (out)
+                rc = MPI_Reduce_scatter_block(f + n * off, out + off, count, MPI_FLOAT, MPI_SUM,
+                                              g->comm);
+            else
+                rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, f + n * off, count, MPI_FLOAT,
+                                              MPI_SUM, g->comm);
             break;
         case PDBX_COLL_SEND_RECV: {
             int r = g->rank;
@@ -146,16 +149,65 @@ static int mpi_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_
         }
         off += (size_t)count;
     } while (rc == MPI_SUCCESS && off < total);
-    *ms = pdbx_mono_s() * 1e3 - t0;
+    return rc;
+}
+
+/* The cpu backend's elements are fp32 whatever call->dtype says (its runs are fp32). */
+static int mpi_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, void *buf,
+                   double *ms, char *err, size_t errlen)
+{
+    (void)m;
+    if (call->coll < 0 || call->coll >= PDBX_COLL_COUNT) {
+        snprintf(err, errlen, "mpi comm: unknown collective %d", (int)call->coll);
+        return -1;
+    }
+    if (call->iters < 1) {
+        snprintf(err, errlen, "mpi comm: iters %d (allowed: 1 or more)", call->iters);
+        return -1;
+    }
+    const int oop = call->out_of_place && (call->coll == PDBX_COLL_ALL_GATHER ||
+                                           call->coll == PDBX_COLL_REDUCE_SCATTER);
+    float *f = buf, *out = oop ? (float *)((char *)buf + call->bytes) : NULL;
+    int rc = MPI_SUCCESS;
+    double t0 = pdbx_mono_s() * 1e3;
+    for (int i = 0; i < call->iters && rc == MPI_SUCCESS; i++)
+        rc = mpi_once(g, call, f, out);
+    *ms = (pdbx_mono_s() * 1e3 - t0) / call->iters;
     if (rc != MPI_SUCCESS)
-        return mpi_fail(rc, pdbx_coll_name(coll), err, errlen);
+        return mpi_fail(rc, pdbx_coll_name(call->coll), err, errlen);
     return 0;
 }
 
-static int mpi_barrier(pdbx_comm *m, pdbx_group *g)
+/* MPI_Ibarrier polled so that a peer that never arrives fails the barrier after timeout_s
+ * instead of blocking this rank for good. */
+static int mpi_barrier(pdbx_comm *m, pdbx_group *g, double timeout_s, char *err, size_t errlen)
 {
     (void)m;
-    return MPI_Barrier(g->comm) == MPI_SUCCESS ? 0 : -1;
+    MPI_Request req;
+    int rc = MPI_Ibarrier(g->comm, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(rc, "barrier", err, errlen);
+    const double t0 = pdbx_mono_s();
+    for (;;) {
+        int done = 0;
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(rc, "barrier", err, errlen);
+        if (done)
+            return 0;
+        const double waited = pdbx_mono_s() - t0;
+        if (timeout_s > 0 && waited > timeout_s) {
+            snprintf(err, errlen, "mpi comm: barrier of %d ranks not complete after %g s (a "
+                     "peer is gone or stuck)", g->size, timeout_s);
+            return -1;   /* the request stays pending: the run is ending */
+        }
+        /* spin at first, as MPI_Barrier does: a nap here would skew the ranks' exits by the
+         * scheduler's granularity, and the collective timed next starts from this exit */
+        if (waited > 0.5) {
+            struct timespec nap = {0, 100000};
+            nanosleep(&nap, NULL);
+        }
+    }
 }
 
 const pdbx_comm_ops pdbx_mpi_comm_ops = PDBX_COMM_OPS("mpi", mpi);

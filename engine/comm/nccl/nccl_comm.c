@@ -191,18 +191,20 @@ fail:
     return rc;
 }
 
-static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size_t bytes,
+static int nccl_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, void *buf,
                     double *ms, char *err, size_t errlen)
 {
     int rc = -1;
     pdbx_compute *c = m->c;
+    const pdbx_coll coll = call->coll;
+    const size_t bytes = call->bytes;
     if (!g || !g->comm) {
         snprintf(err, errlen, "nccl %s: the group has no communicator", pdbx_coll_name(coll));
         return -1;
     }
-    const size_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const size_t es = call->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
     const size_t n = (size_t)g->size;
-    const ncclDataType_t t = nccl_type(c->dtype);
+    const ncclDataType_t t = nccl_type(call->dtype);
     size_t count = bytes / es;                 /* elements of S */
     size_t chunk = count / n;                  /* one rank's part for gather/scatter */
     if (bytes == 0 || bytes % es != 0 ||
@@ -257,22 +259,31 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, pdbx_coll coll, void *buf, size
                  "reduce_scatter, send_recv)", (int)coll);
         goto fail;
     }
-    return wait_collective(m, g, ms, err, errlen);
+    rc = wait_collective(m, g, ms, err, errlen);
+    if (rc == 0 && call->iters > 1)
+        *ms /= call->iters;   /* TODO(issue 13): iterations back to back (one per call today) */
+    return rc;
 fail:
     cudaStreamSynchronize(c->stream);
     (void)cudaGetLastError();
     return rc;
 }
 
-static int nccl_barrier(pdbx_comm *m, pdbx_group *g)
+static int nccl_barrier(pdbx_comm *m, pdbx_group *g, double timeout_s, char *err, size_t errlen)
 {
-    if (!m || !g || !g->comm)
+    (void)timeout_s;   /* TODO(issue 13): bounded wait */
+    if (!m || !g || !g->comm) {
+        snprintf(err, errlen, "nccl barrier: the group has no communicator");
         return -1;
+    }
     if (ncclAllReduce(g->scratch, g->scratch, 1, ncclFloat32, ncclSum, g->comm, m->c->stream) !=
-        ncclSuccess)
+        ncclSuccess) {
+        snprintf(err, errlen, "nccl barrier: ncclAllReduce failed");
         return -1;
+    }
     if (cudaStreamSynchronize(m->c->stream) != cudaSuccess) {
         (void)cudaGetLastError();
+        snprintf(err, errlen, "nccl barrier: cudaStreamSynchronize failed");
         return -1;
     }
     return 0;
