@@ -210,7 +210,7 @@ static const char *const run_about =
     "SLURM_JOB_ID is set, mpirun when hosts are given, else local.\n"
     "While another sweep of the store runs on the same devices of this host, run asks\n"
     "first (y/N) on a terminal and refuses without one (exit 2) unless --force.\n"
-    "A local launch first watches this machine's CPUs for half a second and warns (and goes\n"
+    "A local launch first watches this machine's CPUs for a tenth of a second and warns (and goes\n"
     "on) when other processes use more than half a core or the hypervisor steals more than 5%.\n"
     "Exit: 0 complete, 1 failed, 3 cancelled.";
 
