@@ -236,7 +236,6 @@ static double run_forward(point_run *pr, double step0)
 {
     const pdbx_spec *sp = &pr->e->spec;
     double ms = 0, total = -1;
-    pr->sm.ntrace = 0;
     span(pr, PDBX_SPAN_STEP, 0, &ms);
     run_one(pr, PDBX_OP_EMBED, PDBX_PASS_FWD, -1, step0, 1);
     for (int l = 0; l < sp->layers_profiled; l++) {
@@ -268,23 +267,31 @@ static void run_backward(point_run *pr)
     run_one(pr, PDBX_OP_EMBED, PDBX_PASS_BWD, -1, 0, 0);
 }
 
-/* A once-per-step collective of the PP or DP group. */
+/* A once-per-step collective of the PP or DP group; in the step phase (step0 >= 0) also in the
+ * step's trace at its offset from the step's start. */
 static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double bytes,
-                      const char *name, int row)
+                      pdbx_comm_kind what, int row, double step0)
 {
     double ms = 0;
+    const char *name = pdbx_comm_kind_name(what);
     if (pr->e->ev)
         pdbx_events_progress_op(pr->e->ev, name);
-    coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms);
+    double start = pdbx_mono_s() * 1e3;
+    if (coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms) != 0)
+        return;
     push(&pr->sm, row, ms);
+    if (step0 >= 0)
+        push_trace(&pr->sm, PDBX_TRACE_STEP_COMM(what), -1, start - step0, ms);
 }
 
-static void pp_dp_comm(point_run *pr)
+static void pp_dp_comm(point_run *pr, double step0)
 {
     if (pr->cg->pp > 1)
-        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv", PDBX_ROW_PP);
+        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, PDBX_COMM_PP_SENDRECV,
+                  PDBX_ROW_PP, step0);
     if (pr->cg->dp > 1)
-        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce", PDBX_ROW_DP);
+        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, PDBX_COMM_DP_ALLREDUCE,
+                  PDBX_ROW_DP, step0);
 }
 
 static int has_bwd(const point_run *pr)
@@ -312,13 +319,14 @@ static int run_steps(point_run *pr)
     while (kept < sp->steps) {
         if (pdbx_agree_cancel(e, pr->pt->index))
             return 1;
-        double total = -1;
+        double total = -1, step0 = pdbx_mono_s() * 1e3;
+        pr->sm.ntrace = 0;        /* the trace keeps the latest step */
         if (pr->compute) {
-            total = run_forward(pr, pdbx_mono_s() * 1e3);
+            total = run_forward(pr, step0);
             if (has_bwd(pr))
                 run_backward(pr);
         }
-        pp_dp_comm(pr);
+        pp_dp_comm(pr, step0);
         pdbx_noise_device_sample(&e->noise, e->be.compute, e->compute);
         int keep = warm >= max_warm || (adaptive && warm > 0 && pdbx_adaptive_stable(prev, total));
         keep = agree_keep(keep);
@@ -369,9 +377,11 @@ static void exec_comm(point_run *pr, int row, int rep)
 {
     (void)rep;
     if (row == PDBX_ROW_PP)
-        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv", PDBX_ROW_PP);
+        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, PDBX_COMM_PP_SENDRECV,
+                  PDBX_ROW_PP, -1);
     else
-        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce", PDBX_ROW_DP);
+        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, PDBX_COMM_DP_ALLREDUCE,
+                  PDBX_ROW_DP, -1);
 }
 
 /* The op phase (adaptive): every cell the step phase left short of its target. Returns 0, or

@@ -39,6 +39,9 @@
 #define PDBX_ROW_TOTAL (2 * PDBX_OP_COUNT + 4)    /* one step's forward, per step */
 #define PDBX_NROWS (2 * PDBX_OP_COUNT + 5)
 
+/* A trace entry's op slot for a step's PP or DP collective (pdbx_comm_kind k): past the ops. */
+#define PDBX_TRACE_STEP_COMM(k) (PDBX_OP_COUNT + (int)(k))
+
 /* Bytes of the point's collectives (S as nccl-tests defines it). */
 typedef struct {
     double tp, pp, dp;

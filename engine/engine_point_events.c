@@ -166,8 +166,12 @@ static void trace_events(pdbx_engine *e, int point, const pdbx_point_results *re
         size_t n = (size_t)res->ntrace[r];
         for (size_t i = 0; i < n; i++) {
             const double *t = res->traces + ((size_t)r * res->trace_cap + i) * 4;
-            ops[i] = (pdbx_trace_event){ .point = point, .rank = r, .op = (pdbx_op)(int)t[0],
-                                         .layer = (int)t[1], .start_us = t[2], .dur_us = t[3] };
+            const int slot = (int)t[0];
+            const int comm = slot >= PDBX_OP_COUNT ? slot - PDBX_OP_COUNT : -1;
+            ops[i] = (pdbx_trace_event){ .point = point, .rank = r,
+                                         .op = comm < 0 ? (pdbx_op)slot : PDBX_OP_COUNT,
+                                         .comm = comm, .layer = (int)t[1], .start_us = t[2],
+                                         .dur_us = t[3] };
         }
         pdbx_events_emit(e->ev, pdbx_event_trace(point, r, ops, n));
     }

@@ -522,8 +522,11 @@ cJSON *pdbx_event_trace(int point, int rank, const pdbx_trace_event *ops, size_t
         /* [op, layer, start_us, dur_us] */
         const double v[3] = {ops[i].layer, ops[i].start_us, ops[i].dur_us};
         cJSON *one = cJSON_CreateDoubleArray(v, 3);
+        const char *name = ops[i].op == PDBX_OP_COUNT
+                               ? pdbx_comm_kind_name((pdbx_comm_kind)ops[i].comm)
+                               : pdbx_op_name(ops[i].op);
         ok = jf_push(arr, one) &&
-             cJSON_InsertItemInArray(one, 0, cJSON_CreateString(pdbx_op_name(ops[i].op))) &&
+             cJSON_InsertItemInArray(one, 0, cJSON_CreateString(name)) &&
              cJSON_GetArraySize(one) == 4;
     }
     return jf_done(ev, ok);
@@ -549,14 +552,19 @@ int pdbx_event_decode_trace(const cJSON *ev, pdbx_ev_trace *out, char *err, size
         const char *name;
         double v[3];     /* layer, start_us, dur_us */
         int op = jf_tuple(e, &name, v, 3) ? pdbx_op_from_name(name) : -2;
+        /* a step's PP/DP collective is named by its comm kind (tp_allreduce is an op here) */
+        int comm = op == -1 ? jf_name_index(name, comm_kinds, PDBX_COMM_KINDS) : -1;
+        if (comm == PDBX_COMM_TP_ALLREDUCE)
+            comm = -1;
         if (op == -2) {
             pdbx_errf(err, errlen, "trace event (point %d): field \"ops\"[%d] must be "
                       "[op, layer, start_us, dur_us]", out->point, i);
             rc = -1;
-        } else if (op >= 0) {
+        } else if (op >= 0 || comm >= 0) {
             out->ops[out->n++] = (pdbx_trace_event){
                 .point = out->point, .rank = out->rank, .layer = (int)fmax(-1e9, fmin(v[0], 1e9)),
-                .op = (pdbx_op)op, .start_us = v[1], .dur_us = v[2]};
+                .op = op >= 0 ? (pdbx_op)op : PDBX_OP_COUNT, .comm = comm,
+                .start_us = v[1], .dur_us = v[2]};
         }
         i++;
     }

@@ -166,10 +166,13 @@ typedef struct {
     double algbw, busbw;     /* GB/s */
 } pdbx_coll_result;
 
-/* One op of one measured step on one rank, for the Chrome trace export. */
+/* One op, or one of the step's PP/DP collectives, of one measured step on one rank, for the
+ * Chrome trace export. */
 typedef struct {
     int point, rank, layer;
-    pdbx_op op;
+    pdbx_op op;              /* PDBX_OP_COUNT: a step collective, named by comm */
+    int comm;                /* with op PDBX_OP_COUNT only: the collective (events.h
+                              * pdbx_comm_kind: pp_sendrecv or dp_allreduce) */
     double start_us, dur_us; /* start relative to the step's start */
 } pdbx_trace_event;
 

@@ -2,15 +2,22 @@
  * (export.h, docs/exports.md); Perfetto and chrome://tracing open it.
  *
  * {"traceEvents":[...], "displayTimeUnit":"ms", "metadata":{...}}
- *  - one complete event {"ph":"X","name":op,"cat":class,"pid":rank,"tid":point,"ts":us,
- *    "dur":us,"args":{"layer","mbs","tp","pp","dp"}} per entry of run->trace, i.e. per op
- *    (per layer for layer ops) of the step the engine recorded on each rank; ts is relative to
- *    that step's start, so every point's step starts at 0 on its own track (tid);
- *  - metadata events ("ph":"M") name the processes "rank N" and the threads after the point.
+ *  - one complete event {"ph":"X","name":op,"cat":class,"pid":rank+1,"tid":track,"ts":us,
+ *    "dur":us,"args":{"point","layer","mbs","tp","pp","dp"}} per entry of run->trace, i.e. per op
+ *    (per layer for layer ops; the TP all-reduces after attn_o and mlp_down) and per PP
+ *    send/recv and DP all-reduce of the step the engine recorded on each rank (category
+ *    "comm"); ts is relative to that step's start, so every point's step starts at 0 on its
+ *    own track: tid = pid x T + point + 1, T the power of ten above the largest point index,
+ *    so rank 0's point 5 is tid 16 in a run of 8 points (Perfetto's importer names a thread
+ *    by its tid alone: a tid reused under two pids could take the other's name);
+ *  - metadata events ("ph":"M"), before the complete events, name the processes "rank N"
+ *    (process_name, and process_sort_index N for chrome://tracing's order) and the threads
+ *    after the point. pid is rank + 1: Perfetto reserves pid 0 (the idle process).
  * A run without trace events (an older or CPU-less recording) gets a synthesized step instead:
  * for each ok point and each TP rank, the per-rank medians of the ops laid back to back in
- * execution order (embed, layers_profiled x the layer ops, final_norm, lm_head), and the
- * metadata says "synthesized": true. Nothing there was measured as a timeline.
+ * execution order (embed, layers_profiled x the layer ops, final_norm, lm_head, then the PP
+ * send/recv and DP all-reduce medians), and the metadata says "synthesized": true. Nothing
+ * there was measured as a timeline.
  */
 #include "store/util/err.h"
 #include "store/export/export.h"
@@ -24,6 +31,7 @@
 
 #include "store/util/fs.h"
 #include "store/util/text.h"
+#include "store/events.h"
 #include "store/export/export_common.h"
 #include "store/version.h"
 
@@ -41,22 +49,54 @@ static const char *op_category(pdbx_op op)
     }
 }
 
-/* Appends one complete event; returns 0 or -1 when cJSON ran out of memory. */
-static int add_complete(cJSON *events, const pdbx_point *pt, int point_index, int rank, int layer,
-                        pdbx_op op, double ts_us, double dur_us)
+/* The trace's process id of a rank (pid 0 is the idle process to Perfetto). */
+static int rank_pid(int rank)
+{
+    return rank < 0 ? 0 : rank + 1;
+}
+
+/* The power of ten above the largest point index of run: track ids are pid x it + point + 1
+ * (file comment). */
+static double tid_scale_for(const pdbx_run *run)
+{
+    int top = 0;
+    for (size_t i = 0; i < run->npoints; i++)
+        if (run->points[i].index > top)
+            top = run->points[i].index;
+    for (size_t i = 0; i < run->ntrace; i++)
+        if (run->trace[i].point > top)
+            top = run->trace[i].point;
+    double scale = 10;
+    while (scale <= top + 1.0)
+        scale *= 10;
+    return scale;
+}
+
+static double track_tid(double scale, int rank, int point)
+{
+    return rank_pid(rank) * scale + point + 1;
+}
+
+/* Appends one complete event of op (or, op PDBX_OP_COUNT, of the step collective comm);
+ * returns 0 or -1 when cJSON ran out of memory. */
+static int add_complete(cJSON *events, double scale, const pdbx_point *pt, int point_index,
+                        int rank, int layer, pdbx_op op, int comm, double ts_us, double dur_us)
 {
     int ok = 1;
+    const int step_comm = op == PDBX_OP_COUNT;
     cJSON *e = cJSON_CreateObject(), *args = cJSON_CreateObject();
     if (e) {
-        pdbx_json_str(&ok, e, "name", pdbx_op_name(op));
-        pdbx_json_str(&ok, e, "cat", op_category(op));
+        pdbx_json_str(&ok, e, "name", step_comm ? pdbx_comm_kind_name((pdbx_comm_kind)comm)
+                                                : pdbx_op_name(op));
+        pdbx_json_str(&ok, e, "cat", step_comm ? "comm" : op_category(op));
         pdbx_json_str(&ok, e, "ph", "X");
-        pdbx_json_num(&ok, e, "pid", rank);
-        pdbx_json_num(&ok, e, "tid", point_index);
+        pdbx_json_num(&ok, e, "pid", rank_pid(rank));
+        pdbx_json_num(&ok, e, "tid", track_tid(scale, rank, point_index));
         pdbx_json_num(&ok, e, "ts", ts_us);
         pdbx_json_num(&ok, e, "dur", dur_us);
     }
     if (args) {
+        pdbx_json_num(&ok, args, "point", point_index);
         pdbx_json_num(&ok, args, "layer", layer);
         if (pt) {
             pdbx_json_num(&ok, args, "mbs", pt->mbs);
@@ -70,8 +110,10 @@ static int add_complete(cJSON *events, const pdbx_point *pt, int point_index, in
     return ok ? 0 : -1;
 }
 
-/* A metadata event naming a process (tid < 0) or a thread. */
-static int add_name_meta(cJSON *events, const char *what, int pid, int tid, const char *name)
+/* A metadata event naming a process (tid < 0) or a thread, or (name NULL) giving a process
+ * its sort index. */
+static int add_name_meta(cJSON *events, const char *what, int pid, double tid, const char *name,
+                         int sort_index)
 {
     int ok = 1;
     cJSON *e = cJSON_CreateObject(), *args = cJSON_CreateObject();
@@ -82,8 +124,10 @@ static int add_name_meta(cJSON *events, const char *what, int pid, int tid, cons
         if (tid >= 0)
             pdbx_json_num(&ok, e, "tid", tid);
     }
-    if (args)
+    if (args && name)
         pdbx_json_str(&ok, args, "name", name);
+    else if (args)
+        pdbx_json_num(&ok, args, "sort_index", sort_index);
     pdbx_json_put(&ok, e, "args", args);
     pdbx_json_put(&ok, events, NULL, e);
     return ok ? 0 : -1;
@@ -125,7 +169,7 @@ static int track_cmp(const void *a, const void *b)
     return (x->point > y->point) - (x->point < y->point);
 }
 
-static int name_tracks(cJSON *events, const pdbx_run *run, track_set *s)
+static int name_tracks(cJSON *events, double scale, const pdbx_run *run, track_set *s)
 {
     if (s->n == 0)
         return 0;
@@ -137,7 +181,8 @@ static int name_tracks(cJSON *events, const pdbx_run *run, track_set *s)
         int rank = s->v[i].rank, point = s->v[i].point;
         if (i == 0 || s->v[i - 1].rank != rank) {
             snprintf(name, sizeof name, "rank %d", rank);
-            if (add_name_meta(events, "process_name", rank, -1, name) != 0)
+            if (add_name_meta(events, "process_name", rank_pid(rank), -1, name, 0) != 0 ||
+                add_name_meta(events, "process_sort_index", rank_pid(rank), -1, NULL, rank) != 0)
                 return -1;
         }
         const pdbx_point *pt = pdbx_run_point(run, point);
@@ -146,7 +191,7 @@ static int name_tracks(cJSON *events, const pdbx_run *run, track_set *s)
                      pt->pp, pt->dp, pt->mbs);
         else
             snprintf(name, sizeof name, "point %d", point);
-        if (add_name_meta(events, "thread_name", rank, point, name) != 0)
+        if (add_name_meta(events, "thread_name", rank_pid(rank), track_tid(scale, rank, point), name, 0) != 0)
             return -1;
     }
     return 0;
@@ -192,14 +237,15 @@ static double count_events(const pdbx_run *run)
         for (int op = 0; op < PDBX_OP_COUNT; op++)
             if (pt->op[op].valid)
                 per_rank += pdbx_op_is_per_layer((pdbx_op)op) ? layers : 1.0;
+        per_rank += pt->pp_sendrecv.valid + pt->dp_allreduce.valid;
         n += per_rank * synth_ranks(pt);
     }
     return n;
 }
 
 /* The synthesized step of one point on one rank: medians back to back, execution order. */
-static int synthesize_point(cJSON *events, const pdbx_run *run, const pdbx_point *pt, int rank,
-                            size_t *count)
+static int synthesize_point(cJSON *events, double scale, const pdbx_run *run,
+                            const pdbx_point *pt, int rank, size_t *count)
 {
     double t = 0.0;
     int layers = synth_layers(run);
@@ -216,26 +262,41 @@ static int synthesize_point(cJSON *events, const pdbx_run *run, const pdbx_point
                 double ms = c->valid ? rank_median(c, rank) : NAN;
                 if (!isfinite(ms))
                     continue;
-                if (add_complete(events, pt, pt->index, rank, per_layer ? layer : -1, (pdbx_op)op,
-                                 t, ms * 1000.0) != 0)
+                if (add_complete(events, scale, pt, pt->index, rank, per_layer ? layer : -1,
+                                 (pdbx_op)op, 0, t, ms * 1000.0) != 0)
                     return -1;
                 t += ms * 1000.0;
                 (*count)++;
             }
         }
     }
+    /* the step's PP send/recv and DP all-reduce close it, as the engine runs them */
+    const struct { pdbx_comm_kind kind; const pdbx_comm_cell *cell; } tail[] = {
+        { PDBX_COMM_PP_SENDRECV, &pt->pp_sendrecv }, { PDBX_COMM_DP_ALLREDUCE, &pt->dp_allreduce },
+    };
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) {
+        double ms = tail[i].cell->valid ? tail[i].cell->time.median : NAN;
+        if (!isfinite(ms))
+            continue;
+        if (add_complete(events, scale, pt, pt->index, rank, -1, PDBX_OP_COUNT, (int)tail[i].kind,
+                         t, ms * 1000.0) != 0)
+            return -1;
+        t += ms * 1000.0;
+        (*count)++;
+    }
     return 0;
 }
 
 /* The complete events: the recorded ones, else a synthesized step per ok point and rank.
  * 0, or -1 out of memory. */
-static int add_events(cJSON *events, const pdbx_run *run, track_set *tracks, size_t *count)
+static int add_events(cJSON *events, double scale, const pdbx_run *run, track_set *tracks,
+                      size_t *count)
 {
     for (size_t i = 0; i < run->ntrace; i++) {
         const pdbx_trace_event *ev = &run->trace[i];
         if (track_add(tracks, ev->rank, ev->point) != 0
-            || add_complete(events, pdbx_run_point(run, ev->point), ev->point, ev->rank,
-                            ev->layer, ev->op, ev->start_us, ev->dur_us) != 0)
+            || add_complete(events, scale, pdbx_run_point(run, ev->point), ev->point, ev->rank,
+                            ev->layer, ev->op, ev->comm, ev->start_us, ev->dur_us) != 0)
             return -1;
         (*count)++;
     }
@@ -246,7 +307,7 @@ static int add_events(cJSON *events, const pdbx_run *run, track_set *tracks, siz
         int nranks = synth_ranks(pt);
         for (int r = 0; r < nranks; r++)
             if (track_add(tracks, r, pt->index) != 0
-                || synthesize_point(events, run, pt, r, count) != 0)
+                || synthesize_point(events, scale, run, pt, r, count) != 0)
                 return -1;
     }
     return 0;
@@ -264,7 +325,8 @@ static int add_metadata(cJSON *root, const pdbx_run *run, int synthesized)
         pdbx_json_str(&ok, meta, "note", synthesized
             ? "synthesized: the run recorded no trace events; each track lays the per-rank "
               "medians of the ops back to back in execution order (not a measured timeline)"
-            : "one measured step per rank as the engine recorded it; pid = rank, tid = point; "
+            : "one measured step per rank as the engine recorded it; pid = rank + 1, one track (tid) "
+              "per rank and point, args.point the point; "
               "ts and dur in microseconds relative to the step start");
         char source[128];
         snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
@@ -279,6 +341,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
 {
     int rc = -1;
     track_set tracks = { 0 };
+    cJSON *complete = NULL;
     char *text = NULL;
     size_t count = 0;
     double planned = count_events(run);
@@ -288,9 +351,13 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
                   "points x ranks x layers_profiled x ops", PDBX_TRACE_MAX_EVENTS);
         return -1;
     }
+    const double scale = tid_scale_for(run);
     cJSON *root = cJSON_CreateObject();
+    /* the names first, then the complete events (the importer meets a track's name before
+     * its events) */
     cJSON *events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
-    if (!events || add_events(events, run, &tracks, &count) != 0) {
+    complete = cJSON_CreateArray();
+    if (!events || !complete || add_events(complete, scale, run, &tracks, &count) != 0) {
         pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
@@ -299,10 +366,12 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
                         "to write to %s", run->id, file);
         goto out;
     }
-    if (name_tracks(events, run, &tracks) != 0 || !add_metadata(root, run, run->ntrace == 0)) {
+    if (name_tracks(events, scale, run, &tracks) != 0 || !add_metadata(root, run, run->ntrace == 0)) {
         pdbx_errf(err, errlen, "%s: out of memory building the trace", file);
         goto out;
     }
+    for (cJSON *e; (e = cJSON_DetachItemFromArray(complete, 0)) != NULL;)
+        cJSON_AddItemToArray(events, e);
     char *raw = cJSON_PrintUnformatted(root);
     text = pdbx_json_text_safe(raw);    /* valid UTF-8 whatever the run file held (text.h) */
     cJSON_free(raw);
@@ -315,6 +384,7 @@ int pdbx_export_trace(const pdbx_run *run, const char *file,
     rc = 0;
 out:
     cJSON_Delete(root);
+    cJSON_Delete(complete);
     free(text);
     free(tracks.v);
     return rc;

@@ -3,7 +3,9 @@
 # MBS 1..4, collectives sweep), then `pdbx export` writes the NPZ, CSV and trace files. Python
 # reads the run file itself (zstdcat) and recomputes what every file must hold: numpy on the
 # NPZ (key data, float64, (M,10), row i = MBS 2^i, FASOP attribution summed from the op events
-# within 1e-9), the Vidur CSV rows and columns, one trace event per recorded op per rank.
+# within 1e-9), the Vidur CSV rows and columns, one trace event per recorded op per rank, with
+# pid = rank + 1, named processes, and the step's TP all-reduces, PP send/recv and DP
+# all-reduce at their offsets (after the forward they follow).
 set -u
 : "${PDBX_BUILD:?PDBX_BUILD must point at a build tree}"
 : "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR must point at the repo}"
@@ -39,6 +41,15 @@ cat > "$TMP/spec.json" <<EOF
 EOF
 ASAN_OPTIONS=$RANK_ASAN "${MPIRUN[@]}" "$ENGINE" --spec "$TMP/spec.json" --store "$TMP/store" >"$TMP/engine.out" 2>"$TMP/engine.err" \
     || { cat "$TMP/engine.err"; fail "pdbx-engine run"; }
+# a DP 2 point (its step's DP all-reduce in the trace), in a store of its own
+sed -e 's/"configs": \[[^]]*\]/"configs": [{"tp": 1, "pp": 1, "dp": 2}]/' -e 's/"mbs": "1:4"/"mbs": "1"/' \
+    -e 's/"collectives": true/"collectives": false/' "$TMP/spec.json" >"$TMP/dp.json"
+grep -q '"dp": 2' "$TMP/dp.json" || fail "DP spec not made"
+ASAN_OPTIONS=$RANK_ASAN "${MPIRUN[@]}" "$ENGINE" --spec "$TMP/dp.json" --store "$TMP/dpstore" >/dev/null 2>"$TMP/engine.err" \
+    || { cat "$TMP/engine.err"; fail "pdbx-engine DP run"; }
+DPID=$(basename "$(ls "$TMP"/dpstore/runs/*.pdbx | head -1)" .pdbx)
+PDBX_STORE="$TMP/dpstore" "$PDBX" export "$DPID" --trace "$TMP/dptrace.json" >/dev/null 2>"$TMP/export.err" \
+    || fail "pdbx export --trace (DP run): $(cat "$TMP/export.err")"
 RUNFILE=$(ls "$TMP"/store/runs/*.pdbx | head -1)
 [ -f "$RUNFILE" ] || fail "no run file in $TMP/store/runs"
 ID=$(basename "$RUNFILE" .pdbx)
@@ -159,9 +170,35 @@ trace = json.load(open(f"{tmp}/trace.json"))
 assert trace["displayTimeUnit"] == "ms" and trace["metadata"]["synthesized"] is False
 X = [e for e in trace["traceEvents"] if e["ph"] == "X"]
 recorded = [(e["rank"], e["point"], o[0], o[1]) for e in E if e["type"] == "trace" for o in e["ops"]]
-got = [(e["pid"], e["tid"], e["name"], e["args"]["layer"]) for e in X]
+got = [(e["pid"] - 1, e["args"]["point"], e["name"], e["args"]["layer"]) for e in X]
+assert all(e["tid"] == e["pid"] * 10 + e["args"]["point"] + 1 for e in X)   # unique tracks
 assert len(recorded) > 0 and sorted(got) == sorted(recorded), (len(got), len(recorded))
 assert len(set(got)) == len(got), "an op appears twice on one rank's step"
+# Perfetto: no pid 0, one named process per rank, listed in rank order
+M = [e for e in trace["traceEvents"] if e["ph"] == "M"]
+names = {e["pid"]: e["args"]["name"] for e in M if e["name"] == "process_name"}
+assert names == {1: "rank 0", 2: "rank 1"}, names
+assert {e["pid"]: e["args"]["sort_index"] for e in M if e["name"] == "process_sort_index"} == {1: 0, 2: 1}
+assert all(e["pid"] >= 1 for e in trace["traceEvents"])
+# the step's collectives: TP all-reduces inside the layers of a TP 2 point, PP send/recv and DP
+# all-reduce of the PP 2 / DP 2 points after the forward's last op, on every rank
+pts = {e["point"]: e for e in E if e["type"] == "point_start"}
+comm = {}
+for e in X:
+    if e["cat"] == "comm":
+        comm.setdefault((e["args"]["tp"], e["args"]["pp"], e["args"]["dp"], e["name"]), set()).add(e["pid"])
+assert comm.get((2, 1, 1, "tp_allreduce_attn")) == {1, 2}, comm
+assert comm.get((2, 1, 1, "tp_allreduce_mlp")) == {1, 2}, comm
+assert comm.get((1, 2, 1, "pp_sendrecv")) == {1, 2}, comm
+dp = [e for e in json.load(open(f"{tmp}/dptrace.json"))["traceEvents"] if e["ph"] == "X"]
+assert {e["pid"] for e in dp if e["name"] == "dp_allreduce"} == {1, 2}, dp
+for T in (X, dp):                                    # two runs: (pid, tid) per run
+    for e in T:
+        if e["name"] in ("pp_sendrecv", "dp_allreduce"):
+            same = [o for o in T if o["pid"] == e["pid"] and o["tid"] == e["tid"] and o["cat"] != "comm"]
+            end = max(o["ts"] + o["dur"] for o in same)
+            assert e["ts"] >= end - 1e-6, (e, end)   # after the forward's last op
+            assert e["dur"] > 0
 print(f"ok: {len(E)} events; NPZ, CSV ({len(body)} rows) and trace ({len(X)} events) match the run")
 PYEOF
 echo "PASS: exports of a real engine run"

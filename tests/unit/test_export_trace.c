@@ -90,14 +90,23 @@ static seen_event *check_complete_events(const cJSON *root, int *n)
     int want = expected_events();
     seen_event *seen = calloc((size_t)want + 1, sizeof *seen);
     assert_non_null(seen);
-    int count = 0, process_names = 0, thread_names = 0;
+    int count = 0, process_names = 0, thread_names = 0, sort_indexes = 0;
     const cJSON *e;
+    int x_seen = 0;
     cJSON_ArrayForEach(e, events) {
         const char *ph = str(e, "ph");
         if (strcmp(ph, "M") == 0) {
+            if (x_seen)
+                fail_msg("a metadata event after a complete event (names come first)");
             const char *what = str(e, "name");
             process_names += strcmp(what, "process_name") == 0;
             thread_names += strcmp(what, "thread_name") == 0;
+            if (strcmp(what, "process_sort_index") == 0) {   /* rank r is pid r + 1, index r */
+                const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+                assert_int_equal((int)num(args, "sort_index") + 1, (int)num(e, "pid"));
+                sort_indexes++;
+            }
+            assert_true(num(e, "pid") >= 1);                 /* pid 0 is Perfetto's idle */
             continue;
         }
         assert_string_equal(ph, "X");
@@ -107,7 +116,11 @@ static seen_event *check_complete_events(const cJSON *root, int *n)
         assert_true(op >= 0);
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
         assert_true(cJSON_IsObject(args));
-        seen_event s = { (int)num(e, "pid"), (int)num(e, "tid"), (int)num(args, "layer"), op,
+        x_seen = 1;
+        /* pid = rank + 1 (pid 0 is Perfetto's idle process): s.pid holds the rank, s.tid the
+         * point; the track id is unique in the file: pid x 10 + point + 1 (4 points) */
+        assert_double_equal(num(e, "tid"), num(e, "pid") * 10 + num(args, "point") + 1, 0);
+        seen_event s = { (int)num(e, "pid") - 1, (int)num(args, "point"), (int)num(args, "layer"), op,
                          num(e, "ts"), num(e, "dur") };
         assert_true(s.tid >= 0 && s.tid < N_TRACE_PTS);
         const tx_point *p = &trace_pts[s.tid];
@@ -130,6 +143,7 @@ static seen_event *check_complete_events(const cJSON *root, int *n)
     }
     assert_int_equal(count, want);     /* none missing: want distinct keys were seen */
     assert_int_equal(process_names, 2);                  /* ranks 0 and 1 */
+    assert_int_equal(sort_indexes, 2);
     assert_int_equal(thread_names, 2 + 2 + 1);           /* (rank, point) tracks */
     *n = count;
     return seen;

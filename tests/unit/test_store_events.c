@@ -413,24 +413,41 @@ static void test_trace(void **state)
 {
     (void)state;
     char err[200];
-    pdbx_trace_event ops[2] = {{0, 0, 0, PDBX_OP_ATTN_Q, 12.5, 803.0}, {0, 0, -1, PDBX_OP_LM_HEAD, 900, 40}};
-    cJSON *ev = through_text(pdbx_event_trace(3, 1, ops, 2));
+    /* two ops, then the step's DP all-reduce (op slot PDBX_OP_COUNT, named by its kind) */
+    pdbx_trace_event ops[3] = {
+        {.op = PDBX_OP_ATTN_Q, .start_us = 12.5, .dur_us = 803.0},
+        {.op = PDBX_OP_LM_HEAD, .layer = -1, .start_us = 900, .dur_us = 40},
+        {.op = PDBX_OP_COUNT, .comm = PDBX_COMM_DP_ALLREDUCE, .layer = -1, .start_us = 950,
+         .dur_us = 7},
+    };
+    cJSON *ev = through_text(pdbx_event_trace(3, 1, ops, 3));
+    cJSON *third = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ev, "ops"), 2);
+    assert_string_equal(cJSON_GetArrayItem(third, 0)->valuestring, "dp_allreduce");
     pdbx_ev_trace d;
     assert_int_equal(pdbx_event_decode_trace(ev, &d, err, sizeof err), 0);
     assert_int_equal(d.point, 3);
     assert_int_equal(d.rank, 1);
-    assert_int_equal(d.n, 2);
+    assert_int_equal(d.n, 3);
     assert_int_equal(d.ops[1].op, PDBX_OP_LM_HEAD);
     assert_int_equal(d.ops[1].layer, -1);
     assert_int_equal(d.ops[1].point, 3);
     assert_double_equal(d.ops[0].start_us, 12.5, 0);
     assert_double_equal(d.ops[0].dur_us, 803.0, 0);
+    assert_int_equal(d.ops[2].op, PDBX_OP_COUNT);
+    assert_int_equal(d.ops[2].comm, PDBX_COMM_DP_ALLREDUCE);
+    assert_double_equal(d.ops[2].start_us, 950, 0);
     free(d.ops);
     cJSON *arr = cJSON_GetObjectItemCaseSensitive(ev, "ops");
+    /* "tp_allreduce" is no step collective (the TP all-reduces are ops): dropped as unknown */
+    cJSON *tp = cJSON_CreateArray();
+    cJSON_AddItemToArray(tp, cJSON_CreateString("tp_allreduce"));
+    for (int i = 0; i < 3; i++)
+        cJSON_AddItemToArray(tp, cJSON_CreateNumber(1));
+    cJSON_AddItemToArray(arr, tp);
     cJSON_AddItemToArray(arr, cJSON_CreateString("bad"));
     assert_int_equal(pdbx_event_decode_trace(ev, &d, err, sizeof err), -1);
-    assert_mentions(err, "trace event (point 3)", "\"ops\"[2]");
-    assert_int_equal(d.n, 2);                      /* the good entries are kept */
+    assert_mentions(err, "trace event (point 3)", "\"ops\"[4]");
+    assert_int_equal(d.n, 3);                      /* the good entries are kept */
     free(d.ops);
     set_field(ev, "ops", "3");
     assert_int_equal(pdbx_event_decode_trace(ev, &d, err, sizeof err), -1);
