@@ -201,4 +201,17 @@ for T in (X, dp):                                    # two runs: (pid, tid) per 
             assert e["dur"] > 0
 print(f"ok: {len(E)} events; NPZ, CSV ({len(body)} rows) and trace ({len(X)} events) match the run")
 PYEOF
+# Perfetto's own importer where it is installed (trace_processor_shell is a downloaded binary:
+# not in Debian; PERFETTO_TP names one): one process per rank and the comm slices present.
+tp_shell=${PERFETTO_TP:-$(command -v trace_processor_shell || true)}
+if [ -n "$tp_shell" ] && [ -x "$tp_shell" ]; then
+    q="select (select count(*) from process where name like 'rank %') as ranks,
+              (select count(*) from slice where category = 'comm') as comm;"
+    out=$("$tp_shell" -q /dev/stdin "$TMP/trace.json" <<<"$q" 2>&1) || fail "trace_processor_shell: $out"
+    echo "$out" | grep -Eq '^"?2"?,"?[1-9]' || fail "Perfetto's importer: $out (want 2 ranks, comm slices)"
+    echo "ok: Perfetto's trace_processor imports the trace: $(echo "$out" | tail -n 1)"
+else
+    echo "note: Perfetto's trace_processor_shell is not installed (a downloaded binary, not in Debian;" \
+         "set PERFETTO_TP to run it): the importer's rules (pid >= 1, unique tids, names first) were checked above"
+fi
 echo "PASS: exports of a real engine run"
