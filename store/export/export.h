@@ -8,8 +8,12 @@
  *    unless the options ask for pass both (fwd + bwd per cell, said in meta.json).
  *    When several configs share a TP degree, the one with the most ok rows is exported.
  *  - Vidur CSV: DIR/mlp.csv, DIR/all_reduce.csv, DIR/send_recv.csv (design.md section 6).
- *  - Chrome trace: FILE, one complete ("ph":"X") event per op of one measured step per rank,
- *    pid = rank, tid = point. At most PDBX_TRACE_MAX_EVENTS events (recorded or synthesized
+ *  - FASOP legacy known-cost files (the HPDC'24 tree, AvatarHwang/FASOP): per TP degree
+ *    DIR/{model_tag}_{gpu_tag}_{tp}.npy, 1-D '<f8' of the model's num_layers + 2 elements
+ *    [embedding, layer x num_layers, post_process], seconds, forward, MBS 1 (FASOP scales by
+ *    MBS and by 3 itself), plus a sidecar {name}.npy.json (export_fasop_npy.c).
+ *  - Chrome trace: FILE, one complete ("ph":"X") event per op and per step collective of one
+ *    measured step per rank, pid = rank + 1, one tid per (rank, point). At most PDBX_TRACE_MAX_EVENTS events (recorded or synthesized
  *    from points x ranks x layers_profiled x ops): a larger trace is refused before anything
  *    is built, with a message naming the cap.
  * Writes are durable (tmp -> fsync -> rename). Each call reports every file it wrote through
@@ -43,6 +47,11 @@ typedef struct {
 
 int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options *opt,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen);
+/* model_tag, gpu_tag: NULL for the run's. Refused (-1) when a TP degree has no ok MBS 1 point
+ * (the others are still written). */
+int pdbx_export_fasop_npy(const pdbx_run *run, const char *dir, const char *model_tag,
+                          const char *gpu_tag, pdbx_wrote_fn wrote, void *ctx, char *err,
+                          size_t errlen);
 int pdbx_export_csv(const pdbx_run *run, const char *dir,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen);
 int pdbx_export_trace(const pdbx_run *run, const char *file,

@@ -4,6 +4,7 @@
 #include "store/util/fs.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 int pdbx_export_mkdirs(const char *dir, char *err, size_t errlen)
 {
@@ -35,4 +36,26 @@ void pdbx_export_run_identity(int *ok, cJSON *obj, const pdbx_run *run)
     pdbx_json_str(ok, obj, "device", run->device_name);
     pdbx_json_num(ok, obj, "seq_len", run->seq_len);
     pdbx_json_num(ok, obj, "layers_profiled", run->layers_profiled);
+}
+
+int pdbx_export_check_tag(const char *field, const char *tag, char *err, size_t errlen)
+{
+    if (!tag || !*tag) {
+        pdbx_errf(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
+        return -1;
+    }
+    for (const char *p = tag; *p; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')
+                 || *p == '-' || *p == '.' || *p == '+';
+        if (!ok) {
+            pdbx_errf(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
+                    field, tag, *p);
+            return -1;
+        }
+    }
+    if (strlen(tag) > 64) {
+        pdbx_errf(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
+        return -1;
+    }
+    return 0;
 }

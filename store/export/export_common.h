@@ -51,6 +51,10 @@ static inline void pdbx_json_put(int *ok, cJSON *obj, const char *key, cJSON *it
     }
 }
 
+/* A tag that becomes part of a file name ({model}_{gpu}_{tp}.npz): letters, digits, '-',
+ * '.', '+', at most 64 characters. 0, or -1 with "<field>: ..." in err. */
+int pdbx_export_check_tag(const char *field, const char *tag, char *err, size_t errlen);
+
 /* The run's identity, the same keys in every export's metadata: run_id, model, gpu, backend,
  * dtype, device, seq_len, layers_profiled. *ok becomes 0 when out of memory. */
 void pdbx_export_run_identity(int *ok, cJSON *obj, const pdbx_run *run);

@@ -211,29 +211,6 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
     return rows;
 }
 
-/* Tags become file names: keep them to characters every file system and FASOP accept. */
-static int check_tag(const char *field, const char *tag, char *err, size_t errlen)
-{
-    if (!tag || !*tag) {
-        pdbx_errf(err, errlen, "%s: empty (the run has none; pass one, e.g. llama70b or A40)", field);
-        return -1;
-    }
-    for (const char *p = tag; *p; p++) {
-        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')
-                 || *p == '-' || *p == '.' || *p == '+';
-        if (!ok) {
-            pdbx_errf(err, errlen, "%s: '%s' has '%c' (allowed: letters, digits, '-', '.', '+')",
-                    field, tag, *p);
-            return -1;
-        }
-    }
-    if (strlen(tag) > 64) {
-        pdbx_errf(err, errlen, "%s: '%s' is longer than 64 characters", field, tag);
-        return -1;
-    }
-    return 0;
-}
-
 /* A row's measured cells as a JSON array: numbers, null where not measured. */
 static cJSON *ms_array(const double *v, int n)
 {
@@ -420,8 +397,8 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
     const char *model_tag = opt->model_tag ? opt->model_tag : run->model.tag;
     const char *gpu_tag = opt->gpu_tag ? opt->gpu_tag : run->gpu_tag;
     if (pdbx_rt_check_time_stat(opt->stat, err, errlen) != 0
-        || check_tag("model tag", model_tag, err, errlen) != 0
-        || check_tag("gpu tag", gpu_tag, err, errlen) != 0)
+        || pdbx_export_check_tag("model tag", model_tag, err, errlen) != 0
+        || pdbx_export_check_tag("gpu tag", gpu_tag, err, errlen) != 0)
         return -1;
     if (opt->pass == PDBX_PASS_SEL_BWD)
         return pdbx_fail(err, errlen, "pass: 'bwd' makes no FASOP profile (FASOP reads forward "

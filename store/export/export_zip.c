@@ -171,17 +171,17 @@ fail:
     return -1;
 }
 
-int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char **out,
-                 size_t *outlen, char *err, size_t errlen)
+/* The npy encoding of count doubles whose shape tuple reads `shape` ("(3, 10)", "(82,)"). */
+static int npy_encode(const double *values, size_t count, const char *shape, unsigned char **out,
+                      size_t *outlen, char *err, size_t errlen)
 {
     *out = NULL;
     *outlen = 0;
     char dict[128];
     int dict_len = snprintf(dict, sizeof dict,
-                            "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu, %zu), }",
-                            rows, cols);
+                            "{'descr': '<f8', 'fortran_order': False, 'shape': %s, }", shape);
     if (dict_len < 0 || (size_t)dict_len >= sizeof dict) {
-        pdbx_errf(err, errlen, "npy: header of shape (%zu, %zu) does not fit", rows, cols);
+        pdbx_errf(err, errlen, "npy: header of shape %s does not fit", shape);
         return -1;
     }
     /* magic (6) + version (2) + header length (2) + dict + padding + '\n' */
@@ -189,11 +189,11 @@ int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char *
     size_t header_total = prefix + (size_t)dict_len + 1;
     size_t padded = (header_total + PDBX_NPY_ALIGN - 1) / PDBX_NPY_ALIGN * PDBX_NPY_ALIGN;
     size_t header_len = padded - prefix;       /* dict + spaces + '\n', fits in uint16 */
-    if (cols != 0 && rows > (SIZE_MAX - padded) / 8 / cols) {
-        pdbx_errf(err, errlen, "npy: shape (%zu, %zu) is too large", rows, cols);
+    if (count > (SIZE_MAX - padded) / 8) {
+        pdbx_errf(err, errlen, "npy: shape %s is too large", shape);
         return -1;
     }
-    size_t total = padded + rows * cols * 8;
+    size_t total = padded + count * 8;
     unsigned char *buf = malloc(total);
     if (!buf) {
         pdbx_errf(err, errlen, "npy: out of memory for %zu bytes", total);
@@ -207,7 +207,7 @@ int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char *
     while ((size_t)(p - buf) < padded - 1)
         *p++ = ' ';
     *p++ = '\n';
-    for (size_t i = 0; i < rows * cols; i++) {
+    for (size_t i = 0; i < count; i++) {
         uint64_t bits;
         memcpy(&bits, &values[i], sizeof bits);
         for (int b = 0; b < 8; b++)
@@ -216,4 +216,26 @@ int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char *
     *out = buf;
     *outlen = total;
     return 0;
+}
+
+int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char **out,
+                 size_t *outlen, char *err, size_t errlen)
+{
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%zu, %zu)", rows, cols);
+    if (cols != 0 && rows > SIZE_MAX / cols) {
+        *out = NULL;
+        *outlen = 0;
+        pdbx_errf(err, errlen, "npy: shape %s is too large", shape);
+        return -1;
+    }
+    return npy_encode(values, rows * cols, shape, out, outlen, err, errlen);
+}
+
+int pdbx_npy_f64_vector(const double *values, size_t n, unsigned char **out, size_t *outlen,
+                        char *err, size_t errlen)
+{
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%zu,)", n);
+    return npy_encode(values, n, shape, out, outlen, err, errlen);
 }

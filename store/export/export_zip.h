@@ -13,7 +13,8 @@
  *      {'descr': '<f8', 'fortran_order': False, 'shape': (rows, cols), }
  *    padded with spaces and ended by '\n' so the data starts at a multiple of 64 bytes, then
  *    the values as little-endian IEEE-754 doubles whatever the host byte order.
- *  - Both return 0 and a malloc'd buffer in *out (caller frees), or -1 with err filled.
+ *    pdbx_npy_f64_vector() the same for a 1-D array of n values: shape (n,).
+ *  - All return 0 and a malloc'd buffer in *out (caller frees), or -1 with err filled.
  */
 #ifndef PDBX_EXPORT_ZIP_H
 #define PDBX_EXPORT_ZIP_H
@@ -38,5 +39,7 @@ int pdbx_zip_stored(const pdbx_zip_member *members, size_t n, unsigned char **ou
 
 int pdbx_npy_f64(const double *values, size_t rows, size_t cols, unsigned char **out,
                  size_t *outlen, char *err, size_t errlen);
+int pdbx_npy_f64_vector(const double *values, size_t n, unsigned char **out, size_t *outlen,
+                        char *err, size_t errlen);
 
 #endif

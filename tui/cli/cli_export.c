@@ -1,5 +1,6 @@
-/* cli_export.c: `pdbx export RUN`: FASOP NPZ (--npz DIR), Vidur CSV (--csv DIR) and a Chrome
- * trace (--trace FILE), any combination; prints every file written, one per line. */
+/* cli_export.c: `pdbx export RUN`: FASOP NPZ (--npz DIR), the legacy FASOP known-cost files
+ * (--fasop-npy DIR), Vidur CSV (--csv DIR) and a Chrome trace (--trace FILE), any combination;
+ * prints every file written, one per line. */
 #include <string.h>
 
 #include "store/export/export.h"
@@ -9,8 +10,10 @@
 static const pdbx_cli_opt export_opts[] = {
     PDBX_CLI_OPT_STORE,
     { "npz", "DIR", "write FASOP NPZ files {model}_{gpu}_{tp}.npz into DIR" },
-    { "model-tag", "T", "FASOP model type in the NPZ names (default: the run's model tag)" },
-    { "gpu-tag", "G", "GPU name in the NPZ names (default: the run's GPU tag)" },
+    { "fasop-npy", "DIR", "write the HPDC'24 FASOP's known-cost files {model}_{gpu}_{tp}.npy "
+                          "(1-D, seconds, MBS 1) into DIR" },
+    { "model-tag", "T", "FASOP model type in the NPZ/npy names (default: the run's model tag)" },
+    { "gpu-tag", "G", "GPU name in the NPZ/npy names (default: the run's GPU tag)" },
     { "attribution", "ATTR", "NPZ columns: fasop (default: FASOP's module timing) or pure (per op)" },
     { "stat", "STAT", "statistic in the NPZ cells: mean (default, as FASOP), median, min, max" },
     { "pass", "PASS", "NPZ cells: fwd (default, what FASOP reads) or both (fwd + bwd, said in "
@@ -22,13 +25,14 @@ static const pdbx_cli_opt export_opts[] = {
 
 static const pdbx_cli_spec export_spec = {
     .name = "export", .args = "RUN", .opts = export_opts, .min_args = 1, .max_args = 1,
-    .about = "Writes files other tools read from a run: FASOP NPZ (--npz), Vidur CSV (--csv) and\n"
-             "a Chrome trace (--trace), any combination; prints the path of every file written.\n"
+    .about = "Writes files other tools read from a run: FASOP NPZ (--npz, the aicomp FASOP),\n"
+             "the HPDC'24 FASOP's known-cost .npy files (--fasop-npy), Vidur CSV (--csv) and a\n"
+             "Chrome trace (--trace), any combination; prints the path of every file written.\n"
              PDBX_CLI_ABOUT_RUN,
 };
 
 typedef struct {
-    const char *store, *npz, *csv, *trace, *model_tag, *gpu_tag;
+    const char *store, *npz, *fasop_npy, *csv, *trace, *model_tag, *gpu_tag;
     int attribution, stat, pass;
     int attribution_set, stat_set, pass_set;
 } export_args;
@@ -47,6 +51,8 @@ static int export_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
         a->store = value;
     else if (strcmp(n, "npz") == 0)
         a->npz = value;
+    else if (strcmp(n, "fasop-npy") == 0)
+        a->fasop_npy = value;
     else if (strcmp(n, "csv") == 0)
         a->csv = value;
     else if (strcmp(n, "trace") == 0)
@@ -111,14 +117,18 @@ int pdbx_cmd_export(int argc, char **argv)
     int rc = pdbx_cli_parse(&export_spec, argc, argv, export_opt, &a, &pos, &npos);
     if (rc != 0)
         return pdbx_cli_parse_exit(rc);
-    if (!a.npz && !a.csv && !a.trace)
+    if (!a.npz && !a.fasop_npy && !a.csv && !a.trace)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, export_spec.name, "nothing to export: give --npz "
+                             "DIR, --fasop-npy DIR, --csv DIR and/or --trace FILE");
+    if (!a.npz && !a.fasop_npy && (a.model_tag || a.gpu_tag))
         return pdbx_cli_fail(PDBX_EXIT_USAGE, export_spec.name,
-                             "nothing to export: give --npz DIR, --csv DIR and/or --trace FILE");
-    if (!a.npz && (a.model_tag || a.gpu_tag || a.attribution_set || a.stat_set || a.pass_set))
+                             "--%s applies to --npz and --fasop-npy only (file names)",
+                             a.model_tag ? "model-tag" : "gpu-tag");
+    if (!a.npz && (a.attribution_set || a.stat_set || a.pass_set))
         return pdbx_cli_fail(PDBX_EXIT_USAGE, export_spec.name,
-                             "--%s applies to --npz only (the Vidur CSV and the trace are forward)",
-                             a.model_tag ? "model-tag" : a.gpu_tag ? "gpu-tag"
-                             : a.attribution_set ? "attribution" : a.stat_set ? "stat" : "pass");
+                             "--%s applies to --npz only (--fasop-npy is FASOP's forward layer "
+                             "mean, the Vidur CSV and the trace are forward)",
+                             a.attribution_set ? "attribution" : a.stat_set ? "stat" : "pass");
 
     pdbx_store *st = NULL;
     pdbx_run run;
@@ -144,6 +154,9 @@ int pdbx_cmd_export(int argc, char **argv)
         if (pdbx_export_npz(&run, a.npz, &o, print_written, NULL, err, sizeof err) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--npz: %s", err);
     }
+    if (a.fasop_npy && pdbx_export_fasop_npy(&run, a.fasop_npy, a.model_tag, a.gpu_tag,
+                                             print_written, NULL, err, sizeof err) != 0)
+        rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--fasop-npy: %s", err);
     if (a.csv && pdbx_export_csv(&run, a.csv, print_written, NULL, err, sizeof err) != 0)
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, export_spec.name, "--csv: %s", err);
     if (a.trace && (make_parent_dirs(a.trace, err, sizeof err) != 0
