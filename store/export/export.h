@@ -7,7 +7,8 @@
  *    member `meta.json` (attribution, stat, pass, run id, mbs list, units). Forward only
  *    unless the options ask for pass both (fwd + bwd per cell, said in meta.json).
  *    When several configs share a TP degree, the one with the most ok rows is exported.
- *  - Vidur CSV: DIR/mlp.csv, DIR/all_reduce.csv, DIR/send_recv.csv (design.md section 6).
+ *  - Vidur CSV: DIR/mlp.csv, DIR/all_reduce.csv, DIR/send_recv.csv (the collectives sweep,
+ *    Vidur's size) and DIR/step_comm.csv (the points' own TP/PP/DP traffic, apart).
  *  - FASOP legacy known-cost files (the HPDC'24 tree, AvatarHwang/FASOP): per TP degree
  *    DIR/{model_tag}_{gpu_tag}_{tp}.npy, 1-D '<f8' of the model's num_layers + 2 elements
  *    [embedding, layer x num_layers, post_process], seconds, forward, MBS 1 (FASOP scales by

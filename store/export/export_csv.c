@@ -4,10 +4,17 @@
  *                  for every op measured in some row, then n_head, n_kv_head, n_embd,
  *                  n_expanded_embd, vocab_size, use_gated_mlp, num_tokens,
  *                  num_tensor_parallel_workers (Vidur's MlpWrapper.profile() keys, in its order).
- *  all_reduce.csv  the collectives sweep's all_reduce entries, then the points' TP and DP
- *  send_recv.csv   all-reduces (resp. the sweep's send_recv and the points' PP send/recv):
- *                  time_stats.<coll>.{min,max,mean,median,std}, rank, num_workers, size,
- *                  collective, devices_per_node, max_devices_per_node.
+ *  all_reduce.csv  the collectives sweep's all_reduce entries (resp. its send_recv
+ *  send_recv.csv   entries of 2 ranks): time_stats.<coll>.{min,max,mean,median,std}, rank,
+ *                  num_workers, size, collective, devices_per_node, max_devices_per_node.
+ *                  Only the sweep: Vidur's loader fits one model per (num_workers,
+ *                  devices_per_node) on every all_reduce row it finds, so any other row would
+ *                  be mixed into that fit.
+ *  step_comm.csv   the points' own TP all-reduce, PP send/recv and DP all-reduce, kept apart
+ *                  (the same columns, then kind, tp, pp, dp, mbs, num_tokens).
+ * `size` is Vidur's: bytes of each rank's buffer at 2 bytes per element (its profiler writes
+ * elements x 2 whatever it measured, and its predictor reads num_tokens = size / n_embd / 2),
+ * i.e. 2 x S / (the run's element size), S the nccl-tests message size the run records.
  *
  * Ops use Vidur's names where Vidur times the same work (q, k and v fused into attn_pre_proj,
  * gate and up fused into mlp_up_proj, as Vidur's fused GEMMs do) and pdbx's names otherwise.
@@ -261,7 +268,14 @@ static void coll_header(csv_buf *b, const char *coll)
     buf_str(b, ",rank,num_workers,size,collective,devices_per_node,max_devices_per_node\n");
 }
 
-static void coll_row(csv_buf *b, const pdbx_stats *t, int num_workers, double bytes,
+/* Vidur's `size` of a message of S bytes in a run of dtype (file comment). */
+static double vidur_size(const pdbx_run *run, double bytes)
+{
+    double elem = strcmp(run->dtype, "fp32") == 0 ? 4.0 : 2.0;
+    return 2.0 * floor(bytes / elem);
+}
+
+static void coll_row(csv_buf *b, const pdbx_stats *t, int num_workers, double size,
                      const char *coll, int devices_per_node, int max_devices_per_node)
 {
     double v[5];
@@ -273,21 +287,20 @@ static void coll_row(csv_buf *b, const pdbx_stats *t, int num_workers, double by
     buf_str(b, "0,");                 /* rank 0's timing, as Vidur keeps */
     buf_int(b, num_workers);
     buf_put(b, ",", 1);
-    buf_num(b, bytes);
+    buf_num(b, size);
     buf_put(b, ",", 1);
     buf_field(b, coll);
     buf_put(b, ",", 1);
     buf_int(b, devices_per_node);
     buf_put(b, ",", 1);
-    buf_int(b, max_devices_per_node);
-    buf_put(b, "\n", 1);
+    buf_int(b, max_devices_per_node);      /* the caller ends the line */
 }
 
-/* kind: "all_reduce" or "send_recv".
- * Sweep entries: the engine's ranks_per_node is how many of the group's ranks share rank 0's
- * node, i.e. Vidur's devices_per_node; max_devices_per_node is the launch's ranks per node.
- * The engine's send_recv pairs neighbours (0-1, 2-3, ...) of a group; only the group of 2 is
- * one pair alone, as Vidur measures it, so larger groups (concurrent pairs) are left out. */
+/* kind: "all_reduce" or "send_recv": the collectives sweep's entries.
+ * The engine's ranks_per_node is how many of the group's ranks share rank 0's node, i.e.
+ * Vidur's devices_per_node; max_devices_per_node is the launch's ranks per node. The engine's
+ * send_recv pairs neighbours (0-1, 2-3, ...) of a group; only the group of 2 is one pair
+ * alone, as Vidur measures it, so larger groups (concurrent pairs) are left out. */
 static void coll_csv(const pdbx_run *run, const char *kind, csv_buf *b)
 {
     coll_header(b, kind);
@@ -300,33 +313,49 @@ static void coll_csv(const pdbx_run *run, const char *kind, csv_buf *b)
         if (together > c->nranks)
             together = c->nranks;
         int max_dev = run->ranks_per_node > together ? run->ranks_per_node : together;
-        coll_row(b, &c->time, c->nranks, c->bytes, kind, together, max_dev);
+        coll_row(b, &c->time, c->nranks, vidur_size(run, c->bytes), kind, together, max_dev);
+        buf_put(b, "\n", 1);
     }
+}
+
+/* step_comm.csv: each ok point's in-step collectives, one row per kind measured. */
+static void step_comm_csv(const pdbx_run *run, csv_buf *b)
+{
+    int first = 1;
+    header_stats(b, "step_comm", &first);
+    buf_str(b, ",rank,num_workers,size,collective,devices_per_node,max_devices_per_node,"
+               "kind,tp,pp,dp,mbs,num_tokens\n");
     int rpn = run->ranks_per_node;
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *pt = &run->points[i];
         if (pt->status != PDBX_POINT_OK)
             continue;
-        const pdbx_comm_cell *cells[2];
-        long long strides[2];
-        int ncells = 0;
-        if (strcmp(kind, "all_reduce") == 0) {
-            cells[ncells] = &pt->tp_allreduce;
-            strides[ncells++] = 1;
-            cells[ncells] = &pt->dp_allreduce;
-            strides[ncells++] = pt->tp;
-        } else {
-            cells[ncells] = &pt->pp_sendrecv;
-            strides[ncells++] = (long long)pt->tp * pt->dp;
-        }
-        for (int k = 0; k < ncells; k++) {
-            const pdbx_comm_cell *cc = cells[k];
+        const struct {
+            const pdbx_comm_cell *cell;
+            const char *kind, *coll;
+            long long stride;      /* Megatron placement: TP 1, DP TP, PP TP x DP */
+        } step[] = {
+            { &pt->tp_allreduce, "tp_allreduce", "all_reduce", 1 },
+            { &pt->pp_sendrecv, "pp_sendrecv", "send_recv", (long long)pt->tp * pt->dp },
+            { &pt->dp_allreduce, "dp_allreduce", "all_reduce", pt->tp },
+        };
+        int seq_len = pt->seq_len > 0 ? pt->seq_len : run->seq_len;
+        for (size_t k = 0; k < sizeof step / sizeof step[0]; k++) {
+            const pdbx_comm_cell *cc = step[k].cell;
             if (!cc->valid)
                 continue;
             int n = cc->group_size > 0 ? cc->group_size : 2;
             int max_dev = rpn > 0 ? rpn : n;
-            coll_row(b, &cc->time, n, cc->bytes, kind,
-                     group_devices_per_node(n, strides[k], max_dev), max_dev);
+            coll_row(b, &cc->time, n, vidur_size(run, cc->bytes), step[k].coll,
+                     group_devices_per_node(n, step[k].stride, max_dev), max_dev);
+            buf_put(b, ",", 1);
+            buf_field(b, step[k].kind);
+            const long v[] = { pt->tp, pt->pp, pt->dp, pt->mbs, (long)pt->mbs * seq_len };
+            for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
+                buf_put(b, ",", 1);
+                buf_int(b, v[j]);
+            }
+            buf_put(b, "\n", 1);
         }
     }
 }
@@ -350,7 +379,7 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
 {
     int rc = -1;
-    csv_buf mlp = { 0 }, ar = { 0 }, sr = { 0 };
+    csv_buf mlp = { 0 }, ar = { 0 }, sr = { 0 }, step = { 0 };
     pdbx_runtable t;
     if (pdbx_runtable_build(run, 0, &t) != 0) {
         pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
@@ -361,11 +390,13 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
         goto out;
     coll_csv(run, "all_reduce", &ar);
     coll_csv(run, "send_recv", &sr);
+    step_comm_csv(run, &step);
     if (pdbx_export_mkdirs(dir, err, errlen) != 0)
         goto out;
     if (publish(dir, "mlp.csv", &mlp, wrote, ctx, err, errlen) != 0
         || publish(dir, "all_reduce.csv", &ar, wrote, ctx, err, errlen) != 0
-        || publish(dir, "send_recv.csv", &sr, wrote, ctx, err, errlen) != 0)
+        || publish(dir, "send_recv.csv", &sr, wrote, ctx, err, errlen) != 0
+        || publish(dir, "step_comm.csv", &step, wrote, ctx, err, errlen) != 0)
         goto out;
     rc = 0;
 out:
@@ -373,5 +404,6 @@ out:
     free(mlp.data);
     free(ar.data);
     free(sr.data);
+    free(step.data);
     return rc;
 }

@@ -153,17 +153,28 @@ for row in body:
     assert math.isclose(float(rec["time_stats.attn_post_proj.median"]), ops[(i, "attn_o")]["stats"]["median"], rel_tol=1e-9)
 coll_cols = lambda c: [f"time_stats.{c}.{s}" for s in ("min", "max", "mean", "median", "std")] + \
     ["rank", "num_workers", "size", "collective", "devices_per_node", "max_devices_per_node"]
-for c, kinds in (("all_reduce", ("tp_allreduce", "dp_allreduce")), ("send_recv", ("pp_sendrecv",))):
+# Vidur's size: bytes of each rank's buffer at 2 bytes per element (fp32 run: 2 x S / 4)
+vidur_size = lambda S: 2 * (S // 4)
+for c in ("all_reduce", "send_recv"):      # the collectives sweep only
     with open(f"{tmp}/csv/{c}.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == coll_cols(c), rows[0]
     sweep = [e for e in E if e["type"] == "coll" and e["coll"] == c and (c != "send_recv" or e["nranks"] == 2)]
-    comm = [e for e in E if e["type"] == "comm" and e["kind"] in kinds and status.get(e["point"]) == "ok"]
-    assert len(sweep) > 0 and len(comm) > 0, (c, len(sweep), len(comm))
-    assert len(rows) == 1 + len(sweep) + len(comm), (c, len(rows), len(sweep), len(comm))
-    for row, e in zip(rows[1:], sweep + comm):
-        assert row[8] == c and float(row[7]) == e["bytes"] and row[5] == "0", (row, e)
+    assert len(sweep) > 0 and len(rows) == 1 + len(sweep), (c, len(rows), len(sweep))
+    for row, e in zip(rows[1:], sweep):
+        assert row[8] == c and float(row[7]) == vidur_size(e["bytes"]) and row[5] == "0", (row, e)
         assert math.isclose(float(row[2]), e["stats"]["mean"], rel_tol=1e-9), (row, e)
+# the points' own TP/PP/DP traffic, apart (Vidur's loader would fit it with the sweep)
+with open(f"{tmp}/csv/step_comm.csv", newline="") as f:
+    rows = list(csv.reader(f))
+assert rows[0] == coll_cols("step_comm") + ["kind", "tp", "pp", "dp", "mbs", "num_tokens"], rows[0]
+comm = [e for e in E if e["type"] == "comm" and status.get(e["point"]) == "ok"]
+assert len(comm) > 0 and len(rows) == 1 + len(comm), (len(rows), len(comm))
+got = sorted((r[11], int(r[12]), int(r[15]), float(r[7]), float(r[2])) for r in rows[1:])
+want = sorted((e["kind"], points[e["point"]]["tp"], points[e["point"]]["mbs"], vidur_size(e["bytes"]),
+               e["stats"]["mean"]) for e in comm)
+assert len(got) == len(want) and all(g[:4] == w[:4] and math.isclose(g[4], w[4], rel_tol=1e-9)
+                                     for g, w in zip(got, want)), (got, want)
 
 # ---- Chrome trace --------------------------------------------------------------------------
 trace = json.load(open(f"{tmp}/trace.json"))

@@ -78,9 +78,9 @@ static void test_mlp_csv_fused_op_exact(void **state)
     tx_wrote_log log = { 0 };
     if (pdbx_export_csv(&run, out, tx_wrote, &log, err, sizeof err) != 0)
         fail_msg("pdbx_export_csv: %s", err);
-    assert_int_equal(log.n, 3);
-    const char *names[3] = { "mlp.csv", "all_reduce.csv", "send_recv.csv" };
-    for (int i = 0; i < 3; i++) {
+    assert_int_equal(log.n, 4);
+    const char *names[4] = { "mlp.csv", "all_reduce.csv", "send_recv.csv", "step_comm.csv" };
+    for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", out, names[i]);
         assert_string_equal(log.paths[i], path);
     }
@@ -198,21 +198,30 @@ static void test_all_three_csvs_exact(void **state)
     free(lines);
     free(text);
 
+    /* The collectives sweep only, with Vidur's size: bytes at 2 bytes per element of each
+     * rank's buffer, 2 x S / 4 in this fp32 run (Vidur reads num_tokens = size / n_embd / 2) */
     snprintf(path, sizeof path, "%s/all_reduce.csv", out);
     text = test_slurp(path, NULL);
     assert_string_equal(text,
         COLL_COLS("all_reduce") "\n"
-        "0.5,0.75,0.625,0.625,0.0625,0,2,1048576,all_reduce,2,2\n"
-        "1.5,2.25,1.75,1.625,0.125,0,4,4194304,all_reduce,2,2\n"
-        "0.03125,0.0625,0.046875,0.046875,0.0078125,0,2,65536,all_reduce,2,2\n"
-        "2.5,3.5,3,2.75,0.25,0,2,2097152,all_reduce,2,2\n");   /* point 4 is oom: not exported */
+        "0.5,0.75,0.625,0.625,0.0625,0,2,524288,all_reduce,2,2\n"
+        "1.5,2.25,1.75,1.625,0.125,0,4,2097152,all_reduce,2,2\n");
     free(text);
     snprintf(path, sizeof path, "%s/send_recv.csv", out);
     text = test_slurp(path, NULL);
     assert_string_equal(text,
         COLL_COLS("send_recv") "\n"
-        "0.015625,0.03125,0.0234375,0.0234375,0.00390625,0,2,1024,send_recv,1,2\n"
-        "0.125,0.25,0.1875,0.1875,0.03125,0,2,65536,send_recv,1,2\n");  /* stages 2 ranks apart */
+        "0.015625,0.03125,0.0234375,0.0234375,0.00390625,0,2,512,send_recv,1,2\n");
+    free(text);
+    /* the points' own traffic, apart: point 4 is oom (not exported); point 5's PP stages are
+     * 2 ranks apart (TP 1 x DP 2), its DP group neighbours */
+    snprintf(path, sizeof path, "%s/step_comm.csv", out);
+    text = test_slurp(path, NULL);
+    assert_string_equal(text,
+        COLL_COLS("step_comm") ",kind,tp,pp,dp,mbs,num_tokens\n"
+        "0.03125,0.0625,0.046875,0.046875,0.0078125,0,2,32768,all_reduce,2,2,tp_allreduce,2,1,1,1,128\n"
+        "0.125,0.25,0.1875,0.1875,0.03125,0,2,32768,send_recv,1,2,pp_sendrecv,1,2,2,1,128\n"
+        "2.5,3.5,3,2.75,0.25,0,2,1048576,all_reduce,2,2,dp_allreduce,1,2,2,1,128\n");
     free(text);
     pdbx_run_free(&run);
 }
@@ -302,15 +311,13 @@ static void test_zero_and_overflowing_degrees(void **state)
     char out[512], path[600], err[512] = "";
     snprintf(out, sizeof out, "%s/csv-degrees", dir);
     assert_int_equal(pdbx_export_csv(&run, out, NULL, NULL, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s/all_reduce.csv", out);
+    snprintf(path, sizeof path, "%s/step_comm.csv", out);
     char *text = test_slurp(path, NULL);
-    /* stride 0 is taken as 1: both ranks of the group fit a node of 2 */
-    assert_string_equal(text, COLL_COLS("all_reduce") "\n1,1,1,1,0,0,2,1024,all_reduce,2,2\n");
-    free(text);
-    snprintf(path, sizeof path, "%s/send_recv.csv", out);
-    text = test_slurp(path, NULL);
-    /* stages 2^32 ranks apart: one rank per node */
-    assert_string_equal(text, COLL_COLS("send_recv") "\n1,1,1,1,0,0,2,2048,send_recv,1,2\n");
+    /* stride 0 is taken as 1: both ranks of the DP group fit a node of 2; PP stages 2^32 ranks
+     * apart: one rank per node */
+    assert_string_equal(text, COLL_COLS("step_comm") ",kind,tp,pp,dp,mbs,num_tokens\n"
+                        "1,1,1,1,0,0,2,512,all_reduce,2,2,dp_allreduce,0,1,2,1,128\n"
+                        "1,1,1,1,0,0,2,1024,send_recv,1,2,pp_sendrecv,65536,2,65536,1,128\n");
     free(text);
     pdbx_run_free(&run);
 }

@@ -18,7 +18,8 @@ static const pdbx_cli_opt export_opts[] = {
     { "stat", "STAT", "statistic in the NPZ cells: mean (default, as FASOP), median, min, max" },
     { "pass", "PASS", "NPZ cells: fwd (default, what FASOP reads) or both (fwd + bwd, said in "
                       "meta.json); bwd is refused" },
-    { "csv", "DIR", "write Vidur CSV files (mlp.csv, all_reduce.csv, send_recv.csv) into DIR" },
+    { "csv", "DIR", "write Vidur CSV files (mlp.csv, all_reduce.csv, send_recv.csv; the steps' own "
+                    "traffic in step_comm.csv) into DIR" },
     { "trace", "FILE", "write a Chrome trace (JSON) of one measured step per rank to FILE" },
     { NULL, NULL, NULL },
 };
