@@ -260,9 +260,11 @@ static void test_rmsnorm(void **state)
 {
     (void)state;
     const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
-    for (size_t t = 0; t < 2; t++) {
-        pdbx_dtype dt = dts[t];
-        const int64_t rows = 5, cols = 1000;
+    /* cols 1000: every row 16-byte aligned; 1003 and 4101: rows start misaligned and end in a
+     * partial vector (the warp kernels' scalar head and tail) */
+    for (size_t t = 0; t < 6; t++) {
+        pdbx_dtype dt = dts[t % 2];
+        const int64_t rows = 5, cols = t < 2 ? 1000 : t < 4 ? 1003 : 4101;
         tensor x = make((size_t)(rows * cols), dt, -2.0f, 2.0f), w = make((size_t)cols, dt, 0.5f, 1.5f);
         tensor y = make((size_t)(rows * cols), dt, 0.0f, 0.0f);
         assert_int_equal(ck_rmsnorm(x.dev, w.dev, y.dev, rows, cols, 1e-5f, dt, stream), cudaSuccess);
@@ -559,9 +561,9 @@ static void test_rmsnorm_bwd(void **state)
 {
     (void)state;
     const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
-    for (size_t t = 0; t < 2; t++) {
-        pdbx_dtype dt = dts[t];
-        const int64_t rows = 300, cols = 1000;   /* several row splits of the dweight kernel */
+    for (size_t t = 0; t < 4; t++) {   /* cols 1003: misaligned rows, partial vectors */
+        pdbx_dtype dt = dts[t % 2];
+        const int64_t rows = 300, cols = t < 2 ? 1000 : 1003;   /* several dweight row splits */
         const size_t n = (size_t)(rows * cols);
         tensor x = make(n, dt, -2.0f, 2.0f), w = make((size_t)cols, dt, 0.5f, 1.5f);
         tensor dy = make(n, dt, -1.0f, 1.0f), dx = make(n, dt, 0.0f, 0.0f);
