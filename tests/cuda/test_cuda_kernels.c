@@ -1052,6 +1052,29 @@ static void check_host_attention(int64_t mbs, int64_t seq, int64_t heads, int64_
     free(q), free(k), free(v), free(sc), free(o), free(p);
 }
 
+/* The fused kernel's shared memory per block (host arithmetic of cuda_flash.cu's layouts):
+ * bf16/fp16 d 128: Q, K, V 64 x 136 x 2 = 17408 each, S 64 x 68 x 4 = 17408, P 64 x 72 x 2 =
+ * 9216, O 64 x 132 x 4 = 33792 -> 112640; d 64: 3 x 9216 + 17408 + 9216 + 17408 = 71680;
+ * fp32 d 128: Q, K 64 x 129 x 4 = 33024 each, V 32768, P 64 x 65 x 4 = 16640 -> 115456; d 64:
+ * 2 x 16640 + 16384 + 16640 = 66304. All within the opt-in limit of sm_80 (163 KiB = 166912)
+ * and so of sm_90 (227 KiB); unsupported shapes: 0. */
+static void test_host_flash_smem(void **state)
+{
+    (void)state;
+    assert_int_equal(ck_flash_smem_bytes(128, PDBX_DTYPE_BF16), 112640);
+    assert_int_equal(ck_flash_smem_bytes(128, PDBX_DTYPE_FP16), 112640);
+    assert_int_equal(ck_flash_smem_bytes(64, PDBX_DTYPE_BF16), 71680);
+    assert_int_equal(ck_flash_smem_bytes(128, PDBX_DTYPE_FP32), 115456);
+    assert_int_equal(ck_flash_smem_bytes(64, PDBX_DTYPE_FP32), 66304);
+    assert_int_equal(ck_flash_smem_bytes(96, PDBX_DTYPE_BF16), 0);
+    assert_int_equal(ck_flash_supported(80, PDBX_DTYPE_BF16), 0);
+    const int64_t dims[] = {64, 128};
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(ck_flash_smem_bytes(dims[i], dts[j]) <= 166912);
+}
+
 static void test_host_attention_layout(void **state)
 {
     (void)state;
@@ -1098,6 +1121,7 @@ int main(void)
     const struct CMUnitTest host_tests[] = {
         cmocka_unit_test(test_host_linear_layout),
         cmocka_unit_test(test_host_attention_layout),
+        cmocka_unit_test(test_host_flash_smem),
         cmocka_unit_test(test_host_linear_bwd_layout),
         cmocka_unit_test(test_host_attention_bwd_layout),
         cmocka_unit_test(test_host_dims_match_plan),
