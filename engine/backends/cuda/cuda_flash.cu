@@ -368,7 +368,7 @@ extern "C" cudaError_t ck_flash_attention(const void *q, const void *k, const vo
         (seq + kTile - 1) / kTile > 65535)
         return cudaErrorInvalidValue;
     if ((uintptr_t)q % 16 || (uintptr_t)k % 16 || (uintptr_t)v % 16 || (uintptr_t)out % 16)
-        return cudaErrorMisalignedAddress;
+        return cudaErrorInvalidValue;   /* not the sticky device-side misaligned-address error */
     flash_args a = {q, k, v, out, mbs, seq, heads, kv_heads,
                     kLog2e / sqrtf((float)head_dim)};
     dim3 grid((unsigned)(mbs * heads), (unsigned)((seq + kTile - 1) / kTile));

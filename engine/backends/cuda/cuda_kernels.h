@@ -51,8 +51,8 @@ cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype 
  * reads kv head j / (heads / kv_heads)), never materialising the scores. Online softmax over
  * CK_FLASH_TILE x CK_FLASH_TILE tiles, tiles above the diagonal skipped; fp32 statistics and
  * accumulation (bf16/fp16 on tensor cores, fp32 with FMA). Pointers 16-byte aligned
- * (cudaErrorMisalignedAddress otherwise); head_dim and dtype as ck_flash_supported says
- * (cudaErrorInvalidValue otherwise); seq up to 65535 tiles. */
+ * (cudaErrorInvalidValue otherwise, as for a head_dim and dtype ck_flash_supported refuses);
+ * seq up to 65535 tiles. */
 #define CK_FLASH_TILE 64
 int ck_flash_supported(int64_t head_dim, pdbx_dtype dt);   /* 1: head_dim 64 or 128 */
 size_t ck_flash_smem_bytes(int64_t head_dim, pdbx_dtype dt);   /* dynamic shared memory */
