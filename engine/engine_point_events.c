@@ -103,7 +103,18 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
             c.shared_op = from;
             c.reused = res->reused_from >= 0;
             c.source_point = res->reused_from;
-            pdbx_events_emit(e->ev, pdbx_event_op(pt->index, (pdbx_op)op, (pdbx_pass)pass, &c));
+            cJSON *ev = pdbx_event_op(pt->index, (pdbx_op)op, (pdbx_pass)pass, &c);
+            if (ev && op == PDBX_OP_ATTN_CORE && strcmp(e->be.compute->name, "cuda") == 0) {
+                /* what the cuda kernels execute (full s x s, or whole tiles) next to the
+                 * model's causal-half flops (docs/events.md) */
+                pdbx_op_shape shape;
+                memset(&shape, 0, sizeof shape);
+                pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
+                cJSON_AddNumberToObject(ev, "executed_flops", pdbx_attn_core_executed_flops(
+                    e->spec.flash_attention, (pdbx_pass)pass, shape.batch, shape.m, shape.k,
+                    PDBX_FLASH_TILE));
+            }
+            pdbx_events_emit(e->ev, ev);
         }
     }
 }

@@ -112,7 +112,7 @@ static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
     pdbx_compute_config cfg = {
         .local_rank = e->local_rank, .local_size = e->local_size, .world_rank = e->rank,
         .world_size = e->size, .blas_threads = e->blas_threads, .dtype = e->spec.dtype,
-        .flush_l2 = e->spec.flush_l2,
+        .flush_l2 = e->spec.flush_l2, .flash_attention = e->spec.flash_attention,
     };
     rc = e->be.compute->init(&cfg, &e->compute, err, sizeof err);
     if (rc == 0)

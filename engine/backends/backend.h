@@ -41,6 +41,8 @@ typedef struct {
     int blas_threads;             /* cpu: threads for BLAS and own kernels */
     pdbx_dtype dtype;
     int flush_l2;                 /* cuda: flush L2 before each timed execution */
+    int flash_attention;          /* cuda: attn_core forward by the fused kernel (spec's
+                                   * flash_attention; docs/cuda.md) */
 } pdbx_compute_config;
 
 /* Everything a backend needs to allocate and run one point on one TP rank. */

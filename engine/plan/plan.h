@@ -220,6 +220,7 @@ typedef struct {
     pdbx_dtype dtype;
     pdbx_backend_kind backend;    /* PDBX_BACKEND_CPU or PDBX_BACKEND_CUDA (auto: see below) */
     int threads;                  /* cpu: BLAS threads per rank (one attention scratch each) */
+    int flash_attention;          /* cuda: attn_core's forward fused (spec flash_attention) */
 } pdbx_profile_point;
 
 #define PDBX_PROFILE_MAX_BUFS PDBX_BUF_ROLES
@@ -286,5 +287,18 @@ typedef struct {
     double bytes;                 /* bytes read + written, minimal (roofline) */
 } pdbx_op_shape;
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+
+/* The FLOPs the cuda backend's attention core executes (its GEMMs/tensor-core products; the
+ * softmax's exponentials not counted) for `batch` = sequences x q heads on the rank, seq s,
+ * head_dim d, where pdbx_op_shape.flops counts the model's causal half (2 b s^2 d):
+ *   unfused fwd: QK^T and PV over the full s x s: 4 b s^2 d
+ *   unfused bwd: dP, dV, dQ, dK over the full s x s: 8 b s^2 d
+ *   flash fwd:   whole tiles of tile x tile on and below the diagonal (those above are
+ *                skipped): 4 b d tile^2 nq (nq + 1) / 2, nq = ceil(s / tile)
+ *   flash bwd:   the unfused backward plus its recompute of QK^T: 10 b s^2 d
+ * flash: 0 unfused, 1 the fused forward (tile CK_FLASH_TILE = 64). 0 for bad arguments. */
+#define PDBX_FLASH_TILE 64
+double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
+                                     int64_t d, int64_t tile);
 
 #endif

@@ -242,7 +242,8 @@ static void cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 
 /* cuda_backend.c's buffers: everything in the dtype (token ids int32), a buffer allocated
  * when any op that reads or writes it is prepared; the full score matrix of the attention
- * core (it is not fused); per layer its two RMSNorm weights too; the vocabulary split
+ * core unless the fused forward runs it (flash_attention) without a backward (the fused
+ * path's backward recomputes P into it: cuda_attention_needs_scores); per layer its two RMSNorm weights too; the vocabulary split
  * rounded up; the lm_head reads the embedding table when tied. */
 static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
@@ -263,7 +264,7 @@ static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(ATTN_Q) || HAS(ATTN_CORE)) add(out, PDBX_BUF_Q, A, T * qd * es, 1);
     if (HAS(ATTN_K) || HAS(ATTN_CORE)) add(out, PDBX_BUF_K, A, T * kvd * es, 1);
     if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_V, A, T * kvd * es, 1);
-    if (HAS(ATTN_CORE))
+    if (HAS(ATTN_CORE) && (!p->flash_attention || (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD))))
         add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
     if (HAS(ATTN_O) || HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
@@ -374,6 +375,7 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
         backend = strcmp(spec->gpu.name, "cpu") == 0 ? PDBX_BACKEND_CPU : PDBX_BACKEND_CUDA;
     out->backend = backend;
     out->threads = threads > 0 ? threads : 1;
+    out->flash_attention = spec->flash_attention;
 }
 
 int pdbx_plan_point_memory(const pdbx_spec *spec, const pdbx_plan_point *pt,

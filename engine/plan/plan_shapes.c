@@ -9,6 +9,20 @@
 
 #include <string.h>
 
+double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
+                                     int64_t d, int64_t tile)
+{
+    if (batch <= 0 || s <= 0 || d <= 0 || (flash && tile <= 0))
+        return 0;
+    const double full = (double)batch * (double)s * (double)s * (double)d;   /* b s^2 d */
+    if (pass == PDBX_PASS_BWD)
+        return flash ? 10.0 * full : 8.0 * full;
+    if (!flash)
+        return 4.0 * full;
+    const double nq = (double)((s + tile - 1) / tile);
+    return 4.0 * (double)batch * (double)d * (double)tile * (double)tile * nq * (nq + 1) / 2;
+}
+
 static void gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)
 {
     o->m = m;

@@ -260,9 +260,11 @@ static void test_rmsnorm(void **state)
 {
     (void)state;
     const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
-    for (size_t t = 0; t < 2; t++) {
-        pdbx_dtype dt = dts[t];
-        const int64_t rows = 5, cols = 1000;
+    /* cols 1000: every row 16-byte aligned; 1003 and 4101: rows start misaligned and end in a
+     * partial vector (the warp kernels' scalar head and tail) */
+    for (size_t t = 0; t < 6; t++) {
+        pdbx_dtype dt = dts[t % 2];
+        const int64_t rows = 5, cols = t < 2 ? 1000 : t < 4 ? 1003 : 4101;
         tensor x = make((size_t)(rows * cols), dt, -2.0f, 2.0f), w = make((size_t)cols, dt, 0.5f, 1.5f);
         tensor y = make((size_t)(rows * cols), dt, 0.0f, 0.0f);
         assert_int_equal(ck_rmsnorm(x.dev, w.dev, y.dev, rows, cols, 1e-5f, dt, stream), cudaSuccess);
@@ -372,7 +374,7 @@ static void check_attention(pdbx_dtype dt, int64_t mbs, int64_t seq, int64_t hea
     tensor k = make((size_t)(T * kv * d), dt, -1.0f, 1.0f);
     tensor v = make((size_t)(T * kv * d), dt, -1.0f, 1.0f);
     tensor o = make((size_t)(T * heads * d), dt, 9.0f, 9.5f);
-    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt};
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt, 0};
     tensor s = make(cuda_attention_scores_elems(&dims), dt, 0.0f, 0.0f);
     cuda_attention a;
     char err[512];
@@ -438,6 +440,64 @@ static void test_attention_mha_mqa(void **state)
     check_attention(PDBX_DTYPE_FP32, 2, 24, 4, 2, 64, 5e-3f);    /* TF32 GEMMs */
 }
 
+/* The fused forward (ck_flash_attention through cuda_attention_enqueue with dims.flash)
+ * against the unfused path on the same q, k, v: sequences of one tile, several tiles and a
+ * partial last tile, GQA groups 1, 2, 4 and 8, the three dtypes. The fused path keeps S in
+ * fp32 where the unfused one rounds S and P to the dtype, hence the tolerances. */
+static void check_flash(pdbx_dtype dt, int64_t mbs, int64_t seq, int64_t heads, int64_t kv,
+                        int64_t d, float atol)
+{
+    const int64_t T = mbs * seq;
+    tensor q = make((size_t)(T * heads * d), dt, -1.0f, 1.0f);
+    tensor k = make((size_t)(T * kv * d), dt, -1.0f, 1.0f);
+    tensor v = make((size_t)(T * kv * d), dt, -1.0f, 1.0f);
+    tensor o = make((size_t)(T * heads * d), dt, 9.0f, 9.5f);
+    tensor of = make((size_t)(T * heads * d), dt, 9.0f, 9.5f);
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt, 0};
+    tensor s = make(cuda_attention_scores_elems(&dims), dt, 0.0f, 0.0f);
+    cuda_attention a, af;
+    char err[512];
+    if (cuda_attention_plan(gemm, &dims, &a, err, sizeof err) != 0)
+        fail_msg("attention plan: %s", err);
+    if (cuda_attention_enqueue(gemm, &a, q.dev, k.dev, v.dev, s.dev, o.dev, stream, err, sizeof err))
+        fail_msg("attention: %s", err);
+    dims.flash = 1;
+    if (cuda_attention_plan(gemm, &dims, &af, err, sizeof err) != 0)
+        fail_msg("flash plan: %s", err);
+    if (cuda_attention_enqueue(gemm, &af, q.dev, k.dev, v.dev, NULL, of.dev, stream, err, sizeof err))
+        fail_msg("flash attention: %s", err);
+    download(&o);
+    download(&of);
+    float *ref = malloc(o.n * sizeof *ref);
+    assert_non_null(ref);
+    for (size_t i = 0; i < o.n; i++)
+        ref[i] = at(&o, i);
+    char what[128];
+    snprintf(what, sizeof what, "flash vs unfused dtype %d mbs %lld seq %lld heads %lld kv %lld "
+             "d %lld", (int)dt, (long long)mbs, (long long)seq, (long long)heads, (long long)kv,
+             (long long)d);
+    expect_close(what, &of, ref, o.n, atol, 1.0f / 64);
+    free(ref);
+    drop(&q), drop(&k), drop(&v), drop(&o), drop(&of), drop(&s);
+}
+
+static void test_flash_attention(void **state)
+{
+    (void)state;
+    check_flash(PDBX_DTYPE_BF16, 2, 200, 8, 2, 128, 2e-2f);   /* 4 tiles, the last partial */
+    check_flash(PDBX_DTYPE_BF16, 1, 64, 4, 4, 64, 2e-2f);     /* one tile, MHA */
+    check_flash(PDBX_DTYPE_BF16, 3, 1, 8, 1, 128, 2e-2f);     /* one token, MQA */
+    check_flash(PDBX_DTYPE_FP16, 2, 130, 8, 1, 64, 5e-3f);    /* group 8 */
+    check_flash(PDBX_DTYPE_FP32, 2, 97, 4, 2, 128, 5e-3f);    /* FMA kernel vs TF32 GEMMs */
+    check_flash(PDBX_DTYPE_FP32, 1, 64, 2, 1, 64, 5e-3f);
+    /* a head_dim the kernel does not have is refused by name, not run */
+    cuda_attention_dims bad = {1, 64, 2, 1, 96, PDBX_DTYPE_BF16, 1};
+    cuda_attention a;
+    char err[512] = "";
+    assert_int_equal(cuda_attention_plan(gemm, &bad, &a, err, sizeof err), -1);
+    assert_non_null(strstr(err, "head_dim 96"));
+}
+
 /* ---- backward (GPU) ----------------------------------------------------------------------- */
 
 static double *host_of(const tensor *t)
@@ -501,9 +561,9 @@ static void test_rmsnorm_bwd(void **state)
 {
     (void)state;
     const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
-    for (size_t t = 0; t < 2; t++) {
-        pdbx_dtype dt = dts[t];
-        const int64_t rows = 300, cols = 1000;   /* several row splits of the dweight kernel */
+    for (size_t t = 0; t < 4; t++) {   /* cols 1003: misaligned rows, partial vectors */
+        pdbx_dtype dt = dts[t % 2];
+        const int64_t rows = 300, cols = t < 2 ? 1000 : 1003;   /* several dweight row splits */
         const size_t n = (size_t)(rows * cols);
         tensor x = make(n, dt, -2.0f, 2.0f), w = make((size_t)cols, dt, 0.5f, 1.5f);
         tensor dy = make(n, dt, -1.0f, 1.0f), dx = make(n, dt, 0.0f, 0.0f);
@@ -599,16 +659,17 @@ static void test_embed_scatter_add(void **state)
 }
 
 /* The attention backward on the device (after its forward, whose probabilities it keeps)
- * against attention_bwd_ref on the same rounded inputs. */
+ * against attention_bwd_ref on the same rounded inputs. flash: the forward is the fused
+ * kernel, which leaves no probabilities: the backward recomputes them (s starts as zeros). */
 static void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d,
                               const double *q, const double *k, const double *v, const double *dO,
                               double *dq, double *dk, double *dv);
 static void check_attention_bwd(pdbx_dtype dt, int64_t mbs, int64_t seq, int64_t heads, int64_t kv,
-                                int64_t d, float atol)
+                                int64_t d, float atol, int flash)
 {
     const int64_t T = mbs * seq;
     const size_t nq = (size_t)(T * heads * d), nk = (size_t)(T * kv * d);
-    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt};
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, dt, flash};
     tensor q = make(nq, dt, -1.0f, 1.0f), k = make(nk, dt, -1.0f, 1.0f), v = make(nk, dt, -1.0f, 1.0f);
     tensor o = make(nq, dt, 0.0f, 0.0f), dO = make(nq, dt, -1.0f, 1.0f);
     tensor s = make(cuda_attention_scores_elems(&dims), dt, 0.0f, 0.0f);
@@ -645,9 +706,12 @@ static void check_attention_bwd(pdbx_dtype dt, int64_t mbs, int64_t seq, int64_t
 static void test_attention_bwd(void **state)
 {
     (void)state;
-    check_attention_bwd(PDBX_DTYPE_FP32, 2, 24, 4, 2, 64, 1e-2f);    /* GQA, TF32 GEMMs */
-    check_attention_bwd(PDBX_DTYPE_BF16, 2, 40, 8, 2, 64, 6e-2f);    /* GQA, group 4 */
-    check_attention_bwd(PDBX_DTYPE_BF16, 1, 33, 4, 4, 128, 6e-2f);   /* MHA, Llama d */
+    check_attention_bwd(PDBX_DTYPE_FP32, 2, 24, 4, 2, 64, 1e-2f, 0);    /* GQA, TF32 GEMMs */
+    check_attention_bwd(PDBX_DTYPE_BF16, 2, 40, 8, 2, 64, 6e-2f, 0);    /* GQA, group 4 */
+    check_attention_bwd(PDBX_DTYPE_BF16, 1, 33, 4, 4, 128, 6e-2f, 0);   /* MHA, Llama d */
+    /* the fused path: its backward recomputes P */
+    check_attention_bwd(PDBX_DTYPE_BF16, 2, 70, 8, 2, 128, 6e-2f, 1);
+    check_attention_bwd(PDBX_DTYPE_FP32, 1, 24, 4, 2, 64, 1e-2f, 1);
 }
 
 /* ---- host-only: the layouts the GPU code hands to cuBLASLt, run through an emulated GEMM --- */
@@ -814,7 +878,7 @@ static void expect_near(const char *what, const double *got, const double *want,
  * textbook gradients. */
 static void check_host_attention_bwd(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d)
 {
-    cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16};
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16, 0};
     cuda_gemm_shape qk, pv, pt;
     assert_int_equal(cuda_attention_shapes(&dims, &qk, &pv), 0);
     assert_int_equal(cuda_attention_shape_bwd(&dims, &pt), 0);
@@ -927,7 +991,7 @@ static void test_host_dims_match_plan(void **state)
 
 static void check_host_attention(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int64_t d)
 {
-    cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16};
+    cuda_attention_dims dims = {mbs, seq, heads, kv, d, PDBX_DTYPE_BF16, 0};
     cuda_gemm_shape qk, pv;
     assert_int_equal(cuda_attention_shapes(&dims, &qk, &pv), 0);
     const int64_t T = mbs * seq, group = heads / kv;
@@ -988,6 +1052,29 @@ static void check_host_attention(int64_t mbs, int64_t seq, int64_t heads, int64_
     free(q), free(k), free(v), free(sc), free(o), free(p);
 }
 
+/* The fused kernel's shared memory per block (host arithmetic of cuda_flash.cu's layouts):
+ * bf16/fp16 d 128: Q, K, V 64 x 136 x 2 = 17408 each, S 64 x 68 x 4 = 17408, P 64 x 72 x 2 =
+ * 9216, O 64 x 132 x 4 = 33792 -> 112640; d 64: 3 x 9216 + 17408 + 9216 + 17408 = 71680;
+ * fp32 d 128: Q, K 64 x 129 x 4 = 33024 each, V 32768, P 64 x 65 x 4 = 16640 -> 115456; d 64:
+ * 2 x 16640 + 16384 + 16640 = 66304. All within the opt-in limit of sm_80 (163 KiB = 166912)
+ * and so of sm_90 (227 KiB); unsupported shapes: 0. */
+static void test_host_flash_smem(void **state)
+{
+    (void)state;
+    assert_int_equal(ck_flash_smem_bytes(128, PDBX_DTYPE_BF16), 112640);
+    assert_int_equal(ck_flash_smem_bytes(128, PDBX_DTYPE_FP16), 112640);
+    assert_int_equal(ck_flash_smem_bytes(64, PDBX_DTYPE_BF16), 71680);
+    assert_int_equal(ck_flash_smem_bytes(128, PDBX_DTYPE_FP32), 115456);
+    assert_int_equal(ck_flash_smem_bytes(64, PDBX_DTYPE_FP32), 66304);
+    assert_int_equal(ck_flash_smem_bytes(96, PDBX_DTYPE_BF16), 0);
+    assert_int_equal(ck_flash_supported(80, PDBX_DTYPE_BF16), 0);
+    const int64_t dims[] = {64, 128};
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(ck_flash_smem_bytes(dims[i], dts[j]) <= 166912);
+}
+
 static void test_host_attention_layout(void **state)
 {
     (void)state;
@@ -996,7 +1083,7 @@ static void test_host_attention_layout(void **state)
     check_host_attention(2, 6, 4, 4, 4);    /* MHA */
     check_host_attention(1, 9, 4, 1, 8);    /* MQA */
     check_host_attention(4, 3, 2, 1, 2);    /* mbs > seq */
-    cuda_attention_dims bad = {1, 8, 6, 4, 8, PDBX_DTYPE_BF16};   /* 6 heads, 4 kv heads */
+    cuda_attention_dims bad = {1, 8, 6, 4, 8, PDBX_DTYPE_BF16, 0};   /* 6 heads, 4 kv heads */
     cuda_gemm_shape qk, pv;
     assert_int_equal(cuda_attention_shapes(&bad, &qk, &pv), -1);
 }
@@ -1034,6 +1121,7 @@ int main(void)
     const struct CMUnitTest host_tests[] = {
         cmocka_unit_test(test_host_linear_layout),
         cmocka_unit_test(test_host_attention_layout),
+        cmocka_unit_test(test_host_flash_smem),
         cmocka_unit_test(test_host_linear_bwd_layout),
         cmocka_unit_test(test_host_attention_bwd_layout),
         cmocka_unit_test(test_host_dims_match_plan),
@@ -1064,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_checksum_sum),
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_attention_mha_mqa),
+        cmocka_unit_test(test_flash_attention),
         cmocka_unit_test(test_device_noise),
         cmocka_unit_test(test_linear_bwd),
         cmocka_unit_test(test_rmsnorm_bwd),

@@ -158,6 +158,35 @@ static void test_cuda_bf16_by_hand(void **state)
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 107136 - 16384);
 }
 
+/* flash_attention on cuda (test_cuda_bf16_by_hand's point): the fused forward has no s x s
+ * scores: activations 24128 - 512 = 23616, total 33687744 - 512; with bwd the fused path's
+ * backward recomputes P into the scores buffer, so it is listed again (and d scores). */
+static void test_cuda_flash_drops_scores(void **state)
+{
+    (void)state;
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    p.pp = 2;
+    p.dp = 1;
+    p.flash_attention = 1;
+    pdbx_profile_memory m;
+    char err[256] = "";
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == -1);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24128 - 512);
+    assert_true(m.total == 33687744 - 512);
+    p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == 512);
+    /* the spec's flag reaches the planned point */
+    pdbx_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.flash_attention = 1;
+    pdbx_parallel par = {1, 1, 1};
+    pdbx_profile_point_of(&spec, &par, 1, PDBX_BACKEND_CUDA, 1, &p);
+    assert_int_equal(p.flash_attention, 1);
+}
+
 /* passes fwd,bwd adds the backward's buffers (kind grads, and workspace), by hand:
  * cpu fp32, the small point (T 16, qd 32, kvd 16, I/t 64, V/t 128, 2 threads):
  *   activation gradients (fp32): d hidden, d norm_out, d attn_out, d post_norm_out, d gate,
@@ -298,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_cpu_fp32_by_hand),
         cmocka_unit_test(test_dp_cap),
         cmocka_unit_test(test_cuda_bf16_by_hand),
+        cmocka_unit_test(test_cuda_flash_drops_scores),
         cmocka_unit_test(test_bwd_buffers_by_hand),
         cmocka_unit_test(test_bwd_from_spec),
         cmocka_unit_test(test_refusals),

@@ -40,6 +40,21 @@ size_t cuda_attention_scores_elems(const cuda_attention_dims *d)
     return (size_t)(d->mbs * d->heads) * (size_t)d->seq * (size_t)d->seq;
 }
 
+int cuda_attention_flash_ok(const cuda_attention_dims *d, char *err, size_t errlen)
+{
+    if (ck_flash_supported(d->head_dim, d->dtype))
+        return 1;
+    snprintf(err, errlen, "cuda attention: flash_attention true with head_dim %lld (allowed: 64, "
+             "128 for the fused kernel; set flash_attention false for the unfused path)",
+             (long long)d->head_dim);
+    return 0;
+}
+
+int cuda_attention_needs_scores(const cuda_attention_dims *d, int bwd)
+{
+    return !d->flash || bwd;
+}
+
 int cuda_attention_shapes(const cuda_attention_dims *d, cuda_gemm_shape *qk, cuda_gemm_shape *pv)
 {
     if (d->mbs <= 0 || d->seq <= 0 || d->heads <= 0 || d->kv_heads <= 0 || d->head_dim <= 0 ||
@@ -110,6 +125,8 @@ int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attenti
                  (long long)d->kv_heads, (long long)d->head_dim);
         return -1;
     }
+    if (d->flash && !cuda_attention_flash_ok(d, err, errlen))
+        return -1;
     out->dims = *d;
     int rc = cuda_gemm_plan_get(g, &qk, &out->qk, err, errlen);
     if (rc == 0)
@@ -117,15 +134,15 @@ int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attenti
     return rc;
 }
 
-int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
-                           const void *v, void *scores, void *out, cudaStream_t stream,
-                           char *err, size_t errlen)
+/* The first half of the unfused forward: P = causal_softmax(scale Q K^T) into scores. */
+static int probs_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
+                         void *scores, cudaStream_t stream, char *err, size_t errlen)
 {
     const cuda_attention_dims *d = &a->dims;
     const int64_t es = elem_bytes(d->dtype), group = d->heads / d->kv_heads;
     const float scale = cuda_attention_scale(d);
     const char *qb = q;
-    char *sb = scores, *ob = out;
+    char *sb = scores;
     int64_t q_off, s_off;
     for (int64_t jj = 0; jj < group; jj++) {
         cuda_attention_member(d, jj, &q_off, &s_off);
@@ -141,6 +158,31 @@ int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
                  cudaGetErrorString(e));
         return -1;
     }
+    return 0;
+}
+
+int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
+                           const void *v, void *scores, void *out, cudaStream_t stream,
+                           char *err, size_t errlen)
+{
+    const cuda_attention_dims *d = &a->dims;
+    if (d->flash) {
+        cudaError_t e = ck_flash_attention(q, k, v, out, d->mbs, d->seq, d->heads, d->kv_heads,
+                                           d->head_dim, d->dtype, stream);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            snprintf(err, errlen, "ck_flash_attention failed: %s (%s)", cudaGetErrorName(e),
+                     cudaGetErrorString(e));
+            return -1;
+        }
+        return 0;
+    }
+    const int64_t es = elem_bytes(d->dtype), group = d->heads / d->kv_heads;
+    char *sb = scores, *ob = out;
+    int64_t q_off, s_off;
+    int rc0 = probs_enqueue(g, a, q, k, scores, stream, err, errlen);
+    if (rc0)
+        return rc0;
     for (int64_t jj = 0; jj < group; jj++) {
         cuda_attention_member(d, jj, &q_off, &s_off);
         int rc = cuda_gemm_exec(g, a->pv, 1.0f, v, sb + s_off * es, ob + q_off * es, stream, err,
@@ -162,7 +204,7 @@ int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t e
 }
 
 int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
-                               const void *k, const void *v, const void *probs, const void *dout,
+                               const void *k, const void *v, void *probs, const void *dout,
                                void *dscores, void *dq, void *dk, void *dv, cudaStream_t stream,
                                char *err, size_t errlen)
 {
@@ -175,6 +217,11 @@ int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a, const void
     if (!a->pt) {
         snprintf(err, errlen, "cuda attention backward: not planned");
         return -1;
+    }
+    if (d->flash) {   /* the fused forward kept no probabilities: recompute them */
+        rc = probs_enqueue(g, a, q, k, probs, stream, err, errlen);
+        if (rc)
+            return rc;
     }
     /* dV = sum over the group of P^T dO; dP = dO V^T (the qk shape with V and dO) */
     for (int64_t jj = 0; jj < group && rc == 0; jj++) {

@@ -123,7 +123,7 @@ static size_t global_elems(const struct cuda_point *pt, int b)
     case B_K: case B_V: return (size_t)(T * kvd);
     case B_SCORES: {
         cuda_attention_dims d = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads, pt->d.head_dim,
-                                 PDBX_DTYPE_BF16};
+                                 PDBX_DTYPE_BF16, 0};
         return cuda_attention_scores_elems(&d);
     }
     case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->d.inter);
@@ -256,8 +256,10 @@ void cuda_release(pdbx_compute *c)
 }
 
 /* Allocates and fills the point's shared buffers, then every layer's weights. */
-static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
+static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, char *err,
+                            size_t errlen)
 {
+    const cuda_attention_dims path = {.flash = c->flash_attention};
     int rc = 0;
     const size_t es = dtype_size(c->dtype);
     uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
@@ -267,6 +269,8 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, char *err, s
             uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
         if (b == B_LM_W && pt->d.tied)
             uses = 0;
+        if (b == B_SCORES && !cuda_attention_needs_scores(&path, bwd))
+            uses = 0;   /* the fused forward writes no scores */
         if (!(uses & pt->d.ops))
             continue;
         size_t elems = global_elems(pt, b);
@@ -314,7 +318,7 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
     if (!(pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE)))
         return 0;
     const cuda_attention_dims attn_dims = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads,
-                                           pt->d.head_dim, c->dtype};
+                                           pt->d.head_dim, c->dtype, c->flash_attention};
     return cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
 }
 
@@ -347,7 +351,12 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
         snprintf(err, errlen, "cuda prepare: out of host memory");
         goto fail;
     }
-    rc = alloc_point_bufs(c, pt, err, errlen);
+    if (c->flash_attention && (pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE))) {
+        const cuda_attention_dims ad = {.head_dim = pt->d.head_dim, .dtype = c->dtype, .flash = 1};
+        if (!cuda_attention_flash_ok(&ad, err, errlen))
+            goto fail;
+    }
+    rc = alloc_point_bufs(c, pt, (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0, err, errlen);
     if (rc)
         goto fail;
     rc = -1;

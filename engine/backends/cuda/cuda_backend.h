@@ -29,6 +29,7 @@ struct pdbx_compute {
     int local_rank, world_rank;
     pdbx_dtype dtype;
     int flush_l2;
+    int flash_attention;            /* attn_core's forward by ck_flash_attention */
     char name[256];
     struct cudaDeviceProp prop;
     int clock_khz, mem_clock_khz;   /* peak SM and memory clocks (cudaDeviceGetAttribute) */

@@ -8,7 +8,8 @@
  *       main_grad); cuda_gemm.h, cuda_gemm_dgrad_shape/cuda_gemm_wgrad_shape;
  *   norms: RMSNorm backward (dx, and dweight accumulated in fp32); mlp_act_fn: SiLU x up
  *       backward; attn_core: the unfused core's backward keeping the forward's probabilities
- *       (cuda_attention.h); embed: the scatter-add of dY's rows into the fp32 embedding
+ *       (cuda_attention.h), or, after the fused forward (flash_attention), the same backward
+ *       recomputing them first (run_start's env.gpu.attention_bwd_kernel "unfused"); embed: the scatter-add of dY's rows into the fp32 embedding
  *       gradient (atomicAdd).
  * The data flow is the forward's reversed (the gradient an op reads is the one its successor's
  * backward writes), so every bwd reads and writes buffers of its real shapes. The weight

@@ -67,6 +67,7 @@ int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, siz
     }
     c->dtype = cfg->dtype;
     c->flush_l2 = cfg->flush_l2;
+    c->flash_attention = cfg->flash_attention;
     c->local_rank = cfg->local_rank;
     c->world_rank = cfg->world_rank;
     CU_TRY("cudaGetDeviceCount", cudaGetDeviceCount(&c->device_count));
@@ -192,7 +193,15 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
     cJSON_AddNumberToObject(gpu, "cublaslt_workspace_bytes", (double)CUDA_GEMM_WORKSPACE_BYTES);
     cJSON_AddStringToObject(gpu, "nccl", nccl);
     cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
-    cJSON_AddStringToObject(gpu, "attention", "cublaslt strided-batched QK^T, causal softmax, PV");
+    /* spec flash_attention: the fused forward; the backward stays unfused (docs/cuda.md) */
+    cJSON_AddStringToObject(gpu, "attention_kernel", c->flash_attention ? "flash" : "unfused");
+    cJSON_AddStringToObject(gpu, "attention",
+                            c->flash_attention
+                                ? "fwd: own flash kernel (online softmax, 64x64 tiles, causal "
+                                  "tiles skipped); bwd: unfused, recomputes P with QK^T + softmax"
+                                : "cublaslt strided-batched QK^T, causal softmax, PV");
+    cJSON_AddStringToObject(gpu, "attention_bwd_kernel", "unfused");
+    cJSON_AddStringToObject(gpu, "rope", "not run (docs/cuda.md, Kernels and attention)");
     cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
                                                       : "cuda events after a 100 us spin kernel");
     json_set(env, "gpu", gpu);

@@ -6,10 +6,13 @@
  * in fp32. The dispatch switch at the bottom of each entry point maps pdbx_dtype to T.
  */
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_rowsplit.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 namespace {
 
@@ -102,47 +105,128 @@ __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
-/* Block-wide sum; every thread gets the result. blockDim.x is a multiple of 32, <= 1024. */
-__device__ float block_sum(float v, float *smem)
+/* ---- row kernels: one warp per row, 16-byte vectors ----
+ * A row of n elements is walked by the 32 lanes of its warp in three parts: a scalar head up to
+ * the first 16-byte boundary of the row's first pointer, whole 16-byte vectors (8 bf16/fp16 or
+ * 4 fp32 elements) while every pointer of the row is aligned at the same element, and a scalar
+ * tail (a row length that is not a multiple of the vector, or the whole row when the pointers
+ * disagree in alignment). Softmax rows of [s, s] matrices and RMSNorm rows of [rows, h] start
+ * misaligned whenever s or h is not a multiple of the vector width; the head takes care of it.
+ * The split itself is cuda_rowsplit.h (host-tested). */
+constexpr int kRowsPerBlock = 8;   /* 256 threads: 8 warps, 8 rows */
+
+template <typename T> __host__ __device__ constexpr int vec_elems() { return 16 / (int)sizeof(T); }
+
+__device__ __forceinline__ bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
+
+/* cuda_rowsplit.h's split for up to three arrays indexed alike. */
+template <typename T>
+__device__ __forceinline__ ck_row_split split_row(int64_t n, const T *p0, const T *p1 = nullptr,
+                                                  const T *p2 = nullptr)
 {
-    int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
-    v = warp_sum(v);
-    __syncthreads();   /* smem may still be read by a previous call */
-    if (lane == 0)
-        smem[warp] = v;
-    __syncthreads();
-    v = lane < nwarps ? smem[lane] : 0.0f;
-    return warp_sum(v);
+    return ck_split_row(n, (uintptr_t)p0, (uintptr_t)p1, (uintptr_t)p2, (int64_t)sizeof(T));
 }
 
-__device__ float block_max(float v, float *smem)
+/* f(j, std::integral_constant<int, C>) handles elements j..j+C-1 (C = 1 or the vector). */
+template <typename T, typename F>
+__device__ __forceinline__ void warp_walk(const ck_row_split &sp, int64_t n, F f)
 {
-    int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0)
-        smem[warp] = v;
-    __syncthreads();
-    v = lane < nwarps ? smem[lane] : -INFINITY;
-    return warp_max(v);
+    constexpr int W = vec_elems<T>();
+    const int lane = threadIdx.x % kWarp;
+    for (int64_t j = lane; j < sp.head; j += kWarp)
+        f(j, std::integral_constant<int, 1>{});
+    for (int64_t v = lane; v < sp.nvec; v += kWarp)
+        f(sp.head + v * W, std::integral_constant<int, W>{});
+    for (int64_t j = sp.body_end + lane; j < n; j += kWarp)
+        f(j, std::integral_constant<int, 1>{});
+}
+
+template <typename T, int C>
+__device__ __forceinline__ void load_c(const T *p, float (&out)[C])
+{
+    if constexpr (C == 1) {
+        out[0] = to_f32(p[0]);
+    } else {
+        static_assert(C == vec_elems<T>(), "a whole vector");
+        uint4 raw = *reinterpret_cast<const uint4 *>(p);
+        const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+        for (int i = 0; i < C; i++)
+            out[i] = to_f32(e[i]);
+    }
+}
+
+/* As load_c for a pointer whose alignment at the vector's start is not known (the norm
+ * weight, shared by rows of any misalignment): a vector when it is aligned, else scalars. */
+template <typename T, int C>
+__device__ __forceinline__ void load_c_any(const T *p, float (&out)[C])
+{
+    if constexpr (C == 1) {
+        out[0] = to_f32(p[0]);
+    } else {
+        if (aligned16(p)) {
+            load_c<T, C>(p, out);
+        } else {
+#pragma unroll
+            for (int i = 0; i < C; i++)
+                out[i] = to_f32(p[i]);
+        }
+    }
+}
+
+template <typename T, int C>
+__device__ __forceinline__ void store_c(T *p, const float (&in)[C])
+{
+    if constexpr (C == 1) {
+        p[0] = from_f32<T>(in[0]);
+    } else {
+        uint4 raw;
+        T *e = reinterpret_cast<T *>(&raw);
+#pragma unroll
+        for (int i = 0; i < C; i++)
+            e[i] = from_f32<T>(in[i]);
+        *reinterpret_cast<uint4 *>(p) = raw;
+    }
+}
+
+/* This thread's row (warp w of the block), or -1 past the last row. */
+__device__ __forceinline__ int64_t warp_row(int64_t rows)
+{
+    int64_t r = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
+    return r < rows ? r : -1;
 }
 
 template <typename T>
-__global__ void rmsnorm_kernel(const T *x, const T *w, T *y, int64_t cols, float eps)
+__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
+rmsnorm_kernel(const T *x, const T *w, T *y, int64_t rows, int64_t cols, float eps)
 {
-    __shared__ float smem[kWarp];
-    const T *row = x + blockIdx.x * cols;
-    T *out = y + blockIdx.x * cols;
+    const int64_t r = warp_row(rows);
+    if (r < 0)
+        return;   /* the whole warp: the shuffles below stay within full warps */
+    const T *row = x + r * cols;
+    T *out = y + r * cols;
+    const ck_row_split sp = split_row<T>(cols, row, out);
     float ss = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        float v = to_f32(row[j]);
-        ss += v * v;
-    }
-    ss = block_sum(ss, smem);
-    float inv = rsqrtf(ss / (float)cols + eps);
+    warp_walk<T>(sp, cols, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float v[C];
+        load_c<T, C>(row + j, v);
+#pragma unroll
+        for (int e = 0; e < C; e++)
+            ss += v[e] * v[e];
+    });
+    const float inv = rsqrtf(warp_sum(ss) / (float)cols + eps);
     /* HF LlamaRMSNorm: normalise in fp32, round to the storage type, then scale by w. */
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-        out[j] = from_f32<T>(to_f32(w[j]) * to_f32(from_f32<T>(to_f32(row[j]) * inv)));
+    warp_walk<T>(sp, cols, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float v[C], wv[C];
+        load_c<T, C>(row + j, v);
+        load_c_any<T, C>(w + j, wv);
+#pragma unroll
+        for (int e = 0; e < C; e++)
+            v[e] = wv[e] * to_f32(from_f32<T>(v[e] * inv));
+        store_c<T, C>(out + j, v);
+    });
 }
 
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
@@ -172,57 +256,92 @@ __global__ void silu_mul_vec8_kernel(const uint4 *gate, const uint4 *up, uint4 *
     }
 }
 
-/* One block per score row. Pass 1: running (max, sum of exp) per thread over j <= i, merged
- * across the block; pass 2: write p = exp(x - max) / sum, and 0 above the diagonal. */
+/* One warp per score row (row r of matrix r / s is query i = r % s). Pass 1: running (max, sum
+ * of exp) per lane over j <= i, merged across the warp; pass 2: p = exp(x - max) / sum, and 0
+ * above the diagonal (written without reading the scores there). */
 template <typename T>
-__global__ void causal_softmax_kernel(T *scores, int64_t s)
+__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
+causal_softmax_kernel(T *scores, int64_t nrows, int64_t s)
 {
-    __shared__ float smem[kWarp];
-    int64_t r = blockIdx.x;
-    int64_t i = r % s;                 /* query position within its [s, s] matrix */
+    const int64_t r = warp_row(nrows);
+    if (r < 0)
+        return;
+    const int64_t i = r % s;
     T *row = scores + r * s;
     float m = -INFINITY, l = 0.0f;
-    for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-        float v = to_f32(row[j]);
-        if (v > m) {
-            l = l * __expf(m - v) + 1.0f;
-            m = v;
-        } else {
-            l += __expf(v - m);
+    warp_walk<T>(split_row<T>(i + 1, row), i + 1, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float v[C];
+        load_c<T, C>(row + j, v);
+#pragma unroll
+        for (int e = 0; e < C; e++) {
+            if (v[e] > m) {
+                l = l * __expf(m - v[e]) + 1.0f;
+                m = v[e];
+            } else {
+                l += __expf(v[e] - m);
+            }
         }
-    }
-    float gm = block_max(m, smem);
-    float ls = (m == -INFINITY) ? 0.0f : l * __expf(m - gm);
-    float gl = block_sum(ls, smem);
-    float inv = 1.0f / gl;             /* gl >= 1: column j = i is always present */
-    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
-        row[j] = from_f32<T>(j <= i ? __expf(to_f32(row[j]) - gm) * inv : 0.0f);
+    });
+    const float gm = warp_max(m);
+    const float gl = warp_sum(m == -INFINITY ? 0.0f : l * __expf(m - gm));
+    const float inv = 1.0f / gl;       /* gl >= 1: column j = i is always present */
+    warp_walk<T>(split_row<T>(s, row), s, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float v[C];
+        if (j <= i)
+            load_c<T, C>(row + j, v);
+#pragma unroll
+        for (int e = 0; e < C; e++)
+            v[e] = j + e <= i ? __expf(v[e] - gm) * inv : 0.0f;
+        store_c<T, C>(row + j, v);
+    });
 }
 
 /* ---- backward ---- */
 
-/* One block per row: dx and the row's rstd (kept for the dweight kernel). */
+/* One warp per row: dx and the row's rstd (kept for the dweight kernel). */
 template <typename T>
-__global__ void rmsnorm_bwd_dx_kernel(const T *x, const T *w, const T *dy, T *dx, float *rstd,
-                                      int64_t cols, float eps)
+__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
+rmsnorm_bwd_dx_kernel(const T *x, const T *w, const T *dy, T *dx, float *rstd, int64_t rows,
+                      int64_t cols, float eps)
 {
-    __shared__ float smem[kWarp];
-    const T *xr = x + blockIdx.x * cols, *gr = dy + blockIdx.x * cols;
-    T *o = dx + blockIdx.x * cols;
+    const int64_t r = warp_row(rows);
+    if (r < 0)
+        return;
+    const T *xr = x + r * cols, *gr = dy + r * cols;
+    T *o = dx + r * cols;
+    const ck_row_split sp = split_row<T>(cols, xr, gr, static_cast<const T *>(o));
     float ss = 0.0f, dot = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        float xv = to_f32(xr[j]);
-        ss += xv * xv;
-        dot += to_f32(w[j]) * to_f32(gr[j]) * xv;
-    }
-    ss = block_sum(ss, smem);
-    dot = block_sum(dot, smem);
-    float inv = rsqrtf(ss / (float)cols + eps);
-    float coef = dot * inv * inv * inv / (float)cols;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-        o[j] = from_f32<T>(inv * to_f32(w[j]) * to_f32(gr[j]) - coef * to_f32(xr[j]));
-    if (threadIdx.x == 0)
-        rstd[blockIdx.x] = inv;
+    warp_walk<T>(sp, cols, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float xv[C], gv[C], wv[C];
+        load_c<T, C>(xr + j, xv);
+        load_c<T, C>(gr + j, gv);
+        load_c_any<T, C>(w + j, wv);
+#pragma unroll
+        for (int e = 0; e < C; e++) {
+            ss += xv[e] * xv[e];
+            dot += wv[e] * gv[e] * xv[e];
+        }
+    });
+    ss = warp_sum(ss);
+    dot = warp_sum(dot);
+    const float inv = rsqrtf(ss / (float)cols + eps);
+    const float coef = dot * inv * inv * inv / (float)cols;
+    warp_walk<T>(sp, cols, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float xv[C], gv[C], wv[C];
+        load_c<T, C>(xr + j, xv);
+        load_c<T, C>(gr + j, gv);
+        load_c_any<T, C>(w + j, wv);
+#pragma unroll
+        for (int e = 0; e < C; e++)
+            xv[e] = inv * wv[e] * gv[e] - coef * xv[e];
+        store_c<T, C>(o + j, xv);
+    });
+    if (threadIdx.x % kWarp == 0)
+        rstd[r] = inv;
 }
 
 /* dw[j] += sum_r dy[r,j] x[r,j] rstd[r]: 32 columns x 8 row lanes per block, the row range
@@ -260,20 +379,41 @@ __global__ void silu_mul_bwd_kernel(const T *gate, const T *up, const T *dout, T
     }
 }
 
-/* One block per row, as the forward softmax. */
+/* One warp per row, as the forward softmax. */
 template <typename T>
-__global__ void causal_softmax_bwd_kernel(const T *p, T *dp, int64_t s, float scale)
+__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
+causal_softmax_bwd_kernel(const T *p, T *dp, int64_t nrows, int64_t s, float scale)
 {
-    __shared__ float smem[kWarp];
-    int64_t r = blockIdx.x, i = r % s;
+    const int64_t r = warp_row(nrows);
+    if (r < 0)
+        return;
+    const int64_t i = r % s;
     const T *pr = p + r * s;
     T *gr = dp + r * s;
     float dot = 0.0f;
-    for (int64_t j = threadIdx.x; j <= i; j += blockDim.x)
-        dot += to_f32(pr[j]) * to_f32(gr[j]);
-    dot = block_sum(dot, smem);
-    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
-        gr[j] = from_f32<T>(j <= i ? scale * to_f32(pr[j]) * (to_f32(gr[j]) - dot) : 0.0f);
+    warp_walk<T>(split_row<T>(i + 1, pr, static_cast<const T *>(gr)), i + 1,
+                 [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float pv[C], gv[C];
+        load_c<T, C>(pr + j, pv);
+        load_c<T, C>(gr + j, gv);
+#pragma unroll
+        for (int e = 0; e < C; e++)
+            dot += pv[e] * gv[e];
+    });
+    dot = warp_sum(dot);
+    warp_walk<T>(split_row<T>(s, pr, static_cast<const T *>(gr)), s, [&](int64_t j, auto cnt) {
+        constexpr int C = decltype(cnt)::value;
+        float pv[C], gv[C];
+        if (j <= i) {
+            load_c<T, C>(pr + j, pv);
+            load_c<T, C>(gr + j, gv);
+        }
+#pragma unroll
+        for (int e = 0; e < C; e++)
+            gv[e] = j + e <= i ? scale * pv[e] * (gv[e] - dot) : 0.0f;
+        store_c<T, C>(gr + j, gv);
+    });
 }
 
 template <typename T>
@@ -315,6 +455,12 @@ __global__ void spin_kernel(long long cycles)
     long long t0 = clock64();
     while (clock64() - t0 < cycles) {
     }
+}
+
+/* Blocks for one warp per row, kRowsPerBlock rows a block (rows <= 0x7fffffff: checked). */
+inline unsigned warp_rows_grid(int64_t rows)
+{
+    return (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
 }
 
 /* Threads per block for a row of `cols` elements: a multiple of 32 between 32 and 1024. */
@@ -389,10 +535,9 @@ extern "C" cudaError_t ck_rmsnorm(const void *x, const void *w, void *y, int64_t
 {
     if (rows <= 0 || rows > 0x7fffffff || cols <= 0)
         return cudaErrorInvalidValue;
-    unsigned block = row_block(cols);
-    DISPATCH(dt, T, rmsnorm_kernel<T><<<(unsigned)rows, block, 0, stream>>>(
+    DISPATCH(dt, T, rmsnorm_kernel<T><<<warp_rows_grid(rows), kRowsPerBlock * kWarp, 0, stream>>>(
                         static_cast<const T *>(x), static_cast<const T *>(w), static_cast<T *>(y),
-                        cols, eps));
+                        rows, cols, eps));
     return cudaGetLastError();
 }
 
@@ -424,9 +569,8 @@ extern "C" cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, 
 {
     if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff)
         return cudaErrorInvalidValue;
-    unsigned block = row_block(s);
-    DISPATCH(dt, T, causal_softmax_kernel<T><<<(unsigned)(nmat * s), block, 0, stream>>>(
-                        static_cast<T *>(scores), s));
+    DISPATCH(dt, T, causal_softmax_kernel<T><<<warp_rows_grid(nmat * s), kRowsPerBlock * kWarp, 0,
+                                               stream>>>(static_cast<T *>(scores), nmat * s, s));
     return cudaGetLastError();
 }
 
@@ -436,10 +580,10 @@ extern "C" cudaError_t ck_rmsnorm_bwd(const void *x, const void *w, const void *
 {
     if (rows <= 0 || rows > 0x7fffffff || cols <= 0)
         return cudaErrorInvalidValue;
-    unsigned block = row_block(cols);
-    DISPATCH(dt, T, rmsnorm_bwd_dx_kernel<T><<<(unsigned)rows, block, 0, stream>>>(
+    DISPATCH(dt, T, rmsnorm_bwd_dx_kernel<T><<<warp_rows_grid(rows), kRowsPerBlock * kWarp, 0,
+                                               stream>>>(
                         static_cast<const T *>(x), static_cast<const T *>(w),
-                        static_cast<const T *>(dy), static_cast<T *>(dx), rstd, cols, eps));
+                        static_cast<const T *>(dy), static_cast<T *>(dx), rstd, rows, cols, eps));
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return e;
@@ -470,9 +614,9 @@ extern "C" cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nm
 {
     if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff)
         return cudaErrorInvalidValue;
-    unsigned block = row_block(s);
-    DISPATCH(dt, T, causal_softmax_bwd_kernel<T><<<(unsigned)(nmat * s), block, 0, stream>>>(
-                        static_cast<const T *>(p), static_cast<T *>(dp), s, scale));
+    DISPATCH(dt, T, causal_softmax_bwd_kernel<T><<<warp_rows_grid(nmat * s), kRowsPerBlock * kWarp,
+                                                   0, stream>>>(
+                        static_cast<const T *>(p), static_cast<T *>(dp), nmat * s, s, scale));
     return cudaGetLastError();
 }
 

@@ -45,6 +45,21 @@ cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, int64_t n, 
 cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,
                               cudaStream_t stream);
 
+/* Fused causal attention forward (cuda_flash.cu; docs/cuda.md, "Kernels and attention"):
+ * out = softmax(scale Q K^T, causal) V with scale 1/sqrt(head_dim), in the layouts of
+ * cuda_attention.h (q, out [seq, mbs, heads, d]; k, v [seq, mbs, kv_heads, d]; GQA: q head j
+ * reads kv head j / (heads / kv_heads)), never materialising the scores. Online softmax over
+ * CK_FLASH_TILE x CK_FLASH_TILE tiles, tiles above the diagonal skipped; fp32 statistics and
+ * accumulation (bf16/fp16 on tensor cores, fp32 with FMA). Pointers 16-byte aligned
+ * (cudaErrorInvalidValue otherwise, as for a head_dim and dtype ck_flash_supported refuses);
+ * seq up to 65535 tiles. */
+#define CK_FLASH_TILE 64
+int ck_flash_supported(int64_t head_dim, pdbx_dtype dt);   /* 1: head_dim 64 or 128 */
+size_t ck_flash_smem_bytes(int64_t head_dim, pdbx_dtype dt);   /* dynamic shared memory */
+cudaError_t ck_flash_attention(const void *q, const void *k, const void *v, void *out,
+                               int64_t mbs, int64_t seq, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, pdbx_dtype dt, cudaStream_t stream);
+
 /* ---- backward (passes with bwd; docs/engine.md) ----
  * RMSNorm backward of y = x * rstd * w per row of [rows, cols] (rstd = rsqrt(mean(x^2)+eps)):
  * dx = rstd * w * dy - x * rstd^3 / cols * sum(w * dy * x) (overwritten, dtype); rstd[rows]
