@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: plain build only: a static check of the CUDA sources (ptxas), the same for both build variants
 # The own CUDA kernels (engine/backends/cuda/*.cu) compiled by nvcc for sm_80 and sm_90 with
 # `-Xptxas -v`: no kernel spills registers (bound: SPILL_BOUND bytes of spill stores and loads,
 # 0) and every instantiation of the fused attention kernel (bf16/fp16 wmma and fp32, head_dim
