@@ -38,7 +38,7 @@ struct pdbx_compute {
     void *l2_flush;                 /* flush_l2: memset before each timed execution */
     unsigned char l2_flush_value;   /* changes every flush so no write can be skipped */
     size_t l2_flush_bytes;
-    long long spin_cycles;          /* else: a short busy kernel hides the launch gap */
+    long long spin_ns;              /* the busy kernel before every start event (launch gap) */
     double *checksum_dev;           /* one double for ck_accumulate_sum */
     void *comm_buf;
     size_t comm_bytes;
@@ -116,8 +116,14 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
 #define CU_TRY(name, expr) \
     CUDA_TRY_STATUS(cudaError_t, cudaSuccess, expr, cuda_fail(err, errlen, (name), s_))
 
-/* Records the start event (after the L2 flush or spin), for the caller to enqueue its work. */
+/* Records the start event, for the caller to enqueue its work: after the L2 flush (flush_l2)
+ * and then, always, the spin (the flush alone would leave the host's launch gaps timed). */
 int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen);
+/* Enqueues the spin (ck_spin_ns) of spin_ns plus CUDA_LAUNCH_NS per launch the caller will
+ * enqueue behind it (capped at CUDA_SPIN_MAX_NS), so the GPU waits for none of them. */
+#define CUDA_LAUNCH_NS 20000LL
+#define CUDA_SPIN_MAX_NS 10000000LL
+int cuda_timer_spin(pdbx_compute *c, int launches, char *err, size_t errlen);
 /* Records the stop event, waits for it and returns the elapsed device time in ms. */
 int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen);
 

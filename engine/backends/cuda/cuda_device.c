@@ -103,7 +103,7 @@ int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, siz
             goto fail;
         rc = -1;
     }
-    c->spin_cycles = (long long)(c->clock_khz > 0 ? c->clock_khz : 1500000) * SPIN_US / 1000;
+    c->spin_ns = SPIN_US * 1000LL;
     *out = c;
     return 0;
 fail:
