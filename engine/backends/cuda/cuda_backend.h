@@ -84,7 +84,11 @@ struct cuda_point {
     cuda_dims d;
     void *buf[B_COUNT];
     size_t bytes[B_COUNT];
-    void **w;                       /* [layers][W_COUNT] */
+    /* [wcopies][layers][W_COUNT]: the profiled layers' weights in wcopies copies (total >= 3x
+     * L2, pdbx_cuda_weight_copies), rotated per execution (cuda_layer_weights) */
+    void **w;
+    int wcopies;
+    unsigned *wnext;                /* [layers][PDBX_OP_COUNT]: executions so far */
     size_t wbytes[W_COUNT];
     cuda_gemm_plan *plan[PDBX_OP_COUNT];
     cuda_attention attn;
@@ -93,6 +97,10 @@ struct cuda_point {
     size_t gbytes[G_COUNT];
     cuda_gemm_plan *dgrad[PDBX_OP_COUNT], *wgrad[PDBX_OP_COUNT];
 };
+
+/* The weights (W_COUNT slots) op runs with on `layer` in this execution: the copies in turn,
+ * one per execution of op on that layer, so consecutive steps read different copies. */
+void **cuda_layer_weights(struct cuda_point *pt, pdbx_op op, int layer);
 
 /* cuda_backward.c: allocates, fills and plans the backward of prepared point pt (its gradient
  * buffers, the dgrad/wgrad GEMM plans, the attention backward's plan), and enqueues the bwd

@@ -193,8 +193,11 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
     cJSON_AddStringToObject(gpu, "nccl", nccl);
     cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
     cJSON_AddStringToObject(gpu, "attention", "cublaslt strided-batched QK^T, causal softmax, PV");
-    cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
-                                                      : "cuda events after a 100 us spin kernel");
+    cJSON_AddStringToObject(gpu, "timer", c->flush_l2
+                            ? "cuda events, L2 flushed, then a 100 us %globaltimer spin, before each execution"
+                            : "cuda events after a 100 us %globaltimer spin kernel");
+    cJSON_AddStringToObject(gpu, "weights_l2", "rotated copies of the profiled layers' weights, "
+                            ">= 3x l2_bytes, one copy per execution of an op on a layer");
     json_set(env, "gpu", gpu);
     json_set(env, "device", cJSON_CreateString(c->name));
     snprintf(buf, sizeof buf, "CUDA runtime %s, driver %s", rt_s, drv_s);
