@@ -25,8 +25,10 @@ gpu = env.get("gpu")
 if start.get("backend") != "cuda": fail("backend %r, expected cuda" % start.get("backend"))
 if not isinstance(gpu, dict) or gpu.get("sm_count", 0) <= 0 or gpu.get("memory_bytes", 0) <= 0:
     fail("run_start env.gpu does not describe the device: %r" % gpu)
-for key in ("driver", "runtime", "cublaslt", "nccl", "clock_mhz"):
+for key in ("driver", "runtime", "cublaslt", "nccl", "clock_mhz", "weights_l2"):
     if not gpu.get(key): fail("env.gpu.%s missing" % key)
+if "globaltimer" not in gpu.get("timer", ""):
+    fail("env.gpu.timer does not name the %%globaltimer spin: %r" % gpu.get("timer"))
 print("device: %s, sm %d, %s, CUDA %s / driver %s, %s" % (gpu["name"], gpu["sm_count"],
       gpu["cublaslt"], gpu["runtime"], gpu["driver"], gpu["nccl"]))
 ends = [e for e in ev if e.get("type") == "point_end"]
