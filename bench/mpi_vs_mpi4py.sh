@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # MPI all-reduce: the engine's collectives sweep against python3-mpi4py's Allreduce on the same
 # sizes, ranks and method (one float32 buffer of the largest size reused from offset 0 as the
-# engine's comm buffer is, in place, barrier before each timed call; per size the
-# max over ranks of each rank's median, as the engine's coll events hold it). Engine and mpi4py
+# engine's comm buffer is, in place; 10 warm-up calls, one calibration call whose slowest time
+# over the ranks sets the calls per sample as the engine does (pdbx_coll_sweep_iters: a sample
+# of >= 1 ms, 1..100), then 200 samples of that many calls back to back after a barrier, each
+# the mean per call; per size the max over ranks of each rank's median, as the engine's coll
+# events hold it). Engine and mpi4py
 # alternate ROUNDS times (default 3); each keeps its best median (the machine may be shared).
 # Goal: within 10%.
 source "$(dirname "$0")/common.inc"
@@ -20,16 +23,25 @@ out = {}
 sizes = json.loads(sys.argv[1])
 # as the engine: one buffer of the largest size, values 1e-6 x (i mod 97), each size from offset 0
 big = (1e-6 * (np.arange(max(sizes) // 4) % 97)).astype(np.float32)
+def timed(buf, iters):
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+    return (time.perf_counter() - t0) * 1e3 / iters
+
+def sweep_iters(ms):   # engine/engine_collsweep.c pdbx_coll_sweep_iters
+    if not ms > 0:
+        return 100
+    n = 1.0 / ms
+    return 100 if n >= 100 else 1 if n <= 1 else int(n) + (n > int(n))
+
 for size in sizes:
     buf = big[: size // 4]
-    ts = []
-    for r in range(210):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
-        dt = (time.perf_counter() - t0) * 1e3
-        if r >= 10:
-            ts.append(dt)
+    for r in range(10):
+        timed(buf, 1)
+    iters = sweep_iters(comm.allreduce(timed(buf, 1), op=MPI.MAX))
+    ts = [timed(buf, iters) for r in range(200)]
     med = comm.reduce(float(np.median(ts)), op=MPI.MAX, root=0)   # as the engine: max of the ranks' medians
     mn = comm.reduce(float(np.min(ts)), op=MPI.MAX, root=0)
     if comm.rank == 0:
@@ -49,7 +61,7 @@ import json, statistics, sys
 d, R, np_ = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 eng = [{int(k): v for k, v in json.load(open("%s/e%d.json" % (d, r))).items()} for r in range(1, R + 1)]
 m4 = [{int(k): v for k, v in json.load(open("%s/m%d.json" % (d, r))).items()} for r in range(1, R + 1)]
-print("all_reduce, %d ranks, float32 in place, 200 calls per size; best of %d rounds of the max over ranks of the median" % (np_, R))
+print("all_reduce, %d ranks, float32 in place, 200 samples (of >= 1 ms) per size; best of %d rounds of the max over ranks of the median" % (np_, R))
 print("%10s %12s %12s %8s   %12s %12s %8s" % ("bytes", "pdbx med", "mpi4py med", "ratio", "pdbx min", "mpi4py min", "ratio"))
 rs, rm = [], []
 for b in sorted(eng[0]):

@@ -13,6 +13,12 @@
 #define NSTAT PDBX_ESTAT
 #define MSG_LEN PDBX_MSG_LEN
 
+/* Executions back to back per sample (nccl-tests' protocol, docs/cuda.md "Timing protocol"):
+ * enough that a sample lasts COLL_SAMPLE_MS, from the group's slowest calibration execution,
+ * at most COLL_MAX_ITERS (nccl-tests' default is 20 after 5 warm-up executions). */
+#define COLL_SAMPLE_MS 1.0
+#define COLL_MAX_ITERS 100
+
 /* One group of the sweep as this rank sees it. */
 typedef struct {
     pdbx_engine *e;
@@ -29,12 +35,12 @@ typedef struct {
 
 /* Rank 0: one coll event from the group's max statistics. */
 static void coll_event(pdbx_engine *e, const coll_group *cg, pdbx_coll c, size_t bytes,
-                       const double *mx)
+                       int out_of_place, const double *mx)
 {
     int peers = c == PDBX_COLL_SEND_RECV ? 2 : cg->g;
     pdbx_coll_result r = { .bytes = (double)bytes, .nranks = cg->g,
                            .ranks_per_node = cg->ranks_per_node, .nodes = cg->nodes,
-                           .spans_nodes = cg->nodes > 1 };
+                           .spans_nodes = cg->nodes > 1, .in_place = !out_of_place };
     snprintf(r.coll, sizeof r.coll, "%s", pdbx_coll_name(c));
     pdbx_estats_unpack(mx, &r.time);
     r.algbw = r.time.mean > 0 ? (double)bytes / (r.time.mean / 1e3) / 1e9 : 0;
@@ -42,33 +48,56 @@ static void coll_event(pdbx_engine *e, const coll_group *cg, pdbx_coll c, size_t
     pdbx_events_emit(e->ev, pdbx_event_coll(&r));
 }
 
-/* Members: warmup + measured repetitions of collective c at `bytes`; the group's max to
- * rank 0. A failed repetition ends the repetitions (the stats hold what was measured). */
-static void coll_one(coll_group *cg, pdbx_coll c, size_t bytes)
+/* One barrier + one run of `iters` executions: 0 with the mean per execution in *ms, or -1
+ * (the reason printed). */
+static int coll_sample(coll_group *cg, const pdbx_coll_call *call, double *ms)
+{
+    pdbx_engine *e = cg->e;
+    char err[MSG_LEN];
+    pdbx_watch_begin("barrier", -1);
+    int rc = e->be.comm->barrier(e->comm, cg->grp, e->spec.timeout_s, err, sizeof err);
+    pdbx_watch_end();
+    if (rc == 0) {
+        pdbx_watch_begin(pdbx_coll_name(call->coll), -1);
+        rc = e->be.comm->run(e->comm, cg->grp, call, cg->buf, ms, err, sizeof err);
+        pdbx_watch_end();
+    }
+    if (rc != 0)
+        fprintf(stderr, "pdbx-engine: rank %d: %s\n", e->rank, err);
+    return rc;
+}
+
+int pdbx_coll_sweep_iters(double ms)
+{
+    if (!(ms > 0))
+        return COLL_MAX_ITERS;
+    double n = COLL_SAMPLE_MS / ms;
+    return n >= COLL_MAX_ITERS ? COLL_MAX_ITERS : n <= 1 ? 1 : (int)n + (n > (int)n);
+}
+
+/* Members: warmup executions, one calibration execution whose slowest time over the group
+ * sets the executions per sample (every member must run the same count: a collective), then
+ * `steps` samples of that many back to back; the group's max statistics to rank 0. A failed
+ * sample ends the samples (the stats hold what was measured); a failure before the
+ * calibration's agreement ends them on every member. */
+static void coll_one(coll_group *cg, pdbx_coll c, size_t bytes, int out_of_place)
 {
     pdbx_engine *e = cg->e;
     const pdbx_spec *sp = &e->spec;
-    char err[MSG_LEN];
     size_t n = 0;
-    for (int s = 0; s < sp->warmup + sp->steps; s++) {
-        double ms = 0;
-        pdbx_watch_begin("barrier", -1);
-        int rc = e->be.comm->barrier(e->comm, cg->grp, sp->timeout_s, err, sizeof err);
-        pdbx_watch_end();
-        if (rc != 0) {
-            fprintf(stderr, "pdbx-engine: rank %d: %s\n", e->rank, err);
+    pdbx_coll_call call = { c, sp->dtype, bytes, 1, out_of_place };
+    double ms = 0, calib[2] = { 0, 0 }, agreed[2];   /* [slowest ms, any member failed] */
+    for (int s = 0; s <= sp->warmup && !calib[1]; s++)   /* the last one calibrates */
+        calib[1] = coll_sample(cg, &call, &ms) != 0;
+    calib[0] = ms;
+    pdbx_watch_begin("reduce", -1);
+    MPI_Allreduce(calib, agreed, 2, MPI_DOUBLE, MPI_MAX, cg->sub);
+    pdbx_watch_end();
+    call.iters = pdbx_coll_sweep_iters(agreed[0]);
+    for (int s = 0; s < sp->steps && !agreed[1]; s++) {
+        if (coll_sample(cg, &call, &ms) != 0)
             break;
-        }
-        pdbx_watch_begin(pdbx_coll_name(c), -1);
-        const pdbx_coll_call call = { c, sp->dtype, bytes, 1, 0 };
-        rc = e->be.comm->run(e->comm, cg->grp, &call, cg->buf, &ms, err, sizeof err);
-        pdbx_watch_end();
-        if (rc != 0) {
-            fprintf(stderr, "pdbx-engine: rank %d: %s\n", e->rank, err);
-            break;
-        }
-        if (s >= sp->warmup)
-            cg->x[n++] = ms;
+        cg->x[n++] = ms;
     }
     double mine[NSTAT], mx[NSTAT];
     pdbx_estats_pack(mine, cg->x, n);
@@ -76,7 +105,14 @@ static void coll_one(coll_group *cg, pdbx_coll c, size_t bytes)
     MPI_Reduce(mine, mx, NSTAT, MPI_DOUBLE, MPI_MAX, 0, cg->sub);
     pdbx_watch_end();
     if (e->rank == 0)
-        coll_event(e, cg, c, bytes, mx);
+        coll_event(e, cg, c, bytes, out_of_place, mx);
+}
+
+/* all_gather and reduce_scatter are measured in place and out of place (nccl-tests' two
+ * columns); the others in place only. */
+static int coll_placements(pdbx_coll c)
+{
+    return c == PDBX_COLL_ALL_GATHER || c == PDBX_COLL_REDUCE_SCATTER ? 2 : 1;
 }
 
 /* Members: every collective at every size, agreeing on cancellation after each collective. */
@@ -89,11 +125,13 @@ static void coll_group_run(coll_group *cg)
             size_t bytes = (size_t)sp->coll_sizes[si];
             if (bytes < (size_t)cg->g * sizeof(float))
                 continue;
-            if (e->ev)
-                pdbx_events_progress_op(e->ev, pdbx_coll_name((pdbx_coll)c));
-            coll_one(cg, (pdbx_coll)c, bytes);
-            if (e->ev)
-                pdbx_events_progress_coll_done(e->ev);
+            for (int oop = 0; oop < coll_placements((pdbx_coll)c); oop++) {
+                if (e->ev)
+                    pdbx_events_progress_op(e->ev, pdbx_coll_name((pdbx_coll)c));
+                coll_one(cg, (pdbx_coll)c, bytes, oop);
+                if (e->ev)
+                    pdbx_events_progress_coll_done(e->ev);
+            }
         }
         /* cancellation within the group; non-members wait at the world barrier */
         pdbx_agree_cancel_in(e, cg->sub);
@@ -149,11 +187,13 @@ static void coll_group_close(coll_group *cg)
     MPI_Comm_free(&cg->sub);
 }
 
-/* The comm buffer of the largest size, agreed: 0, or -1 when some rank has none (warned). */
+/* The comm buffer of the largest size, agreed: 0, or -1 when some rank has none (warned). Out
+ * of place needs the separate part after S (S / n bytes, n >= 2): S + S/2 in all. */
 static int coll_buffer(pdbx_engine *e, void **buf)
 {
     const pdbx_spec *sp = &e->spec;
     size_t maxb = (size_t)sp->coll_sizes[sp->ncoll_sizes - 1];
+    maxb += maxb / 2;
     char err[MSG_LEN] = "";
     int st = e->be.compute->comm_buffer(e->compute, maxb, buf, err, sizeof err) == 0 ? PDBX_ST_OK
                                                                                        : PDBX_ST_OOM;
@@ -170,10 +210,13 @@ static int coll_buffer(pdbx_engine *e, void **buf)
 /* Events of one group of g ranks: every collective at every size the group can split. */
 static int group_count(const pdbx_spec *sp, int g)
 {
+    int per_size = 0;
+    for (int c = 0; c < PDBX_COLL_COUNT; c++)
+        per_size += coll_placements((pdbx_coll)c);
     int n = 0;
     for (int si = 0; si < sp->ncoll_sizes; si++)
         if ((size_t)sp->coll_sizes[si] >= (size_t)g * sizeof(float))
-            n += PDBX_COLL_COUNT;
+            n += per_size;
     return n;
 }
 

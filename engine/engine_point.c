@@ -133,6 +133,8 @@ static void fault_check(point_run *pr)
     }
 }
 
+/* One execution (iters 1: one sample per step, as the compute ops), through the comm's
+ * aligned start all the same (nccl: spin, align all-reduce, events; docs/cuda.md). */
 static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes,
                       const char *name, double *ms)
 {

@@ -68,6 +68,7 @@ static const jf_field coll_fields[] = {
     F(pdbx_coll_result, INT, nranks, "nranks"), F(pdbx_coll_result, INT, ranks_per_node, "ranks_per_node"),
     F(pdbx_coll_result, NUM, algbw, "algbw"), F(pdbx_coll_result, NUM, busbw, "busbw"),
     F(pdbx_coll_result, INT, nodes, "nodes"), F(pdbx_coll_result, BOOL, spans_nodes, "spans_nodes"),
+    F(pdbx_coll_result, BOOL, in_place, "in_place"),
 };
 
 /* {"type": <t>}: type first, as pdbx_event_raw_is expects. */
@@ -679,6 +680,7 @@ int pdbx_event_decode_coll(const cJSON *ev, pdbx_coll_result *r, char *err, size
     if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &r->time) != 0)
         return pdbx_fail(err, errlen, "coll event (%s): field \"stats\" must be a stats object", coll);
     r->algbw = r->busbw = NAN;
+    r->in_place = 1;   /* runs recorded before the field ran every collective in place */
     jf_get_fields(ev, r, coll_fields, JF_N(coll_fields));
     return 0;
 }

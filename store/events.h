@@ -223,7 +223,8 @@ cJSON *pdbx_event_point_end_mem(const pdbx_ev_point_end *pe);
 int pdbx_event_decode_point_end(const cJSON *ev, pdbx_ev_point_end *out, char *err, size_t errlen);
 
 /* ---- the run --------------------------------------------------------------------------- */
-/* coll: r->coll, bytes, nranks, ranks_per_node, time, algbw, busbw. */
+/* coll: r->coll, bytes, nranks, ranks_per_node, time, algbw, busbw, nodes, spans_nodes,
+ * in_place (read as 1 when absent). */
 cJSON *pdbx_event_coll(const pdbx_coll_result *r);
 /* Required: coll (non-empty), stats; algbw/busbw NaN when absent. */
 int pdbx_event_decode_coll(const cJSON *ev, pdbx_coll_result *out, char *err, size_t errlen);

@@ -164,6 +164,10 @@ typedef struct {
     int nodes, spans_nodes;
     pdbx_stats time;         /* ms */
     double algbw, busbw;     /* GB/s */
+    /* all_gather / reduce_scatter: 1 in place (Megatron's TP/SP buffers), 0 out of place (a
+     * separate output, as nccl-tests' out-of-place column). Always 1 for all_reduce and
+     * send_recv, and in runs recorded before the field. */
+    int in_place;
 } pdbx_coll_result;
 
 /* One op, or one of the step's PP/DP collectives, of one measured step on one rank, for the

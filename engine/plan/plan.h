@@ -239,6 +239,27 @@ typedef struct {
  * minutes through shared memory and measure nothing new; the sweep states the cap. */
 #define PDBX_CPU_DP_CAP_BYTES (64.0 * 1024 * 1024)
 
+/* cuda: copies of the profiled layers' weights the backend allocates and rotates through (one
+ * copy per execution of an op on a layer, in turn), so that the weights total at least 3x the
+ * L2 cache and no execution finds its weights left in L2 by the previous step (2 profiled
+ * layers of Llama-3.1-8B TP8 are 110 MB against H100's 50 MB L2). layer_bytes: one layer's
+ * weights of the prepared ops; at least 1, at most PDBX_CUDA_MAX_WEIGHT_COPIES. */
+#define PDBX_CUDA_MAX_WEIGHT_COPIES 4096
+static inline int pdbx_cuda_weight_copies(double layer_bytes, int layers, double l2_bytes)
+{
+    /* inline: libpdbx_cuda.so links none of the planner, and both must count alike */
+    if (!(layer_bytes > 0) || layers < 1 || !(l2_bytes > 0))
+        return 1;
+    const double n = 3.0 * l2_bytes / (layer_bytes * layers);
+    if (n >= PDBX_CUDA_MAX_WEIGHT_COPIES)
+        return PDBX_CUDA_MAX_WEIGHT_COPIES;
+    return n <= 1 ? 1 : (int)n + (n > (int)n);   /* ceil without libm */
+}
+/* The L2 size the planner assumes for that rotation (H100 and H200: 50 MiB); the backend uses
+ * its device's (cudaDeviceProp.l2CacheSize), so elsewhere the two differ by the copies of the
+ * small models' points, where memory is not what stops a sweep. */
+#define PDBX_CUDA_PLAN_L2_BYTES (50.0 * 1024 * 1024)
+
 /* Lists the buffers of point pp. -1 with a message when the shape is not one the backend runs
  * (cpu: vocab, heads and intermediate divisible by TP). */
 int pdbx_profile_memory_list(const pdbx_profile_point *pp, pdbx_profile_memory *out,

@@ -243,7 +243,8 @@ static void cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 /* cuda_backend.c's buffers: everything in the dtype (token ids int32), a buffer allocated
  * when any op that reads or writes it is prepared; the full score matrix of the attention
  * core unless the fused forward runs it (flash_attention) without a backward (the fused
- * path's backward recomputes P into it: cuda_attention_needs_scores); per layer its two RMSNorm weights too; the vocabulary split
+ * path's backward recomputes P into it: cuda_attention_needs_scores); per layer its two
+ * RMSNorm weights too, in as many copies as the L2 rotation needs; the vocabulary split
  * rounded up; the lm_head reads the embedding table when tied. */
 static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
@@ -277,7 +278,12 @@ static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(FINAL_NORM)) add(out, PDBX_BUF_NORM_W, W, h * es, 1);
     if (HAS(LM_HEAD)) add(out, PDBX_BUF_LOGITS, A, T * V * es, 1);
     if (HAS(LM_HEAD) && !tied) add(out, PDBX_BUF_LM_HEAD_W, W, V * h * es, 1);
-    const int L = p->layers;
+    /* per-layer weights: layers x the rotating copies (pdbx_cuda_weight_copies) */
+    const double layer_w = (!!HAS(INPUT_NORM) + !!HAS(POST_ATTN_NORM)) * h * es +
+                           (!!HAS(ATTN_Q) + !!HAS(ATTN_O)) * qd * h * es +
+                           (!!HAS(ATTN_K) + !!HAS(ATTN_V)) * kvd * h * es +
+                           (!!HAS(MLP_GATE) + !!HAS(MLP_UP) + !!HAS(MLP_DOWN)) * I * h * es;
+    const int L = p->layers * pdbx_cuda_weight_copies(layer_w, p->layers, PDBX_CUDA_PLAN_L2_BYTES);
     if (HAS(INPUT_NORM)) add(out, PDBX_BUF_L_IN_NORM, W, h * es, L);
     if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q, W, qd * h * es, L);
     if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K, W, kvd * h * es, L);

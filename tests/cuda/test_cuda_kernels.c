@@ -2,7 +2,8 @@
  * against a plain host reference computed in fp32 from the same (rounded) inputs:
  *   cuBLASLt linear GEMMs (bf16, fp16, fp32/TF32), RMSNorm, SiLU*up (vector and scalar paths),
  *   the vocab-parallel embedding gather (in-shard and masked rows), the causal attention core
- *   with MHA, GQA and MQA head layouts, the checksum reduction, and the NVML device sample.
+ *   with MHA, GQA and MQA head layouts, the checksum reduction, the %globaltimer spin of the
+ *   timing protocol, and the NVML device sample.
  * Built by engine/backends/cuda/SConscript from the same objects as libpdbx_cuda.so (not the .so: its
  * internals are hidden) into <variant>/tests/, so tests/run_suite.sh runs it.
  * Host-only part, run everywhere: the exact GEMM shapes and offsets the backend hands to
@@ -362,6 +363,29 @@ static void test_checksum_sum(void **state)
     assert_true(fabs(got - want) < 1e-6 * n);
     cudaFree(acc);
     drop(&x);
+}
+
+/* The timing spin waits %globaltimer nanoseconds (time, not SM cycles): 300 us between two
+ * events measures 300 us, whatever the clock; 0 enqueues nothing. */
+static void test_spin_ns(void **state)
+{
+    (void)state;
+    cudaEvent_t a, b;
+    float ms = 0.0f;
+    assert_int_equal(cudaEventCreate(&a), cudaSuccess);
+    assert_int_equal(cudaEventCreate(&b), cudaSuccess);
+    for (int rep = 0; rep < 3; rep++) {   /* the first launch pays the module load */
+        assert_int_equal(cudaEventRecord(a, stream), cudaSuccess);
+        assert_int_equal(ck_spin_ns(300000, stream), cudaSuccess);
+        assert_int_equal(cudaEventRecord(b, stream), cudaSuccess);
+        assert_int_equal(cudaEventSynchronize(b), cudaSuccess);
+        assert_int_equal(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+    }
+    print_message("ck_spin_ns(300 us): %.3f ms between events\n", ms);
+    assert_true(ms >= 0.295f && ms < 1.0f);
+    assert_int_equal(ck_spin_ns(0, stream), cudaSuccess);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
 }
 
 /* ---- attention core --------------------------------------------------------------------- */
@@ -1150,6 +1174,7 @@ int main(void)
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_embed_gather),
         cmocka_unit_test(test_checksum_sum),
+        cmocka_unit_test(test_spin_ns),
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_attention_mha_mqa),
         cmocka_unit_test(test_flash_attention),

@@ -78,7 +78,8 @@ write_spec() {   # file tp
   "warmup": 2,
   "steps": 5,
   "ops": "all",
-  "collectives": false,
+  "collectives": $([ "$2" -ge 2 ] && echo true || echo false),
+  "coll_sizes": [65536, 8388608],
   "predict_oom": false,
   "timeout_s": 120,
   "flush_l2": false

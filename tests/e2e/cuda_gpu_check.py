@@ -25,8 +25,10 @@ gpu = env.get("gpu")
 if start.get("backend") != "cuda": fail("backend %r, expected cuda" % start.get("backend"))
 if not isinstance(gpu, dict) or gpu.get("sm_count", 0) <= 0 or gpu.get("memory_bytes", 0) <= 0:
     fail("run_start env.gpu does not describe the device: %r" % gpu)
-for key in ("driver", "runtime", "cublaslt", "nccl", "clock_mhz"):
+for key in ("driver", "runtime", "cublaslt", "nccl", "clock_mhz", "weights_l2"):
     if not gpu.get(key): fail("env.gpu.%s missing" % key)
+if "globaltimer" not in gpu.get("timer", ""):
+    fail("env.gpu.timer does not name the %%globaltimer spin: %r" % gpu.get("timer"))
 print("device: %s, sm %d, %s, CUDA %s / driver %s, %s" % (gpu["name"], gpu["sm_count"],
       gpu["cublaslt"], gpu["runtime"], gpu["driver"], gpu["nccl"]))
 ends = [e for e in ev if e.get("type") == "point_end"]
@@ -56,4 +58,16 @@ if tp > 1:
     if not comm or any(c["stats"]["median"] <= 0 or c["busbw"] <= 0 for c in comm):
         fail("TP=%d: no positive tp_allreduce comm events: %r" % (tp, comm))
     print("  tp_allreduce busbw: %s GB/s" % ", ".join("%.1f" % c["busbw"] for c in comm))
+    # the collectives sweep through NCCL (docs/cuda.md "Timing protocol"): all_gather and
+    # reduce_scatter in place and out of place, every entry with a positive bandwidth
+    coll = [e for e in ev if e.get("type") == "coll"]
+    want = {(c, b, True) for c in ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
+            for b in (65536, 8388608)} | {(c, b, False) for c in ("all_gather", "reduce_scatter")
+                                          for b in (65536, 8388608)}
+    got = {(e["coll"], e["bytes"], e.get("in_place", True)) for e in coll if e["nranks"] == 2}
+    if got != want or any(e["busbw"] <= 0 or e["stats"]["min"] <= 0 for e in coll):
+        fail("TP=%d: collectives sweep entries %r, wanted %r" % (tp, sorted(got), sorted(want)))
+    for e in coll:
+        print("  %-14s %8d %-6s %.3f ms busbw %.1f GB/s" % (e["coll"], e["bytes"],
+              "in" if e.get("in_place", True) else "out", e["stats"]["median"], e["busbw"]))
 print("ok: tp=%d run complete" % tp)

@@ -71,8 +71,11 @@ d = comm(t1, "dp_allreduce"); assert d and d["group_size"] == 2 and d["algbw"] >
 p = comm(by[(1, 2, 1, 1)], "pp_sendrecv"); assert p and p["bytes"] == 32 * 256 * 4, p
 assert comm(t1, "tp_allreduce") is None and comm(t2, "dp_allreduce") is None
 co = [e for e in E if e["type"] == "coll"]
-assert {(e["coll"], e["bytes"], e["nranks"]) for e in co} == {(c, b, 2) for c in
-       ("all_reduce", "all_gather", "reduce_scatter", "send_recv") for b in (4096, 65536)}, co
+# all_gather and reduce_scatter in place and out of place; the others in place
+assert len(co) == 12 and {(e["coll"], e["bytes"], e["nranks"], e["in_place"]) for e in co} == \
+       {(c, b, 2, True) for c in ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
+        for b in (4096, 65536)} | {(c, b, 2, False) for c in ("all_gather", "reduce_scatter")
+                                   for b in (4096, 65536)}, co
 for e in co:
     assert e["stats"]["count"] == 2 and e["algbw"] > 0 and e["ranks_per_node"] == 2
     f = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "send_recv": 1.0}[e["coll"]]
@@ -91,7 +94,7 @@ assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete", E[-1]
 assert [e["status"] for e in E if e["type"] == "point_end"] == ["ok"] * 3
 assert {e["kind"] for e in E if e["type"] == "comm"} == {"tp_allreduce", "dp_allreduce", "pp_sendrecv"}
 co = [e for e in E if e["type"] == "coll"]
-assert len(co) == 8 and all(e["stats"]["count"] == 1 and e["algbw"] > 0 for e in co), co
+assert len(co) == 12 and all(e["stats"]["count"] == 1 and e["algbw"] > 0 for e in co), co
 ' || fail "split messages events"
 
 # ---- 4 ranks: TP2 x PP2, TP2 x DP2, TP4; collectives at 2 and 4 ranks ----

@@ -395,13 +395,15 @@ static void test_progress_counts_collectives(void **state)
     sp->coll_sizes[0] = 4;          /* below 4 bytes per rank of every group: skipped */
     sp->coll_sizes[1] = 8;          /* a group of 2 only */
     sp->coll_sizes[2] = 4096;
+    /* per size: the 4 collectives, all_gather and reduce_scatter also out of place */
+    const int per_size = PDBX_COLL_COUNT + 2;
     assert_int_equal(pdbx_coll_sweep_count(sp, 1, 1), 0);
-    assert_int_equal(pdbx_coll_sweep_count(sp, 2, 1), 2 * PDBX_COLL_COUNT);
-    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 1), 3 * PDBX_COLL_COUNT);   /* g = 2, 4 */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 2, 1), 2 * per_size);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 1), 3 * per_size);   /* g = 2, 4 */
     /* two nodes of two ranks: plus the one-rank-per-node group of 2 */
-    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 2), 5 * PDBX_COLL_COUNT);
-    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 4), 3 * PDBX_COLL_COUNT);   /* one rank a node */
-    assert_int_equal(pdbx_coll_sweep_count(sp, 6, 1), 3 * PDBX_COLL_COUNT);   /* no group of 6 */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 2), 5 * per_size);
+    assert_int_equal(pdbx_coll_sweep_count(sp, 4, 4), 3 * per_size);   /* one rank a node */
+    assert_int_equal(pdbx_coll_sweep_count(sp, 6, 1), 3 * per_size);   /* no group of 6 */
     sp->collectives = 0;
     assert_int_equal(pdbx_coll_sweep_count(sp, 4, 1), 0);
     free(sp);
@@ -433,6 +435,25 @@ static void test_progress_counts_collectives(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* Executions per collectives-sweep sample: a sample of >= 1 ms from the group's slowest
+ * calibration execution, at least 1, at most 100. */
+static void test_coll_sweep_iters(void **state)
+{
+    (void)state;
+    assert_int_equal(pdbx_coll_sweep_iters(0.010), 100);   /* 10 us: capped */
+    assert_int_equal(pdbx_coll_sweep_iters(0.0), 100);     /* not measured: the cap */
+    assert_int_equal(pdbx_coll_sweep_iters(NAN), 100);
+    assert_int_equal(pdbx_coll_sweep_iters(0.05), 20);     /* 20 x 50 us = 1 ms */
+    assert_int_equal(pdbx_coll_sweep_iters(0.3), 4);       /* rounded up: 4 x 0.3 >= 1 ms */
+    assert_int_equal(pdbx_coll_sweep_iters(1.0), 1);
+    assert_int_equal(pdbx_coll_sweep_iters(25.0), 1);      /* a long one: one per sample */
+    for (double ms = 0.011; ms < 2; ms *= 1.37) {
+        int n = pdbx_coll_sweep_iters(ms);
+        assert_true(n >= 1 && n <= 100);
+        assert_true(n == 100 || n == 1 || (n * ms >= 1.0 && (n - 1) * ms < 1.0));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -443,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_progress_event_under_oom),
         cmocka_unit_test(test_heartbeat_ticks),
         cmocka_unit_test(test_progress_counts_collectives),
+        cmocka_unit_test(test_coll_sweep_iters),
         cmocka_unit_test(test_step_event_cells),
         cmocka_unit_test(test_adaptive_rule),
     };

@@ -132,11 +132,12 @@ static void test_dp_cap(void **state)
  *     2 sequences * 2 heads * 8 * 8 * 2 = 512; gate, up, act 16*64*2 = 2048 each (6144);
  *     logits 16*128*2 = 4096 -> 64 + 10240 + 2048 + 1024 + 512 + 6144 + 4096 = 24128
  *   weights: embed, lm_head 128*64*2 = 16384 each; final norm 64*2 = 128; per layer two norms
- *     128 each, q, o 32*64*2 = 4096, k, v 2048, gate, up, down 8192 -> 37120, x 2 = 74240
- *     -> 107136
+ *     128 each, q, o 32*64*2 = 4096, k, v 2048, gate, up, down 8192 -> 37120, x 2 layers =
+ *     74240, in ceil(3 * 50 MiB / 74240) = 2119 rotating copies (>= 3x the L2 the planner
+ *     assumes) = 157314560 -> 32896 + 157314560 = 157347456
  *   workspace: cuBLASLt 32 MiB = 33554432
  *   comm: TP and PP messages [16, 64] bf16 = 2048 each -> 2048
- *   total 24128 + 107136 + 33554432 + 2048 = 33687744 */
+ *   total 24128 + 157347456 + 33554432 + 2048 = 190928064 */
 static void test_cuda_bf16_by_hand(void **state)
 {
     (void)state;
@@ -147,19 +148,54 @@ static void test_cuda_bf16_by_hand(void **state)
     char err[256] = "";
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24128);
-    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 107136);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 157347456);
     assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 33554432);
     assert_true(m.tp_bytes == 2048 && m.pp_bytes == 2048 && m.dp_bytes == 0);
-    assert_true(m.total == 33687744);
+    assert_true(m.total == 190928064);
+    assert_true(role_bytes(&m, PDBX_BUF_L_Q) == 4096.0 * 2 * 2119);   /* 2 layers x 2119 copies */
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
     /* tied embeddings: no lm_head weight, the table serves both */
     p.model.tie_embeddings = 1;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
-    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 107136 - 16384);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 157347456 - 16384);
+}
+
+/* The L2 rotation's copies (pdbx_cuda_weight_copies, shared by the planner and the cuda
+ * backend): weights of the profiled layers >= 3x L2. */
+static void test_cuda_weight_copies(void **state)
+{
+    (void)state;
+    const double l2 = PDBX_CUDA_PLAN_L2_BYTES;
+    /* Llama-3.1-8B TP8, bf16: q, o 4096x512, k, v 4096x128, gate, up, down 4096x1792, two
+     * norms -> 54542336 bytes a layer; 2 layers = 109 MB < 3 x 50 MiB: 2 copies */
+    assert_int_equal(pdbx_cuda_weight_copies(54542336.0, 2, l2), 2);
+    /* Llama-3.3-70B TP1: 1.7 GB a layer: one copy, no extra memory */
+    assert_int_equal(pdbx_cuda_weight_copies(1.7e9, 2, l2), 1);
+    assert_int_equal(pdbx_cuda_weight_copies(3.0 * l2 / 2, 2, l2), 1);   /* exactly 3x */
+    assert_int_equal(pdbx_cuda_weight_copies(3.0 * l2 / 2 - 1, 2, l2), 2);
+    assert_int_equal(pdbx_cuda_weight_copies(1.0, 1, l2), PDBX_CUDA_MAX_WEIGHT_COPIES);
+    assert_int_equal(pdbx_cuda_weight_copies(0.0, 2, l2), 1);       /* no layer weights */
+    assert_int_equal(pdbx_cuda_weight_copies(1e6, 2, 0.0), 1);      /* L2 unknown */
+    /* the planner counts the copies: 8B TP8's profile holds 2 x 2 sets of q_proj */
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    p.model.hidden = 4096;
+    p.model.intermediate = 14336;
+    p.model.heads = 32;
+    p.model.kv_heads = 8;
+    p.model.head_dim = 128;
+    p.model.layers = 32;
+    p.model.vocab = 128256;
+    p.tp = 8;
+    p.layers = 2;
+    pdbx_profile_memory m;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, NULL, 0), 0);
+    for (int i = 0; i < m.nbufs; i++)
+        if (m.buf[i].role == PDBX_BUF_L_Q)
+            assert_int_equal(m.buf[i].count, 4);
 }
 
 /* flash_attention on cuda (test_cuda_bf16_by_hand's point): the fused forward has no s x s
- * scores: activations 24128 - 512 = 23616, total 33687744 - 512; with bwd the fused path's
+ * scores: activations 24128 - 512 = 23616, total 190928064 - 512; with bwd the fused path's
  * backward recomputes P into the scores buffer, so it is listed again (and d scores). */
 static void test_cuda_flash_drops_scores(void **state)
 {
@@ -173,7 +209,7 @@ static void test_cuda_flash_drops_scores(void **state)
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == -1);
     assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24128 - 512);
-    assert_true(m.total == 33687744 - 512);
+    assert_true(m.total == 190928064 - 512);
     p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
@@ -235,7 +271,7 @@ static void test_bwd_buffers_by_hand(void **state)
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 143104);
     assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 33554432 + 64);
-    assert_true(m.total == 33687744 + 143104 + 64);
+    assert_true(m.total == 190928064 + 143104 + 64);
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == 512);
     p.model.tie_embeddings = 1;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
@@ -328,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_dp_cap),
         cmocka_unit_test(test_cuda_bf16_by_hand),
         cmocka_unit_test(test_cuda_flash_drops_scores),
+        cmocka_unit_test(test_cuda_weight_copies),
         cmocka_unit_test(test_bwd_buffers_by_hand),
         cmocka_unit_test(test_bwd_from_spec),
         cmocka_unit_test(test_refusals),

@@ -459,9 +459,20 @@ static void test_coll(void **state)
 {
     (void)state;
     char err[200];
-    pdbx_coll_result r = {"all_gather", 1 << 20, 4, 2, 2, 1, stats_of(2.0), 3.0, 2.25};
+    pdbx_coll_result r = {"all_gather", 1 << 20, 4, 2, 2, 1, stats_of(2.0), 3.0, 2.25, 0};
     cJSON *ev = through_text(pdbx_event_coll(&r));
     pdbx_coll_result d;
+    assert_int_equal(pdbx_event_decode_coll(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.in_place, 0);         /* out of place, said so */
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev, "in_place")));
+    r.in_place = 1;
+    cJSON *inp = through_text(pdbx_event_coll(&r));
+    assert_int_equal(pdbx_event_decode_coll(inp, &d, err, sizeof err), 0);
+    assert_int_equal(d.in_place, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(inp, "in_place");   /* a run recorded before it */
+    assert_int_equal(pdbx_event_decode_coll(inp, &d, err, sizeof err), 0);
+    assert_int_equal(d.in_place, 1);
+    cJSON_Delete(inp);
     assert_int_equal(pdbx_event_decode_coll(ev, &d, err, sizeof err), 0);
     assert_string_equal(d.coll, "all_gather");
     assert_double_equal(d.bytes, 1 << 20, 0);

@@ -381,7 +381,8 @@ static int print_collectives(const pdbx_run *run, const show_args *a, FILE *out)
     for (size_t i = 0; i < run->ncoll; i++) {
         const pdbx_coll_result *r = &run->coll[i];
         char sz[32], tm[32], ab[32], bb[32];
-        if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%s", r->coll)
+        /* out of place (all_gather, reduce_scatter): its own row, marked */
+        if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%s%s", r->coll, r->in_place ? "" : " oop")
             || pdbx_table_set(t, 1, "%s", pdbx_fmt_size(r->bytes, sz, sizeof sz))
             || pdbx_table_set(t, 2, "%d", r->nranks) || pdbx_table_set(t, 3, "%d", r->ranks_per_node)
             || pdbx_table_set(t, 4, "%s", pdbx_fmt_ms(pdbx_stats_get(&r->time, (pdbx_stat_kind)a->stat), 1, tm, sizeof tm))
@@ -574,6 +575,7 @@ static cJSON *collectives_json(const pdbx_run *run, pdbx_stat_kind stat)
             || !cJSON_AddNumberToObject(c, "bytes", r->bytes)
             || !cJSON_AddNumberToObject(c, "nranks", r->nranks)
             || !cJSON_AddNumberToObject(c, "ranks_per_node", r->ranks_per_node)
+            || !cJSON_AddBoolToObject(c, "in_place", r->in_place)
             || (r->nodes > 0 && (!cJSON_AddNumberToObject(c, "nodes", r->nodes)
                                  || !cJSON_AddBoolToObject(c, "spans_nodes", r->spans_nodes)))
             || add_timing(c, &r->time, stat, r->algbw, r->busbw)) {

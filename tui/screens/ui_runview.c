@@ -499,7 +499,8 @@ static void draw_cells(rv_state *v, ui_rect b, const int cfg[3])
     pdbx_rt_config_free(&c);
 }
 
-/* busbw vs message size, one series per collective, in the rect b. */
+/* busbw vs message size, one series per collective (in place: the out-of-place rows are in
+ * the table only), in the rect b. */
 static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
 {
     const pdbx_run *run = &v->run;
@@ -508,6 +509,7 @@ static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
     int nn = 0, ns = 0;
     for (size_t i = 0; i < run->ncoll; i++) {
         const pdbx_coll_result *r = &run->coll[i];
+        if (!r->in_place) continue;
         int k = 0;
         while (k < nn && strcmp(names[k], r->coll) != 0) k++;
         if (k == nn && nn < 8) snprintf(names[nn++], sizeof(names[0]), "%s", r->coll);
@@ -525,6 +527,7 @@ static void draw_coll_chart(ui_app *app, rv_state *v, ui_rect b)
     for (int i = 0; i < nn * ns; i++) vals[i] = NAN;
     for (size_t i = 0; i < run->ncoll; i++) {
         const pdbx_coll_result *r = &run->coll[i];
+        if (!r->in_place) continue;
         int k = 0, j = 0;
         while (k < nn && strcmp(names[k], r->coll) != 0) k++;
         while (j < ns && sizes[j] != r->bytes) j++;
@@ -586,7 +589,9 @@ static void draw_collectives(ui_app *app, rv_state *v, ui_rect b)
         ui_format_value(pdbx_stats_get(&r->time, v->stat) * 1e3, t, sizeof(t));
         ui_format_value(r->algbw, a, sizeof(a));
         ui_format_value(r->busbw, bb, sizeof(bb));
-        ui_put(y++, 1, b.w - 2, UI_C_NORMAL, 1, "%-15s %10s %6d %6d %11s %10s %10s", r->coll, sz, r->nranks,
+        char name[24];   /* out of place marked, within the column's 15 */
+        snprintf(name, sizeof name, r->in_place ? "%s" : "%.11s oop", r->coll);
+        ui_put(y++, 1, b.w - 2, UI_C_NORMAL, 1, "%-15s %10s %6d %6d %11s %10s %10s", name, sz, r->nranks,
                r->ranks_per_node, t, a, bb);
     }
     if (with_chart) {

@@ -104,10 +104,11 @@ static void point_free(struct cuda_point *pt)
     for (int i = 0; i < G_COUNT; i++)
         cuda_dev_free(pt->grad[i]);
     if (pt->w) {
-        for (size_t i = 0; i < (size_t)pt->d.layers * W_COUNT; i++)
+        for (size_t i = 0; i < (size_t)pt->wcopies * pt->d.layers * W_COUNT; i++)
             cuda_dev_free(pt->w[i]);
         free(pt->w);
     }
+    free(pt->wnext);
     free(pt);   /* gemm plans belong to the gemm cache */
 }
 
@@ -280,19 +281,33 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
             rc = fill(c, pt->buf[b], elems, global_bufs[b].kind, seed + (uint64_t)b, pt,
                       global_bufs[b].name, err, errlen);
     }
-    for (int l = 0; l < pt->d.layers && rc == 0; l++)
+    /* copies of the layers' weights until they total >= 3x L2 (the planner counts the same) */
+    double layer_bytes = 0;
+    for (int w = 0; w < W_COUNT; w++)
+        if (layer_bufs[w].ops & pt->d.ops)
+            layer_bytes += (double)(layer_elems(pt, w) * es);
+    pt->wcopies = pdbx_cuda_weight_copies(layer_bytes, pt->d.layers, (double)c->prop.l2CacheSize);
+    const size_t sets = (size_t)pt->wcopies * pt->d.layers;
+    pt->w = calloc(sets * W_COUNT, sizeof *pt->w);
+    pt->wnext = calloc((size_t)pt->d.layers * PDBX_OP_COUNT, sizeof *pt->wnext);
+    if (rc == 0 && (!pt->w || !pt->wnext)) {
+        snprintf(err, errlen, "cuda prepare: out of host memory");
+        rc = -1;
+    }
+    for (size_t set = 0; set < sets && rc == 0; set++)
         for (int w = 0; w < W_COUNT && rc == 0; w++) {
             if (!(layer_bufs[w].ops & pt->d.ops))
                 continue;
             size_t elems = layer_elems(pt, w);
-            void **slot = &pt->w[(size_t)l * W_COUNT + w];
+            void **slot = &pt->w[set * W_COUNT + w];
             pt->wbytes[w] = elems * es;
-            char name[64];
-            snprintf(name, sizeof name, "layer %d %s", l, layer_bufs[w].name);
+            char name[80];
+            snprintf(name, sizeof name, "layer %d %s (copy %d)", (int)(set % (size_t)pt->d.layers),
+                     layer_bufs[w].name, (int)(set / (size_t)pt->d.layers));
             rc = cuda_alloc_buf(slot, pt->wbytes[w], name, err, errlen);
             if (rc == 0)
                 rc = fill(c, *slot, elems, layer_bufs[w].kind,
-                          seed + 0x1000u * (uint64_t)(l + 1) + (uint64_t)w, pt, name, err, errlen);
+                          seed + 0x1000u * (uint64_t)(set + 1) + (uint64_t)w, pt, name, err, errlen);
         }
     return rc;
 }
@@ -346,11 +361,6 @@ static int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, 
     if (rc)
         goto fail;
     rc = -1;
-    pt->w = calloc((size_t)pt->d.layers * W_COUNT, sizeof *pt->w);
-    if (!pt->w) {
-        snprintf(err, errlen, "cuda prepare: out of host memory");
-        goto fail;
-    }
     if (c->flash_attention && (pt->d.ops & PDBX_OP_BIT(PDBX_OP_ATTN_CORE))) {
         const cuda_attention_dims ad = {.head_dim = pt->d.head_dim, .dtype = c->dtype, .flash = 1};
         if (!cuda_attention_flash_ok(&ad, err, errlen))
@@ -386,11 +396,19 @@ static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void
     return cuda_gemm_exec(c->gemm, c->point->plan[op], 1.0f, w, x, y, c->stream, err, errlen);
 }
 
+void **cuda_layer_weights(struct cuda_point *pt, pdbx_op op, int layer)
+{
+    unsigned *next = &pt->wnext[(size_t)layer * PDBX_OP_COUNT + (size_t)op];
+    const size_t copy = *next % (unsigned)pt->wcopies;
+    *next += 1;
+    return &pt->w[(copy * (size_t)pt->d.layers + (size_t)layer) * W_COUNT];
+}
+
 static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     int rc = -1;
     struct cuda_point *pt = c->point;
-    void **B = pt->buf, **W = &pt->w[(size_t)layer * W_COUNT];
+    void **B = pt->buf, **W = cuda_layer_weights(pt, op, layer);
     const int64_t T = pt->d.tokens, h = pt->d.hidden;
     switch (op) {
     case PDBX_OP_EMBED:

@@ -39,7 +39,7 @@ struct pdbx_compute {
     void *l2_flush;                 /* flush_l2: memset before each timed execution */
     unsigned char l2_flush_value;   /* changes every flush so no write can be skipped */
     size_t l2_flush_bytes;
-    long long spin_cycles;          /* else: a short busy kernel hides the launch gap */
+    long long spin_ns;              /* the busy kernel before every start event (launch gap) */
     double *checksum_dev;           /* one double for ck_accumulate_sum */
     void *comm_buf;
     size_t comm_bytes;
@@ -85,7 +85,11 @@ struct cuda_point {
     cuda_dims d;
     void *buf[B_COUNT];
     size_t bytes[B_COUNT];
-    void **w;                       /* [layers][W_COUNT] */
+    /* [wcopies][layers][W_COUNT]: the profiled layers' weights in wcopies copies (total >= 3x
+     * L2, pdbx_cuda_weight_copies), rotated per execution (cuda_layer_weights) */
+    void **w;
+    int wcopies;
+    unsigned *wnext;                /* [layers][PDBX_OP_COUNT]: executions so far */
     size_t wbytes[W_COUNT];
     cuda_gemm_plan *plan[PDBX_OP_COUNT];
     cuda_attention attn;
@@ -94,6 +98,10 @@ struct cuda_point {
     size_t gbytes[G_COUNT];
     cuda_gemm_plan *dgrad[PDBX_OP_COUNT], *wgrad[PDBX_OP_COUNT];
 };
+
+/* The weights (W_COUNT slots) op runs with on `layer` in this execution: the copies in turn,
+ * one per execution of op on that layer, so consecutive steps read different copies. */
+void **cuda_layer_weights(struct cuda_point *pt, pdbx_op op, int layer);
 
 /* cuda_backward.c: allocates, fills and plans the backward of prepared point pt (its gradient
  * buffers, the dgrad/wgrad GEMM plans, the attention backward's plan), and enqueues the bwd
@@ -117,8 +125,14 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
 #define CU_TRY(name, expr) \
     CUDA_TRY_STATUS(cudaError_t, cudaSuccess, expr, cuda_fail(err, errlen, (name), s_))
 
-/* Records the start event (after the L2 flush or spin), for the caller to enqueue its work. */
+/* Records the start event, for the caller to enqueue its work: after the L2 flush (flush_l2)
+ * and then, always, the spin (the flush alone would leave the host's launch gaps timed). */
 int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen);
+/* Enqueues the spin (ck_spin_ns) of spin_ns plus CUDA_LAUNCH_NS per launch the caller will
+ * enqueue behind it (capped at CUDA_SPIN_MAX_NS), so the GPU waits for none of them. */
+#define CUDA_LAUNCH_NS 20000LL
+#define CUDA_SPIN_MAX_NS 10000000LL
+int cuda_timer_spin(pdbx_compute *c, int launches, char *err, size_t errlen);
 /* Records the stop event, waits for it and returns the elapsed device time in ms. */
 int cuda_timer_stop(pdbx_compute *c, double *ms, char *err, size_t errlen);
 

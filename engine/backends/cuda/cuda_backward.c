@@ -186,7 +186,7 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
 {
     int rc = -1;
     struct cuda_point *pt = c->point;
-    void **B = pt->buf, **W = &pt->w[(size_t)layer * W_COUNT], **G = pt->grad;
+    void **B = pt->buf, **W = cuda_layer_weights(pt, op, layer), **G = pt->grad;
     const int64_t T = pt->d.tokens, h = pt->d.hidden;
     switch (op) {
     case PDBX_OP_EMBED:

@@ -104,7 +104,7 @@ int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, siz
             goto fail;
         rc = -1;
     }
-    c->spin_cycles = (long long)(c->clock_khz > 0 ? c->clock_khz : 1500000) * SPIN_US / 1000;
+    c->spin_ns = SPIN_US * 1000LL;
     *out = c;
     return 0;
 fail:
@@ -202,8 +202,11 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
                                 : "cublaslt strided-batched QK^T, causal softmax, PV");
     cJSON_AddStringToObject(gpu, "attention_bwd_kernel", "unfused");
     cJSON_AddStringToObject(gpu, "rope", "not run (docs/cuda.md, Kernels and attention)");
-    cJSON_AddStringToObject(gpu, "timer", c->flush_l2 ? "cuda events, L2 flushed before each execution"
-                                                      : "cuda events after a 100 us spin kernel");
+    cJSON_AddStringToObject(gpu, "timer", c->flush_l2
+                            ? "cuda events, L2 flushed, then a 100 us %globaltimer spin, before each execution"
+                            : "cuda events after a 100 us %globaltimer spin kernel");
+    cJSON_AddStringToObject(gpu, "weights_l2", "rotated copies of the profiled layers' weights, "
+                            ">= 3x l2_bytes, one copy per execution of an op on a layer");
     json_set(env, "gpu", gpu);
     json_set(env, "device", cJSON_CreateString(c->name));
     snprintf(buf, sizeof buf, "CUDA runtime %s, driver %s", rt_s, drv_s);

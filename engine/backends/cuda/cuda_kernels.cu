@@ -450,10 +450,20 @@ __global__ void accumulate_sum_kernel(const T *x, size_t n, double *acc)
     }
 }
 
-__global__ void spin_kernel(long long cycles)
+/* %globaltimer: the GPU's nanosecond timer, which runs at the same rate on every GPU whatever
+ * its SM clock (clock64 counts SM cycles: a lower-clocked GPU spun longer for the same count,
+ * and the max over ranks of a collective's time took that skew in). */
+__device__ __forceinline__ unsigned long long globaltimer_ns()
 {
-    long long t0 = clock64();
-    while (clock64() - t0 < cycles) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void spin_kernel(long long ns)
+{
+    const unsigned long long t0 = globaltimer_ns();
+    while ((long long)(globaltimer_ns() - t0) < ns) {
     }
 }
 
@@ -645,10 +655,10 @@ extern "C" cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt,
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t ck_spin(long long cycles, cudaStream_t stream)
+extern "C" cudaError_t ck_spin_ns(long long ns, cudaStream_t stream)
 {
-    if (cycles <= 0)
+    if (ns <= 0)
         return cudaSuccess;
-    spin_kernel<<<1, 1, 0, stream>>>(cycles);
+    spin_kernel<<<1, 1, 0, stream>>>(ns);
     return cudaGetLastError();
 }

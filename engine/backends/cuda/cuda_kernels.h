@@ -87,10 +87,10 @@ cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void 
 cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt, double *acc,
                               cudaStream_t stream);
 
-/* One thread busy-waits `cycles` SM clock cycles (torch.cuda._sleep): queued before a start
- * event it keeps the GPU busy while the host enqueues the timed work, so the launch gap is not
- * timed. */
-cudaError_t ck_spin(long long cycles, cudaStream_t stream);
+/* One thread busy-waits `ns` nanoseconds of the GPU's %globaltimer (not SM cycles: the same
+ * wait on every GPU whatever its clock): queued before a start event it keeps the GPU busy
+ * while the host enqueues the timed work, so the launch gap is not timed. */
+cudaError_t ck_spin_ns(long long ns, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* cuda_timing.c: CUDA-event timing of the cuda backend (cuda_backend.h): one op between the
- * start and stop events (after an L2 flush or a short spin that hides the launch gap), and the
+ * start and stop events (after the L2 flush when on, then always a short %globaltimer spin
+ * that hides the launch gap; docs/cuda.md "Timing protocol"), and the
  * layer and step spans between their own event pairs.
  *
  * A span's events are recorded on the one stream at its boundaries, so the span covers every
@@ -13,6 +14,18 @@
 
 #include "engine/backends/cuda/cuda_kernels.h"
 
+int cuda_timer_spin(pdbx_compute *c, int launches, char *err, size_t errlen)
+{
+    int rc = -1;
+    long long ns = c->spin_ns + (launches > 0 ? launches : 0) * CUDA_LAUNCH_NS;
+    if (ns > CUDA_SPIN_MAX_NS)
+        ns = CUDA_SPIN_MAX_NS;
+    CU_TRY("ck_spin_ns", ck_spin_ns(ns, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
 int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen)
 {
     int rc = -1;
@@ -20,9 +33,13 @@ int cuda_timer_start(pdbx_compute *c, char *err, size_t errlen)
         c->l2_flush_value ^= 0x5a;
         CU_TRY("cudaMemsetAsync(L2 flush)", cudaMemsetAsync(c->l2_flush, c->l2_flush_value,
                                                             c->l2_flush_bytes, c->stream));
-    } else {
-        CU_TRY("ck_spin", ck_spin(c->spin_cycles, c->stream));
     }
+    /* Always, also after a flush: the memset ends long before the host has enqueued a
+     * multi-kernel op (attn_core: 9-17 launches), and the GPU would wait for each launch. */
+    rc = cuda_timer_spin(c, 0, err, errlen);
+    if (rc)
+        return rc;
+    rc = -1;
     CU_TRY("cudaEventRecord(start)", cudaEventRecord(c->ev_start, c->stream));
     return 0;
 fail:

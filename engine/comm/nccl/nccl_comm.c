@@ -3,7 +3,8 @@
  * One NCCL communicator per group the engine builds (TP, PP, DP, collectives sweep): group
  * rank 0 creates an ncclUniqueId, the engine's MPI broadcast (desc->bcast) hands it to the
  * group, every member calls ncclCommInitRank. Collectives run on the compute backend's one
- * stream and are timed with its CUDA events, in place on the buffer the engine got from
+ * stream and are timed with its CUDA events (nccl_run: the aligned start and back-to-back
+ * iterations of nccl-tests), in place or out of place on the buffer the engine got from
  * comm_buffer(). Sizes follow nccl-tests: `bytes` is S, the whole array (all_gather: the
  * gathered output, reduce_scatter: the input), so the engine's busbw factors
  * (pdbx_coll_busbw_factor, backend.h) apply unchanged. Elements are of the run's dtype
@@ -159,30 +160,65 @@ static ncclDataType_t nccl_type(pdbx_dtype dt)
     }
 }
 
-/* Waits for the stop event while watching the communicator for asynchronous errors (a peer
- * that died), which a plain cudaEventSynchronize would wait on forever. */
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits for event ev while watching the communicator for asynchronous errors (a peer that
+ * died), which a plain cudaEventSynchronize would wait on forever; timeout_s > 0 bounds the
+ * wait (0: unbounded). On an asynchronous error or the timeout the communicator is aborted
+ * (its kernels that wait for the peer end) and the group has none from then on. */
+static int wait_event(pdbx_group *g, cudaEvent_t ev, double timeout_s, const char *what,
+                      char *err, size_t errlen)
+{
+    int rc = -1;
+    const double t0 = mono_s();
+    for (;;) {
+        cudaError_t q = cudaEventQuery(ev);
+        if (q == cudaSuccess)
+            return 0;
+        if (q != cudaErrorNotReady)
+            CU_TRY(what, q);
+        ncclResult_t async = ncclSuccess;
+        NCCL_TRY("ncclCommGetAsyncError", g->comm, ncclCommGetAsyncError(g->comm, &async));
+        if (async != ncclSuccess && async != ncclInProgress) {
+            char m2[96];
+            snprintf(m2, sizeof m2, "%s (asynchronous error)", what);
+            rc = nccl_fail(err, errlen, m2, async, g->comm);
+            goto abort;
+        }
+        const double waited = mono_s() - t0;
+        if (timeout_s > 0 && waited > timeout_s) {
+            snprintf(err, errlen, "%s: the group of %d ranks did not complete within %g s "
+                     "(timeout_s; a peer died or hangs): communicator aborted", what, g->size,
+                     timeout_s);
+            rc = -1;
+            goto abort;
+        }
+        struct timespec nap = {0, 20000};   /* 20 us: short next to any collective worth timing */
+        nanosleep(&nap, NULL);
+    }
+abort:
+    ncclCommAbort(g->comm);
+    g->comm = NULL;
+fail:
+    return rc;
+}
+
+/* Records the stop event, waits for it (wait_event, unbounded: the barrier before the run
+ * bounded the wait for the peers) and gives the start-to-stop time in ms. */
 static int wait_collective(pdbx_comm *m, pdbx_group *g, double *ms, char *err, size_t errlen)
 {
     int rc = -1;
     pdbx_compute *c = m->c;
     CU_TRY("cudaEventRecord(stop)", cudaEventRecord(c->ev_stop, c->stream));
-    for (;;) {
-        cudaError_t q = cudaEventQuery(c->ev_stop);
-        if (q == cudaSuccess)
-            break;
-        if (q != cudaErrorNotReady)
-            CU_TRY("cudaEventQuery(stop)", q);
-        ncclResult_t async = ncclSuccess;
-        NCCL_TRY("ncclCommGetAsyncError", g->comm, ncclCommGetAsyncError(g->comm, &async));
-        if (async != ncclSuccess && async != ncclInProgress) {
-            rc = nccl_fail(err, errlen, "NCCL collective (asynchronous error)", async, g->comm);
-            ncclCommAbort(g->comm);
-            g->comm = NULL;
-            goto fail;
-        }
-        struct timespec nap = {0, 20000};   /* 20 us: short next to any collective worth timing */
-        nanosleep(&nap, NULL);
-    }
+    rc = wait_event(g, c->ev_stop, 0, "NCCL collective", err, errlen);
+    if (rc)
+        return rc;
+    rc = -1;
     float f = 0.0f;
     CU_TRY("cudaEventElapsedTime", cudaEventElapsedTime(&f, c->ev_start, c->ev_stop));
     *ms = (double)f;
@@ -191,62 +227,48 @@ fail:
     return rc;
 }
 
-static int nccl_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, void *buf,
-                    double *ms, char *err, size_t errlen)
+/* The aligned start of a timed collective (docs/cuda.md "Timing protocol", after nccl-tests'
+ * BenchTime): a %globaltimer spin long enough for the host to enqueue what follows, then a
+ * one-element all-reduce on the group's own communicator, which completes on every rank only
+ * once the last rank's spin has ended (so the ranks leave it together, whatever their clocks
+ * and their host arrival), then the start event. `launches`: the collectives the caller
+ * enqueues behind it. */
+static int aligned_start(pdbx_comm *m, pdbx_group *g, int launches, char *err, size_t errlen)
 {
     int rc = -1;
     pdbx_compute *c = m->c;
-    const pdbx_coll coll = call->coll;
-    const size_t bytes = call->bytes;
-    if (!g || !g->comm) {
-        snprintf(err, errlen, "nccl %s: the group has no communicator", pdbx_coll_name(coll));
-        return -1;
-    }
-    const size_t es = call->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
-    const size_t n = (size_t)g->size;
-    const ncclDataType_t t = nccl_type(call->dtype);
-    size_t count = bytes / es;                 /* elements of S */
-    size_t chunk = count / n;                  /* one rank's part for gather/scatter */
-    if (bytes == 0 || bytes % es != 0 ||
-        ((coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER) && count % n != 0)) {
-        snprintf(err, errlen, "nccl %s: %zu bytes is not a positive multiple of %zu (%zu-byte "
-                 "elements x %zu ranks)", pdbx_coll_name(coll), bytes,
-                 (coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER) ? es * n : es,
-                 es, n);
-        return -1;
-    }
-    /* buf must lie in the device buffer comm_buffer() handed out (NCCL needs device memory). */
-    const char *lo = c->comm_buf, *hi = lo ? lo + c->comm_bytes : NULL;
-    if (!lo || (const char *)buf < lo || (const char *)buf > hi || bytes > (size_t)(hi - (const char *)buf)) {
-        snprintf(err, errlen, "nccl %s: %zu bytes at %p do not lie in comm_buffer() (%zu bytes "
-                 "at %p)", pdbx_coll_name(coll), bytes, buf, c->comm_bytes, c->comm_buf);
-        return -1;
-    }
-    char *b = buf;
-    int peer = -1;
-    if (coll == PDBX_COLL_SEND_RECV) {
-        peer = g->rank % 2 == 0 ? g->rank + 1 : g->rank - 1;
-        if (peer >= g->size) {   /* odd group size: the last rank has no partner */
-            *ms = 0.0;
-            return 0;
-        }
-    }
-    rc = cuda_timer_start(c, err, errlen);
+    rc = cuda_timer_spin(c, launches + 1, err, errlen);
     if (rc)
         return rc;
     rc = -1;
+    NCCL_TRY("ncclAllReduce(align)", g->comm,
+             ncclAllReduce(g->scratch, g->scratch, 1, ncclFloat32, ncclSum, g->comm, c->stream));
+    CU_TRY("cudaEventRecord(start)", cudaEventRecord(c->ev_start, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* Enqueues one execution of call on b (layout: nccl_run). */
+static int enqueue_once(pdbx_group *g, pdbx_compute *c, const pdbx_coll_call *call, char *b,
+                        int oop, int peer, char *err, size_t errlen)
+{
+    int rc = -1;
+    const pdbx_coll coll = call->coll;
+    const size_t es = call->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const ncclDataType_t t = nccl_type(call->dtype);
+    const size_t count = call->bytes / es, chunk = count / (size_t)g->size;
+    char *own = oop ? b + call->bytes : b + (size_t)g->rank * chunk * es;   /* rank's part */
     switch (coll) {
     case PDBX_COLL_ALL_REDUCE:
         NCCL_TRY("ncclAllReduce", g->comm, ncclAllReduce(b, b, count, t, ncclSum, g->comm, c->stream));
         break;
-    case PDBX_COLL_ALL_GATHER:   /* in place: rank r's part sits at offset r * chunk */
-        NCCL_TRY("ncclAllGather", g->comm,
-                 ncclAllGather(b + (size_t)g->rank * chunk * es, b, chunk, t, g->comm, c->stream));
+    case PDBX_COLL_ALL_GATHER:   /* in place, rank r's part is the r-th chunk of the output */
+        NCCL_TRY("ncclAllGather", g->comm, ncclAllGather(own, b, chunk, t, g->comm, c->stream));
         break;
     case PDBX_COLL_REDUCE_SCATTER:
         NCCL_TRY("ncclReduceScatter", g->comm,
-                 ncclReduceScatter(b, b + (size_t)g->rank * chunk * es, chunk, t, ncclSum, g->comm,
-                                   c->stream));
+                 ncclReduceScatter(b, own, chunk, t, ncclSum, g->comm, c->stream));
         break;
     case PDBX_COLL_SEND_RECV:
         if (g->rank % 2 == 0)
@@ -259,9 +281,66 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, voi
                  "reduce_scatter, send_recv)", (int)coll);
         goto fail;
     }
+    return 0;
+fail:
+    return rc;
+}
+
+/* Buffer layout (as the mpi comm): S bytes at buf; out of place, all_gather's input and
+ * reduce_scatter's output (S / n bytes) follow at buf + S. Timing: aligned_start, then
+ * call->iters executions back to back, the stop event, *ms = elapsed / iters. */
+static int nccl_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, void *buf,
+                    double *ms, char *err, size_t errlen)
+{
+    int rc = -1;
+    pdbx_compute *c = m->c;
+    const pdbx_coll coll = call->coll;
+    const size_t bytes = call->bytes;
+    if (!g || !g->comm) {
+        snprintf(err, errlen, "nccl %s: the group has no communicator", pdbx_coll_name(coll));
+        return -1;
+    }
+    if (call->iters < 1) {
+        snprintf(err, errlen, "nccl %s: iters %d (allowed: 1 or more)", pdbx_coll_name(coll),
+                 call->iters);
+        return -1;
+    }
+    const size_t es = call->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const size_t n = (size_t)g->size;
+    const int split = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER;
+    const int oop = split && call->out_of_place;
+    size_t count = bytes / es;                 /* elements of S */
+    if (bytes == 0 || bytes % es != 0 || (split && count % n != 0)) {
+        snprintf(err, errlen, "nccl %s: %zu bytes is not a positive multiple of %zu (%zu-byte "
+                 "elements x %zu ranks)", pdbx_coll_name(coll), bytes, split ? es * n : es, es, n);
+        return -1;
+    }
+    /* buf must lie in the device buffer comm_buffer() handed out (NCCL needs device memory). */
+    const size_t need = bytes + (oop ? bytes / n : 0);
+    const char *lo = c->comm_buf, *hi = lo ? lo + c->comm_bytes : NULL;
+    if (!lo || (const char *)buf < lo || (const char *)buf > hi || need > (size_t)(hi - (const char *)buf)) {
+        snprintf(err, errlen, "nccl %s: %zu bytes at %p do not lie in comm_buffer() (%zu bytes "
+                 "at %p)", pdbx_coll_name(coll), need, buf, c->comm_bytes, c->comm_buf);
+        return -1;
+    }
+    int peer = -1, idle = 0;
+    if (coll == PDBX_COLL_SEND_RECV) {
+        peer = g->rank % 2 == 0 ? g->rank + 1 : g->rank - 1;
+        idle = peer >= g->size;   /* odd group size: the last rank has no partner */
+    }
+    const int execs = idle ? 0 : call->iters;
+    /* the idle rank too: the align all-reduce needs every member */
+    rc = aligned_start(m, g, execs, err, errlen);
+    if (rc)
+        goto fail;
+    for (int i = 0; i < execs; i++) {
+        rc = enqueue_once(g, c, call, buf, oop, peer, err, errlen);
+        if (rc)
+            goto fail;
+    }
     rc = wait_collective(m, g, ms, err, errlen);
-    if (rc == 0 && call->iters > 1)
-        *ms /= call->iters;   /* TODO(issue 13): iterations back to back (one per call today) */
+    if (rc == 0)
+        *ms = idle ? 0.0 : *ms / execs;
     return rc;
 fail:
     cudaStreamSynchronize(c->stream);
@@ -269,24 +348,21 @@ fail:
     return rc;
 }
 
+/* A one-element all-reduce, waited for by polling (wait_event), bounded by timeout_s. */
 static int nccl_barrier(pdbx_comm *m, pdbx_group *g, double timeout_s, char *err, size_t errlen)
 {
-    (void)timeout_s;   /* TODO(issue 13): bounded wait */
+    int rc = -1;
     if (!m || !g || !g->comm) {
         snprintf(err, errlen, "nccl barrier: the group has no communicator");
         return -1;
     }
-    if (ncclAllReduce(g->scratch, g->scratch, 1, ncclFloat32, ncclSum, g->comm, m->c->stream) !=
-        ncclSuccess) {
-        snprintf(err, errlen, "nccl barrier: ncclAllReduce failed");
-        return -1;
-    }
-    if (cudaStreamSynchronize(m->c->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "nccl barrier: cudaStreamSynchronize failed");
-        return -1;
-    }
-    return 0;
+    pdbx_compute *c = m->c;
+    NCCL_TRY("nccl barrier: ncclAllReduce", g->comm,
+             ncclAllReduce(g->scratch, g->scratch, 1, ncclFloat32, ncclSum, g->comm, c->stream));
+    CU_TRY("nccl barrier: cudaEventRecord", cudaEventRecord(c->ev_stop, c->stream));
+    return wait_event(g, c->ev_stop, timeout_s, "nccl barrier", err, errlen);
+fail:
+    return rc;
 }
 
 const pdbx_comm_ops cuda_nccl_comm_ops = PDBX_COMM_OPS("nccl", nccl);
