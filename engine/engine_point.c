@@ -12,6 +12,7 @@
 #include "engine/engine_noise.h"
 #include "engine/engine_point_events.h"
 #include "engine/engine_stats.h"
+#include "engine/plan/plan_comm.h"
 #include "store/util/clock.h"
 
 #define NSTAT PDBX_ESTAT
@@ -133,8 +134,8 @@ static void fault_check(point_run *pr)
     }
 }
 
-static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes,
-                      const char *name, double *ms)
+static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, pdbx_dtype dtype,
+                      double bytes, const char *name, double *ms)
 {
     pdbx_engine *e = pr->e;
     int point = pr->pt->index;
@@ -147,7 +148,7 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes
         return rc;
     }
     pdbx_watch_begin(name, point);
-    const pdbx_coll_call call = { coll, e->spec.dtype, (size_t)bytes, 1, 0 };
+    const pdbx_coll_call call = { coll, dtype, (size_t)bytes, 1, 0 };
     rc = e->be.comm->run(e->comm, g, &call, pr->buf, ms, err, sizeof err);
     pdbx_watch_end();
     if (rc != 0)
@@ -183,7 +184,7 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
     if (pdbx_op_is_comm(op)) {
         if (pr->cg->tp < 2 || pass != PDBX_PASS_FWD)
             return;
-        coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, pr->bytes.tp,
+        coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, e->spec.dtype, pr->bytes.tp,
                    pdbx_op_name(op), &ms);
         push(&pr->sm, PDBX_ROW_TP_ALL, ms);
     } else {
@@ -268,23 +269,27 @@ static void run_backward(point_run *pr)
     run_one(pr, PDBX_OP_EMBED, PDBX_PASS_BWD, -1, 0, 0);
 }
 
-/* A once-per-step collective of the PP or DP group. */
-static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double bytes,
-                      const char *name, int row)
+/* A once-per-step collective of the PP or DP group: PP sends activations in the run's dtype,
+ * DP all-reduces one bucket of gradients in fp32 (Megatron's grad_reduce_in_fp32). */
+static void step_comm(point_run *pr, pdbx_grid_kind kind)
 {
     double ms = 0;
+    const int pp = kind == PDBX_GRID_PP;
+    const char *name = pp ? "pp_sendrecv" : "dp_allreduce";
     if (pr->e->ev)
         pdbx_events_progress_op(pr->e->ev, name);
-    coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms);
-    push(&pr->sm, row, ms);
+    coll_timed(pr, pr->cg->g[kind], pp ? PDBX_COLL_SEND_RECV : PDBX_COLL_ALL_REDUCE,
+               pp ? pr->e->spec.dtype : pr->bytes.dp_dtype, pp ? pr->bytes.pp : pr->bytes.dp, name,
+               &ms);
+    push(&pr->sm, pp ? PDBX_ROW_PP : PDBX_ROW_DP, ms);
 }
 
 static void pp_dp_comm(point_run *pr)
 {
     if (pr->cg->pp > 1)
-        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv", PDBX_ROW_PP);
+        step_comm(pr, PDBX_GRID_PP);
     if (pr->cg->dp > 1)
-        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce", PDBX_ROW_DP);
+        step_comm(pr, PDBX_GRID_DP);
 }
 
 static int has_bwd(const point_run *pr)
@@ -368,10 +373,7 @@ static void exec_op(point_run *pr, int arg, int rep)
 static void exec_comm(point_run *pr, int row, int rep)
 {
     (void)rep;
-    if (row == PDBX_ROW_PP)
-        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, "pp_sendrecv", PDBX_ROW_PP);
-    else
-        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, "dp_allreduce", PDBX_ROW_DP);
+    step_comm(pr, row == PDBX_ROW_PP ? PDBX_GRID_PP : PDBX_GRID_DP);
 }
 
 /* The op phase (adaptive): every cell the step phase left short of its target. Returns 0, or
@@ -418,20 +420,20 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
-/* The comm buffer the point's collectives share (0: none runs) and their messages. */
+/* The comm buffer the point's collectives share (0: none runs) and their messages: the
+ * planner's sizing (plan_comm.h), the one its profile memory lists, with the backend this
+ * engine loaded. */
 static double point_comm(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_bytes *b)
 {
-    pdbx_profile_memory pm;
-    char err[MSG_LEN];
+    pdbx_plan_comm pc;
+    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
+                         e->spec.dtype, pdbx_engine_backend_kind(e), &pc);
     memset(b, 0, sizeof *b);
-    /* the planner's list with the backend this engine loaded and its BLAS threads */
-    if (pdbx_plan_point_memory(&e->spec, pt, pdbx_engine_backend_kind(e), e->blas_threads, &pm,
-                               err, sizeof err) != 0)
-        return 0;   /* prepare() fails on the same shape and says why */
-    b->tp = pm.tp_bytes;
-    b->pp = pm.pp_bytes;
-    b->dp = pm.dp_bytes;
-    return pm.kind_bytes[PDBX_MEM_COMM];
+    b->tp = pc.tp_bytes;
+    b->pp = pc.pp_bytes;
+    b->dp = pc.dp_bytes;
+    b->dp_dtype = pc.dp_dtype;
+    return pc.buffer_bytes;
 }
 
 /* Sample buffers, the point's buffers (unless its compute cells are reused) and the comm

@@ -39,9 +39,11 @@
 #define PDBX_ROW_TOTAL (2 * PDBX_OP_COUNT + 4)    /* one step's forward, per step */
 #define PDBX_NROWS (2 * PDBX_OP_COUNT + 5)
 
-/* Bytes of the point's collectives (S as nccl-tests defines it). */
+/* Bytes of the point's collectives (S as nccl-tests defines it; engine/plan/plan_comm.h) and
+ * the DP all-reduce's element type (fp32: gradients are reduced in fp32). */
 typedef struct {
     double tp, pp, dp;
+    pdbx_dtype dp_dtype;
 } pdbx_point_bytes;
 
 /* The gathered results of a point on rank 0: `all` holds PDBX_NROWS rows per world rank,

@@ -12,6 +12,7 @@
 #include "engine/engine_groups.h"
 #include "engine/engine_point.h"
 #include "engine/engine_point_events.h"
+#include "engine/plan/plan_comm.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
 #include "store/progress.h"
@@ -94,17 +95,22 @@ static void progress_skipped(pdbx_engine *e, double work)
         pdbx_events_progress_skipped(e->ev, work);
 }
 
-/* Rank 0: the cpu backend's DP message cap, said once per config. */
+/* Rank 0: the cpu backend's DP message cap, said once per config when it bites. */
 static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *cr)
 {
-    double full = pt->mem.params_per_rank * pdbx_dtype_bytes(e->spec.dtype);
-    if (e->rank != 0 || pt->dp < 2 || cr->warned_dp || pdbx_engine_backend_kind(e) != PDBX_BACKEND_CPU ||
-        full <= PDBX_CPU_DP_CAP_BYTES)
+    if (e->rank != 0 || pt->dp < 2 || cr->warned_dp || pdbx_engine_backend_kind(e) != PDBX_BACKEND_CPU)
         return;
-    char m[MSG_LEN], a[32];
+    pdbx_plan_comm capped, bucket;
+    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
+                         e->spec.dtype, PDBX_BACKEND_CPU, &capped);
+    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
+                         e->spec.dtype, PDBX_BACKEND_CUDA, &bucket);
+    if (capped.dp_bytes >= bucket.dp_bytes)
+        return;
+    char m[MSG_LEN], a[32], b[32];
     snprintf(m, sizeof m, "dp_allreduce: cpu backend caps the DP gradient message at 64 MiB (one "
-             "stage's gradients are %s); the comm event records the bytes measured",
-             gib(full, a, sizeof a));
+             "fp32 bucket is %s of the stage's %s); the comm event records the bytes measured",
+             gib(bucket.dp_bytes, a, sizeof a), gib(bucket.dp_full_bytes, b, sizeof b));
     pdbx_events_warning(e->ev, m);
     cr->warned_dp = 1;
 }
@@ -171,6 +177,16 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     return 0;
 }
 
+/* Frees the comm buffer (backend.h: comm_buffer with 0 bytes): it was sized for the config
+ * just measured and must not count against the next config's (or the collectives sweep's)
+ * memory. */
+static void release_comm_buffer(pdbx_engine *e)
+{
+    void *buf = NULL;
+    char err[MSG_LEN];
+    (void)e->be.compute->comm_buffer(e->compute, 0, &buf, err, sizeof err);
+}
+
 static void measure_config(pdbx_engine *e, int config, measured_table *measured)
 {
     const pdbx_parallel *par = &e->spec.configs[config];
@@ -198,6 +214,7 @@ static void measure_config(pdbx_engine *e, int config, measured_table *measured)
         if (config_point(e, pt, &cg, &cr, measured))
             break;
     }
+    release_comm_buffer(e);
     pdbx_groups_free(e, &cg);
 }
 
@@ -213,7 +230,9 @@ int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen)
     if (!e->cancelled) {
         if (e->ev)
             pdbx_events_progress_point(e->ev, -1);
-        if (pdbx_coll_sweep(e) != 0) {
+        int rc = pdbx_coll_sweep(e);
+        release_comm_buffer(e);
+        if (rc != 0) {
             snprintf(err, errlen, "collectives sweep failed");
             return -1;
         }

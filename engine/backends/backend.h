@@ -97,7 +97,10 @@ typedef struct {
      * on comm_buffer(). */
     int (*run_op)(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
                   char *err, size_t errlen);
-    /* A device buffer of at least `bytes` for collectives (reused; PDBX_EOOM if it fails). */
+    /* A device buffer of at least `bytes` for collectives (reused while large enough; PDBX_EOOM
+     * if it fails). bytes 0 frees it (*buf = NULL, returns 0): the engine calls that after
+     * each parallel config and after the collectives sweep, so no comm buffer outlives the
+     * config it was sized for (its memory would count against the next config's points). */
     int (*comm_buffer)(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
     /* Brackets span s: begin before its first op, end after its last; end gives its wall time
      * in ms on the clock the ops use (cpu: CLOCK_MONOTONIC at both boundaries; cuda: events

@@ -207,6 +207,16 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
 int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
 {
     int rc = -1;
+    if (bytes == 0) {   /* backend.h: 0 frees the buffer (the engine, after each config) */
+        if (c->comm_buf) {
+            cudaStreamSynchronize(c->stream);
+            cuda_dev_free(c->comm_buf);
+        }
+        c->comm_buf = NULL;
+        c->comm_bytes = 0;
+        *buf = NULL;
+        return 0;
+    }
     if (bytes < 256)
         bytes = 256;
     if (c->comm_buf && c->comm_bytes >= bytes) {
