@@ -105,6 +105,7 @@ typedef struct {
     double comm_bytes;         /* the comm buffer (profile memory's comm entry; 0: none) */
     int compute;               /* 1: the compute ops run here (0: their cells are reused) */
     int failed;                /* a compute op failed: keep joining collectives, report error */
+    int fatal;                 /* ... with PDBX_EFATAL: the device is unusable, the run ends */
     int cancelled;
     pdbx_op sample_op[PDBX_OP_COUNT];
     pdbx_point_mem mem;        /* rank 0: the largest measured peak over the ranks */
@@ -118,6 +119,23 @@ static void fail_with(point_run *pr, const char *err)
         return;
     pr->failed = 1;
     snprintf(pr->msg, sizeof pr->msg, "%s", err);
+}
+
+/* A backend call's failure rc: PDBX_EFATAL (the device is unusable) takes over the message,
+ * since it, not an earlier error, is what ends the run. */
+static void fail_rc(point_run *pr, int rc, const char *err)
+{
+    if (rc == PDBX_EFATAL && !pr->fatal) {
+        pr->fatal = 1;
+        pr->failed = 0;
+    }
+    fail_with(pr, err);
+}
+
+/* The agreed status of a point whose steps ran: OK, ERROR, or FATAL. */
+static int failed_status(const point_run *pr)
+{
+    return pr->fatal ? PDBX_ST_FATAL : pr->failed ? PDBX_ST_ERROR : PDBX_ST_OK;
 }
 
 static void fault_check(point_run *pr)
@@ -144,7 +162,7 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, pdbx_dtype d
     int rc = e->be.comm->barrier(e->comm, g, e->spec.timeout_s, err, sizeof err);
     pdbx_watch_end();
     if (rc != 0) {
-        fail_with(pr, err);
+        fail_rc(pr, rc, err);
         return rc;
     }
     pdbx_watch_begin(name, point);
@@ -152,7 +170,7 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, pdbx_dtype d
     rc = e->be.comm->run(e->comm, g, &call, pr->buf, ms, err, sizeof err);
     pdbx_watch_end();
     if (rc != 0)
-        fail_with(pr, err);
+        fail_rc(pr, rc, err);
     return rc;
 }
 
@@ -193,10 +211,16 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
         fault_check(pr);
         char err[MSG_LEN];
         pdbx_watch_begin(pdbx_op_name(op), pr->pt->index);
-        int rc = e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err);
+        int rc;
+        if (pdbx_fault_hits(&e->fault, PDBX_FAULT_FATAL, e->rank, pr->pt->index)) {
+            rc = PDBX_EFATAL;
+            snprintf(err, sizeof err, "%s: device unusable (injected by PDBX_FAULT)", pdbx_op_name(op));
+        } else {
+            rc = e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err);
+        }
         pdbx_watch_end();
         if (rc != 0) {
-            fail_with(pr, err);
+            fail_rc(pr, rc, err);
             return;
         }
     }
@@ -225,7 +249,7 @@ static void span(point_run *pr, pdbx_span s, int end, double *ms)
     int rc = end ? e->be.compute->span_end(e->compute, s, ms, err, sizeof err)
                  : e->be.compute->span_begin(e->compute, s, err, sizeof err);
     if (rc != 0) {
-        fail_with(pr, err);
+        fail_rc(pr, rc, err);
         *ms = -1;
     }
 }
@@ -467,7 +491,7 @@ static int point_prepare(point_run *pr, char *msg, double *setup_s)
                                             sizeof err);
         pdbx_watch_end();
         if (rc != 0) {
-            status = rc == PDBX_EOOM ? PDBX_ST_OOM : PDBX_ST_ERROR;
+            status = rc == PDBX_EOOM ? PDBX_ST_OOM : rc == PDBX_EFATAL ? PDBX_ST_FATAL : PDBX_ST_ERROR;
             snprintf(msg, MSG_LEN, "%s", err);
         }
     }
@@ -575,7 +599,7 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     if (status == PDBX_ST_OK && pr.sm.oom)
         fail_with(&pr, "out of memory for the samples");
     if (status == PDBX_ST_OK) {
-        status = pdbx_agree_status(e, pr.failed ? PDBX_ST_ERROR : PDBX_ST_OK, pr.msg, pt->index);
+        status = pdbx_agree_status(e, failed_status(&pr), pr.msg, pt->index);
         if (status != PDBX_ST_OK)
             snprintf(msg, MSG_LEN, "%s", pr.msg);
     }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_checks.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 
@@ -33,10 +34,15 @@
 
 int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
 {
-    (void)cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
+    /* A sticky error (cuda_checks.h) cannot be cleared: every later call on this context
+     * fails the same way, so the run must end rather than go on to the next point. */
+    const int sticky = cuda_error_is_sticky(e);
+    if (!sticky)
+        (void)cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
     if (err && errlen)
-        snprintf(err, errlen, "%s failed: %s (%s)", call, cudaGetErrorName(e), cudaGetErrorString(e));
-    return e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
+        snprintf(err, errlen, "%s failed: %s (%s)%s", call, cudaGetErrorName(e), cudaGetErrorString(e),
+                 sticky ? "; the CUDA context is unusable (sticky error): the run ends" : "");
+    return sticky ? PDBX_EFATAL : e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
 }
 
 /* ---- point buffers ----------------------------------------------------------------------

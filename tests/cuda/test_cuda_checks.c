@@ -1,0 +1,71 @@
+/* test_cuda_checks.c: the cuda backend's pure checks (engine/backends/cuda/cuda_checks.c) on a
+ * host without a GPU: which CUDA errors are sticky (the run must end failed) and the refusal
+ * of more ranks on a node than GPUs. Built where the CUDA headers are (with the cuda backend);
+ * links no CUDA library and makes no CUDA call. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "engine/backends/cuda/cuda_checks.h"
+
+/* Every error CUDA 13's driver_types.h documents as leaving the process in an inconsistent
+ * state ("the process must be terminated and relaunched"), and the uncorrectable hardware
+ * errors. */
+static void test_sticky_errors(void **state)
+{
+    (void)state;
+    static const cudaError_t sticky[] = {
+        cudaErrorIllegalAddress, cudaErrorLaunchTimeout, cudaErrorAssert,
+        cudaErrorHardwareStackError, cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
+        cudaErrorInvalidAddressSpace, cudaErrorInvalidPc, cudaErrorLaunchFailure,
+        cudaErrorTensorMemoryLeak, cudaErrorMpsClientTerminated, cudaErrorExternalDevice,
+        cudaErrorECCUncorrectable, cudaErrorNvlinkUncorrectable,
+    };
+    for (size_t i = 0; i < sizeof sticky / sizeof sticky[0]; i++)
+        assert_int_equal(cuda_error_is_sticky(sticky[i]), 1);
+}
+
+/* Recoverable errors: an OOM (the point ends oom), bad arguments, a missing kernel image, a
+ * launch asking too much: the context stays usable and the sweep goes on. */
+static void test_recoverable_errors(void **state)
+{
+    (void)state;
+    static const cudaError_t ok[] = {
+        cudaSuccess, cudaErrorMemoryAllocation, cudaErrorInvalidValue,
+        cudaErrorInvalidConfiguration, cudaErrorNoKernelImageForDevice,
+        cudaErrorLaunchOutOfResources, cudaErrorNotReady, cudaErrorInvalidDevice,
+        cudaErrorNoDevice, cudaErrorInsufficientDriver,
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        assert_int_equal(cuda_error_is_sticky(ok[i]), 0);
+}
+
+static void test_placement(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    assert_int_equal(cuda_check_placement(2, 2, "node-a", err, sizeof err), 0);
+    assert_int_equal(cuda_check_placement(1, 8, "node-a", err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(cuda_check_placement(3, 2, "node-a", err, sizeof err), -1);
+    assert_non_null(strstr(err, "3 ranks on node node-a but 2 GPUs"));
+    assert_int_equal(cuda_check_placement(2, 1, "gpu7", err, sizeof err), -1);
+    assert_non_null(strstr(err, "2 ranks on node gpu7 but 1 GPU:"));
+    /* no host name: still both counts */
+    assert_int_equal(cuda_check_placement(4, 2, "", err, sizeof err), -1);
+    assert_non_null(strstr(err, "4 ranks on node ? but 2 GPUs"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sticky_errors),
+        cmocka_unit_test(test_recoverable_errors),
+        cmocka_unit_test(test_placement),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
