@@ -106,6 +106,7 @@ typedef struct {
     int compute;               /* 1: the compute ops run here (0: their cells are reused) */
     int failed;                /* a compute op failed: keep joining collectives, report error */
     int fatal;                 /* ... with PDBX_EFATAL: the device is unusable, the run ends */
+    int oom;                   /* the first failure was PDBX_EOOM (nccl: memory): point `oom` */
     int cancelled;
     pdbx_op sample_op[PDBX_OP_COUNT];
     pdbx_point_mem mem;        /* rank 0: the largest measured peak over the ranks */
@@ -128,14 +129,17 @@ static void fail_rc(point_run *pr, int rc, const char *err)
     if (rc == PDBX_EFATAL && !pr->fatal) {
         pr->fatal = 1;
         pr->failed = 0;
+    } else if (rc == PDBX_EOOM && !pr->failed) {
+        pr->oom = 1;
     }
     fail_with(pr, err);
 }
 
-/* The agreed status of a point whose steps ran: OK, ERROR, or FATAL. */
+/* The agreed status of a point whose steps ran: OK, OOM (its first failure was an
+ * allocation), ERROR, or FATAL. */
 static int failed_status(const point_run *pr)
 {
-    return pr->fatal ? PDBX_ST_FATAL : pr->failed ? PDBX_ST_ERROR : PDBX_ST_OK;
+    return pr->fatal ? PDBX_ST_FATAL : !pr->failed ? PDBX_ST_OK : pr->oom ? PDBX_ST_OOM : PDBX_ST_ERROR;
 }
 
 static void fault_check(point_run *pr)

@@ -10,7 +10,11 @@
 
 #include <string.h>
 
+#include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_checks.h"
+#ifndef PDBX_CUDA_NO_NCCL
+#include "engine/comm/nccl/nccl_errors.h"
+#endif
 
 /* Every error CUDA 13's driver_types.h documents as leaving the process in an inconsistent
  * state ("the process must be terminated and relaunched"), and the uncorrectable hardware
@@ -60,12 +64,42 @@ static void test_placement(void **state)
     assert_non_null(strstr(err, "4 ranks on node ? but 2 GPUs"));
 }
 
+#ifndef PDBX_CUDA_NO_NCCL
+/* NCCL's memory failures, in the words of its ncclGetLastError texts, are PDBX_EOOM (the point
+ * ends `oom`); other failures stay errors. */
+static void test_nccl_oom_mapping(void **state)
+{
+    (void)state;
+    assert_int_equal(nccl_error_code(ncclUnhandledCudaError, "Cuda failure 2 'out of memory'"), PDBX_EOOM);
+    assert_int_equal(nccl_error_code(ncclSystemError, "cudaMalloc failed: cudaErrorMemoryAllocation"),
+                     PDBX_EOOM);
+    assert_int_equal(nccl_error_code(ncclInternalError, "proxy: Out Of Memory"), PDBX_EOOM);
+    assert_int_equal(nccl_error_code(ncclUnhandledCudaError, "Failed to CUDA calloc 4194304 bytes"),
+                     PDBX_EOOM);
+    assert_int_equal(nccl_error_code(ncclSystemError,
+                                     "Call to cuMemCreate failed: CUDA_ERROR_OUT_OF_MEMORY"), PDBX_EOOM);
+    assert_int_equal(nccl_error_code(ncclSystemError, "mmap: Cannot allocate memory"), PDBX_EOOM);
+    /* not memory */
+    assert_int_equal(nccl_error_code(ncclSystemError, "Connection refused"), -1);
+    assert_int_equal(nccl_error_code(ncclInternalError, "invalid peer"), -1);
+    assert_int_equal(nccl_error_code(ncclUnhandledCudaError,
+                                     "Cuda failure 700 'an illegal memory access was encountered'"), -1);
+    assert_int_equal(nccl_error_code(ncclUnhandledCudaError, NULL), -1);
+    /* a usage error never is, whatever the text */
+    assert_int_equal(nccl_error_code(ncclInvalidArgument, "out of memory"), -1);
+    assert_int_equal(nccl_error_code(ncclInvalidUsage, "out of memory"), -1);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sticky_errors),
         cmocka_unit_test(test_recoverable_errors),
         cmocka_unit_test(test_placement),
+#ifndef PDBX_CUDA_NO_NCCL
+        cmocka_unit_test(test_nccl_oom_mapping),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
