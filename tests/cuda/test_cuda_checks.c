@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/cuda_checks.h"
+#include "engine/backends/cuda/cuda_memtally.h"
 #ifndef PDBX_CUDA_NO_NCCL
 #include "engine/comm/nccl/nccl_errors.h"
 #endif
@@ -64,6 +66,36 @@ static void test_placement(void **state)
     assert_non_null(strstr(err, "4 ranks on node ? but 2 GPUs"));
 }
 
+/* The backend's tally of a point's cudaMalloc'd bytes: allocated buffers only (a NULL slot is
+ * a buffer the point's ops do not use), every layer's weights, the gradients. Pointers are
+ * placeholders: nothing is dereferenced. */
+static void test_point_alloc_tally(void **state)
+{
+    (void)state;
+    static char mem[1];
+    void *p = mem;
+    struct cuda_point pt;
+    memset(&pt, 0, sizeof pt);
+    void *w[2 * W_COUNT] = { 0 };
+    pt.d.layers = 2;
+    pt.w = w;
+    assert_true(cuda_point_alloc_bytes(NULL) == 0);
+    assert_true(cuda_point_alloc_bytes(&pt) == 0);
+    pt.buf[B_X] = p;
+    pt.bytes[B_X] = 4096;
+    pt.bytes[B_Q] = 999;            /* recorded but never allocated: not counted */
+    pt.buf[B_LOGITS] = p;
+    pt.bytes[B_LOGITS] = 1 << 20;
+    w[W_Q] = w[W_COUNT + W_Q] = p;  /* q_proj on both layers */
+    pt.wbytes[W_Q] = 8192;
+    w[W_DOWN] = p;                  /* down_proj on layer 0 only (a partial prepare) */
+    pt.wbytes[W_DOWN] = 100;
+    pt.grad[G_X] = p;
+    pt.gbytes[G_X] = 4096;
+    /* 4096 + 1048576 + 2 * 8192 + 100 + 4096 */
+    assert_true(cuda_point_alloc_bytes(&pt) == 1073252.0);
+}
+
 #ifndef PDBX_CUDA_NO_NCCL
 /* NCCL's memory failures, in the words of its ncclGetLastError texts, are PDBX_EOOM (the point
  * ends `oom`); other failures stay errors. */
@@ -97,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_sticky_errors),
         cmocka_unit_test(test_recoverable_errors),
         cmocka_unit_test(test_placement),
+        cmocka_unit_test(test_point_alloc_tally),
 #ifndef PDBX_CUDA_NO_NCCL
         cmocka_unit_test(test_nccl_oom_mapping),
 #endif

@@ -25,6 +25,7 @@
 
 #include "engine/backends/cuda/cuda_attention.h"
 #include "engine/backends/cuda/cuda_checks.h"
+#include "engine/backends/cuda/cuda_memtally.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 
@@ -500,17 +501,23 @@ fail:
     return NAN;
 }
 
-/* The point's device-memory peak above what was in use before its buffers were allocated:
- * prepare() allocates every buffer and nothing is freed until the next prepare, so the memory
- * in use after the measured steps is the highest it reached, lazy NCCL buffers included. A GPU
- * shared with another process would be counted too (the engine expects one rank per GPU). */
+/* The point's device-memory peak above what was in use before its buffers were allocated
+ * (cudaMemGetInfo's used bytes: prepare() allocates every buffer and nothing is freed until the
+ * next prepare, so the memory in use after the measured steps is the highest it reached, lazy
+ * cuBLASLt or NCCL allocations and a comm buffer grown for the point included), never less
+ * than the backend's own tally of what it cudaMalloc'd for the point (cuda_memtally.h): a GPU
+ * shared with another process that freed memory meanwhile cannot make it smaller, and without
+ * a readable cudaMemGetInfo the tally alone is the figure (base then 0). */
 static int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
 {
     double used = 0;
-    if (!c || !c->mem_base_ok || !c->point || device_used(c, &used) != 0 || used < c->mem_base)
+    if (!c || !c->point)
         return -1;
-    *peak_bytes = used - c->mem_base;
-    *base_bytes = c->mem_base;
+    const double tally = cuda_point_alloc_bytes(c->point);
+    const int have_used = c->mem_base_ok && device_used(c, &used) == 0;
+    const double rise = have_used ? used - c->mem_base : 0;
+    *peak_bytes = rise > tally ? rise : tally;
+    *base_bytes = have_used ? c->mem_base : 0;
     return 0;
 }
 
