@@ -383,7 +383,11 @@ static void test_cpu_backend_comm_buffer_release(void **state)
     assert_int_equal(ops->comm_buffer(c, 0, &buf, err, sizeof err), 0);
     assert_null(buf);
     assert_int_equal(pdbx_host_rss(&rss2, &hwm), 0);
+#ifndef __SANITIZE_ADDRESS__   /* ASan holds freed memory in its quarantine: RSS stays */
     assert_true(rss1 - rss2 > 0.9 * (double)big);   /* given back */
+#else
+    (void)rss2;
+#endif
     assert_int_equal(ops->comm_buffer(c, 4096, &buf, err, sizeof err), 0);
     assert_non_null(buf);
     ops->fini(c);
