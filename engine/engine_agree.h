@@ -12,8 +12,9 @@
 
 #define PDBX_MSG_LEN 256
 
-/* Outcomes, ordered by severity: the agreed one is the max over the ranks. */
-enum { PDBX_ST_OK = 0, PDBX_ST_OOM = 1, PDBX_ST_ERROR = 2 };
+/* Outcomes, ordered by severity: the agreed one is the max over the ranks. FATAL: a backend
+ * said its device is unusable (PDBX_EFATAL): the point ends `error`, the run `failed`. */
+enum { PDBX_ST_OK = 0, PDBX_ST_OOM = 1, PDBX_ST_ERROR = 2, PDBX_ST_FATAL = 3 };
 
 /* Max of every rank's status. When it is not OK, rank 0's msg (PDBX_MSG_LEN bytes) gets the
  * message of the lowest rank that has that status and a message ("rank R: ..." when R != 0). */

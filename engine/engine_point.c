@@ -12,6 +12,7 @@
 #include "engine/engine_noise.h"
 #include "engine/engine_point_events.h"
 #include "engine/engine_stats.h"
+#include "engine/plan/plan_comm.h"
 #include "store/util/clock.h"
 
 #define NSTAT PDBX_ESTAT
@@ -104,6 +105,8 @@ typedef struct {
     double comm_bytes;         /* the comm buffer (profile memory's comm entry; 0: none) */
     int compute;               /* 1: the compute ops run here (0: their cells are reused) */
     int failed;                /* a compute op failed: keep joining collectives, report error */
+    int fatal;                 /* ... with PDBX_EFATAL: the device is unusable, the run ends */
+    int oom;                   /* the first failure was PDBX_EOOM (nccl: memory): point `oom` */
     int cancelled;
     pdbx_op sample_op[PDBX_OP_COUNT];
     pdbx_point_mem mem;        /* rank 0: the largest measured peak over the ranks */
@@ -117,6 +120,26 @@ static void fail_with(point_run *pr, const char *err)
         return;
     pr->failed = 1;
     snprintf(pr->msg, sizeof pr->msg, "%s", err);
+}
+
+/* A backend call's failure rc: PDBX_EFATAL (the device is unusable) takes over the message,
+ * since it, not an earlier error, is what ends the run. */
+static void fail_rc(point_run *pr, int rc, const char *err)
+{
+    if (rc == PDBX_EFATAL && !pr->fatal) {
+        pr->fatal = 1;
+        pr->failed = 0;
+    } else if (rc == PDBX_EOOM && !pr->failed) {
+        pr->oom = 1;
+    }
+    fail_with(pr, err);
+}
+
+/* The agreed status of a point whose steps ran: OK, OOM (its first failure was an
+ * allocation), ERROR, or FATAL. */
+static int failed_status(const point_run *pr)
+{
+    return pr->fatal ? PDBX_ST_FATAL : !pr->failed ? PDBX_ST_OK : pr->oom ? PDBX_ST_OOM : PDBX_ST_ERROR;
 }
 
 static void fault_check(point_run *pr)
@@ -135,8 +158,8 @@ static void fault_check(point_run *pr)
 
 /* One execution (iters 1: one sample per step, as the compute ops), through the comm's
  * aligned start all the same (nccl: spin, align all-reduce, events; docs/cuda.md). */
-static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes,
-                      const char *name, double *ms)
+static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, pdbx_dtype dtype,
+                      double bytes, const char *name, double *ms)
 {
     pdbx_engine *e = pr->e;
     int point = pr->pt->index;
@@ -145,15 +168,15 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, double bytes
     int rc = e->be.comm->barrier(e->comm, g, e->spec.timeout_s, err, sizeof err);
     pdbx_watch_end();
     if (rc != 0) {
-        fail_with(pr, err);
+        fail_rc(pr, rc, err);
         return rc;
     }
     pdbx_watch_begin(name, point);
-    const pdbx_coll_call call = { coll, e->spec.dtype, (size_t)bytes, 1, 0 };
+    const pdbx_coll_call call = { coll, dtype, (size_t)bytes, 1, 0 };
     rc = e->be.comm->run(e->comm, g, &call, pr->buf, ms, err, sizeof err);
     pdbx_watch_end();
     if (rc != 0)
-        fail_with(pr, err);
+        fail_rc(pr, rc, err);
     return rc;
 }
 
@@ -185,7 +208,7 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
     if (pdbx_op_is_comm(op)) {
         if (pr->cg->tp < 2 || pass != PDBX_PASS_FWD)
             return;
-        coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, pr->bytes.tp,
+        coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, e->spec.dtype, pr->bytes.tp,
                    pdbx_op_name(op), &ms);
         push(&pr->sm, PDBX_ROW_TP_ALL, ms);
     } else {
@@ -194,10 +217,16 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
         fault_check(pr);
         char err[MSG_LEN];
         pdbx_watch_begin(pdbx_op_name(op), pr->pt->index);
-        int rc = e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err);
+        int rc;
+        if (pdbx_fault_hits(&e->fault, PDBX_FAULT_FATAL, e->rank, pr->pt->index)) {
+            rc = PDBX_EFATAL;
+            snprintf(err, sizeof err, "%s: device unusable (injected by PDBX_FAULT)", pdbx_op_name(op));
+        } else {
+            rc = e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err);
+        }
         pdbx_watch_end();
         if (rc != 0) {
-            fail_with(pr, err);
+            fail_rc(pr, rc, err);
             return;
         }
     }
@@ -226,7 +255,7 @@ static void span(point_run *pr, pdbx_span s, int end, double *ms)
     int rc = end ? e->be.compute->span_end(e->compute, s, ms, err, sizeof err)
                  : e->be.compute->span_begin(e->compute, s, err, sizeof err);
     if (rc != 0) {
-        fail_with(pr, err);
+        fail_rc(pr, rc, err);
         *ms = -1;
     }
 }
@@ -269,19 +298,23 @@ static void run_backward(point_run *pr)
     run_one(pr, PDBX_OP_EMBED, PDBX_PASS_BWD, -1, 0, 0);
 }
 
-/* A once-per-step collective of the PP or DP group; in the step phase (step0 >= 0) also in the
- * step's trace at its offset from the step's start. */
-static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double bytes,
-                      pdbx_comm_kind what, int row, double step0)
+/* A once-per-step collective of the PP or DP group: PP sends activations in the run's dtype,
+ * DP all-reduces one bucket of gradients in fp32 (Megatron's grad_reduce_in_fp32). In the step
+ * phase (step0 >= 0) also in the step's trace at its offset from the step's start. */
+static void step_comm(point_run *pr, pdbx_grid_kind kind, double step0)
 {
     double ms = 0;
+    const int pp = kind == PDBX_GRID_PP;
+    const pdbx_comm_kind what = pp ? PDBX_COMM_PP_SENDRECV : PDBX_COMM_DP_ALLREDUCE;
     const char *name = pdbx_comm_kind_name(what);
     if (pr->e->ev)
         pdbx_events_progress_op(pr->e->ev, name);
     double start = pdbx_mono_s() * 1e3;
-    if (coll_timed(pr, pr->cg->g[kind], coll, bytes, name, &ms) != 0)
+    if (coll_timed(pr, pr->cg->g[kind], pp ? PDBX_COLL_SEND_RECV : PDBX_COLL_ALL_REDUCE,
+                   pp ? pr->e->spec.dtype : pr->bytes.dp_dtype, pp ? pr->bytes.pp : pr->bytes.dp,
+                   name, &ms) != 0)
         return;
-    push(&pr->sm, row, ms);
+    push(&pr->sm, pp ? PDBX_ROW_PP : PDBX_ROW_DP, ms);
     if (step0 >= 0)
         push_trace(&pr->sm, PDBX_TRACE_STEP_COMM(what), -1, start - step0, ms);
 }
@@ -289,11 +322,9 @@ static void step_comm(point_run *pr, pdbx_grid_kind kind, pdbx_coll coll, double
 static void pp_dp_comm(point_run *pr, double step0)
 {
     if (pr->cg->pp > 1)
-        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, PDBX_COMM_PP_SENDRECV,
-                  PDBX_ROW_PP, step0);
+        step_comm(pr, PDBX_GRID_PP, step0);
     if (pr->cg->dp > 1)
-        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, PDBX_COMM_DP_ALLREDUCE,
-                  PDBX_ROW_DP, step0);
+        step_comm(pr, PDBX_GRID_DP, step0);
 }
 
 static int has_bwd(const point_run *pr)
@@ -378,12 +409,7 @@ static void exec_op(point_run *pr, int arg, int rep)
 static void exec_comm(point_run *pr, int row, int rep)
 {
     (void)rep;
-    if (row == PDBX_ROW_PP)
-        step_comm(pr, PDBX_GRID_PP, PDBX_COLL_SEND_RECV, pr->bytes.pp, PDBX_COMM_PP_SENDRECV,
-                  PDBX_ROW_PP, -1);
-    else
-        step_comm(pr, PDBX_GRID_DP, PDBX_COLL_ALL_REDUCE, pr->bytes.dp, PDBX_COMM_DP_ALLREDUCE,
-                  PDBX_ROW_DP, -1);
+    step_comm(pr, row == PDBX_ROW_PP ? PDBX_GRID_PP : PDBX_GRID_DP, -1);
 }
 
 /* The op phase (adaptive): every cell the step phase left short of its target. Returns 0, or
@@ -430,20 +456,20 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
-/* The comm buffer the point's collectives share (0: none runs) and their messages. */
+/* The comm buffer the point's collectives share (0: none runs) and their messages: the
+ * planner's sizing (plan_comm.h), the one its profile memory lists, with the backend this
+ * engine loaded. */
 static double point_comm(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_bytes *b)
 {
-    pdbx_profile_memory pm;
-    char err[MSG_LEN];
+    pdbx_plan_comm pc;
+    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
+                         e->spec.dtype, pdbx_engine_backend_kind(e), &pc);
     memset(b, 0, sizeof *b);
-    /* the planner's list with the backend this engine loaded and its BLAS threads */
-    if (pdbx_plan_point_memory(&e->spec, pt, pdbx_engine_backend_kind(e), e->blas_threads, &pm,
-                               err, sizeof err) != 0)
-        return 0;   /* prepare() fails on the same shape and says why */
-    b->tp = pm.tp_bytes;
-    b->pp = pm.pp_bytes;
-    b->dp = pm.dp_bytes;
-    return pm.kind_bytes[PDBX_MEM_COMM];
+    b->tp = pc.tp_bytes;
+    b->pp = pc.pp_bytes;
+    b->dp = pc.dp_bytes;
+    b->dp_dtype = pc.dp_dtype;
+    return pc.buffer_bytes;
 }
 
 /* Sample buffers, the point's buffers (unless its compute cells are reused) and the comm
@@ -477,7 +503,7 @@ static int point_prepare(point_run *pr, char *msg, double *setup_s)
                                             sizeof err);
         pdbx_watch_end();
         if (rc != 0) {
-            status = rc == PDBX_EOOM ? PDBX_ST_OOM : PDBX_ST_ERROR;
+            status = rc == PDBX_EOOM ? PDBX_ST_OOM : rc == PDBX_EFATAL ? PDBX_ST_FATAL : PDBX_ST_ERROR;
             snprintf(msg, MSG_LEN, "%s", err);
         }
     }
@@ -585,7 +611,7 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     if (status == PDBX_ST_OK && pr.sm.oom)
         fail_with(&pr, "out of memory for the samples");
     if (status == PDBX_ST_OK) {
-        status = pdbx_agree_status(e, pr.failed ? PDBX_ST_ERROR : PDBX_ST_OK, pr.msg, pt->index);
+        status = pdbx_agree_status(e, failed_status(&pr), pr.msg, pt->index);
         if (status != PDBX_ST_OK)
             snprintf(msg, MSG_LEN, "%s", pr.msg);
     }

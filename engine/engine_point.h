@@ -42,9 +42,11 @@
 /* A trace entry's op slot for a step's PP or DP collective (pdbx_comm_kind k): past the ops. */
 #define PDBX_TRACE_STEP_COMM(k) (PDBX_OP_COUNT + (int)(k))
 
-/* Bytes of the point's collectives (S as nccl-tests defines it). */
+/* Bytes of the point's collectives (S as nccl-tests defines it; engine/plan/plan_comm.h) and
+ * the DP all-reduce's element type (fp32: gradients are reduced in fp32). */
 typedef struct {
     double tp, pp, dp;
+    pdbx_dtype dp_dtype;
 } pdbx_point_bytes;
 
 /* The gathered results of a point on rank 0: `all` holds PDBX_NROWS rows per world rank,

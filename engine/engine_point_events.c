@@ -133,12 +133,13 @@ static void step_event(pdbx_engine *e, int point, const double *all, const rank0
 
 /* One comm event: max over ranks[0..n) of row; algbw = S / mean, busbw by nccl-tests' factor. */
 static void comm_event(pdbx_engine *e, int point, pdbx_comm_kind kind, double bytes,
-                       int group_size, pdbx_coll coll, const double *all, const int *ranks,
-                       int n, int row)
+                       pdbx_dtype dtype, int group_size, pdbx_coll coll, const double *all,
+                       const int *ranks, int n, int row)
 {
     double st[NSTAT];
     pdbx_estats_max(all, PDBX_NROWS, ranks, n, row, st);
     pdbx_comm_cell c = { .valid = 1, .bytes = bytes, .group_size = group_size };
+    snprintf(c.dtype, sizeof c.dtype, "%s", pdbx_dtype_name(dtype));
     pdbx_estats_unpack(st, &c.time);
     double mean_s = c.time.mean / 1e3;
     c.algbw = mean_s > 0 ? bytes / mean_s / 1e9 : 0;
@@ -153,16 +154,16 @@ static void comm_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_po
     /* the TP all-reduce runs inside the layers: a reused point's comes with its compute rows */
     const double *tp_rows = res->compute;
     if (pt->tp > 1 && row_measured(tp_rows, PDBX_ROW_TP_ALL))
-        comm_event(e, pt->index, PDBX_COMM_TP_ALLREDUCE, b->tp, pt->tp, PDBX_COLL_ALL_REDUCE, tp_rows,
+        comm_event(e, pt->index, PDBX_COMM_TP_ALLREDUCE, b->tp, e->spec.dtype, pt->tp, PDBX_COLL_ALL_REDUCE, tp_rows,
                    g->tp, g->ntp, PDBX_ROW_TP_ALL);
     if (pt->pp > 1 && row_measured(all, PDBX_ROW_PP)) {
         /* adjacent stages 0 -> 1: the receiver's time is when the data has arrived */
         int pair[2] = { g->pp[0], g->pp[1] };
-        comm_event(e, pt->index, PDBX_COMM_PP_SENDRECV, b->pp, 2, PDBX_COLL_SEND_RECV, all, pair,
+        comm_event(e, pt->index, PDBX_COMM_PP_SENDRECV, b->pp, e->spec.dtype, 2, PDBX_COLL_SEND_RECV, all, pair,
                    g->npp > 1 ? 2 : 1, PDBX_ROW_PP);
     }
     if (pt->dp > 1 && row_measured(all, PDBX_ROW_DP))
-        comm_event(e, pt->index, PDBX_COMM_DP_ALLREDUCE, b->dp, pt->dp, PDBX_COLL_ALL_REDUCE, all,
+        comm_event(e, pt->index, PDBX_COMM_DP_ALLREDUCE, b->dp, b->dp_dtype, pt->dp, PDBX_COLL_ALL_REDUCE, all,
                    g->dp, g->ndp, PDBX_ROW_DP);
 }
 

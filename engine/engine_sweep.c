@@ -12,6 +12,7 @@
 #include "engine/engine_groups.h"
 #include "engine/engine_point.h"
 #include "engine/engine_point_events.h"
+#include "engine/plan/plan_comm.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
 #include "store/progress.h"
@@ -36,6 +37,7 @@ static const char *gb(double bytes, char *buf, size_t len)
 typedef struct {
     char stop[MSG_LEN];        /* why the remaining points are skipped ("" while measuring) */
     int warned_dp;
+    char fatal[MSG_LEN];       /* a device became unusable (PDBX_ST_FATAL): the run ends */
 } config_run;
 
 /* Measure once, use everywhere (engine_point.h): the ok points measured so far, by TP and MBS
@@ -94,24 +96,29 @@ static void progress_skipped(pdbx_engine *e, double work)
         pdbx_events_progress_skipped(e->ev, work);
 }
 
-/* Rank 0: the cpu backend's DP message cap, said once per config. */
+/* Rank 0: the cpu backend's DP message cap, said once per config when it bites. */
 static void warn_dp_cap(pdbx_engine *e, const pdbx_plan_point *pt, config_run *cr)
 {
-    double full = pt->mem.params_per_rank * pdbx_dtype_bytes(e->spec.dtype);
-    if (e->rank != 0 || pt->dp < 2 || cr->warned_dp || pdbx_engine_backend_kind(e) != PDBX_BACKEND_CPU ||
-        full <= PDBX_CPU_DP_CAP_BYTES)
+    if (e->rank != 0 || pt->dp < 2 || cr->warned_dp || pdbx_engine_backend_kind(e) != PDBX_BACKEND_CPU)
         return;
-    char m[MSG_LEN], a[32];
+    pdbx_plan_comm capped, bucket;
+    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
+                         e->spec.dtype, PDBX_BACKEND_CPU, &capped);
+    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
+                         e->spec.dtype, PDBX_BACKEND_CUDA, &bucket);
+    if (capped.dp_bytes >= bucket.dp_bytes)
+        return;
+    char m[MSG_LEN], a[32], b[32];
     snprintf(m, sizeof m, "dp_allreduce: cpu backend caps the DP gradient message at 64 MiB (one "
-             "stage's gradients are %s); the comm event records the bytes measured",
-             gib(full, a, sizeof a));
+             "fp32 bucket is %s of the stage's %s); the comm event records the bytes measured",
+             gib(bucket.dp_bytes, a, sizeof a), gib(bucket.dp_full_bytes, b, sizeof b));
     pdbx_events_warning(e->ev, m);
     cr->warned_dp = 1;
 }
 
 /* One point of the config: skipped, predicted OOM (its profile memory, what the engine would
  * allocate, exceeds the GPU's: the training prediction never stops a sweep), or measured. 1 when the sweep must stop
- * (cancelled while measuring), else 0. */
+ * (cancelled while measuring, or a device became unusable: cr->fatal says why), else 0. */
 static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_groups *cg,
                         config_run *cr, measured_table *measured)
 {
@@ -168,24 +175,50 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
         snprintf(cr->stop, sizeof cr->stop, "config stopped after the error at MBS %d", pt->mbs);
     }
     progress_done(e, pdbx_progress_work(pt->mbs, pt->tp));
+    if (st == PDBX_ST_FATAL) {   /* no later number from this device could be trusted */
+        snprintf(cr->fatal, sizeof cr->fatal, "point %d: %.*s", pt->index, MSG_LEN - 32, msg);
+        return 1;
+    }
     return 0;
 }
 
-static void measure_config(pdbx_engine *e, int config, measured_table *measured)
+/* Frees the comm buffer (backend.h: comm_buffer with 0 bytes): it was sized for the config
+ * just measured and must not count against the next config's (or the collectives sweep's)
+ * memory. */
+static void release_comm_buffer(pdbx_engine *e)
+{
+    void *buf = NULL;
+    char err[MSG_LEN];
+    (void)e->be.compute->comm_buffer(e->compute, 0, &buf, err, sizeof err);
+}
+
+/* The config's points in MBS order. 0, or -1 with the reason in err when a device became
+ * unusable (the run ends failed). */
+static int measure_config(pdbx_engine *e, int config, measured_table *measured, char *err_out,
+                          size_t errlen)
 {
     const pdbx_parallel *par = &e->spec.configs[config];
     pdbx_cfg_groups cg;
     char err[MSG_LEN] = "";
-    int st = pdbx_groups_build(e, &cg, par->tp, par->pp, par->dp, err, sizeof err) == 0
-                 ? PDBX_ST_OK : PDBX_ST_ERROR;
+    /* a communicator that cannot get its buffers (nccl: warmed at creation) is an OOM of the
+     * config's points; an unusable device ends the run */
+    int rc = pdbx_groups_build(e, &cg, par->tp, par->pp, par->dp, err, sizeof err);
+    int st = rc == 0 ? PDBX_ST_OK : rc == PDBX_EOOM ? PDBX_ST_OOM
+           : rc == PDBX_EFATAL ? PDBX_ST_FATAL : PDBX_ST_ERROR;
     /* a rank whose groups failed must not leave the others waiting in the first point */
-    if (pdbx_agree_status(e, st, err, -1) != PDBX_ST_OK) {
+    int agreed = pdbx_agree_status(e, st, err, -1);
+    if (agreed != PDBX_ST_OK) {
         if (st == PDBX_ST_OK)
             pdbx_groups_free(e, &cg);
         for (size_t i = 0; i < e->npoints; i++)
             if (e->points[i].config == config)
-                pdbx_point_end_event(e, e->points[i].index, PDBX_POINT_ERROR, err);
-        return;
+                pdbx_point_end_event(e, e->points[i].index,
+                                     agreed == PDBX_ST_OOM ? PDBX_POINT_OOM : PDBX_POINT_ERROR, err);
+        if (agreed == PDBX_ST_FATAL) {
+            snprintf(err_out, errlen, "creating the groups of config %d: %s", config, err);
+            return -1;
+        }
+        return 0;
     }
     config_run cr;
     memset(&cr, 0, sizeof cr);
@@ -198,7 +231,13 @@ static void measure_config(pdbx_engine *e, int config, measured_table *measured)
         if (config_point(e, pt, &cg, &cr, measured))
             break;
     }
+    release_comm_buffer(e);
     pdbx_groups_free(e, &cg);
+    if (cr.fatal[0]) {
+        snprintf(err_out, errlen, "%s", cr.fatal);
+        return -1;
+    }
+    return 0;
 }
 
 int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen)
@@ -206,14 +245,18 @@ int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen)
     measured_table measured = { 0 };
     for (int c = 0; c < e->spec.nconfigs && !e->cancelled; c++) {
         const pdbx_parallel *par = &e->spec.configs[c];
-        if (par->tp * par->pp * par->dp == e->size)
-            measure_config(e, c, &measured);
+        if (par->tp * par->pp * par->dp == e->size && measure_config(e, c, &measured, err, errlen) != 0) {
+            measured_free(&measured);
+            return -1;   /* a device is unusable: run_end failed with the reason */
+        }
     }
     measured_free(&measured);
     if (!e->cancelled) {
         if (e->ev)
             pdbx_events_progress_point(e->ev, -1);
-        if (pdbx_coll_sweep(e) != 0) {
+        int rc = pdbx_coll_sweep(e);
+        release_comm_buffer(e);
+        if (rc != 0) {
             snprintf(err, errlen, "collectives sweep failed");
             return -1;
         }

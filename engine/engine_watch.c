@@ -140,18 +140,18 @@ int pdbx_fault_parse(const char *s, pdbx_fault *out, char *err, size_t errlen)
     if (sscanf(s, "%15[a-z]:rank=%d:point=%d%n", kind, &rank, &point, &used) != 3 ||
         s[used] != '\0' || rank < 0 || point < 0) {
         snprintf(err, errlen, "PDBX_FAULT: '%s' is not KIND:rank=R:point=P "
-                 "(KIND: hang, oom, exit, group; test use only)", s);
+                 "(KIND: hang, oom, exit, group, fatal; test use only)", s);
         return -1;
     }
     static const struct { const char *name; pdbx_fault_kind kind; } kinds[] = {
         { "hang", PDBX_FAULT_HANG }, { "oom", PDBX_FAULT_OOM }, { "exit", PDBX_FAULT_EXIT },
-        { "group", PDBX_FAULT_GROUP },
+        { "group", PDBX_FAULT_GROUP }, { "fatal", PDBX_FAULT_FATAL },
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !out->kind; i++)
         if (strcmp(kind, kinds[i].name) == 0)
             out->kind = kinds[i].kind;
     if (!out->kind) {
-        snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit, group)",
+        snprintf(err, errlen, "PDBX_FAULT: unknown kind '%s' (allowed: hang, oom, exit, group, fatal)",
                  kind);
         return -1;
     }

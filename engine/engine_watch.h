@@ -18,8 +18,9 @@
  * plan point P. KIND is `hang` (sleeps forever inside its first op: exercises the timeout),
  * `oom` (prepare reports an allocation failure: exercises the OOM stop) or `exit` (_exit(3)
  * inside its first op: a rank that dies) or `group` (creating the collectives sweep's group
- * of P ranks fails on rank R: P is the group size there, not a plan point). Unset, nothing
- * changes.
+ * of P ranks fails on rank R: P is the group size there, not a plan point) or `fatal` (its
+ * compute ops return PDBX_EFATAL, as the cuda backend does on a sticky CUDA error: the point
+ * ends `error` and the run `failed`). Unset, nothing changes.
  */
 #ifndef PDBX_ENGINE_WATCH_H
 #define PDBX_ENGINE_WATCH_H
@@ -46,7 +47,7 @@ int pdbx_watch_start(double timeout_s, double grace_s, pdbx_timeout_fn fn, void 
 void pdbx_watch_stop(void);
 
 typedef enum { PDBX_FAULT_NONE = 0, PDBX_FAULT_HANG, PDBX_FAULT_OOM, PDBX_FAULT_EXIT,
-               PDBX_FAULT_GROUP } pdbx_fault_kind;
+               PDBX_FAULT_GROUP, PDBX_FAULT_FATAL } pdbx_fault_kind;
 typedef struct {
     pdbx_fault_kind kind;
     int rank, point;

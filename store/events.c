@@ -490,7 +490,8 @@ cJSON *pdbx_event_comm(int point, pdbx_comm_kind kind, const pdbx_comm_cell *c)
     cJSON *ev = new_event(PDBX_EV_COMM);
     int ok = ev && jf_put_num(ev, "point", point) && jf_put_str(ev, "kind", pdbx_comm_kind_name(kind)) &&
              jf_add(ev, "stats", pdbx_stats_to_json(&c->time)) &&
-             jf_put_fields(ev, c, comm_fields, JF_N(comm_fields));
+             jf_put_fields(ev, c, comm_fields, JF_N(comm_fields)) &&
+             (!c->dtype[0] || jf_put_str(ev, "dtype", c->dtype));
     return jf_done(ev, ok);
 }
 
@@ -510,6 +511,9 @@ int pdbx_event_decode_comm(const cJSON *ev, pdbx_ev_comm *out, char *err, size_t
         return pdbx_fail(err, errlen, "comm event (point %d, %s): field \"stats\" must be a stats object",
                          out->point, kind);
     jf_get_fields(ev, c, comm_fields, JF_N(comm_fields));
+    const char *dtype = jf_str(ev, "dtype");   /* optional: older runs have none */
+    if (dtype && strlen(dtype) < sizeof c->dtype)
+        snprintf(c->dtype, sizeof c->dtype, "%s", dtype);
     return 0;
 }
 

@@ -119,6 +119,9 @@ typedef struct {
     int group_size;
     pdbx_stats time;         /* ms */
     double algbw, busbw;     /* GB/s, from the mean time */
+    /* the element type moved ("bf16", "fp16", "fp32"; the DP gradient all-reduce runs in
+     * fp32); "" in runs recorded before it was written */
+    char dtype[8];
 } pdbx_comm_cell;
 
 typedef enum {

@@ -10,7 +10,10 @@
  * the bcast callback the engine provides.
  *
  * Conventions: functions return 0 on success, PDBX_EOOM when an allocation failed (a real OOM:
- * the engine records the point as `oom`), or -1 with a one-line message in err.
+ * the engine records the point as `oom`), PDBX_EFATAL when the device is unusable for the rest
+ * of the process (cuda: a sticky error such as cudaErrorIllegalAddress; the engine ends the
+ * point `error` and the run `failed` with the message, measuring nothing more), or -1 with a
+ * one-line message in err (the point ends `error`, the sweep goes on with the next config).
  * Times are milliseconds of device time for one execution (cpu: CLOCK_MONOTONIC around the
  * call; cuda: CUDA events around the kernel(s) on the backend's one stream).
  */
@@ -26,6 +29,7 @@
 #include "store/ops.h"
 
 #define PDBX_EOOM (-2)
+#define PDBX_EFATAL (-3)
 /* 2: compute ops gained span_begin/span_end (measured layer and step sums).
  * 3: compute ops gained mem_peak (the measured memory peak of a point).
  * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise. */
@@ -36,7 +40,9 @@ typedef struct pdbx_comm pdbx_comm;
 typedef struct pdbx_group pdbx_group;
 
 typedef struct {
-    int local_rank, local_size;   /* rank on this node: picks the device */
+    /* rank on this node and the ranks on it: local_rank picks the device; cuda refuses
+     * local_size > the node's GPUs (ranks must not share a device) */
+    int local_rank, local_size;
     int world_rank, world_size;
     int blas_threads;             /* cpu: threads for BLAS and own kernels */
     pdbx_dtype dtype;
@@ -99,7 +105,10 @@ typedef struct {
      * on comm_buffer(). */
     int (*run_op)(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
                   char *err, size_t errlen);
-    /* A device buffer of at least `bytes` for collectives (reused; PDBX_EOOM if it fails). */
+    /* A device buffer of at least `bytes` for collectives (reused while large enough; PDBX_EOOM
+     * if it fails). bytes 0 frees it (*buf = NULL, returns 0): the engine calls that after
+     * each parallel config and after the collectives sweep, so no comm buffer outlives the
+     * config it was sized for (its memory would count against the next config's points). */
     int (*comm_buffer)(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
     /* Brackets span s: begin before its first op, end after its last; end gives its wall time
      * in ms on the clock the ops use (cpu: CLOCK_MONOTONIC at both boundaries; cuda: events

@@ -229,9 +229,10 @@ typedef struct {
     int nbufs;
     double kind_bytes[PDBX_MEM_KINDS];
     double total;                 /* every listed byte */
-    /* the point's collective messages, S as nccl-tests defines it: [T, h] activations for
-     * TP and PP, one stage's gradients for DP (capped at PDBX_CPU_DP_CAP_BYTES on the cpu);
-     * 0 where the group has one rank (nothing runs). The comm buffer is the largest. */
+    /* the point's collective messages, S as nccl-tests defines it (plan_comm.h's sizing):
+     * [T, h] activations for TP and PP, one Megatron DDP bucket of fp32 gradients for DP
+     * (capped at PDBX_CPU_DP_CAP_BYTES on the cpu); 0 where the group has one rank (nothing
+     * runs). The comm buffer is the largest. */
     double tp_bytes, pp_bytes, dp_bytes;
 } pdbx_profile_memory;
 

@@ -13,6 +13,7 @@
  * gradients, one set of weight gradients, its workspaces: kind "grads"); nothing else of
  * training (optimizer states, the micro-batches in flight) is allocated: that is the training
  * prediction of plan_memory.c. */
+#include "engine/plan/plan_comm.h"
 #include "engine/plan/plan_internal.h"
 
 #include <math.h>
@@ -90,27 +91,18 @@ static double exact(double bytes)
     return bytes;   /* cudaMalloc: the size asked for */
 }
 
-/* The collectives of the point (engine_point.c runs TP all-reduces when tp > 1, a PP
- * send/recv when pp > 1, a DP all-reduce when dp > 1) and the buffer they share. */
+/* The collectives of the point and the buffer they share: plan_comm.c's sizing, the one the
+ * engine's point_comm uses. */
 static void comm_messages(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
-    const double esz = pdbx_dtype_bytes(p->dtype);
-    const double act = (double)p->mbs * p->seq_len * p->model.hidden * esz;
-    out->tp_bytes = p->tp > 1 ? act : 0;
-    out->pp_bytes = p->pp > 1 ? act : 0;
-    double dp = 0;
-    if (p->dp > 1) {
-        dp = plan_stage_params(&p->model, p->tp, p->pp) * esz;
-        if (p->backend == PDBX_BACKEND_CPU && dp > PDBX_CPU_DP_CAP_BYTES)
-            dp = PDBX_CPU_DP_CAP_BYTES;
-        dp = floor(dp / 4096.0) * 4096.0;      /* whole 4 KiB pages */
-        if (dp < 4096)
-            dp = 4096;
-    }
-    out->dp_bytes = dp;
-    double need = fmax(out->tp_bytes, fmax(out->pp_bytes, out->dp_bytes));
-    if (need > 0)   /* a point without collectives asks for no buffer */
-        add(out, PDBX_BUF_COMM, PDBX_MEM_COMM, need, 1);
+    pdbx_plan_comm pc;
+    pdbx_plan_comm_bytes(&p->model, p->tp, p->pp, p->dp, p->mbs, p->seq_len, p->dtype, p->backend,
+                         &pc);
+    out->tp_bytes = pc.tp_bytes;
+    out->pp_bytes = pc.pp_bytes;
+    out->dp_bytes = pc.dp_bytes;
+    if (pc.buffer_bytes > 0)   /* a point without collectives asks for no buffer */
+        add(out, PDBX_BUF_COMM, PDBX_MEM_COMM, pc.buffer_bytes, 1);
 }
 
 #define HAS(op) (p->ops & PDBX_OP_BIT(PDBX_OP_##op))

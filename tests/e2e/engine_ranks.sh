@@ -70,6 +70,8 @@ assert abs(c["busbw"] - c["algbw"]) < 1e-9 * c["algbw"]          # factor 2(n-1)
 d = comm(t1, "dp_allreduce"); assert d and d["group_size"] == 2 and d["algbw"] > 0, d
 p = comm(by[(1, 2, 1, 1)], "pp_sendrecv"); assert p and p["bytes"] == 32 * 256 * 4, p
 assert comm(t1, "tp_allreduce") is None and comm(t2, "dp_allreduce") is None
+# the element type each moved: the run dtype (fp32) for TP and PP, fp32 gradients for DP
+assert (c["dtype"], p["dtype"], d["dtype"]) == ("fp32", "fp32", "fp32"), (c, p, d)
 co = [e for e in E if e["type"] == "coll"]
 # all_gather and reduce_scatter in place and out of place; the others in place
 assert len(co) == 12 and {(e["coll"], e["bytes"], e["nranks"], e["in_place"]) for e in co} == \

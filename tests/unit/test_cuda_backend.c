@@ -408,17 +408,32 @@ static void test_gpu_bwd(void **state)
     pdbx_profile_memory pm;
     assert_int_equal(pdbx_profile_memory_list(&pp, &pm, err, sizeof err), 0);
     double peak = 0, base = 0;
-    if (ops->mem_peak(c, &peak, &base) == 0) {
-        /* the cuBLASLt workspace is allocated at init (in the baseline) */
-        double listed = pm.total - pm.kind_bytes[PDBX_MEM_WORKSPACE] + (double)p.mbs * p.seq_len * 4;
-        print_message("device memory of the bwd point: %.0f bytes, listed %.0f\n", peak, listed);
-        assert_true(fabs(peak - listed) <= 0.05 * listed + (64 << 20));
-    }
+    /* every prepared point records its peak (cudaMemGetInfo's rise, at least the backend's
+     * tally of what it cudaMalloc'd) and the device memory in use before it (context,
+     * cuBLASLt workspace: never 0 on a real device) */
+    assert_int_equal(ops->mem_peak(c, &peak, &base), 0);
+    assert_true(base > 0);
+    /* the cuBLASLt workspace is allocated at init (in the baseline) */
+    double listed = pm.total - pm.kind_bytes[PDBX_MEM_WORKSPACE] + (double)p.mbs * p.seq_len * 4;
+    print_message("device memory of the bwd point: %.0f bytes above %.0f, listed %.0f\n", peak,
+                  base, listed);
+    assert_true(fabs(peak - listed) <= 0.05 * listed + (64 << 20));
     double fwd = median_ms(ops, c, PDBX_OP_LM_HEAD, PDBX_PASS_FWD);
     double bwd = median_ms(ops, c, PDBX_OP_LM_HEAD, PDBX_PASS_BWD);
     print_message("lm_head [512 x 2048] x [2048 x 128256] bf16: fwd %.3f ms, bwd %.3f ms, bwd/fwd "
                   "%.2f\n", fwd, bwd, bwd / fwd);
     assert_true(bwd / fwd >= 1.5 && bwd / fwd <= 3.0);
+    /* the comm buffer is freed by comm_buffer(c, 0): the device gets its bytes back */
+    void *buf = NULL;
+    uint64_t free0 = 0, free1 = 0, total = 0;
+    assert_int_equal(ops->comm_buffer(c, (size_t)256 << 20, &buf, err, sizeof err), 0);
+    assert_int_equal(ops->mem_info(c, &free0, &total), 0);
+    assert_int_equal(ops->comm_buffer(c, 0, &buf, err, sizeof err), 0);
+    assert_null(buf);
+    assert_int_equal(ops->mem_info(c, &free1, &total), 0);
+    assert_true((double)free1 - (double)free0 >= 0.9 * (256 << 20));
+    ops->release(c);
+    assert_int_equal(ops->mem_peak(c, &peak, &base), -1);   /* nothing prepared */
     ops->fini(c);
 }
 

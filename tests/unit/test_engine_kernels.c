@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/backends/cpu/cpu_compute.h"
+#include "engine/backends/host.h"
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
 
@@ -359,6 +360,39 @@ static void test_cpu_backend_runs_every_op(void **state)
     }
 }
 
+/* comm_buffer(c, 0) frees the comm buffer (backend.h: the engine calls it after each config so
+ * no buffer outlives the config it was sized for): the pointer comes back NULL and the 64 MiB
+ * leave the resident set; a later request allocates again. */
+static void test_cpu_backend_comm_buffer_release(void **state)
+{
+    (void)state;
+    const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
+    pdbx_compute_config cfg = { .local_size = 1, .world_size = 1, .blas_threads = 1,
+                                .dtype = PDBX_DTYPE_FP32 };
+    pdbx_compute *c = NULL;
+    char err[256];
+    assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
+    const size_t big = (size_t)64 << 20;
+    double rss0, rss1, rss2, hwm;
+    void *buf = NULL;
+    assert_int_equal(pdbx_host_rss(&rss0, &hwm), 0);
+    assert_int_equal(ops->comm_buffer(c, big, &buf, err, sizeof err), 0);
+    assert_non_null(buf);
+    assert_int_equal(pdbx_host_rss(&rss1, &hwm), 0);
+    assert_true(rss1 - rss0 > 0.9 * (double)big);   /* filled: resident */
+    assert_int_equal(ops->comm_buffer(c, 0, &buf, err, sizeof err), 0);
+    assert_null(buf);
+    assert_int_equal(pdbx_host_rss(&rss2, &hwm), 0);
+#ifndef __SANITIZE_ADDRESS__   /* ASan holds freed memory in its quarantine: RSS stays */
+    assert_true(rss1 - rss2 > 0.9 * (double)big);   /* given back */
+#else
+    (void)rss2;
+#endif
+    assert_int_equal(ops->comm_buffer(c, 4096, &buf, err, sizeof err), 0);
+    assert_non_null(buf);
+    ops->fini(c);
+}
+
 /* A config's MBS sweep keeps the weights between points; a new TP degree replaces them. */
 static void test_cpu_backend_point_sequence(void **state)
 {
@@ -528,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_attention_gqa),
         cmocka_unit_test(test_bf16_roundtrip),
         cmocka_unit_test(test_cpu_backend_runs_every_op),
+        cmocka_unit_test(test_cpu_backend_comm_buffer_release),
         cmocka_unit_test(test_cpu_backend_point_sequence),
         cmocka_unit_test(test_cpu_backend_allocates_the_plan),
         cmocka_unit_test(test_cpu_backend_fill_threads),

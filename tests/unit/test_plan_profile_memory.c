@@ -87,12 +87,13 @@ static void test_cpu_fp32_by_hand(void **state)
     /* bf16: weights and embed_out halve; bf16 copies of the GEMM inputs are added:
      * norm_out, post_norm_out 16*64*2 = 2048 each, ctx 16*32*2 = 1024, act 16*64*2 = 2048;
      * activations 47168 - 2048 (embed_out) + 7168 = 52288; weights 2*32768/2 + 256 +
-     * 147456/2 = 106752; messages in bf16: TP 2048, DP 90688*2 = 181376 -> 180224 */
+     * 147456/2 = 106752; TP message in bf16 2048, DP gradients in fp32 as before (Megatron's
+     * grad_reduce_in_fp32): 360448 */
     p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 52288);
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 106752);
-    assert_true(m.tp_bytes == 2048 && m.dp_bytes == 180224);
+    assert_true(m.tp_bytes == 2048 && m.dp_bytes == 360448);
 
     /* one rank, no collectives: no comm buffer at all */
     p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
@@ -102,8 +103,9 @@ static void test_cpu_fp32_by_hand(void **state)
     assert_true(m.kind_bytes[PDBX_MEM_COMM] == 0 && role_bytes(&m, PDBX_BUF_COMM) == -1);
 }
 
-/* The cpu backend caps the DP message at 64 MiB; cuda does not. Llama-3.1-8B-like stage at
- * TP 1, PP 1 holds billions of parameters: cpu 67108864, cuda the whole stage. */
+/* The cpu backend caps the DP message at 64 MiB; cuda times one Megatron DDP bucket (plan_comm.h)
+ * in fp32. Llama-3.1-8B-like stage at TP 1, PP 1, DP 2 holds billions of parameters: cpu
+ * 67108864, cuda max(40e6, 2e6) params * 4 B = 160000000 -> whole pages 159997952. */
 static void test_dp_cap(void **state)
 {
     (void)state;
@@ -121,8 +123,7 @@ static void test_dp_cap(void **state)
     assert_true(m.dp_bytes == PDBX_CPU_DP_CAP_BYTES);
     p.backend = PDBX_BACKEND_CUDA;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, NULL, 0), 0);
-    /* 32 * 218112000 + 2 * 525336576 + 4096 = 8030261248 params * 2 B, whole pages */
-    assert_true(m.dp_bytes == floor(8030261248.0 * 2 / 4096) * 4096);
+    assert_true(m.dp_bytes == 159997952.0);
     assert_true(m.kind_bytes[PDBX_MEM_COMM] == m.dp_bytes);
 }
 

@@ -389,7 +389,7 @@ static void test_comm(void **state)
 {
     (void)state;
     char err[200];
-    pdbx_comm_cell c = {1, 4096, 2, stats_of(0.5), 8.0, 8.0};
+    pdbx_comm_cell c = {1, 4096, 2, stats_of(0.5), 8.0, 8.0, "fp32"};
     cJSON *ev = through_text(pdbx_event_comm(3, PDBX_COMM_PP_SENDRECV, &c));
     pdbx_ev_comm d;
     assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), 0);
@@ -399,6 +399,11 @@ static void test_comm(void **state)
     assert_int_equal(d.cell.group_size, 2);
     assert_stats_equal(&d.cell.time, &c.time);
     assert_double_equal(d.cell.busbw, 8.0, 0);
+    assert_string_equal(d.cell.dtype, "fp32");
+    /* a run recorded before comm events said their dtype: none, no error */
+    cJSON_DeleteItemFromObjectCaseSensitive(ev, "dtype");
+    assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), 0);
+    assert_string_equal(d.cell.dtype, "");
     set_field(ev, "kind", "\"ep_alltoall\"");
     assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), -1);
     assert_mentions(err, "comm event (point 3)", "\"kind\"");

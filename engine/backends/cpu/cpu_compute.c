@@ -228,6 +228,13 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
 
 static int cpu_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
 {
+    if (bytes == 0) {   /* backend.h: 0 frees the buffer (the engine, after each config) */
+        free(c->comm_buf);
+        c->comm_buf = NULL;
+        c->comm_bytes = 0;
+        *buf = NULL;
+        return 0;
+    }
     if (bytes <= c->comm_bytes && c->comm_buf) {
         *buf = c->comm_buf;
         return 0;

@@ -24,6 +24,8 @@
 #include <string.h>
 
 #include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_checks.h"
+#include "engine/backends/cuda/cuda_memtally.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 
@@ -33,10 +35,15 @@
 
 int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
 {
-    (void)cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
+    /* A sticky error (cuda_checks.h) cannot be cleared: every later call on this context
+     * fails the same way, so the run must end rather than go on to the next point. */
+    const int sticky = cuda_error_is_sticky(e);
+    if (!sticky)
+        (void)cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
     if (err && errlen)
-        snprintf(err, errlen, "%s failed: %s (%s)", call, cudaGetErrorName(e), cudaGetErrorString(e));
-    return e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
+        snprintf(err, errlen, "%s failed: %s (%s)%s", call, cudaGetErrorName(e), cudaGetErrorString(e),
+                 sticky ? "; the CUDA context is unusable (sticky error): the run ends" : "");
+    return sticky ? PDBX_EFATAL : e == cudaErrorMemoryAllocation ? PDBX_EOOM : -1;
 }
 
 /* ---- point buffers ----------------------------------------------------------------------
@@ -521,17 +528,23 @@ fail:
     return NAN;
 }
 
-/* The point's device-memory peak above what was in use before its buffers were allocated:
- * prepare() allocates every buffer and nothing is freed until the next prepare, so the memory
- * in use after the measured steps is the highest it reached, lazy NCCL buffers included. A GPU
- * shared with another process would be counted too (the engine expects one rank per GPU). */
+/* The point's device-memory peak above what was in use before its buffers were allocated
+ * (cudaMemGetInfo's used bytes: prepare() allocates every buffer and nothing is freed until the
+ * next prepare, so the memory in use after the measured steps is the highest it reached, lazy
+ * cuBLASLt or NCCL allocations and a comm buffer grown for the point included), never less
+ * than the backend's own tally of what it cudaMalloc'd for the point (cuda_memtally.h): a GPU
+ * shared with another process that freed memory meanwhile cannot make it smaller, and without
+ * a readable cudaMemGetInfo the tally alone is the figure (base then 0). */
 static int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
 {
     double used = 0;
-    if (!c || !c->mem_base_ok || !c->point || device_used(c, &used) != 0 || used < c->mem_base)
+    if (!c || !c->point)
         return -1;
-    *peak_bytes = used - c->mem_base;
-    *base_bytes = c->mem_base;
+    const double tally = cuda_point_alloc_bytes(c->point);
+    const int have_used = c->mem_base_ok && device_used(c, &used) == 0;
+    const double rise = have_used ? used - c->mem_base : 0;
+    *peak_bytes = rise > tally ? rise : tally;
+    *base_bytes = have_used ? c->mem_base : 0;
     return 0;
 }
 

@@ -116,8 +116,9 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
 int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, char *err,
                     size_t errlen);
 
-/* "call failed: cudaErrorXxx (text)" into err; returns PDBX_EOOM for
- * cudaErrorMemoryAllocation, else -1. Clears the (non-sticky) last error. */
+/* "call failed: cudaErrorXxx (text)" into err; returns PDBX_EFATAL for a sticky error
+ * (cuda_checks.h: the context is unusable, the run ends failed), PDBX_EOOM for
+ * cudaErrorMemoryAllocation, else -1. Clears a non-sticky last error. */
 int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e);
 
 /* Calls a CUDA runtime function; on failure sets rc (cuda_fail) and jumps to the caller's

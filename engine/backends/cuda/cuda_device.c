@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "engine/backends/cuda/cuda_checks.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 
@@ -76,6 +78,12 @@ int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, siz
         rc = -1;
         goto fail;
     }
+    char host[256] = "";
+    if (gethostname(host, sizeof host) != 0)
+        host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    if (cuda_check_placement(cfg->local_size, c->device_count, host, err, errlen) != 0)
+        goto fail;   /* ranks would share a GPU: refused, naming both counts */
     c->device = (cfg->local_rank < 0 ? 0 : cfg->local_rank) % c->device_count;
     CU_TRY("cudaSetDevice", cudaSetDevice(c->device));
     CU_TRY("cudaGetDeviceProperties", cudaGetDeviceProperties(&c->prop, c->device));
@@ -219,6 +227,16 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
 int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
 {
     int rc = -1;
+    if (bytes == 0) {   /* backend.h: 0 frees the buffer (the engine, after each config) */
+        if (c->comm_buf) {
+            cudaStreamSynchronize(c->stream);
+            cuda_dev_free(c->comm_buf);
+        }
+        c->comm_buf = NULL;
+        c->comm_bytes = 0;
+        *buf = NULL;
+        return 0;
+    }
     if (bytes < 256)
         bytes = 256;
     if (c->comm_buf && c->comm_bytes >= bytes) {

@@ -9,8 +9,12 @@
  * gathered output, reduce_scatter: the input), so the engine's busbw factors
  * (pdbx_coll_busbw_factor, backend.h) apply unchanged. Elements are of the run's dtype
  * (bf16 all-reduces, as Megatron's TP all-reduce in bf16 training).
+ * Each communicator connects its peers at creation and is warmed there with one small
+ * collective of each kind (nccl_warm), so NCCL's lazily allocated buffers exist before any
+ * point is measured; an allocation failure of NCCL's is PDBX_EOOM (nccl_errors.h).
  */
 #include "engine/backends/cuda/cuda_backend.h"
+#include "engine/comm/nccl/nccl_errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,17 +30,17 @@ struct pdbx_comm {
 struct pdbx_group {
     ncclComm_t comm;
     int rank, size;
-    float *scratch;   /* one element for barrier() */
+    float *scratch;   /* group size elements: barrier() uses the first, the warm-up all */
 };
 
+/* The message, and PDBX_EOOM when NCCL could not get memory (nccl_errors.h), else -1. */
 static int nccl_fail(char *err, size_t errlen, const char *call, ncclResult_t r, ncclComm_t comm)
 {
-    if (err && errlen) {
-        const char *detail = ncclGetLastError(comm);
+    const char *detail = ncclGetLastError(comm);
+    if (err && errlen)
         snprintf(err, errlen, "%s failed: %s%s%s", call, ncclGetErrorString(r),
                  detail && *detail ? ": " : "", detail ? detail : "");
-    }
-    return -1;
+    return nccl_error_code(r, detail);
 }
 
 #define NCCL_TRY(name, comm, expr) \
@@ -96,6 +100,41 @@ static void nccl_group_destroy(pdbx_comm *m, pdbx_group *g)
     free(g);
 }
 
+/* NCCL connects a communicator's peers and allocates their buffers lazily, at the first
+ * collective that needs them: near full memory that first collective would fail inside a
+ * timed point as a generic error. One small collective of each kind the engine runs (all-reduce,
+ * all-gather, reduce-scatter, send/recv between the pairs nccl_run uses), waited for, moves the
+ * allocation to the group's creation, where a failure is the config's OOM (engine_sweep.c). */
+static int nccl_warm(pdbx_comm *m, pdbx_group *g, char *err, size_t errlen)
+{
+    int rc = -1;
+    pdbx_compute *c = m->c;
+    float *s = g->scratch;
+    const size_t n = (size_t)g->size;
+    NCCL_TRY("ncclAllReduce(warm-up)", g->comm,
+             ncclAllReduce(s, s, n, ncclFloat32, ncclSum, g->comm, c->stream));
+    NCCL_TRY("ncclAllGather(warm-up)", g->comm,
+             ncclAllGather(s + g->rank, s, 1, ncclFloat32, g->comm, c->stream));
+    NCCL_TRY("ncclReduceScatter(warm-up)", g->comm,
+             ncclReduceScatter(s, s + g->rank, 1, ncclFloat32, ncclSum, g->comm, c->stream));
+    const int peer = g->rank % 2 == 0 ? g->rank + 1 : g->rank - 1;
+    if (peer < g->size) {   /* odd group size: the last rank has no partner */
+        if (g->rank % 2 == 0)
+            NCCL_TRY("ncclSend(warm-up)", g->comm, ncclSend(s, 1, ncclFloat32, peer, g->comm, c->stream));
+        else
+            NCCL_TRY("ncclRecv(warm-up)", g->comm, ncclRecv(s, 1, ncclFloat32, peer, g->comm, c->stream));
+    }
+    CU_TRY("cudaStreamSynchronize(NCCL warm-up)", cudaStreamSynchronize(c->stream));
+    ncclResult_t async = ncclSuccess;
+    NCCL_TRY("ncclCommGetAsyncError(warm-up)", g->comm, ncclCommGetAsyncError(g->comm, &async));
+    if (async != ncclSuccess)
+        return nccl_fail(err, errlen, "NCCL warm-up (asynchronous error)", async, g->comm);
+    /* the reductions summed zeros: the barrier's element is still 0 */
+    return 0;
+fail:
+    return rc;
+}
+
 static int nccl_group_create(pdbx_comm *m, const pdbx_group_desc *desc, pdbx_group **out,
                              char *err, size_t errlen)
 {
@@ -140,10 +179,16 @@ static int nccl_group_create(pdbx_comm *m, const pdbx_group_desc *desc, pdbx_gro
         goto fail;
     }
     CU_TRY("cudaSetDevice", cudaSetDevice(m->c->device));
+    /* connect every peer inside ncclCommInitRank rather than at first use (NCCL >= 2.22;
+     * a value the user set wins), so the buffers exist before any point is measured */
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     NCCL_TRY("ncclCommInitRank", NULL, ncclCommInitRank(&g->comm, g->size, msg.id, g->rank));
-    CU_TRY("cudaMalloc(barrier scratch)", cudaMalloc((void **)&g->scratch, sizeof(float)));
-    CU_TRY("cudaMemsetAsync(barrier scratch)", cudaMemsetAsync(g->scratch, 0, sizeof(float),
-                                                               m->c->stream));
+    const size_t scratch = sizeof(float) * (size_t)g->size;
+    CU_TRY("cudaMalloc(barrier scratch)", cudaMalloc((void **)&g->scratch, scratch));
+    CU_TRY("cudaMemsetAsync(barrier scratch)", cudaMemsetAsync(g->scratch, 0, scratch, m->c->stream));
+    rc = nccl_warm(m, g, err, errlen);
+    if (rc)
+        goto fail;
     *out = g;
     return 0;
 fail:

@@ -1,0 +1,42 @@
+/* plan_comm.h: the one sizing of a point's collectives and the buffer they share.
+ *
+ * Contract: pure (no I/O, no allocation). Given the model, the parallel config, the micro-batch
+ * and the run's dtype, says which collectives the engine times at the point, how many bytes
+ * each moves (S as nccl-tests defines it), in which dtype, and how large the one comm buffer
+ * they share must be. Only the collectives the config runs are sized:
+ *   - TP all-reduce of the [mbs*seq, hidden] activations in the run's dtype, only when tp > 1;
+ *   - PP send/recv of the same activations, only when pp > 1;
+ *   - DP gradient all-reduce, only when dp > 1: ONE bucket of the stage's gradients, in fp32
+ *     (Megatron's grad_reduce_in_fp32), capped at PDBX_CPU_DP_CAP_BYTES on the cpu backend.
+ * A message that does not run is 0; the buffer is the largest message (0: no buffer).
+ * The engine (engine_point.c, point_comm) and the planner's profile memory
+ * (plan_profile_memory.c, the comm entry) both call it, so they cannot disagree.
+ */
+#ifndef PDBX_PLAN_COMM_H
+#define PDBX_PLAN_COMM_H
+
+#include "engine/plan/plan.h"
+
+/* Megatron-LM's default DDP bucket, in parameters (elements): max(40e6, 1e6 * dp).
+ * megatron/core/distributed/distributed_data_parallel_config.py, bucket_size: "If
+ * unspecified, MCore uses a default value of max(40000000, 1000000 * dp_size) parameters
+ * (larger DP sizes need larger buckets to ensure collectives do not become latency-bound)". */
+#define PDBX_DP_BUCKET_MIN_ELEMS 40000000.0
+#define PDBX_DP_BUCKET_ELEMS_PER_RANK 1000000.0
+
+typedef struct {
+    double tp_bytes, pp_bytes, dp_bytes;   /* 0 where the group has one rank */
+    pdbx_dtype tp_dtype, pp_dtype, dp_dtype;   /* the element type each moves */
+    double dp_full_bytes;   /* the stage's whole gradients in fp32 (dp > 1; else 0) */
+    double buffer_bytes;    /* the comm buffer: the largest message; 0 when none runs */
+} pdbx_plan_comm;
+
+/* Megatron's bucket for a DP group of dp ranks, in elements. */
+double pdbx_plan_dp_bucket_elems(int dp);
+
+/* Fills *out for the point (model, tp, pp, dp, mbs, seq_len) run in dtype on backend
+ * (PDBX_BACKEND_CPU caps the DP message; any other kind does not). */
+void pdbx_plan_comm_bytes(const pdbx_model *model, int tp, int pp, int dp, int mbs, int seq_len,
+                          pdbx_dtype dtype, pdbx_backend_kind backend, pdbx_plan_comm *out);
+
+#endif
