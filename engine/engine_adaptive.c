@@ -21,6 +21,16 @@ double pdbx_adaptive_rel_ci(const double *x, size_t n)
     return half / mean;
 }
 
+const char *pdbx_cell_state_name(pdbx_cell_state s)
+{
+    switch (s) {
+    case PDBX_CELL_CONVERGED: return "ci";
+    case PDBX_CELL_MAX_REPS: return "max_reps";
+    case PDBX_CELL_MAX_TIME: return "max_time";
+    default: return NULL;
+    }
+}
+
 pdbx_cell_state pdbx_adaptive_state(const pdbx_adaptive_rule *r, const double *x, size_t n, double seconds)
 {
     if ((long)n >= r->min_reps) {

@@ -20,6 +20,8 @@ typedef struct {
 
 typedef enum { PDBX_CELL_MORE = 0, PDBX_CELL_CONVERGED, PDBX_CELL_MAX_REPS, PDBX_CELL_MAX_TIME } pdbx_cell_state;
 
+/* "ci", "max_reps", "max_time" (the op event's "stop"); NULL for PDBX_CELL_MORE. */
+const char *pdbx_cell_state_name(pdbx_cell_state s);
 /* The relative CI half-width of the mean of x[0..n) (NaN when n < 2 or the mean is not > 0). */
 double pdbx_adaptive_rel_ci(const double *x, size_t n);
 /* Whether a cell with samples x[0..n), sampled for `seconds`, needs more. */

@@ -28,6 +28,7 @@ typedef struct {
     double *s[NROWS];
     size_t n[NROWS], cap[NROWS];
     size_t kept[NROWS];        /* samples of the steps kept so far (a warm-up step's are dropped) */
+    signed char stop[NROWS];   /* adaptive: why this rank's cell stopped (pdbx_cell_state) */
     double *trace;             /* [op, layer, start_us, dur_us] per entry, of the latest step */
     size_t ntrace, trace_cap;
     int oom;                   /* a sample could not be stored */
@@ -384,14 +385,18 @@ static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg)
     for (;;) {
         samples *sm = &pr->sm;
         long mine[2] = { 0, 0 }, all[2];
+        pdbx_cell_state st = PDBX_CELL_MORE;
         if (!pr->failed && !sm->oom &&
-            pdbx_adaptive_state(&rule, sm->s[row], sm->n[row], pdbx_mono_s() - t0) == PDBX_CELL_MORE) {
+            (st = pdbx_adaptive_state(&rule, sm->s[row], sm->n[row], pdbx_mono_s() - t0)) ==
+                PDBX_CELL_MORE) {
             mine[0] = 1;
             mine[1] = pdbx_adaptive_batch(&rule, sm->n[row], mean_of(sm, row), BATCH_S);
         }
         MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-        if (!all[0])
+        if (!all[0]) {
+            sm->stop[row] = (signed char)st;   /* this rank's reason (rank 0's is recorded) */
             return;
+        }
         for (long b = 0; b < all[1]; b++)
             exec(pr, arg, rep++);
     }
@@ -563,8 +568,10 @@ static int point_gather(point_run *pr, const pdbx_point_source *source, char *ms
         MPI_Gather(&mine, 1, MPI_INT, ntrace, 1, MPI_INT, 0, MPI_COMM_WORLD);
         gather_mem(pr);
         pdbx_watch_end();
+        const int adaptive = e->spec.repetition == PDBX_REP_ADAPTIVE;
         pdbx_point_results res = { all, traces, ntrace, tcap, source ? source->rows : all,
-                                   source ? source->point : -1 };
+                                   source ? source->point : -1,
+                                   adaptive && !source ? pr->sm.stop : NULL };
         pdbx_point_results_events(e, pr->pt, &pr->bytes, &res);
         if (!source) {
             *rows_out = all;

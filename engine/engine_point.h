@@ -60,6 +60,9 @@ typedef struct {
     size_t trace_cap;
     const double *compute;
     int reused_from;
+    /* adaptive, measured here: rank 0's reason per row for stopping (pdbx_cell_state); NULL
+     * otherwise */
+    const signed char *stop;
 } pdbx_point_results;
 
 /* The measured memory of a point (NaN when not measured): the largest peak over the ranks and

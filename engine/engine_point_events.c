@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_adaptive.h"
 #include "engine/engine_grid.h"
 #include "engine/engine_stats.h"
 #include "store/events.h"
@@ -104,6 +105,10 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
             c.reused = res->reused_from >= 0;
             c.source_point = res->reused_from;
             cJSON *ev = pdbx_event_op(pt->index, (pdbx_op)op, (pdbx_pass)pass, &c);
+            const char *stop = res->stop ? pdbx_cell_state_name((pdbx_cell_state)res->stop[row])
+                                         : NULL;
+            if (ev && stop)   /* why the adaptive loop stopped sampling it (docs/events.md) */
+                cJSON_AddStringToObject(ev, "stop", stop);
             if (ev && op == PDBX_OP_ATTN_CORE && strcmp(e->be.compute->name, "cuda") == 0) {
                 /* what the cuda kernels execute (full s x s, or whole tiles) next to the
                  * model's causal-half flops (docs/events.md) */

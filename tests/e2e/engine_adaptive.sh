@@ -37,14 +37,22 @@ for i in first:
         st = e["stats"]
         assert st["count"] >= sp["min_reps"], (op, st)
         rel = st["ci95"] / st["mean"]
-        done = rel <= sp["target_rel_ci"] or st["count"] >= sp["max_reps"] or \
-               st["count"] * st["mean"] / 1e3 >= 0.5 * sp["max_seconds_per_op"]
-        assert done, ("cell stopped short of every bound", p, op, st)
-        bounded += rel > sp["target_rel_ci"]
+        # why rank 0 stopped sampling it, and that the reason holds: its CI within the target,
+        # max_reps samples, or (two samples and) max_seconds_per_op of wall time, which a
+        # loaded machine spends also between samples, so the sum of the samples may be less
+        stop = e.get("stop")
+        assert stop in ("ci", "max_reps", "max_time"), ("no stop reason", p, op, e)
+        if stop == "max_reps":
+            assert st["count"] >= sp["max_reps"], (p, op, st)
+        elif stop == "max_time":
+            assert st["count"] >= 2, (p, op, st)
+        # "ci": rank 0 converged (the stored statistics are the slowest rank per statistic,
+        # so their CI may be a little wider); its count is at least min_reps (checked above)
+        bounded += stop != "ci"
     for a, b in (("attn_v", "attn_k"), ("mlp_up", "mlp_gate")):
         assert ops[(i, a)].get("shared_with") == b and ops[(i, a)]["stats"] == ops[(i, b)]["stats"], a
         assert "shared_with" not in ops[(i, b)]
-print("adaptive: %d cells, %d stopped at a bound above the target" %
+print("adaptive: %d cells, %d stopped at a bound (max_reps or max_time)" %
       (sum(1 for (p, _) in ops if p in first), bounded))
 for j in second:
     src = [i for i in first if pts[i]["mbs"] == pts[j]["mbs"]][0]
