@@ -8,11 +8,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <string.h>
 
 #include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/cuda_checks.h"
+#include "engine/backends/cuda/cuda_fill.h"
 #include "engine/backends/cuda/cuda_memtally.h"
 #ifndef PDBX_CUDA_NO_NCCL
 #include "engine/comm/nccl/nccl_errors.h"
@@ -123,6 +125,58 @@ static void test_nccl_oom_mapping(void **state)
 }
 #endif
 
+/* The comm buffer's fill (cuda_device.c: ck_fill_uniform in the run's dtype, values of
+ * cuda_fill.h) read as every dtype a collective uses on it. Host rounding as the device's
+ * __float2bfloat16_rn: round to nearest even on the upper half. */
+static uint16_t bf16_rn(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+static int finite_as_bf16(uint16_t h)
+{
+    return ((h >> 7) & 0xFFu) != 0xFFu;    /* exponent all ones: Inf or NaN */
+}
+
+#define FILL_N 65536
+
+static void test_comm_fill_dtypes(void **state)
+{
+    (void)state;
+    static uint16_t half[FILL_N];
+    static float full[FILL_N / 2];
+    const uint64_t seed = FILL_SEED;
+    /* a bf16 run's fill: finite as bf16 (TP, PP) and, pairs read as fp32, as fp32 (DP) */
+    for (size_t i = 0; i < FILL_N; i++)
+        half[i] = bf16_rn(ck_fill_value(seed, i, -1.0f, 2.0f));
+    for (size_t i = 0; i < FILL_N; i++)
+        assert_true(finite_as_bf16(half[i]));
+    memcpy(full, half, sizeof full);
+    for (size_t i = 0; i < FILL_N / 2; i++)
+        assert_true(isfinite(full[i]) && fabsf(full[i]) <= 1.01f);
+#ifdef __FLT16_MAX__
+    /* an fp16 run's likewise */
+    for (size_t i = 0; i < FILL_N; i++) {
+        _Float16 h = (_Float16)ck_fill_value(seed, i, -1.0f, 2.0f);
+        memcpy(&half[i], &h, sizeof h);
+    }
+    memcpy(full, half, sizeof full);
+    for (size_t i = 0; i < FILL_N / 2; i++)
+        assert_true(isfinite(full[i]) && fabsf(full[i]) <= 1.01f);
+#endif
+    /* the old fill, fp32 whatever the run: read as bf16, the low halves are arbitrary bit
+     * patterns and some are Inf/NaN (the all-reduce then sums them) */
+    for (size_t i = 0; i < FILL_N / 2; i++)
+        full[i] = ck_fill_value(seed, i, -1.0f, 2.0f);
+    memcpy(half, full, sizeof half);
+    size_t bad = 0;
+    for (size_t i = 0; i < FILL_N; i++)
+        bad += !finite_as_bf16(half[i]);
+    assert_true(bad > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -130,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_recoverable_errors),
         cmocka_unit_test(test_placement),
         cmocka_unit_test(test_point_alloc_tally),
+        cmocka_unit_test(test_comm_fill_dtypes),
 #ifndef PDBX_CUDA_NO_NCCL
         cmocka_unit_test(test_nccl_oom_mapping),
 #endif

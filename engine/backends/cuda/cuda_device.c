@@ -253,8 +253,13 @@ int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_
     if (rc)
         return rc;
     c->comm_bytes = bytes;
-    /* Real values (fp32-sized elements cover any dtype's bytes). */
-    CU_TRY("fill(collective buffer)", ck_fill_uniform(c->comm_buf, bytes / 4, PDBX_DTYPE_FP32,
+    /* Real values in the run's dtype, the one the TP and PP collectives read: an fp32 fill
+     * read as bf16/fp16 made about 3% Inf/NaN of the low halves' bit patterns. The DP
+     * all-reduce reads the same bytes as fp32: each pair of 16-bit values in [-1, 1) is an
+     * fp32 whose high half is the second value, so finite and of its magnitude
+     * (tests/cuda/test_cuda_checks.c checks both readings of the fill). */
+    const size_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    CU_TRY("fill(collective buffer)", ck_fill_uniform(c->comm_buf, bytes / es, c->dtype,
                                                       FILL_SEED, -1.0f, 1.0f, c->stream));
     CU_TRY("cudaStreamSynchronize(collective buffer)", cudaStreamSynchronize(c->stream));
     *buf = c->comm_buf;

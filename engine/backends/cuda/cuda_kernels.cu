@@ -6,6 +6,7 @@
  * in fp32. The dispatch switch at the bottom of each entry point maps pdbx_dtype to T.
  */
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_fill.h"
 #include "engine/backends/cuda/cuda_rowsplit.h"
 
 #include <cuda_bf16.h>
@@ -35,14 +36,6 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
     return __float2bfloat16_rn(v);
 }
 
-/* splitmix64: a counter-based hash, so fills are deterministic and need no state. */
-__device__ __forceinline__ uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 /* Grid for grid-stride loops: enough blocks to fill any current GPU, capped so the launch
  * stays small for small n. */
@@ -59,9 +52,7 @@ __global__ void fill_uniform_kernel(T *buf, size_t n, uint64_t seed, float lo, f
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t r = mix64(seed ^ mix64(i));
-        float u = (float)(r >> 40) * (1.0f / 16777216.0f);   /* 24 random bits in [0,1) */
-        buf[i] = from_f32<T>(lo + span * u);
+        buf[i] = from_f32<T>(ck_fill_value(seed, i, lo, span));   /* cuda_fill.h */
     }
 }
 
@@ -69,7 +60,7 @@ __global__ void fill_tokens_kernel(int32_t *ids, size_t n, int32_t vocab, uint64
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        ids[i] = (int32_t)(mix64(seed ^ mix64(i)) % (uint64_t)vocab);
+        ids[i] = (int32_t)(ck_mix64(seed ^ ck_mix64(i)) % (uint64_t)vocab);
 }
 
 /* One block per token; rows are copied in 16-byte vectors when the row size allows it. */
