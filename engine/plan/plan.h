@@ -68,6 +68,16 @@ const char *pdbx_launcher_name(pdbx_launcher_kind k);  /* "auto", "local", "mpir
 /* 0 with *out, or -1 with one line naming the value and what is allowed. */
 int pdbx_launcher_parse(const char *text, pdbx_launcher_kind *out, char *err, size_t errlen);
 
+/* How an fp32 GEMM multiplies (docs/cuda.md, "Math modes and GEMM API"): ieee = fp32 FMA (PyTorch's
+ * default, allow_tf32 off); tf32 = TF32 tensor cores (cuda only: the cpu backend refuses it). */
+typedef enum { PDBX_FP32_MATH_IEEE = 0, PDBX_FP32_MATH_TF32 } pdbx_fp32_math;
+const char *pdbx_fp32_math_name(pdbx_fp32_math m);    /* "ieee", "tf32" */
+/* The GEMM library of the cuda backend: cuBLASLt (cublasLtMatmul) or cuBLAS (cublasGemmEx, what
+ * PyTorch's bias-free F.linear calls unless TORCH_BLAS_PREFER_CUBLASLT is set). The cpu backend
+ * runs OpenBLAS and refuses cublas. */
+typedef enum { PDBX_GEMM_API_CUBLASLT = 0, PDBX_GEMM_API_CUBLAS } pdbx_gemm_api;
+const char *pdbx_gemm_api_name(pdbx_gemm_api g);      /* "cublaslt", "cublas" */
+
 const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" */
 int pdbx_dtype_bytes(pdbx_dtype d);
 const char *pdbx_backend_name(pdbx_backend_kind b);   /* "auto", "cpu", "cuda" */
@@ -106,6 +116,11 @@ typedef struct {
     pdbx_recompute recompute; /* training memory keeps only layer inputs (full) or all (none) */
     double timeout_s;         /* a collective not done within this fails the run */
     int flush_l2;             /* cuda: flush L2 between repetitions */
+    /* Q/K/V as one fused QKV GEMM and gate/up as one fused fc1 GEMM (Megatron's shapes); each
+     * fused time is attributed to its ops by FLOP share (pdbx_fused_share) */
+    int fused_projections;
+    pdbx_fp32_math fp32_math; /* fp32 runs: IEEE fp32 or TF32 tensor cores (cuda) */
+    pdbx_gemm_api gemm_api;   /* cuda: cuBLASLt or cuBLAS (cublasGemmEx) */
 } pdbx_spec;
 
 /* Directory holding models/, gpus/, sweeps/: $PDBX_CONFIGS, else <exe dir>/../../configs
@@ -148,6 +163,11 @@ int pdbx_spec_field_doc_get(size_t i, pdbx_spec_field_doc *out);
  * -1 for an unknown field. */
 int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_t len);
 int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
+/* Whether a backend can run the math mode and GEMM API asked for: 0, or -1 with one line naming
+ * the field, the value and what the backend allows (cpu: ieee and the default gemm_api only).
+ * pdbx_spec_validate checks a named backend; pdbx-engine checks auto once resolved. */
+int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
+                             char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
 
 /* ---- memory model (design.md section 4) --------------------------------------------- */

@@ -171,7 +171,12 @@ static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
 {
     if (check_bool("predict_oom", s->predict_oom, err, errlen) != 0 || check_bool("zero1", s->zero1, err, errlen) != 0 ||
         check_bool("flash_attention", s->flash_attention, err, errlen) != 0 ||
-        check_bool("flush_l2", s->flush_l2, err, errlen) != 0)
+        check_bool("flush_l2", s->flush_l2, err, errlen) != 0 ||
+        check_bool("fused_projections", s->fused_projections, err, errlen) != 0)
+        return -1;
+    /* backend auto is checked once it is resolved (pdbx-engine, start of the run) */
+    if (pdbx_backend_modes_check(s->backend == PDBX_BACKEND_AUTO ? PDBX_BACKEND_CUDA : s->backend,
+                                 s->fp32_math, s->gemm_api, err, errlen) != 0)
         return -1;
     int e = pdbx_dtype_bytes(s->dtype);
     if (!(s->bytes_per_param >= 2 * e && s->bytes_per_param <= 64))
@@ -192,6 +197,27 @@ static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
         return pdbx_fail(err, errlen, "gpu: cpu is the host preset, backend cuda needs a GPU preset (allowed: %s)",
                          used ? list : "a gpus/<name>.json preset");
     }
+    return 0;
+}
+
+int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
+                             char *err, size_t errlen)
+{
+    if ((int)fp32_math < PDBX_FP32_MATH_IEEE || (int)fp32_math > PDBX_FP32_MATH_TF32)
+        return pdbx_fail(err, errlen, "fp32_math: %d is out of range (allowed: ieee, tf32)", (int)fp32_math);
+    if ((int)gemm_api < PDBX_GEMM_API_CUBLASLT || (int)gemm_api > PDBX_GEMM_API_CUBLAS)
+        return pdbx_fail(err, errlen, "gemm_api: %d is out of range (allowed: cublaslt, cublas)", (int)gemm_api);
+    if (backend != PDBX_BACKEND_CPU)
+        return 0;
+    /* refused rather than recorded as "no effect": a cpu run asked for TF32 or cuBLAS would
+     * look like a measurement of them */
+    if (fp32_math != PDBX_FP32_MATH_IEEE)
+        return pdbx_fail(err, errlen, "fp32_math: \"%s\" is not available on backend cpu (allowed on cpu: ieee; "
+                         "tf32 needs backend cuda)", pdbx_fp32_math_name(fp32_math));
+    if (gemm_api != PDBX_GEMM_API_CUBLASLT)
+        return pdbx_fail(err, errlen, "gemm_api: \"%s\" is not available on backend cpu (allowed on cpu: "
+                         "cublaslt, the default, which the cpu backend runs as OpenBLAS; cublas needs backend "
+                         "cuda)", pdbx_gemm_api_name(gemm_api));
     return 0;
 }
 

@@ -32,6 +32,11 @@ static int cpu_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *er
         return PDBX_EOOM;
     }
     c->cfg = *cfg;
+    /* the engine refuses these before init (exit 2); a caller that did not is refused here */
+    if (pdbx_backend_modes_check(PDBX_BACKEND_CPU, cfg->fp32_math, cfg->gemm_api, err, errlen) != 0) {
+        free(c);
+        return -1;
+    }
     if (cfg->dtype == PDBX_DTYPE_BF16 && !(c->sbgemm = pdbx_cpu_find_sbgemm())) {
         snprintf(err, errlen, "dtype: bf16 needs cblas_sbgemm, which this OpenBLAS (%s) does not "
                  "provide (allowed on this host: fp32)", openblas_get_config());
@@ -91,7 +96,11 @@ static int cpu_describe(pdbx_compute *c, cJSON *env)
         !cJSON_AddStringToObject(env, "blas", blasv) ||
         !cJSON_AddNumberToObject(env, "blas_threads", c->cfg.blas_threads) ||
         !cJSON_AddNumberToObject(env, "blas_threads_effective", openblas_get_num_threads()) ||
-        !cJSON_AddStringToObject(env, "timer", "CLOCK_MONOTONIC around each call"))
+        !cJSON_AddStringToObject(env, "timer", "CLOCK_MONOTONIC around each call") ||
+        /* what the GEMMs ran as (docs/cuda.md, "Math modes and GEMM API"): OpenBLAS sgemm is
+         * IEEE fp32 (and sbgemm accumulates in fp32) */
+        !cJSON_AddStringToObject(env, "fp32_math", "ieee") ||
+        !cJSON_AddStringToObject(env, "gemm_api", "openblas"))
         return -1;
     return 0;
 }
