@@ -217,6 +217,13 @@ typedef enum {
     PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_BUF_NORM_RSTD,
     PDBX_BUF_GRAD_EMBED_TABLE, PDBX_BUF_GRAD_NORM_W, PDBX_BUF_GRAD_LM_HEAD_W, PDBX_BUF_GRAD_W_Q,
     PDBX_BUF_GRAD_W_KV, PDBX_BUF_GRAD_W_O, PDBX_BUF_GRAD_W_GATE_UP, PDBX_BUF_GRAD_W_DOWN,
+    /* fused_projections: the fused GEMMs' weights (per layer, [h, n_fused] in the backend's
+     * weight layout), outputs, and with bwd their output gradients (GEMM dtype) and fp32
+     * weight gradients; the separate q/k/v/gate/up weights and weight gradients are then not
+     * allocated */
+    PDBX_BUF_QKV_FUSED, PDBX_BUF_GATE_UP_FUSED, PDBX_BUF_L_QKV_FUSED, PDBX_BUF_L_GATE_UP_FUSED,
+    PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED,
+    PDBX_BUF_GRAD_W_GATE_UP_FUSED,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -240,6 +247,7 @@ typedef struct {
     pdbx_dtype dtype;
     pdbx_backend_kind backend;    /* PDBX_BACKEND_CPU or PDBX_BACKEND_CUDA (auto: see below) */
     int threads;                  /* cpu: BLAS threads per rank (one attention scratch each) */
+    int fused_projections;        /* fused QKV / fc1 buffers instead of the separate weights */
 } pdbx_profile_point;
 
 #define PDBX_PROFILE_MAX_BUFS PDBX_BUF_ROLES
@@ -306,5 +314,21 @@ typedef struct {
     double bytes;                 /* bytes read + written, minimal (roofline) */
 } pdbx_op_shape;
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+
+/* ---- fused projections (spec fused_projections; docs/spec.md, "Fused projections") -------
+ * Megatron runs Q/K/V as one GEMM (linear_qkv) and gate/up as one (linear_fc1). With
+ * fused_projections the backends run the fused GEMM when asked for the group's leader
+ * (attn_q: QKV, mlp_gate: fc1) and the engine gives each op of the group the fused time x
+ * its FLOP share (its own 2mnk over the fused 2mnk: n over the fused n). */
+/* The leader of op's group (attn_q for attn_q/k/v, mlp_gate for mlp_gate/up), or
+ * PDBX_OP_COUNT for an op in no group. */
+pdbx_op pdbx_fused_leader(pdbx_op op);
+/* The fused GEMM of leader's group on one TP rank: [T, (heads + 2 kv_heads) x head_dim per rank]
+ * from [T, h] for attn_q, [T, 2 x intermediate per rank] for mlp_gate. 0, or -1 (not a leader,
+ * bad shape). */
+int pdbx_fused_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op leader, pdbx_op_shape *out);
+/* op's share of its group's fused FLOPs (q: heads/(heads + 2 kv_heads)); 1 for an op in no
+ * group; NaN when the shapes cannot be made. The shares of a group sum to 1. */
+double pdbx_fused_share(const pdbx_spec *spec, int tp, int mbs, pdbx_op op);
 
 #endif

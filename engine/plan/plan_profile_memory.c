@@ -62,6 +62,11 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_LM_HEAD_W] = "d lm_head weight", [PDBX_BUF_GRAD_W_Q] = "d q_proj",
     [PDBX_BUF_GRAD_W_KV] = "d k_proj, v_proj", [PDBX_BUF_GRAD_W_O] = "d o_proj",
     [PDBX_BUF_GRAD_W_GATE_UP] = "d gate_proj, up_proj", [PDBX_BUF_GRAD_W_DOWN] = "d down_proj",
+    [PDBX_BUF_QKV_FUSED] = "qkv (fused)", [PDBX_BUF_GATE_UP_FUSED] = "mlp_fc1_out (fused)",
+    [PDBX_BUF_L_QKV_FUSED] = "layer qkv_proj (fused)", [PDBX_BUF_L_GATE_UP_FUSED] = "layer fc1 (fused)",
+    [PDBX_BUF_GRAD_QKV_FUSED] = "d qkv (fused, gemm dtype)",
+    [PDBX_BUF_GRAD_GATE_UP_FUSED] = "d mlp_fc1_out (fused, gemm dtype)",
+    [PDBX_BUF_GRAD_W_QKV_FUSED] = "d qkv_proj (fused)", [PDBX_BUF_GRAD_W_GATE_UP_FUSED] = "d fc1 (fused)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -329,6 +334,59 @@ static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out
 }
 #undef HAS
 
+#define QKV_OPS (PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V))
+#define FC1_OPS (PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP))
+
+static int listed(const pdbx_profile_memory *out, pdbx_buf_role r)
+{
+    for (int i = 0; i < out->nbufs; i++)
+        if (out->buf[i].role == r)
+            return 1;
+    return 0;
+}
+
+/* fused_projections (both backends): per fused group whose ops are prepared, its weight per
+ * layer ([h, n_fused] in the dtype), its output (cpu: fp32 as every cpu GEMM output; cuda:
+ * the dtype) and, with bwd, its output gradient in the GEMM dtype and its fp32 weight
+ * gradient; the GEMM's input (and, with bwd, its gradient: the dgrad's output) where the lists
+ * above left it out (cuda allocates by the ops prepared, and the group's bits are cleared for
+ * them: see pdbx_profile_memory_list). */
+static void fused_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    const int cpu = p->backend == PDBX_BACKEND_CPU;
+    const double e = cpu ? (p->dtype == PDBX_DTYPE_BF16 ? 2 : 4) : (p->dtype == PDBX_DTYPE_FP32 ? 4 : 2);
+    const double y = cpu ? 4 : e, f = 4;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double d = p->model.head_dim, I = p->model.intermediate / p->tp;
+    double (*sz)(double) = cpu ? lines : exact;
+    const int bwd = (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0;
+    const struct {
+        uint32_t ops;
+        double n;
+        pdbx_buf_role in, grad_in, outb, w, grad_out, grad_w;
+    } groups[2] = {
+        {QKV_OPS, (heads + 2 * kv) * d, PDBX_BUF_NORM_OUT, PDBX_BUF_GRAD_NORM_OUT, PDBX_BUF_QKV_FUSED,
+         PDBX_BUF_L_QKV_FUSED, PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED},
+        {FC1_OPS, 2 * I, PDBX_BUF_POST_NORM_OUT, PDBX_BUF_GRAD_POST_NORM_OUT, PDBX_BUF_GATE_UP_FUSED,
+         PDBX_BUF_L_GATE_UP_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_GATE_UP_FUSED},
+    };
+    for (int g = 0; g < 2; g++) {
+        if (!(p->ops & groups[g].ops))
+            continue;
+        if (!listed(out, groups[g].in))
+            add(out, groups[g].in, PDBX_MEM_ACTIVATIONS, sz(T * h * e), 1);
+        add(out, groups[g].outb, PDBX_MEM_ACTIVATIONS, sz(T * groups[g].n * y), 1);
+        add(out, groups[g].w, PDBX_MEM_WEIGHTS, sz(h * groups[g].n * e), p->layers);
+        if (!bwd)
+            continue;
+        if (!listed(out, groups[g].grad_in))
+            add(out, groups[g].grad_in, PDBX_MEM_GRADS, sz(T * h * e), 1);
+        add(out, groups[g].grad_out, PDBX_MEM_GRADS, sz(T * groups[g].n * e), 1);
+        add(out, groups[g].grad_w, PDBX_MEM_GRADS, sz(h * groups[g].n * f), 1);
+    }
+}
+
 int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *out, char *err,
                              size_t errlen)
 {
@@ -342,16 +400,24 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         m->intermediate < 1 || m->vocab < 1 || m->heads % p->tp || m->intermediate % p->tp)
         return pdbx_fail(err, errlen, "profile memory: tp %d does not divide heads %d and "
                          "intermediate %d", p->tp, m->heads, m->intermediate);
+    /* fused: the separate projections' weights (and buffers only they need) are not
+     * allocated: the lists see the point without the fused groups' ops, fused_list adds the
+     * fused buffers */
+    pdbx_profile_point sep = *p;
+    if (p->fused_projections)
+        sep.ops &= ~(uint32_t)(QKV_OPS | FC1_OPS);
     if (p->backend == PDBX_BACKEND_CPU) {
         if (m->vocab % p->tp)
             return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "
                              "vocab_size %d", p->tp, m->vocab);
-        cpu_list(p, out);
-        cpu_grad_list(p, out);
+        cpu_list(&sep, out);
+        cpu_grad_list(&sep, out);
     } else {
-        cuda_list(p, out);
-        cuda_grad_list(p, out);
+        cuda_list(&sep, out);
+        cuda_grad_list(&sep, out);
     }
+    if (p->fused_projections)
+        fused_list(p, out);
     comm_messages(p, out);
     return 0;
 }
@@ -374,6 +440,7 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
         backend = strcmp(spec->gpu.name, "cpu") == 0 ? PDBX_BACKEND_CPU : PDBX_BACKEND_CUDA;
     out->backend = backend;
     out->threads = threads > 0 ? threads : 1;
+    out->fused_projections = spec->fused_projections;
 }
 
 int pdbx_plan_point_memory(const pdbx_spec *spec, const pdbx_plan_point *pt,

@@ -140,11 +140,37 @@ static int check_config(const pdbx_spec *s, int i, char *err, size_t errlen)
     return 0;
 }
 
+/* fused_projections times each group as one GEMM: its ops are measured together or not at
+ * all (a lone attn_k has no GEMM of its own to time). */
+static int check_fused_groups(const pdbx_spec *s, char *err, size_t errlen)
+{
+    static const pdbx_op groups[2][3] = {{PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V},
+                                         {PDBX_OP_MLP_GATE, PDBX_OP_MLP_UP, PDBX_OP_COUNT}};
+    if (!s->fused_projections)
+        return 0;
+    for (int g = 0; g < 2; g++) {
+        int in = 0, n = g == 0 ? 3 : 2;
+        for (int i = 0; i < n; i++)
+            in += (s->ops & PDBX_OP_BIT(groups[g][i])) != 0;
+        if (in == 0 || in == n)
+            continue;
+        pdbx_op present = PDBX_OP_COUNT, missing = PDBX_OP_COUNT;
+        for (int i = n - 1; i >= 0; i--)
+            *(s->ops & PDBX_OP_BIT(groups[g][i]) ? &present : &missing) = groups[g][i];
+        return pdbx_fail(err, errlen, "ops: %s without %s while fused_projections is true (allowed: %s "
+                         "together, or none of them: they are timed as one fused GEMM)", pdbx_op_name(present),
+                         pdbx_op_name(missing), g == 0 ? "attn_q, attn_k, attn_v" : "mlp_gate, mlp_up");
+    }
+    return 0;
+}
+
 /* The ops mask, the collectives switch and the message sizes. */
 static int check_ops(const pdbx_spec *s, char *err, size_t errlen)
 {
     if (s->ops == 0)
         return pdbx_fail(err, errlen, "ops: empty (allowed: one or more op names, or \"all\")");
+    if (check_fused_groups(s, err, errlen) != 0)
+        return -1;
     if (s->ops & ~PDBX_OPS_ALL)
         return pdbx_fail(err, errlen, "ops: unknown op bits 0x%x (allowed: mask 0x%x)", (unsigned)(s->ops & ~PDBX_OPS_ALL),
                          (unsigned)PDBX_OPS_ALL);

@@ -555,6 +555,7 @@ static void test_round_trip(void **state)
     assert_int_equal(pdbx_spec_set(&s, "coll_sizes", "1,8,16G", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "collectives", "false", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "name", "custom-70b", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "ops", "attn_q,attn_k,attn_v,mlp_act_fn,tp_allreduce_mlp", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "fused_projections", "true", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "fp32_math", "tf32", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "gemm_api", "cublas", err, sizeof err), 0);
@@ -596,6 +597,17 @@ static void test_gemm_modes(void **state)
     assert_int_equal(pdbx_backend_modes_check(PDBX_BACKEND_CUDA, s.fp32_math, s.gemm_api, err, sizeof err), 0);
     assert_int_equal(spec_from_text("{\"fused_projections\": true}", &s, err, sizeof err), 0);
     assert_int_equal(s.fused_projections, 1);
+    /* a fused group is timed as one GEMM: all of its ops or none */
+    assert_int_equal(spec_from_text("{\"fused_projections\": true, \"ops\": \"attn_q,attn_v,mlp_gate,mlp_up\"}",
+                                    &s, err, sizeof err), -1);
+    assert_string_equal(err, "ops: attn_q without attn_k while fused_projections is true (allowed: attn_q, attn_k, "
+                             "attn_v together, or none of them: they are timed as one fused GEMM)");
+    assert_int_equal(spec_from_text("{\"fused_projections\": true, \"ops\": \"attn_q,attn_k,attn_v,mlp_up\"}",
+                                    &s, err, sizeof err), -1);
+    assert_string_equal(err, "ops: mlp_up without mlp_gate while fused_projections is true (allowed: mlp_gate, "
+                             "mlp_up together, or none of them: they are timed as one fused GEMM)");
+    assert_int_equal(spec_from_text("{\"fused_projections\": true, \"ops\": \"attn_core,mlp_gate,mlp_up\"}",
+                                    &s, err, sizeof err), 0);
 }
 
 int main(void)
