@@ -5,6 +5,7 @@
 #    1/4 at the tiny model's 8 q and 4 kv heads; gate and up 1/2); the cells of a group are one
 #    set of samples split by share (each cell / its share is the same fused time, the sum of
 #    the means is it) in both passes; the trace has the group's ops back to back;
+#  - the fused buffers are the planner's: the measured peak is within 15% of the profile memory;
 #  - run_start's env records fp32_math "ieee" and gemm_api "openblas"; `pdbx show` prints them;
 #  - the NPZ's and the CSV's meta.json say "projections": "fused" and how it was attributed;
 #  - fp32_math tf32 or gemm_api cublas on backend cpu: exit 2 with one line naming field,
@@ -84,6 +85,17 @@ for m in metas:
     assert m["fp32_math"] == "ieee" and m["gemm_api"] == "openblas", m
 print("meta:", metas[0]["projections_note"][:60], "...")
 PYEOF
+
+phase "fused buffers: the measured peak against the profile memory"
+tiny_spec "$TMP/m.json" 'fused_projections=true' 'passes="fwd,bwd"' 'configs=[{"tp":1,"pp":1,"dp":1}]' \
+    'mbs="4:4"' 'seq_len=256'
+mpirun_np 1 "$ENGINE" --spec "$TMP/m.json" --store "$TMP/st_m" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (memory)"; }
+ev_py "$(run_file "$TMP/st_m")" '
+e = [e for e in E if e["type"] == "point_end"][0]
+pred, peak = e["profile_mem_bytes"], e["mem_peak_bytes"]
+print("fused fwd+bwd MBS 4 seq 256: predicted %.1f MiB, measured %.1f MiB, %.3f" % (pred / 2**20, peak / 2**20, peak / pred))
+assert e["status"] == "ok" and 0.85 <= peak / pred <= 1.15, e
+' || fail "fused memory"
 
 phase "refusals on the cpu backend"
 for kv in 'fp32_math="tf32"' 'gemm_api="cublas"'; do
