@@ -365,7 +365,9 @@ static int run_steps(point_run *pr)
  * The ranks agree on whether to go on and on the batch (the collectives must match). */
 typedef void (*cell_exec)(point_run *pr, int arg, int rep);
 
-static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg)
+/* share: the fraction of one execution a sample of row holds (a fused leader's FLOP share;
+ * else 1): batches are sized on whole executions. */
+static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg, double share)
 {
     const pdbx_spec *sp = &pr->e->spec;
     const pdbx_adaptive_rule rule = { sp->target_rel_ci, sp->min_reps, sp->max_reps, sp->max_seconds_per_op };
@@ -377,7 +379,7 @@ static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg)
         if (!pr->failed && !sm->oom &&
             pdbx_adaptive_state(&rule, sm->s[row], sm->n[row], pdbx_mono_s() - t0) == PDBX_CELL_MORE) {
             mine[0] = 1;
-            mine[1] = pdbx_adaptive_batch(&rule, sm->n[row], mean_of(sm, row), BATCH_S);
+            mine[1] = pdbx_adaptive_batch(&rule, sm->n[row], mean_of(sm, row) / share, BATCH_S);
         }
         MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
         if (!all[0])
@@ -421,7 +423,8 @@ static int run_cells(point_run *pr)
                 continue;
             if (pdbx_agree_cancel(e, pr->pt->index))
                 return 1;
-            adaptive_cell(pr, PDBX_ROW_OP(pass, op), exec_op, op | pass << 8);
+            adaptive_cell(pr, PDBX_ROW_OP(pass, op), exec_op, op | pass << 8,
+                          pr->fused_leader[op] == (pdbx_op)op ? pr->fused_share[op] : 1);
             pdbx_noise_device_sample(&e->noise, e->be.compute, e->compute);
         }
     }
@@ -431,7 +434,7 @@ static int run_cells(point_run *pr)
             continue;
         if (pdbx_agree_cancel(e, pr->pt->index))
             return 1;
-        adaptive_cell(pr, comm_rows[i], exec_comm, comm_rows[i]);
+        adaptive_cell(pr, comm_rows[i], exec_comm, comm_rows[i], 1);
     }
     return 0;
 }
