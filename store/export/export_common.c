@@ -41,8 +41,8 @@ void pdbx_export_gemm_modes(int *ok, cJSON *obj, const pdbx_run *run)
     static const char *const env_keys[] = {"fp32_math", "gemm_api"};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const cJSON *v = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, env_keys[i]) : NULL;
-        pdbx_json_put(ok, obj, env_keys[i], cJSON_IsString(v) ? cJSON_CreateString(v->valuestring)
-                                                               : cJSON_CreateNull());
+        pdbx_json_put(ok, obj, env_keys[i], v && cJSON_IsString(v) ? cJSON_CreateString(v->valuestring)
+                                                                    : cJSON_CreateNull());
     }
 }
 

@@ -110,11 +110,11 @@ static void print_gemm_modes(const pdbx_run *run, FILE *out)
     const cJSON *math = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "fp32_math") : NULL;
     const cJSON *api = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "gemm_api") : NULL;
     const cJSON *fused = run->spec ? cJSON_GetObjectItemCaseSensitive(run->spec, "fused_projections") : NULL;
-    if (!cJSON_IsString(math) && !cJSON_IsString(api) && !cJSON_IsTrue(fused))
+    const char *m = math && cJSON_IsString(math) ? math->valuestring : NULL;
+    const char *g = api && cJSON_IsString(api) ? api->valuestring : NULL;
+    if (!m && !g && !cJSON_IsTrue(fused))
         return;
-    pdbx_cli_line(out, "gemm: fp32 math %s, api %s, projections %s",
-                  cJSON_IsString(math) ? math->valuestring : PDBX_NA,
-                  cJSON_IsString(api) ? api->valuestring : PDBX_NA,
+    pdbx_cli_line(out, "gemm: fp32 math %s, api %s, projections %s", m ? m : PDBX_NA, g ? g : PDBX_NA,
                   cJSON_IsTrue(fused) ? "fused (QKV, fc1; times split by FLOP share)" : "separate");
 }
 

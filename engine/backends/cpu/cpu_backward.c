@@ -159,7 +159,8 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     cpu_grads *g = &c->grad;
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
-    cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
+    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
+    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
 /* the GEMM dtype's copy of activation (or gradient) a: the bf16 one when the GEMMs run bf16 */
 #define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
     switch (op) {

@@ -179,7 +179,8 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     }
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
-    cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
+    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
+    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
     const float eps = 1e-5f;
     double t0 = pdbx_mono_s() * 1e3;
     if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
