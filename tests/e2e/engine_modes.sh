@@ -123,4 +123,13 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
         || { cat "$TMP/a.err"; fail "auto refusal message"; }
     [ -z "$(ls "$TMP/st_a/runs" 2>/dev/null)" ] || fail "a refused run left a run file"
 fi
+# the CLI's flags (from the field table) reach the same checks: exit 2, one line
+rc=0; "$PDBX" plan quick --fp32-math tf32 >/dev/null 2>"$TMP/p.err" || rc=$?
+[ "$rc" = 2 ] && grep -qx 'pdbx plan: fp32_math: "tf32" is not available on backend cpu (allowed on cpu: ieee; tf32 needs backend cuda)' "$TMP/p.err" \
+    || { cat "$TMP/p.err"; fail "pdbx plan --fp32-math tf32 on cpu: exit $rc"; }
+rc=0; "$PDBX" plan quick --fp32-math fast >/dev/null 2>"$TMP/p.err" || rc=$?
+[ "$rc" = 2 ] && grep -qx 'pdbx plan: fp32_math: "fast" is not allowed (allowed: ieee, tf32)' "$TMP/p.err" \
+    || { cat "$TMP/p.err"; fail "pdbx plan --fp32-math fast: exit $rc"; }
+"$PDBX" plan quick --backend cuda --gpu H100-SXM --gemm-api cublas --fp32-math tf32 --fused-projections true \
+    >/dev/null 2>"$TMP/p.err" || { cat "$TMP/p.err"; fail "pdbx plan with the cuda modes"; }
 echo "PASS: engine_modes"
