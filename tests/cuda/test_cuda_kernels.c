@@ -940,6 +940,22 @@ static void test_host_dims_match_plan(void **state)
                 assert_int_equal(d.vstart, (int64_t)(tp - 1) * d.vocab);   /* last TP rank */
                 assert_int_equal(d.heads * tp, m->heads);
                 assert_int_equal(p.shape[PDBX_OP_ATTN_CORE].batch, mbs * d.heads);
+                /* fused: the fused GEMMs' n is the planner's (q + k + v, gate + up), the group
+                 * bits become the fused ones, and only the leaders may run */
+                pdbx_op_shape fq, ff;
+                assert_int_equal(pdbx_fused_shape_for(&spec, tp, mbs, PDBX_OP_ATTN_Q, &fq), 0);
+                assert_int_equal(pdbx_fused_shape_for(&spec, tp, mbs, PDBX_OP_MLP_GATE, &ff), 0);
+                assert_int_equal(fq.n, (d.heads + 2 * d.kv_heads) * d.head_dim);
+                assert_int_equal(ff.n, 2 * d.inter);
+                p.fused_projections = 1;
+                cuda_dims fd;
+                assert_int_equal(cuda_point_dims(&p, 0, &fd, err, sizeof err), 0);
+                assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
+                assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
+                assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
+                             cuda_op_prepared(&fd, PDBX_OP_MLP_UP));
+                assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
+                p.fused_projections = 0;
                 /* A shape the backend would compute differently is refused, naming the op. */
                 p.shape[PDBX_OP_MLP_DOWN].k += 1;
                 assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);
