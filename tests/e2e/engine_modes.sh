@@ -70,6 +70,9 @@ ID=$(basename "$RUN" .pdbx)
 PDBX_STORE="$TMP/st" "$PDBX" show "$ID" >"$TMP/show" 2>&1 || { cat "$TMP/show"; fail "pdbx show"; }
 grep -q "^gemm: fp32 math ieee, api openblas, projections fused (QKV, fc1; times split by FLOP share)$" "$TMP/show" \
     || { cat "$TMP/show"; fail "show header lacks the gemm line"; }
+PDBX_STORE="$TMP/st" "$PDBX" show "$ID" --stats >"$TMP/stats" 2>&1 || { cat "$TMP/stats"; fail "pdbx show --stats"; }
+grep -Eq "attn_k .*fused in attn_q x0\.25$" "$TMP/stats" || { cat "$TMP/stats"; fail "--stats source of attn_k"; }
+grep -Eq "mlp_up .*fused in mlp_gate x0\.50$" "$TMP/stats" || { cat "$TMP/stats"; fail "--stats source of mlp_up"; }
 mkdir -p "$TMP/npz" "$TMP/csv"
 PDBX_STORE="$TMP/st" "$PDBX" export "$ID" --npz "$TMP/npz" --csv "$TMP/csv" >"$TMP/exp" 2>&1 || { cat "$TMP/exp"; fail "export"; }
 grep -qx "$TMP/csv/meta.json" "$TMP/exp" || { cat "$TMP/exp"; fail "csv meta.json not printed"; }

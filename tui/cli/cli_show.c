@@ -479,7 +479,9 @@ static cJSON *cells_json(const pdbx_rt_point *p)
             || add_item(o, "rel_ci", num_or_null(pdbx_stats_rel_ci(&c->stats), 1))
             || !cJSON_AddBoolToObject(o, "noisy", pdbx_rt_cell_noisy(c))
             || (c->reused && !cJSON_AddNumberToObject(o, "reused_from", c->source_point))
-            || (c->shared && !cJSON_AddStringToObject(o, "shared_with", pdbx_op_name(c->shared_op)))) {
+            || (c->shared && !cJSON_AddStringToObject(o, "shared_with", pdbx_op_name(c->shared_op)))
+            || (c->fused && (!cJSON_AddStringToObject(o, "fused_with", pdbx_op_name(c->fused_op))
+                             || !cJSON_AddNumberToObject(o, "fused_share", c->fused_share)))) {
             cJSON_Delete(cells);
             return NULL;
         }
