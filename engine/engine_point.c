@@ -110,6 +110,10 @@ typedef struct {
     int oom;                   /* the first failure was PDBX_EOOM (nccl: memory): point `oom` */
     int cancelled;
     pdbx_op sample_op[PDBX_OP_COUNT];
+    /* fused_projections: the leader of each op's fused group (PDBX_OP_COUNT: none, or not
+     * fused) and the op's FLOP share of the fused GEMM (pdbx_fused_share) */
+    pdbx_op fused_leader[PDBX_OP_COUNT];
+    double fused_share[PDBX_OP_COUNT];
     pdbx_point_mem mem;        /* rank 0: the largest measured peak over the ranks */
     char msg[MSG_LEN];
 } point_run;
@@ -183,6 +187,9 @@ static int coll_timed(point_run *pr, pdbx_group *g, pdbx_coll coll, pdbx_dtype d
 
 pdbx_op pdbx_point_sample_op(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
 {
+    /* fused projections: each op of a group has its own (attributed) samples */
+    if (spec->fused_projections && pdbx_fused_leader(op) != PDBX_OP_COUNT)
+        return op;
     pdbx_op with = op == PDBX_OP_ATTN_V ? PDBX_OP_ATTN_K
                  : op == PDBX_OP_MLP_UP ? PDBX_OP_MLP_GATE
                  : op == PDBX_OP_TP_ALLREDUCE_MLP ? PDBX_OP_TP_ALLREDUCE_ATTN : op;
@@ -196,6 +203,24 @@ pdbx_op pdbx_point_sample_op(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
     return a.m == b.m && a.n == b.n && a.k == b.k && a.batch == b.batch ? with : op;
 }
 
+/* A fused group's execution of ms (its leader ran the fused GEMM) as one sample per op of
+ * the group, ms x the op's FLOP share, and (trace) one trace entry per op, back to back from
+ * start in the group's order: the cells and the trace sum to the fused measurement. */
+static void push_fused(point_run *pr, pdbx_op leader, pdbx_pass pass, int layer, double start,
+                       double ms, int trace)
+{
+    double at = start;
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        if (pr->fused_leader[op] != leader)
+            continue;
+        const double part = ms * pr->fused_share[op];
+        push(&pr->sm, PDBX_ROW_OP(pass, op), part);
+        if (trace)
+            push_trace(&pr->sm, op, layer, at, part);
+        at += part;
+    }
+}
+
 /* Runs one execution of pass `pass` of op (a compute op, or a TP all-reduce) and adds its
  * sample; the trace keeps the step's forward (trace != 0). */
 static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double step0, int trace)
@@ -203,6 +228,8 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
     pdbx_engine *e = pr->e;
     if (!(e->spec.ops & PDBX_OP_BIT(op)))
         return;
+    if (pr->fused_leader[op] != PDBX_OP_COUNT && pr->fused_leader[op] != op)
+        return;   /* timed within its leader's fused GEMM */
     if (e->ev)
         pdbx_events_progress_op(e->ev, pdbx_op_name(op));
     double start = pdbx_mono_s() * 1e3, ms = 0;
@@ -230,6 +257,10 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
             fail_rc(pr, rc, err);
             return;
         }
+    }
+    if (pr->fused_leader[op] == op) {
+        push_fused(pr, op, pass, layer, start - step0, ms, trace);
+        return;
     }
     push(&pr->sm, PDBX_ROW_OP(pass, pr->sample_op[op]), ms);
     if (trace)
@@ -376,7 +407,9 @@ static int run_steps(point_run *pr)
  * The ranks agree on whether to go on and on the batch (the collectives must match). */
 typedef void (*cell_exec)(point_run *pr, int arg, int rep);
 
-static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg)
+/* share: the fraction of one execution a sample of row holds (a fused leader's FLOP share;
+ * else 1): batches are sized on whole executions. */
+static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg, double share)
 {
     const pdbx_spec *sp = &pr->e->spec;
     const pdbx_adaptive_rule rule = { sp->target_rel_ci, sp->min_reps, sp->max_reps, sp->max_seconds_per_op };
@@ -390,7 +423,7 @@ static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg)
             (st = pdbx_adaptive_state(&rule, sm->s[row], sm->n[row], pdbx_mono_s() - t0)) ==
                 PDBX_CELL_MORE) {
             mine[0] = 1;
-            mine[1] = pdbx_adaptive_batch(&rule, sm->n[row], mean_of(sm, row), BATCH_S);
+            mine[1] = pdbx_adaptive_batch(&rule, sm->n[row], mean_of(sm, row) / share, BATCH_S);
         }
         MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
         if (!all[0]) {
@@ -428,11 +461,13 @@ static int run_cells(point_run *pr)
             continue;
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             if (!(sp->ops & PDBX_OP_BIT(op)) || pr->sample_op[op] != (pdbx_op)op ||
+                (pr->fused_leader[op] != PDBX_OP_COUNT && pr->fused_leader[op] != (pdbx_op)op) ||
                 (pdbx_op_is_comm((pdbx_op)op) && (pass != PDBX_PASS_FWD || pr->cg->tp < 2)))
                 continue;
             if (pdbx_agree_cancel(e, pr->pt->index))
                 return 1;
-            adaptive_cell(pr, PDBX_ROW_OP(pass, op), exec_op, op | pass << 8);
+            adaptive_cell(pr, PDBX_ROW_OP(pass, op), exec_op, op | pass << 8,
+                          pr->fused_leader[op] == (pdbx_op)op ? pr->fused_share[op] : 1);
             pdbx_noise_device_sample(&e->noise, e->be.compute, e->compute);
         }
     }
@@ -442,7 +477,7 @@ static int run_cells(point_run *pr)
             continue;
         if (pdbx_agree_cancel(e, pr->pt->index))
             return 1;
-        adaptive_cell(pr, comm_rows[i], exec_comm, comm_rows[i]);
+        adaptive_cell(pr, comm_rows[i], exec_comm, comm_rows[i], 1);
     }
     return 0;
 }
@@ -457,6 +492,7 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
     ps->layers = e->spec.layers_profiled;
     ps->ops = e->spec.ops;
     ps->passes = e->spec.passes;
+    ps->fused_projections = e->spec.fused_projections;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
@@ -594,8 +630,11 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     pr.cg = cg;
     pr.compute = source == NULL;
     pr.mem.peak_bytes = pr.mem.base_bytes = NAN;
-    for (int op = 0; op < PDBX_OP_COUNT; op++)
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
         pr.sample_op[op] = pdbx_point_sample_op(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);
+        pr.fused_leader[op] = e->spec.fused_projections ? pdbx_fused_leader((pdbx_op)op) : PDBX_OP_COUNT;
+        pr.fused_share[op] = pdbx_fused_share(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);
+    }
     pr.comm_bytes = point_comm(e, pt, &pr.bytes);
     out->rows = NULL;
     out->setup_s = NAN;

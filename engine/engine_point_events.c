@@ -102,6 +102,11 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
             }
             c.shared = from != (pdbx_op)op;
             c.shared_op = from;
+            if (e->spec.fused_projections && pdbx_fused_leader((pdbx_op)op) != PDBX_OP_COUNT) {
+                c.fused = 1;
+                c.fused_op = pdbx_fused_leader((pdbx_op)op);
+                c.fused_share = pdbx_fused_share(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);
+            }
             c.reused = res->reused_from >= 0;
             c.source_point = res->reused_from;
             cJSON *ev = pdbx_event_op(pt->index, (pdbx_op)op, (pdbx_pass)pass, &c);

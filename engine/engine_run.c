@@ -97,7 +97,8 @@ int pdbx_run_configure(pdbx_engine *e, int argc, char **argv, pdbx_engine_args *
 
 /* ---- start ----------------------------------------------------------------------------- */
 
-/* Compute and comm backends on every rank; 0, or 1 when any rank failed (it says why). */
+/* Compute and comm backends on every rank; 0, 1 when any rank failed (it says why), or 2 when
+ * the loaded backend cannot run the spec's fp32_math / gemm_api (the same on every rank). */
 static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
 {
     char err[ERR_LEN] = "";
@@ -113,7 +114,15 @@ static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
         .local_rank = e->local_rank, .local_size = e->local_size, .world_rank = e->rank,
         .world_size = e->size, .blas_threads = e->blas_threads, .dtype = e->spec.dtype,
         .flush_l2 = e->spec.flush_l2, .flash_attention = e->spec.flash_attention,
+        .fp32_math = e->spec.fp32_math, .gemm_api = e->spec.gemm_api,
     };
+    /* backend auto is resolved now: a mode the loaded backend cannot run is a usage error */
+    if (pdbx_backend_modes_check(pdbx_engine_backend_kind(e), e->spec.fp32_math, e->spec.gemm_api, err,
+                                 sizeof err) != 0) {
+        if (e->rank == 0)
+            fprintf(stderr, "pdbx-engine: %s\n", err);
+        return 2;
+    }
     rc = e->be.compute->init(&cfg, &e->compute, err, sizeof err);
     if (rc == 0)
         rc = e->be.comm->init(e->compute, &e->comm, err, sizeof err);
@@ -213,8 +222,9 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
     }
     char note[256], notice[ERR_LEN] = "";
     e->blas_threads = pdbx_env_blas_threads(e->local_size, note, sizeof note);
-    if (start_backends(e, notice, sizeof notice) != 0)
-        return 1;
+    int started = start_backends(e, notice, sizeof notice);
+    if (started != 0)
+        return started;
     if (pdbx_env_gather_placement(e) != 0) {
         if (e->rank == 0)
             fprintf(stderr, "pdbx-engine: out of memory gathering the rank placement\n");

@@ -400,7 +400,9 @@ cJSON *pdbx_event_op(int point, pdbx_op op, pdbx_pass pass, const pdbx_cell *c)
              (pass == PDBX_PASS_FWD || jf_put_str(ev, "pass", pdbx_pass_name(pass))) &&
              add_cell_stats(ev, c) && jf_put_num(ev, "flops", c->flops) && jf_put_num(ev, "bytes", c->bytes) &&
              (!c->reused || jf_put_num(ev, "reused_from", c->source_point)) &&
-             (!c->shared || jf_put_str(ev, "shared_with", pdbx_op_name(c->shared_op)));
+             (!c->shared || jf_put_str(ev, "shared_with", pdbx_op_name(c->shared_op))) &&
+             (!c->fused || (jf_put_str(ev, "fused_with", pdbx_op_name(c->fused_op)) &&
+                            jf_put_num(ev, "fused_share", c->fused_share)));
     return jf_done(ev, ok);
 }
 
@@ -432,6 +434,14 @@ int pdbx_event_decode_op(const cJSON *ev, pdbx_ev_op *out, char *err, size_t err
     if (shared >= 0) {
         out->cell.shared = 1;
         out->cell.shared_op = (pdbx_op)shared;
+    }
+    /* absent (runs before fused_projections, or separate GEMMs): not fused */
+    int fused = pdbx_op_from_name(jf_str(ev, "fused_with"));
+    double share;
+    if (fused >= 0 && jf_num(ev, "fused_share", &share) && share > 0 && share <= 1) {
+        out->cell.fused = 1;
+        out->cell.fused_op = (pdbx_op)fused;
+        out->cell.fused_share = share;
     }
     return 0;
 }

@@ -91,10 +91,17 @@ typedef struct {
      *  reused: 1 when they were measured at point source_point (the same backend, dtype, TP,
      *          MBS, seq_len and op shape: PP and DP do not change a compute op), not here;
      *  shared: 1 when they are those of op shared_op of the same point (same shape and kernel,
-     *          e.g. attn_v of attn_k under GQA, mlp_up of mlp_gate). */
+     *          e.g. attn_v of attn_k under GQA, mlp_up of mlp_gate);
+     *  fused:  1 when the op ran inside one fused GEMM with the other ops of its group (spec
+     *          fused_projections: QKV, fc1), which fused_op's backend call timed; each sample
+     *          is that GEMM's time x fused_share, the op's FLOP share of it, so the cells of a
+     *          group sum to the fused measurement (0 in runs recorded before it). */
     int reused, source_point;
     int shared;
     pdbx_op shared_op;
+    int fused;
+    pdbx_op fused_op;
+    double fused_share;
 } pdbx_cell;
 
 /* What else ran on the machine while a point was measured (point_end's "noise"; valid == 0 in

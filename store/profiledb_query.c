@@ -152,6 +152,12 @@ int pdbx_point_cell_pass(const pdbx_point *p, pdbx_op op, pdbx_pass_sel sel, pdb
         out->shared = 1;
         out->shared_op = sh->shared_op;
     }
+    const pdbx_cell *fu = f->fused ? f : b->fused ? b : NULL;
+    if (fu) {   /* fwd and bwd of a fused op share their group and FLOP share */
+        out->fused = 1;
+        out->fused_op = fu->fused_op;
+        out->fused_share = fu->fused_share;
+    }
     return 1;
 }
 

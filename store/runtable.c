@@ -14,7 +14,7 @@ static const pdbx_stats no_stats = { 0, NAN, NAN, NAN, NAN, NAN, NAN };
  * unmeasured cell for a 0 ms one. */
 static pdbx_rt_cell cell_of(const pdbx_cell *c)
 {
-    pdbx_rt_cell r = { 0, no_stats, NAN, NAN, 0, -1, 0, PDBX_OP_EMBED };
+    pdbx_rt_cell r = { 0, no_stats, NAN, NAN, 0, -1, 0, PDBX_OP_EMBED, 0, PDBX_OP_EMBED, NAN };
     if (c->valid) {
         r.valid = 1;
         r.stats = c->stats;
@@ -24,6 +24,9 @@ static pdbx_rt_cell cell_of(const pdbx_cell *c)
         r.source_point = c->reused ? c->source_point : -1;
         r.shared = c->shared;
         r.shared_op = c->shared_op;
+        r.fused = c->fused;
+        r.fused_op = c->fused_op;
+        r.fused_share = c->fused ? c->fused_share : NAN;
     }
     return r;
 }
@@ -201,7 +204,10 @@ char *pdbx_rt_cell_source(const pdbx_rt_cell *c, char *buf, size_t len)
     if (c->valid && c->reused)
         n = snprintf(buf, len, "measured at point %d", c->source_point);
     if (c->valid && c->shared && n >= 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, "%sshared with %s", n ? ", " : "", pdbx_op_name(c->shared_op));
+        n += snprintf(buf + n, len - (size_t)n, "%sshared with %s", n ? ", " : "", pdbx_op_name(c->shared_op));
+    if (c->valid && c->fused && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "%sfused in %s x%.2f", n ? ", " : "", pdbx_op_name(c->fused_op),
+                 c->fused_share);
     return buf;
 }
 

@@ -38,9 +38,12 @@ typedef struct {
     pdbx_stats stats;          /* NaN (count 0) when !valid */
     double flops, bytes;       /* per TP rank, one execution (ops only; NaN when !valid) */
     /* provenance (profiledb.h pdbx_cell): measured at point source_point; the samples of
-     * shared_op of the same point */
+     * shared_op of the same point; fused_share of fused_op's fused GEMM (fused_projections) */
     int reused, source_point, shared;
     pdbx_op shared_op;
+    int fused;
+    pdbx_op fused_op;
+    double fused_share;
 } pdbx_rt_cell;
 
 enum { PDBX_RT_COMM_TP = 0, PDBX_RT_COMM_PP, PDBX_RT_COMM_DP, PDBX_RT_NCOMM };
@@ -87,8 +90,9 @@ double pdbx_rt_value(const pdbx_rt_cell *c, pdbx_stat_kind stat);
 /* 1 when the cell is measured and its CV (std / mean) exceeds PDBX_CV_NOISY: the views mark it
  * ('!' after the value, legend "! noisy: CV > 5%"). */
 int pdbx_rt_cell_noisy(const pdbx_rt_cell *c);
-/* Where a cell's samples came from: "measured at point 3", "shared with attn_k", both joined
- * by ", ", or "" (measured here). Returns buf. */
+/* Where a cell's samples came from: "measured at point 3", "shared with attn_k", "fused in
+ * attn_q x0.25" (its FLOP share of the fused QKV GEMM timed by attn_q), joined by ", ", or ""
+ * (measured here, on its own). Returns buf. */
 char *pdbx_rt_cell_source(const pdbx_rt_cell *c, char *buf, size_t len);
 const char *pdbx_rt_comm_name(int kind);   /* "tp_allreduce", "pp_sendrecv", "dp_allreduce" */
 

@@ -32,8 +32,10 @@
 #define PDBX_EFATAL (-3)
 /* 2: compute ops gained span_begin/span_end (measured layer and step sums).
  * 3: compute ops gained mem_peak (the measured memory peak of a point).
- * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise. */
-#define PDBX_BACKEND_ABI 5
+ * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise.
+ * 5: comm run takes a pdbx_coll_call; barrier is bounded.
+ * 6: compute config gained fp32_math and gemm_api; point shapes gained fused_projections. */
+#define PDBX_BACKEND_ABI 6
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -49,6 +51,8 @@ typedef struct {
     int flush_l2;                 /* cuda: flush L2 before each timed execution */
     int flash_attention;          /* cuda: attn_core forward by the fused kernel (spec's
                                    * flash_attention; docs/cuda.md) */
+    pdbx_fp32_math fp32_math;     /* fp32 GEMMs: ieee or tf32 (cpu: init refuses tf32) */
+    pdbx_gemm_api gemm_api;       /* cuda: cublaslt or cublas (cpu: init refuses cublas) */
 } pdbx_compute_config;
 
 /* Everything a backend needs to allocate and run one point on one TP rank. */
@@ -59,6 +63,12 @@ typedef struct {
     uint32_t ops;                 /* PDBX_OP_BIT mask to prepare */
     uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
     pdbx_op_shape shape[PDBX_OP_COUNT];   /* from pdbx_op_shape_for() */
+    /* 1: run_op(attn_q) runs the fused QKV GEMM (n = shape q.n + k.n + v.n) and run_op(mlp_gate)
+     * the fused fc1 GEMM (n = gate.n + up.n), forward and backward (dgrad and wgrad of the fused
+     * weight); attn_k, attn_v and mlp_up are then not run (the engine attributes the fused time
+     * to them by FLOP share). prepare allocates the fused weights and outputs
+     * (pdbx_fused_shape_for, profile memory's PDBX_BUF_*_FUSED). */
+    int fused_projections;
 } pdbx_point_shapes;
 
 /* The spans the engine measures as a whole (store/profiledb.h, pdbx_point's layer and total):

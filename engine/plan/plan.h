@@ -68,6 +68,16 @@ const char *pdbx_launcher_name(pdbx_launcher_kind k);  /* "auto", "local", "mpir
 /* 0 with *out, or -1 with one line naming the value and what is allowed. */
 int pdbx_launcher_parse(const char *text, pdbx_launcher_kind *out, char *err, size_t errlen);
 
+/* How an fp32 GEMM multiplies (docs/cuda.md, "Math modes and GEMM API"): ieee = fp32 FMA (PyTorch's
+ * default, allow_tf32 off); tf32 = TF32 tensor cores (cuda only: the cpu backend refuses it). */
+typedef enum { PDBX_FP32_MATH_IEEE = 0, PDBX_FP32_MATH_TF32 } pdbx_fp32_math;
+const char *pdbx_fp32_math_name(pdbx_fp32_math m);    /* "ieee", "tf32" */
+/* The GEMM library of the cuda backend: cuBLASLt (cublasLtMatmul) or cuBLAS (cublasGemmEx, what
+ * PyTorch's bias-free F.linear calls unless TORCH_BLAS_PREFER_CUBLASLT is set). The cpu backend
+ * runs OpenBLAS and refuses cublas. */
+typedef enum { PDBX_GEMM_API_CUBLASLT = 0, PDBX_GEMM_API_CUBLAS } pdbx_gemm_api;
+const char *pdbx_gemm_api_name(pdbx_gemm_api g);      /* "cublaslt", "cublas" */
+
 const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" */
 int pdbx_dtype_bytes(pdbx_dtype d);
 const char *pdbx_backend_name(pdbx_backend_kind b);   /* "auto", "cpu", "cuda" */
@@ -106,6 +116,11 @@ typedef struct {
     pdbx_recompute recompute; /* training memory keeps only layer inputs (full) or all (none) */
     double timeout_s;         /* a collective not done within this fails the run */
     int flush_l2;             /* cuda: flush L2 between repetitions */
+    /* Q/K/V as one fused QKV GEMM and gate/up as one fused fc1 GEMM (Megatron's shapes); each
+     * fused time is attributed to its ops by FLOP share (pdbx_fused_share) */
+    int fused_projections;
+    pdbx_fp32_math fp32_math; /* fp32 runs: IEEE fp32 or TF32 tensor cores (cuda) */
+    pdbx_gemm_api gemm_api;   /* cuda: cuBLASLt or cuBLAS (cublasGemmEx) */
 } pdbx_spec;
 
 /* Directory holding models/, gpus/, sweeps/: $PDBX_CONFIGS, else <exe dir>/../../configs
@@ -148,6 +163,11 @@ int pdbx_spec_field_doc_get(size_t i, pdbx_spec_field_doc *out);
  * -1 for an unknown field. */
 int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_t len);
 int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
+/* Whether a backend can run the math mode and GEMM API asked for: 0, or -1 with one line naming
+ * the field, the value and what the backend allows (cpu: ieee and the default gemm_api only).
+ * pdbx_spec_validate checks a named backend; pdbx-engine checks auto once resolved. */
+int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
+                             char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
 
 /* ---- memory model (design.md section 4) --------------------------------------------- */
@@ -197,6 +217,13 @@ typedef enum {
     PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_BUF_NORM_RSTD,
     PDBX_BUF_GRAD_EMBED_TABLE, PDBX_BUF_GRAD_NORM_W, PDBX_BUF_GRAD_LM_HEAD_W, PDBX_BUF_GRAD_W_Q,
     PDBX_BUF_GRAD_W_KV, PDBX_BUF_GRAD_W_O, PDBX_BUF_GRAD_W_GATE_UP, PDBX_BUF_GRAD_W_DOWN,
+    /* fused_projections: the fused GEMMs' weights (per layer, [h, n_fused] in the backend's
+     * weight layout), outputs, and with bwd their output gradients (GEMM dtype) and fp32
+     * weight gradients; the separate q/k/v/gate/up weights and weight gradients are then not
+     * allocated */
+    PDBX_BUF_QKV_FUSED, PDBX_BUF_GATE_UP_FUSED, PDBX_BUF_L_QKV_FUSED, PDBX_BUF_L_GATE_UP_FUSED,
+    PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED,
+    PDBX_BUF_GRAD_W_GATE_UP_FUSED,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -221,6 +248,7 @@ typedef struct {
     pdbx_backend_kind backend;    /* PDBX_BACKEND_CPU or PDBX_BACKEND_CUDA (auto: see below) */
     int threads;                  /* cpu: BLAS threads per rank (one attention scratch each) */
     int flash_attention;          /* cuda: attn_core's forward fused (spec flash_attention) */
+    int fused_projections;        /* fused QKV / fc1 buffers instead of the separate weights */
 } pdbx_profile_point;
 
 #define PDBX_PROFILE_MAX_BUFS PDBX_BUF_ROLES
@@ -322,5 +350,20 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
 #define PDBX_FLASH_TILE 64
 double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
                                      int64_t d, int64_t tile);
+/* ---- fused projections (spec fused_projections; docs/spec.md, "Fused projections") -------
+ * Megatron runs Q/K/V as one GEMM (linear_qkv) and gate/up as one (linear_fc1). With
+ * fused_projections the backends run the fused GEMM when asked for the group's leader
+ * (attn_q: QKV, mlp_gate: fc1) and the engine gives each op of the group the fused time x
+ * its FLOP share (its own 2mnk over the fused 2mnk: n over the fused n). */
+/* The leader of op's group (attn_q for attn_q/k/v, mlp_gate for mlp_gate/up), or
+ * PDBX_OP_COUNT for an op in no group. */
+pdbx_op pdbx_fused_leader(pdbx_op op);
+/* The fused GEMM of leader's group on one TP rank: [T, (heads + 2 kv_heads) x head_dim per rank]
+ * from [T, h] for attn_q, [T, 2 x intermediate per rank] for mlp_gate. 0, or -1 (not a leader,
+ * bad shape). */
+int pdbx_fused_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op leader, pdbx_op_shape *out);
+/* op's share of its group's fused FLOPs (q: heads/(heads + 2 kv_heads)); 1 for an op in no
+ * group; NaN when the shapes cannot be made. The shares of a group sum to 1. */
+double pdbx_fused_share(const pdbx_spec *spec, int tp, int mbs, pdbx_op op);
 
 #endif

@@ -78,6 +78,12 @@ const plan_field_def plan_fields[] = {
      "the run", NULL},
     {"flush_l2", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false", "cuda: flush L2 between repetitions",
      NULL},
+    {"fused_projections", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false", "time Q/K/V as one fused QKV GEMM "
+     "and gate/up as one fused fc1 GEMM, attributed to the ops by FLOP share", NULL},
+    {"fp32_math", PLAN_F_STR, NO_RANGE, "MODE", "ieee, tf32 (tf32: cuda only)",
+     "fp32 GEMMs: IEEE fp32 (PyTorch's default) or TF32 tensor cores", NULL},
+    {"gemm_api", PLAN_F_STR, NO_RANGE, "API", "cublaslt, cublas (cpu: cublaslt, the default)",
+     "cuda GEMM library: cuBLASLt or cuBLAS cublasGemmEx (PyTorch's F.linear)", NULL},
 };
 const size_t plan_nfields = sizeof plan_fields / sizeof plan_fields[0];
 
@@ -169,6 +175,10 @@ int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_
         snprintf(buf, len, "%s", pdbx_backend_name(s->backend));
     else if (strcmp(field, "recompute") == 0)
         snprintf(buf, len, "%s", pdbx_recompute_name(s->recompute));
+    else if (strcmp(field, "fp32_math") == 0)
+        snprintf(buf, len, "%s", pdbx_fp32_math_name(s->fp32_math));
+    else if (strcmp(field, "gemm_api") == 0)
+        snprintf(buf, len, "%s", pdbx_gemm_api_name(s->gemm_api));
     else if (strcmp(field, "launcher") == 0)
         snprintf(buf, len, "%s", pdbx_launcher_name(s->launcher));
     else if (strcmp(field, "repetition") == 0)

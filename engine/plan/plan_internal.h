@@ -85,6 +85,8 @@ double plan_stage_params(const pdbx_model *m, int tp, int pp);
 int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
 int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);
 int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t errlen);
+int plan_read_fp32_math(const cJSON *v, pdbx_fp32_math *out, char *err, size_t errlen);
+int plan_read_gemm_api(const cJSON *v, pdbx_gemm_api *out, char *err, size_t errlen);
 int plan_read_repetition(const cJSON *v, pdbx_repetition *out, char *err, size_t errlen);
 /* "passes": ["fwd"] or ["fwd", "bwd"] (or the string "fwd" / "fwd,bwd"); fwd is required. */
 int plan_read_passes(const cJSON *v, uint32_t *out, char *err, size_t errlen);

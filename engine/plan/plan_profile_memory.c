@@ -63,6 +63,11 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_LM_HEAD_W] = "d lm_head weight", [PDBX_BUF_GRAD_W_Q] = "d q_proj",
     [PDBX_BUF_GRAD_W_KV] = "d k_proj, v_proj", [PDBX_BUF_GRAD_W_O] = "d o_proj",
     [PDBX_BUF_GRAD_W_GATE_UP] = "d gate_proj, up_proj", [PDBX_BUF_GRAD_W_DOWN] = "d down_proj",
+    [PDBX_BUF_QKV_FUSED] = "qkv (fused)", [PDBX_BUF_GATE_UP_FUSED] = "mlp_fc1_out (fused)",
+    [PDBX_BUF_L_QKV_FUSED] = "layer qkv_proj (fused)", [PDBX_BUF_L_GATE_UP_FUSED] = "layer fc1 (fused)",
+    [PDBX_BUF_GRAD_QKV_FUSED] = "d qkv (fused, gemm dtype)",
+    [PDBX_BUF_GRAD_GATE_UP_FUSED] = "d mlp_fc1_out (fused, gemm dtype)",
+    [PDBX_BUF_GRAD_W_QKV_FUSED] = "d qkv_proj (fused)", [PDBX_BUF_GRAD_W_GATE_UP_FUSED] = "d fc1 (fused)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -238,7 +243,38 @@ static void cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
  * path's backward recomputes P into it: cuda_attention_needs_scores); per layer its two
  * RMSNorm weights too, in as many copies as the L2 rotation needs; the vocabulary split
  * rounded up; the lm_head reads the embedding table when tied. */
-static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+#define QKV_OPS (PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V))
+#define FC1_OPS (PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP))
+
+/* The bytes of one layer's weights on a cuda rank as cuda_backend.c allocates them (the
+ * RMSNorm weights, the projections prepared, or for fused_projections the fused QKV / fc1
+ * weights in place of their groups'): what the L2 rotation's copy count is computed from. */
+static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
+{
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const double h = p->model.hidden, I = p->model.intermediate / p->tp;
+    const double qd = (double)p->model.heads / p->tp * p->model.head_dim;
+    const double kvd = plan_kv_heads_per_rank(&p->model, p->tp) * p->model.head_dim;
+#define HAS_OP(o) ((p->ops & PDBX_OP_BIT(PDBX_OP_##o)) != 0)
+    const int fq = p->fused_projections && (p->ops & QKV_OPS);
+    const int ff = p->fused_projections && (p->ops & FC1_OPS);
+    double b = (HAS_OP(INPUT_NORM) + HAS_OP(POST_ATTN_NORM)) * h + HAS_OP(ATTN_O) * qd * h +
+               HAS_OP(MLP_DOWN) * I * h;
+    b += fq ? (qd + 2 * kvd) * h : (HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd) * h;
+    b += ff ? 2 * I * h : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I * h;
+#undef HAS_OP
+    return b * es;
+}
+
+/* The per-layer weight sets a cuda rank allocates: layers x the rotating copies. */
+static int cuda_weight_sets(const pdbx_profile_point *p)
+{
+    return p->layers * pdbx_cuda_weight_copies(cuda_layer_weight_bytes(p), p->layers,
+                                               PDBX_CUDA_PLAN_L2_BYTES);
+}
+
+/* sets: the per-layer weight sets (cuda_weight_sets of the whole point). */
+static void cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out)
 {
     const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
     const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
@@ -271,11 +307,7 @@ static void cuda_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(LM_HEAD)) add(out, PDBX_BUF_LOGITS, A, T * V * es, 1);
     if (HAS(LM_HEAD) && !tied) add(out, PDBX_BUF_LM_HEAD_W, W, V * h * es, 1);
     /* per-layer weights: layers x the rotating copies (pdbx_cuda_weight_copies) */
-    const double layer_w = (!!HAS(INPUT_NORM) + !!HAS(POST_ATTN_NORM)) * h * es +
-                           (!!HAS(ATTN_Q) + !!HAS(ATTN_O)) * qd * h * es +
-                           (!!HAS(ATTN_K) + !!HAS(ATTN_V)) * kvd * h * es +
-                           (!!HAS(MLP_GATE) + !!HAS(MLP_UP) + !!HAS(MLP_DOWN)) * I * h * es;
-    const int L = p->layers * pdbx_cuda_weight_copies(layer_w, p->layers, PDBX_CUDA_PLAN_L2_BYTES);
+    const int L = sets;
     if (HAS(INPUT_NORM)) add(out, PDBX_BUF_L_IN_NORM, W, h * es, L);
     if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q, W, qd * h * es, L);
     if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K, W, kvd * h * es, L);
@@ -328,6 +360,57 @@ static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out
 }
 #undef HAS
 
+
+static int listed(const pdbx_profile_memory *out, pdbx_buf_role r)
+{
+    for (int i = 0; i < out->nbufs; i++)
+        if (out->buf[i].role == r)
+            return 1;
+    return 0;
+}
+
+/* fused_projections (both backends): per fused group whose ops are prepared, its weight per
+ * layer ([h, n_fused] in the dtype), its output (cpu: fp32 as every cpu GEMM output; cuda:
+ * the dtype) and, with bwd, its output gradient in the GEMM dtype and its fp32 weight
+ * gradient; the GEMM's input (and, with bwd, its gradient: the dgrad's output) where the lists
+ * above left it out (cuda allocates by the ops prepared, and the group's bits are cleared for
+ * them: see pdbx_profile_memory_list). */
+static void fused_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out)
+{
+    const int cpu = p->backend == PDBX_BACKEND_CPU;
+    const double e = cpu ? (p->dtype == PDBX_DTYPE_BF16 ? 2 : 4) : (p->dtype == PDBX_DTYPE_FP32 ? 4 : 2);
+    const double y = cpu ? 4 : e, f = 4;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double d = p->model.head_dim, I = p->model.intermediate / p->tp;
+    double (*sz)(double) = cpu ? lines : exact;
+    const int bwd = (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0;
+    const struct {
+        uint32_t ops;
+        double n;
+        pdbx_buf_role in, grad_in, outb, w, grad_out, grad_w;
+    } groups[2] = {
+        {QKV_OPS, (heads + 2 * kv) * d, PDBX_BUF_NORM_OUT, PDBX_BUF_GRAD_NORM_OUT, PDBX_BUF_QKV_FUSED,
+         PDBX_BUF_L_QKV_FUSED, PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED},
+        {FC1_OPS, 2 * I, PDBX_BUF_POST_NORM_OUT, PDBX_BUF_GRAD_POST_NORM_OUT, PDBX_BUF_GATE_UP_FUSED,
+         PDBX_BUF_L_GATE_UP_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_GATE_UP_FUSED},
+    };
+    for (int g = 0; g < 2; g++) {
+        if (!(p->ops & groups[g].ops))
+            continue;
+        if (!listed(out, groups[g].in))
+            add(out, groups[g].in, PDBX_MEM_ACTIVATIONS, sz(T * h * e), 1);
+        add(out, groups[g].outb, PDBX_MEM_ACTIVATIONS, sz(T * groups[g].n * y), 1);
+        add(out, groups[g].w, PDBX_MEM_WEIGHTS, sz(h * groups[g].n * e), sets);
+        if (!bwd)
+            continue;
+        if (!listed(out, groups[g].grad_in))
+            add(out, groups[g].grad_in, PDBX_MEM_GRADS, sz(T * h * e), 1);
+        add(out, groups[g].grad_out, PDBX_MEM_GRADS, sz(T * groups[g].n * e), 1);
+        add(out, groups[g].grad_w, PDBX_MEM_GRADS, sz(h * groups[g].n * f), 1);
+    }
+}
+
 int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *out, char *err,
                              size_t errlen)
 {
@@ -341,16 +424,27 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         m->intermediate < 1 || m->vocab < 1 || m->heads % p->tp || m->intermediate % p->tp)
         return pdbx_fail(err, errlen, "profile memory: tp %d does not divide heads %d and "
                          "intermediate %d", p->tp, m->heads, m->intermediate);
+    /* fused: the separate projections' weights (and buffers only they need) are not
+     * allocated: the lists see the point without the fused groups' ops, fused_list adds the
+     * fused buffers */
+    /* per-layer weight sets: the cpu backend allocates each layer once; cuda rotates copies
+     * of the whole layer (fused weights included) against L2 */
+    const int sets = p->backend == PDBX_BACKEND_CPU ? p->layers : cuda_weight_sets(p);
+    pdbx_profile_point sep = *p;
+    if (p->fused_projections)
+        sep.ops &= ~(uint32_t)(QKV_OPS | FC1_OPS);
     if (p->backend == PDBX_BACKEND_CPU) {
         if (m->vocab % p->tp)
             return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "
                              "vocab_size %d", p->tp, m->vocab);
-        cpu_list(p, out);
-        cpu_grad_list(p, out);
+        cpu_list(&sep, out);
+        cpu_grad_list(&sep, out);
     } else {
-        cuda_list(p, out);
-        cuda_grad_list(p, out);
+        cuda_list(&sep, sets, out);
+        cuda_grad_list(&sep, out);
     }
+    if (p->fused_projections)
+        fused_list(p, sets, out);
     comm_messages(p, out);
     return 0;
 }
@@ -374,6 +468,7 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
     out->backend = backend;
     out->threads = threads > 0 ? threads : 1;
     out->flash_attention = spec->flash_attention;
+    out->fused_projections = spec->fused_projections;
 }
 
 int pdbx_plan_point_memory(const pdbx_spec *spec, const pdbx_plan_point *pt,

@@ -4,9 +4,12 @@
  * half of the full QK^T and PV matrices (the unmasked half: 2*b*heads*s*s*d), its bytes are
  * q, k, v read and the output written once (no score matrix: a fused kernel's minimum);
  * RMSNorm counts 4 FLOPs per element, SiLU(gate)*up 4 per element; the TP all-reduces carry
- * their message size S = T*h*e as bytes and no FLOPs (nothing at TP 1). */
+ * their message size S = T*h*e as bytes and no FLOPs (nothing at TP 1). The fused QKV and fc1
+ * GEMMs (fused_projections) are GEMMs of the summed widths; each op's share of one is its
+ * FLOPs over the fused FLOPs. */
 #include "engine/plan/plan_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
@@ -103,4 +106,51 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         return -1;
     }
     return 0;
+}
+
+pdbx_op pdbx_fused_leader(pdbx_op op)
+{
+    switch (op) {
+    case PDBX_OP_ATTN_Q:
+    case PDBX_OP_ATTN_K:
+    case PDBX_OP_ATTN_V:
+        return PDBX_OP_ATTN_Q;
+    case PDBX_OP_MLP_GATE:
+    case PDBX_OP_MLP_UP:
+        return PDBX_OP_MLP_GATE;
+    default:
+        return PDBX_OP_COUNT;
+    }
+}
+
+int pdbx_fused_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op leader, pdbx_op_shape *out)
+{
+    static const pdbx_op qkv[] = {PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V};
+    static const pdbx_op fc1[] = {PDBX_OP_MLP_GATE, PDBX_OP_MLP_UP};
+    memset(out, 0, sizeof *out);
+    if (leader != PDBX_OP_ATTN_Q && leader != PDBX_OP_MLP_GATE)
+        return -1;
+    const pdbx_op *ops = leader == PDBX_OP_ATTN_Q ? qkv : fc1;
+    const int n = leader == PDBX_OP_ATTN_Q ? 3 : 2;
+    int64_t cols = 0;
+    pdbx_op_shape o;
+    for (int i = 0; i < n; i++) {
+        if (pdbx_op_shape_for(spec, tp, mbs, ops[i], &o) != 0)
+            return -1;
+        cols += o.n;
+    }
+    gemm(out, o.m, cols, o.k, pdbx_dtype_bytes(spec->dtype));
+    return 0;
+}
+
+double pdbx_fused_share(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
+{
+    pdbx_op leader = pdbx_fused_leader(op);
+    if (leader == PDBX_OP_COUNT)
+        return 1;
+    pdbx_op_shape mine, fused;
+    if (pdbx_op_shape_for(spec, tp, mbs, op, &mine) != 0 ||
+        pdbx_fused_shape_for(spec, tp, mbs, leader, &fused) != 0 || !(fused.flops > 0))
+        return NAN;
+    return mine.flops / fused.flops;
 }

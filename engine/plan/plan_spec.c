@@ -31,6 +31,16 @@ const char *pdbx_recompute_name(pdbx_recompute r)
     return r == PDBX_RECOMPUTE_FULL ? "full" : "none";
 }
 
+const char *pdbx_fp32_math_name(pdbx_fp32_math m)
+{
+    return m == PDBX_FP32_MATH_TF32 ? "tf32" : "ieee";
+}
+
+const char *pdbx_gemm_api_name(pdbx_gemm_api g)
+{
+    return g == PDBX_GEMM_API_CUBLAS ? "cublas" : "cublaslt";
+}
+
 const char *pdbx_repetition_name(pdbx_repetition r)
 {
     return r == PDBX_REP_FIXED ? "fixed" : "adaptive";
@@ -113,6 +123,9 @@ void pdbx_spec_defaults(pdbx_spec *s)
     s->recompute = PDBX_RECOMPUTE_NONE;
     s->timeout_s = 300;
     s->flush_l2 = 0;
+    s->fused_projections = 0;
+    s->fp32_math = PDBX_FP32_MATH_IEEE;
+    s->gemm_api = PDBX_GEMM_API_CUBLASLT;
 }
 
 /* ---- one field --------------------------------------------------------------------------- */
@@ -132,6 +145,7 @@ int *plan_int_slot(pdbx_spec *s, const char *name)
     if (strcmp(name, "zero1") == 0) return &s->zero1;
     if (strcmp(name, "flash_attention") == 0) return &s->flash_attention;
     if (strcmp(name, "flush_l2") == 0) return &s->flush_l2;
+    if (strcmp(name, "fused_projections") == 0) return &s->fused_projections;
     return NULL;
 }
 
@@ -203,6 +217,10 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return plan_read_backend(v, &s->backend, err, errlen);
     if (strcmp(name, "recompute") == 0)
         return plan_read_recompute(v, &s->recompute, err, errlen);
+    if (strcmp(name, "fp32_math") == 0)
+        return plan_read_fp32_math(v, &s->fp32_math, err, errlen);
+    if (strcmp(name, "gemm_api") == 0)
+        return plan_read_gemm_api(v, &s->gemm_api, err, errlen);
     if (strcmp(name, "launcher") == 0)
         return plan_read_launcher(v, &s->launcher, err, errlen);
     if (strcmp(name, "repetition") == 0)
@@ -539,7 +557,10 @@ cJSON *pdbx_spec_to_json(const pdbx_spec *s)
         !cJSON_AddBoolToObject(o, "flash_attention", s->flash_attention) ||
         !cJSON_AddStringToObject(o, "recompute", pdbx_recompute_name(s->recompute)) ||
         !cJSON_AddNumberToObject(o, "timeout_s", s->timeout_s) ||
-        !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2)) {
+        !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2) ||
+        !cJSON_AddBoolToObject(o, "fused_projections", s->fused_projections) ||
+        !cJSON_AddStringToObject(o, "fp32_math", pdbx_fp32_math_name(s->fp32_math)) ||
+        !cJSON_AddStringToObject(o, "gemm_api", pdbx_gemm_api_name(s->gemm_api))) {
         cJSON_Delete(o);
         return NULL;
     }

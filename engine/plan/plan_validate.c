@@ -140,11 +140,37 @@ static int check_config(const pdbx_spec *s, int i, char *err, size_t errlen)
     return 0;
 }
 
+/* fused_projections times each group as one GEMM: its ops are measured together or not at
+ * all (a lone attn_k has no GEMM of its own to time). */
+static int check_fused_groups(const pdbx_spec *s, char *err, size_t errlen)
+{
+    static const pdbx_op groups[2][3] = {{PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V},
+                                         {PDBX_OP_MLP_GATE, PDBX_OP_MLP_UP, PDBX_OP_COUNT}};
+    if (!s->fused_projections)
+        return 0;
+    for (int g = 0; g < 2; g++) {
+        int in = 0, n = g == 0 ? 3 : 2;
+        for (int i = 0; i < n; i++)
+            in += (s->ops & PDBX_OP_BIT(groups[g][i])) != 0;
+        if (in == 0 || in == n)
+            continue;
+        pdbx_op present = PDBX_OP_COUNT, missing = PDBX_OP_COUNT;
+        for (int i = n - 1; i >= 0; i--)
+            *(s->ops & PDBX_OP_BIT(groups[g][i]) ? &present : &missing) = groups[g][i];
+        return pdbx_fail(err, errlen, "ops: %s without %s while fused_projections is true (allowed: %s "
+                         "together, or none of them: they are timed as one fused GEMM)", pdbx_op_name(present),
+                         pdbx_op_name(missing), g == 0 ? "attn_q, attn_k, attn_v" : "mlp_gate, mlp_up");
+    }
+    return 0;
+}
+
 /* The ops mask, the collectives switch and the message sizes. */
 static int check_ops(const pdbx_spec *s, char *err, size_t errlen)
 {
     if (s->ops == 0)
         return pdbx_fail(err, errlen, "ops: empty (allowed: one or more op names, or \"all\")");
+    if (check_fused_groups(s, err, errlen) != 0)
+        return -1;
     if (s->ops & ~PDBX_OPS_ALL)
         return pdbx_fail(err, errlen, "ops: unknown op bits 0x%x (allowed: mask 0x%x)", (unsigned)(s->ops & ~PDBX_OPS_ALL),
                          (unsigned)PDBX_OPS_ALL);
@@ -171,7 +197,12 @@ static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
 {
     if (check_bool("predict_oom", s->predict_oom, err, errlen) != 0 || check_bool("zero1", s->zero1, err, errlen) != 0 ||
         check_bool("flash_attention", s->flash_attention, err, errlen) != 0 ||
-        check_bool("flush_l2", s->flush_l2, err, errlen) != 0)
+        check_bool("flush_l2", s->flush_l2, err, errlen) != 0 ||
+        check_bool("fused_projections", s->fused_projections, err, errlen) != 0)
+        return -1;
+    /* backend auto is checked once it is resolved (pdbx-engine, start of the run) */
+    if (pdbx_backend_modes_check(s->backend == PDBX_BACKEND_AUTO ? PDBX_BACKEND_CUDA : s->backend,
+                                 s->fp32_math, s->gemm_api, err, errlen) != 0)
         return -1;
     int e = pdbx_dtype_bytes(s->dtype);
     if (!(s->bytes_per_param >= 2 * e && s->bytes_per_param <= 64))
@@ -192,6 +223,27 @@ static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
         return pdbx_fail(err, errlen, "gpu: cpu is the host preset, backend cuda needs a GPU preset (allowed: %s)",
                          used ? list : "a gpus/<name>.json preset");
     }
+    return 0;
+}
+
+int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
+                             char *err, size_t errlen)
+{
+    if ((int)fp32_math < PDBX_FP32_MATH_IEEE || (int)fp32_math > PDBX_FP32_MATH_TF32)
+        return pdbx_fail(err, errlen, "fp32_math: %d is out of range (allowed: ieee, tf32)", (int)fp32_math);
+    if ((int)gemm_api < PDBX_GEMM_API_CUBLASLT || (int)gemm_api > PDBX_GEMM_API_CUBLAS)
+        return pdbx_fail(err, errlen, "gemm_api: %d is out of range (allowed: cublaslt, cublas)", (int)gemm_api);
+    if (backend != PDBX_BACKEND_CPU)
+        return 0;
+    /* refused rather than recorded as "no effect": a cpu run asked for TF32 or cuBLAS would
+     * look like a measurement of them */
+    if (fp32_math != PDBX_FP32_MATH_IEEE)
+        return pdbx_fail(err, errlen, "fp32_math: \"%s\" is not available on backend cpu (allowed on cpu: ieee; "
+                         "tf32 needs backend cuda)", pdbx_fp32_math_name(fp32_math));
+    if (gemm_api != PDBX_GEMM_API_CUBLASLT)
+        return pdbx_fail(err, errlen, "gemm_api: \"%s\" is not available on backend cpu (allowed on cpu: "
+                         "cublaslt, the default, which the cpu backend runs as OpenBLAS; cublas needs backend "
+                         "cuda)", pdbx_gemm_api_name(gemm_api));
     return 0;
 }
 

@@ -66,6 +66,34 @@ int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t e
     return not_allowed("recompute", s, names, 2, err, errlen);
 }
 
+int plan_read_fp32_math(const cJSON *v, pdbx_fp32_math *out, char *err, size_t errlen)
+{
+    static const char *const names[] = {"ieee", "tf32"};
+    const char *s;
+    if (plan_json_string(v, "fp32_math", &s, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (pdbx_fp32_math)i;
+            return 0;
+        }
+    return not_allowed("fp32_math", s, names, 2, err, errlen);
+}
+
+int plan_read_gemm_api(const cJSON *v, pdbx_gemm_api *out, char *err, size_t errlen)
+{
+    static const char *const names[] = {"cublaslt", "cublas"};
+    const char *s;
+    if (plan_json_string(v, "gemm_api", &s, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (pdbx_gemm_api)i;
+            return 0;
+        }
+    return not_allowed("gemm_api", s, names, 2, err, errlen);
+}
+
 int plan_read_repetition(const cJSON *v, pdbx_repetition *out, char *err, size_t errlen)
 {
     static const char *const names[] = {"adaptive", "fixed"};

@@ -26,6 +26,27 @@ int pdbx_export_publish(const char *path, const void *data, size_t len,
     return 0;
 }
 
+void pdbx_export_gemm_modes(int *ok, cJSON *obj, const pdbx_run *run)
+{
+    const cJSON *fused = run->spec ? cJSON_GetObjectItemCaseSensitive(run->spec, "fused_projections") : NULL;
+    const int f = cJSON_IsTrue(fused);
+    pdbx_json_str(ok, obj, "projections", f ? "fused" : "separate");
+    pdbx_json_str(ok, obj, "projections_note", f
+        ? "measured fused, attributed by FLOP share: attn_q, attn_k and attn_v ran as one fused "
+          "QKV GEMM and mlp_gate and mlp_up as one fused fc1 GEMM (Megatron's linear_qkv and "
+          "linear_fc1); each op's samples are its group's fused GEMM time x the op's FLOP share "
+          "(q: heads / (heads + 2 kv_heads), k and v: kv_heads / (heads + 2 kv_heads), gate and "
+          "up: 1/2), so the ops of a group sum to the fused measurement; backward likewise "
+          "(the fused GEMM's dgrad + wgrad)"
+        : "each projection (attn_q, attn_k, attn_v, mlp_gate, mlp_up) measured as its own GEMM");
+    static const char *const env_keys[] = {"fp32_math", "gemm_api"};
+    for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
+        const cJSON *v = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, env_keys[i]) : NULL;
+        pdbx_json_put(ok, obj, env_keys[i], v && cJSON_IsString(v) ? cJSON_CreateString(v->valuestring)
+                                                                    : cJSON_CreateNull());
+    }
+}
+
 void pdbx_export_run_identity(int *ok, cJSON *obj, const pdbx_run *run)
 {
     pdbx_json_str(ok, obj, "run_id", run->id);

@@ -59,4 +59,11 @@ int pdbx_export_check_tag(const char *field, const char *tag, char *err, size_t 
  * dtype, device, seq_len, layers_profiled. *ok becomes 0 when out of memory. */
 void pdbx_export_run_identity(int *ok, cJSON *obj, const pdbx_run *run);
 
+/* How the GEMMs were measured, the same keys in every export's metadata: "projections"
+ * ("fused" when the run's spec had fused_projections: the q/k/v and gate/up cells are the
+ * fused QKV and fc1 GEMMs' times split by FLOP share; else "separate"), "projections_note"
+ * saying so, and run_start env's "fp32_math" and "gemm_api" (null in runs recorded before
+ * them). */
+void pdbx_export_gemm_modes(int *ok, cJSON *obj, const pdbx_run *run);
+
 #endif

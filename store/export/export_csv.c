@@ -22,6 +22,11 @@
  * others as an estimate: per-sample sums are not kept) and its std is the root of the summed
  * variances (parts taken as independent). Unmeasured cells are empty (pandas reads NaN).
  * Fields follow RFC 4180: a string holding a comma, quote, CR or LF is quoted, quotes doubled.
+ *
+ *  meta.json       the run's identity and how its GEMMs were measured (export_common.h,
+ *                  pdbx_export_gemm_modes): with fused_projections, attn_pre_proj and
+ *                  mlp_up_proj are the fused GEMMs' own measurements (their parts are FLOP-share
+ *                  splits of the same samples, so min, max and median sum exactly too).
  */
 #include "store/util/err.h"
 #include "store/export/export.h"
@@ -31,7 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "store/util/fs.h"
+#include "store/util/text.h"
 #include "store/export/export_common.h"
 
 /* ---- a growable text buffer; the first failed append sticks (checked once at the end) -- */
@@ -128,6 +136,27 @@ static void header_stats(csv_buf *b, const char *name, int *first)
         snprintf(col, sizeof col, "time_stats.%s.%s", name, stat_cols[i]);
         buf_field(b, col);
     }
+}
+
+/* meta.json of a CSV export; 0, or -1 out of memory. */
+static int csv_meta(const pdbx_run *run, csv_buf *b)
+{
+    int ok = 1;
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return -1;
+    pdbx_json_str(&ok, o, "format", "pdbx Vidur CSV profile");
+    pdbx_export_run_identity(&ok, o, run);
+    pdbx_export_gemm_modes(&ok, o, run);
+    char *raw = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    char *text = pdbx_json_text_safe(raw);   /* valid UTF-8 whatever the run held */
+    cJSON_free(raw);
+    if (!text)
+        return -1;
+    b->data = text;
+    b->len = strlen(text);
+    return 0;
 }
 
 /* ---- the mlp.csv op table ------------------------------------------------------------- */
@@ -379,7 +408,7 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
 {
     int rc = -1;
-    csv_buf mlp = { 0 }, ar = { 0 }, sr = { 0 }, step = { 0 };
+    csv_buf mlp = { 0 }, ar = { 0 }, sr = { 0 }, step = { 0 }, meta = { 0 };
     pdbx_runtable t;
     if (pdbx_runtable_build(run, 0, &t) != 0) {
         pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
@@ -391,12 +420,17 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
     coll_csv(run, "all_reduce", &ar);
     coll_csv(run, "send_recv", &sr);
     step_comm_csv(run, &step);
+    if (csv_meta(run, &meta) != 0) {
+        pdbx_errf(err, errlen, "out of memory building meta.json of run %s", run->id);
+        goto out;
+    }
     if (pdbx_export_mkdirs(dir, err, errlen) != 0)
         goto out;
     if (publish(dir, "mlp.csv", &mlp, wrote, ctx, err, errlen) != 0
         || publish(dir, "all_reduce.csv", &ar, wrote, ctx, err, errlen) != 0
         || publish(dir, "send_recv.csv", &sr, wrote, ctx, err, errlen) != 0
-        || publish(dir, "step_comm.csv", &step, wrote, ctx, err, errlen) != 0)
+        || publish(dir, "step_comm.csv", &step, wrote, ctx, err, errlen) != 0
+        || publish(dir, "meta.json", &meta, wrote, ctx, err, errlen) != 0)
         goto out;
     rc = 0;
 out:
@@ -405,5 +439,6 @@ out:
     free(ar.data);
     free(sr.data);
     free(step.data);
+    free(meta.data);
     return rc;
 }

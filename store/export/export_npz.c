@@ -270,6 +270,7 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
                   : "forward only, one micro-batch; layer columns per layer "
                     "(averaged over the profiled layers); embed and lm_head once");
     pdbx_export_run_identity(&ok, o, run);
+    pdbx_export_gemm_modes(&ok, o, run);
     pdbx_json_str(&ok, o, "model_tag", model_tag);
     pdbx_json_str(&ok, o, "gpu_tag", gpu_tag);
     pdbx_json_num(&ok, o, "tp", m->tp);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include <cublas_v2.h>
 
 #include "engine/backends/cuda/cuda_attention.h"
 #include "engine/backends/cuda/cuda_backend.h"
@@ -253,6 +254,31 @@ static void test_linear_tf32(void **state)
 {
     (void)state;
     check_linear(PDBX_DTYPE_FP32, 64, 96, 128, 1e-4f);
+}
+
+/* The other math mode and API: TF32 through cuBLASLt, and every dtype through cublasGemmEx
+ * (gemm_api cublas), against the same host reference. */
+static void with_modes(pdbx_fp32_math math, pdbx_gemm_api api, pdbx_dtype dt, float rtol)
+{
+    char err[512];
+    cuda_gemm *saved = gemm, *g = NULL;
+    if (cuda_gemm_create_modes(&g, math, api, err, sizeof err) != 0)
+        fail_msg("create: %s", err);
+    assert_int_equal(cuda_gemm_fp32_math(g), math);
+    assert_int_equal(cuda_gemm_api(g), api);
+    gemm = g;
+    check_linear(dt, 64, 96, 128, rtol);
+    gemm = saved;
+    cuda_gemm_destroy(g);
+}
+
+static void test_linear_modes(void **state)
+{
+    (void)state;
+    with_modes(PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLASLT, PDBX_DTYPE_FP32, 1e-3f);
+    with_modes(PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, PDBX_DTYPE_FP32, 1e-5f);
+    with_modes(PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLAS, PDBX_DTYPE_FP32, 1e-3f);
+    with_modes(PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, PDBX_DTYPE_BF16, 1.0f / 128);
 }
 
 /* ---- element-wise and row kernels ------------------------------------------------------- */
@@ -1002,6 +1028,22 @@ static void test_host_dims_match_plan(void **state)
                 assert_int_equal(d.vstart, (int64_t)(tp - 1) * d.vocab);   /* last TP rank */
                 assert_int_equal(d.heads * tp, m->heads);
                 assert_int_equal(p.shape[PDBX_OP_ATTN_CORE].batch, mbs * d.heads);
+                /* fused: the fused GEMMs' n is the planner's (q + k + v, gate + up), the group
+                 * bits become the fused ones, and only the leaders may run */
+                pdbx_op_shape fq, ff;
+                assert_int_equal(pdbx_fused_shape_for(&spec, tp, mbs, PDBX_OP_ATTN_Q, &fq), 0);
+                assert_int_equal(pdbx_fused_shape_for(&spec, tp, mbs, PDBX_OP_MLP_GATE, &ff), 0);
+                assert_int_equal(fq.n, (d.heads + 2 * d.kv_heads) * d.head_dim);
+                assert_int_equal(ff.n, 2 * d.inter);
+                p.fused_projections = 1;
+                cuda_dims fd;
+                assert_int_equal(cuda_point_dims(&p, 0, &fd, err, sizeof err), 0);
+                assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
+                assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
+                assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
+                             cuda_op_prepared(&fd, PDBX_OP_MLP_UP));
+                assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
+                p.fused_projections = 0;
                 /* A shape the backend would compute differently is refused, naming the op. */
                 p.shape[PDBX_OP_MLP_DOWN].k += 1;
                 assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);
@@ -1140,9 +1182,69 @@ static void test_device_noise(void **state)
     cuda_fini(c);
 }
 
+/* C[m,n] = op(A) op(B) by cuBLAS's column-major rules, read from the cublasGemmEx arguments. */
+static void emulate_gemm_ex(const cuda_gemm_ex_args *x, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < x->m; i++)
+        for (int j = 0; j < x->n; j++) {
+            double acc = 0.0;
+            for (int l = 0; l < x->k; l++) {
+                double a = x->transa == CUBLAS_OP_T ? A[l + (size_t)i * x->lda] : A[i + (size_t)l * x->lda];
+                double b = x->transb == CUBLAS_OP_T ? B[j + (size_t)l * x->ldb] : B[l + (size_t)j * x->ldb];
+                acc += a * b;
+            }
+            C[i + (size_t)j * x->ldc] = acc;
+        }
+}
+
+/* gemm_api cublas: cublasGemmEx gets F.linear's TN call (transa T, transb N, m = out features,
+ * n = rows, k = in features) and computes Y = X W^T; the compute type follows fp32_math for
+ * fp32 only; the wgrad writes fp32; a dimension past int is refused naming it. */
+static void test_host_gemm_ex_args(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(cuda_gemm_compute_type(PDBX_DTYPE_FP32, PDBX_FP32_MATH_IEEE), CUBLAS_COMPUTE_32F);
+    assert_int_equal(cuda_gemm_compute_type(PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32), CUBLAS_COMPUTE_32F_FAST_TF32);
+    assert_int_equal(cuda_gemm_compute_type(PDBX_DTYPE_BF16, PDBX_FP32_MATH_TF32), CUBLAS_COMPUTE_32F);
+    assert_int_equal(cuda_gemm_compute_type(PDBX_DTYPE_FP16, PDBX_FP32_MATH_IEEE), CUBLAS_COMPUTE_32F);
+    const int64_t m = 5, n = 7, k = 3;
+    cuda_gemm_shape s = cuda_gemm_linear_shape(PDBX_DTYPE_FP32, m, n, k);
+    cuda_gemm_ex_args x;
+    assert_int_equal(cuda_gemm_ex_args_for(&s, PDBX_FP32_MATH_TF32, &x, err, sizeof err), 0);
+    assert_int_equal(x.transa, CUBLAS_OP_T);
+    assert_int_equal(x.transb, CUBLAS_OP_N);
+    assert_int_equal(x.m, n);
+    assert_int_equal(x.n, m);
+    assert_int_equal(x.k, k);
+    assert_int_equal(x.a_type, CUDA_R_32F);
+    assert_int_equal(x.compute_type, CUBLAS_COMPUTE_32F_FAST_TF32);
+    double *xs = host_rand((size_t)(m * k)), *w = host_rand((size_t)(n * k));
+    double *y = calloc((size_t)(m * n), sizeof *y);
+    assert_non_null(y);
+    emulate_gemm_ex(&x, w, xs, y);    /* A = weight, B = activations, as cuda_gemm_exec passes */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = 0.0;
+            for (int64_t l = 0; l < k; l++)
+                want += xs[i * k + l] * w[j * k + l];
+            assert_true(fabs(y[i * n + j] - want) < 1e-12);
+        }
+    free(xs), free(w), free(y);
+    cuda_gemm_shape wg = cuda_gemm_wgrad_shape(PDBX_DTYPE_BF16, m, n, k);
+    assert_int_equal(cuda_gemm_ex_args_for(&wg, PDBX_FP32_MATH_IEEE, &x, err, sizeof err), 0);
+    assert_int_equal(x.a_type, CUDA_R_16BF);
+    assert_int_equal(x.c_type, CUDA_R_32F);
+    assert_int_equal(x.compute_type, CUBLAS_COMPUTE_32F);
+    cuda_gemm_shape big = cuda_gemm_linear_shape(PDBX_DTYPE_BF16, (int64_t)1 << 31, n, k);
+    assert_int_equal(cuda_gemm_ex_args_for(&big, PDBX_FP32_MATH_IEEE, &x, err, sizeof err), -1);
+    assert_non_null(strstr(err, "n 2147483648"));
+}
+
 int main(void)
 {
     const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_host_gemm_ex_args),
         cmocka_unit_test(test_host_linear_layout),
         cmocka_unit_test(test_host_attention_layout),
         cmocka_unit_test(test_host_flash_smem),
@@ -1170,6 +1272,7 @@ int main(void)
         cmocka_unit_test(test_linear_bf16),
         cmocka_unit_test(test_linear_fp16),
         cmocka_unit_test(test_linear_tf32),
+        cmocka_unit_test(test_linear_modes),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_embed_gather),

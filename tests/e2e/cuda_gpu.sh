@@ -4,7 +4,8 @@
 # file: a complete run, the GPU described in run_start, every compute op measured at every
 # point with positive times, GEMM throughput below the device's physical limit (a fake or
 # broken timer shows up there), and with 2+ GPUs a TP=2 run whose TP all-reduces went
-# through NCCL.
+# through NCCL; then an fp32 run with fused_projections, fp32_math tf32 and gemm_api cublas
+# whose env records the modes and whose q/k/v and gate/up cells are the fused GEMMs' split.
 #
 # Without a usable GPU it exits 77 with "SKIP: no CUDA device (<reason from the backend's own
 # probe()>)". Needs: $PDBX_BUILD/bin/pdbx-engine, $PDBX_BUILD/lib/libpdbx_cuda.so, mpirun.
@@ -61,7 +62,7 @@ trap 'rm -rf "$tmp"' EXIT
 mpi=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
-write_spec() {   # file tp
+write_spec() {   # file tp [extra '"field": value,' text]
     cat >"$1" <<EOF
 {
   "name": "cuda-e2e",
@@ -82,6 +83,7 @@ write_spec() {   # file tp
   "coll_sizes": [65536, 8388608],
   "predict_oom": false,
   "timeout_s": 120,
+  ${3:-}
   "flush_l2": false
 }
 EOF
@@ -112,6 +114,36 @@ run_tp() {   # tp
 }
 
 run_tp 1 || exit 1
+# the GEMM modes and fused projections (docs/cuda.md, "Math modes and GEMM API")
+mkdir -p "$tmp/modes/store"
+write_spec "$tmp/modes/spec.json" 1 '"fused_projections": true, "fp32_math": "tf32", "gemm_api": "cublas", "passes": "fwd,bwd",'
+sed -i 's/"dtype": "bf16"/"dtype": "fp32"/' "$tmp/modes/spec.json"
+if ! "${mpi[@]}" -np 1 "$engine" --spec "$tmp/modes/spec.json" --store "$tmp/modes/store" --backend cuda \
+        >"$tmp/modes/log" 2>&1; then
+    echo "FAIL: pdbx-engine with fused projections, tf32, cublas failed:"
+    tail -n 30 "$tmp/modes/log"
+    exit 1
+fi
+zstdcat "$(ls "$tmp"/modes/store/runs/*.pdbx | head -n 1)" 2>/dev/null | "$py" -c '
+import json, sys
+dec = json.JSONDecoder(); s = sys.stdin.read(); i = 0; E = []
+while i < len(s):
+    while i < len(s) and s[i] in " \n\r\t": i += 1
+    if i >= len(s): break
+    o, i = dec.raw_decode(s, i); E.append(o)
+S = [e for e in E if e["type"] == "run_start"][0]
+assert S["env"]["fp32_math"] == "tf32" and S["env"]["gemm_api"] == "cublas", S["env"]
+ends = [e for e in E if e["type"] == "point_end"]
+assert ends and all(e["status"] == "ok" for e in ends), ends
+n = 0
+for e in E:
+    if e["type"] == "op" and e["op"] in ("attn_q", "attn_k", "attn_v", "mlp_gate", "mlp_up"):
+        assert e["fused_with"] in ("attn_q", "mlp_gate") and 0 < e["fused_share"] < 1, e
+        assert e["stats"]["mean"] > 0, e
+        n += 1
+assert n == 2 * 5 * len(ends), n   # five ops, fwd and bwd, at every point
+print("ok: fp32 tf32 cublas fused: %d fused cells over %d points" % (n, len(ends)))
+' || { echo "FAIL: modes run checks"; exit 1; }
 if [ "${ngpu:-1}" -ge 2 ]; then
     run_tp 2 || exit 1
 else

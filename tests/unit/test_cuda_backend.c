@@ -437,6 +437,78 @@ static void test_gpu_bwd(void **state)
     ops->fini(c);
 }
 
+/* fused_projections and the GEMM modes on a GPU: the fused QKV and fc1 GEMMs run fwd and bwd
+ * (attn_k and mlp_up are not run on their own: refused), the point's device memory is the
+ * planner's fused list; fp32 with tf32 through cuBLAS and cuBLASLt, bf16 through cuBLAS, each
+ * running every op and recording its modes in describe. */
+static void test_gpu_fused_and_modes(void **state)
+{
+    (void)state;
+    if (!have_gpu) {
+        print_message("SKIP: no CUDA device (%s)\n", probe_why);
+        skip();
+    }
+    const pdbx_compute_ops *ops = entry->compute;
+    static const struct { pdbx_dtype dt; pdbx_fp32_math math; pdbx_gemm_api api; int fused; } runs[] = {
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLASLT, 1},
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, 1},
+        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLAS, 0},
+        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLASLT, 0},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        pdbx_compute_config cfg = {.local_size = 1, .world_size = 1, .blas_threads = 1,
+                                   .dtype = runs[r].dt, .fp32_math = runs[r].math, .gemm_api = runs[r].api};
+        pdbx_compute *c = NULL;
+        char err[512] = "";
+        if (ops->init(&cfg, &c, err, sizeof err) != 0)
+            fail_msg("init: %s", err);
+        cJSON *env = cJSON_CreateObject();
+        assert_int_equal(ops->describe(c, env), 0);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(env, "fp32_math");
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(env, "gemm_api");
+        assert_true(cJSON_IsString(m) && cJSON_IsString(a));
+        assert_string_equal(m->valuestring, runs[r].math == PDBX_FP32_MATH_TF32 ? "tf32" : "ieee");
+        assert_string_equal(a->valuestring, runs[r].api == PDBX_GEMM_API_CUBLAS ? "cublas" : "cublaslt");
+        cJSON_Delete(env);
+        pdbx_point_shapes p;
+        tiny_point(&p, 2);
+        p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+        p.fused_projections = runs[r].fused;
+        if (ops->prepare(c, &p, err, sizeof err) != 0)
+            fail_msg("prepare: %s", err);
+        for (int op = 0; op < PDBX_OP_COUNT; op++) {
+            if (pdbx_op_is_comm((pdbx_op)op))
+                continue;
+            const int follower = runs[r].fused && (op == PDBX_OP_ATTN_K || op == PDBX_OP_ATTN_V ||
+                                                   op == PDBX_OP_MLP_UP);
+            for (int pass = 0; pass < PDBX_PASS_COUNT; pass++) {
+                double ms = -1;
+                int rc = ops->run_op(c, (pdbx_op)op, (pdbx_pass)pass, 1, &ms, err, sizeof err);
+                if (follower) {
+                    assert_int_not_equal(rc, 0);
+                    continue;
+                }
+                if (rc != 0)
+                    fail_msg("run %zu %s %s: %s", r, pdbx_op_name((pdbx_op)op), pdbx_pass_name((pdbx_pass)pass), err);
+                assert_true(ms > 0);
+            }
+        }
+        pdbx_profile_point pp = {.model = p.model, .tp = 1, .pp = 1, .dp = 1, .mbs = p.mbs,
+                                 .seq_len = p.seq_len, .layers = p.layers, .ops = p.ops, .passes = p.passes,
+                                 .dtype = runs[r].dt, .backend = PDBX_BACKEND_CUDA, .threads = 1,
+                                 .fused_projections = p.fused_projections};
+        pdbx_profile_memory pm;
+        assert_int_equal(pdbx_profile_memory_list(&pp, &pm, err, sizeof err), 0);
+        double peak = 0, base = 0;
+        if (ops->mem_peak(c, &peak, &base) == 0) {
+            double listed = pm.total - pm.kind_bytes[PDBX_MEM_WORKSPACE] + (double)p.mbs * p.seq_len * 4;
+            print_message("run %zu: device memory %.0f bytes, listed %.0f\n", r, peak, listed);
+            assert_true(fabs(peak - listed) <= 0.05 * listed + (64 << 20));
+        }
+        ops->fini(c);
+    }
+}
+
 int main(void)
 {
     if (find_so() != 0) {
@@ -451,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_init_fails_cleanly_without_gpu),
         cmocka_unit_test(test_gpu_point),
         cmocka_unit_test(test_gpu_bwd),
+        cmocka_unit_test(test_gpu_fused_and_modes),
     };
     return cmocka_run_group_tests_name("cuda_backend", tests, group_setup, group_teardown);
 }

@@ -78,9 +78,10 @@ static void test_mlp_csv_fused_op_exact(void **state)
     tx_wrote_log log = { 0 };
     if (pdbx_export_csv(&run, out, tx_wrote, &log, err, sizeof err) != 0)
         fail_msg("pdbx_export_csv: %s", err);
-    assert_int_equal(log.n, 4);
-    const char *names[4] = { "mlp.csv", "all_reduce.csv", "send_recv.csv", "step_comm.csv" };
-    for (int i = 0; i < 4; i++) {
+    assert_int_equal(log.n, 5);
+    const char *names[5] = { "mlp.csv", "all_reduce.csv", "send_recv.csv", "step_comm.csv",
+                             "meta.json" };
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s/%s", out, names[i]);
         assert_string_equal(log.paths[i], path);
     }

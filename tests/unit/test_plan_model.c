@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,43 @@ static void test_shapes_llama70b_tp8(void **state)
     assert_int_equal(pdbx_op_shape_for(&s, 3, 1, PDBX_OP_ATTN_Q, &sh), -1);   /* 3 does not divide 64 heads */
     assert_int_equal(pdbx_op_shape_for(&s, 8, 0, PDBX_OP_ATTN_Q, &sh), -1);
     assert_int_equal(pdbx_op_shape_for(&s, 8, 1, PDBX_OP_COUNT, &sh), -1);
+}
+
+/* fused_projections at Llama-3.3-70B TP 8, MBS 1, seq 1024 (T 1024, 8 q heads and 1 kv head
+ * of 128 per rank, I/TP 3584):
+ *   QKV: [1024,8192] x [8192, (8 + 2) x 128 = 1280]: flops 2*1024*1280*8192 = 21474836480,
+ *     bytes 2*(8388608 + 10485760 + 1310720) = 40370176; shares q 1024/1280 = 0.8, k, v 0.1
+ *     (the three ops' flops 17179869184 + 2 x 2147483648 = the fused flops);
+ *   fc1: [1024,8192] x [8192, 2 x 3584 = 7168]: flops 2*1024*7168*8192 = 120259084288,
+ *     bytes 2*(8388608 + 58720256 + 7340032) = 148897792; shares 1/2 each. */
+static void test_fused_shapes_llama70b_tp8(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    load_fasop(&s);
+    pdbx_op_shape sh;
+    assert_int_equal(pdbx_fused_shape_for(&s, 8, 1, PDBX_OP_ATTN_Q, &sh), 0);
+    assert_true(sh.m == 1024 && sh.n == 1280 && sh.k == 8192 && sh.batch == 1);
+    assert_true(sh.flops == 21474836480.0 && sh.bytes == 40370176.0);
+    assert_int_equal(pdbx_fused_shape_for(&s, 8, 1, PDBX_OP_MLP_GATE, &sh), 0);
+    assert_true(sh.m == 1024 && sh.n == 7168 && sh.k == 8192);
+    assert_true(sh.flops == 120259084288.0 && sh.bytes == 148897792.0);
+    assert_true(pdbx_fused_share(&s, 8, 1, PDBX_OP_ATTN_Q) == 0.8);
+    assert_true(fabs(pdbx_fused_share(&s, 8, 1, PDBX_OP_ATTN_K) - 0.1) < 1e-15);
+    assert_true(pdbx_fused_share(&s, 8, 1, PDBX_OP_ATTN_V) == pdbx_fused_share(&s, 8, 1, PDBX_OP_ATTN_K));
+    assert_true(pdbx_fused_share(&s, 8, 1, PDBX_OP_MLP_GATE) == 0.5);
+    assert_true(pdbx_fused_share(&s, 8, 1, PDBX_OP_MLP_UP) == 0.5);
+    assert_true(pdbx_fused_share(&s, 8, 1, PDBX_OP_ATTN_O) == 1);   /* in no group */
+    assert_int_equal(pdbx_fused_leader(PDBX_OP_ATTN_V), PDBX_OP_ATTN_Q);
+    assert_int_equal(pdbx_fused_leader(PDBX_OP_MLP_UP), PDBX_OP_MLP_GATE);
+    assert_int_equal(pdbx_fused_leader(PDBX_OP_ATTN_O), PDBX_OP_COUNT);
+    /* only leaders have a fused GEMM; a bad TP has none */
+    assert_int_equal(pdbx_fused_shape_for(&s, 8, 1, PDBX_OP_ATTN_K, &sh), -1);
+    assert_int_equal(pdbx_fused_shape_for(&s, 3, 1, PDBX_OP_ATTN_Q, &sh), -1);
+    assert_true(isnan(pdbx_fused_share(&s, 3, 1, PDBX_OP_ATTN_Q)));
+    /* TP 16 > 8 kv heads: the kv head is replicated, (4 + 2) x 128 = 768 columns */
+    assert_int_equal(pdbx_fused_shape_for(&s, 16, 1, PDBX_OP_ATTN_Q, &sh), 0);
+    assert_true(sh.n == 768);
 }
 
 /* Memory of TP8/PP2/DP1 at MBS 1 (seq 1024, bf16, 16 bytes per parameter, no ZeRO, no flash):
@@ -281,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_shapes_llama70b_tp8),
         cmocka_unit_test(test_memory_llama70b_tp8_pp2),
         cmocka_unit_test(test_memory_reduces_to_korthikanti),
+        cmocka_unit_test(test_fused_shapes_llama70b_tp8),
         cmocka_unit_test(test_expansion_fasop),
         cmocka_unit_test(test_oom_marks_a40_vs_h100),
     };

@@ -334,6 +334,59 @@ static void test_refusals(void **state)
  *   total 18638196736: fits the A40's 48e9, while training the 80-layer model needs 209.1 GB.
  * The FASOP points (its llama70b_A40_1.npz has MBS 1..8) all fit; TP1's first profile OOM is
  * MBS 64; every point's training memory is over 48 GB. */
+/* fused_projections, by hand on the small point (T 16, qd 32, kvd 16, I/t 64):
+ * cpu fp32: the fused weights replace the separate ones at the same size (qkv 64*64*4 =
+ *   16384 = q + k + v, fc1 64*128*4 = 32768 = gate + up, per layer): weights 213248 as before;
+ *   the fused outputs add activations: qkv 16*64*4 = 4096, fc1 16*128*4 = 8192 -> 47168 +
+ *   12288 = 59456. With bwd: the separate weight gradients (q 8192, k/v 4096, gate/up 16384)
+ *   go, the fused dY (gemm dtype) 4096 + 8192 and dW (fp32) 16384 + 32768 come: 162048 -
+ *   28672 + 61440 = 194816.
+ * cuda bf16: activations 24128 + qkv 2048 + fc1 4096 = 30272, weights 107136 as before; only
+ *   the QKV ops: the fused GEMM's input (input_norm_out 2048) and output (2048), its weight
+ *   64*64*2 = 8192 x 2 layers. */
+static void test_fused_projections_by_hand(void **state)
+{
+    (void)state;
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    pdbx_profile_memory m;
+    char err[256] = "";
+    p.fused_projections = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 213248);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 59456);
+    assert_true(role_bytes(&m, PDBX_BUF_L_Q) == -1 && role_bytes(&m, PDBX_BUF_L_UP) == -1);
+    assert_true(role_bytes(&m, PDBX_BUF_L_QKV_FUSED) == 2 * 16384);
+    assert_true(role_bytes(&m, PDBX_BUF_L_GATE_UP_FUSED) == 2 * 32768);
+    assert_true(role_bytes(&m, PDBX_BUF_QKV_FUSED) == 4096);
+    assert_true(role_bytes(&m, PDBX_BUF_GATE_UP_FUSED) == 8192);
+    assert_true(role_bytes(&m, PDBX_BUF_Q) == 2048);      /* attn_core still reads q, k, v */
+    p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 194816);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_Q) == -1 && role_bytes(&m, PDBX_BUF_GRAD_W_GATE_UP) == -1);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_QKV_FUSED) == 16384);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_GATE_UP_FUSED) == 8192);
+    assert_int_equal(m.buf[m.nbufs - 1].role, PDBX_BUF_COMM);   /* comm stays last */
+
+    p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    p.pp = 2;
+    p.dp = 1;
+    p.fused_projections = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 30272);
+    /* the fused weights hold the bytes of the separate ones, rotated in as many copies
+     * (cuda_backend.c rotates every layer weight it allocates): the separate point's total */
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 157347456);
+    p.ops = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_NORM_OUT) == 2048);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 4096);
+    /* one fused [h, (heads + 2 kv) x d] bf16 weight of 8192 bytes per layer, in the rotation's
+     * copies of a layer of that size */
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] ==
+                8192.0 * 2 * pdbx_cuda_weight_copies(8192.0, 2, PDBX_CUDA_PLAN_L2_BYTES));
+}
+
 static void test_fasop_a40(void **state)
 {
     (void)state;
@@ -370,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_bwd_from_spec),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fasop_a40),
+        cmocka_unit_test(test_fused_projections_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

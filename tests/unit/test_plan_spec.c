@@ -164,7 +164,7 @@ static void test_unknown_field_lists_allowed(void **state)
                         "unknown field 'frobnicate' (allowed: name, model, gpu, gpu_mem_gb, layers, seq_len, dtype, "
                         "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, repetition, warmup, "
                         "steps, target_rel_ci, min_reps, max_reps, max_seconds_per_op, passes, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
-                        "timeout_s, flush_l2, description)");
+                        "timeout_s, flush_l2, fused_projections, fp32_math, gemm_api, description)");
 }
 
 static void test_defaults_are_valid(void **state)
@@ -466,7 +466,7 @@ static void test_did_you_mean(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 37);
+    assert_int_equal(n, 40);
     assert_string_equal(names[0], "name");
 }
 
@@ -490,7 +490,9 @@ static int spec_equal(const pdbx_spec *a, const pdbx_spec *b)
         a->ncoll_sizes != b->ncoll_sizes || a->predict_oom != b->predict_oom ||
         a->bytes_per_param != b->bytes_per_param || a->zero1 != b->zero1 ||
         a->flash_attention != b->flash_attention || a->recompute != b->recompute ||
-        a->timeout_s != b->timeout_s || a->flush_l2 != b->flush_l2)
+        a->timeout_s != b->timeout_s || a->flush_l2 != b->flush_l2 ||
+        a->fused_projections != b->fused_projections || a->fp32_math != b->fp32_math ||
+        a->gemm_api != b->gemm_api)
         return 0;
     for (int i = 0; i < a->nconfigs; i++)
         if (a->configs[i].tp != b->configs[i].tp || a->configs[i].pp != b->configs[i].pp ||
@@ -553,8 +555,59 @@ static void test_round_trip(void **state)
     assert_int_equal(pdbx_spec_set(&s, "coll_sizes", "1,8,16G", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "collectives", "false", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "name", "custom-70b", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "ops", "attn_q,attn_k,attn_v,mlp_act_fn,tp_allreduce_mlp", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "fused_projections", "true", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "fp32_math", "tf32", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "gemm_api", "cublas", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
     round_trip(&s);
+}
+
+/* fp32_math and gemm_api: defaults as PyTorch (ieee, cuBLASLt), what a typo says, and the cpu
+ * backend's refusal of what it cannot run (one line naming field, value and what it allows). */
+static void test_gemm_modes(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[1024] = "";
+    pdbx_spec_defaults(&s);
+    assert_int_equal(s.fp32_math, PDBX_FP32_MATH_IEEE);
+    assert_int_equal(s.gemm_api, PDBX_GEMM_API_CUBLASLT);
+    assert_int_equal(s.fused_projections, 0);
+    char text[64];
+    assert_int_equal(pdbx_spec_field_text(&s, "fp32_math", text, sizeof text), 0);
+    assert_string_equal(text, "ieee");
+    assert_int_equal(pdbx_spec_field_text(&s, "gemm_api", text, sizeof text), 0);
+    assert_string_equal(text, "cublaslt");
+    assert_int_equal(spec_from_text("{\"fp32_math\": \"tf33\"}", &s, err, sizeof err), -1);
+    assert_string_equal(err, "fp32_math: \"tf33\" is not allowed (did you mean 'tf32'?)");
+    assert_int_equal(spec_from_text("{\"backend\": \"cpu\", \"fp32_math\": \"tf32\"}", &s, err, sizeof err), -1);
+    assert_string_equal(err, "fp32_math: \"tf32\" is not available on backend cpu (allowed on cpu: ieee; tf32 "
+                             "needs backend cuda)");
+    assert_int_equal(spec_from_text("{\"backend\": \"cpu\", \"gemm_api\": \"cublas\"}", &s, err, sizeof err), -1);
+    assert_string_equal(err, "gemm_api: \"cublas\" is not available on backend cpu (allowed on cpu: cublaslt, the "
+                             "default, which the cpu backend runs as OpenBLAS; cublas needs backend cuda)");
+    /* auto is checked by the engine once the backend is loaded: the plan accepts it */
+    assert_int_equal(spec_from_text("{\"backend\": \"auto\", \"fp32_math\": \"TF32\", \"gemm_api\": \"cublas\"}",
+                                    &s, err, sizeof err), 0);
+    assert_int_equal(s.fp32_math, PDBX_FP32_MATH_TF32);
+    assert_int_equal(s.gemm_api, PDBX_GEMM_API_CUBLAS);
+    assert_int_equal(pdbx_backend_modes_check(PDBX_BACKEND_CPU, s.fp32_math, PDBX_GEMM_API_CUBLASLT, err,
+                                              sizeof err), -1);
+    assert_int_equal(pdbx_backend_modes_check(PDBX_BACKEND_CUDA, s.fp32_math, s.gemm_api, err, sizeof err), 0);
+    assert_int_equal(spec_from_text("{\"fused_projections\": true}", &s, err, sizeof err), 0);
+    assert_int_equal(s.fused_projections, 1);
+    /* a fused group is timed as one GEMM: all of its ops or none */
+    assert_int_equal(spec_from_text("{\"fused_projections\": true, \"ops\": \"attn_q,attn_v,mlp_gate,mlp_up\"}",
+                                    &s, err, sizeof err), -1);
+    assert_string_equal(err, "ops: attn_q without attn_k while fused_projections is true (allowed: attn_q, attn_k, "
+                             "attn_v together, or none of them: they are timed as one fused GEMM)");
+    assert_int_equal(spec_from_text("{\"fused_projections\": true, \"ops\": \"attn_q,attn_k,attn_v,mlp_up\"}",
+                                    &s, err, sizeof err), -1);
+    assert_string_equal(err, "ops: mlp_up without mlp_gate while fused_projections is true (allowed: mlp_gate, "
+                             "mlp_up together, or none of them: they are timed as one fused GEMM)");
+    assert_int_equal(spec_from_text("{\"fused_projections\": true, \"ops\": \"attn_core,mlp_gate,mlp_up\"}",
+                                    &s, err, sizeof err), 0);
 }
 
 int main(void)
@@ -570,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_gemm_modes),
     };
     return cmocka_run_group_tests_name("plan_spec", tests, NULL, NULL);
 }

@@ -102,6 +102,22 @@ static void print_placement(const pdbx_run *run, FILE *out)
     free(pl);
 }
 
+/* How the GEMMs ran, from run_start's env (fp32_math, gemm_api) and spec (fused_projections):
+ * "gemm: fp32 math ieee, api openblas, projections fused (...)". Nothing for runs recorded
+ * before these were (a run file is never rewritten: its env is what it is). */
+static void print_gemm_modes(const pdbx_run *run, FILE *out)
+{
+    const cJSON *math = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "fp32_math") : NULL;
+    const cJSON *api = run->env ? cJSON_GetObjectItemCaseSensitive(run->env, "gemm_api") : NULL;
+    const cJSON *fused = run->spec ? cJSON_GetObjectItemCaseSensitive(run->spec, "fused_projections") : NULL;
+    const char *m = math && cJSON_IsString(math) ? math->valuestring : NULL;
+    const char *g = api && cJSON_IsString(api) ? api->valuestring : NULL;
+    if (!m && !g && !cJSON_IsTrue(fused))
+        return;
+    pdbx_cli_line(out, "gemm: fp32 math %s, api %s, projections %s", m ? m : PDBX_NA, g ? g : PDBX_NA,
+                  cJSON_IsTrue(fused) ? "fused (QKV, fc1; times split by FLOP share)" : "separate");
+}
+
 static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
 {
     char created[32];
@@ -121,6 +137,7 @@ static void print_header(const pdbx_run *run, const show_args *a, FILE *out)
                   run->device_name[0] ? run->device_name : PDBX_NA, run->world_size,
                   run->ranks_per_node);
     pdbx_cli_line(out, "repetition %s", rep);
+    print_gemm_modes(run, out);
     if (run->launcher[0])
         pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
     print_placement(run, out);
@@ -463,7 +480,9 @@ static cJSON *cells_json(const pdbx_rt_point *p)
             || add_item(o, "rel_ci", num_or_null(pdbx_stats_rel_ci(&c->stats), 1))
             || !cJSON_AddBoolToObject(o, "noisy", pdbx_rt_cell_noisy(c))
             || (c->reused && !cJSON_AddNumberToObject(o, "reused_from", c->source_point))
-            || (c->shared && !cJSON_AddStringToObject(o, "shared_with", pdbx_op_name(c->shared_op)))) {
+            || (c->shared && !cJSON_AddStringToObject(o, "shared_with", pdbx_op_name(c->shared_op)))
+            || (c->fused && (!cJSON_AddStringToObject(o, "fused_with", pdbx_op_name(c->fused_op))
+                             || !cJSON_AddNumberToObject(o, "fused_share", c->fused_share)))) {
             cJSON_Delete(cells);
             return NULL;
         }

@@ -56,6 +56,10 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_W_O: return (void **)&g->dwo;
     case PDBX_BUF_GRAD_W_GATE_UP: return (void **)&g->dwgu;
     case PDBX_BUF_GRAD_W_DOWN: return (void **)&g->dwd;
+    case PDBX_BUF_GRAD_QKV_FUSED: return &g->dqkv;
+    case PDBX_BUF_GRAD_GATE_UP_FUSED: return &g->dfc1;
+    case PDBX_BUF_GRAD_W_QKV_FUSED: return (void **)&g->dwqkv;
+    case PDBX_BUF_GRAD_W_GATE_UP_FUSED: return (void **)&g->dwfc1;
     default: return NULL;
     }
 }
@@ -109,6 +113,7 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
         { g->dx_b, T * h, e }, { g->dq_b, T * qd, e }, { g->dk_b, T * kvd, e },
         { g->dv_b, T * kvd, e }, { g->dy_b, T * h, e }, { g->dg_b, T * ni, e },
         { g->du_b, T * ni, e }, { g->dlogits_b, T * V, e },
+        { g->dqkv, T * (qd + 2 * kvd), e }, { g->dfc1, T * 2 * ni, e },
     };
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
         fill(act[i].p, act[i].n, act[i].esz, 1.0f, seed++);
@@ -123,6 +128,8 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
     zero(g->dwo, qd * h * 4);
     zero(g->dwgu, h * ni * 4);
     zero(g->dwd, ni * h * 4);
+    zero(g->dwqkv, h * (qd + 2 * kvd) * 4);
+    zero(g->dwfc1, h * 2 * ni * 4);
     return seed;
 }
 
@@ -152,7 +159,8 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     cpu_grads *g = &c->grad;
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
-    cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
+    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
+    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
 /* the GEMM dtype's copy of activation (or gradient) a: the bf16 one when the GEMMs run bf16 */
 #define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
     switch (op) {
@@ -163,7 +171,10 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         pdbx_k_rmsnorm_bwd(c->x, c->norm_w, g->dxn, T, h, RMS_EPS, g->dx, g->dnorm_w);
         break;
     case PDBX_OP_ATTN_Q:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
+        if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
+            linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
+        else
+            linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
         break;
     case PDBX_OP_ATTN_K:
         linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
@@ -183,7 +194,10 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         pdbx_k_rmsnorm_bwd(c->y, c->norm_w, g->dyn, T, h, RMS_EPS, g->dy, g->dnorm_w);
         break;
     case PDBX_OP_MLP_GATE:
-        linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
+        if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
+            linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
+        else
+            linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
         break;
     case PDBX_OP_MLP_UP:
         linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);

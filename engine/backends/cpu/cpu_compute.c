@@ -32,6 +32,11 @@ static int cpu_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *er
         return PDBX_EOOM;
     }
     c->cfg = *cfg;
+    /* the engine refuses these before init (exit 2); a caller that did not is refused here */
+    if (pdbx_backend_modes_check(PDBX_BACKEND_CPU, cfg->fp32_math, cfg->gemm_api, err, errlen) != 0) {
+        free(c);
+        return -1;
+    }
     if (cfg->dtype == PDBX_DTYPE_BF16 && !(c->sbgemm = pdbx_cpu_find_sbgemm())) {
         snprintf(err, errlen, "dtype: bf16 needs cblas_sbgemm, which this OpenBLAS (%s) does not "
                  "provide (allowed on this host: fp32)", openblas_get_config());
@@ -91,7 +96,11 @@ static int cpu_describe(pdbx_compute *c, cJSON *env)
         !cJSON_AddStringToObject(env, "blas", blasv) ||
         !cJSON_AddNumberToObject(env, "blas_threads", c->cfg.blas_threads) ||
         !cJSON_AddNumberToObject(env, "blas_threads_effective", openblas_get_num_threads()) ||
-        !cJSON_AddStringToObject(env, "timer", "CLOCK_MONOTONIC around each call"))
+        !cJSON_AddStringToObject(env, "timer", "CLOCK_MONOTONIC around each call") ||
+        /* what the GEMMs ran as (docs/cuda.md, "Math modes and GEMM API"): OpenBLAS sgemm is
+         * IEEE fp32 (and sbgemm accumulates in fp32) */
+        !cJSON_AddStringToObject(env, "fp32_math", "ieee") ||
+        !cJSON_AddStringToObject(env, "gemm_api", "openblas"))
         return -1;
     return 0;
 }
@@ -159,13 +168,19 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: op %s not prepared for this point", pdbx_op_name(op));
         return -1;
     }
+    if (c->p.fused_projections && pdbx_fused_leader(op) != PDBX_OP_COUNT && pdbx_fused_leader(op) != op) {
+        snprintf(err, errlen, "cpu backend: %s is timed within %s's fused GEMM (fused_projections)",
+                 pdbx_op_name(op), pdbx_op_name(pdbx_fused_leader(op)));
+        return -1;
+    }
     if (pdbx_op_is_per_layer(op) && (layer < 0 || layer >= c->nlayers)) {
         snprintf(err, errlen, "cpu backend: layer %d out of range 0..%d", layer, c->nlayers - 1);
         return -1;
     }
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
-    cpu_layer *L = pdbx_op_is_per_layer(op) ? &c->layer[layer] : NULL;
+    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
+    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
     const float eps = 1e-5f;
     double t0 = pdbx_mono_s() * 1e3;
     if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
@@ -182,7 +197,10 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         pdbx_k_rmsnorm(c->pool, c->x, c->norm_w, T, h, eps, c->xn);
         break;
     case PDBX_OP_ATTN_Q:
-        gemm(c, bf ? c->xn_b : c->xn, L->wq, c->q, T, c->qd, h);
+        if (c->p.fused_projections)   /* Megatron's linear_qkv: one [T, qd + 2 kvd] GEMM */
+            gemm(c, bf ? c->xn_b : c->xn, L->wqkv, c->qkv, T, c->qd + 2 * c->kvd, h);
+        else
+            gemm(c, bf ? c->xn_b : c->xn, L->wq, c->q, T, c->qd, h);
         break;
     case PDBX_OP_ATTN_K:
         gemm(c, bf ? c->xn_b : c->xn, L->wk, c->k, T, c->kvd, h);
@@ -201,7 +219,10 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         pdbx_k_rmsnorm(c->pool, c->y, c->norm_w, T, h, eps, c->yn);
         break;
     case PDBX_OP_MLP_GATE:
-        gemm(c, bf ? c->yn_b : c->yn, L->wg, c->g, T, c->inter, h);
+        if (c->p.fused_projections)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
+            gemm(c, bf ? c->yn_b : c->yn, L->wfc1, c->fc1, T, 2 * c->inter, h);
+        else
+            gemm(c, bf ? c->yn_b : c->yn, L->wg, c->g, T, c->inter, h);
         break;
     case PDBX_OP_MLP_UP:
         gemm(c, bf ? c->yn_b : c->yn, L->wu, c->u, T, c->inter, h);
@@ -288,7 +309,8 @@ static double cpu_checksum(pdbx_compute *c)
                sum_head(c->k, T * c->kvd) + sum_head(c->v, T * c->kvd) + sum_head(c->ctx, T * c->qd) +
                sum_head(c->y, T * c->h) + sum_head(c->yn, T * c->h) + sum_head(c->g, T * c->inter) +
                sum_head(c->u, T * c->inter) + sum_head(c->act, T * c->inter) +
-               sum_head(c->logits, T * c->vloc);
+               sum_head(c->logits, T * c->vloc) + sum_head(c->qkv, T * (c->qd + 2 * c->kvd)) +
+               sum_head(c->fc1, T * 2 * c->inter);
     if (c->emb_out && c->esz == 4)
         s += sum_head(c->emb_out, T * c->h);
     return s;

@@ -19,7 +19,7 @@
 #include "engine/backends/cpu/cpu_threads.h"
 
 #define MAX_LAYERS 256
-#define MAX_BUFS (32 + 7 * MAX_LAYERS)
+#define MAX_BUFS (32 + 9 * MAX_LAYERS)
 
 typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
                           blasint, blasint, float, const bfloat16 *, blasint, const bfloat16 *,
@@ -27,6 +27,7 @@ typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRA
 
 typedef struct {
     void *wq, *wk, *wv, *wo, *wg, *wu, *wd;   /* fp32 or bf16, [k, n] row-major */
+    void *wqkv, *wfc1;                        /* fused_projections: [h, qd + 2 kvd], [h, 2 I] */
 } cpu_layer;
 
 /* The backward pass's buffers (allocated only when the point's passes include bwd; the
@@ -37,6 +38,8 @@ typedef struct {
     float *dx, *dxn, *dq, *dk, *dv, *dctx, *dy, *dyn, *dg, *du, *dact, *dlogits, *scratch;
     void *dx_b, *dq_b, *dk_b, *dv_b, *dy_b, *dg_b, *du_b, *dlogits_b;
     float *demb, *dnorm_w, *dwlm, *dwq, *dwkv, *dwo, *dwgu, *dwd;
+    void *dqkv, *dfc1;           /* fused_projections: the fused GEMMs' dY (GEMM dtype) */
+    float *dwqkv, *dwfc1;        /* and their weights' fp32 gradients */
 } cpu_grads;
 
 struct pdbx_compute {
@@ -53,7 +56,7 @@ struct pdbx_compute {
     void *wbufs[MAX_BUFS];
     int nw;
     int have_weights;
-    int64_t wkey[10];
+    int64_t wkey[11];
     size_t planned;              /* bytes the next prepare() allocates */
     pdbx_profile_memory mem;     /* the planner's list of the point's buffers (allocated as listed) */
     double rss_base;             /* RSS before the point, kept weights not counted (mem_peak) */
@@ -61,6 +64,7 @@ struct pdbx_compute {
     int32_t *ids;
     void *emb_table, *emb_out;
     float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
+    float *qkv, *fc1;            /* fused_projections: the fused GEMMs' outputs (fp32) */
     void *xn_b, *ctx_b, *yn_b, *act_b;        /* bf16 GEMM inputs (NULL in fp32) */
     void *wlm;
     cpu_layer layer[MAX_LAYERS];

@@ -220,6 +220,10 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_L_GATE: return &L->wg;
     case PDBX_BUF_L_UP: return &L->wu;
     case PDBX_BUF_L_DOWN: return &L->wd;
+    case PDBX_BUF_QKV_FUSED: return (void **)&c->qkv;
+    case PDBX_BUF_GATE_UP_FUSED: return (void **)&c->fc1;
+    case PDBX_BUF_L_QKV_FUSED: return &L->wqkv;
+    case PDBX_BUF_L_GATE_UP_FUSED: return &L->wfc1;
     default: return pdbx_cpu_grad_slot(c, r);   /* the bwd buffers (cpu_backward.c) */
     }
 }
@@ -354,6 +358,9 @@ static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
     fill_elems(pool, c->act_b, (size_t)(T * c->inter), e, 1.0f, seed++);
     fill_zero(pool, c->logits, (size_t)(T * c->vloc) * sizeof(float));
     seed++;
+    fill_zero(pool, c->qkv, (size_t)(T * (c->qd + 2 * c->kvd)) * sizeof(float));   /* pure outputs */
+    fill_zero(pool, c->fc1, (size_t)(T * 2 * c->inter) * sizeof(float));
+    seed++;
     return seed;
 }
 
@@ -377,6 +384,8 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
         fill_elems(pool, L->wg, (size_t)(h * c->inter), e, sh, seed++);
         fill_elems(pool, L->wu, (size_t)(h * c->inter), e, sh, seed++);
         fill_elems(pool, L->wd, (size_t)(c->inter * h), e, si, seed++);
+        fill_elems(pool, L->wqkv, (size_t)(h * (c->qd + 2 * c->kvd)), e, sh, seed++);
+        fill_elems(pool, L->wfc1, (size_t)(h * 2 * c->inter), e, sh, seed++);
     }
 }
 
@@ -414,13 +423,15 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
                               .seq_len = p->seq_len, .layers = p->layers, .ops = p->ops,
                               .passes = p->passes,
                               .dtype = c->cfg.dtype, .backend = PDBX_BACKEND_CPU,
-                              .threads = c->cfg.blas_threads };
+                              .threads = c->cfg.blas_threads,
+                              .fused_projections = p->fused_projections };
     if (pdbx_profile_memory_list(&pp, &c->mem, err, errlen) != 0)
         return -1;
     /* weights are kept from the previous point when their shapes are the same */
     const pdbx_model *m = &p->model;
-    const int64_t key[10] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
-                              m->vocab, p->tp, p->layers, (int64_t)p->ops, (int64_t)c->esz };
+    const int64_t key[11] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
+                              m->vocab, p->tp, p->layers, (int64_t)p->ops, (int64_t)c->esz,
+                              p->fused_projections };
     if (c->have_weights && memcmp(key, c->wkey, sizeof key) != 0)
         pdbx_cpu_free_weights(c);
     int new_weights = !c->have_weights;

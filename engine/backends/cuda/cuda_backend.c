@@ -64,14 +64,16 @@ static const struct {
     [B_IDS] = {"token_ids", OB(EMBED), K_IDS},
     [B_EMBED] = {"embed_table", OB(EMBED), K_WEIGHT},   /* + lm_head when tied */
     [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM), K_ACT},
-    [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V), K_ACT},
+    [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
+              K_ACT},
     [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_CORE), K_ACT},
     [B_K] = {"k", OB(ATTN_K) | OB(ATTN_CORE), K_ACT},
     [B_V] = {"v", OB(ATTN_V) | OB(ATTN_CORE), K_ACT},
     [B_SCORES] = {"attn_scores", OB(ATTN_CORE), K_ACT},
     [B_CTX] = {"attn_context", OB(ATTN_CORE) | OB(ATTN_O), K_ACT},
     [B_ATTN_OUT] = {"attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM), K_ACT},
-    [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP), K_ACT},
+    [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
+               K_ACT},
     [B_GATE] = {"mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), K_ACT},
     [B_UP] = {"mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), K_ACT},
     [B_ACT] = {"mlp_act_out", OB(MLP_ACT_FN) | OB(MLP_DOWN), K_ACT},
@@ -79,6 +81,8 @@ static const struct {
     [B_FINAL_W] = {"final_norm_weight", OB(FINAL_NORM), K_NORM_W},
     [B_LOGITS] = {"logits", OB(LM_HEAD), K_ACT},
     [B_LM_W] = {"lm_head_weight", OB(LM_HEAD), K_WEIGHT},   /* not when tied */
+    [B_QKV] = {"qkv (fused)", CUDA_FUSED_QKV, K_ACT},
+    [B_FC1] = {"mlp_fc1_out (fused)", CUDA_FUSED_FC1, K_ACT},
 };
 static const struct {
     const char *name;
@@ -94,6 +98,8 @@ static const struct {
     [W_GATE] = {"gate_proj", OB(MLP_GATE), K_WEIGHT},
     [W_UP] = {"up_proj", OB(MLP_UP), K_WEIGHT},
     [W_DOWN] = {"down_proj", OB(MLP_DOWN), K_WEIGHT},
+    [W_QKV] = {"qkv_proj (fused)", CUDA_FUSED_QKV, K_WEIGHT},
+    [W_FC1] = {"fc1 (fused gate_proj, up_proj)", CUDA_FUSED_FC1, K_WEIGHT},
 };
 #undef OB
 
@@ -137,6 +143,8 @@ static size_t global_elems(const struct cuda_point *pt, int b)
     case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->d.inter);
     case B_FINAL_W: return (size_t)h;
     case B_LOGITS: return (size_t)(T * pt->d.vocab);
+    case B_QKV: return (size_t)(T * (qd + 2 * kvd));
+    case B_FC1: return (size_t)(T * 2 * pt->d.inter);
     default: return 0;
     }
 }
@@ -149,6 +157,8 @@ static size_t layer_elems(const struct cuda_point *pt, int w)
     case W_Q: case W_O: return (size_t)(qd * h);
     case W_K: case W_V: return (size_t)(kvd * h);
     case W_GATE: case W_UP: case W_DOWN: return (size_t)(pt->d.inter * h);
+    case W_QKV: return (size_t)((qd + 2 * kvd) * h);
+    case W_FC1: return (size_t)(2 * pt->d.inter * h);
     default: return 0;
     }
 }
@@ -230,6 +240,11 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
     d->layers = p->layers;
     d->tied = m->tie_embeddings;
     d->ops = p->ops & ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
+    if (p->fused_projections) {
+        const uint32_t qkv = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
+        const uint32_t fc1 = PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP);
+        d->ops = (d->ops & ~(qkv | fc1)) | (d->ops & qkv ? CUDA_FUSED_QKV : 0) | (d->ops & fc1 ? CUDA_FUSED_FC1 : 0);
+    }
 
     const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim,
                   kvd = d->kv_heads * d->head_dim;
@@ -252,6 +267,14 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
         }
     }
     return 0;
+}
+
+int cuda_op_prepared(const cuda_dims *d, pdbx_op op)
+{
+    if ((int)op < 0 || op >= PDBX_OP_COUNT)
+        return 0;
+    return (d->ops & PDBX_OP_BIT(op)) != 0 || (op == PDBX_OP_ATTN_Q && (d->ops & CUDA_FUSED_QKV)) ||
+           (op == PDBX_OP_MLP_GATE && (d->ops & CUDA_FUSED_FC1));
 }
 
 void cuda_release(pdbx_compute *c)
@@ -334,6 +357,18 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
             continue;
         cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
         int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
+        if (rc)
+            return rc;
+    }
+    /* fused: the leader's plan slot holds the fused GEMM (its own op is not prepared) */
+    const struct { uint32_t bit; pdbx_op leader; int64_t n; } fused[] = {
+        {CUDA_FUSED_QKV, PDBX_OP_ATTN_Q, qd + 2 * kvd}, {CUDA_FUSED_FC1, PDBX_OP_MLP_GATE, 2 * pt->d.inter},
+    };
+    for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+        if (!(pt->d.ops & fused[i].bit))
+            continue;
+        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, fused[i].n, h);
+        int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[fused[i].leader], err, errlen);
         if (rc)
             return rc;
     }
@@ -426,7 +461,10 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
         CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_X], W[W_IN_NORM], B[B_XN], T, h, RMS_EPS, c->dtype,
                                         c->stream));
         return 0;
-    case PDBX_OP_ATTN_Q: return enqueue_linear(c, op, B[B_XN], W[W_Q], B[B_Q], err, errlen);
+    case PDBX_OP_ATTN_Q:
+        if (pt->d.ops & CUDA_FUSED_QKV)   /* Megatron's linear_qkv: one [T, (a + 2 kv) d] GEMM */
+            return enqueue_linear(c, op, B[B_XN], W[W_QKV], B[B_QKV], err, errlen);
+        return enqueue_linear(c, op, B[B_XN], W[W_Q], B[B_Q], err, errlen);
     case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], B[B_K], err, errlen);
     case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], B[B_V], err, errlen);
     case PDBX_OP_ATTN_CORE:
@@ -437,7 +475,10 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
         CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_ATTN_OUT], W[W_POST_NORM], B[B_XN2], T, h, RMS_EPS,
                                         c->dtype, c->stream));
         return 0;
-    case PDBX_OP_MLP_GATE: return enqueue_linear(c, op, B[B_XN2], W[W_GATE], B[B_GATE], err, errlen);
+    case PDBX_OP_MLP_GATE:
+        if (pt->d.ops & CUDA_FUSED_FC1)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
+            return enqueue_linear(c, op, B[B_XN2], W[W_FC1], B[B_FC1], err, errlen);
+        return enqueue_linear(c, op, B[B_XN2], W[W_GATE], B[B_GATE], err, errlen);
     case PDBX_OP_MLP_UP: return enqueue_linear(c, op, B[B_XN2], W[W_UP], B[B_UP], err, errlen);
     case PDBX_OP_MLP_ACT_FN:
         CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], T * pt->d.inter, c->dtype,
@@ -481,7 +522,7 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, d
                  "backend)", pdbx_op_name(op));
         return -1;
     }
-    if (!(c->point->d.ops & PDBX_OP_BIT(op))) {
+    if (!cuda_op_prepared(&c->point->d, op)) {
         snprintf(err, errlen, "cuda run_op(%s): op was not in the prepared op set", pdbx_op_name(op));
         return -1;
     }

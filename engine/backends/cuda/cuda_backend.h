@@ -63,22 +63,33 @@ typedef struct {
     int64_t inter, vocab;           /* per rank: intermediate/TP, ceil(vocab/TP) */
     int64_t vocab_full, vstart;     /* full vocabulary; first row of this rank's shard */
     int layers, tied;
-    uint32_t ops;                   /* compute ops prepared (comm bits dropped) */
+    /* compute ops prepared (comm bits dropped); with fused_projections the Q/K/V and gate/up
+     * bits are replaced by CUDA_FUSED_QKV / CUDA_FUSED_FC1 (the fused GEMMs run for attn_q and
+     * mlp_gate; cuda_op_prepared) */
+    uint32_t ops;
 } cuda_dims;
+
+/* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
+#define CUDA_FUSED_QKV (UINT32_C(1) << 30)
+#define CUDA_FUSED_FC1 (UINT32_C(1) << 31)
+/* Whether run_op may run op at the point of dims d: its bit, or the fused group it leads. */
+int cuda_op_prepared(const cuda_dims *d, pdbx_op op);
 
 /* A point's buffers (cuda_backend.c allocates the forward's, cuda_backward.c the backward's;
  * engine/plan/plan_profile_memory.c's cuda rule lists the same). */
 enum {   /* one set per point, shared by all layers */
     B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
-    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_COUNT
+    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1, B_COUNT
 };
 enum {   /* one set per instantiated layer */
-    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
+    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_QKV, W_FC1, W_COUNT
 };
 enum {   /* passes with bwd: the gradient of each activation (dtype), the norms' rstd (fp32) and
           * one set of weight gradients (fp32) shared by the layers */
     G_X, G_XN, G_Q, G_K, G_V, G_SCORES, G_CTX, G_ATTN_OUT, G_XN2, G_GATE, G_UP, G_ACT, G_XF,
-    G_LOGITS, G_RSTD, G_EMBED, G_NORM_W, G_LM_W, G_WQ, G_WKV, G_WO, G_WGU, G_WD, G_COUNT
+    G_LOGITS, G_RSTD, G_EMBED, G_NORM_W, G_LM_W, G_WQ, G_WKV, G_WO, G_WGU, G_WD,
+    G_QKV, G_FC1, G_WQKV, G_WFC1,   /* fused_projections: the fused GEMMs' dY and dW */
+    G_COUNT
 };
 
 struct cuda_point {

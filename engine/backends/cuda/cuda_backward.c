@@ -33,14 +33,16 @@ static const struct {
     int kind;
 } grad_bufs[G_COUNT] = {
     [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM), GK_ACT},
-    [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V), GK_ACT},
+    [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
+              GK_ACT},
     [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_CORE), GK_ACT},
     [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_CORE), GK_ACT},
     [G_V] = {"d v", OB(ATTN_V) | OB(ATTN_CORE), GK_ACT},
     [G_SCORES] = {"d attn_scores", OB(ATTN_CORE), GK_ACT},
     [G_CTX] = {"d attn_context", OB(ATTN_CORE) | OB(ATTN_O), GK_ACT},
     [G_ATTN_OUT] = {"d attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM), GK_ACT},
-    [G_XN2] = {"d post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP), GK_ACT},
+    [G_XN2] = {"d post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
+               GK_ACT},
     [G_GATE] = {"d mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), GK_ACT},
     [G_UP] = {"d mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), GK_ACT},
     [G_ACT] = {"d mlp_act_out", OB(MLP_ACT_FN) | OB(MLP_DOWN), GK_ACT},
@@ -55,6 +57,10 @@ static const struct {
     [G_WO] = {"d o_proj", OB(ATTN_O), GK_F32_ZERO},
     [G_WGU] = {"d gate_proj, up_proj", OB(MLP_GATE) | OB(MLP_UP), GK_F32_ZERO},
     [G_WD] = {"d down_proj", OB(MLP_DOWN), GK_F32_ZERO},
+    [G_QKV] = {"d qkv (fused)", CUDA_FUSED_QKV, GK_ACT},
+    [G_FC1] = {"d mlp_fc1_out (fused)", CUDA_FUSED_FC1, GK_ACT},
+    [G_WQKV] = {"d qkv_proj (fused)", CUDA_FUSED_QKV, GK_F32_ZERO},
+    [G_WFC1] = {"d fc1 (fused)", CUDA_FUSED_FC1, GK_F32_ZERO},
 };
 #undef NORMS
 
@@ -76,6 +82,10 @@ static size_t grad_elems(const struct cuda_point *pt, int b)
     case G_WQ: case G_WO: return (size_t)(qd * h);
     case G_WKV: return (size_t)(kvd * h);
     case G_WGU: case G_WD: return (size_t)(I * h);
+    case G_QKV: return (size_t)(T * (qd + 2 * kvd));
+    case G_FC1: return (size_t)(T * 2 * I);
+    case G_WQKV: return (size_t)((qd + 2 * kvd) * h);
+    case G_WFC1: return (size_t)(2 * I * h);
     default: return 0;
     }
 }
@@ -134,6 +144,21 @@ static int plan_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t 
         int rc = cuda_gemm_plan_get(c->gemm, &dg, &pt->dgrad[lin[i].op], err, errlen);
         if (rc == 0)
             rc = cuda_gemm_plan_get(c->gemm, &wg, &pt->wgrad[lin[i].op], err, errlen);
+        if (rc)
+            return rc;
+    }
+    /* fused: the leader's slots hold the fused GEMM's dgrad and wgrad */
+    const struct { uint32_t bit; pdbx_op leader; int64_t n; } fused[] = {
+        {CUDA_FUSED_QKV, PDBX_OP_ATTN_Q, qd + 2 * kvd}, {CUDA_FUSED_FC1, PDBX_OP_MLP_GATE, 2 * pt->d.inter},
+    };
+    for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+        if (!(pt->d.ops & fused[i].bit))
+            continue;
+        cuda_gemm_shape dg = cuda_gemm_dgrad_shape(c->dtype, T, fused[i].n, h);
+        cuda_gemm_shape wg = cuda_gemm_wgrad_shape(c->dtype, T, fused[i].n, h);
+        int rc = cuda_gemm_plan_get(c->gemm, &dg, &pt->dgrad[fused[i].leader], err, errlen);
+        if (rc == 0)
+            rc = cuda_gemm_plan_get(c->gemm, &wg, &pt->wgrad[fused[i].leader], err, errlen);
         if (rc)
             return rc;
     }
@@ -197,6 +222,8 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_INPUT_NORM:
         return norm_bwd(c, B[B_X], W[W_IN_NORM], G[G_XN], G[G_X], err, errlen);
     case PDBX_OP_ATTN_Q:
+        if (pt->d.ops & CUDA_FUSED_QKV)   /* the fused QKV GEMM's dgrad and wgrad */
+            return linear_bwd(c, op, B[B_XN], W[W_QKV], G[G_QKV], G[G_XN], G[G_WQKV], err, errlen);
         return linear_bwd(c, op, B[B_XN], W[W_Q], G[G_Q], G[G_XN], G[G_WQ], err, errlen);
     case PDBX_OP_ATTN_K:
         return linear_bwd(c, op, B[B_XN], W[W_K], G[G_K], G[G_XN], G[G_WKV], err, errlen);
@@ -211,6 +238,8 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_POST_ATTN_NORM:
         return norm_bwd(c, B[B_ATTN_OUT], W[W_POST_NORM], G[G_XN2], G[G_ATTN_OUT], err, errlen);
     case PDBX_OP_MLP_GATE:
+        if (pt->d.ops & CUDA_FUSED_FC1)   /* the fused fc1 GEMM's dgrad and wgrad */
+            return linear_bwd(c, op, B[B_XN2], W[W_FC1], G[G_FC1], G[G_XN2], G[G_WFC1], err, errlen);
         return linear_bwd(c, op, B[B_XN2], W[W_GATE], G[G_GATE], G[G_XN2], G[G_WGU], err, errlen);
     case PDBX_OP_MLP_UP:
         return linear_bwd(c, op, B[B_XN2], W[W_UP], G[G_UP], G[G_XN2], G[G_WGU], err, errlen);

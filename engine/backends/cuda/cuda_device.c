@@ -99,7 +99,7 @@ int cuda_init(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, siz
         for (int e = 0; e < 2; e++)
             CU_TRY("cudaEventCreate(span)", cudaEventCreate(&c->ev_span[k][e]));
     CU_TRY("cudaMalloc(checksum)", cudaMalloc((void **)&c->checksum_dev, sizeof(double)));
-    rc = cuda_gemm_create(&c->gemm, err, errlen);
+    rc = cuda_gemm_create_modes(&c->gemm, cfg->fp32_math, cfg->gemm_api, err, errlen);
     if (rc)
         goto fail;
     rc = -1;
@@ -221,6 +221,12 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
     json_set(env, "cuda", cJSON_CreateString(buf));
     json_set(env, "nccl", cJSON_CreateString(nccl));
     json_set(env, "blas", cJSON_CreateString(blas));
+    /* what the GEMMs ran as (docs/cuda.md, "Math modes and GEMM API"); fp32_math matters to
+     * fp32 runs only (bf16/fp16 accumulate in fp32 either way) */
+    json_set(env, "fp32_math", cJSON_CreateString(cuda_gemm_fp32_math(c->gemm) == PDBX_FP32_MATH_TF32
+                                                  ? "tf32" : "ieee"));
+    json_set(env, "gemm_api", cJSON_CreateString(cuda_gemm_api(c->gemm) == PDBX_GEMM_API_CUBLAS
+                                                 ? "cublas" : "cublaslt"));
     return 0;
 }
 

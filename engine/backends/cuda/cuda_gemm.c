@@ -1,14 +1,17 @@
 /* cuda_gemm.c: cuBLASLt GEMMs with per-shape cached descriptors and heuristic algorithms
  * (contract in cuda_gemm.h). Mirrors at::cuda::blas's cuBLASLt path: compute type, scale type,
  * transposes, layouts, a workspace-limited preference with pointer alignments, and the top
- * heuristic result.
+ * heuristic result; and its cuBLAS path (gemm_api cublas): cublasGemmEx on the same operands
+ * with CUBLAS_GEMM_DEFAULT_TENSOR_OP, the handle on the backend's stream and workspace.
  */
 #include "engine/backends/cuda/cuda_gemm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cublas_v2.h>
 #include <cublasLt.h>
+#include <limits.h>
 
 #include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_backend.h"
@@ -20,10 +23,14 @@ struct cuda_gemm_plan {
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
     size_t workspace_bytes;       /* what the chosen algorithm needs (<= the workspace) */
+    cuda_gemm_ex_args ex;         /* gemm_api cublas: the cublasGemmEx arguments */
 };
 
 struct cuda_gemm {
     cublasLtHandle_t handle;
+    cublasHandle_t blas;          /* gemm_api cublas only */
+    pdbx_fp32_math fp32_math;
+    pdbx_gemm_api api;
     void *workspace;
     size_t workspace_bytes;
     cuda_gemm_plan **plans;
@@ -41,7 +48,24 @@ static int lt_fail(char *err, size_t errlen, const char *call, cublasStatus_t st
 #define LT_TRY(name, expr) \
     CUDA_TRY_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, expr, lt_fail(err, errlen, (name), s_))
 
+static int blas_fail(char *err, size_t errlen, const char *call, cublasStatus_t st)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s failed: %s (%s)", call, cublasGetStatusName(st),
+                 cublasGetStatusString(st));
+    return -1;
+}
+
+#define BLAS_TRY(name, expr) \
+    CUDA_TRY_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, expr, blas_fail(err, errlen, (name), s_))
+
 int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen)
+{
+    return cuda_gemm_create_modes(out, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLASLT, err, errlen);
+}
+
+int cuda_gemm_create_modes(cuda_gemm **out, pdbx_fp32_math fp32_math, pdbx_gemm_api api, char *err,
+                           size_t errlen)
 {
     int rc = -1;
     cuda_gemm *g = calloc(1, sizeof *g);
@@ -50,6 +74,8 @@ int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen)
         snprintf(err, errlen, "cuda_gemm_create: out of host memory");
         return -1;
     }
+    g->fp32_math = fp32_math;
+    g->api = api;
     LT_TRY("cublasLtCreate", cublasLtCreate(&g->handle));
     cudaError_t ce = cudaMalloc(&g->workspace, CUDA_GEMM_WORKSPACE_BYTES);
     if (ce != cudaSuccess) {
@@ -61,6 +87,11 @@ int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen)
         goto fail;
     }
     g->workspace_bytes = CUDA_GEMM_WORKSPACE_BYTES;
+    if (api == PDBX_GEMM_API_CUBLAS) {
+        /* PyTorch hands cuBLAS its workspace too (CUBLAS_WORKSPACE_CONFIG): the same 32 MiB */
+        BLAS_TRY("cublasCreate", cublasCreate(&g->blas));
+        BLAS_TRY("cublasSetWorkspace", cublasSetWorkspace(g->blas, g->workspace, g->workspace_bytes));
+    }
     *out = g;
     return 0;
 fail:
@@ -88,6 +119,8 @@ void cuda_gemm_destroy(cuda_gemm *g)
     for (size_t i = 0; i < g->nplans; i++)
         plan_free(g->plans[i]);
     free(g->plans);
+    if (g->blas)
+        cublasDestroy(g->blas);
     cuda_dev_free(g->workspace);
     if (g->handle)
         cublasLtDestroy(g->handle);
@@ -167,6 +200,50 @@ static const char *dtype_str(pdbx_dtype dt)
     return dt == PDBX_DTYPE_BF16 ? "bf16" : dt == PDBX_DTYPE_FP16 ? "fp16" : "fp32";
 }
 
+int cuda_gemm_compute_type(pdbx_dtype dt, pdbx_fp32_math fp32_math)
+{
+    return dt == PDBX_DTYPE_FP32 && fp32_math == PDBX_FP32_MATH_TF32 ? (int)CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                      : (int)CUBLAS_COMPUTE_32F;
+}
+
+static int fits_int(int64_t v, const char *what, const cuda_gemm_shape *s, char *err, size_t errlen)
+{
+    if (v >= 0 && v <= INT_MAX)
+        return 0;
+    snprintf(err, errlen, "cublasGemmEx: %s %lld of the %s GEMM m=%lld n=%lld k=%lld does not fit "
+             "cuBLAS's int (allowed: 0..%d; gemm_api cublaslt takes 64-bit sizes)", what, (long long)v,
+             dtype_str(s->dtype), (long long)s->m, (long long)s->n, (long long)s->k, INT_MAX);
+    return -1;
+}
+
+int cuda_gemm_ex_args_for(const cuda_gemm_shape *s, pdbx_fp32_math fp32_math, cuda_gemm_ex_args *out,
+                          char *err, size_t errlen)
+{
+    const struct { int64_t v; const char *what; } dims[] = {
+        {s->m, "m"}, {s->n, "n"}, {s->k, "k"}, {s->lda, "lda"}, {s->ldb, "ldb"}, {s->ldc, "ldc"},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (fits_int(dims[i].v, dims[i].what, s, err, errlen) != 0)
+            return -1;
+    memset(out, 0, sizeof *out);
+    out->transa = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    out->transb = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    out->m = (int)s->m;
+    out->n = (int)s->n;
+    out->k = (int)s->k;
+    out->lda = (int)s->lda;
+    out->ldb = (int)s->ldb;
+    out->ldc = (int)s->ldc;
+    out->batch = s->batch;
+    out->stride_a = s->stride_a;
+    out->stride_b = s->stride_b;
+    out->stride_c = s->stride_c;
+    out->a_type = out->b_type = (int)data_type(s->dtype);
+    out->c_type = s->c_fp32 ? (int)CUDA_R_32F : (int)data_type(s->dtype);
+    out->compute_type = cuda_gemm_compute_type(s->dtype, fp32_math);
+    return 0;
+}
+
 static int layout_create(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols,
                          int64_t ld, int32_t batch, int64_t stride, char *err, size_t errlen)
 {
@@ -231,8 +308,15 @@ static int plan_build(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **o
     }
     p->shape = *s;
     cudaDataType_t t = data_type(s->dtype);
-    cublasComputeType_t compute =
-        s->dtype == PDBX_DTYPE_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t compute = (cublasComputeType_t)cuda_gemm_compute_type(s->dtype, g->fp32_math);
+    if (g->api == PDBX_GEMM_API_CUBLAS) {
+        /* cuBLAS picks its algorithm per call: the plan only checks the shape fits its ints */
+        rc = cuda_gemm_ex_args_for(s, g->fp32_math, &p->ex, err, errlen);
+        if (rc)
+            goto fail;
+        *out = p;
+        return 0;
+    }
     LT_TRY("cublasLtMatmulDescCreate", cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
     cublasOperation_t ta = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -324,6 +408,27 @@ int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, floa
                         size_t errlen)
 {
     int rc = -1;
+    if (g->api == PDBX_GEMM_API_CUBLAS) {
+        const cuda_gemm_ex_args *x = &p->ex;
+        BLAS_TRY("cublasSetStream", cublasSetStream(g->blas, stream));
+        if (x->batch > 1)
+            BLAS_TRY("cublasGemmStridedBatchedEx",
+                     cublasGemmStridedBatchedEx(g->blas, (cublasOperation_t)x->transa,
+                                                (cublasOperation_t)x->transb, x->m, x->n, x->k, &alpha,
+                                                a, (cudaDataType_t)x->a_type, x->lda, x->stride_a, b,
+                                                (cudaDataType_t)x->b_type, x->ldb, x->stride_b, &beta, c,
+                                                (cudaDataType_t)x->c_type, x->ldc, x->stride_c, x->batch,
+                                                (cublasComputeType_t)x->compute_type,
+                                                CUBLAS_GEMM_DEFAULT_TENSOR_OP));
+        else
+            BLAS_TRY("cublasGemmEx",
+                     cublasGemmEx(g->blas, (cublasOperation_t)x->transa, (cublasOperation_t)x->transb,
+                                  x->m, x->n, x->k, &alpha, a, (cudaDataType_t)x->a_type, x->lda, b,
+                                  (cudaDataType_t)x->b_type, x->ldb, &beta, c, (cudaDataType_t)x->c_type,
+                                  x->ldc, (cublasComputeType_t)x->compute_type,
+                                  CUBLAS_GEMM_DEFAULT_TENSOR_OP));
+        return 0;
+    }
     LT_TRY("cublasLtMatmul",
            cublasLtMatmul(g->handle, p->desc, &alpha, a, p->a, b, p->b, &beta, c, p->c, c, p->c,
                           &p->algo, g->workspace, p->workspace_bytes, stream));
@@ -349,4 +454,14 @@ void cuda_gemm_version(char *buf, size_t len)
     }
     snprintf(buf, len, "cuBLASLt %u.%u.%u (cudart %zu)", major, minor, patch,
              cublasLtGetCudartVersion());
+}
+
+pdbx_fp32_math cuda_gemm_fp32_math(const cuda_gemm *g)
+{
+    return g->fp32_math;
+}
+
+pdbx_gemm_api cuda_gemm_api(const cuda_gemm *g)
+{
+    return g->api;
 }

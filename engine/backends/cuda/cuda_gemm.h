@@ -1,15 +1,20 @@
 /* cuda_gemm.h: GEMMs of the cuda backend through cuBLASLt, set up the way PyTorch sets up its
  * cuBLASLt matmuls: one handle, a 32 MiB workspace (PyTorch's default on Hopper), a matmul
  * descriptor and matrix layouts per shape, the first algorithm cublasLtMatmulAlgoGetHeuristic
- * returns for the shape, its alignments and the workspace limit, cached per shape.
+ * returns for the shape, its alignments and the workspace limit, cached per shape. With
+ * gemm_api cublas the same shapes run through cuBLAS instead: cublasGemmEx (strided batches:
+ * cublasGemmStridedBatchedEx), what PyTorch's bias-free F.linear and bmm call unless
+ * TORCH_BLAS_PREFER_CUBLASLT is set, on the same workspace, with the same operands, layouts
+ * and compute type (docs/cuda.md, "Math modes and GEMM API").
  *
  * Contract:
  *  - Shapes use cuBLASLt's column-major conventions (m, n, k, transposes, leading dimensions,
  *    strided batches). cuda_gemm_linear_shape() builds the shape of a row-major nn.Linear:
  *    Y[m,n] = X[m,k] W^T with the weight stored [n,k] (out, in), PyTorch's F.linear layout
  *    (cuBLAS TN, the call torch.matmul(x, w.t()) makes).
- *  - dtype bf16 and fp16 compute in fp32 (CUBLAS_COMPUTE_32F); fp32 uses TF32 tensor cores
- *    (CUBLAS_COMPUTE_32F_FAST_TF32, PyTorch's allow_tf32=True).
+ *  - dtype bf16 and fp16 compute in fp32 (CUBLAS_COMPUTE_32F); fp32 computes in IEEE fp32
+ *    (CUBLAS_COMPUTE_32F, PyTorch's default allow_tf32=False) with fp32_math ieee, on TF32
+ *    tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32, allow_tf32=True) with fp32_math tf32.
  *  - cuda_gemm_plan() does all host-side work (descriptors, heuristic) and caches it, so a
  *    timed cuda_gemm_exec() only enqueues cublasLtMatmul on the stream.
  *  - Errors: -1 with "cublasLtXxx(...) failed: CUBLAS_STATUS_... (text)" in err; PDBX_EOOM
@@ -40,7 +45,29 @@ typedef struct {
     int c_fp32;                   /* C (and D) fp32 whatever the dtype: a wgrad into main_grad */
 } cuda_gemm_shape;
 
+/* fp32_math ieee, gemm_api cublaslt (the spec's defaults). */
 int cuda_gemm_create(cuda_gemm **out, char *err, size_t errlen);
+/* The math mode of fp32 GEMMs and the library every GEMM of this handle runs through. */
+int cuda_gemm_create_modes(cuda_gemm **out, pdbx_fp32_math fp32_math, pdbx_gemm_api api, char *err,
+                           size_t errlen);
+
+/* The compute type of a GEMM of dtype dt (a cublasComputeType_t; int so this header needs no
+ * cuBLAS header): CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 for fp32 with tf32. */
+int cuda_gemm_compute_type(pdbx_dtype dt, pdbx_fp32_math fp32_math);
+
+/* The arguments of the cublasGemmEx / cublasGemmStridedBatchedEx call of a shape: the same
+ * column-major operands cuBLASLt gets (F.linear's TN: transa T, transb N, m = out features,
+ * n = rows, k = in features), as int (cublasOperation_t, cudaDataType_t, cublasComputeType_t). */
+typedef struct {
+    int transa, transb;
+    int m, n, k, lda, ldb, ldc;
+    long long stride_a, stride_b, stride_c;
+    int batch;
+    int a_type, b_type, c_type, compute_type;
+} cuda_gemm_ex_args;
+/* 0, or -1 when a dimension does not fit cuBLAS's int (the message names it). */
+int cuda_gemm_ex_args_for(const cuda_gemm_shape *s, pdbx_fp32_math fp32_math, cuda_gemm_ex_args *out,
+                          char *err, size_t errlen);
 void cuda_gemm_destroy(cuda_gemm *g);
 
 /* Row-major Y[m,n] = X[m,k] W[n,k]^T, pointers 256-byte aligned (cudaMalloc). */
@@ -69,5 +96,8 @@ int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, floa
 size_t cuda_gemm_plan_count(const cuda_gemm *g);
 /* "cuBLASLt 13.0.0.19 (cudart 13000)" */
 void cuda_gemm_version(char *buf, size_t len);
+/* The handle's math mode and GEMM API as run_start's env records them ("ieee", "cublaslt"). */
+pdbx_fp32_math cuda_gemm_fp32_math(const cuda_gemm *g);
+pdbx_gemm_api cuda_gemm_api(const cuda_gemm *g);
 
 #endif
