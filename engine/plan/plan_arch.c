@@ -112,8 +112,7 @@ static const family llama_like = {"", "llama/configuration_llama.py", 0, "hidden
  * than the one that leaves a Llama layer as it is, they are recorded as unsupported. */
 static const char *const foreign_keys[] = {
     "attn_logit_softcapping", "final_logit_softcapping", "alibi", "parallel_attn", "multi_query",
-    "new_decoder_architecture", "query_pre_attn_scalar", "mlp_only_layers", "num_nextn_predict_layers",
-    "use_bidirectional_attention", "moe_layer_freq",
+    "new_decoder_architecture", "mlp_only_layers", "num_nextn_predict_layers", "use_bidirectional_attention",
 };
 
 /* ---- small readers ---------------------------------------------------------------------- */
@@ -703,7 +702,7 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     char what[320];
     const char *measures = "";
     if (a->cross_attention_layers > 0) {
-        snprintf(what, sizeof what, "cross-attention layers (%d of %d attend to the vision model)",
+        snprintf(what, sizeof what, "cross-attention (%d of %d layers attend to the vision model)",
                  a->cross_attention_layers, m->layers);
         measures = "it measures self-attention decoder layers";
     } else if (a->moe.experts > 1) {
@@ -720,7 +719,7 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_gated ? "gated" : "plain (ungated)", a->activation);
         measures = "it measures gated SiLU MLPs";
     } else if (a->bias.qkv || a->bias.attn_out || a->bias.mlp) {
-        snprintf(what, sizeof what, "biases (%s%s%s)", a->bias.qkv ? "q/k/v" : "",
+        snprintf(what, sizeof what, "bias on %s%s%s", a->bias.qkv ? "q/k/v" : "",
                  a->bias.attn_out ? (a->bias.qkv ? ", attention output" : "attention output") : "",
                  a->bias.mlp ? (a->bias.qkv || a->bias.attn_out ? ", mlp" : "mlp") : "");
         measures = "it measures linear layers without bias";
