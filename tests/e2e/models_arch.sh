@@ -72,7 +72,9 @@ import json, sys
 json.dump({'model': json.load(open(sys.argv[1])), 'seq_len': 128}, open(sys.argv[2], 'w'))
 PYEOF
 if command -v mpirun >/dev/null; then
-    "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
+    # leak checking off for the engine, as engine_common.inc does: OpenMPI's dlclosed plugins
+    # leave process-lifetime allocations LSan cannot attribute
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     [ $rc -eq 2 ] || fail "engine gpt2: exit $rc: $(cat "$TMP/err")"
     grep -q "^pdbx-engine: .*plain (ungated) MLP with gelu_new is not measured" "$TMP/err" \
