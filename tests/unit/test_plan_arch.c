@@ -169,6 +169,22 @@ static void test_refusals(void **state)
                                      "\"attention_bias\": true}", &m, err, sizeof err), 0);
     assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
     assert_non_null(strstr(err, "bias on q/k/v, attention output"));
+    /* Qwen3 (dense): q/k RMSNorm per head, which the engine's attention does not run */
+    assert_int_equal(model_from_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"intermediate_size\": 128, "
+                                     "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 32, "
+                                     "\"num_hidden_layers\": 2, \"vocab_size\": 256, \"attention_bias\": false, "
+                                     "\"use_sliding_window\": false, \"sliding_window\": null}", &m, err, sizeof err), 0);
+    assert_int_equal(m.arch.sliding_window.layers, PDBX_SW_NONE);
+    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
+    assert_non_null(strstr(err, "a per-head q/k RMSNorm (qk_norm)"));
+    /* a multimodal config whose text model is a Llama: read from text_config, measured */
+    assert_int_equal(model_from_text("{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", "
+                                     "\"hidden_size\": 64, \"intermediate_size\": 128, \"num_attention_heads\": 4, "
+                                     "\"num_hidden_layers\": 2, \"vocab_size\": 256}, \"vision_config\": {}}",
+                                     &m, err, sizeof err), 0);
+    assert_string_equal(m.arch.nested, "text_config");
+    assert_int_equal(m.hidden, 64);
+    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
     load("Mistral-7B-v0.1.json", &m);
     assert_int_equal(pdbx_arch_refusal(&m, 4096, err, sizeof err), 0);
     assert_int_equal(pdbx_arch_refusal(&m, 8192, err, sizeof err), 1);
