@@ -206,7 +206,8 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
         cJSON_Delete(model);
         goto fail;
     }
-    if (!cJSON_AddNullToObject(root, "refused") || !(gpu = cJSON_AddObjectToObject(root, "gpu")) || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
+    if (!cJSON_AddNullToObject(root, "refused") || !(gpu = cJSON_AddObjectToObject(root, "gpu"))
+        || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
         || !cJSON_AddNumberToObject(gpu, "mem_bytes", spec->gpu.mem_bytes)
         || !(arr = cJSON_AddArrayToObject(root, "points")))
         goto fail;
