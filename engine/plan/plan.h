@@ -21,12 +21,13 @@
 #include <cjson/cJSON.h>
 
 #include "store/ops.h"
+#include "engine/plan/plan_arch.h"
 
 #define PDBX_MAX_CONFIGS 64
 #define PDBX_MAX_COLL_SIZES 40
 #define PDBX_PATH_MAX 1024
 
-typedef struct {
+typedef struct pdbx_model_s {
     char name[64];            /* preset name or the file's model name */
     char tag[32];             /* FASOP model type (llama70b, llama1b, ...), or the name */
     char source[PDBX_PATH_MAX];
@@ -37,7 +38,9 @@ typedef struct {
     int head_dim;             /* head_dim (default: hidden / heads) */
     int layers;               /* num_hidden_layers */
     int vocab;                /* vocab_size */
-    int tie_embeddings;       /* tie_word_embeddings */
+    int tie_embeddings;       /* tie_word_embeddings (each family's default: plan_arch.c) */
+    pdbx_arch arch;           /* what else the config says (plan_arch.h); refused when the
+                               * engine does not measure it (pdbx_arch_refusal) */
 } pdbx_model;
 
 typedef struct {

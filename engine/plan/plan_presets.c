@@ -1,5 +1,5 @@
 /* plan_presets.c: the configs directory, preset lookup (by file name, case-insensitively, or by
- * tag), HuggingFace config.json reading for models and the gpus/<name>.json format. */
+ * tag), HuggingFace config.json reading for models (sizes and arch by family: plan_arch.c) and the gpus/<name>.json format. */
 #include "engine/plan/plan_internal.h"
 
 #include <dirent.h>
@@ -192,24 +192,6 @@ static void name_from_origin(const char *origin, char *out, size_t len)
     snprintf(out, len, "%s", tmp);
 }
 
-static int model_int(const cJSON *obj, const char *origin, const char *key, int required, long long lo,
-                     long long hi, int *out, char *err, size_t errlen)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return pdbx_fail(err, errlen, "%s: missing required field '%s'", origin, key);
-        return 1;   /* absent: caller keeps its default */
-    }
-    char label[PDBX_PATH_MAX + 64];
-    snprintf(label, sizeof label, "%s: %s", origin, key);
-    long long x;
-    if (plan_json_int(v, label, lo, hi, &x, err, errlen) != 0)
-        return -1;
-    *out = (int)x;
-    return 0;
-}
-
 int plan_model_check(const pdbx_model *m, const char *origin, char *err, size_t errlen)
 {
     if (m->heads > 0 && m->kv_heads > 0 && m->heads % m->kv_heads != 0)
@@ -229,34 +211,9 @@ int pdbx_model_from_json(const cJSON *hf, const char *origin, pdbx_model *out, c
         return pdbx_fail(err, errlen, "%s: expected a JSON object (a HuggingFace config.json)", org);
     pdbx_model m;
     memset(&m, 0, sizeof m);
-    /* Required Llama-architecture fields, in the order a reader checks them. */
-    if (model_int(hf, org, "hidden_size", 1, 1, 1 << 20, &m.hidden, err, errlen) < 0 ||
-        model_int(hf, org, "intermediate_size", 1, 1, 1 << 22, &m.intermediate, err, errlen) < 0 ||
-        model_int(hf, org, "num_attention_heads", 1, 1, 4096, &m.heads, err, errlen) < 0 ||
-        model_int(hf, org, "num_hidden_layers", 1, 1, 4096, &m.layers, err, errlen) < 0 ||
-        model_int(hf, org, "vocab_size", 1, 1, 1 << 24, &m.vocab, err, errlen) < 0)
+    /* sizes and architecture, by family (plan_arch.c) */
+    if (plan_arch_read(hf, org, &m, err, errlen) != 0)
         return -1;
-    m.kv_heads = m.heads;
-    if (model_int(hf, org, "num_key_value_heads", 0, 1, 4096, &m.kv_heads, err, errlen) < 0)
-        return -1;
-    int rc = model_int(hf, org, "head_dim", 0, 1, 16384, &m.head_dim, err, errlen);
-    if (rc < 0)
-        return -1;
-    if (rc == 1) {
-        if (m.hidden % m.heads != 0)
-            return pdbx_fail(err, errlen,
-                             "%s: num_attention_heads %d does not divide hidden_size %d and head_dim is "
-                             "missing (allowed: give head_dim, or heads dividing hidden_size)",
-                             org, m.heads, m.hidden);
-        m.head_dim = m.hidden / m.heads;
-    }
-    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(hf, "tie_word_embeddings");
-    if (tie && !cJSON_IsNull(tie)) {
-        char label[PDBX_PATH_MAX + 64];
-        snprintf(label, sizeof label, "%s: tie_word_embeddings", org);
-        if (plan_json_bool(tie, label, &m.tie_embeddings, err, errlen) != 0)
-            return -1;
-    }
     const cJSON *pname = cJSON_GetObjectItemCaseSensitive(hf, "pdbx_name");
     if (cJSON_IsString(pname) && pname->valuestring && *pname->valuestring)
         pdbx_strcopy(m.name, sizeof m.name, pname->valuestring);
@@ -304,7 +261,15 @@ cJSON *plan_model_to_json(const pdbx_model *m)
         {"vocab_size", PLAN_J_INT, offsetof(pdbx_model, vocab)},
         {"tie_word_embeddings", PLAN_J_BOOL, offsetof(pdbx_model, tie_embeddings)},
     };
-    return plan_fields_to_json(m, f, sizeof f / sizeof f[0]);
+    cJSON *o = plan_fields_to_json(m, f, sizeof f / sizeof f[0]);
+    /* the arch as plan --format json prints it; pdbx_model_from_json reads it back as it is */
+    cJSON *arch = o ? pdbx_arch_to_json(m) : NULL;
+    if (o && (!arch || !cJSON_AddItemToObject(o, "arch", arch))) {
+        cJSON_Delete(arch);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* Copy of configs/models/TinyLlama-1.1B.json (test_plan_presets checks they agree). */
@@ -316,6 +281,7 @@ void plan_default_model(pdbx_model *m)
         .hidden = 2048, .intermediate = 5632, .heads = 32, .kv_heads = 4, .head_dim = 64,
         .layers = 22, .vocab = 32000, .tie_embeddings = 0,
     };
+    plan_arch_llama(&m->arch, m->heads, m->kv_heads);
 }
 
 /* ---- GPUs ------------------------------------------------------------------------------ */

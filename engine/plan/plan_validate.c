@@ -71,6 +71,12 @@ static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
                          s->layers_profiled, m->layers, m->name);
     if (range("seq_len", s->seq_len, 1, 131072, err, errlen) != 0)
         return -1;
+    /* What the engine does not measure (MoE, MLA, GELU or plain MLPs, biases, a window shorter
+     * than seq_len ...) is refused here, so pdbx plan, pdbx run, the form and pdbx-engine's spec
+     * check all say so; never profiled as a dense Llama (plan_arch.h). */
+    char why[768];
+    if (pdbx_arch_refusal(m, s->seq_len, why, sizeof why))
+        return pdbx_fail(err, errlen, "%s", why);
     if ((int)s->recompute < PDBX_RECOMPUTE_NONE || (int)s->recompute > PDBX_RECOMPUTE_FULL)
         return pdbx_fail(err, errlen, "recompute: %d is out of range (allowed: none, full)", (int)s->recompute);
     if ((int)s->launcher < PDBX_LAUNCHER_AUTO || (int)s->launcher > PDBX_LAUNCHER_SRUN)

@@ -65,6 +65,11 @@ for name, s in specs.items():
 # ---- model: the model presets (HuggingFace config.json) and the engine's tiny model
 for f in sorted(os.listdir(os.path.join(root, 'configs', 'models'))):
     put('model', f, read('configs', 'models', f))
+# real config.json files of each family (tests/fixtures/models/SOURCES.md): gpt2, gpt-neox,
+# gpt-j, MoE, MLA, sliding windows, a multimodal text_config
+for f in sorted(os.listdir(os.path.join(root, 'tests', 'fixtures', 'models'))):
+    if f.endswith('.json'):
+        put('model', 'family-' + f, read('tests', 'fixtures', 'models', f))
 put('model', 'engine-tiny-llama.json', read('tests', 'e2e', 'fixtures', 'engine-tiny-llama.json'))
 put('model', 'head-dim.json', json.dumps({'hidden_size': 3072, 'intermediate_size': 8192,
                                           'num_attention_heads': 24, 'num_key_value_heads': 8,

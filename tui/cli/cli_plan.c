@@ -1,7 +1,9 @@
 /* cli_plan.c: `pdbx plan SPEC|PRESET [overrides]`: the sweep's points grouped by parallel
  * config with their two memory predictions against the GPU preset (profile memory, what the
  * engine allocates, which decides the OOM stop; training memory of the full model, planning
- * information) and their OOM marks, as a table or JSON. Nothing runs.
+ * information) and their OOM marks, as a table or JSON, after what was understood of the model
+ * (model.arch: plan_arch.h). A model the engine does not measure (MoE, MLA, GELU MLPs, biases
+ * ...) is refused with exit 2; --format json prints model.arch and "refused" first. Nothing runs.
  *
  * Every field pdbx_spec_set() accepts is an option: the field name with '_' spelled '-'
  * (seq_len -> --seq-len). The option table is generated from pdbx_spec_field_names(), so a
@@ -76,6 +78,9 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
     pdbx_cli_line(out, "sweep %s: %s (%s), %d of %d layers profiled, seq_len %d, %s, backend %s",
             spec->name, spec->model.name, spec->model.tag, spec->layers_profiled, spec->model.layers,
             spec->seq_len, pdbx_dtype_name(spec->dtype), pdbx_backend_name(spec->backend));
+    char arch[512];
+    pdbx_arch_summary(&spec->model, arch, sizeof arch);
+    pdbx_cli_line(out, "arch %s", arch);
     pdbx_cli_line(out, "gpu %s: %s GB; %d GPUs per node, %d node(s); warmup %d, steps %d; "
                        "predicted-OOM stop %s",
             spec->gpu.name, pdbx_fmt_gb(spec->gpu.mem_bytes, gb, sizeof gb), spec->gpus_per_node,
@@ -153,6 +158,40 @@ fail:
     return 0;
 }
 
+/* The model as understood: name, tag, source and arch (docs/models.md); NULL when out of memory. */
+static cJSON *model_json(const pdbx_model *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "name", m->name) || !cJSON_AddStringToObject(o, "tag", m->tag)
+        || !cJSON_AddStringToObject(o, "source", m->source)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON *arch = pdbx_arch_to_json(m);
+    if (!arch || !cJSON_AddItemToObject(o, "arch", arch)) {
+        cJSON_Delete(arch);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* A refused model: what was understood and why, so a script sees both before the exit 2. */
+static int print_refused_json(const pdbx_spec *spec, const char *why, FILE *out)
+{
+    cJSON *root = cJSON_CreateObject(), *m = model_json(&spec->model);
+    if (!root || !m || !cJSON_AddItemToObject(root, "model", m)) {
+        cJSON_Delete(m);
+        cJSON_Delete(root);
+        return -1;
+    }
+    if (!cJSON_AddStringToObject(root, "refused", why)) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    return pdbx_cli_emit_json(out, root);
+}
+
 static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
                       const sweep_action *act, FILE *out)
 {
@@ -162,7 +201,13 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
         cJSON_Delete(sj);
         goto fail;
     }
-    if (!(gpu = cJSON_AddObjectToObject(root, "gpu")) || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
+    cJSON *model = model_json(&spec->model);
+    if (!model || !cJSON_AddItemToObject(root, "model", model)) {
+        cJSON_Delete(model);
+        goto fail;
+    }
+    if (!cJSON_AddNullToObject(root, "refused") || !(gpu = cJSON_AddObjectToObject(root, "gpu"))
+        || !cJSON_AddStringToObject(gpu, "name", spec->gpu.name)
         || !cJSON_AddNumberToObject(gpu, "mem_bytes", spec->gpu.mem_bytes)
         || !(arr = cJSON_AddArrayToObject(root, "points")))
         goto fail;
@@ -213,6 +258,11 @@ int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *
     char err[1024] = "";
     pdbx_plan_point *pts = NULL;
     size_t n = 0;
+    if (pdbx_arch_refusal(&spec->model, spec->seq_len, err, sizeof err)) {
+        if (json && print_refused_json(spec, err, out) != 0)
+            return pdbx_cli_fail(PDBX_EXIT_FAIL, cmd, "out of memory");
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
+    }
     if (pdbx_spec_validate(spec, err, sizeof err) != 0)
         return pdbx_cli_fail(PDBX_EXIT_USAGE, cmd, "%s", err);
     if (pdbx_plan_expand(spec, &pts, &n, err, sizeof err) != 0)
