@@ -48,7 +48,8 @@ for name, m, k, nn in shapes:
 print(json.dumps(out))
 PYEOF
 for i in $(seq "$n"); do
-    "$PY" "$TMP/one.py" "$threads" > "$TMP/run$i.json" || exit 1
+    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads \
+        "$PY" "$TMP/one.py" "$threads" > "$TMP/run$i.json" || exit 1
 done
 "$PY" - "$TMP" "$n" <<'PYEOF'
 import json, sys
