@@ -43,12 +43,21 @@ quiet=""
 if ! below "$before" $QUIET_BELOW; then
     echo "note: quiet half skipped: this machine is already busy ($before cores used by other processes)"
 else
-    "$PDBX" run "$TMP/spec.json" --store "$TMP/quiet" >"$TMP/quiet.id" 2>"$TMP/quiet.err" ||
-        { cat "$TMP/quiet.err"; fail "quiet pdbx run"; }
-    if grep -qF "$WARN" "$TMP/quiet.err"; then
+    # A burst of other work inside the run's 0.1 s window (quiet before and after) warns
+    # rightly: a warning on a machine quiet before and after is retried once, and only a
+    # second one in a row fails (a check that always warns fails both times).
+    for attempt in 1 2; do
+        rm -rf "$TMP/quiet"
+        "$PDBX" run "$TMP/spec.json" --store "$TMP/quiet" >"$TMP/quiet.id" 2>"$TMP/quiet.err" ||
+            { cat "$TMP/quiet.err"; fail "quiet pdbx run"; }
+        grep -qF "$WARN" "$TMP/quiet.err" || break
         after=$(other_load 1)
-        below "$after" $QUIET_BELOW &&
-            { cat "$TMP/quiet.err"; fail "busy warning on a quiet machine (other load $before before, $after after)"; }
+        below "$after" $QUIET_BELOW || break
+        [ $attempt -eq 2 ] &&
+            { cat "$TMP/quiet.err"; fail "busy warning on a quiet machine, twice (other load $before before, $after after)"; }
+        echo "note: a busy warning with the machine quiet before and after ($before, $after cores): once more"
+    done
+    if grep -qF "$WARN" "$TMP/quiet.err"; then
         echo "note: quiet half inconclusive: the machine got busy ($after cores by other processes after the run)"
     else
         quiet=$TMP/quiet/runs/$(cat "$TMP/quiet.id").pdbx
