@@ -1,10 +1,12 @@
 /* engine_run.c: the lifecycle of one launch (engine_run.h). */
 #include "engine/engine_run.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "engine/engine_agree.h"
@@ -255,12 +257,26 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
 
 /* run_end through ev_w (the engine's writer, or the watchdog's own: see on_timeout); written
  * into the space the writer keeps for it, so it lands even when the disk filled up. If even
- * that fails, the log says how the run ended (the store shows it for a run without run_end). */
-static void write_end_ex(pdbx_events *ev_w, double t_start, pdbx_ev_run_end *re)
+ * that fails, the log says how the run ended (the store shows it for a run without run_end).
+ * Exactly one per run: every writer of a run_end (rank 0 at the end; any rank's watchdog, whose
+ * timeouts can fire in the same millisecond) holds an exclusive flock on the run file while it
+ * checks that the file has none and appends it. */
+static void write_end_ex(pdbx_events *ev_w, const char *run_path, double t_start,
+                         pdbx_ev_run_end *re)
 {
     if (!ev_w)
         return;
     pdbx_events_heartbeat_stop(ev_w);
+    int lock = open(run_path, O_RDONLY | O_CLOEXEC);
+    if (lock >= 0 && flock(lock, LOCK_EX) != 0) {
+        close(lock);
+        lock = -1;          /* no lock (a file system without flock): write as before */
+    }
+    if (pdbx_events_file_has_end(run_path)) {
+        if (lock >= 0)
+            close(lock);    /* closing releases the lock */
+        return;
+    }
     if (!pdbx_events_failed(ev_w, NULL, 0))
         pdbx_events_progress_now(ev_w);
     re->elapsed_s = pdbx_mono_s() - t_start;
@@ -271,13 +287,15 @@ static void write_end_ex(pdbx_events *ev_w, double t_start, pdbx_ev_run_end *re)
     if (pdbx_events_append_end(ev_w, ev, err, sizeof err) != 0)
         fprintf(stderr, "pdbx-engine: run_end not written: %s: %s (%s)\n",
                 pdbx_run_status_name(re->status), re->reason, err);
+    if (lock >= 0)
+        close(lock);
 }
 
-static void write_end_to(pdbx_events *ev_w, double t_start, pdbx_run_status status,
-                         const char *reason)
+static void write_end_to(pdbx_events *ev_w, const char *run_path, double t_start,
+                         pdbx_run_status status, const char *reason)
 {
     pdbx_ev_run_end re = { .status = status, .reason = reason, .in_flight_point = -1 };
-    write_end_ex(ev_w, t_start, &re);
+    write_end_ex(ev_w, run_path, t_start, &re);
 }
 
 static void on_timeout(const char *what, int point, double age_s, void *ctx)
@@ -291,14 +309,14 @@ static void on_timeout(const char *what, int point, double age_s, void *ctx)
         snprintf(reason, sizeof reason, "timeout: %s after %.1f s (rank %d)", what, age_s, e->rank);
     fprintf(stderr, "pdbx-engine: %s: aborting\n", reason);
     if (e->rank == 0 && e->ev) {
-        write_end_to(e->ev, e->t_start, PDBX_RUN_FAILED, reason);
+        write_end_to(e->ev, e->run_path, e->t_start, PDBX_RUN_FAILED, reason);
     } else if (!pdbx_events_file_has_end(e->run_path)) {
         /* rank 0 did not report (it may be the one stuck outside MPI): this rank does */
         pdbx_events *ev = NULL;
         char err[ERR_LEN];
         /* its own writer: e->ev belongs to the main thread, which may still be reading it */
         if (pdbx_events_open(e->store_dir, e->run_id, 1, &ev, err, sizeof err) == 0)
-            write_end_to(ev, e->t_start, PDBX_RUN_FAILED, reason);
+            write_end_to(ev, e->run_path, e->t_start, PDBX_RUN_FAILED, reason);
     }
     MPI_Abort(MPI_COMM_WORLD, 4);
     _exit(4);
@@ -363,7 +381,7 @@ static void end_or_continue(pdbx_engine *e)
 {
     size_t done = count_ended(e->run_path, e->npoints);
     if (done >= e->npoints) {
-        write_end_to(e->ev, e->t_start, PDBX_RUN_COMPLETE, "");
+        write_end_to(e->ev, e->run_path, e->t_start, PDBX_RUN_COMPLETE, "");
         return;
     }
     pdbx_events_heartbeat_stop(e->ev);
@@ -450,7 +468,7 @@ static void write_stopped_end(pdbx_engine *e)
         re.in_flight_point = e->in_flight == PDBX_IN_FLIGHT_NONE ? -1 : e->in_flight_point;
     }
     re.reason = reason;
-    write_end_ex(e->ev, e->t_start, &re);
+    write_end_ex(e->ev, e->run_path, e->t_start, &re);
 }
 
 int pdbx_run_sweep(pdbx_engine *e)
@@ -462,7 +480,7 @@ int pdbx_run_sweep(pdbx_engine *e)
     int code = 0;
     if (e->rank == 0) {
         if (rc != 0) {
-            write_end_to(e->ev, e->t_start, PDBX_RUN_FAILED, err);
+            write_end_to(e->ev, e->run_path, e->t_start, PDBX_RUN_FAILED, err);
             code = 1;
         } else if (e->cancelled || pdbx_events_failed(e->ev, NULL, 0)) {
             write_stopped_end(e);
