@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_internal.h"
 
 #define FIXTURES PDBX_SOURCE_DIR "/tests/fixtures/models/"
 
@@ -248,6 +249,10 @@ static void test_qwen_bias_shapes(void **state)
     const double sum = pdbx_fused_share(&s, 1, 1, PDBX_OP_ATTN_Q) + pdbx_fused_share(&s, 1, 1, PDBX_OP_ATTN_K) +
                        pdbx_fused_share(&s, 1, 1, PDBX_OP_ATTN_V);
     assert_true(sum > 1 - 1e-12 && sum < 1 + 1e-12);
+    /* the training prediction counts the biases' parameters: 28 layers x (28 + 2 x 4 heads) x 128 */
+    pdbx_model nob = s.model;
+    nob.arch.bias.qkv = 0;
+    assert_true(plan_stage_params(&s.model, 1, 1) - plan_stage_params(&nob, 1, 1) == 28.0 * 36 * 128);
 }
 
 /* A spec pdbx writes carries model.arch, read back as it was (the engine re-validates it). */
