@@ -474,14 +474,17 @@ inline unsigned row_block(int64_t cols)
 }
 
 /* ---- linear-layer bias (cuda_gemm.h: gemm_api cublas's add; every bias gradient) ---- */
-/* y[r, c] += b[c] over [rows, cols]: one grid-stride pass, the add in fp32 rounded once. */
+/* y[r, c] += b[c] over [rows, cols], the add in fp32 rounded once: rows over blockIdx.y,
+ * columns over the block's threads (no per-element division). */
 template <typename T>
 __global__ void bias_add_kernel(T *y, const T *b, int64_t rows, int64_t cols)
 {
-    const int64_t n = rows * cols;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = from_f32<T>(to_f32(y[i]) + to_f32(b[i % cols]));
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        T *yr = y + r * cols;
+        for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
+             c += (int64_t)gridDim.x * blockDim.x)
+            yr[c] = from_f32<T>(to_f32(yr[c]) + to_f32(b[c]));
+    }
 }
 
 /* db[c] += sum over rows of dy[r, c]: a block of kWarp columns x kBiasRowsY row lanes; each
@@ -694,7 +697,9 @@ extern "C" cudaError_t ck_bias_add(void *y, const void *bias, int64_t rows, int6
 {
     if (rows <= 0 || cols <= 0)
         return cudaErrorInvalidValue;
-    DISPATCH(dt, T, bias_add_kernel<T><<<grid_for((size_t)(rows * cols), 256), 256, 0, stream>>>(
+    const unsigned gx = grid_for((size_t)cols, 256) < 64u ? grid_for((size_t)cols, 256) : 64u;
+    const unsigned gy = rows < 65535 ? (unsigned)rows : 65535u;
+    DISPATCH(dt, T, bias_add_kernel<T><<<dim3(gx, gy), 256, 0, stream>>>(
                         static_cast<T *>(y), static_cast<const T *>(bias), rows, cols));
     return cudaGetLastError();
 }
