@@ -34,8 +34,9 @@
  * 3: compute ops gained mem_peak (the measured memory peak of a point).
  * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise.
  * 5: comm run takes a pdbx_coll_call; barrier is bounded.
- * 6: compute config gained fp32_math and gemm_api; point shapes gained fused_projections. */
-#define PDBX_BACKEND_ABI 6
+ * 6: compute config gained fp32_math and gemm_api; point shapes gained fused_projections.
+ * 7: pdbx_op_shape gained bias: the linear ops (and fused GEMMs) that add a bias. */
+#define PDBX_BACKEND_ABI 7
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -62,7 +63,12 @@ typedef struct {
     int layers;                   /* layers instantiated (spec->layers_profiled) */
     uint32_t ops;                 /* PDBX_OP_BIT mask to prepare */
     uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
-    pdbx_op_shape shape[PDBX_OP_COUNT];   /* from pdbx_op_shape_for() */
+    /* from pdbx_op_shape_for(); shape[op].bias: linear op `op` adds a bias vector of its n
+     * (prepare allocates one per layer, filled with real values; run_op adds it to the GEMM's
+     * output within the timed forward, and its bwd adds the bias gradient, the fp32 column sum
+     * of dY, to its wgrad). With fused_projections the fused GEMM has a bias when its leader's
+     * shape has (a group's ops share the flag): n = the fused n. */
+    pdbx_op_shape shape[PDBX_OP_COUNT];
     /* 1: run_op(attn_q) runs the fused QKV GEMM (n = shape q.n + k.n + v.n) and run_op(mlp_gate)
      * the fused fc1 GEMM (n = gate.n + up.n), forward and backward (dgrad and wgrad of the fused
      * weight); attn_k, attn_v and mlp_up are then not run (the engine attributes the fused time

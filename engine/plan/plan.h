@@ -227,6 +227,16 @@ typedef enum {
     PDBX_BUF_QKV_FUSED, PDBX_BUF_GATE_UP_FUSED, PDBX_BUF_L_QKV_FUSED, PDBX_BUF_L_GATE_UP_FUSED,
     PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED,
     PDBX_BUF_GRAD_W_GATE_UP_FUSED,
+    /* biases (the model's arch.bias; pdbx_op_shape.bias): per layer one vector of n per
+     * biased projection (cpu: fp32, as its GEMM outputs; cuda: the dtype, in the L2 rotation's
+     * copies as the weights), fused QKV / fc1 ones in place of their groups'; with bwd their
+     * fp32 gradients (one set shared by the layers, as the weights'; k and v, gate and up
+     * share one) */
+    PDBX_BUF_L_Q_BIAS, PDBX_BUF_L_K_BIAS, PDBX_BUF_L_V_BIAS, PDBX_BUF_L_O_BIAS,
+    PDBX_BUF_L_GATE_BIAS, PDBX_BUF_L_UP_BIAS, PDBX_BUF_L_DOWN_BIAS, PDBX_BUF_L_QKV_FUSED_BIAS,
+    PDBX_BUF_L_GATE_UP_FUSED_BIAS,
+    PDBX_BUF_GRAD_B_Q, PDBX_BUF_GRAD_B_KV, PDBX_BUF_GRAD_B_O, PDBX_BUF_GRAD_B_GATE_UP,
+    PDBX_BUF_GRAD_B_DOWN, PDBX_BUF_GRAD_B_QKV_FUSED, PDBX_BUF_GRAD_B_GATE_UP_FUSED,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -338,8 +348,17 @@ typedef struct {
     int64_t batch;                /* attn_core: sequences x heads on this rank; else 1 */
     double flops;                 /* one execution on one TP rank */
     double bytes;                 /* bytes read + written, minimal (roofline) */
+    /* linear ops (attn_q/k/v/o, mlp_gate/up/down; the fused QKV / fc1 GEMMs): 1 when the
+     * model's arch gives the projection a bias (arch.bias: qkv, attn_out, mlp), which the
+     * backends add to the GEMM's output within the op's timed execution (and whose gradient,
+     * the column sum of dY, is part of its bwd); flops then count the m x n adds and bytes
+     * the bias vector read (docs/spec.md, "Shapes"). 0 for every other op. */
+    int bias;
 } pdbx_op_shape;
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+/* 1 when m's arch gives linear op `op` a bias (arch.bias.qkv for attn_q/k/v, attn_out for
+ * attn_o, mlp for mlp_gate/up/down); 0 otherwise (pdbx_op_shape.bias). */
+int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op);
 
 /* The FLOPs the cuda backend's attention core executes (its GEMMs/tensor-core products; the
  * softmax's exponentials not counted) for `batch` = sequences x q heads on the rank, seq s,

@@ -718,11 +718,8 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     } else if (!a->mlp_gated || strcmp(a->activation, "silu") != 0) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_gated ? "gated" : "plain (ungated)", a->activation);
         measures = "it measures gated SiLU MLPs";
-    } else if (a->bias.qkv || a->bias.attn_out || a->bias.mlp) {
-        snprintf(what, sizeof what, "bias on %s%s%s", a->bias.qkv ? "q/k/v" : "",
-                 a->bias.attn_out ? (a->bias.qkv ? ", attention output" : "attention output") : "",
-                 a->bias.mlp ? (a->bias.qkv || a->bias.attn_out ? ", mlp" : "mlp") : "");
-        measures = "it measures linear layers without bias";
+    /* biases on the linear layers are measured (pdbx_op_shape.bias: the backends add them and
+     * their gradients within the projections' ops), so they are no reason to refuse */
     } else if (a->sliding_window.layers != PDBX_SW_NONE && a->sliding_window.size < seq_len) {
         snprintf(what, sizeof what, "sliding-window attention (window %d on %d of %d layers, shorter than seq_len %d)",
                  a->sliding_window.size, a->sliding_window.count, m->layers, seq_len);

@@ -16,8 +16,9 @@
  *  - Architecture-changing keys pdbx does not model (soft-capping, partial rotary, parallel
  *    residual, cross-attention layers, ...) are recorded in arch.unsupported, never dropped.
  *  - pdbx_arch_refusal() says whether the engine can measure the model as it is: it measures
- *    dense layers of a gated-SiLU MLP, MHA/GQA attention, no biases, full causal attention
- *    (a sliding window at least seq_len long is the same thing). Anything else is refused with
+ *    dense layers of a gated-SiLU MLP, MHA/GQA attention, with or without biases on the
+ *    linear layers (arch.bias: the projections' ops add them, pdbx_op_shape.bias), full
+ *    causal attention (a sliding window at least seq_len long is the same thing). Anything else is refused with
  *    one line naming the feature and the model; nothing is profiled as a dense Llama silently.
  *  - Errors are one line naming the file, the field, the value and what is allowed.
  */

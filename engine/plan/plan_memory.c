@@ -16,6 +16,14 @@ double plan_stage_params(const pdbx_model *m, int tp, int pp)
      * kv/TP heads (one replicated head when TP > kv heads), gate/up/down are split, the two
      * RMSNorm weights are replicated. */
     double layer_params = 2 * h * a * d / t + 2 * h * kv * d + 3 * h * I / t + 2 * h;
+    /* biases (arch.bias): q/k/v's and gate/up's are split as their weights' outputs; o_proj's
+     * and down_proj's (row-parallel: added after the reduce) are whole on every rank */
+    if (m->arch.bias.qkv)
+        layer_params += a * d / t + 2 * kv * d;
+    if (m->arch.bias.attn_out)
+        layer_params += h;
+    if (m->arch.bias.mlp)
+        layer_params += 2 * I / t + h;
     double params = L * layer_params + V * h / t;         /* + vocab-parallel embedding */
     if (pp == 1)                                          /* stage 0 is also the last stage */
         params += h + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */

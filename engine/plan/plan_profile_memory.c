@@ -68,6 +68,17 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_QKV_FUSED] = "d qkv (fused, gemm dtype)",
     [PDBX_BUF_GRAD_GATE_UP_FUSED] = "d mlp_fc1_out (fused, gemm dtype)",
     [PDBX_BUF_GRAD_W_QKV_FUSED] = "d qkv_proj (fused)", [PDBX_BUF_GRAD_W_GATE_UP_FUSED] = "d fc1 (fused)",
+    [PDBX_BUF_L_Q_BIAS] = "layer q_proj bias", [PDBX_BUF_L_K_BIAS] = "layer k_proj bias",
+    [PDBX_BUF_L_V_BIAS] = "layer v_proj bias", [PDBX_BUF_L_O_BIAS] = "layer o_proj bias",
+    [PDBX_BUF_L_GATE_BIAS] = "layer gate_proj bias", [PDBX_BUF_L_UP_BIAS] = "layer up_proj bias",
+    [PDBX_BUF_L_DOWN_BIAS] = "layer down_proj bias",
+    [PDBX_BUF_L_QKV_FUSED_BIAS] = "layer qkv_proj bias (fused)",
+    [PDBX_BUF_L_GATE_UP_FUSED_BIAS] = "layer fc1 bias (fused)",
+    [PDBX_BUF_GRAD_B_Q] = "d q_proj bias", [PDBX_BUF_GRAD_B_KV] = "d k_proj, v_proj bias",
+    [PDBX_BUF_GRAD_B_O] = "d o_proj bias", [PDBX_BUF_GRAD_B_GATE_UP] = "d gate_proj, up_proj bias",
+    [PDBX_BUF_GRAD_B_DOWN] = "d down_proj bias",
+    [PDBX_BUF_GRAD_B_QKV_FUSED] = "d qkv_proj bias (fused)",
+    [PDBX_BUF_GRAD_B_GATE_UP_FUSED] = "d fc1 bias (fused)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -111,6 +122,32 @@ static void comm_messages(const pdbx_profile_point *p, pdbx_profile_memory *out)
 }
 
 #define HAS(op) (p->ops & PDBX_OP_BIT(PDBX_OP_##op))
+
+/* The per-layer bias vectors of the prepared projections that have one (arch.bias), each of
+ * n elements of `e` bytes (cpu: fp32, as its GEMM outputs; cuda: the dtype), `sets` of each. */
+#define QKV_BIAS(p) ((p)->model.arch.bias.qkv != 0)
+#define O_BIAS(p) ((p)->model.arch.bias.attn_out != 0)
+#define MLP_BIAS(p) ((p)->model.arch.bias.mlp != 0)
+static void biases(const pdbx_profile_point *p, pdbx_profile_memory *out, double (*sz)(double),
+                   double e, int sets)
+{
+    const double h = p->model.hidden;
+    const double qd = (double)p->model.heads / p->tp * p->model.head_dim;
+    const double kvd = plan_kv_heads_per_rank(&p->model, p->tp) * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp;
+    const pdbx_mem_kind W = PDBX_MEM_WEIGHTS;
+    if (QKV_BIAS(p)) {
+        if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q_BIAS, W, sz(qd * e), sets);
+        if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K_BIAS, W, sz(kvd * e), sets);
+        if (HAS(ATTN_V)) add(out, PDBX_BUF_L_V_BIAS, W, sz(kvd * e), sets);
+    }
+    if (O_BIAS(p) && HAS(ATTN_O)) add(out, PDBX_BUF_L_O_BIAS, W, sz(h * e), sets);
+    if (MLP_BIAS(p)) {
+        if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE_BIAS, W, sz(I * e), sets);
+        if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP_BIAS, W, sz(I * e), sets);
+        if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN_BIAS, W, sz(h * e), sets);
+    }
+}
 
 /* cpu_memory.c's buffers: fp32 activations (GEMM outputs and every elementwise op run in
  * fp32), with bf16 copies of the GEMM inputs when the GEMMs run in bf16; one RMSNorm weight
@@ -162,6 +199,7 @@ static void cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE, W, lines(h * I * e), L);
     if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP, W, lines(h * I * e), L);
     if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, lines(I * h * e), L);
+    biases(p, out, lines, f, L);
 }
 
 /* The weight gradients of the backward pass (both backends): fp32 (Megatron's main_grad, into
@@ -189,6 +227,12 @@ static void weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out, 
     if (HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_W_O, G, sz(qd * h * f), 1);
     if (HAS(MLP_GATE) || HAS(MLP_UP)) add(out, PDBX_BUF_GRAD_W_GATE_UP, G, sz(h * I * f), 1);
     if (HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_W_DOWN, G, sz(I * h * f), 1);
+    /* the biases' gradients: fp32, one set, k and v (gate and up) sharing one as the weights' */
+    if (QKV_BIAS(p) && HAS(ATTN_Q)) add(out, PDBX_BUF_GRAD_B_Q, G, sz(qd * f), 1);
+    if (QKV_BIAS(p) && (HAS(ATTN_K) || HAS(ATTN_V))) add(out, PDBX_BUF_GRAD_B_KV, G, sz(kvd * f), 1);
+    if (O_BIAS(p) && HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_B_O, G, sz(h * f), 1);
+    if (MLP_BIAS(p) && (HAS(MLP_GATE) || HAS(MLP_UP))) add(out, PDBX_BUF_GRAD_B_GATE_UP, G, sz(I * f), 1);
+    if (MLP_BIAS(p) && HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_B_DOWN, G, sz(h * f), 1);
 }
 
 /* cpu_backward.c's buffers (passes with bwd): the gradient of every activation in fp32, as
@@ -262,6 +306,13 @@ static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
                HAS_OP(MLP_DOWN) * I * h;
     b += fq ? (qd + 2 * kvd) * h : (HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd) * h;
     b += ff ? 2 * I * h : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I * h;
+    /* the biases rotate with their layer's weights (cuda_backend.c's layer_bufs) */
+    if (QKV_BIAS(p))
+        b += fq ? qd + 2 * kvd : HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd;
+    if (O_BIAS(p))
+        b += HAS_OP(ATTN_O) * h;
+    if (MLP_BIAS(p))
+        b += (ff ? 2 * I : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I) + HAS_OP(MLP_DOWN) * h;
 #undef HAS_OP
     return b * es;
 }
@@ -317,6 +368,7 @@ static void cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory
     if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE, W, I * h * es, L);
     if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP, W, I * h * es, L);
     if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, I * h * es, L);
+    biases(p, out, exact, es, L);
     add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
 }
 
@@ -388,12 +440,15 @@ static void fused_list(const pdbx_profile_point *p, int sets, pdbx_profile_memor
     const struct {
         uint32_t ops;
         double n;
-        pdbx_buf_role in, grad_in, outb, w, grad_out, grad_w;
+        pdbx_buf_role in, grad_in, outb, w, grad_out, grad_w, bias, grad_bias;
+        int has_bias;
     } groups[2] = {
         {QKV_OPS, (heads + 2 * kv) * d, PDBX_BUF_NORM_OUT, PDBX_BUF_GRAD_NORM_OUT, PDBX_BUF_QKV_FUSED,
-         PDBX_BUF_L_QKV_FUSED, PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED},
+         PDBX_BUF_L_QKV_FUSED, PDBX_BUF_GRAD_QKV_FUSED, PDBX_BUF_GRAD_W_QKV_FUSED,
+         PDBX_BUF_L_QKV_FUSED_BIAS, PDBX_BUF_GRAD_B_QKV_FUSED, QKV_BIAS(p)},
         {FC1_OPS, 2 * I, PDBX_BUF_POST_NORM_OUT, PDBX_BUF_GRAD_POST_NORM_OUT, PDBX_BUF_GATE_UP_FUSED,
-         PDBX_BUF_L_GATE_UP_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_GATE_UP_FUSED},
+         PDBX_BUF_L_GATE_UP_FUSED, PDBX_BUF_GRAD_GATE_UP_FUSED, PDBX_BUF_GRAD_W_GATE_UP_FUSED,
+         PDBX_BUF_L_GATE_UP_FUSED_BIAS, PDBX_BUF_GRAD_B_GATE_UP_FUSED, MLP_BIAS(p)},
     };
     for (int g = 0; g < 2; g++) {
         if (!(p->ops & groups[g].ops))
@@ -402,8 +457,12 @@ static void fused_list(const pdbx_profile_point *p, int sets, pdbx_profile_memor
             add(out, groups[g].in, PDBX_MEM_ACTIVATIONS, sz(T * h * e), 1);
         add(out, groups[g].outb, PDBX_MEM_ACTIVATIONS, sz(T * groups[g].n * y), 1);
         add(out, groups[g].w, PDBX_MEM_WEIGHTS, sz(h * groups[g].n * e), sets);
+        if (groups[g].has_bias)   /* cpu: fp32 as its GEMM output; cuda: the dtype */
+            add(out, groups[g].bias, PDBX_MEM_WEIGHTS, sz(groups[g].n * y), sets);
         if (!bwd)
             continue;
+        if (groups[g].has_bias)
+            add(out, groups[g].grad_bias, PDBX_MEM_GRADS, sz(groups[g].n * f), 1);
         if (!listed(out, groups[g].grad_in))
             add(out, groups[g].grad_in, PDBX_MEM_GRADS, sz(T * h * e), 1);
         add(out, groups[g].grad_out, PDBX_MEM_GRADS, sz(T * groups[g].n * e), 1);

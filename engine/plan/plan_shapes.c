@@ -36,6 +36,31 @@ static void gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)
     o->bytes = e * ((double)m * k + (double)k * n + (double)m * n);
 }
 
+int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op)
+{
+    switch (op) {
+    case PDBX_OP_ATTN_Q:
+    case PDBX_OP_ATTN_K:
+    case PDBX_OP_ATTN_V:
+        return m->arch.bias.qkv != 0;
+    case PDBX_OP_ATTN_O:
+        return m->arch.bias.attn_out != 0;
+    case PDBX_OP_MLP_GATE:
+    case PDBX_OP_MLP_UP:
+    case PDBX_OP_MLP_DOWN:
+        return m->arch.bias.mlp != 0;
+    default:
+        return 0;
+    }
+}
+
+static void add_bias(pdbx_op_shape *o, double e)
+{
+    o->bias = 1;
+    o->flops += (double)o->m * (double)o->n;
+    o->bytes += e * (double)o->n;
+}
+
 static void elementwise(pdbx_op_shape *o, int64_t rows, int64_t cols, double flops_per_elem, double bytes)
 {
     o->m = rows;
@@ -105,6 +130,8 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_COUNT:
         return -1;
     }
+    if (pdbx_op_has_bias(m, op))
+        add_bias(out, e);
     return 0;
 }
 
@@ -140,6 +167,8 @@ int pdbx_fused_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op leader,
         cols += o.n;
     }
     gemm(out, o.m, cols, o.k, pdbx_dtype_bytes(spec->dtype));
+    if (o.bias)   /* a group's projections share their bias flag (arch.bias.qkv, .mlp) */
+        add_bias(out, pdbx_dtype_bytes(spec->dtype));
     return 0;
 }
 

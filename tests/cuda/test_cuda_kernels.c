@@ -15,6 +15,8 @@
  * sequence through the same emulation against the textbook gradients (host), and on a GPU the
  * linear backward, RMSNorm, SiLU x up and attention backward kernels and the embedding
  * scatter-add against host references.
+ * Biases: the bias epilogue's layout (host, emulated), and on a GPU Y = X W^T + b through
+ * cuBLASLt's epilogue and through cublasGemmEx + ck_bias_add, and the bias gradient kernel.
  * Without a CUDA device the GPU part is skipped with the reason printed.
  */
 #include <stdarg.h>
@@ -279,6 +281,92 @@ static void test_linear_modes(void **state)
     with_modes(PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, PDBX_DTYPE_FP32, 1e-5f);
     with_modes(PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLAS, PDBX_DTYPE_FP32, 1e-3f);
     with_modes(PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, PDBX_DTYPE_BF16, 1.0f / 128);
+}
+
+/* Y = X W^T + b (cuda_gemm_shape.bias): through the plan's CUBLASLT_EPILOGUE_BIAS, or with
+ * gemm_api cublas through cublasGemmEx then ck_bias_add; the bias plan refuses a run without
+ * its bias (the epilogue would read a stale pointer). */
+static void check_linear_bias(pdbx_dtype dt, int64_t m, int64_t n, int64_t k, float rtol)
+{
+    tensor x = make((size_t)(m * k), dt, -1.0f, 1.0f), w = make((size_t)(n * k), dt, -0.1f, 0.1f);
+    tensor b = make((size_t)n, dt, -0.5f, 0.5f), y = make((size_t)(m * n), dt, 0.0f, 0.0f);
+    float *ref = malloc((size_t)(m * n) * sizeof *ref);
+    assert_non_null(ref);
+    char err[512];
+    cuda_gemm_shape s = cuda_gemm_linear_shape(dt, m, n, k);
+    s.bias = 1;
+    assert_int_equal(cuda_gemm_bias_elems(&s), n);
+    cuda_gemm_plan *p = NULL;
+    if (cuda_gemm_plan_get(gemm, &s, &p, err, sizeof err) != 0)
+        fail_msg("plan: %s", err);
+    if (cuda_gemm_exec_bias(gemm, p, 1.0f, w.dev, x.dev, b.dev, y.dev, stream, err, sizeof err) != 0)
+        fail_msg("exec: %s", err);
+    download(&y);
+    float scale = 0.0f;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = at(&b, (size_t)j), mag = fabs(acc);
+            for (int64_t l = 0; l < k; l++) {
+                acc += (double)at(&x, (size_t)(i * k + l)) * at(&w, (size_t)(j * k + l));
+                mag += fabs((double)at(&x, (size_t)(i * k + l)) * at(&w, (size_t)(j * k + l)));
+            }
+            ref[i * n + j] = (float)acc;
+            if ((float)mag > scale)
+                scale = (float)mag;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "linear+bias %s %s %lldx%lldx%lld", cuda_gemm_api(gemm) == PDBX_GEMM_API_CUBLAS ?
+             "cublas" : "cublaslt", dt == PDBX_DTYPE_BF16 ? "bf16" : "fp32", (long long)m, (long long)n, (long long)k);
+    expect_close(what, &y, ref, (size_t)(m * n), 2e-3f * scale, rtol);
+    assert_int_equal(cuda_gemm_exec(gemm, p, 1.0f, w.dev, x.dev, y.dev, stream, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cuda_gemm_exec_bias"));
+    free(ref);
+    drop(&x), drop(&w), drop(&b), drop(&y);
+}
+
+static void test_linear_bias(void **state)
+{
+    (void)state;
+    check_linear_bias(PDBX_DTYPE_BF16, 128, 192, 256, 1.0f / 128);
+    check_linear_bias(PDBX_DTYPE_BF16, 8, 40, 24, 1.0f / 128);
+    check_linear_bias(PDBX_DTYPE_FP32, 64, 96, 128, 1e-4f);
+    char err[512];
+    cuda_gemm *saved = gemm, *g = NULL;
+    if (cuda_gemm_create_modes(&g, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, err, sizeof err) != 0)
+        fail_msg("create: %s", err);
+    gemm = g;
+    check_linear_bias(PDBX_DTYPE_BF16, 128, 192, 256, 1.0f / 128);
+    check_linear_bias(PDBX_DTYPE_FP32, 8, 40, 24, 1e-5f);
+    gemm = saved;
+    cuda_gemm_destroy(g);
+}
+
+/* db += column sums of dY (fp32) for bf16 and fp32 dY, narrow and wide, rows past one block's
+ * share (the atomics of several row splits add up). */
+static void test_bias_grad(void **state)
+{
+    (void)state;
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP32};
+    const int64_t dims[][2] = {{1000, 37}, {3, 4100}, {8192, 96}};
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+            const int64_t rows = dims[i][0], cols = dims[i][1];
+            tensor dy = make((size_t)(rows * cols), dts[di], -1.0f, 1.0f);
+            tensor db = make((size_t)cols, PDBX_DTYPE_FP32, -1.0f, 1.0f);
+            float *ref = malloc((size_t)cols * sizeof *ref);
+            assert_non_null(ref);
+            for (int64_t c = 0; c < cols; c++) {
+                double acc = at(&db, (size_t)c);
+                for (int64_t r = 0; r < rows; r++)
+                    acc += at(&dy, (size_t)(r * cols + c));
+                ref[c] = (float)acc;
+            }
+            assert_int_equal(ck_bias_grad(dy.dev, db.dev, rows, cols, dts[di], stream), cudaSuccess);
+            download(&db);
+            expect_close("bias grad", &db, ref, (size_t)cols, 1e-5f * (float)rows + 1e-4f, 1e-4f);
+            free(ref);
+            drop(&dy), drop(&db);
+        }
 }
 
 /* ---- element-wise and row kernels ------------------------------------------------------- */
@@ -826,6 +914,45 @@ static void test_host_linear_layout(void **state)
 
 /* The backward's GEMMs of Y = X W^T (W [n, k]): dgrad gives dX = dY W, wgrad adds dY^T X onto
  * what dW held (beta 1). */
+/* A linear shape with a bias: the vector has the out features' n elements (cuBLASLt's bias
+ * epilogue adds bias[i] to row i of the column-major C, for every column), which is
+ * row-major Y = X W^T + b; cublasGemmEx's arguments carry the bias (the backend adds it with
+ * ck_bias_add over C as [rows, out]); a bias on a batched or fp32-output (wgrad) GEMM is
+ * refused. */
+static void test_host_linear_bias_layout(void **state)
+{
+    (void)state;
+    const int64_t m = 5, n = 7, k = 3;
+    double *x = host_rand((size_t)(m * k)), *w = host_rand((size_t)(n * k)), *b = host_rand((size_t)n);
+    double *y = calloc((size_t)(m * n), sizeof *y);
+    assert_non_null(y);
+    cuda_gemm_shape s = cuda_gemm_linear_shape(PDBX_DTYPE_BF16, m, n, k);
+    assert_int_equal(cuda_gemm_bias_elems(&s), 0);
+    s.bias = 1;
+    assert_int_equal(cuda_gemm_bias_elems(&s), n);
+    emulate_gemm(&s, 1.0, w, x, y);
+    for (int64_t i = 0; i < s.m; i++)          /* CUBLASLT_EPILOGUE_BIAS: C(i, j) += bias[i] */
+        for (int64_t j = 0; j < s.n; j++)
+            y[i + j * s.ldc] += b[i];
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = b[j];
+            for (int64_t l = 0; l < k; l++)
+                want += x[r * k + l] * w[j * k + l];
+            assert_true(fabs(y[r * n + j] - want) < 1e-12);
+        }
+    char err[256];
+    cuda_gemm_ex_args a;
+    assert_int_equal(cuda_gemm_ex_args_for(&s, PDBX_FP32_MATH_IEEE, &a, err, sizeof err), 0);
+    assert_int_equal(a.bias, 1);
+    assert_int_equal(a.ldc, a.m);   /* ck_bias_add(C, b, rows = a.n, cols = a.m) is this add */
+    cuda_gemm_shape wg = cuda_gemm_wgrad_shape(PDBX_DTYPE_BF16, m, n, k);
+    wg.bias = 1;
+    assert_int_equal(cuda_gemm_ex_args_for(&wg, PDBX_FP32_MATH_IEEE, &a, err, sizeof err), -1);
+    assert_non_null(strstr(err, "a bias on a fp32-output GEMM"));
+    free(x), free(w), free(b), free(y);
+}
+
 static void test_host_linear_bwd_layout(void **state)
 {
     (void)state;
@@ -1035,9 +1162,19 @@ static void test_host_dims_match_plan(void **state)
                 assert_int_equal(pdbx_fused_shape_for(&spec, tp, mbs, PDBX_OP_MLP_GATE, &ff), 0);
                 assert_int_equal(fq.n, (d.heads + 2 * d.kv_heads) * d.head_dim);
                 assert_int_equal(ff.n, 2 * d.inter);
+                /* the bias bits are the shapes' (Qwen2.5: q, k, v; the others none) */
+                uint32_t want_bias = 0;
+                for (int op = 0; op < PDBX_OP_COUNT; op++)
+                    if (p.shape[op].bias)
+                        want_bias |= PDBX_OP_BIT(op);
+                assert_int_equal(d.bias_ops, want_bias);
+                if (strcmp(m->arch.model_type, "qwen2") == 0)
+                    assert_int_equal(d.bias_ops, PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
+                                                     PDBX_OP_BIT(PDBX_OP_ATTN_V));
                 p.fused_projections = 1;
                 cuda_dims fd;
                 assert_int_equal(cuda_point_dims(&p, 0, &fd, err, sizeof err), 0);
+                assert_int_equal(fd.bias_ops, p.shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0);
                 assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
                 assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
                 assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
@@ -1249,6 +1386,7 @@ int main(void)
         cmocka_unit_test(test_host_attention_layout),
         cmocka_unit_test(test_host_flash_smem),
         cmocka_unit_test(test_host_linear_bwd_layout),
+        cmocka_unit_test(test_host_linear_bias_layout),
         cmocka_unit_test(test_host_attention_bwd_layout),
         cmocka_unit_test(test_host_dims_match_plan),
     };
@@ -1283,6 +1421,8 @@ int main(void)
         cmocka_unit_test(test_flash_attention),
         cmocka_unit_test(test_device_noise),
         cmocka_unit_test(test_linear_bwd),
+        cmocka_unit_test(test_linear_bias),
+        cmocka_unit_test(test_bias_grad),
         cmocka_unit_test(test_rmsnorm_bwd),
         cmocka_unit_test(test_silu_mul_bwd),
         cmocka_unit_test(test_embed_scatter_add),

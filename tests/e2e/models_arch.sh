@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Models (issue 14): `pdbx plan --format json` reports model.arch for a real config.json of each
 # family (tests/fixtures/models/, SOURCES.md); what the engine does not measure (MoE, MLA, GELU
-# or plain MLPs, biases, cross-attention, a window shorter than seq_len) is refused with one
+# or plain MLPs, cross-attention, a window shorter than seq_len) is refused with one
 # line naming the feature and the model and exit 2, after the JSON of what was understood; the
 # same refusal stops `pdbx run` (no run is created) and pdbx-engine's own spec check.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
@@ -43,7 +43,7 @@ Qwen1.5-MoE-A2.7B.json|2|{'model_type': 'qwen2_moe', 'moe': {'experts': 60, 'top
 Qwen3-30B-A3B.json|2|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': 'gqa'}|mixture of experts (128 experts, top 8)
 DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|mixture of experts (64 experts, top 6, 2 shared)
 DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|mixture of experts (256 experts, top 8, 1 shared)
-Qwen2.5-7B.json|2|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|bias on q/k/v
+Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
 gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}}|a gated MLP with gelu_pytorch_tanh
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|

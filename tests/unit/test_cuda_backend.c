@@ -440,7 +440,9 @@ static void test_gpu_bwd(void **state)
 /* fused_projections and the GEMM modes on a GPU: the fused QKV and fc1 GEMMs run fwd and bwd
  * (attn_k and mlp_up are not run on their own: refused), the point's device memory is the
  * planner's fused list; fp32 with tf32 through cuBLAS and cuBLASLt, bf16 through cuBLAS, each
- * running every op and recording its modes in describe. */
+ * running every op and recording its modes in describe; biases on every projection (separate
+ * and fused, cuBLASLt's epilogue and cuBLAS + ck_bias_add) run fwd and bwd, their memory the
+ * planner's biased list. */
 static void test_gpu_fused_and_modes(void **state)
 {
     (void)state;
@@ -449,11 +451,17 @@ static void test_gpu_fused_and_modes(void **state)
         skip();
     }
     const pdbx_compute_ops *ops = entry->compute;
-    static const struct { pdbx_dtype dt; pdbx_fp32_math math; pdbx_gemm_api api; int fused; } runs[] = {
-        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLASLT, 1},
-        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, 1},
-        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLAS, 0},
-        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLASLT, 0},
+    /* bias: every projection with a bias (arch.bias, shape.bias): the epilogue / ck_bias_add
+     * path fwd, the bias gradient bwd, the bias vectors (and their gradients) in the memory */
+    static const struct { pdbx_dtype dt; pdbx_fp32_math math; pdbx_gemm_api api; int fused, bias; } runs[] = {
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLASLT, 1, 0},
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, 1, 0},
+        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLAS, 0, 0},
+        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_TF32, PDBX_GEMM_API_CUBLASLT, 0, 0},
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLASLT, 0, 1},
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLASLT, 1, 1},
+        {PDBX_DTYPE_BF16, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, 0, 1},
+        {PDBX_DTYPE_FP32, PDBX_FP32_MATH_IEEE, PDBX_GEMM_API_CUBLAS, 1, 1},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         pdbx_compute_config cfg = {.local_size = 1, .world_size = 1, .blas_threads = 1,
@@ -474,6 +482,13 @@ static void test_gpu_fused_and_modes(void **state)
         tiny_point(&p, 2);
         p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
         p.fused_projections = runs[r].fused;
+        if (runs[r].bias) {
+            p.model.arch.bias.qkv = p.model.arch.bias.attn_out = p.model.arch.bias.mlp = 1;
+            static const pdbx_op lin[] = {PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V, PDBX_OP_ATTN_O,
+                                          PDBX_OP_MLP_GATE, PDBX_OP_MLP_UP, PDBX_OP_MLP_DOWN};
+            for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++)
+                p.shape[lin[i]].bias = 1;
+        }
         if (ops->prepare(c, &p, err, sizeof err) != 0)
             fail_msg("prepare: %s", err);
         for (int op = 0; op < PDBX_OP_COUNT; op++) {

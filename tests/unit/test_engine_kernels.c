@@ -15,6 +15,7 @@
 #include "engine/backends/host.h"
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/cpu/cpu_kernels_bwd.h"
 
 static float *randv(size_t n, uint64_t seed)
 {
@@ -125,6 +126,60 @@ static void check_silu_mul(int64_t n, float range)
     free(u);
     free(one);
     free(out);
+}
+
+/* Linear-layer bias: the add over a GEMM's fp32 output and its gradient (column sums of dY,
+ * fp32 and bf16 dY, accumulated) against plain loops, at odd widths (vector tails, a column
+ * chunk cut short) and sizes above the kernels' threading threshold, on 1 and 3 threads. */
+static void test_bias_add_and_grad(void **state)
+{
+    (void)state;
+    static const int64_t dims[][2] = { { 1, 1 }, { 7, 3 }, { 131, 301 }, { 257, 129 }, { 3, 20011 } };
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int64_t rows = dims[di][0], cols = dims[di][1], n = rows * cols;
+        float *y0 = randv((size_t)n, 21), *bias = randv((size_t)cols, 22), *dy = randv((size_t)n, 23);
+        float *want = malloc((size_t)n * sizeof *want), *y = malloc((size_t)n * sizeof *y);
+        float *db_want = malloc((size_t)cols * sizeof(float)), *db = malloc((size_t)cols * sizeof(float));
+        float *db_bf_want = malloc((size_t)cols * sizeof(float));
+        uint16_t *dy_bf = malloc((size_t)n * sizeof *dy_bf);
+        assert_true(want && y && db_want && db && db_bf_want && dy_bf);
+        for (int64_t i = 0; i < n; i++)
+            dy_bf[i] = pdbx_k_f32_to_bf16(dy[i]);
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                want[i * cols + j] = y0[i * cols + j] + bias[j];
+        for (int64_t j = 0; j < cols; j++) {   /* the gradient accumulates onto 0.5 */
+            float acc = 0, acc_bf = 0;
+            for (int64_t i = 0; i < rows; i++) {
+                acc += dy[i * cols + j];
+                acc_bf += pdbx_k_bf16_to_f32(dy_bf[i * cols + j]);
+            }
+            db_want[j] = 0.5f + acc;
+            db_bf_want[j] = 0.5f + acc_bf;
+        }
+        for (int threads = 1; threads <= 3; threads += 2) {
+            pdbx_cpu_pool *pool = threads > 1 ? pdbx_cpu_pool_create(threads) : NULL;
+            assert_true(threads == 1 || pool);
+            memcpy(y, y0, (size_t)n * sizeof *y);
+            pdbx_k_bias_add(pool, y, bias, rows, cols);
+            assert_memory_equal(y, want, (size_t)n * sizeof *y);
+            for (int bf = 0; bf <= 1; bf++) {
+                const float *w = bf ? db_bf_want : db_want;
+                for (int64_t j = 0; j < cols; j++)
+                    db[j] = 0.5f;
+                pdbx_k_bias_grad(pool, bf ? (const void *)dy_bf : (const void *)dy, bf, rows, cols, db);
+                for (int64_t j = 0; j < cols; j++)
+                    if (!(fabsf(db[j] - w[j]) <= 1e-5f * (1.0f + fabsf(w[j])))) {
+                        print_error("%lldx%lld threads %d bf16 %d: db[%lld] %.9g, want %.9g\n",
+                                    (long long)rows, (long long)cols, threads, bf, (long long)j, db[j], w[j]);
+                        fail();
+                    }
+            }
+            pdbx_cpu_pool_destroy(pool);
+        }
+        free(y0); free(bias); free(dy); free(want); free(y); free(db_want); free(db);
+        free(db_bf_want); free(dy_bf);
+    }
 }
 
 static void test_silu_mul(void **state)
@@ -557,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_embed_gather),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_silu_mul),
+        cmocka_unit_test(test_bias_add_and_grad),
         cmocka_unit_test(test_thread_pool),
         cmocka_unit_test(test_attention_mha),
         cmocka_unit_test(test_attention_gqa),

@@ -367,6 +367,77 @@ static void test_backend_linear_bwd(void **state)
     }
 }
 
+/* A model with biases everywhere (arch.bias, shape[op].bias): each projection's forward is
+ * X W + b and its bwd adds the column sums of dY to the bias gradient, separate and fused
+ * (fused_projections), fp32; shapes whose bias flag disagrees with the arch are refused. */
+static void test_backend_bias(void **state)
+{
+    (void)state;
+    static const pdbx_op linear_ops[] = { PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V, PDBX_OP_ATTN_O,
+                                          PDBX_OP_MLP_GATE, PDBX_OP_MLP_UP, PDBX_OP_MLP_DOWN };
+    for (int fused = 0; fused <= 1; fused++) {
+        pdbx_compute *c = backend(PDBX_DTYPE_FP32, 3);
+        char err[256] = "";
+        pdbx_point_shapes p = tiny_point(1, 2, FWD_BWD);
+        p.model.arch.bias.qkv = p.model.arch.bias.attn_out = p.model.arch.bias.mlp = 1;
+        p.fused_projections = fused;
+        for (size_t i = 0; i < sizeof linear_ops / sizeof linear_ops[0]; i++)
+            p.shape[linear_ops[i]].bias = 1;
+        assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
+        cpu_layer *L = &c->layer[1];
+        cpu_grads *g = &c->grad;
+        const struct {
+            pdbx_op op;
+            const float *x, *y, *dy;
+            const void *w;
+            const float *b, *db;
+            int64_t n, k;
+        } lin[] = {
+            { PDBX_OP_ATTN_Q, c->xn, fused ? c->qkv : c->q, fused ? (const float *)g->dqkv : g->dq,
+              fused ? L->wqkv : L->wq, fused ? L->bqkv : L->bq, fused ? g->dbqkv : g->dbq,
+              fused ? c->qd + 2 * c->kvd : c->qd, c->h },
+            { PDBX_OP_ATTN_O, c->ctx, c->y, g->dy, L->wo, L->bo, g->dbo, c->h, c->qd },
+            { PDBX_OP_MLP_GATE, c->yn, fused ? c->fc1 : c->g, fused ? (const float *)g->dfc1 : g->dg,
+              fused ? L->wfc1 : L->wg, fused ? L->bfc1 : L->bg, fused ? g->dbfc1 : g->dbgu,
+              fused ? 2 * c->inter : c->inter, c->h },
+            { PDBX_OP_MLP_DOWN, c->act, c->x, g->dx, L->wd, L->bd, g->dbd, c->h, c->inter },
+            { PDBX_OP_ATTN_K, c->xn, c->k, g->dk, L->wk, L->bk, g->dbkv, c->kvd, c->h },
+        };
+        const size_t nlin = fused ? 4 : 5;
+        for (size_t i = 0; i < nlin; i++) {
+            const int64_t T = c->T, n = lin[i].n, k = lin[i].k;
+            assert_non_null(lin[i].b);
+            assert_non_null(lin[i].db);
+            double ms = -1;
+            assert_int_equal(pdbx_cpu_compute_ops.run_op(c, lin[i].op, PDBX_PASS_FWD, 1, &ms, err, sizeof err), 0);
+            const float *w = lin[i].w;
+            for (int64_t r = 0; r < T; r++)
+                for (int64_t j = 0; j < n; j++) {
+                    double want = lin[i].b[j];
+                    for (int64_t q = 0; q < k; q++)
+                        want += (double)lin[i].x[r * k + q] * w[q * n + j];
+                    assert_close(lin[i].y[r * n + j], want, 1e-4, 1.0, pdbx_op_name(lin[i].op), (size_t)(r * n + j));
+                }
+            double *db0 = snapshot(lin[i].db, (size_t)n);
+            assert_int_equal(pdbx_cpu_compute_ops.run_op(c, lin[i].op, PDBX_PASS_BWD, 1, &ms, err, sizeof err), 0);
+            for (int64_t j = 0; j < n; j++) {
+                double want = db0[j];
+                for (int64_t r = 0; r < T; r++)
+                    want += lin[i].dy[r * n + j];
+                assert_close(lin[i].db[j], want, 1e-4, 1.0, "bias gradient", (size_t)j);
+            }
+            free(db0);
+        }
+        /* the bias vectors hold real values (not zeros: the add would do nothing) */
+        assert_true(lin[0].b[0] != 0.0f || lin[0].b[1] != 0.0f);
+        /* a shape with a bias the arch does not have (no buffer for it) is refused */
+        p.model.arch.bias.mlp = 0;
+        assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), -1);
+        assert_non_null(strstr(err, "mlp_gate's shape says bias 1, the model's arch 0"));
+        pdbx_cpu_compute_ops.fini(c);
+    }
+}
+
 /* Every op's bwd runs (fp32, bf16 where available) on every layer; without bwd in the
  * point's passes the bwd pass is refused with a message and nothing is allocated for it. */
 static void test_backend_runs_every_bwd(void **state)
@@ -559,6 +630,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_attention_bwd_small),
         cmocka_unit_test(test_attention_bwd_blocks),
         cmocka_unit_test(test_backend_linear_bwd),
+        cmocka_unit_test(test_backend_bias),
         cmocka_unit_test(test_backend_runs_every_bwd),
         cmocka_unit_test(test_backend_allocates_the_bwd_plan),
         cmocka_unit_test(test_lm_head_bwd_fwd_ratio),

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_internal.h"
 
 #define FIXTURES PDBX_SOURCE_DIR "/tests/fixtures/models/"
 
@@ -48,7 +49,7 @@ static const family_case cases[] = {
     {"DeepSeek-V3.json", "deepseek_v3", "", "silu", 1, PDBX_ATTN_MLA, 0, PDBX_SW_NONE, 0, 0, 0, 0, 0, 256, 8, 1,
      "mixture of experts (256 experts, top 8, 1 shared)"},
     {"Qwen2.5-7B.json", "qwen2", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 1, 0, 0, 0, 0, 0, 0,
-     "bias on q/k/v is not measured"},
+     NULL},   /* q/k/v biases are measured (pdbx_op_shape.bias) */
     {"gemma-2-9b.json", "gemma2", "", "gelu_pytorch_tanh", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALTERNATING, 21, 0, 0,
      0, 1, 0, 0, 0, "a gated MLP with gelu_pytorch_tanh"},
     {"Mistral-7B-v0.1.json", "mistral", "", "silu", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0, 0,
@@ -166,9 +167,10 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err, "mixture of experts (16 experts, top 2)"));
     assert_int_equal(model_from_text("{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, "
                                      "\"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 256, "
-                                     "\"attention_bias\": true}", &m, err, sizeof err), 0);
-    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
-    assert_non_null(strstr(err, "bias on q/k/v, attention output"));
+                                     "\"attention_bias\": true, \"mlp_bias\": true}", &m, err, sizeof err), 0);
+    /* biases anywhere are measured: every biased projection's shape says so */
+    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
+    assert_int_equal(m.arch.bias.qkv + m.arch.bias.attn_out + m.arch.bias.mlp, 3);
     /* Qwen3 (dense): q/k RMSNorm per head, which the engine's attention does not run */
     assert_int_equal(model_from_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"intermediate_size\": 128, "
                                      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 32, "
@@ -205,7 +207,6 @@ static void test_new_presets(void **state)
     (void)state;
     static const struct { const char *tag, *name, *why; } p[] = {
         {"mixtral8x7b", "Mixtral-8x7B", "mixture of experts"},
-        {"qwen7b", "Qwen2.5-7B", "bias on q/k/v"},
         {"gemma9b", "gemma-2-9b", "gelu_pytorch_tanh"},
         {"dsv2lite", "DeepSeek-V2-Lite", "mixture of experts (64 experts, top 6, 2 shared)"},
     };
@@ -217,6 +218,41 @@ static void test_new_presets(void **state)
         assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
         assert_non_null(strstr(err, p[i].why));
     }
+}
+
+/* Qwen2.5-7B is measured with its q/k/v biases: its spec validates, the q/k/v shapes (and the
+ * fused QKV GEMM's) say bias and count the m x n adds, the other projections do not. */
+static void test_qwen_bias_shapes(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[1024] = "";
+    pdbx_spec_defaults(&s);
+    assert_int_equal(pdbx_spec_set(&s, "model", "qwen7b", err, sizeof err), 0);
+    assert_int_equal(pdbx_arch_refusal(&s.model, s.seq_len, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    for (int op = 0; op < PDBX_OP_COUNT; op++) {
+        pdbx_op_shape o;
+        assert_int_equal(pdbx_op_shape_for(&s, 1, 1, (pdbx_op)op, &o), 0);
+        const int want = op == PDBX_OP_ATTN_Q || op == PDBX_OP_ATTN_K || op == PDBX_OP_ATTN_V;
+        assert_int_equal(o.bias, want);
+        if (want)
+            assert_true(o.flops == 2.0 * o.m * o.n * o.k + (double)o.m * o.n);
+    }
+    pdbx_op_shape fq, fc1;
+    assert_int_equal(pdbx_fused_shape_for(&s, 1, 1, PDBX_OP_ATTN_Q, &fq), 0);
+    assert_int_equal(pdbx_fused_shape_for(&s, 1, 1, PDBX_OP_MLP_GATE, &fc1), 0);
+    assert_int_equal(fq.bias, 1);
+    assert_int_equal(fc1.bias, 0);
+    assert_true(fq.flops == 2.0 * fq.m * fq.n * fq.k + (double)fq.m * fq.n);
+    /* the fused shares still sum to 1 */
+    const double sum = pdbx_fused_share(&s, 1, 1, PDBX_OP_ATTN_Q) + pdbx_fused_share(&s, 1, 1, PDBX_OP_ATTN_K) +
+                       pdbx_fused_share(&s, 1, 1, PDBX_OP_ATTN_V);
+    assert_true(sum > 1 - 1e-12 && sum < 1 + 1e-12);
+    /* the training prediction counts the biases' parameters: 28 layers x (28 + 2 x 4 heads) x 128 */
+    pdbx_model nob = s.model;
+    nob.arch.bias.qkv = 0;
+    assert_true(plan_stage_params(&s.model, 1, 1) - plan_stage_params(&nob, 1, 1) == 28.0 * 36 * 128);
 }
 
 /* A spec pdbx writes carries model.arch, read back as it was (the engine re-validates it). */
@@ -267,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_family_sizes),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_new_presets),
+        cmocka_unit_test(test_qwen_bias_shapes),
         cmocka_unit_test(test_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -387,6 +387,66 @@ static void test_fused_projections_by_hand(void **state)
                 8192.0 * 2 * pdbx_cuda_weight_copies(8192.0, 2, PDBX_CUDA_PLAN_L2_BYTES));
 }
 
+/* Biases (arch.bias) on small_point (TP 2: qd 32, kvd 16, I/t 64, h 64), 2 layers:
+ *   cpu fp32, q/k/v bias (Qwen2): per layer q 32*4 = 128, k, v 16*4 = 64 -> 64 (whole lines):
+ *     weights + 2 * (128 + 64 + 64) = 512; all biases: o, down 64*4 = 256, gate, up 256 per
+ *     layer: + 2 * 4 * 256 = 2048 more; with bwd one fp32 gradient set: q 128, k/v 64, o 256,
+ *     gate/up 256, down 256 = 960;
+ *   fused (cpu): one qkv bias of (32 + 2*16)*4 = 256 per layer, its gradient 256;
+ *   cuda bf16: the bias in the dtype (q 64 bytes) in every rotated copy, and the copies are
+ *     counted from a layer that holds its biases: 37120 bytes of weights a layer + 640 of
+ *     biases (all) -> pdbx_cuda_weight_copies(37760, 2, L2) copies. */
+static void test_biases_by_hand(void **state)
+{
+    (void)state;
+    pdbx_profile_memory m0, m;
+    char err[256] = "";
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m0, err, sizeof err), 0);
+    p.model.arch.bias.qkv = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == m0.kind_bytes[PDBX_MEM_WEIGHTS] + 512);
+    assert_true(role_bytes(&m, PDBX_BUF_L_Q_BIAS) == 256 && role_bytes(&m, PDBX_BUF_L_K_BIAS) == 128 &&
+                role_bytes(&m, PDBX_BUF_L_V_BIAS) == 128);
+    assert_true(role_bytes(&m, PDBX_BUF_L_O_BIAS) == -1 && role_bytes(&m, PDBX_BUF_L_GATE_BIAS) == -1);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == m0.kind_bytes[PDBX_MEM_ACTIVATIONS]);
+    p.model.arch.bias.attn_out = p.model.arch.bias.mlp = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == m0.kind_bytes[PDBX_MEM_WEIGHTS] + 512 + 2048);
+    assert_int_equal(m.buf[m.nbufs - 1].role, PDBX_BUF_COMM);   /* comm stays last */
+    p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    pdbx_profile_point p0 = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    p0.passes = p.passes;
+    assert_int_equal(pdbx_profile_memory_list(&p0, &m0, err, sizeof err), 0);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == m0.kind_bytes[PDBX_MEM_GRADS] + 960);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_B_KV) == 64 && role_bytes(&m, PDBX_BUF_GRAD_B_GATE_UP) == 256);
+    /* fused: the group's bias replaces the separate ones */
+    p.model.arch.bias.attn_out = p.model.arch.bias.mlp = 0;
+    p.fused_projections = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_L_Q_BIAS) == -1 && role_bytes(&m, PDBX_BUF_GRAD_B_Q) == -1);
+    assert_true(role_bytes(&m, PDBX_BUF_L_QKV_FUSED_BIAS) == 512);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_B_QKV_FUSED) == 256);
+    assert_true(role_bytes(&m, PDBX_BUF_L_GATE_UP_FUSED_BIAS) == -1);
+
+    /* cuda bf16: biases in the dtype, in the rotation's copies counted with them */
+    p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m0, err, sizeof err), 0);
+    p.model.arch.bias.qkv = p.model.arch.bias.attn_out = p.model.arch.bias.mlp = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    const int sets0 = 2 * pdbx_cuda_weight_copies(37120.0, 2, PDBX_CUDA_PLAN_L2_BYTES);
+    const int sets = 2 * pdbx_cuda_weight_copies(37760.0, 2, PDBX_CUDA_PLAN_L2_BYTES);
+    assert_true(sets < sets0);
+    assert_true(role_bytes(&m0, PDBX_BUF_L_Q) == 4096.0 * sets0);
+    assert_true(role_bytes(&m, PDBX_BUF_L_Q) == 4096.0 * sets);
+    assert_true(role_bytes(&m, PDBX_BUF_L_Q_BIAS) == 64.0 * sets);
+    assert_true(role_bytes(&m, PDBX_BUF_L_DOWN_BIAS) == 128.0 * sets);
+    p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_B_Q) == 128 && role_bytes(&m, PDBX_BUF_GRAD_B_DOWN) == 256);
+}
+
 static void test_fasop_a40(void **state)
 {
     (void)state;
@@ -424,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fasop_a40),
         cmocka_unit_test(test_fused_projections_by_hand),
+        cmocka_unit_test(test_biases_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
  *   GEMM y = x W (W stored [k, n]):  dgrad dX = dY W^T  and  wgrad dW += X^T dY
  *       (two GEMMs of the forward's size; wgrad accumulates into the fp32 weight gradient,
  *        beta 1, as Megatron's gradient-accumulation fusion does into main_grad; in bf16 both
- *        GEMMs read bf16 operands through sbgemm and write fp32);
+ *        GEMMs read bf16 operands through sbgemm and write fp32); a projection with a bias
+ *       (pdbx_op_shape.bias) adds the bias gradient db += column sums of dY (fp32), as
+ *       Megatron's wgrad does with the weight gradient;
  *   norms: RMSNorm backward (dx and dweight); mlp_act_fn: SiLU(g)*u backward (dg, du);
  *   attn_core: causal attention backward, FlashAttention-2's recomputation (dQ, dK, dV);
  *   embed: the scatter-add of dY's rows into the embedding gradient's rows of the ids.
@@ -60,6 +62,13 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_GATE_UP_FUSED: return &g->dfc1;
     case PDBX_BUF_GRAD_W_QKV_FUSED: return (void **)&g->dwqkv;
     case PDBX_BUF_GRAD_W_GATE_UP_FUSED: return (void **)&g->dwfc1;
+    case PDBX_BUF_GRAD_B_Q: return (void **)&g->dbq;
+    case PDBX_BUF_GRAD_B_KV: return (void **)&g->dbkv;
+    case PDBX_BUF_GRAD_B_O: return (void **)&g->dbo;
+    case PDBX_BUF_GRAD_B_GATE_UP: return (void **)&g->dbgu;
+    case PDBX_BUF_GRAD_B_DOWN: return (void **)&g->dbd;
+    case PDBX_BUF_GRAD_B_QKV_FUSED: return (void **)&g->dbqkv;
+    case PDBX_BUF_GRAD_B_GATE_UP_FUSED: return (void **)&g->dbfc1;
     default: return NULL;
     }
 }
@@ -130,6 +139,13 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
     zero(g->dwd, ni * h * 4);
     zero(g->dwqkv, h * (qd + 2 * kvd) * 4);
     zero(g->dwfc1, h * 2 * ni * 4);
+    zero(g->dbq, qd * 4);
+    zero(g->dbkv, kvd * 4);
+    zero(g->dbo, h * 4);
+    zero(g->dbgu, ni * 4);
+    zero(g->dbd, h * 4);
+    zero(g->dbqkv, (qd + 2 * kvd) * 4);
+    zero(g->dbfc1, 2 * ni * 4);
     return seed;
 }
 
@@ -154,6 +170,14 @@ static void linear_bwd(pdbx_compute *c, const void *x, const void *w, const void
     }
 }
 
+/* The bias gradient of op's projection (none without a bias): db += the column sums of dY
+ * ([T, n]), the copy the dgrad/wgrad GEMMs read (dy_lp: in the GEMM dtype, bf16 in bf16). */
+static void bias_bwd(pdbx_compute *c, pdbx_op op, const void *dy, int dy_lp, float *db, int64_t n)
+{
+    if (c->p.shape[op].bias && db)
+        pdbx_k_bias_grad(c->pool, dy, dy_lp && c->esz == 2, c->T, n, db);
+}
+
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     cpu_grads *g = &c->grad;
@@ -172,15 +196,21 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         break;
     case PDBX_OP_ATTN_Q:
         if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
+        {
             linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
-        else
+            bias_bwd(c, op, g->dqkv, 1, g->dbqkv, c->qd + 2 * c->kvd);
+        } else {
             linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
+            bias_bwd(c, op, LP(g->dq, g->dq_b), 1, g->dbq, c->qd);
+        }
         break;
     case PDBX_OP_ATTN_K:
         linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, LP(g->dk, g->dk_b), 1, g->dbkv, c->kvd);
         break;
     case PDBX_OP_ATTN_V:
         linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, LP(g->dv, g->dv_b), 1, g->dbkv, c->kvd);
         break;
     case PDBX_OP_ATTN_CORE:
         pdbx_k_attention_causal_bwd(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len, c->heads,
@@ -189,24 +219,31 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         break;
     case PDBX_OP_ATTN_O:
         linear_bwd(c, LP(c->ctx, c->ctx_b), L->wo, LP(g->dy, g->dy_b), g->dctx, g->dwo, T, h, c->qd);
+        bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);
         break;
     case PDBX_OP_POST_ATTN_NORM:
         pdbx_k_rmsnorm_bwd(c->y, c->norm_w, g->dyn, T, h, RMS_EPS, g->dy, g->dnorm_w);
         break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
+        {
             linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
-        else
+            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
+        } else {
             linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
+            bias_bwd(c, op, LP(g->dg, g->dg_b), 1, g->dbgu, c->inter);
+        }
         break;
     case PDBX_OP_MLP_UP:
         linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
+        bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
         break;
     case PDBX_OP_MLP_ACT_FN:
         pdbx_k_silu_mul_bwd(c->g, c->u, g->dact, T * c->inter, g->dg, g->du);
         break;
     case PDBX_OP_MLP_DOWN:
         linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
+        bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
         break;
     case PDBX_OP_FINAL_NORM:
         pdbx_k_rmsnorm_bwd(c->x, c->norm_w, g->dxn, T, h, RMS_EPS, g->dx, g->dnorm_w);

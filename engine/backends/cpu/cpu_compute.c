@@ -147,6 +147,17 @@ static void gemm(pdbx_compute *c, const void *a, const void *b, float *out,
                      out, (blasint)n);
 }
 
+/* A projection: its GEMM, then its bias (pdbx_op_shape.bias; prepare checked that the
+ * buffer exists where the shape says so) added to the fp32 output, both in the timed op as
+ * PyTorch's F.linear(x, W, b) runs them. */
+static void linear(pdbx_compute *c, pdbx_op op, const void *x, const void *w, const float *bias,
+                   float *y, int64_t m, int64_t n, int64_t k)
+{
+    gemm(c, x, w, y, m, n, k);
+    if (c->p.shape[op].bias && bias)
+        pdbx_k_bias_add(c->pool, y, bias, m, n);
+}
+
 static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
                       char *err, size_t errlen)
 {
@@ -198,40 +209,40 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         break;
     case PDBX_OP_ATTN_Q:
         if (c->p.fused_projections)   /* Megatron's linear_qkv: one [T, qd + 2 kvd] GEMM */
-            gemm(c, bf ? c->xn_b : c->xn, L->wqkv, c->qkv, T, c->qd + 2 * c->kvd, h);
+            linear(c, op, bf ? c->xn_b : c->xn, L->wqkv, L->bqkv, c->qkv, T, c->qd + 2 * c->kvd, h);
         else
-            gemm(c, bf ? c->xn_b : c->xn, L->wq, c->q, T, c->qd, h);
+            linear(c, op, bf ? c->xn_b : c->xn, L->wq, L->bq, c->q, T, c->qd, h);
         break;
     case PDBX_OP_ATTN_K:
-        gemm(c, bf ? c->xn_b : c->xn, L->wk, c->k, T, c->kvd, h);
+        linear(c, op, bf ? c->xn_b : c->xn, L->wk, L->bk, c->k, T, c->kvd, h);
         break;
     case PDBX_OP_ATTN_V:
-        gemm(c, bf ? c->xn_b : c->xn, L->wv, c->v, T, c->kvd, h);
+        linear(c, op, bf ? c->xn_b : c->xn, L->wv, L->bv, c->v, T, c->kvd, h);
         break;
     case PDBX_OP_ATTN_CORE:
         pdbx_k_attention_causal(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
                                 c->kv_heads, c->d, c->attn_scratch, c->ctx);
         break;
     case PDBX_OP_ATTN_O:
-        gemm(c, bf ? c->ctx_b : c->ctx, L->wo, c->y, T, h, c->qd);
+        linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;
     case PDBX_OP_POST_ATTN_NORM:
         pdbx_k_rmsnorm(c->pool, c->y, c->norm_w, T, h, eps, c->yn);
         break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
-            gemm(c, bf ? c->yn_b : c->yn, L->wfc1, c->fc1, T, 2 * c->inter, h);
+            linear(c, op, bf ? c->yn_b : c->yn, L->wfc1, L->bfc1, c->fc1, T, 2 * c->inter, h);
         else
-            gemm(c, bf ? c->yn_b : c->yn, L->wg, c->g, T, c->inter, h);
+            linear(c, op, bf ? c->yn_b : c->yn, L->wg, L->bg, c->g, T, c->inter, h);
         break;
     case PDBX_OP_MLP_UP:
-        gemm(c, bf ? c->yn_b : c->yn, L->wu, c->u, T, c->inter, h);
+        linear(c, op, bf ? c->yn_b : c->yn, L->wu, L->bu, c->u, T, c->inter, h);
         break;
     case PDBX_OP_MLP_ACT_FN:
         pdbx_k_silu_mul(c->pool, c->g, c->u, T * c->inter, c->act);
         break;
     case PDBX_OP_MLP_DOWN:
-        gemm(c, bf ? c->act_b : c->act, L->wd, c->x, T, h, c->inter);
+        linear(c, op, bf ? c->act_b : c->act, L->wd, L->bd, c->x, T, h, c->inter);
         break;
     case PDBX_OP_FINAL_NORM:
         pdbx_k_rmsnorm(c->pool, c->x, c->norm_w, T, h, eps, c->xn);

@@ -28,6 +28,9 @@ typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRA
 typedef struct {
     void *wq, *wk, *wv, *wo, *wg, *wu, *wd;   /* fp32 or bf16, [k, n] row-major */
     void *wqkv, *wfc1;                        /* fused_projections: [h, qd + 2 kvd], [h, 2 I] */
+    /* biases (pdbx_op_shape.bias; NULL where the projection has none): fp32 vectors of the
+     * GEMM's n, added to its fp32 output */
+    float *bq, *bk, *bv, *bo, *bg, *bu, *bd, *bqkv, *bfc1;
 } cpu_layer;
 
 /* The backward pass's buffers (allocated only when the point's passes include bwd; the
@@ -40,6 +43,8 @@ typedef struct {
     float *demb, *dnorm_w, *dwlm, *dwq, *dwkv, *dwo, *dwgu, *dwd;
     void *dqkv, *dfc1;           /* fused_projections: the fused GEMMs' dY (GEMM dtype) */
     float *dwqkv, *dwfc1;        /* and their weights' fp32 gradients */
+    /* the biases' fp32 gradients (NULL where no bias): one set, k/v and gate/up sharing */
+    float *dbq, *dbkv, *dbo, *dbgu, *dbd, *dbqkv, *dbfc1;
 } cpu_grads;
 
 struct pdbx_compute {
@@ -56,7 +61,7 @@ struct pdbx_compute {
     void *wbufs[MAX_BUFS];
     int nw;
     int have_weights;
-    int64_t wkey[11];
+    int64_t wkey[12];
     size_t planned;              /* bytes the next prepare() allocates */
     pdbx_profile_memory mem;     /* the planner's list of the point's buffers (allocated as listed) */
     double rss_base;             /* RSS before the point, kept weights not counted (mem_peak) */

@@ -122,6 +122,45 @@ void pdbx_k_rmsnorm(pdbx_cpu_pool *pool, const float *x, const float *weight, in
     pdbx_cpu_pool_for(pool, (rows + NORM_CHUNK_ROWS - 1) / NORM_CHUNK_ROWS, rmsnorm_chunk, &J);
 }
 
+/* ---- linear-layer bias ------------------------------------------------------------------- */
+PDBX_K_HOT static void bias_add_rows(float *y, const float *bias, int64_t rows, int64_t cols)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        float *yr = y + i * cols;
+        for (int64_t j = 0; j < cols; j++)
+            yr[j] += bias[j];
+    }
+}
+
+typedef struct {
+    float *y;
+    const float *bias;
+    int64_t rows, cols, chunk_rows;
+} bias_job;
+
+/* Rows per chunk: about 16384 elements (64 KiB of y, read and written in cache). */
+#define BIAS_CHUNK_ELEMS 16384
+
+static void bias_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const bias_job *J = arg;
+    const int64_t r0 = chunk * J->chunk_rows;
+    const int64_t nr = J->rows - r0 < J->chunk_rows ? J->rows - r0 : J->chunk_rows;
+    bias_add_rows(J->y + r0 * J->cols, J->bias, nr, J->cols);
+}
+
+void pdbx_k_bias_add(pdbx_cpu_pool *pool, float *y, const float *bias, int64_t rows, int64_t cols)
+{
+    if (rows < 1 || cols < 1)
+        return;
+    int64_t cr = BIAS_CHUNK_ELEMS / cols;
+    bias_job J = { .y = y, .bias = bias, .rows = rows, .cols = cols, .chunk_rows = cr < 1 ? 1 : cr };
+    if (rows * cols < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (rows + J.chunk_rows - 1) / J.chunk_rows, bias_chunk, &J);
+}
+
 /* ---- SiLU x up ---------------------------------------------------------------------------- */
 PDBX_K_HOT static void silu_mul_range(const float *gate, const float *up, int64_t n, float *out)
 {

@@ -38,6 +38,10 @@ void pdbx_k_rmsnorm(pdbx_cpu_pool *pool, const float *x, const float *weight, in
 void pdbx_k_silu_mul(pdbx_cpu_pool *pool, const float *gate, const float *up, int64_t n,
                      float *out);
 
+/* Linear-layer bias, in place on the GEMM's fp32 output: y[i, :] += bias[:] for the rows of
+ * [rows, cols]. Chunks of whole rows (about BIAS_CHUNK_ELEMS elements each) over the pool. */
+void pdbx_k_bias_add(pdbx_cpu_pool *pool, float *y, const float *bias, int64_t rows, int64_t cols);
+
 /* Causal attention core for `seqs` sequences of `seq_len` tokens:
  *   q   [seqs*seq_len, heads*d]   (row = token, head h at columns h*d)
  *   k,v [seqs*seq_len, kv_heads*d]

@@ -29,6 +29,73 @@ void pdbx_k_embed_scatter_add(const float *dy, const int32_t *ids, int64_t rows,
     }
 }
 
+/* ---- linear-layer bias gradient ---------------------------------------------------------- */
+#define BIAS_GRAD_CHUNK_COLS 128
+
+/* acc[0..nc) = column sums of rows of dy (row stride cols); the inner loop runs over columns,
+ * contiguous, so it vectorises and keeps each column's row order. */
+PDBX_KB_HOT static void colsum_f32(const float *dy, int64_t rows, int64_t cols, int64_t nc,
+                                   float *acc)
+{
+    for (int64_t j = 0; j < nc; j++)
+        acc[j] = 0.0f;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *r = dy + i * cols;
+        for (int64_t j = 0; j < nc; j++)
+            acc[j] += r[j];
+    }
+}
+
+PDBX_KB_HOT static void colsum_bf16(const uint16_t *dy, int64_t rows, int64_t cols, int64_t nc,
+                                    float *acc)
+{
+    for (int64_t j = 0; j < nc; j++)
+        acc[j] = 0.0f;
+    for (int64_t i = 0; i < rows; i++) {
+        const uint16_t *r = dy + i * cols;
+        for (int64_t j = 0; j < nc; j++) {
+            uint32_t bits = (uint32_t)r[j] << 16;   /* bf16 -> fp32: the high half */
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            acc[j] += v;
+        }
+    }
+}
+
+typedef struct {
+    const void *dy;
+    int bf16;
+    int64_t rows, cols;
+    float *db;
+} bias_grad_job;
+
+static void bias_grad_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const bias_grad_job *J = arg;
+    const int64_t c0 = chunk * BIAS_GRAD_CHUNK_COLS;
+    const int64_t nc = J->cols - c0 < BIAS_GRAD_CHUNK_COLS ? J->cols - c0 : BIAS_GRAD_CHUNK_COLS;
+    float acc[BIAS_GRAD_CHUNK_COLS];
+    if (J->bf16)
+        colsum_bf16((const uint16_t *)J->dy + c0, J->rows, J->cols, nc, acc);
+    else
+        colsum_f32((const float *)J->dy + c0, J->rows, J->cols, nc, acc);
+    for (int64_t j = 0; j < nc; j++)
+        J->db[c0 + j] += acc[j];
+}
+
+void pdbx_k_bias_grad(pdbx_cpu_pool *pool, const void *dy, int dy_bf16, int64_t rows,
+                      int64_t cols, float *db)
+{
+    if (rows < 1 || cols < 1)
+        return;
+    bias_grad_job J = { .dy = dy, .bf16 = dy_bf16, .rows = rows, .cols = cols, .db = db };
+    if (rows * cols < 32768)   /* as the forward kernels: waking the pool costs more */
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (cols + BIAS_GRAD_CHUNK_COLS - 1) / BIAS_GRAD_CHUNK_COLS,
+                      bias_grad_chunk, &J);
+}
+
 /* sum of a[j]*b[j] (and of c[j]*c[j] when sq) in 16 partial sums: a float reduction the
  * compiler vectorises without -ffast-math (cpu_kernels.c's rmsnorm does the same). */
 PDBX_KB_HOT void pdbx_k_rmsnorm_bwd(const float *x, const float *weight, const float *dy,

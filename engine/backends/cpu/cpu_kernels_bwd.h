@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/backends/cpu/cpu_threads.h"
+
 /* Embedding gradient of the vocab-parallel shard: dtable[ids[i] - vocab_start, :] += dy[i, :]
  * for i < rows whose id falls in [vocab_start, vocab_start + table_rows) (the other rows belong
  * to another rank's shard, as Megatron masks them). dtable is [table_rows, cols] fp32. */
@@ -28,6 +30,13 @@ void pdbx_k_rmsnorm_bwd(const float *x, const float *weight, const float *dy, in
  *   dg = dout * u * s * (1 + g * (1 - s)),  du = dout * g * s   (both overwritten) */
 void pdbx_k_silu_mul_bwd(const float *gate, const float *up, const float *dout, int64_t n,
                          float *dgate, float *dup);
+
+/* Linear-layer bias gradient: db[j] += sum over the rows of dy[i, j] (accumulated, as the
+ * weight gradients), dy [rows, cols] in fp32 or, when dy_bf16, bf16 (a fused GEMM's dY in the
+ * GEMM dtype); summed in fp32 in row order. Chunks of BIAS_GRAD_CHUNK_COLS columns over the pool
+ * (each column summed by one chunk: the result does not depend on the thread count). */
+void pdbx_k_bias_grad(pdbx_cpu_pool *pool, const void *dy, int dy_bf16, int64_t rows,
+                      int64_t cols, float *db);
 
 /* Causal attention backward, FlashAttention-2's algorithm on the forward's layouts
  * (cpu_kernels.h, pdbx_k_attention_causal): the probabilities P are recomputed block by block

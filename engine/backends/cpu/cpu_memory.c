@@ -224,6 +224,15 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_GATE_UP_FUSED: return (void **)&c->fc1;
     case PDBX_BUF_L_QKV_FUSED: return &L->wqkv;
     case PDBX_BUF_L_GATE_UP_FUSED: return &L->wfc1;
+    case PDBX_BUF_L_Q_BIAS: return (void **)&L->bq;
+    case PDBX_BUF_L_K_BIAS: return (void **)&L->bk;
+    case PDBX_BUF_L_V_BIAS: return (void **)&L->bv;
+    case PDBX_BUF_L_O_BIAS: return (void **)&L->bo;
+    case PDBX_BUF_L_GATE_BIAS: return (void **)&L->bg;
+    case PDBX_BUF_L_UP_BIAS: return (void **)&L->bu;
+    case PDBX_BUF_L_DOWN_BIAS: return (void **)&L->bd;
+    case PDBX_BUF_L_QKV_FUSED_BIAS: return (void **)&L->bqkv;
+    case PDBX_BUF_L_GATE_UP_FUSED_BIAS: return (void **)&L->bfc1;
     default: return pdbx_cpu_grad_slot(c, r);   /* the bwd buffers (cpu_backward.c) */
     }
 }
@@ -386,6 +395,16 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
         fill_elems(pool, L->wd, (size_t)(c->inter * h), e, si, seed++);
         fill_elems(pool, L->wqkv, (size_t)(h * (c->qd + 2 * c->kvd)), e, sh, seed++);
         fill_elems(pool, L->wfc1, (size_t)(h * 2 * c->inter), e, sh, seed++);
+        /* biases (fp32, where the projection has one): O(0.1) values as a trained bias */
+        fill_elems(pool, L->bq, (size_t)c->qd, 4, 0.1f, seed++);
+        fill_elems(pool, L->bk, (size_t)c->kvd, 4, 0.1f, seed++);
+        fill_elems(pool, L->bv, (size_t)c->kvd, 4, 0.1f, seed++);
+        fill_elems(pool, L->bo, (size_t)h, 4, 0.1f, seed++);
+        fill_elems(pool, L->bg, (size_t)c->inter, 4, 0.1f, seed++);
+        fill_elems(pool, L->bu, (size_t)c->inter, 4, 0.1f, seed++);
+        fill_elems(pool, L->bd, (size_t)h, 4, 0.1f, seed++);
+        fill_elems(pool, L->bqkv, (size_t)(c->qd + 2 * c->kvd), 4, 0.1f, seed++);
+        fill_elems(pool, L->bfc1, (size_t)(2 * c->inter), 4, 0.1f, seed++);
     }
 }
 
@@ -418,6 +437,14 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     c->esz = c->cfg.dtype == PDBX_DTYPE_BF16 ? 2 : 4;
     if (point_dims(c, p, err, errlen) != 0)
         return -1;
+    /* the planner's list allocates a bias where the arch has one; run_op adds one where the
+     * shape says so: the two must agree (a bias without its buffer, or one never added) */
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if ((p->ops & PDBX_OP_BIT(op)) && p->shape[op].bias != pdbx_op_has_bias(&p->model, (pdbx_op)op)) {
+            snprintf(err, errlen, "cpu backend: %s's shape says bias %d, the model's arch %d",
+                     pdbx_op_name((pdbx_op)op), p->shape[op].bias, pdbx_op_has_bias(&p->model, (pdbx_op)op));
+            return -1;
+        }
     /* the planner's list of this point's buffers (pp, dp 1: the comm buffer is the engine's) */
     pdbx_profile_point pp = { .model = p->model, .tp = p->tp, .pp = 1, .dp = 1, .mbs = p->mbs,
                               .seq_len = p->seq_len, .layers = p->layers, .ops = p->ops,
@@ -429,9 +456,10 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
         return -1;
     /* weights are kept from the previous point when their shapes are the same */
     const pdbx_model *m = &p->model;
-    const int64_t key[11] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
+    const int64_t key[12] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
                               m->vocab, p->tp, p->layers, (int64_t)p->ops, (int64_t)c->esz,
-                              p->fused_projections };
+                              p->fused_projections,
+                              m->arch.bias.qkv + 2 * m->arch.bias.attn_out + 4 * m->arch.bias.mlp };
     if (c->have_weights && memcmp(key, c->wkey, sizeof key) != 0)
         pdbx_cpu_free_weights(c);
     int new_weights = !c->have_weights;

@@ -53,7 +53,7 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
  * (as the cpu backend does) because libpdbx_cuda.so links none of the planner; the rewrite of
  * this sizing should take the list from the planner instead. */
 
-enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W };   /* how a buffer is filled */
+enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W, K_BIAS };   /* how a buffer is filled */
 
 #define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
 static const struct {
@@ -100,7 +100,25 @@ static const struct {
     [W_DOWN] = {"down_proj", OB(MLP_DOWN), K_WEIGHT},
     [W_QKV] = {"qkv_proj (fused)", CUDA_FUSED_QKV, K_WEIGHT},
     [W_FC1] = {"fc1 (fused gate_proj, up_proj)", CUDA_FUSED_FC1, K_WEIGHT},
+    /* biases: allocated where the op is prepared AND has a bias (layer_buf_used) */
+    [W_BQ] = {"q_proj bias", OB(ATTN_Q), K_BIAS},
+    [W_BK] = {"k_proj bias", OB(ATTN_K), K_BIAS},
+    [W_BV] = {"v_proj bias", OB(ATTN_V), K_BIAS},
+    [W_BO] = {"o_proj bias", OB(ATTN_O), K_BIAS},
+    [W_BGATE] = {"gate_proj bias", OB(MLP_GATE), K_BIAS},
+    [W_BUP] = {"up_proj bias", OB(MLP_UP), K_BIAS},
+    [W_BDOWN] = {"down_proj bias", OB(MLP_DOWN), K_BIAS},
+    [W_BQKV] = {"qkv_proj bias (fused)", CUDA_FUSED_QKV, K_BIAS},
+    [W_BFC1] = {"fc1 bias (fused)", CUDA_FUSED_FC1, K_BIAS},
 };
+
+/* Whether layer buffer w is allocated at the point: its op prepared (and, for a bias, the op
+ * has one). */
+static int layer_buf_used(const struct cuda_point *pt, int w)
+{
+    const uint32_t ops = layer_bufs[w].kind == K_BIAS ? pt->d.ops & pt->d.bias_ops : pt->d.ops;
+    return (layer_bufs[w].ops & ops) != 0;
+}
 #undef OB
 
 static size_t dtype_size(pdbx_dtype dt)
@@ -159,6 +177,12 @@ static size_t layer_elems(const struct cuda_point *pt, int w)
     case W_GATE: case W_UP: case W_DOWN: return (size_t)(pt->d.inter * h);
     case W_QKV: return (size_t)((qd + 2 * kvd) * h);
     case W_FC1: return (size_t)(2 * pt->d.inter * h);
+    case W_BQ: return (size_t)qd;
+    case W_BK: case W_BV: return (size_t)kvd;
+    case W_BO: case W_BDOWN: return (size_t)h;
+    case W_BGATE: case W_BUP: return (size_t)pt->d.inter;
+    case W_BQKV: return (size_t)(qd + 2 * kvd);
+    case W_BFC1: return (size_t)(2 * pt->d.inter);
     default: return 0;
     }
 }
@@ -178,6 +202,9 @@ static int fill(pdbx_compute *c, void *p, size_t elems, int kind, uint64_t seed,
         break;
     case K_NORM_W:
         CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, 0.9f, 1.1f, c->stream));
+        break;
+    case K_BIAS:   /* O(0.1), a trained bias's size (the cpu backend's too) */
+        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -0.1f, 0.1f, c->stream));
         break;
     default:
         CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -1.0f, 1.0f, c->stream));
@@ -240,10 +267,18 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
     d->layers = p->layers;
     d->tied = m->tie_embeddings;
     d->ops = p->ops & ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
+    d->bias_ops = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if ((d->ops & PDBX_OP_BIT(op)) && p->shape[op].bias)
+            d->bias_ops |= PDBX_OP_BIT(op);
     if (p->fused_projections) {
         const uint32_t qkv = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
         const uint32_t fc1 = PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP);
+        /* a fused GEMM has its group's bias (the group shares the flag: the leader's says) */
+        const uint32_t qkv_b = d->ops & qkv && p->shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0;
+        const uint32_t fc1_b = d->ops & fc1 && p->shape[PDBX_OP_MLP_GATE].bias ? CUDA_FUSED_FC1 : 0;
         d->ops = (d->ops & ~(qkv | fc1)) | (d->ops & qkv ? CUDA_FUSED_QKV : 0) | (d->ops & fc1 ? CUDA_FUSED_FC1 : 0);
+        d->bias_ops = (d->bias_ops & ~(qkv | fc1)) | qkv_b | fc1_b;
     }
 
     const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim,
@@ -314,7 +349,7 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
     /* copies of the layers' weights until they total >= 3x L2 (the planner counts the same) */
     double layer_bytes = 0;
     for (int w = 0; w < W_COUNT; w++)
-        if (layer_bufs[w].ops & pt->d.ops)
+        if (layer_buf_used(pt, w))
             layer_bytes += (double)(layer_elems(pt, w) * es);
     pt->wcopies = pdbx_cuda_weight_copies(layer_bytes, pt->d.layers, (double)c->prop.l2CacheSize);
     const size_t sets = (size_t)pt->wcopies * pt->d.layers;
@@ -326,7 +361,7 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
     }
     for (size_t set = 0; set < sets && rc == 0; set++)
         for (int w = 0; w < W_COUNT && rc == 0; w++) {
-            if (!(layer_bufs[w].ops & pt->d.ops))
+            if (!layer_buf_used(pt, w))
                 continue;
             size_t elems = layer_elems(pt, w);
             void **slot = &pt->w[set * W_COUNT + w];
@@ -356,6 +391,7 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
         if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
             continue;
         cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
+        s.bias = (pt->d.bias_ops & PDBX_OP_BIT(lin[i].op)) != 0;   /* the bias epilogue */
         int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
         if (rc)
             return rc;
@@ -368,6 +404,7 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
         if (!(pt->d.ops & fused[i].bit))
             continue;
         cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, fused[i].n, h);
+        s.bias = (pt->d.bias_ops & fused[i].bit) != 0;
         int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[fused[i].leader], err, errlen);
         if (rc)
             return rc;
@@ -432,10 +469,15 @@ fail:
 
 /* ---- ops -------------------------------------------------------------------------------- */
 
-static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void *w, void *y,
-                          char *err, size_t errlen)
+/* Y = X W^T (+ b: the plan's bias epilogue, or cuBLAS's GEMM then ck_bias_add, when the op
+ * has a bias; b NULL otherwise). */
+static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void *w, const void *b,
+                          void *y, char *err, size_t errlen)
 {
-    return cuda_gemm_exec(c->gemm, c->point->plan[op], 1.0f, w, x, y, c->stream, err, errlen);
+    const cuda_gemm_plan *p = c->point->plan[op];
+    if (b)
+        return cuda_gemm_exec_bias(c->gemm, p, 1.0f, w, x, b, y, c->stream, err, errlen);
+    return cuda_gemm_exec(c->gemm, p, 1.0f, w, x, y, c->stream, err, errlen);
 }
 
 void **cuda_layer_weights(struct cuda_point *pt, pdbx_op op, int layer)
@@ -463,35 +505,35 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
         return 0;
     case PDBX_OP_ATTN_Q:
         if (pt->d.ops & CUDA_FUSED_QKV)   /* Megatron's linear_qkv: one [T, (a + 2 kv) d] GEMM */
-            return enqueue_linear(c, op, B[B_XN], W[W_QKV], B[B_QKV], err, errlen);
-        return enqueue_linear(c, op, B[B_XN], W[W_Q], B[B_Q], err, errlen);
-    case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], B[B_K], err, errlen);
-    case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], B[B_V], err, errlen);
+            return enqueue_linear(c, op, B[B_XN], W[W_QKV], W[W_BQKV], B[B_QKV], err, errlen);
+        return enqueue_linear(c, op, B[B_XN], W[W_Q], W[W_BQ], B[B_Q], err, errlen);
+    case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], W[W_BK], B[B_K], err, errlen);
+    case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], W[W_BV], B[B_V], err, errlen);
     case PDBX_OP_ATTN_CORE:
         return cuda_attention_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
                                       B[B_CTX], c->stream, err, errlen);
-    case PDBX_OP_ATTN_O: return enqueue_linear(c, op, B[B_CTX], W[W_O], B[B_ATTN_OUT], err, errlen);
+    case PDBX_OP_ATTN_O: return enqueue_linear(c, op, B[B_CTX], W[W_O], W[W_BO], B[B_ATTN_OUT], err, errlen);
     case PDBX_OP_POST_ATTN_NORM:
         CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_ATTN_OUT], W[W_POST_NORM], B[B_XN2], T, h, RMS_EPS,
                                         c->dtype, c->stream));
         return 0;
     case PDBX_OP_MLP_GATE:
         if (pt->d.ops & CUDA_FUSED_FC1)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
-            return enqueue_linear(c, op, B[B_XN2], W[W_FC1], B[B_FC1], err, errlen);
-        return enqueue_linear(c, op, B[B_XN2], W[W_GATE], B[B_GATE], err, errlen);
-    case PDBX_OP_MLP_UP: return enqueue_linear(c, op, B[B_XN2], W[W_UP], B[B_UP], err, errlen);
+            return enqueue_linear(c, op, B[B_XN2], W[W_FC1], W[W_BFC1], B[B_FC1], err, errlen);
+        return enqueue_linear(c, op, B[B_XN2], W[W_GATE], W[W_BGATE], B[B_GATE], err, errlen);
+    case PDBX_OP_MLP_UP: return enqueue_linear(c, op, B[B_XN2], W[W_UP], W[W_BUP], B[B_UP], err, errlen);
     case PDBX_OP_MLP_ACT_FN:
         CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], T * pt->d.inter, c->dtype,
                                           c->stream));
         return 0;
-    case PDBX_OP_MLP_DOWN: return enqueue_linear(c, op, B[B_ACT], W[W_DOWN], B[B_X], err, errlen);
+    case PDBX_OP_MLP_DOWN: return enqueue_linear(c, op, B[B_ACT], W[W_DOWN], W[W_BDOWN], B[B_X], err, errlen);
     case PDBX_OP_FINAL_NORM:
         CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_X], B[B_FINAL_W], B[B_XF], T, h, RMS_EPS, c->dtype,
                                         c->stream));
         return 0;
     case PDBX_OP_LM_HEAD:
-        return enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], B[B_LOGITS], err,
-                              errlen);
+        return enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], NULL, B[B_LOGITS],
+                              err, errlen);
     default:
         snprintf(err, errlen, "cuda run_op: op %d has no kernel", (int)op);
         return -1;

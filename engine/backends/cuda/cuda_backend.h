@@ -67,6 +67,10 @@ typedef struct {
      * bits are replaced by CUDA_FUSED_QKV / CUDA_FUSED_FC1 (the fused GEMMs run for attn_q and
      * mlp_gate; cuda_op_prepared) */
     uint32_t ops;
+    /* the ops of `ops` whose GEMM adds a bias (pdbx_op_shape.bias; the fused bits when the
+     * group's leader has one): their per-layer bias vectors, bias epilogues and, with bwd,
+     * bias gradients */
+    uint32_t bias_ops;
 } cuda_dims;
 
 /* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
@@ -82,13 +86,17 @@ enum {   /* one set per point, shared by all layers */
     B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1, B_COUNT
 };
 enum {   /* one set per instantiated layer */
-    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_QKV, W_FC1, W_COUNT
+    W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_QKV, W_FC1,
+    /* the projections' biases (dtype; where bias_ops has the op), rotated with the weights */
+    W_BQ, W_BK, W_BV, W_BO, W_BGATE, W_BUP, W_BDOWN, W_BQKV, W_BFC1, W_COUNT
 };
 enum {   /* passes with bwd: the gradient of each activation (dtype), the norms' rstd (fp32) and
           * one set of weight gradients (fp32) shared by the layers */
     G_X, G_XN, G_Q, G_K, G_V, G_SCORES, G_CTX, G_ATTN_OUT, G_XN2, G_GATE, G_UP, G_ACT, G_XF,
     G_LOGITS, G_RSTD, G_EMBED, G_NORM_W, G_LM_W, G_WQ, G_WKV, G_WO, G_WGU, G_WD,
     G_QKV, G_FC1, G_WQKV, G_WFC1,   /* fused_projections: the fused GEMMs' dY and dW */
+    /* the biases' fp32 gradients (where bias_ops has the op; k/v and gate/up share one) */
+    G_BQ, G_BKV, G_BO, G_BGU, G_BD, G_BQKV, G_BFC1,
     G_COUNT
 };
 

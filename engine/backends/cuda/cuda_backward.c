@@ -61,7 +61,20 @@ static const struct {
     [G_FC1] = {"d mlp_fc1_out (fused)", CUDA_FUSED_FC1, GK_ACT},
     [G_WQKV] = {"d qkv_proj (fused)", CUDA_FUSED_QKV, GK_F32_ZERO},
     [G_WFC1] = {"d fc1 (fused)", CUDA_FUSED_FC1, GK_F32_ZERO},
+    /* the biases' gradients: where the op is prepared and has a bias (grad_used) */
+    [G_BQ] = {"d q_proj bias", OB(ATTN_Q), GK_F32_ZERO},
+    [G_BKV] = {"d k_proj, v_proj bias", OB(ATTN_K) | OB(ATTN_V), GK_F32_ZERO},
+    [G_BO] = {"d o_proj bias", OB(ATTN_O), GK_F32_ZERO},
+    [G_BGU] = {"d gate_proj, up_proj bias", OB(MLP_GATE) | OB(MLP_UP), GK_F32_ZERO},
+    [G_BD] = {"d down_proj bias", OB(MLP_DOWN), GK_F32_ZERO},
+    [G_BQKV] = {"d qkv_proj bias (fused)", CUDA_FUSED_QKV, GK_F32_ZERO},
+    [G_BFC1] = {"d fc1 bias (fused)", CUDA_FUSED_FC1, GK_F32_ZERO},
 };
+
+static int is_bias_grad(int b)
+{
+    return b >= G_BQ && b <= G_BFC1;
+}
 #undef NORMS
 
 /* Elements of gradient buffer b (in the dtype for GK_ACT, fp32 for the others). */
@@ -86,6 +99,12 @@ static size_t grad_elems(const struct cuda_point *pt, int b)
     case G_FC1: return (size_t)(T * 2 * I);
     case G_WQKV: return (size_t)((qd + 2 * kvd) * h);
     case G_WFC1: return (size_t)(2 * I * h);
+    case G_BQ: return (size_t)qd;
+    case G_BKV: return (size_t)kvd;
+    case G_BO: case G_BD: return (size_t)h;
+    case G_BGU: return (size_t)I;
+    case G_BQKV: return (size_t)(qd + 2 * kvd);
+    case G_BFC1: return (size_t)(2 * I);
     default: return 0;
     }
 }
@@ -97,7 +116,7 @@ static int grad_used(const struct cuda_point *pt, int b)
         uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
     if (b == G_LM_W && pt->d.tied)
         uses = 0;
-    return (uses & pt->d.ops) != 0;
+    return (uses & pt->d.ops & (is_bias_grad(b) ? pt->d.bias_ops : ~UINT32_C(0))) != 0;
 }
 
 static int alloc_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
@@ -182,15 +201,25 @@ fail:
     return rc;
 }
 
-/* dX = dY W (beta 0) and dW += dY^T X (beta 1, fp32), one after the other on the stream. */
+/* dX = dY W (beta 0) and dW += dY^T X (beta 1, fp32), one after the other on the stream; for a
+ * projection with a bias (db set, else NULL) then db += the column sums of dY [T, n] (fp32,
+ * ck_bias_grad), part of the wgrad as in Megatron (its wgrad GEMM computes grad_bias). */
 static int linear_bwd(pdbx_compute *c, pdbx_op op, const void *x, const void *w, const void *dy,
-                      void *dx, void *dw, char *err, size_t errlen)
+                      void *dx, void *dw, void *db, char *err, size_t errlen)
 {
     const struct cuda_point *pt = c->point;
     int rc = cuda_gemm_exec(c->gemm, pt->dgrad[op], 1.0f, w, dy, dx, c->stream, err, errlen);
     if (rc == 0)
         rc = cuda_gemm_exec_beta(c->gemm, pt->wgrad[op], 1.0f, 1.0f, x, dy, dw, c->stream, err,
                                  errlen);
+    if (rc != 0 || !db)
+        return rc;
+    /* dY is [T, n] with n the wgrad shape's n (cuda_gemm_wgrad_shape: the out features) */
+    rc = -1;
+    CU_TRY("ck_bias_grad", ck_bias_grad(dy, db, pt->d.tokens, cuda_gemm_plan_shape(pt->wgrad[op])->n,
+                                        c->dtype, c->stream));
+    return 0;
+fail:
     return rc;
 }
 
@@ -223,37 +252,37 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         return norm_bwd(c, B[B_X], W[W_IN_NORM], G[G_XN], G[G_X], err, errlen);
     case PDBX_OP_ATTN_Q:
         if (pt->d.ops & CUDA_FUSED_QKV)   /* the fused QKV GEMM's dgrad and wgrad */
-            return linear_bwd(c, op, B[B_XN], W[W_QKV], G[G_QKV], G[G_XN], G[G_WQKV], err, errlen);
-        return linear_bwd(c, op, B[B_XN], W[W_Q], G[G_Q], G[G_XN], G[G_WQ], err, errlen);
+            return linear_bwd(c, op, B[B_XN], W[W_QKV], G[G_QKV], G[G_XN], G[G_WQKV], G[G_BQKV], err, errlen);
+        return linear_bwd(c, op, B[B_XN], W[W_Q], G[G_Q], G[G_XN], G[G_WQ], G[G_BQ], err, errlen);
     case PDBX_OP_ATTN_K:
-        return linear_bwd(c, op, B[B_XN], W[W_K], G[G_K], G[G_XN], G[G_WKV], err, errlen);
+        return linear_bwd(c, op, B[B_XN], W[W_K], G[G_K], G[G_XN], G[G_WKV], G[G_BKV], err, errlen);
     case PDBX_OP_ATTN_V:
-        return linear_bwd(c, op, B[B_XN], W[W_V], G[G_V], G[G_XN], G[G_WKV], err, errlen);
+        return linear_bwd(c, op, B[B_XN], W[W_V], G[G_V], G[G_XN], G[G_WKV], G[G_BKV], err, errlen);
     case PDBX_OP_ATTN_CORE:
         return cuda_attention_bwd_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
                                           G[G_CTX], G[G_SCORES], G[G_Q], G[G_K], G[G_V], c->stream,
                                           err, errlen);
     case PDBX_OP_ATTN_O:
-        return linear_bwd(c, op, B[B_CTX], W[W_O], G[G_ATTN_OUT], G[G_CTX], G[G_WO], err, errlen);
+        return linear_bwd(c, op, B[B_CTX], W[W_O], G[G_ATTN_OUT], G[G_CTX], G[G_WO], G[G_BO], err, errlen);
     case PDBX_OP_POST_ATTN_NORM:
         return norm_bwd(c, B[B_ATTN_OUT], W[W_POST_NORM], G[G_XN2], G[G_ATTN_OUT], err, errlen);
     case PDBX_OP_MLP_GATE:
         if (pt->d.ops & CUDA_FUSED_FC1)   /* the fused fc1 GEMM's dgrad and wgrad */
-            return linear_bwd(c, op, B[B_XN2], W[W_FC1], G[G_FC1], G[G_XN2], G[G_WFC1], err, errlen);
-        return linear_bwd(c, op, B[B_XN2], W[W_GATE], G[G_GATE], G[G_XN2], G[G_WGU], err, errlen);
+            return linear_bwd(c, op, B[B_XN2], W[W_FC1], G[G_FC1], G[G_XN2], G[G_WFC1], G[G_BFC1], err, errlen);
+        return linear_bwd(c, op, B[B_XN2], W[W_GATE], G[G_GATE], G[G_XN2], G[G_WGU], G[G_BGU], err, errlen);
     case PDBX_OP_MLP_UP:
-        return linear_bwd(c, op, B[B_XN2], W[W_UP], G[G_UP], G[G_XN2], G[G_WGU], err, errlen);
+        return linear_bwd(c, op, B[B_XN2], W[W_UP], G[G_UP], G[G_XN2], G[G_WGU], G[G_BGU], err, errlen);
     case PDBX_OP_MLP_ACT_FN:
         CU_TRY("ck_silu_mul_bwd", ck_silu_mul_bwd(B[B_GATE], B[B_UP], G[G_ACT], G[G_GATE], G[G_UP],
                                                   T * pt->d.inter, c->dtype, c->stream));
         return 0;
     case PDBX_OP_MLP_DOWN:
-        return linear_bwd(c, op, B[B_ACT], W[W_DOWN], G[G_X], G[G_ACT], G[G_WD], err, errlen);
+        return linear_bwd(c, op, B[B_ACT], W[W_DOWN], G[G_X], G[G_ACT], G[G_WD], G[G_BD], err, errlen);
     case PDBX_OP_FINAL_NORM:
         return norm_bwd(c, B[B_X], B[B_FINAL_W], G[G_XF], G[G_X], err, errlen);
     case PDBX_OP_LM_HEAD:
         return linear_bwd(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], G[G_LOGITS], G[G_XF],
-                          pt->d.tied ? G[G_EMBED] : G[G_LM_W], err, errlen);
+                          pt->d.tied ? G[G_EMBED] : G[G_LM_W], NULL, err, errlen);
     default:
         snprintf(err, errlen, "cuda run_op: op %d has no backward", (int)op);
         return -1;

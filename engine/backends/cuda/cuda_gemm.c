@@ -15,6 +15,7 @@
 
 #include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_backend.h"
+#include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_try.h"
 
 struct cuda_gemm_plan {
@@ -183,7 +184,24 @@ static int shape_equal(const cuda_gemm_shape *x, const cuda_gemm_shape *y)
            x->m == y->m && x->n == y->n && x->k == y->k && x->lda == y->lda && x->ldb == y->ldb &&
            x->ldc == y->ldc && x->batch == y->batch && x->stride_a == y->stride_a &&
            x->stride_b == y->stride_b && x->stride_c == y->stride_c && x->align_a == y->align_a &&
-           x->align_b == y->align_b && x->align_c == y->align_c && x->c_fp32 == y->c_fp32;
+           x->align_b == y->align_b && x->align_c == y->align_c && x->c_fp32 == y->c_fp32 &&
+           x->bias == y->bias;
+}
+
+int64_t cuda_gemm_bias_elems(const cuda_gemm_shape *s)
+{
+    return s->bias ? s->m : 0;
+}
+
+/* A bias is added over a plain GEMM's C only (cuda_gemm.h): 0, or -1 with the reason. */
+static int bias_ok(const cuda_gemm_shape *s, char *err, size_t errlen)
+{
+    if (!s->bias || (s->batch == 1 && s->ldc == s->m && !s->c_fp32))
+        return 0;
+    snprintf(err, errlen, "cuda gemm: a bias on a %s GEMM (batch %d, ldc %lld, m %lld; allowed: a "
+             "plain GEMM in the dtype with ldc == m)", s->c_fp32 ? "fp32-output" : "batched or strided",
+             (int)s->batch, (long long)s->ldc, (long long)s->m);
+    return -1;
 }
 
 static cudaDataType_t data_type(pdbx_dtype dt)
@@ -225,7 +243,10 @@ int cuda_gemm_ex_args_for(const cuda_gemm_shape *s, pdbx_fp32_math fp32_math, cu
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (fits_int(dims[i].v, dims[i].what, s, err, errlen) != 0)
             return -1;
+    if (bias_ok(s, err, errlen) != 0)
+        return -1;
     memset(out, 0, sizeof *out);
+    out->bias = s->bias;
     out->transa = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     out->transb = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     out->m = (int)s->m;
@@ -324,6 +345,21 @@ static int plan_build(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **o
            cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_TRY("cublasLtMatmulDescSetAttribute(TRANSB)",
            cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (s->bias) {
+        /* F.linear with a bias as PyTorch's cuBLASLt path runs it (gemm_and_bias): the bias
+         * epilogue, the bias vector in the output's dtype; the heuristic then picks an
+         * algorithm that has the epilogue. The pointer is set per execution. */
+        rc = bias_ok(s, err, errlen);
+        if (rc)
+            goto fail;
+        rc = -1;
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bt = t;
+        LT_TRY("cublasLtMatmulDescSetAttribute(EPILOGUE)",
+               cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        LT_TRY("cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)",
+               cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    }
     /* Layouts describe the matrices as stored: A is m x k, or k x m when transposed. */
     rc = layout_create(&p->a, t, s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda,
                        s->batch, s->stride_a, err, errlen);
@@ -403,9 +439,54 @@ int cuda_gemm_exec(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const voi
     return cuda_gemm_exec_beta(g, p, alpha, 0.0f, a, b, c, stream, err, errlen);
 }
 
+/* The GEMM of plan p as is (with the plan's bias epilogue, if any, on the pointer set last). */
+static int gemm_run(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, float beta, const void *a,
+                    const void *b, void *c, cudaStream_t stream, char *err, size_t errlen);
+
+int cuda_gemm_exec_bias(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a,
+                        const void *b, const void *bias, void *c, cudaStream_t stream, char *err,
+                        size_t errlen)
+{
+    int rc = -1;
+    if (!p->shape.bias || !bias) {
+        snprintf(err, errlen, "cuda gemm: exec_bias on a plan %s", p->shape.bias ? "with a NULL bias"
+                 : "without a bias epilogue");
+        return -1;
+    }
+    if (g->api == PDBX_GEMM_API_CUBLAS) {
+        /* cublasGemmEx has no epilogue: the GEMM, then the bias added over C seen row-major
+         * [n rows, m cols] by ck_bias_add, both on the stream (one op's timed work) */
+        rc = gemm_run(g, p, alpha, 0.0f, a, b, c, stream, err, errlen);
+        if (rc)
+            return rc;
+        cudaError_t ce = ck_bias_add(c, bias, p->shape.n, p->shape.m, p->shape.dtype, stream);
+        if (ce != cudaSuccess) {
+            (void)cudaGetLastError();
+            snprintf(err, errlen, "ck_bias_add failed: %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
+            return -1;
+        }
+        return 0;
+    }
+    LT_TRY("cublasLtMatmulDescSetAttribute(BIAS_POINTER)",
+           cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    return gemm_run(g, p, alpha, 0.0f, a, b, c, stream, err, errlen);
+fail:
+    return rc;
+}
+
 int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, float beta,
                         const void *a, const void *b, void *c, cudaStream_t stream, char *err,
                         size_t errlen)
+{
+    if (p->shape.bias) {   /* its epilogue would read whatever bias pointer was set last */
+        snprintf(err, errlen, "cuda gemm: a plan with a bias epilogue runs through cuda_gemm_exec_bias");
+        return -1;
+    }
+    return gemm_run(g, p, alpha, beta, a, b, c, stream, err, errlen);
+}
+
+static int gemm_run(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, float beta, const void *a,
+                    const void *b, void *c, cudaStream_t stream, char *err, size_t errlen)
 {
     int rc = -1;
     if (g->api == PDBX_GEMM_API_CUBLAS) {
@@ -435,6 +516,11 @@ int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, floa
     return 0;
 fail:
     return rc;
+}
+
+const cuda_gemm_shape *cuda_gemm_plan_shape(const cuda_gemm_plan *p)
+{
+    return &p->shape;
 }
 
 size_t cuda_gemm_plan_count(const cuda_gemm *g)

@@ -43,6 +43,13 @@ typedef struct {
     int64_t stride_a, stride_b, stride_c;   /* elements between batch members */
     uint32_t align_a, align_b, align_c;     /* byte alignment of the pointers (and offsets) */
     int c_fp32;                   /* C (and D) fp32 whatever the dtype: a wgrad into main_grad */
+    /* 1: C += a bias vector of m elements (cuda_gemm_bias_elems) in the dtype, broadcast over
+     * C's n columns: row-major Y[rows, out] + b, F.linear(x, W, b). cublaslt: the plan's
+     * epilogue CUBLASLT_EPILOGUE_BIAS (BIAS_DATA_TYPE the dtype; the pointer set per
+     * execution, cuda_gemm_exec_bias); cublas: cublasGemmEx has no epilogue, so
+     * cuda_gemm_exec_bias enqueues ck_bias_add over C right after it, on the same stream
+     * (timed with it). Only a plain GEMM (batch 1, ldc == m, C in the dtype) takes a bias. */
+    int bias;
 } cuda_gemm_shape;
 
 /* fp32_math ieee, gemm_api cublaslt (the spec's defaults). */
@@ -64,11 +71,15 @@ typedef struct {
     long long stride_a, stride_b, stride_c;
     int batch;
     int a_type, b_type, c_type, compute_type;
+    int bias;                     /* shape.bias: ck_bias_add over C [n rows, m cols] after the call */
 } cuda_gemm_ex_args;
 /* 0, or -1 when a dimension does not fit cuBLAS's int (the message names it). */
 int cuda_gemm_ex_args_for(const cuda_gemm_shape *s, pdbx_fp32_math fp32_math, cuda_gemm_ex_args *out,
                           char *err, size_t errlen);
 void cuda_gemm_destroy(cuda_gemm *g);
+/* The elements of a shape's bias vector: m (the out features of a linear shape: the rows of
+ * the column-major C, so every row-major output row gets the whole vector); 0 without bias. */
+int64_t cuda_gemm_bias_elems(const cuda_gemm_shape *s);
 
 /* Row-major Y[m,n] = X[m,k] W[n,k]^T, pointers 256-byte aligned (cudaMalloc). */
 cuda_gemm_shape cuda_gemm_linear_shape(pdbx_dtype dt, int64_t m, int64_t n, int64_t k);
@@ -87,11 +98,18 @@ int cuda_gemm_plan_get(cuda_gemm *g, const cuda_gemm_shape *s, cuda_gemm_plan **
 /* C = alpha * op(A) op(B) (beta 0) on stream; A, B, C must honour the plan's alignments. */
 int cuda_gemm_exec(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a,
                    const void *b, void *c, cudaStream_t stream, char *err, size_t errlen);
+/* C = alpha * op(A) op(B) + bias (broadcast over C's columns, cuda_gemm_shape.bias) on stream:
+ * the plan's shape must have bias set (-1 otherwise, and for a NULL bias). */
+int cuda_gemm_exec_bias(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, const void *a,
+                        const void *b, const void *bias, void *c, cudaStream_t stream, char *err,
+                        size_t errlen);
 /* C = alpha * op(A) op(B) + beta * C (beta 1: accumulate, fp32 in the compute type). */
 int cuda_gemm_exec_beta(cuda_gemm *g, const cuda_gemm_plan *p, float alpha, float beta,
                         const void *a, const void *b, void *c, cudaStream_t stream, char *err,
                         size_t errlen);
 
+/* The shape a plan was built for. */
+const cuda_gemm_shape *cuda_gemm_plan_shape(const cuda_gemm_plan *p);
 /* Number of cached plans (for tests and the run environment). */
 size_t cuda_gemm_plan_count(const cuda_gemm *g);
 /* "cuBLASLt 13.0.0.19 (cudart 13000)" */

@@ -473,6 +473,44 @@ inline unsigned row_block(int64_t cols)
     return b;
 }
 
+/* ---- linear-layer bias (cuda_gemm.h: gemm_api cublas's add; every bias gradient) ---- */
+/* y[r, c] += b[c] over [rows, cols], the add in fp32 rounded once: rows over blockIdx.y,
+ * columns over the block's threads (no per-element division). */
+template <typename T>
+__global__ void bias_add_kernel(T *y, const T *b, int64_t rows, int64_t cols)
+{
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        T *yr = y + r * cols;
+        for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
+             c += (int64_t)gridDim.x * blockDim.x)
+            yr[c] = from_f32<T>(to_f32(yr[c]) + to_f32(b[c]));
+    }
+}
+
+/* db[c] += sum over rows of dy[r, c]: a block of kWarp columns x kBiasRowsY row lanes; each
+ * lane sums a strided share of the rows of its column (coalesced across the warp), the
+ * lanes are reduced in shared memory and one atomicAdd per column and block adds the part. */
+constexpr int kBiasRowsY = 8;
+template <typename T>
+__global__ void bias_grad_kernel(const T *dy, float *db, int64_t rows, int64_t cols)
+{
+    __shared__ float part[kBiasRowsY][kWarp + 1];
+    const int64_t c = blockIdx.x * (int64_t)kWarp + threadIdx.x;
+    float acc = 0.0f;
+    if (c < cols)
+        for (int64_t r = blockIdx.y * (int64_t)kBiasRowsY + threadIdx.y; r < rows;
+             r += (int64_t)gridDim.y * kBiasRowsY)
+            acc += to_f32(dy[r * cols + c]);
+    part[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+        float sum = 0.0f;
+        for (int i = 0; i < kBiasRowsY; i++)
+            sum += part[i][threadIdx.x];
+        atomicAdd(&db[c], sum);
+    }
+}
+
 } /* namespace */
 
 #define DISPATCH(dt, T, ...)                                                  \
@@ -651,5 +689,41 @@ extern "C" cudaError_t ck_spin_ns(long long ns, cudaStream_t stream)
     if (ns <= 0)
         return cudaSuccess;
     spin_kernel<<<1, 1, 0, stream>>>(ns);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_bias_add(void *y, const void *bias, int64_t rows, int64_t cols,
+                                   pdbx_dtype dt, cudaStream_t stream)
+{
+    if (rows <= 0 || cols <= 0)
+        return cudaErrorInvalidValue;
+    const unsigned gx = grid_for((size_t)cols, 256) < 64u ? grid_for((size_t)cols, 256) : 64u;
+    const unsigned gy = rows < 65535 ? (unsigned)rows : 65535u;
+    DISPATCH(dt, T, bias_add_kernel<T><<<dim3(gx, gy), 256, 0, stream>>>(
+                        static_cast<T *>(y), static_cast<const T *>(bias), rows, cols));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_bias_grad(const void *dy, float *db, int64_t rows, int64_t cols,
+                                    pdbx_dtype dt, cudaStream_t stream)
+{
+    if (rows <= 0 || cols <= 0)
+        return cudaErrorInvalidValue;
+    /* enough row splits to fill the GPU for narrow outputs (a few hundred blocks), each block
+     * still summing many rows so the atomics stay few */
+    int64_t colblocks = (cols + kWarp - 1) / kWarp;
+    int64_t ysplit = (512 + colblocks - 1) / colblocks;
+    int64_t ymax = (rows + 64 * kBiasRowsY - 1) / (64 * kBiasRowsY);
+    if (ysplit > ymax)
+        ysplit = ymax;
+    if (ysplit < 1)
+        ysplit = 1;
+    if (ysplit > 65535)
+        ysplit = 65535;
+    if (colblocks > 0x7fffffff)
+        return cudaErrorInvalidValue;
+    dim3 grid((unsigned)colblocks, (unsigned)ysplit), block(kWarp, kBiasRowsY);
+    DISPATCH(dt, T, bias_grad_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(dy), db,
+                                                                    rows, cols));
     return cudaGetLastError();
 }

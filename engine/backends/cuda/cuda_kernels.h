@@ -83,6 +83,15 @@ cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void 
                                  int64_t vrows, int64_t h, float *dtable, pdbx_dtype dt,
                                  cudaStream_t stream);
 
+/* Linear-layer bias over row-major y [rows, cols] (the GEMM's output, in place, dtype):
+ * y[r, c] += bias[c] (gemm_api cublas, whose cublasGemmEx has no bias epilogue). */
+cudaError_t ck_bias_add(void *y, const void *bias, int64_t rows, int64_t cols, pdbx_dtype dt,
+                        cudaStream_t stream);
+/* Bias gradient: db[c] (fp32, accumulated as the weight gradients) += sum over rows of
+ * dy[r, c] (dy [rows, cols] in dt; fp32 sums, one atomicAdd per column and block). */
+cudaError_t ck_bias_grad(const void *dy, float *db, int64_t rows, int64_t cols, pdbx_dtype dt,
+                         cudaStream_t stream);
+
 /* *acc += sum of x[0..n) in double (atomicAdd; acc is a device pointer). */
 cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt, double *acc,
                               cudaStream_t stream);
