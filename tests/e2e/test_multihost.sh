@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# suite: plain build only: namespace hosts integration; the engine and launcher under ASan run in engine_launch, engine_ranks and test_launch_argv
+# suite: plain build only: namespace hosts integration; the engine and launcher under ASan run in engine_stop, engine_ranks and test_launch_argv
 # Multi-host end to end on one machine (issue 11, "Proof on one machine"): two hosts made of
 # network + UTS namespaces (tests/e2e/fixtures/netns_hosts.bash: own host names, a private
 # subnet on a bridge inside the first host, /etc/hosts of their own), OpenMPI started over them
