@@ -237,40 +237,49 @@ PDBX_K_HOT static void transpose_keys(const float *k, int64_t kstride, int64_t n
                 kt[c * KB + jj] = 0.0f;
 }
 
+/* The register tile both attention products share: t[r][0..TW) = sum_{i < n} a[r][i] *
+ * x[i * xstride + 0..TW) for the QR rows a[r] (QK^T: x the block's transposed keys, a the
+ * queries; PV: x the values, a the probabilities): 2 x QR vector accumulators over n steps. */
+PDBX_K_HOT static inline void tile_fma(const float *x, int64_t xstride, const float *const a[QR],
+                                       int64_t n, float t[QR][TW])
+{
+    v8f a00 = { 0 }, a01 = { 0 }, a10 = { 0 }, a11 = { 0 }, a20 = { 0 }, a21 = { 0 },
+        a30 = { 0 }, a31 = { 0 };
+    for (int64_t i = 0; i < n; i++) {
+        v8f x0, x1;
+        memcpy(&x0, x + i * xstride, sizeof x0);
+        memcpy(&x1, x + i * xstride + VW, sizeof x1);
+        const float b0 = a[0][i], b1 = a[1][i], b2 = a[2][i], b3 = a[3][i];
+        a00 += x0 * b0;
+        a01 += x1 * b0;
+        a10 += x0 * b1;
+        a11 += x1 * b1;
+        a20 += x0 * b2;
+        a21 += x1 * b2;
+        a30 += x0 * b3;
+        a31 += x1 * b3;
+    }
+    memcpy(t[0], &a00, sizeof a00);
+    memcpy(t[0] + VW, &a01, sizeof a01);
+    memcpy(t[1], &a10, sizeof a10);
+    memcpy(t[1] + VW, &a11, sizeof a11);
+    memcpy(t[2], &a20, sizeof a20);
+    memcpy(t[2] + VW, &a21, sizeof a21);
+    memcpy(t[3], &a30, sizeof a30);
+    memcpy(t[3] + VW, &a31, sizeof a31);
+}
+
 /* scores s[r][j0 + jj] = scale * (q_r . k_(j0+jj)) for the QR rows q[r] (row r at q + r * qstride)
  * against the block's keys transposed in kt ([d][KB], zero past the block's nj keys); rows
  * r < nrows and keys jj < nj are stored (the rows past nrows repeat valid rows, unstored). */
 PDBX_K_HOT static void qk_block(const float *q, int64_t qstride, int nrows, const float *kt,
                                 int64_t d, int64_t nj, float scale, float *s, int64_t sstride)
 {
-    const float *q0 = q, *q1 = q + (nrows > 1) * qstride, *q2 = q + (nrows > 2) * 2 * qstride,
-                *q3 = q + (nrows > 3) * 3 * qstride;
+    const float *a[QR] = { q, q + (nrows > 1) * qstride, q + (nrows > 2) * 2 * qstride,
+                           q + (nrows > 3) * 3 * qstride };
     for (int64_t jt = 0; jt < nj; jt += TW) {
-        v8f a00 = { 0 }, a01 = { 0 }, a10 = { 0 }, a11 = { 0 }, a20 = { 0 }, a21 = { 0 },
-            a30 = { 0 }, a31 = { 0 };
-        for (int64_t c = 0; c < d; c++) {
-            v8f k0, k1;
-            memcpy(&k0, kt + c * KB + jt, sizeof k0);
-            memcpy(&k1, kt + c * KB + jt + VW, sizeof k1);
-            const float b0 = q0[c], b1 = q1[c], b2 = q2[c], b3 = q3[c];
-            a00 += k0 * b0;
-            a01 += k1 * b0;
-            a10 += k0 * b1;
-            a11 += k1 * b1;
-            a20 += k0 * b2;
-            a21 += k1 * b2;
-            a30 += k0 * b3;
-            a31 += k1 * b3;
-        }
         float t[QR][TW];
-        memcpy(t[0], &a00, sizeof a00);
-        memcpy(t[0] + VW, &a01, sizeof a01);
-        memcpy(t[1], &a10, sizeof a10);
-        memcpy(t[1] + VW, &a11, sizeof a11);
-        memcpy(t[2], &a20, sizeof a20);
-        memcpy(t[2] + VW, &a21, sizeof a21);
-        memcpy(t[3], &a30, sizeof a30);
-        memcpy(t[3] + VW, &a31, sizeof a31);
+        tile_fma(kt + jt, KB, a, d, t);
         const int64_t nw = nj - jt < TW ? nj - jt : TW;
         for (int r = 0; r < nrows; r++)
             for (int64_t jj = 0; jj < nw; jj++)
@@ -285,35 +294,12 @@ PDBX_K_HOT static void pv_block(const float *p, int64_t pstride, int nrows, cons
                                 int64_t vstride, int64_t jend, int64_t d, const float *inv,
                                 float *o, int64_t ostride)
 {
-    const float *p0 = p, *p1 = p + (nrows > 1) * pstride, *p2 = p + (nrows > 2) * 2 * pstride,
-                *p3 = p + (nrows > 3) * 3 * pstride;
+    const float *a[QR] = { p, p + (nrows > 1) * pstride, p + (nrows > 2) * 2 * pstride,
+                           p + (nrows > 3) * 3 * pstride };
     int64_t c0 = 0;
     for (; c0 + TW <= d; c0 += TW) {
-        v8f a00 = { 0 }, a01 = { 0 }, a10 = { 0 }, a11 = { 0 }, a20 = { 0 }, a21 = { 0 },
-            a30 = { 0 }, a31 = { 0 };
-        for (int64_t j = 0; j < jend; j++) {
-            v8f v0, v1;
-            memcpy(&v0, v + j * vstride + c0, sizeof v0);
-            memcpy(&v1, v + j * vstride + c0 + VW, sizeof v1);
-            const float b0 = p0[j], b1 = p1[j], b2 = p2[j], b3 = p3[j];
-            a00 += v0 * b0;
-            a01 += v1 * b0;
-            a10 += v0 * b1;
-            a11 += v1 * b1;
-            a20 += v0 * b2;
-            a21 += v1 * b2;
-            a30 += v0 * b3;
-            a31 += v1 * b3;
-        }
         float t[QR][TW];
-        memcpy(t[0], &a00, sizeof a00);
-        memcpy(t[0] + VW, &a01, sizeof a01);
-        memcpy(t[1], &a10, sizeof a10);
-        memcpy(t[1] + VW, &a11, sizeof a11);
-        memcpy(t[2], &a20, sizeof a20);
-        memcpy(t[2] + VW, &a21, sizeof a21);
-        memcpy(t[3], &a30, sizeof a30);
-        memcpy(t[3] + VW, &a31, sizeof a31);
+        tile_fma(v + c0, vstride, a, jend, t);
         for (int r = 0; r < nrows; r++)
             for (int c = 0; c < TW; c++)
                 o[r * ostride + c0 + c] = t[r][c] * inv[r];
