@@ -281,27 +281,34 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
         d->bias_ops = (d->bias_ops & ~(qkv | fc1)) | qkv_b | fc1_b;
     }
 
-    const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim,
-                  kvd = d->kv_heads * d->head_dim;
-    const struct { pdbx_op op; int64_t m, n, k; } expect[] = {
-        {PDBX_OP_ATTN_Q, T, qd, h}, {PDBX_OP_ATTN_K, T, kvd, h}, {PDBX_OP_ATTN_V, T, kvd, h},
-        {PDBX_OP_ATTN_O, T, h, qd}, {PDBX_OP_MLP_GATE, T, d->inter, h},
-        {PDBX_OP_MLP_UP, T, d->inter, h}, {PDBX_OP_MLP_DOWN, T, h, d->inter},
-        {PDBX_OP_LM_HEAD, T, d->vocab, h},
-    };
-    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+    const int64_t T = d->tokens;
+    cuda_linear_op expect[CUDA_LINEAR_OPS];
+    const int nexpect = cuda_linear_ops(d, expect);
+    for (int i = 0; i < nexpect; i++) {
         const pdbx_op_shape *s = &p->shape[expect[i].op];
         if (!(d->ops & PDBX_OP_BIT(expect[i].op)) || s->m == 0)
             continue;   /* not prepared, or the caller left the shape out */
-        if (s->m != expect[i].m || s->n != expect[i].n || s->k != expect[i].k) {
+        if (s->m != T || s->n != expect[i].n || s->k != expect[i].k) {
             snprintf(err, errlen, "cuda prepare: %s shape m,n,k = %lld,%lld,%lld from the plan, "
                      "but the model at tp %d gives %lld,%lld,%lld", pdbx_op_name(expect[i].op),
                      (long long)s->m, (long long)s->n, (long long)s->k, tp,
-                     (long long)expect[i].m, (long long)expect[i].n, (long long)expect[i].k);
+                     (long long)T, (long long)expect[i].n, (long long)expect[i].k);
             return -1;
         }
     }
     return 0;
+}
+
+int cuda_linear_ops(const cuda_dims *d, cuda_linear_op out[CUDA_LINEAR_OPS])
+{
+    const int64_t h = d->hidden, qd = d->heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    const cuda_linear_op lin[CUDA_LINEAR_OPS] = {
+        {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
+        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, d->inter, h}, {PDBX_OP_MLP_UP, d->inter, h},
+        {PDBX_OP_MLP_DOWN, h, d->inter}, {PDBX_OP_LM_HEAD, d->vocab, h},
+    };
+    memcpy(out, lin, sizeof lin);
+    return CUDA_LINEAR_OPS;
 }
 
 int cuda_op_prepared(const cuda_dims *d, pdbx_op op)
@@ -382,12 +389,9 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
 {
     const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
                   kvd = pt->d.kv_heads * pt->d.head_dim;
-    const struct { pdbx_op op; int64_t n, k; } lin[] = {
-        {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
-        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->d.inter, h}, {PDBX_OP_MLP_UP, pt->d.inter, h},
-        {PDBX_OP_MLP_DOWN, h, pt->d.inter}, {PDBX_OP_LM_HEAD, pt->d.vocab, h},
-    };
-    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+    cuda_linear_op lin[CUDA_LINEAR_OPS];
+    const int nlin = cuda_linear_ops(&pt->d, lin);
+    for (int i = 0; i < nlin; i++) {
         if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
             continue;
         cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);

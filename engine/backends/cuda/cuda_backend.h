@@ -122,6 +122,16 @@ struct cuda_point {
  * one per execution of op on that layer, so consecutive steps read different copies. */
 void **cuda_layer_weights(struct cuda_point *pt, pdbx_op op, int layer);
 
+/* The linear ops of a point on one TP rank, as F.linear GEMMs [T, k] x [k, n]: attn_q/k/v/o,
+ * mlp_gate/up/down, lm_head. Writes them to out (CUDA_LINEAR_OPS entries), returns the count.
+ * One table for the dims check, the forward plans and the dgrad/wgrad plans. */
+#define CUDA_LINEAR_OPS 8
+typedef struct {
+    pdbx_op op;
+    int64_t n, k;
+} cuda_linear_op;
+int cuda_linear_ops(const cuda_dims *d, cuda_linear_op out[CUDA_LINEAR_OPS]);
+
 /* cuda_backward.c: allocates, fills and plans the backward of prepared point pt (its gradient
  * buffers, the dgrad/wgrad GEMM plans, the attention backward's plan), and enqueues the bwd
  * pass of op on the stream (run_op times it between the same events as the forward). */

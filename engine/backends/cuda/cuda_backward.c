@@ -150,12 +150,9 @@ static int plan_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t 
 {
     const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
                   kvd = pt->d.kv_heads * pt->d.head_dim;
-    const struct { pdbx_op op; int64_t n, k; } lin[] = {
-        {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
-        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, pt->d.inter, h}, {PDBX_OP_MLP_UP, pt->d.inter, h},
-        {PDBX_OP_MLP_DOWN, h, pt->d.inter}, {PDBX_OP_LM_HEAD, pt->d.vocab, h},
-    };
-    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+    cuda_linear_op lin[CUDA_LINEAR_OPS];
+    const int nlin = cuda_linear_ops(&pt->d, lin);
+    for (int i = 0; i < nlin; i++) {
         if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
             continue;
         cuda_gemm_shape dg = cuda_gemm_dgrad_shape(c->dtype, T, lin[i].n, lin[i].k);
