@@ -91,14 +91,11 @@ static char *sidecar_json(const pdbx_run *run, const pdbx_rt_config *c, const ch
     return text;
 }
 
-/* Writes DIR/{model}_{gpu}_{tp}.npy and its sidecar for config c. */
-static int write_one(const pdbx_run *run, const pdbx_rt_config *c, const char *dir,
-                     const char *model_tag, const char *gpu_tag, pdbx_wrote_fn wrote, void *ctx,
-                     char *err, size_t errlen)
+/* Writes DIR/{model}_{gpu}_{tp}.npy and its sidecar for config c, whose MBS 1 row is row. */
+static int write_one(const pdbx_run *run, const pdbx_rt_config *c, const double *row,
+                     const char *dir, const char *model_tag, const char *gpu_tag,
+                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
 {
-    double row[PDBX_FASOP_COLS];
-    if (mbs1_row(run, c, row, err, errlen) != 0)
-        return -1;
     const int layers = run->model.layers;
     if (layers < 1 || layers > PDBX_RUN_MAX_LAYERS)
         return pdbx_fail(err, errlen, "run %s: the model's layer count %d is out of range "
@@ -186,7 +183,7 @@ int pdbx_export_fasop_npy(const pdbx_run *run, const char *dir, const char *mode
                     snprintf(e, sizeof e, "%s", probe);
                 continue;
             }
-            if (write_one(run, &t.configs[j], dir, model_tag, gpu_tag, wrote, ctx, err,
+            if (write_one(run, &t.configs[j], row, dir, model_tag, gpu_tag, wrote, ctx, err,
                           errlen) != 0)
                 goto out;
             written = 1;
