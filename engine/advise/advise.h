@@ -1,0 +1,80 @@
+/* advise.h: from a stored run's measurements to the (TP, PP, DP, MBS) to train with.
+ *
+ * The cost model (docs/advise.md) estimates one training iteration of a model of `layers`
+ * decoder layers on `gpus` ranks for a global batch `gbs`, from the run's own cells only:
+ *  - per stage and micro-batch: forward from the op cells of (tp, mbs), backward from the
+ *    measured bwd cells when the run has them, else 2 x forward (FASOP's x3 rule; the row's
+ *    bwd_measured says which);
+ *  - TP: the two all-reduces per layer (fwd, and the same again in bwd) from the run's
+ *    measured tp_allreduce cells or its collectives sweep at the message size, at the group's
+ *    placement (intra- or inter-node);
+ *  - PP: 1F1B with num_mb = gbs / (mbs * dp) micro-batches: step = (num_mb + pp - 1) x the
+ *    slowest stage's (fwd + bwd), bubble = (pp - 1) x that, plus the send/recv of
+ *    activations at stage boundaries;
+ *  - DP: one gradient all-reduce of the stage's parameters (fp32) after the last backward;
+ *  - memory: the planner's training memory per rank (pdbx_memory_predict) against the GPU.
+ * Where a cell a configuration needs is missing (an MBS or a TP degree not swept, a message
+ * size outside the collectives sweep) the model interpolates or extrapolates and says so in a
+ * note naming the cell; it never reuses another row silently.
+ *
+ * Contract:
+ *  - Units: milliseconds and GB (1e9 bytes). Pure: no I/O, no globals; the run is borrowed.
+ *  - pdbx_advise() fills rows for every (tp, pp, dp, mbs) with tp * pp * dp == gpus,
+ *    layers % pp == 0, gbs % (mbs * dp) == 0, in step_ms order (ascending; ties by memory),
+ *    and marks the Pareto set of (step_ms, mem_gb) among the rows that fit.
+ *  - Errors (bad query, a run without measured points) are one line: the field, the value and
+ *    what is allowed; -1. 0 on success (possibly with 0 rows and a note saying why).
+ */
+#ifndef PDBX_ADVISE_H
+#define PDBX_ADVISE_H
+
+#include <stddef.h>
+
+#include "store/profiledb.h"
+
+typedef struct {
+    int gpus;                /* ranks in the training job (> 0) */
+    int gbs;                 /* global batch in sequences (> 0) */
+    int nodes;               /* 0: ceil(gpus / gpus_per_node) */
+    int gpus_per_node;       /* 0: the run's (spec gpus_per_node) */
+    int layers;              /* decoder layers of the job; 0: the model's full count */
+    int mbs_max;             /* 0: the largest MBS the run measured x 2 (extrapolated rows
+                              * carry a note) */
+    pdbx_stat_kind stat;     /* statistic of the cells (median by default) */
+} pdbx_advise_query;
+
+#define PDBX_ADVISE_NOTE_MAX 192
+
+typedef struct {
+    int tp, pp, dp, mbs, num_mb;
+    double step_ms;          /* one iteration */
+    double compute_ms;       /* (num_mb) x slowest stage (fwd + bwd), comm excluded */
+    double comm_ms;          /* tp + pp + dp below */
+    double bubble_ms;        /* (pp - 1) x slowest stage (fwd + bwd + its TP comm) */
+    double tp_comm_ms, pp_comm_ms, dp_comm_ms;
+    double stage_fwd_ms, stage_bwd_ms;   /* slowest stage, one micro-batch, compute only */
+    double mem_gb;           /* training memory per rank (the planner's) */
+    int fits;                /* mem_gb <= the run's GPU memory */
+    int pareto;              /* on the time/memory Pareto front of the rows that fit */
+    int bwd_measured;        /* 1: bwd from measured cells; 0: 2 x fwd */
+    int estimated_cells;     /* cells interpolated or extrapolated for this row */
+    char note[PDBX_ADVISE_NOTE_MAX];   /* the first such cell, "" when none */
+} pdbx_advise_row;
+
+typedef struct {
+    size_t nrows;
+    pdbx_advise_row *rows;   /* step_ms order (owned) */
+    size_t nnotes;
+    char **notes;            /* every interpolation/extrapolation, once each (owned) */
+} pdbx_advise_result;
+
+void pdbx_advise_query_defaults(pdbx_advise_query *q);
+int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_result *out,
+                char *err, size_t errlen);
+/* One configuration's estimate (what `pdbx validate` compares with): 0 with *row, or -1 with
+ * a one-line message (the configuration does not divide the query's gpus/layers/gbs). */
+int pdbx_advise_one(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp,
+                    int mbs, pdbx_advise_row *row, char *err, size_t errlen);
+void pdbx_advise_free(pdbx_advise_result *r);
+
+#endif
