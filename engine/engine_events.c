@@ -21,6 +21,7 @@ struct pdbx_events {
     double total_work, done_work;
     int coll_done, coll_total;        /* whole run (progress.h counts them as work) */
     double coll_work;                 /* work units of one collectives measurement */
+    double infer_done, infer_total;   /* work units of the inference phase, whole run */
     double t0;                 /* monotonic seconds at plan time */
     double t_done;             /* seconds after t0 when the last point ended */
     pthread_t hb;
@@ -179,6 +180,23 @@ void pdbx_events_progress_colls(pdbx_events *ev, int run_total, int done_before,
     pthread_mutex_unlock(&ev->mu);
 }
 
+void pdbx_events_progress_infer(pdbx_events *ev, double run_total, double this_launch)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->infer_total = run_total;
+    ev->total_work += this_launch;
+    pthread_mutex_unlock(&ev->mu);
+}
+
+void pdbx_events_progress_infer_done(pdbx_events *ev, double work)
+{
+    pthread_mutex_lock(&ev->mu);
+    ev->infer_done += work;
+    ev->done_work += work;
+    ev->t_done = pdbx_mono_s() - ev->t0;
+    pthread_mutex_unlock(&ev->mu);
+}
+
 void pdbx_events_progress_skipped(pdbx_events *ev, double work)
 {
     pthread_mutex_lock(&ev->mu);
@@ -226,7 +244,8 @@ static cJSON *progress_event_locked(pdbx_events *ev)
     double elapsed = pdbx_mono_s() - ev->t0;
     pdbx_ev_progress p = { .done = ev->done, .total = ev->total, .point = ev->point, .op = ev->op,
                            .elapsed_s = elapsed, .eta_s = NAN, .coll_done = ev->coll_done,
-                           .coll_total = ev->coll_total };
+                           .coll_total = ev->coll_total, .infer_done = ev->infer_done,
+                           .infer_total = ev->infer_total };
     /* rate from the finished points only, minus the time already spent on the current one:
      * the ETA then counts down while a point runs instead of growing */
     if (ev->done_work > 0 && ev->total_work >= ev->done_work) {

@@ -43,6 +43,10 @@ void pdbx_events_progress_plan(pdbx_events *ev, int total_points, int already_do
 /* The collectives measurements of the whole run (every launch), those earlier launches made,
  * and this launch's share (added to the total work). */
 void pdbx_events_progress_colls(pdbx_events *ev, int run_total, int done_before, int this_launch);
+/* The inference phase's work units of the whole run (every launch) and this launch's share
+ * (added to the total work); an inference row of `work` units ended (engine_infer.h). */
+void pdbx_events_progress_infer(pdbx_events *ev, double run_total, double this_launch);
+void pdbx_events_progress_infer_done(pdbx_events *ev, double work);
 void pdbx_events_progress_point(pdbx_events *ev, int point);
 void pdbx_events_progress_op(pdbx_events *ev, const char *op);
 /* A point ended after measuring (`work` done), or without (skipped, predicted OOM: its work

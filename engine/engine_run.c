@@ -11,6 +11,7 @@
 
 #include "engine/engine_agree.h"
 #include "engine/engine_collsweep.h"
+#include "engine/engine_infer.h"
 #include "engine/engine_env.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
@@ -118,9 +119,14 @@ static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
         .flush_l2 = e->spec.flush_l2, .flash_attention = e->spec.flash_attention,
         .fp32_math = e->spec.fp32_math, .gemm_api = e->spec.gemm_api,
     };
-    /* backend auto is resolved now: a mode the loaded backend cannot run is a usage error */
-    if (pdbx_backend_modes_check(pdbx_engine_backend_kind(e), e->spec.fp32_math, e->spec.gemm_api, err,
-                                 sizeof err) != 0) {
+    /* backend auto is resolved now: a mode the loaded backend cannot run is a usage error, and
+     * so is a kv_cache grid for a backend without attention with a KV cache (plan_infer.c) */
+    const int kv_refused = pdbx_engine_backend_kind(e) == PDBX_BACKEND_CUDA && pdbx_kv_rows(&e->spec, NULL, 0) > 0;
+    if (kv_refused)
+        snprintf(err, sizeof err, "kv_cache: attention with a KV cache is not implemented for backend cuda "
+                 "(allowed: backend cpu, or no kv_cache)");
+    if (kv_refused || pdbx_backend_modes_check(pdbx_engine_backend_kind(e), e->spec.fp32_math, e->spec.gemm_api,
+                                               err, sizeof err) != 0) {
         if (e->rank == 0)
             fprintf(stderr, "pdbx-engine: %s\n", err);
         return 2;
@@ -347,6 +353,16 @@ static void progress_colls(pdbx_engine *e)
     if (run_total < before + mine)
         run_total = before + mine;
     pdbx_events_progress_colls(e->ev, run_total, before, mine);
+    /* the inference phase: every launch's share (engine_infer.h); one launched before this
+     * one is counted at its planned work */
+    double infer_total = 0;
+    for (size_t k = 0; k < nworlds; k++)
+        infer_total += pdbx_infer_work(&e->spec, worlds[k]);
+    double infer_mine = pdbx_infer_work(&e->spec, e->size);
+    if (infer_total < infer_mine)
+        infer_total = infer_mine;
+    if (infer_total > 0)
+        pdbx_events_progress_infer(e->ev, infer_total, infer_mine);
 }
 
 /* Rank 0: progress plan and heartbeat; every rank: the watchdog. */

@@ -9,6 +9,7 @@
 
 #include "engine/engine_agree.h"
 #include "engine/engine_collsweep.h"
+#include "engine/engine_infer.h"
 #include "engine/engine_groups.h"
 #include "engine/engine_point.h"
 #include "engine/engine_point_events.h"
@@ -251,6 +252,9 @@ int pdbx_engine_sweep(pdbx_engine *e, char *err, size_t errlen)
         }
     }
     measured_free(&measured);
+    /* the inference phase (engine_infer.h), then the collectives sweep */
+    if (!e->cancelled && pdbx_infer_sweep(e, err, errlen) != 0)
+        return -1;
     if (!e->cancelled) {
         if (e->ev)
             pdbx_events_progress_point(e->ev, -1);

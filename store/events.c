@@ -62,6 +62,12 @@ static const jf_field progress_fields[] = {
     F(pdbx_ev_progress, NUM, done, "done"), F(pdbx_ev_progress, NUM, total, "total"),
     F(pdbx_ev_progress, INT, point, "point"), F(pdbx_ev_progress, NUM, elapsed_s, "elapsed_s"),
     F(pdbx_ev_progress, NUM, coll_done, "coll_done"), F(pdbx_ev_progress, NUM, coll_total, "coll_total"),
+    F(pdbx_ev_progress, NUM, infer_done, "infer_done"), F(pdbx_ev_progress, NUM, infer_total, "infer_total"),
+};
+static const jf_field infer_attn_fields[] = {
+    F(pdbx_infer_attn, INT, tp, "tp"), F(pdbx_infer_attn, INT, batch, "batch"),
+    F(pdbx_infer_attn, INT, chunk, "chunk"), F(pdbx_infer_attn, INT, kv, "kv"),
+    F(pdbx_infer_attn, INT, heads, "heads"), F(pdbx_infer_attn, INT, kv_heads, "kv_heads"),
 };
 static const jf_field coll_fields[] = {
     F(pdbx_coll_result, STR, coll, "coll"), F(pdbx_coll_result, NUM, bytes, "bytes"),
@@ -85,7 +91,8 @@ static const char *const type_names[PDBX_EV_COUNT] = {
     [PDBX_EV_POINT_START] = "point_start", [PDBX_EV_OP] = "op", [PDBX_EV_STEP] = "step",
     [PDBX_EV_COMM] = "comm", [PDBX_EV_TRACE] = "trace", [PDBX_EV_POINT_END] = "point_end",
     [PDBX_EV_COLL] = "coll", [PDBX_EV_PROGRESS] = "progress", [PDBX_EV_WARNING] = "warning",
-    [PDBX_EV_RUN_END] = "run_end",
+    [PDBX_EV_RUN_END] = "run_end", [PDBX_EV_INFER_TOKENS] = "infer_tokens",
+    [PDBX_EV_INFER_ATTN] = "infer_attn",
 };
 
 const char *pdbx_event_type_name(pdbx_event_type t)
@@ -699,6 +706,68 @@ int pdbx_event_decode_coll(const cJSON *ev, pdbx_coll_result *r, char *err, size
     return 0;
 }
 
+cJSON *pdbx_event_infer_tokens(const pdbx_infer_tokens *r)
+{
+    cJSON *ev = new_event(PDBX_EV_INFER_TOKENS);
+    cJSON *ops = cJSON_CreateObject();
+    int ok = ev && ops && jf_put_num(ev, "tp", r->tp) && jf_put_num(ev, "tokens", r->tokens);
+    for (int op = 0; ok && op < PDBX_OP_COUNT; op++)
+        if (r->op[op].count > 0)
+            ok = jf_add(ops, pdbx_op_name((pdbx_op)op), pdbx_stats_to_json(&r->op[op]));
+    if (ok) {
+        ok = jf_add(ev, "ops", ops);
+        ops = NULL;
+    }
+    cJSON_Delete(ops);
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_infer_tokens(const cJSON *ev, pdbx_infer_tokens *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(ev, "ops");
+    if (!jf_int(ev, "tp", &r->tp) || r->tp < 1 || r->tp > PDBX_RUN_MAX_RANKS)
+        return pdbx_fail(err, errlen, "infer_tokens event: field \"tp\" must be 1..%d", PDBX_RUN_MAX_RANKS);
+    if (!jf_int(ev, "tokens", &r->tokens) || r->tokens < 1)
+        return pdbx_fail(err, errlen, "infer_tokens event (tp %d): field \"tokens\" must be a positive integer",
+                         r->tp);
+    if (!cJSON_IsObject(ops))
+        return pdbx_fail(err, errlen, "infer_tokens event (tp %d, tokens %d): field \"ops\" must be an object",
+                         r->tp, r->tokens);
+    for (const cJSON *it = ops->child; it; it = it->next) {
+        int op = pdbx_op_from_name(it->string ? it->string : "");
+        if (op < 0)
+            continue;   /* an op this build does not know (forward compatible) */
+        if (pdbx_stats_from_json(it, &r->op[op]) != 0)
+            return pdbx_fail(err, errlen, "infer_tokens event (tp %d, tokens %d, op %s): must be a stats object",
+                             r->tp, r->tokens, it->string);
+    }
+    return 0;
+}
+
+cJSON *pdbx_event_infer_attn(const pdbx_infer_attn *r)
+{
+    cJSON *ev = new_event(PDBX_EV_INFER_ATTN);
+    int ok = ev && jf_put_fields(ev, r, infer_attn_fields, JF_N(infer_attn_fields)) &&
+             jf_put_str(ev, "phase", r->chunk > 0 ? "prefill" : "decode") &&
+             jf_add(ev, "stats", pdbx_stats_to_json(&r->time));
+    return jf_done(ev, ok);
+}
+
+int pdbx_event_decode_infer_attn(const cJSON *ev, pdbx_infer_attn *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->chunk = r->kv = -1;
+    jf_get_fields(ev, r, infer_attn_fields, JF_N(infer_attn_fields));
+    if (r->tp < 1 || r->tp > PDBX_RUN_MAX_RANKS || r->batch < 1 || r->chunk < 0 || r->kv < 0)
+        return pdbx_fail(err, errlen, "infer_attn event: fields tp, batch (>= 1), chunk and kv (>= 0) must be "
+                         "integers, got tp %d batch %d chunk %d kv %d", r->tp, r->batch, r->chunk, r->kv);
+    if (pdbx_stats_from_json(cJSON_GetObjectItemCaseSensitive(ev, "stats"), &r->time) != 0)
+        return pdbx_fail(err, errlen, "infer_attn event (tp %d, batch %d, chunk %d, kv %d): field \"stats\" "
+                         "must be a stats object", r->tp, r->batch, r->chunk, r->kv);
+    return 0;
+}
+
 cJSON *pdbx_event_progress(const pdbx_ev_progress *p)
 {
     cJSON *ev = new_event(PDBX_EV_PROGRESS);
@@ -706,7 +775,8 @@ cJSON *pdbx_event_progress(const pdbx_ev_progress *p)
              jf_add(ev, "point", p->point >= 0 ? cJSON_CreateNumber(p->point) : cJSON_CreateNull()) &&
              jf_put_str(ev, "op", p->op) && jf_put_fields(ev, p, progress_fields + 3, 1) &&
              jf_put_num_or_null(ev, "eta_s", p->eta_s) &&
-             jf_put_fields(ev, p, progress_fields + 4, 2);
+             jf_put_fields(ev, p, progress_fields + 4, 2) &&
+             (!(p->infer_total > 0) || jf_put_fields(ev, p, progress_fields + 6, 2));
     return jf_done(ev, ok);
 }
 

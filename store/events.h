@@ -28,7 +28,8 @@
 typedef enum {
     PDBX_EV_UNKNOWN = 0, PDBX_EV_RUN_START, PDBX_EV_LAUNCH, PDBX_EV_POINT_START, PDBX_EV_OP,
     PDBX_EV_STEP, PDBX_EV_COMM, PDBX_EV_TRACE, PDBX_EV_POINT_END, PDBX_EV_COLL,
-    PDBX_EV_PROGRESS, PDBX_EV_WARNING, PDBX_EV_RUN_END, PDBX_EV_COUNT
+    PDBX_EV_PROGRESS, PDBX_EV_WARNING, PDBX_EV_RUN_END, PDBX_EV_INFER_TOKENS, PDBX_EV_INFER_ATTN,
+    PDBX_EV_COUNT
 } pdbx_event_type;
 
 const char *pdbx_event_type_name(pdbx_event_type t);          /* "run_start", ...; "?" */
@@ -229,6 +230,16 @@ cJSON *pdbx_event_coll(const pdbx_coll_result *r);
 /* Required: coll (non-empty), stats; algbw/busbw NaN when absent. */
 int pdbx_event_decode_coll(const cJSON *ev, pdbx_coll_result *out, char *err, size_t errlen);
 
+/* infer_tokens: tp, tokens, ops {<op name>: stats} (the measured ops only).
+ * Required: tp >= 1, tokens >= 1, ops an object (unknown op names ignored, a bad stats object
+ * an error). */
+cJSON *pdbx_event_infer_tokens(const pdbx_infer_tokens *r);
+int pdbx_event_decode_infer_tokens(const cJSON *ev, pdbx_infer_tokens *out, char *err, size_t errlen);
+/* infer_attn: tp, batch, chunk, kv, heads, kv_heads, phase ("prefill" when chunk > 0, else
+ * "decode"; informative), stats. Required: tp, batch >= 1, chunk >= 0, kv >= 0, stats. */
+cJSON *pdbx_event_infer_attn(const pdbx_infer_attn *r);
+int pdbx_event_decode_infer_attn(const cJSON *ev, pdbx_infer_attn *out, char *err, size_t errlen);
+
 typedef struct {
     double done, total;      /* points */
     int point;               /* -1: between points (null) */
@@ -238,6 +249,9 @@ typedef struct {
     /* collectives measurements of the whole run (every launch): made so far, and planned
      * (0 and 0 from writers that predate them; store/progress.h counts them as work) */
     double coll_done, coll_total;
+    /* work units of the inference phase, whole run: done so far and planned (0 and 0 from
+     * writers that predate it; store/progress.h counts them) */
+    double infer_done, infer_total;
 } pdbx_ev_progress;
 
 cJSON *pdbx_event_progress(const pdbx_ev_progress *p);

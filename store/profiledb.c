@@ -51,6 +51,8 @@ void pdbx_run_free(pdbx_run *run)
     free(run->points);
     free(run->point_pos);
     free(run->coll);
+    free(run->infer_tokens);
+    free(run->infer_attn);
     free(run->trace);
     cJSON_Delete(run->spec);
     cJSON_Delete(run->env);
@@ -526,13 +528,59 @@ static int apply_coll(pdbx_run *run, const cJSON *ev, double t, char *err, size_
     return 0;
 }
 
+/* Inference rows: a row of a key already held (a later launch measured it again) replaces it. */
+static int apply_infer_tokens(pdbx_run *run, const cJSON *ev, double t, char *err, size_t errlen)
+{
+    pdbx_infer_tokens r;
+    if (pdbx_event_decode_infer_tokens(ev, &r, err, errlen) != 0)
+        return -1;
+    pdbx_progress_fold_infer(run, pdbx_progress_infer_tokens_work(run->layers_profiled, &r), t);
+    for (size_t i = 0; i < run->ninfer_tokens; i++)
+        if (run->infer_tokens[i].tp == r.tp && run->infer_tokens[i].tokens == r.tokens) {
+            run->infer_tokens[i] = r;
+            return 0;
+        }
+    if (run->ninfer_tokens >= PDBX_RUN_MAX_INFER)
+        return pdbx_fail(err, errlen, "infer_tokens event (tp %d, tokens %d): the run already holds %d rows "
+                         "(PDBX_RUN_MAX_INFER)", r.tp, r.tokens, PDBX_RUN_MAX_INFER);
+    if (reserve((void **)&run->infer_tokens, &run->infer_tokens_cap, run->ninfer_tokens + 1,
+                sizeof *run->infer_tokens, 16) != 0)
+        return pdbx_fail(err, errlen, "infer_tokens event (tp %d, tokens %d): out of memory", r.tp, r.tokens);
+    run->infer_tokens[run->ninfer_tokens++] = r;
+    return 0;
+}
+
+static int apply_infer_attn(pdbx_run *run, const cJSON *ev, double t, char *err, size_t errlen)
+{
+    pdbx_infer_attn r;
+    if (pdbx_event_decode_infer_attn(ev, &r, err, errlen) != 0)
+        return -1;
+    pdbx_progress_fold_infer(run, pdbx_progress_coll_work(run->layers_profiled), t);
+    for (size_t i = 0; i < run->ninfer_attn; i++) {
+        pdbx_infer_attn *a = &run->infer_attn[i];
+        if (a->tp == r.tp && a->batch == r.batch && a->chunk == r.chunk && a->kv == r.kv) {
+            *a = r;
+            return 0;
+        }
+    }
+    if (run->ninfer_attn >= PDBX_RUN_MAX_INFER)
+        return pdbx_fail(err, errlen, "infer_attn event (tp %d): the run already holds %d rows "
+                         "(PDBX_RUN_MAX_INFER)", r.tp, PDBX_RUN_MAX_INFER);
+    if (reserve((void **)&run->infer_attn, &run->infer_attn_cap, run->ninfer_attn + 1,
+                sizeof *run->infer_attn, 16) != 0)
+        return pdbx_fail(err, errlen, "infer_attn event (tp %d): out of memory", r.tp);
+    run->infer_attn[run->ninfer_attn++] = r;
+    return 0;
+}
+
 static int apply_progress(pdbx_run *run, const cJSON *ev)
 {
-    pdbx_ev_progress pg = {run->progress_done, run->progress_total, -1, NULL, 0.0, 0.0, 0.0, NAN};
+    pdbx_ev_progress pg = {run->progress_done, run->progress_total, -1, NULL, 0.0, 0.0, 0.0, NAN, 0.0, 0.0};
     pdbx_event_decode_progress(ev, &pg);
     run->progress_done = pg.done;
     run->progress_total = pg.total;
     pdbx_progress_fold_beat(run, pg.coll_total);
+    pdbx_progress_fold_infer_beat(run, pg.infer_total);
     if (pg.point >= 0)
         run->current_point = pg.point;
     if (pg.op)
@@ -592,6 +640,8 @@ int pdbx_run_apply(pdbx_run *run, const cJSON *event, char *err, size_t errlen)
     case PDBX_EV_PROGRESS: return apply_progress(run, event);
     case PDBX_EV_WARNING: return apply_warning(run, event, err, errlen);
     case PDBX_EV_RUN_END: return apply_run_end(run, event, err, errlen);
+    case PDBX_EV_INFER_TOKENS: return apply_infer_tokens(run, event, t, err, errlen);
+    case PDBX_EV_INFER_ATTN: return apply_infer_attn(run, event, t, err, errlen);
     default: return 0;    /* unknown type: ignored (forward compatible) */
     }
 }

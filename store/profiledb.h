@@ -180,6 +180,26 @@ typedef struct {
     int in_place;
 } pdbx_coll_result;
 
+/* One row of the inference phase (docs/engine.md "Inference phase"), forward only on one TP
+ * shard of tp ranks (heads / tp, kv heads / tp):
+ *  tokens: the per-token ops (every op but attn_core and the TP all-reduces) at `tokens`
+ *          tokens; op[o].count 0 where op o was not measured. With fused_projections attn_q and
+ *          mlp_gate hold their fused group's FLOP-share parts as in the points.
+ *  attn:   attention with a KV cache: chunk > 0 prefill (batch 1, chunk query tokens after a
+ *          cached prefix of kv keys), chunk 0 decode (batch sequences, one query token each
+ *          attending to kv cached keys); heads and kv_heads per rank. */
+typedef struct {
+    int tp, tokens;
+    pdbx_stats op[PDBX_OP_COUNT];
+} pdbx_infer_tokens;
+
+typedef struct {
+    int tp, batch, chunk, kv, heads, kv_heads;
+    pdbx_stats time;
+} pdbx_infer_attn;
+
+#define PDBX_RUN_MAX_INFER 100000       /* rows of the inference phase of each kind */
+
 /* One op, or one of the step's PP/DP collectives, of one measured step on one rank, for the
  * Chrome trace export. */
 typedef struct {
@@ -221,6 +241,9 @@ typedef struct {
                                * (0: not announced) */
     double coll_done;         /* coll events folded (a summary counts those it skips too) */
     double measured_work;     /* work units of the points and collectives measured so far */
+    double infer_total;       /* work units of the inference phase of the whole run, from the
+                               * heartbeat (0: none announced) */
+    double infer_done;        /* work units of the inference rows folded */
     double rate;              /* smoothed work units per second (0: nothing measured yet) */
     double rate_at;           /* unix time of the completion the rate was last updated at */
 } pdbx_run_progress;
@@ -249,6 +272,12 @@ typedef struct pdbx_run {
     size_t nslots, nindexed;
     size_t ncoll, coll_cap;
     pdbx_coll_result *coll;
+    /* the inference phase's rows in the order measured; a row measured again (a later
+     * launch) replaces the earlier one of the same key */
+    size_t ninfer_tokens, infer_tokens_cap;
+    pdbx_infer_tokens *infer_tokens;
+    size_t ninfer_attn, infer_attn_cap;
+    pdbx_infer_attn *infer_attn;
     size_t ntrace, trace_cap;
     pdbx_trace_event *trace;
     int have_end;

@@ -64,6 +64,33 @@ void pdbx_progress_fold_coll(pdbx_run *run, double t)
     pdbx_progress_fold_done(run, pdbx_progress_coll_work(run->layers_profiled), 1, t);
 }
 
+void pdbx_progress_fold_infer_beat(pdbx_run *run, double infer_total)
+{
+    if (isfinite(infer_total) && infer_total >= 0 && infer_total < 1e9)
+        run->progress.infer_total = infer_total;
+}
+
+void pdbx_progress_fold_infer(pdbx_run *run, double work, double t)
+{
+    if (!isfinite(work) || work <= 0)
+        return;
+    run->progress.infer_done += work;
+    pdbx_progress_fold_done(run, work, 1, t);
+}
+
+double pdbx_progress_infer_ops_work(int layers, int nops)
+{
+    return pdbx_progress_coll_work(layers) * (nops > 0 ? nops : 1);
+}
+
+double pdbx_progress_infer_tokens_work(int layers, const pdbx_infer_tokens *r)
+{
+    int n = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        n += r->op[op].count > 0;
+    return pdbx_progress_infer_ops_work(layers, n);
+}
+
 static int point_ended(const pdbx_point *p)
 {
     return p->status != PDBX_POINT_PENDING && p->status != PDBX_POINT_RUNNING;
@@ -112,6 +139,16 @@ void pdbx_progress_of(const pdbx_run *run, double now, pdbx_progress *o)
     o->coll_total = announced > seen ? (size_t)announced : o->coll_done;
     o->work_done += cw * (double)o->coll_done;
     o->work_total += cw * (double)o->coll_total;
+    /* the inference phase: what its events hold, within what the heartbeat announced */
+    double idone = run->progress.infer_done, itotal = run->progress.infer_total;
+    if (!(isfinite(idone) && idone > 0 && idone < 1e9))
+        idone = 0;
+    if (!(isfinite(itotal) && itotal > idone))
+        itotal = idone;
+    o->infer_done = idone;
+    o->infer_total = itotal;
+    o->work_done += idone;
+    o->work_total += itotal;
     if (o->work_total > 0) {
         o->fraction = o->work_done / o->work_total;
         if (o->fraction > 1)

@@ -14,6 +14,10 @@
  * the engine announced in its heartbeat (`coll_total`, all launches of the run); done is every
  * ended point, whatever its status (a skipped point has nothing left to do), plus the
  * collectives measured (the run's `coll` events).
+ * The inference phase (spec tokens / kv_cache) adds its rows' work: a tokens row weighs one
+ * collectives measurement per op it times (pdbx_progress_infer_tokens_work), an attention row
+ * one; the total is what the heartbeat announced (`infer_total`, work units of the whole run),
+ * done what the run's infer_tokens / infer_attn events hold.
  *
  * Fraction = done / total in [0, 1]; percent = floor(100 x fraction), at most 99 until the run
  * has ended (100 only when it completed or everything, collectives included, is done and the
@@ -45,6 +49,7 @@ typedef struct {
     double work_done, work_total;        /* work units */
     size_t points_done, points_total;
     size_t coll_done, coll_total;        /* collectives measurements (total 0: not announced) */
+    double infer_done, infer_total;      /* work units of the inference phase (0: none) */
     int collectives;          /* every point ended, collectives are announced, the run goes on:
                                * the collectives sweep */
     int ended;                /* run_end seen, or the run is known dead */
@@ -69,6 +74,14 @@ void pdbx_progress_fold_beat(pdbx_run *run, double coll_total);
 void pdbx_progress_fold_done(pdbx_run *run, double work, int measured, double t);
 /* one collectives measurement (a coll event) ended at t. */
 void pdbx_progress_fold_coll(pdbx_run *run, double t);
+/* the heartbeat announced infer_total work units of inference rows (ignored unless finite,
+ * >= 0 and below 1e9); an inference row of `work` units ended at t. */
+void pdbx_progress_fold_infer_beat(pdbx_run *run, double infer_total);
+void pdbx_progress_fold_infer(pdbx_run *run, double work, double t);
+/* The work of a tokens row timing nops ops (the engine's announcement uses the same), of a
+ * folded row. */
+double pdbx_progress_infer_ops_work(int layers, int nops);
+double pdbx_progress_infer_tokens_work(int layers, const pdbx_infer_tokens *r);
 /* The work units of a point of micro-batch size mbs on tp TP ranks (mbs / tp; a value that
  * is not positive counts as 1); of a folded point. The engine's heartbeat uses the same. */
 double pdbx_progress_work(int mbs, int tp);

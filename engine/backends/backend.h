@@ -35,8 +35,11 @@
  * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise.
  * 5: comm run takes a pdbx_coll_call; barrier is bounded.
  * 6: compute config gained fp32_math and gemm_api; point shapes gained fused_projections.
- * 7: pdbx_op_shape gained bias: the linear ops (and fused GEMMs) that add a bias. */
-#define PDBX_BACKEND_ABI 7
+ * 7: pdbx_op_shape gained bias: the linear ops (and fused GEMMs) that add a bias.
+ * 8: compute ops gained attn_kv: attention with a KV cache (the inference phase's prefill and
+ *    decode rows, spec kv_cache), which the training point's attn_core (q, k, v of the same
+ *    T tokens, no cache) cannot time. */
+#define PDBX_BACKEND_ABI 8
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -97,6 +100,16 @@ typedef struct {
     uint64_t throttle_reasons;    /* NVML clocks-event reason bits (0: none) */
 } pdbx_device_noise;
 
+/* One execution of attention with a KV cache (attn_kv): `batch` sequences, each with q_len
+ * query tokens attending causally to the kv_len keys of its cache, the last q_len of which are
+ * the queries' own (query i sees keys 0 .. kv_len - q_len + i): prefill of a chunk C after a
+ * cached prefix P is q_len C, kv_len P + C; decode is q_len 1, kv_len K. Heads are one TP
+ * rank's: heads query heads, kv_heads kv heads (heads a multiple of kv_heads, grouped-query
+ * attention read in place), head_dim d. */
+typedef struct {
+    int batch, q_len, kv_len, heads, kv_heads, head_dim;
+} pdbx_attn_kv_shape;
+
 typedef struct {
     const char *name;                                         /* "cpu", "cuda" */
     int (*init)(const pdbx_compute_config *cfg, pdbx_compute **out, char *err, size_t errlen);
@@ -142,6 +155,14 @@ typedef struct {
     /* Samples the device's clock, temperature and throttle reasons now (cuda: NVML, loaded at
      * run time). 0 with *out, or -1 when the backend cannot (cpu; no NVML). */
     int (*device_noise)(pdbx_compute *c, pdbx_device_noise *out);
+    /* Times one execution of attention with a KV cache of shape s in *ms. The query, the
+     * cache and the output are the backend's own buffers, allocated and filled with real
+     * values (untimed) when s differs from the previous call's, kept until release() or fini;
+     * the run's dtype. Independent of prepare(): the engine calls it with no point prepared.
+     * A backend without it returns -1 with "not implemented" (the planner refuses kv_cache for
+     * such a backend before anything runs). */
+    int (*attn_kv)(pdbx_compute *c, const pdbx_attn_kv_shape *s, double *ms, char *err,
+                   size_t errlen);
 } pdbx_compute_ops;
 
 /* The table of a compute implementation whose functions are named P_init, P_fini, ... P_checksum
@@ -154,6 +175,7 @@ typedef struct {
         .release = P##_release, .run_op = P##_run_op, .comm_buffer = P##_comm_buffer,         \
         .span_begin = P##_span_begin, .span_end = P##_span_end, .checksum = P##_checksum,     \
         .mem_peak = P##_mem_peak, .device_noise = P##_device_noise,                           \
+        .attn_kv = P##_attn_kv,                                                               \
     }
 
 typedef enum {

@@ -25,6 +25,8 @@
 
 #define PDBX_MAX_CONFIGS 64
 #define PDBX_MAX_COLL_SIZES 40
+#define PDBX_MAX_TOKENS 64         /* entries of the spec's tokens grid */
+#define PDBX_MAX_KV_AXIS 32        /* entries of each list of the kv_cache grid */
 #define PDBX_PATH_MAX 1024
 
 typedef struct pdbx_model_s {
@@ -87,6 +89,24 @@ const char *pdbx_backend_name(pdbx_backend_kind b);   /* "auto", "cpu", "cuda" *
 
 typedef struct { int tp, pp, dp; } pdbx_parallel;
 
+/* The attention grid of the inference phase (spec `kv_cache`, docs/spec.md "Inference
+ * grids"): prefill rows (batch 1, a chunk of C query tokens attending causally to a cached
+ * prefix of P keys and to themselves: P + C keys) for every C of prefill_chunks and P of
+ * prefill_kv with C + P <= max_kv; decode rows (batch B, one query token per sequence
+ * attending to K cached keys) for every B of decode_batch and K of decode_kv with K <= max_kv.
+ * Each list is ascending and distinct; max_kv 0 stands for seq_len. Empty: no rows. */
+typedef struct {
+    int prefill_chunks[PDBX_MAX_KV_AXIS], nprefill_chunks;
+    int prefill_kv[PDBX_MAX_KV_AXIS], nprefill_kv;
+    int decode_batch[PDBX_MAX_KV_AXIS], ndecode_batch;
+    int decode_kv[PDBX_MAX_KV_AXIS], ndecode_kv;
+    int max_kv;
+} pdbx_kv_grid;
+
+/* One row of the kv_cache grid: chunk > 0 a prefill row (batch 1, kv = the cached prefix P),
+ * chunk 0 a decode row (batch sequences, kv = K cached keys each). */
+typedef struct { int batch, chunk, kv; } pdbx_kv_row;
+
 typedef struct {
     char name[64];            /* sweep preset name, or "custom" */
     pdbx_model model;
@@ -124,7 +144,22 @@ typedef struct {
     int fused_projections;
     pdbx_fp32_math fp32_math; /* fp32 runs: IEEE fp32 or TF32 tensor cores (cuda) */
     pdbx_gemm_api gemm_api;   /* cuda: cuBLASLt or cuBLAS (cublasGemmEx) */
+    /* The inference phase (docs/spec.md "Inference grids"): per TP degree of the configs, the
+     * per-token ops forward at each token count of `tokens` (ascending, distinct; 0 entries:
+     * none), and attention with a KV cache at each row of kv_cache. */
+    int tokens[PDBX_MAX_TOKENS];
+    int ntokens;
+    pdbx_kv_grid kv_cache;
 } pdbx_spec;
+
+/* The rows of spec's kv_cache grid, prefill rows first (chunk, then prefix ascending), then
+ * decode rows (batch, then kv ascending): writes at most cap and returns how many there are. */
+size_t pdbx_kv_rows(const pdbx_spec *spec, pdbx_kv_row *out, size_t cap);
+/* The kv_cache grid's max_kv as it applies (0 -> seq_len). */
+int pdbx_kv_max(const pdbx_spec *spec);
+/* The ops of a tokens row: the spec's ops forward, without attn_core and the TP all-reduces
+ * (PDBX_OP_BIT mask). */
+uint32_t pdbx_tokens_ops(const pdbx_spec *spec);
 
 /* Directory holding models/, gpus/, sweeps/: $PDBX_CONFIGS, else <exe dir>/../../configs
  * (build tree), else <exe dir>/../share/pdbx/configs. */

@@ -84,6 +84,11 @@ const plan_field_def plan_fields[] = {
      "fp32 GEMMs: IEEE fp32 (PyTorch's default) or TF32 tensor cores", NULL},
     {"gemm_api", PLAN_F_STR, NO_RANGE, "API", "cublaslt, cublas (cpu: cublaslt, the default)",
      "cuda GEMM library: cuBLASLt or cuBLAS cublasGemmEx (PyTorch's F.linear)", NULL},
+    {"tokens", PLAN_F_LIST, NO_RANGE, "TOKENS", "at most 64 token counts 1..131072: A,B,C, MIN:MAX "
+     "(powers of two) or MIN:MAX:STEP; empty: none", "inference phase: token counts of the per-token ops", NULL},
+    {"kv_cache", PLAN_F_LIST, NO_RANGE, "{JSON}", "an object with prefill_chunks, prefill_kv, "
+     "decode_batch, decode_kv (lists of at most 32 integers) and max_kv; {}: none",
+     "inference phase: the attention grid with a KV cache", NULL},
 };
 const size_t plan_nfields = sizeof plan_fields / sizeof plan_fields[0];
 
@@ -145,6 +150,15 @@ static void list_text(const pdbx_spec *s, const char *f, char *buf, size_t len)
             for (int i = 0, n = 0; i < PDBX_OP_COUNT; i++)
                 if (s->ops & PDBX_OP_BIT(i))
                     APPEND("%s%s", n++ ? "," : "", pdbx_op_name((pdbx_op)i));
+    } else if (strcmp(f, "tokens") == 0) {
+        for (int i = 0; i < s->ntokens && i < PDBX_MAX_TOKENS; i++)
+            APPEND("%s%d", i ? "," : "", s->tokens[i]);
+    } else if (strcmp(f, "kv_cache") == 0) {
+        cJSON *o = plan_kv_cache_to_json(&s->kv_cache);
+        char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+        APPEND("%s", txt ? txt : "{}");
+        cJSON_free(txt);
+        cJSON_Delete(o);
     } else if (strcmp(f, "coll_sizes") == 0) {
         for (int i = 0; i < s->ncoll_sizes && i < PDBX_MAX_COLL_SIZES; i++) {
             char b[32];

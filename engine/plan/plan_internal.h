@@ -122,6 +122,17 @@ int plan_configs_from_text(const char *str, plan_config_set *out, char *err, siz
 /* pdbx_spec_set of tp, pp, dp or gpus: rebuilds s->configs from the current ones. */
 int plan_configs_override(pdbx_spec *s, const char *field, const cJSON *v, char *err, size_t errlen);
 
+/* ---- the inference grids (plan_infer.c) ---- */
+/* tokens: a JSON array of integers, or text "A,B,C", "MIN:MAX" (every power of two between),
+ * "MIN:MAX:STEP"; "" or [] clears it. Sorted, duplicates dropped. */
+int plan_read_tokens(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
+/* kv_cache: a JSON object (or its text) with the lists and max_kv; {} clears it. */
+int plan_read_kv_cache(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
+cJSON *plan_kv_cache_to_json(const pdbx_kv_grid *g);
+cJSON *plan_tokens_to_json(const pdbx_spec *s);
+/* Checks the grids against the whole spec (max_kv, backend). */
+int plan_check_infer(const pdbx_spec *s, char *err, size_t errlen);
+
 /* ---- the spec's field table (plan_fields.c) --------------------------------------------- */
 typedef enum { PLAN_F_STR, PLAN_F_INT, PLAN_F_NUM, PLAN_F_BOOL, PLAN_F_LIST } plan_field_kind;
 typedef struct {

@@ -233,6 +233,10 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return plan_read_ops(v, &s->ops, err, errlen);
     if (strcmp(name, "coll_sizes") == 0)
         return plan_read_coll_sizes(v, s, err, errlen);
+    if (strcmp(name, "tokens") == 0)
+        return plan_read_tokens(v, s, err, errlen);
+    if (strcmp(name, "kv_cache") == 0)
+        return plan_read_kv_cache(v, s, err, errlen);
     return 1;
 }
 
@@ -560,7 +564,9 @@ cJSON *pdbx_spec_to_json(const pdbx_spec *s)
         !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2) ||
         !cJSON_AddBoolToObject(o, "fused_projections", s->fused_projections) ||
         !cJSON_AddStringToObject(o, "fp32_math", pdbx_fp32_math_name(s->fp32_math)) ||
-        !cJSON_AddStringToObject(o, "gemm_api", pdbx_gemm_api_name(s->gemm_api))) {
+        !cJSON_AddStringToObject(o, "gemm_api", pdbx_gemm_api_name(s->gemm_api)) ||
+        add_item(o, "tokens", plan_tokens_to_json(s)) != 0 ||
+        add_item(o, "kv_cache", plan_kv_cache_to_json(&s->kv_cache)) != 0) {
         cJSON_Delete(o);
         return NULL;
     }

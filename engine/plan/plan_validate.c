@@ -263,7 +263,8 @@ int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
     for (int i = 0; i < s->nconfigs; i++)
         if (check_config(s, i, err, errlen) != 0)
             return -1;
-    if (check_ops(s, err, errlen) != 0 || check_memory_and_gpu(s, err, errlen) != 0)
+    if (check_ops(s, err, errlen) != 0 || check_memory_and_gpu(s, err, errlen) != 0 ||
+        plan_check_infer(s, err, errlen) != 0)
         return -1;
     return 0;
 }

@@ -500,9 +500,9 @@ static void test_coll(void **state)
 static void test_progress(void **state)
 {
     (void)state;
-    pdbx_ev_progress p = {5, 16, 5, "mlp_up", 12.3, NAN, 3, 12};
+    pdbx_ev_progress p = {5, 16, 5, "mlp_up", 12.3, NAN, 3, 12, 0.5, 2.25};
     cJSON *ev = through_text(pdbx_event_progress(&p));
-    pdbx_ev_progress d = {NAN, NAN, -1, NULL, NAN, 0, 0, 0};
+    pdbx_ev_progress d = {NAN, NAN, -1, NULL, NAN, 0, 0, 0, 0, 0};
     pdbx_event_decode_progress(ev, &d);
     assert_double_equal(d.done, 5, 0);
     assert_double_equal(d.total, 16, 0);
@@ -512,6 +512,8 @@ static void test_progress(void **state)
     assert_true(isnan(d.eta_s));                   /* null: unknown */
     assert_double_equal(d.coll_done, 3, 0);
     assert_double_equal(d.coll_total, 12, 0);
+    assert_double_equal(d.infer_done, 0.5, 0);     /* the inference phase's work units */
+    assert_double_equal(d.infer_total, 2.25, 0);
     cJSON_Delete(ev);
     p.point = -1;
     p.eta_s = 30;

@@ -80,6 +80,10 @@ struct pdbx_compute {
     cpu_grads grad;              /* bwd buffers (cpu_backward.c); all NULL without bwd */
     pdbx_cpu_pool *pool;         /* the own kernels' threads (cfg.blas_threads; NULL: one) */
     double span_t0[PDBX_SPAN_COUNT];   /* pdbx_mono_s() in ms at each span's begin */
+    /* attn_kv's buffers (cpu_attn_kv.c): fp32 q, k/v cache, output and scores scratch for
+     * kv_shape; freed by release() */
+    float *kv_q, *kv_k, *kv_v, *kv_out, *kv_scratch;
+    pdbx_attn_kv_shape kv_shape;
 };
 
 /* cblas_sbgemm of this process's OpenBLAS, NULL when it has none (looked up once). */
@@ -89,6 +93,9 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
 void cpu_release(pdbx_compute *c);
 void pdbx_cpu_free_weights(pdbx_compute *c);
 int cpu_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes);
+/* cpu_attn_kv.c: backend.h's attn_kv, and the release of its buffers. */
+int cpu_attn_kv(pdbx_compute *c, const pdbx_attn_kv_shape *s, double *ms, char *err, size_t errlen);
+void pdbx_cpu_free_kv(pdbx_compute *c);
 /* cpu_backward.c: where a gradient role of the planner's list lives (NULL for other roles);
  * real values in the gradient buffers after allocation (returns the next seed); the timed
  * body of run_op's bwd pass of op (0, or -1 with a message). */

@@ -27,6 +27,7 @@ void cpu_release(pdbx_compute *c)
     c->logits = c->attn_scratch = NULL;
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
     memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
+    pdbx_cpu_free_kv(c);
 }
 
 void pdbx_cpu_free_weights(pdbx_compute *c)

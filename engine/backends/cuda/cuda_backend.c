@@ -641,6 +641,19 @@ static int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes
 #define CUDA_COMM_OPS (&cuda_nccl_comm_ops)
 #endif
 
+/* Attention with a KV cache (backend.h attn_kv) is not implemented for cuda yet: the planner
+ * refuses a kv_cache grid for backend cuda (plan_infer.c) and the engine for an auto backend
+ * resolved to cuda, so this answer is reached only by a caller that skipped both. */
+static int cuda_attn_kv(pdbx_compute *c, const pdbx_attn_kv_shape *s, double *ms, char *err,
+                        size_t errlen)
+{
+    (void)c;
+    (void)s;
+    (void)ms;
+    snprintf(err, errlen, "attn_kv: attention with a KV cache is not implemented for backend cuda");
+    return -1;
+}
+
 /* ---- entry -------------------------------------------------------------------------------- */
 
 static const pdbx_compute_ops cuda_compute_ops = PDBX_COMPUTE_OPS("cuda", cuda);
