@@ -1,9 +1,20 @@
 /* export_csv.c: Vidur-style profiling CSVs (export.h, docs/exports.md, design.md section 6).
  *
- *  mlp.csv         one row per ok point per config: time_stats.<op>.{min,max,mean,median,std}
- *                  for every op measured in some row, then n_head, n_kv_head, n_embd,
+ *  mlp.csv         one row per tokens row of the inference phase (num_tokens = its T) when the
+ *                  run has them, else one per ok point (num_tokens = MBS x seq_len):
+ *                  time_stats.<op>.{min,max,mean,median,std} for Vidur's ten ops (emb,
+ *                  input_layernorm, attn_pre_proj, attn_rope, attn_post_proj,
+ *                  post_attention_layernorm, mlp_up_proj, mlp_act, mlp_down_proj, add: always
+ *                  written, empty where the op was not measured) and pdbx's attn_core,
+ *                  final_norm, lm_head where measured, then n_head, n_kv_head, n_embd,
  *                  n_expanded_embd, vocab_size, use_gated_mlp, num_tokens,
  *                  num_tensor_parallel_workers (Vidur's MlpWrapper.profile() keys, in its order).
+ *  attention.csv   (runs with kv_cache rows only) one row per infer_attn row:
+ *                  time_stats.attn_prefill.* filled on prefill rows, time_stats.attn_decode.* on
+ *                  decode rows, then Vidur's AttentionWrapper keys n_embd, n_q_head, n_kv_head,
+ *                  block_size (16), num_tensor_parallel_workers, max_model_len (max_kv),
+ *                  batch_size, prefill_chunk_size (0: decode), kv_cache_size (prefix or K),
+ *                  is_prefill, attention_backend. No attn_kv_cache_save (Vidur fills 0).
  *  all_reduce.csv  the collectives sweep's all_reduce entries (resp. its send_recv
  *  send_recv.csv   entries of 2 ranks): time_stats.<coll>.{min,max,mean,median,std}, rank,
  *                  num_workers, size, collective, devices_per_node, max_devices_per_node.
@@ -160,41 +171,62 @@ static int csv_meta(const pdbx_run *run, csv_buf *b)
 }
 
 /* ---- the mlp.csv op table ------------------------------------------------------------- */
+/* A column and the pdbx ops summed into it, by name: an op this build does not know (attn_rope
+ * and mlp_residual before they were added) is simply never measured, so its column is empty. */
+#define MAX_PARTS 3
 typedef struct {
-    const char *name;     /* column name: Vidur's where it has one */
-    uint32_t parts;       /* pdbx ops summed into it */
+    const char *name;                 /* column name: Vidur's where it has one */
+    const char *parts[MAX_PARTS];     /* pdbx op names summed into it (NULL-terminated) */
+    int vidur;                        /* 1: one of Vidur's columns (written even when empty) */
 } csv_op;
 
 static const csv_op mlp_ops[] = {
-    { "emb", PDBX_OP_BIT(PDBX_OP_EMBED) },
-    { "input_layernorm", PDBX_OP_BIT(PDBX_OP_INPUT_NORM) },
-    { "attn_pre_proj", PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K)
-                       | PDBX_OP_BIT(PDBX_OP_ATTN_V) },
-    { "attn_core", PDBX_OP_BIT(PDBX_OP_ATTN_CORE) },
-    { "attn_post_proj", PDBX_OP_BIT(PDBX_OP_ATTN_O) },
-    { "post_attention_layernorm", PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM) },
-    { "mlp_up_proj", PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP) },
-    { "mlp_act", PDBX_OP_BIT(PDBX_OP_MLP_ACT_FN) },
-    { "mlp_down_proj", PDBX_OP_BIT(PDBX_OP_MLP_DOWN) },
-    { "final_norm", PDBX_OP_BIT(PDBX_OP_FINAL_NORM) },
-    { "lm_head", PDBX_OP_BIT(PDBX_OP_LM_HEAD) },
+    { "emb", { "embed" }, 1 },
+    { "input_layernorm", { "input_norm" }, 1 },
+    { "attn_pre_proj", { "attn_q", "attn_k", "attn_v" }, 1 },
+    { "attn_rope", { "attn_rope" }, 1 },
+    { "attn_post_proj", { "attn_o" }, 1 },
+    { "post_attention_layernorm", { "post_attn_norm" }, 1 },
+    { "mlp_up_proj", { "mlp_gate", "mlp_up" }, 1 },
+    { "mlp_act", { "mlp_act_fn" }, 1 },
+    { "mlp_down_proj", { "mlp_down" }, 1 },
+    /* Vidur's add is the residual add after the MLP only (its mlp_impl.py) */
+    { "add", { "mlp_residual" }, 1 },
+    { "attn_core", { "attn_core" }, 0 },
+    { "final_norm", { "final_norm" }, 0 },
+    { "lm_head", { "lm_head" }, 0 },
 };
 #define N_MLP_OPS (sizeof mlp_ops / sizeof mlp_ops[0])
 
+/* One mlp.csv row: a tokens row of the inference phase (infer set), or an ok point. */
+typedef struct {
+    const pdbx_infer_tokens *infer;
+    const pdbx_rt_point *pt;
+} mlp_src;
+
+/* The statistics of pdbx op `name` in a row, or NULL when it was not measured there. */
+static const pdbx_stats *src_op(const mlp_src *r, const char *name)
+{
+    int op = pdbx_op_from_name(name);
+    if (op < 0)
+        return NULL;
+    if (r->infer)
+        return r->infer->op[op].count > 0 ? &r->infer->op[op] : NULL;
+    return r->pt->op[op].valid ? &r->pt->op[op].stats : NULL;
+}
+
 /* Fills the five statistics of a (possibly fused) op; 0 when some part was not measured. */
-static int csv_op_stats(const pdbx_rt_point *pt, const csv_op *c, double out[5])
+static int csv_op_stats(const mlp_src *r, const csv_op *c, double out[5])
 {
     double var = 0.0;
     for (int i = 0; i < 5; i++)
         out[i] = 0.0;
-    for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        if (!(c->parts & PDBX_OP_BIT(op)))
-            continue;
-        const pdbx_rt_cell *cell = &pt->op[op];
-        if (!cell->valid)
+    for (int k = 0; k < MAX_PARTS && c->parts[k]; k++) {
+        const pdbx_stats *st = src_op(r, c->parts[k]);
+        if (!st)
             return 0;
         double v[5];
-        stats_values(&cell->stats, v);
+        stats_values(st, v);
         for (int i = 0; i < 4; i++)
             out[i] += v[i];
         var += v[4] * v[4];
@@ -204,56 +236,95 @@ static int csv_op_stats(const pdbx_rt_point *pt, const csv_op *c, double out[5])
 }
 
 /* The model columns after the op statistics (Vidur's MlpWrapper.profile() keys). */
-static void mlp_model_fields(const pdbx_run *run, const pdbx_rt_point *pt, csv_buf *b)
+static void mlp_model_fields(const pdbx_run *run, long num_tokens, int tp, csv_buf *b)
 {
-    int seq_len = pt->point->seq_len > 0 ? pt->point->seq_len : run->seq_len;
     const long v[] = { run->model.heads, run->model.kv_heads, run->model.hidden,
                        run->model.intermediate, run->model.vocab };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         buf_int(b, v[i]);
         buf_put(b, ",", 1);
     }
-    buf_field(b, "True");                 /* Llama's SwiGLU MLP is gated */
+    buf_field(b, "True");                 /* the engine measures gated (SwiGLU) MLPs only */
     buf_put(b, ",", 1);
-    buf_int(b, (long)pt->mbs * seq_len);
+    buf_int(b, num_tokens);
     buf_put(b, ",", 1);
-    buf_int(b, pt->point->tp);
+    buf_int(b, tp);
     buf_put(b, "\n", 1);
 }
 
-static void mlp_row(const pdbx_run *run, const pdbx_rt_point *pt, const int *present, csv_buf *b)
+static void mlp_row(const pdbx_run *run, const mlp_src *r, const int *present, csv_buf *b)
 {
     for (size_t c = 0; c < N_MLP_OPS; c++) {
         if (!present[c])
             continue;
         double v[5];
-        int ok = csv_op_stats(pt, &mlp_ops[c], v);
+        int ok = csv_op_stats(r, &mlp_ops[c], v);
         for (int s = 0; s < 5; s++) {
             if (ok)
                 buf_num(b, v[s]);
             buf_put(b, ",", 1);
         }
     }
-    mlp_model_fields(run, pt, b);
+    if (r->infer) {
+        mlp_model_fields(run, r->infer->tokens, r->infer->tp, b);
+    } else {
+        int seq_len = r->pt->point->seq_len > 0 ? r->pt->point->seq_len : run->seq_len;
+        mlp_model_fields(run, (long)r->pt->mbs * seq_len, r->pt->point->tp, b);
+    }
+}
+
+/* Calls fn on every row mlp.csv holds: the inference phase's tokens rows when the run has
+ * them (the token counts Vidur interpolates over), else every ok point (num_tokens = MBS x
+ * seq_len). Returns the count. */
+typedef void (*mlp_visit)(const mlp_src *r, void *ctx);
+static size_t mlp_rows(const pdbx_runtable *t, mlp_visit fn, void *ctx)
+{
+    size_t n = 0;
+    const pdbx_run *run = t->run;
+    if (run->ninfer_tokens > 0) {
+        for (size_t i = 0; i < run->ninfer_tokens; i++, n++) {
+            mlp_src r = { &run->infer_tokens[i], NULL };
+            fn(&r, ctx);
+        }
+        return n;
+    }
+    for (size_t k = 0; k < t->nconfigs; k++)
+        for (size_t i = 0; i < t->configs[k].npoints; i++) {
+            if (t->configs[k].points[i].status != PDBX_POINT_OK)
+                continue;
+            mlp_src r = { NULL, &t->configs[k].points[i] };
+            fn(&r, ctx);
+            n++;
+        }
+    return n;
+}
+
+static void mark_present(const mlp_src *r, void *ctx)
+{
+    int *present = ctx;
+    for (size_t c = 0; c < N_MLP_OPS; c++) {
+        double v[5];
+        present[c] |= mlp_ops[c].vidur || csv_op_stats(r, &mlp_ops[c], v);
+    }
+}
+
+typedef struct {
+    const pdbx_run *run;
+    const int *present;
+    csv_buf *b;
+} row_ctx;
+
+static void write_row(const mlp_src *r, void *vctx)
+{
+    row_ctx *c = vctx;
+    mlp_row(c->run, r, c->present, c->b);
 }
 
 static int mlp_csv(const pdbx_runtable *t, csv_buf *b, char *err, size_t errlen)
 {
-    /* Columns: ops measured in at least one exported row. */
+    /* Columns: Vidur's ten always (empty where not measured), pdbx's others where measured. */
     int present[N_MLP_OPS] = { 0 };
-    size_t nrows = 0;
-    for (size_t k = 0; k < t->nconfigs; k++)
-        for (size_t i = 0; i < t->configs[k].npoints; i++) {
-            const pdbx_rt_point *pt = &t->configs[k].points[i];
-            if (pt->status != PDBX_POINT_OK)
-                continue;
-            nrows++;
-            for (size_t c = 0; c < N_MLP_OPS; c++) {
-                double v[5];
-                present[c] |= csv_op_stats(pt, &mlp_ops[c], v);
-            }
-        }
-    if (nrows == 0) {
+    if (mlp_rows(t, mark_present, present) == 0) {
         pdbx_errf(err, errlen, "run %s has no ok point: nothing to write to mlp.csv", t->run->id);
         return -1;
     }
@@ -264,11 +335,55 @@ static int mlp_csv(const pdbx_runtable *t, csv_buf *b, char *err, size_t errlen)
     buf_str(b, first ? "" : ",");
     buf_str(b, "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,"
                "num_tensor_parallel_workers\n");
-    for (size_t k = 0; k < t->nconfigs; k++)
-        for (size_t i = 0; i < t->configs[k].npoints; i++)
-            if (t->configs[k].points[i].status == PDBX_POINT_OK)
-                mlp_row(t->run, &t->configs[k].points[i], present, b);
+    row_ctx rc = { t->run, present, b };
+    mlp_rows(t, write_row, &rc);
     return 0;
+}
+
+/* ---- attention.csv ---------------------------------------------------------------------- */
+
+/* The kv_cache grid's max_kv of the run's spec (0 or absent: seq_len). */
+static int run_max_kv(const pdbx_run *run)
+{
+    const cJSON *kv = run->spec ? cJSON_GetObjectItemCaseSensitive(run->spec, "kv_cache") : NULL;
+    const cJSON *mx = kv ? cJSON_GetObjectItemCaseSensitive(kv, "max_kv") : NULL;
+    if (cJSON_IsNumber(mx) && mx->valuedouble >= 1 && mx->valuedouble <= 1e9)
+        return (int)mx->valuedouble;
+    return run->seq_len;
+}
+
+/* Vidur's AttentionWrapper keys after the two phases' statistics: one row per infer_attn
+ * row, its phase's statistics filled and the other phase's empty. */
+static void attention_csv(const pdbx_run *run, csv_buf *b)
+{
+    int first = 1;
+    header_stats(b, "attn_prefill", &first);
+    header_stats(b, "attn_decode", &first);
+    buf_str(b, ",n_embd,n_q_head,n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,"
+               "batch_size,prefill_chunk_size,kv_cache_size,is_prefill,attention_backend\n");
+    const int max_len = run_max_kv(run);
+    for (size_t i = 0; i < run->ninfer_attn; i++) {
+        const pdbx_infer_attn *a = &run->infer_attn[i];
+        const int prefill = a->chunk > 0;
+        double v[5];
+        stats_values(&a->time, v);
+        for (int phase = 0; phase < 2; phase++)
+            for (int s = 0; s < 5; s++) {
+                if (phase == !prefill)
+                    buf_num(b, v[s]);
+                buf_put(b, ",", 1);
+            }
+        /* block_size: Vidur's default paged-KV block (its loader filters on the scheduler's) */
+        const long keys[] = { run->model.hidden, run->model.heads, run->model.kv_heads, 16, a->tp,
+                              max_len, a->batch, a->chunk, a->kv };
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            buf_int(b, keys[k]);
+            buf_put(b, ",", 1);
+        }
+        buf_str(b, prefill ? "True," : "False,");
+        buf_field(b, run->backend[0] ? run->backend : "pdbx");
+        buf_put(b, "\n", 1);
+    }
 }
 
 /* ---- collectives ---------------------------------------------------------------------- */
@@ -408,7 +523,7 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
                     pdbx_wrote_fn wrote, void *ctx, char *err, size_t errlen)
 {
     int rc = -1;
-    csv_buf mlp = { 0 }, ar = { 0 }, sr = { 0 }, step = { 0 }, meta = { 0 };
+    csv_buf mlp = { 0 }, attn = { 0 }, ar = { 0 }, sr = { 0 }, step = { 0 }, meta = { 0 };
     pdbx_runtable t;
     if (pdbx_runtable_build(run, 0, &t) != 0) {
         pdbx_errf(err, errlen, "out of memory exporting run %s", run->id);
@@ -417,6 +532,8 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
     /* Build all three first, so a run with nothing to export writes no file at all. */
     if (mlp_csv(&t, &mlp, err, errlen) != 0)
         goto out;
+    if (run->ninfer_attn > 0)
+        attention_csv(run, &attn);
     coll_csv(run, "all_reduce", &ar);
     coll_csv(run, "send_recv", &sr);
     step_comm_csv(run, &step);
@@ -427,6 +544,7 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
     if (pdbx_export_mkdirs(dir, err, errlen) != 0)
         goto out;
     if (publish(dir, "mlp.csv", &mlp, wrote, ctx, err, errlen) != 0
+        || (run->ninfer_attn > 0 && publish(dir, "attention.csv", &attn, wrote, ctx, err, errlen) != 0)
         || publish(dir, "all_reduce.csv", &ar, wrote, ctx, err, errlen) != 0
         || publish(dir, "send_recv.csv", &sr, wrote, ctx, err, errlen) != 0
         || publish(dir, "step_comm.csv", &step, wrote, ctx, err, errlen) != 0
@@ -436,6 +554,7 @@ int pdbx_export_csv(const pdbx_run *run, const char *dir,
 out:
     pdbx_runtable_free(&t);
     free(mlp.data);
+    free(attn.data);
     free(ar.data);
     free(sr.data);
     free(step.data);

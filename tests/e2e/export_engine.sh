@@ -130,8 +130,10 @@ with open(f"{tmp}/csv/mlp.csv", newline="") as f:
 model_cols = ["n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp",
               "num_tokens", "num_tensor_parallel_workers"]
 assert header[-8:] == model_cols, header[-8:]
-vidur = ["emb", "input_layernorm", "attn_pre_proj", "attn_core", "attn_post_proj",
-         "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "final_norm", "lm_head"]
+# Vidur's ten ops in its order (always written; attn_rope/add empty until measured), then pdbx's
+vidur = ["emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
+         "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add",
+         "attn_core", "final_norm", "lm_head"]
 assert header[:-8] == [f"time_stats.{o}.{s}" for o in vidur for s in ("min", "max", "mean", "median", "std")], header
 ok = [i for i in sorted(points) if status.get(i) == "ok"]
 assert len(body) == len(ok), (len(body), len(ok))
