@@ -35,8 +35,11 @@
  * 4: run_op takes the pass (fwd, bwd), point shapes the passes to prepare; device_noise.
  * 5: comm run takes a pdbx_coll_call; barrier is bounded.
  * 6: compute config gained fp32_math and gemm_api; point shapes gained fused_projections.
- * 7: pdbx_op_shape gained bias: the linear ops (and fused GEMMs) that add a bias. */
-#define PDBX_BACKEND_ABI 7
+ * 7: pdbx_op_shape gained bias: the linear ops (and fused GEMMs) that add a bias.
+ * 8: the ops gained attn_rope, attn_residual and mlp_residual (store/ops.h), which run_op runs
+ *    in both passes: every pdbx_op after attn_v has a new value, so a backend built against 7
+ *    would run the wrong kernel for an op number (and prepare sizes the rope table). */
+#define PDBX_BACKEND_ABI 8
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
