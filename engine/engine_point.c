@@ -192,6 +192,7 @@ pdbx_op pdbx_point_sample_op(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
         return op;
     pdbx_op with = op == PDBX_OP_ATTN_V ? PDBX_OP_ATTN_K
                  : op == PDBX_OP_MLP_UP ? PDBX_OP_MLP_GATE
+                 : op == PDBX_OP_MLP_RESIDUAL ? PDBX_OP_ATTN_RESIDUAL
                  : op == PDBX_OP_TP_ALLREDUCE_MLP ? PDBX_OP_TP_ALLREDUCE_ATTN : op;
     if (with == op || !(spec->ops & PDBX_OP_BIT(with)))
         return op;
@@ -267,12 +268,19 @@ static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double
         push_trace(&pr->sm, op, pdbx_op_is_per_layer(op) ? layer : -1, start - step0, ms);
 }
 
-static const pdbx_op layer_ops[] = {
-    PDBX_OP_INPUT_NORM, PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V, PDBX_OP_ATTN_CORE,
-    PDBX_OP_ATTN_O, PDBX_OP_TP_ALLREDUCE_ATTN, PDBX_OP_POST_ATTN_NORM, PDBX_OP_MLP_GATE,
-    PDBX_OP_MLP_UP, PDBX_OP_MLP_ACT_FN, PDBX_OP_MLP_DOWN, PDBX_OP_TP_ALLREDUCE_MLP,
-};
-#define NLAYER_OPS (sizeof layer_ops / sizeof layer_ops[0])
+/* One layer's ops in forward order: the per-layer ops of ops.h, whose enum is that order (a
+ * new op joins the layer span, the backward and the trace by being added there). */
+static pdbx_op layer_ops[PDBX_OP_COUNT];
+static size_t NLAYER_OPS;
+
+static void layer_ops_init(void)
+{
+    if (NLAYER_OPS)
+        return;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if (pdbx_op_is_per_layer((pdbx_op)op))
+            layer_ops[NLAYER_OPS++] = (pdbx_op)op;
+}
 
 /* Brackets span s with the compute backend; a failure counts as a failed op (the point ends
  * as an error once the ranks agree). ms < 0 on end means nothing was measured. */
@@ -629,6 +637,7 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
     pr.pt = pt;
     pr.cg = cg;
     pr.compute = source == NULL;
+    layer_ops_init();
     pr.mem.peak_bytes = pr.mem.base_bytes = NAN;
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         pr.sample_op[op] = pdbx_point_sample_op(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);

@@ -12,8 +12,8 @@
  *    ranks agree after each batch of executions.
  * Every execution of an op adds a sample to its cell: the identical profiled layers pool their
  * samples; ops of the same shape and kernel (attn_v with attn_k, mlp_up with mlp_gate, the two
- * TP all-reduces) pool theirs into one cell, which the others share. Then the ranks agree on
- * the outcome, fold their samples into statistics rows and gather them, with their trace of
+ * residual adds, the two TP all-reduces) pool theirs into one cell, which the others share.
+ * Then the ranks agree on the outcome, fold their samples into statistics rows and gather them, with their trace of
  * the last step, to rank 0, which writes the point's events (engine_point_events.h). Ranks
  * agree on cancellation before every step and every cell.
  *
@@ -93,8 +93,8 @@ int pdbx_point_measure(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_group
                        const pdbx_point_source *source, char *msg, pdbx_point_outcome *out);
 
 /* The op whose cell holds op's samples: op itself, or the op of the same shape and kernel it
- * shares them with (attn_v -> attn_k, mlp_up -> mlp_gate, tp_allreduce_mlp ->
- * tp_allreduce_attn) when that op is measured too. */
+ * shares them with (attn_v -> attn_k, mlp_up -> mlp_gate, mlp_residual -> attn_residual,
+ * tp_allreduce_mlp -> tp_allreduce_attn) when that op is measured too. */
 pdbx_op pdbx_point_sample_op(const pdbx_spec *spec, int tp, int mbs, pdbx_op op);
 
 #endif

@@ -70,10 +70,17 @@ static int row_measured(const double *all, int row)
 
 /* FLOPs of one execution of pass `pass` of an op whose forward does `fwd`: a GEMM's
  * backward is two GEMMs of its size (dgrad, wgrad); the attention core's five of its two
- * (dS, dP, dQ, dK, dV against QK^T, PV); the element-wise ops' about twice. */
+ * (dS, dP, dQ, dK, dV against QK^T, PV); the element-wise ops' about twice, except RoPE's
+ * (one inverse rotation) and a residual add's (one add of the gradient), which do the
+ * forward's work again. */
+static int bwd_repeats_fwd(pdbx_op op)
+{
+    return op == PDBX_OP_ATTN_ROPE || op == PDBX_OP_ATTN_RESIDUAL || op == PDBX_OP_MLP_RESIDUAL;
+}
+
 static double pass_flops(pdbx_op op, pdbx_pass pass, double fwd)
 {
-    if (pass == PDBX_PASS_FWD)
+    if (pass == PDBX_PASS_FWD || bwd_repeats_fwd(op))
         return fwd;
     return op == PDBX_OP_ATTN_CORE ? 2.5 * fwd : 2 * fwd;
 }
@@ -98,7 +105,8 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
                 memset(&shape, 0, sizeof shape);
                 pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
                 c.flops = pass_flops((pdbx_op)op, (pdbx_pass)pass, shape.flops);
-                c.bytes = pass == PDBX_PASS_FWD ? shape.bytes : 2 * shape.bytes;
+                c.bytes = pass == PDBX_PASS_FWD || bwd_repeats_fwd((pdbx_op)op) ? shape.bytes
+                                                                                : 2 * shape.bytes;
             }
             c.shared = from != (pdbx_op)op;
             c.shared_op = from;

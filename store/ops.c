@@ -9,15 +9,18 @@ static const char *const op_names[PDBX_OP_COUNT] = {
     [PDBX_OP_ATTN_Q] = "attn_q",
     [PDBX_OP_ATTN_K] = "attn_k",
     [PDBX_OP_ATTN_V] = "attn_v",
+    [PDBX_OP_ATTN_ROPE] = "attn_rope",
     [PDBX_OP_ATTN_CORE] = "attn_core",
     [PDBX_OP_ATTN_O] = "attn_o",
     [PDBX_OP_TP_ALLREDUCE_ATTN] = "tp_allreduce_attn",
+    [PDBX_OP_ATTN_RESIDUAL] = "attn_residual",
     [PDBX_OP_POST_ATTN_NORM] = "post_attn_norm",
     [PDBX_OP_MLP_GATE] = "mlp_gate",
     [PDBX_OP_MLP_UP] = "mlp_up",
     [PDBX_OP_MLP_ACT_FN] = "mlp_act_fn",
     [PDBX_OP_MLP_DOWN] = "mlp_down",
     [PDBX_OP_TP_ALLREDUCE_MLP] = "tp_allreduce_mlp",
+    [PDBX_OP_MLP_RESIDUAL] = "mlp_residual",
     [PDBX_OP_FINAL_NORM] = "final_norm",
     [PDBX_OP_LM_HEAD] = "lm_head",
 };
@@ -82,10 +85,12 @@ const char *pdbx_fasop_col_name(int col)
 }
 
 /* FASOP times each module from the end of the previous one. In execution order
- *   [ar_mlp of the previous layer] input_norm q k v core o ar_attn post_norm gate up act down
- * the unnamed work before a module lands in its column: the previous layer's MLP all-reduce
- * and the input norm go to attn_q, the attention core to attn_o, the attention all-reduce and
- * the post-attention norm to mlp_gate, the final norm to lm_head. Every layer op is then in
+ *   [ar_mlp mlp_residual of the previous layer] input_norm q k v rope core o ar_attn
+ *   attn_residual post_norm gate up act down
+ * the unnamed work before a module lands in its column: the previous layer's MLP all-reduce,
+ * its residual add and the input norm go to attn_q, RoPE and the attention core to attn_o, the
+ * attention all-reduce, its residual add and the post-attention norm to mlp_gate, the final
+ * norm to lm_head. Every layer op is then in
  * exactly one column, so a row's layer columns sum to the layer's forward time. */
 uint32_t pdbx_fasop_col_ops(int col, int fasop)
 {
@@ -100,11 +105,13 @@ uint32_t pdbx_fasop_col_ops(int col, int fasop)
         return mask;
     switch (own[col]) {
     case PDBX_OP_ATTN_Q:
-        return mask | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP) | PDBX_OP_BIT(PDBX_OP_INPUT_NORM);
+        return mask | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP) | PDBX_OP_BIT(PDBX_OP_MLP_RESIDUAL) |
+               PDBX_OP_BIT(PDBX_OP_INPUT_NORM);
     case PDBX_OP_ATTN_O:
-        return mask | PDBX_OP_BIT(PDBX_OP_ATTN_CORE);
+        return mask | PDBX_OP_BIT(PDBX_OP_ATTN_ROPE) | PDBX_OP_BIT(PDBX_OP_ATTN_CORE);
     case PDBX_OP_MLP_GATE:
-        return mask | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
+        return mask | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_ATTN_RESIDUAL) |
+               PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
     case PDBX_OP_LM_HEAD:
         return mask | PDBX_OP_BIT(PDBX_OP_FINAL_NORM);
     default:

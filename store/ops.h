@@ -22,15 +22,19 @@ typedef enum {
     PDBX_OP_ATTN_Q,             /* GEMM [T,h] x [h, a*d/TP] */
     PDBX_OP_ATTN_K,             /* GEMM [T,h] x [h, max(k/TP,1)*d] */
     PDBX_OP_ATTN_V,
+    PDBX_OP_ATTN_ROPE,          /* rotary embedding of q [T, a/TP, d] and k [T, max(k/TP,1), d]
+                                 * in place (rotate-half, a cos/sin table of seq_len positions) */
     PDBX_OP_ATTN_CORE,          /* causal softmax(QK^T)V over a/TP heads */
     PDBX_OP_ATTN_O,             /* GEMM [T, a*d/TP] x [a*d/TP, h] */
     PDBX_OP_TP_ALLREDUCE_ATTN,  /* TP all-reduce of [T,h] after attn_o (TP > 1 only) */
+    PDBX_OP_ATTN_RESIDUAL,      /* hidden += attention output, [T,h] */
     PDBX_OP_POST_ATTN_NORM,     /* RMSNorm [T,h] */
     PDBX_OP_MLP_GATE,           /* GEMM [T,h] x [h, I/TP] */
     PDBX_OP_MLP_UP,             /* GEMM [T,h] x [h, I/TP] */
     PDBX_OP_MLP_ACT_FN,         /* SiLU(gate) * up over [T, I/TP] */
     PDBX_OP_MLP_DOWN,           /* GEMM [T, I/TP] x [I/TP, h] */
     PDBX_OP_TP_ALLREDUCE_MLP,   /* TP all-reduce of [T,h] after mlp_down (TP > 1 only) */
+    PDBX_OP_MLP_RESIDUAL,       /* hidden += MLP output, [T,h] */
     PDBX_OP_FINAL_NORM,         /* once per step: RMSNorm [T,h] */
     PDBX_OP_LM_HEAD,            /* once per step: GEMM [T,h] x [h, V/TP] */
     PDBX_OP_COUNT

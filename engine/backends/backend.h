@@ -36,10 +36,13 @@
  * 5: comm run takes a pdbx_coll_call; barrier is bounded.
  * 6: compute config gained fp32_math and gemm_api; point shapes gained fused_projections.
  * 7: pdbx_op_shape gained bias: the linear ops (and fused GEMMs) that add a bias.
- * 8: compute ops gained attn_kv: attention with a KV cache (the inference phase's prefill and
+ * 8: the ops gained attn_rope, attn_residual and mlp_residual (store/ops.h), which run_op runs
+ *    in both passes: every pdbx_op after attn_v has a new value, so a backend built against 7
+ *    would run the wrong kernel for an op number (and prepare sizes the rope table).
+ * 9: compute ops gained attn_kv: attention with a KV cache (the inference phase's prefill and
  *    decode rows, spec kv_cache), which the training point's attn_core (q, k, v of the same
  *    T tokens, no cache) cannot time. */
-#define PDBX_BACKEND_ABI 8
+#define PDBX_BACKEND_ABI 9
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;

@@ -272,6 +272,9 @@ typedef enum {
     PDBX_BUF_L_GATE_UP_FUSED_BIAS,
     PDBX_BUF_GRAD_B_Q, PDBX_BUF_GRAD_B_KV, PDBX_BUF_GRAD_B_O, PDBX_BUF_GRAD_B_GATE_UP,
     PDBX_BUF_GRAD_B_DOWN, PDBX_BUF_GRAD_B_QKV_FUSED, PDBX_BUF_GRAD_B_GATE_UP_FUSED,
+    /* attn_rope prepared: the fp32 cos and sin tables of the point's positions, [seq_len,
+     * head_dim/2] each, in one buffer (cos, then sin); its backward reads the same table */
+    PDBX_BUF_ROPE_TABLE,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -391,6 +394,10 @@ typedef struct {
     int bias;
 } pdbx_op_shape;
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+/* The RoPE base the backends build attn_rope's cos/sin table with: the model's rope_theta is
+ * not read (pdbx_model has no field for it), so Llama 2's 10000. It changes the table's values,
+ * not the op's work: the time of attn_rope does not depend on it. */
+#define PDBX_ROPE_THETA 10000.0
 /* 1 when m's arch gives linear op `op` a bias (arch.bias.qkv for attn_q/k/v, attn_out for
  * attn_o, mlp for mlp_gate/up/down); 0 otherwise (pdbx_op_shape.bias). */
 int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op);

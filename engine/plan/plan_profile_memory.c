@@ -79,6 +79,7 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_B_DOWN] = "d down_proj bias",
     [PDBX_BUF_GRAD_B_QKV_FUSED] = "d qkv_proj bias (fused)",
     [PDBX_BUF_GRAD_B_GATE_UP_FUSED] = "d fc1 bias (fused)",
+    [PDBX_BUF_ROPE_TABLE] = "rope cos/sin table",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -95,6 +96,12 @@ static void add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind kind
     out->buf[out->nbufs++] = (pdbx_profile_buf){ role, kind, bytes, count };
     out->kind_bytes[kind] += bytes * count;
     out->total += bytes * count;
+}
+
+/* The RoPE table's bytes: fp32 cos and sin of [seq_len, head_dim/2] (both backends). */
+static double rope_table_bytes(const pdbx_profile_point *p)
+{
+    return 2.0 * 4.0 * (double)p->seq_len * (double)(p->model.head_dim / 2);
 }
 
 static double lines(double bytes)
@@ -122,6 +129,8 @@ static void comm_messages(const pdbx_profile_point *p, pdbx_profile_memory *out)
 }
 
 #define HAS(op) (p->ops & PDBX_OP_BIT(PDBX_OP_##op))
+/* the residual adds read and write hidden and attn_out (their gradients in the backward) */
+#define RESID(p) (((p)->ops & (PDBX_OP_BIT(PDBX_OP_ATTN_RESIDUAL) | PDBX_OP_BIT(PDBX_OP_MLP_RESIDUAL))) != 0)
 
 /* The per-layer bias vectors of the prepared projections that have one (arch.bias), each of
  * n elements of `e` bytes (cpu: fp32, as its GEMM outputs; cuda: the dtype), `sets` of each. */
@@ -177,6 +186,8 @@ static void cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     double scratch = ((double)CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
                      * (p->threads > 0 ? p->threads : 1);
     add(out, PDBX_BUF_ATTN_SCRATCH, PDBX_MEM_WORKSPACE, lines(scratch * f), 1);
+    if (HAS(ATTN_ROPE))
+        add(out, PDBX_BUF_ROPE_TABLE, A, lines(rope_table_bytes(p)), 1);
     if (e == 2) {
         add(out, PDBX_BUF_NORM_OUT_LP, A, lines(T * h * e), 1);
         add(out, PDBX_BUF_CONTEXT_LP, A, lines(T * qd * e), 1);
@@ -337,19 +348,20 @@ static void cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory
     const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
     if (HAS(EMBED)) add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
     if (HAS(EMBED) || (tied && HAS(LM_HEAD))) add(out, PDBX_BUF_EMBED_TABLE, W, V * h * es, 1);
-    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM))
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
         add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
     if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
         add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
-    if (HAS(ATTN_Q) || HAS(ATTN_CORE)) add(out, PDBX_BUF_Q, A, T * qd * es, 1);
-    if (HAS(ATTN_K) || HAS(ATTN_CORE)) add(out, PDBX_BUF_K, A, T * kvd * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_Q, A, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_K, A, T * kvd * es, 1);
     if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_V, A, T * kvd * es, 1);
     if (HAS(ATTN_CORE) && (!p->flash_attention || (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD))))
         add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
-    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
+    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
         add(out, PDBX_BUF_POST_NORM_OUT, A, T * h * es, 1);
+    if (HAS(ATTN_ROPE)) add(out, PDBX_BUF_ROPE_TABLE, A, rope_table_bytes(p), 1);
     if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GATE, A, T * I * es, 1);
     if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_UP, A, T * I * es, 1);
     if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) add(out, PDBX_BUF_ACT, A, T * I * es, 1);
@@ -388,17 +400,17 @@ static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out
     const double I = p->model.intermediate / p->tp;
     const double V = (p->model.vocab + p->tp - 1) / p->tp;
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
-    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM))
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
         add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);
     if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
         add(out, PDBX_BUF_GRAD_NORM_OUT, G, T * h * es, 1);
-    if (HAS(ATTN_Q) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
-    if (HAS(ATTN_K) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
     if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_V, G, T * kvd * es, 1);
     if (HAS(ATTN_CORE))
         add(out, PDBX_BUF_GRAD_SCORES, G, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_CONTEXT, G, T * qd * es, 1);
-    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
+    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
         add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
     if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);

@@ -3,7 +3,8 @@
  * Choices (docs/spec.md, "Shapes"): GEMM FLOPs are 2mnk; the causal attention core counts
  * half of the full QK^T and PV matrices (the unmasked half: 2*b*heads*s*s*d), its bytes are
  * q, k, v read and the output written once (no score matrix: a fused kernel's minimum);
- * RMSNorm counts 4 FLOPs per element, SiLU(gate)*up 4 per element; the TP all-reduces carry
+ * RMSNorm counts 4 FLOPs per element, SiLU(gate)*up 4 per element, RoPE 3 per element of q
+ * and k (its fp32 cos/sin table read once), a residual add 1; the TP all-reduces carry
  * their message size S = T*h*e as bytes and no FLOPs (nothing at TP 1). The fused QKV and fc1
  * GEMMs (fused_projections) are GEMMs of the summed widths; each op's share of one is its
  * FLOPs over the fused FLOPs. */
@@ -99,6 +100,12 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_ATTN_V:
         gemm(out, T, kv_t * d, h, e);
         break;
+    case PDBX_OP_ATTN_ROPE:        /* q and k rotated in place: read and written once each, the
+                                    * fp32 cos/sin table [s, d/2] x 2 read; per element 2
+                                    * multiplies and an add */
+        elementwise(out, T, (a_t + kv_t) * d, 3,
+                    2.0 * e * (double)T * (double)((a_t + kv_t) * d) + 4.0 * (double)s * (double)d);
+        break;
     case PDBX_OP_ATTN_CORE:
         out->m = s;
         out->n = s;
@@ -113,6 +120,10 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_TP_ALLREDUCE_ATTN:
     case PDBX_OP_TP_ALLREDUCE_MLP:
         elementwise(out, T, h, 0, tp > 1 ? e * (double)T * h : 0);
+        break;
+    case PDBX_OP_ATTN_RESIDUAL:
+    case PDBX_OP_MLP_RESIDUAL:     /* hidden += x: hidden and x read, hidden written */
+        elementwise(out, T, h, 1, 3.0 * e * (double)T * h);
         break;
     case PDBX_OP_MLP_GATE:
     case PDBX_OP_MLP_UP:

@@ -1,7 +1,8 @@
 /* test_cuda_kernels.c: numerical checks of the cuda backend's building blocks on a GPU, each
  * against a plain host reference computed in fp32 from the same (rounded) inputs:
  *   cuBLASLt linear GEMMs (bf16, fp16, fp32/TF32), RMSNorm, SiLU*up (vector and scalar paths),
- *   the vocab-parallel embedding gather (in-shard and masked rows), the causal attention core
+ *   the vocab-parallel embedding gather (in-shard and masked rows), RoPE (its table, the
+ *   rotation on the sequence-major layout, the inverse undoing it) and the residual add, the causal attention core
  *   with MHA, GQA and MQA head layouts, the checksum reduction, the %globaltimer spin of the
  *   timing protocol, and the NVML device sample.
  * Built by engine/backends/cuda/SConscript from the same objects as libpdbx_cuda.so (not the .so: its
@@ -427,6 +428,88 @@ static void test_silu_mul(void **state)
                          dt == PDBX_DTYPE_BF16 ? 1.0f / 128 : dt == PDBX_DTYPE_FP16 ? 2.0f / 1024 : 1e-4f);
             free(ref);
             drop(&g), drop(&u), drop(&o);
+        }
+}
+
+/* ck_rope on [seq, mbs, heads, d] against a host rotate-half in double from the same rounded
+ * inputs and ck_rope_table's values (checked against cos/sin here too); the inverse rotation
+ * gives the input back; head_dim 128 (vector path) and 6 (scalar path, d/2 = 3). */
+static void test_rope(void **state)
+{
+    (void)state;
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32};
+    const int64_t dims[] = {128, 6};
+    const int64_t mbs = 2, seq = 37, heads = 3;
+    for (size_t di = 0; di < 3; di++)
+        for (size_t hi = 0; hi < 2; hi++) {
+            const pdbx_dtype dt = dts[di];
+            const int64_t d = dims[hi], half = d / 2, T = mbs * seq, n = T * heads * d;
+            float *table = NULL, *ht = malloc((size_t)(2 * seq * half) * sizeof *ht);
+            assert_non_null(ht);
+            assert_int_equal(cudaMalloc((void **)&table, (size_t)(2 * seq * half) * sizeof(float)), cudaSuccess);
+            assert_int_equal(ck_rope_table(table, seq, d, 10000.0, stream), cudaSuccess);
+            assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+            assert_int_equal(cudaMemcpy(ht, table, (size_t)(2 * seq * half) * sizeof(float),
+                                        cudaMemcpyDeviceToHost), cudaSuccess);
+            for (int64_t pos = 0; pos < seq; pos++)
+                for (int64_t i = 0; i < half; i++) {
+                    double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)d);
+                    assert_true(fabs(ht[pos * half + i] - cos(ang)) < 1e-6);
+                    assert_true(fabs(ht[seq * half + pos * half + i] - sin(ang)) < 1e-6);
+                }
+            tensor x = make((size_t)n, dt, -2.0f, 2.0f);
+            float *in = malloc((size_t)n * sizeof *in), *ref = malloc((size_t)n * sizeof *ref);
+            assert_non_null(in);
+            assert_non_null(ref);
+            for (int64_t i = 0; i < n; i++)
+                in[i] = ref[i] = at(&x, (size_t)i);
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t h = 0; h < heads; h++)
+                    for (int64_t i = 0; i < half; i++) {
+                        const int64_t pos = t / mbs, lo = (t * heads + h) * d + i;
+                        const double c = ht[pos * half + i], s = ht[seq * half + pos * half + i];
+                        ref[lo] = (float)(in[lo] * c - in[lo + half] * s);
+                        ref[lo + half] = (float)(in[lo + half] * c + in[lo] * s);
+                    }
+            assert_int_equal(ck_rope(x.dev, T, heads, d, mbs, seq, table, 0, dt, stream), cudaSuccess);
+            download(&x);
+            char what[64];
+            const float rtol = dt == PDBX_DTYPE_BF16 ? 1.0f / 128 : dt == PDBX_DTYPE_FP16 ? 2.0f / 1024 : 1e-5f;
+            snprintf(what, sizeof what, "rope dtype %d d %lld", (int)dt, (long long)d);
+            expect_close(what, &x, ref, (size_t)n, rtol, rtol);   /* values O(1): atol one rounding */
+            assert_int_equal(ck_rope(x.dev, T, heads, d, mbs, seq, table, 1, dt, stream), cudaSuccess);
+            download(&x);
+            snprintf(what, sizeof what, "rope inverse dtype %d d %lld", (int)dt, (long long)d);
+            expect_close(what, &x, in, (size_t)n, 4 * rtol, 2 * rtol);   /* two roundings of |x| <= 2 */
+            free(in), free(ref), free(ht);
+            cudaFree(table);
+            drop(&x);
+        }
+}
+
+/* ck_residual_add: y += x, vector (4096) and scalar (1001) paths. */
+static void test_residual_add(void **state)
+{
+    (void)state;
+    const int64_t sizes[] = {4096, 1001};
+    const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32};
+    for (size_t d = 0; d < 3; d++)
+        for (size_t s = 0; s < 2; s++) {
+            const pdbx_dtype dt = dts[d];
+            const int64_t n = sizes[s];
+            tensor y = make((size_t)n, dt, -2.0f, 2.0f), x = make((size_t)n, dt, -2.0f, 2.0f);
+            float *ref = malloc((size_t)n * sizeof *ref);
+            assert_non_null(ref);
+            for (int64_t i = 0; i < n; i++)
+                ref[i] = at(&y, (size_t)i) + at(&x, (size_t)i);
+            assert_int_equal(ck_residual_add(y.dev, x.dev, n, dt, stream), cudaSuccess);
+            download(&y);
+            char what[64];
+            snprintf(what, sizeof what, "residual_add dtype %d n %lld", (int)dt, (long long)n);
+            expect_close(what, &y, ref, (size_t)n, 1e-6f,
+                         dt == PDBX_DTYPE_BF16 ? 1.0f / 128 : dt == PDBX_DTYPE_FP16 ? 2.0f / 1024 : 1e-6f);
+            free(ref);
+            drop(&y), drop(&x);
         }
 }
 
@@ -1413,6 +1496,8 @@ int main(void)
         cmocka_unit_test(test_linear_modes),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_silu_mul),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_residual_add),
         cmocka_unit_test(test_embed_gather),
         cmocka_unit_test(test_checksum_sum),
         cmocka_unit_test(test_spin_ns),

@@ -209,7 +209,9 @@ static void test_columns_and_rows(void **state)
     nf = pdbx_rt_columns(PDBX_ATTR_FASOP, cols);
     pdbx_cli_row rf;
     pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_MEAN, &rf);
-    assert_true(fabs(rf.v[1] - 2.0) < 1e-12);                     /* attn_q + input_norm */
+    assert_true(fabs(rf.v[1] - 3.0) < 1e-12);   /* attn_q + input_norm + mlp_residual */
+    assert_true(fabs(rf.v[4] - 3.0) < 1e-12);   /* attn_o + attn_core + attn_rope */
+    assert_true(fabs(rf.v[5] - 3.0) < 1e-12);   /* mlp_gate + post_attn_norm + attn_residual */
     assert_true(fabs(rf.v[9] - 3.0) < 1e-12);                     /* lm_head + final_norm */
     assert_true(fabs(rf.layer - 11.5) < 1e-12);
     pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_STD, &rf);

@@ -150,7 +150,8 @@ static void test_only_entry_exported(void **state)
     (void)state;
     static const char *const internal[] = {
         "cuda_fail", "cuda_timer_start", "cuda_gemm_exec", "cuda_gemm_plan_get", "ck_rmsnorm",
-        "ck_causal_softmax", "ck_embed_gather", "cuda_nccl_comm_ops", "cuda_nccl_version",
+        "ck_causal_softmax", "ck_embed_gather", "ck_rope", "ck_rope_table", "ck_residual_add",
+        "cuda_nccl_comm_ops", "cuda_nccl_version",
         "pdbx_op_name",
     };
     for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {

@@ -53,8 +53,9 @@ static double role_bytes(const pdbx_profile_memory *m, pdbx_buf_role r)
  * 16), I/t 64, V/t 128; every buffer in whole 64-byte lines.
  *   activations (fp32): ids 16*4 = 64; embed_out, hidden, norm_out, attn_out, post_norm_out
  *     16*64*4 = 4096 each (20480); q, ctx 16*32*4 = 2048 each; k, v 1024 each; gate, up, act
- *     16*64*4 = 4096 each (12288); logits 16*128*4 = 8192
- *     -> 64 + 20480 + 4096 + 2048 + 12288 + 8192 = 47168
+ *     16*64*4 = 4096 each (12288); logits 16*128*4 = 8192; the rope cos/sin table fp32
+ *     2 * 8 positions * 16/2 * 4 = 512
+ *     -> 64 + 20480 + 4096 + 2048 + 12288 + 8192 + 512 = 47680
  *   workspace: attention scratch (32*8 + 16*64) floats * 2 threads * 4 = 10240
  *   weights: embed and lm_head 128*64*4 = 32768 each; norm 64*4 = 256; per layer q, o
  *     64*32*4 = 8192, k, v 64*16*4 = 4096, gate, up, down 64*64*4 = 16384 -> 73728, x 2 layers
@@ -63,7 +64,7 @@ static double role_bytes(const pdbx_profile_memory *m, pdbx_buf_role r)
  *     per layer 2*64*4*16/2 + 2*64*1*16 + 3*64*128/2 + 2*64 = 18560 params, 4 layers 74240,
  *     + embedding 8192 + final norm 64 + lm_head 8192 = 90688 params * 4 B = 362752 B, whole
  *     4 KiB pages: 360448; the buffer is the larger, 360448
- *   total 47168 + 10240 + 213248 + 360448 = 631104 */
+ *   total 47680 + 10240 + 213248 + 360448 = 631616 */
 static void test_cpu_fp32_by_hand(void **state)
 {
     (void)state;
@@ -71,12 +72,19 @@ static void test_cpu_fp32_by_hand(void **state)
     pdbx_profile_memory m;
     char err[256] = "";
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 47168);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 47680);
     assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 10240);
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 213248);
     assert_true(m.tp_bytes == 4096 && m.pp_bytes == 0 && m.dp_bytes == 360448);
     assert_true(m.kind_bytes[PDBX_MEM_COMM] == 360448);
-    assert_true(m.total == 631104);
+    assert_true(m.total == 631616);
+    assert_true(role_bytes(&m, PDBX_BUF_ROPE_TABLE) == 512);
+    /* without attn_rope no table (the residual adds need no buffer of their own) */
+    p.ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_ROPE_TABLE) == -1 && m.total == 631616 - 512);
+    p.ops = PDBX_OPS_ALL;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(role_bytes(&m, PDBX_BUF_L_GATE) == 2 * 16384);
     assert_true(role_bytes(&m, PDBX_BUF_LOGITS) == 8192);
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == -1);       /* the cpu kernel is blocked */
@@ -86,12 +94,12 @@ static void test_cpu_fp32_by_hand(void **state)
 
     /* bf16: weights and embed_out halve; bf16 copies of the GEMM inputs are added:
      * norm_out, post_norm_out 16*64*2 = 2048 each, ctx 16*32*2 = 1024, act 16*64*2 = 2048;
-     * activations 47168 - 2048 (embed_out) + 7168 = 52288; weights 2*32768/2 + 256 +
+     * activations 47680 - 2048 (embed_out) + 7168 = 52800 (the rope table stays fp32); weights 2*32768/2 + 256 +
      * 147456/2 = 106752; TP message in bf16 2048, DP gradients in fp32 as before (Megatron's
      * grad_reduce_in_fp32): 360448 */
     p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 52288);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 52800);
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 106752);
     assert_true(m.tp_bytes == 2048 && m.dp_bytes == 360448);
 
@@ -131,14 +139,15 @@ static void test_dp_cap(void **state)
  *   activations: ids 16*4 = 64; hidden, norm_out, attn_out, post_norm_out, final_norm_out
  *     16*64*2 = 2048 each (10240); q, ctx 16*32*2 = 1024 each; k, v 512 each; scores
  *     2 sequences * 2 heads * 8 * 8 * 2 = 512; gate, up, act 16*64*2 = 2048 each (6144);
- *     logits 16*128*2 = 4096 -> 64 + 10240 + 2048 + 1024 + 512 + 6144 + 4096 = 24128
+ *     logits 16*128*2 = 4096; rope cos/sin table fp32 2 * 8 * 8 * 4 = 512
+ *     -> 64 + 10240 + 2048 + 1024 + 512 + 6144 + 4096 + 512 = 24640
  *   weights: embed, lm_head 128*64*2 = 16384 each; final norm 64*2 = 128; per layer two norms
  *     128 each, q, o 32*64*2 = 4096, k, v 2048, gate, up, down 8192 -> 37120, x 2 layers =
  *     74240, in ceil(3 * 50 MiB / 74240) = 2119 rotating copies (>= 3x the L2 the planner
  *     assumes) = 157314560 -> 32896 + 157314560 = 157347456
  *   workspace: cuBLASLt 32 MiB = 33554432
  *   comm: TP and PP messages [16, 64] bf16 = 2048 each -> 2048
- *   total 24128 + 157347456 + 33554432 + 2048 = 190928064 */
+ *   total 24640 + 157347456 + 33554432 + 2048 = 190928576 */
 static void test_cuda_bf16_by_hand(void **state)
 {
     (void)state;
@@ -148,11 +157,12 @@ static void test_cuda_bf16_by_hand(void **state)
     pdbx_profile_memory m;
     char err[256] = "";
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24128);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24640);
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 157347456);
     assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 33554432);
     assert_true(m.tp_bytes == 2048 && m.pp_bytes == 2048 && m.dp_bytes == 0);
-    assert_true(m.total == 190928064);
+    assert_true(m.total == 190928576);
+    assert_true(role_bytes(&m, PDBX_BUF_ROPE_TABLE) == 512);
     assert_true(role_bytes(&m, PDBX_BUF_L_Q) == 4096.0 * 2 * 2119);   /* 2 layers x 2119 copies */
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
     /* tied embeddings: no lm_head weight, the table serves both */
@@ -196,7 +206,7 @@ static void test_cuda_weight_copies(void **state)
 }
 
 /* flash_attention on cuda (test_cuda_bf16_by_hand's point): the fused forward has no s x s
- * scores: activations 24128 - 512 = 23616, total 190928064 - 512; with bwd the fused path's
+ * scores: activations 24640 - 512 = 24128, total 190928576 - 512; with bwd the fused path's
  * backward recomputes P into the scores buffer, so it is listed again (and d scores). */
 static void test_cuda_flash_drops_scores(void **state)
 {
@@ -209,8 +219,8 @@ static void test_cuda_flash_drops_scores(void **state)
     char err[256] = "";
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == -1);
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24128 - 512);
-    assert_true(m.total == 190928064 - 512);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 24640 - 512);
+    assert_true(m.total == 190928576 - 512);
     p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
@@ -232,7 +242,9 @@ static void test_cuda_flash_drops_scores(void **state)
  *   weight gradients (fp32, one set): embed, lm_head 128*64*4 = 32768 each; norm 256; q, o
  *     64*32*4 = 8192 each; k/v (one) 4096; gate/up (one), down 16384 each -> 119040
  *   grads 43008 + 119040 = 162048; attention backward scratch (2*32*8 + 16*64) floats * 2
- *   threads * 4 = 12288 -> workspace 10240 + 12288 = 22528; total 631104 + 174336 = 805440
+ *   threads * 4 = 12288 -> workspace 10240 + 12288 = 22528; total 631616 + 174336 = 805952
+ *   (RoPE's backward rotates d q and d k in place, the residual adds' add d attn_out and
+ *   d hidden: no buffer of their own)
  * cpu bf16: bf16 copies of the GEMMs' output gradients: d hidden, d attn_out, d gate, d up
  *   16*64*2 = 2048 each, d q 1024, d k, d v 512 each, d logits 4096 -> + 14336 = 176384
  * cuda bf16 (test_cuda_bf16_by_hand's point): activation gradients in bf16: d hidden, d
@@ -254,8 +266,8 @@ static void test_bwd_buffers_by_hand(void **state)
     assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 162048);
     assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 22528);
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 213248);      /* unchanged */
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 47168);
-    assert_true(m.total == 805440);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 47680);
+    assert_true(m.total == 805952);
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_KV) == 4096);    /* k and v share */
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_GATE_UP) == 16384);
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == -1);     /* the cpu kernel recomputes */
@@ -272,7 +284,7 @@ static void test_bwd_buffers_by_hand(void **state)
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 143104);
     assert_true(m.kind_bytes[PDBX_MEM_WORKSPACE] == 33554432 + 64);
-    assert_true(m.total == 190928064 + 143104 + 64);
+    assert_true(m.total == 190928576 + 143104 + 64);
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == 512);
     p.model.tie_embeddings = 1;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
@@ -328,20 +340,21 @@ static void test_refusals(void **state)
  *     -> 17893179392
  *   activations, T = 1024: 5 [T, 8192] = 83886080; q, ctx [T, 8192] = 33554432; k, v
  *     [T, 1024] = 4194304; scores 64 heads * 1024^2 * 2 = 134217728; gate, up, act [T, 28672]
- *     = 176160768; logits [T, 128256] = 262668288; ids 4096
- *     -> 694685696
+ *     = 176160768; logits [T, 128256] = 262668288; ids 4096; rope cos/sin table fp32
+ *     2 * 1024 * 64 * 4 = 524288
+ *     -> 695209984
  *   workspace 33554432; comm: PP message [T, 8192] = 16777216
- *   total 18638196736: fits the A40's 48e9, while training the 80-layer model needs 209.1 GB.
+ *   total 18638721024: fits the A40's 48e9, while training the 80-layer model needs 209.1 GB.
  * The FASOP points (its llama70b_A40_1.npz has MBS 1..8) all fit; TP1's first profile OOM is
  * MBS 64; every point's training memory is over 48 GB. */
 /* fused_projections, by hand on the small point (T 16, qd 32, kvd 16, I/t 64):
  * cpu fp32: the fused weights replace the separate ones at the same size (qkv 64*64*4 =
  *   16384 = q + k + v, fc1 64*128*4 = 32768 = gate + up, per layer): weights 213248 as before;
- *   the fused outputs add activations: qkv 16*64*4 = 4096, fc1 16*128*4 = 8192 -> 47168 +
- *   12288 = 59456. With bwd: the separate weight gradients (q 8192, k/v 4096, gate/up 16384)
+ *   the fused outputs add activations: qkv 16*64*4 = 4096, fc1 16*128*4 = 8192 -> 47680 +
+ *   12288 = 59968. With bwd: the separate weight gradients (q 8192, k/v 4096, gate/up 16384)
  *   go, the fused dY (gemm dtype) 4096 + 8192 and dW (fp32) 16384 + 32768 come: 162048 -
  *   28672 + 61440 = 194816.
- * cuda bf16: activations 24128 + qkv 2048 + fc1 4096 = 30272, weights 107136 as before; only
+ * cuda bf16: activations 24640 + qkv 2048 + fc1 4096 = 30784, weights 107136 as before; only
  *   the QKV ops: the fused GEMM's input (input_norm_out 2048) and output (2048), its weight
  *   64*64*2 = 8192 x 2 layers. */
 static void test_fused_projections_by_hand(void **state)
@@ -353,7 +366,7 @@ static void test_fused_projections_by_hand(void **state)
     p.fused_projections = 1;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 213248);
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 59456);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 59968);
     assert_true(role_bytes(&m, PDBX_BUF_L_Q) == -1 && role_bytes(&m, PDBX_BUF_L_UP) == -1);
     assert_true(role_bytes(&m, PDBX_BUF_L_QKV_FUSED) == 2 * 16384);
     assert_true(role_bytes(&m, PDBX_BUF_L_GATE_UP_FUSED) == 2 * 32768);
@@ -373,7 +386,7 @@ static void test_fused_projections_by_hand(void **state)
     p.dp = 1;
     p.fused_projections = 1;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
-    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 30272);
+    assert_true(m.kind_bytes[PDBX_MEM_ACTIVATIONS] == 30784);
     /* the fused weights hold the bytes of the separate ones, rotated in as many copies
      * (cuda_backend.c rotates every layer weight it allocates): the separate point's total */
     assert_true(m.kind_bytes[PDBX_MEM_WEIGHTS] == 157347456);
@@ -457,9 +470,9 @@ static void test_fasop_a40(void **state)
     size_t n = 0;
     assert_int_equal(pdbx_plan_expand(&s, &pts, &n, err, sizeof err), 0);
     assert_int_equal(n, 32);
-    assert_true(pts[0].profile_bytes == 18638196736.0);
+    assert_true(pts[0].profile_bytes == 18638721024.0);
     assert_true(pts[0].profile_kind_bytes[PDBX_MEM_WEIGHTS] == 17893179392.0);
-    assert_true(pts[0].profile_kind_bytes[PDBX_MEM_ACTIVATIONS] == 694685696.0);
+    assert_true(pts[0].profile_kind_bytes[PDBX_MEM_ACTIVATIONS] == 695209984.0);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(pts[i].train_oom, 1);
         assert_int_equal(pts[i].profile_oom, pts[i].profile_bytes > 48e9);

@@ -217,6 +217,18 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
                                     c->kv_heads, c->d, c->cfg.blas_threads, g->scratch, g->dq,
                                     g->dk, g->dv);
         break;
+    case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
+        pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->d / 2), 1);
+        pdbx_k_rope(c->pool, g->dk, T, c->kv_heads, c->d, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->d / 2), 1);
+        break;
+    case PDBX_OP_ATTN_RESIDUAL:   /* y = x + attn: dy flows on into the layer input's dx */
+        pdbx_k_add(c->pool, g->dx, g->dy, T * h);
+        break;
+    case PDBX_OP_MLP_RESIDUAL:    /* x' = y + mlp: dx' flows on into the hidden state's dy */
+        pdbx_k_add(c->pool, g->dy, g->dx, T * h);
+        break;
     case PDBX_OP_ATTN_O:
         linear_bwd(c, LP(c->ctx, c->ctx_b), L->wo, LP(g->dy, g->dy_b), g->dctx, g->dwo, T, h, c->qd);
         bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);

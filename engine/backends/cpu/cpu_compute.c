@@ -1,10 +1,12 @@
 /* cpu_compute.c: the `cpu` compute backend (see cpu_compute.h and backend.h).
  *
  * One point's data flow follows the forward pass of a Llama layer, so each op reads what the
- * previous op wrote (fp32 path); residual adds are not ops of the profile and are left out:
- *   embed: ids -> x;  input_norm: x -> xn;  q/k/v: xn -> q,k,v;  attn_core: q,k,v -> ctx;
- *   attn_o: ctx -> y;  post_attn_norm: y -> yn;  gate/up: yn -> g,u;  act: g,u -> act;
- *   mlp_down: act -> x;  final_norm: x -> xn;  lm_head: xn -> logits.
+ * previous op wrote (fp32 path):
+ *   embed: ids -> x;  input_norm: x -> xn;  q/k/v: xn -> q,k,v;  attn_rope: q,k rotated in
+ *   place;  attn_core: q,k,v -> ctx;  attn_o: ctx -> y;  attn_residual: y += x (the layer's
+ *   input: y is then the hidden state);  post_attn_norm: y -> yn;  gate/up: yn -> g,u;
+ *   act: g,u -> act;  mlp_down: act -> x;  mlp_residual: x += y (the next layer's input);
+ *   final_norm: x -> xn;  lm_head: xn -> logits.
  * Each profiled layer has its own weights (as a real model: the next layer's weights are not in
  * cache); activations are shared between layers. */
 #include "engine/backends/cpu/cpu_compute.h"
@@ -218,6 +220,18 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         break;
     case PDBX_OP_ATTN_V:
         linear(c, op, bf ? c->xn_b : c->xn, L->wv, L->bv, c->v, T, c->kvd, h);
+        break;
+    case PDBX_OP_ATTN_ROPE:   /* q and k in place, the point's cos/sin table */
+        pdbx_k_rope(c->pool, c->q, T, c->heads, c->d, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->d / 2), 0);
+        pdbx_k_rope(c->pool, c->k, T, c->kv_heads, c->d, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->d / 2), 0);
+        break;
+    case PDBX_OP_ATTN_RESIDUAL:
+        pdbx_k_add(c->pool, c->y, c->x, T * h);
+        break;
+    case PDBX_OP_MLP_RESIDUAL:
+        pdbx_k_add(c->pool, c->x, c->y, T * h);
         break;
     case PDBX_OP_ATTN_CORE:
         pdbx_k_attention_causal(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,

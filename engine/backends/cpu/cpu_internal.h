@@ -70,6 +70,7 @@ struct pdbx_compute {
     void *emb_table, *emb_out;
     float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
     float *qkv, *fc1;            /* fused_projections: the fused GEMMs' outputs (fp32) */
+    float *rope;                 /* attn_rope: cos [seq_len, d/2] then sin (fp32; NULL without) */
     void *xn_b, *ctx_b, *yn_b, *act_b;        /* bf16 GEMM inputs (NULL in fp32) */
     void *wlm;
     cpu_layer layer[MAX_LAYERS];

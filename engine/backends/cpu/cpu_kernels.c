@@ -161,6 +161,103 @@ void pdbx_k_bias_add(pdbx_cpu_pool *pool, float *y, const float *bias, int64_t r
     pdbx_cpu_pool_for(pool, (rows + J.chunk_rows - 1) / J.chunk_rows, bias_chunk, &J);
 }
 
+/* ---- rotary position embedding ------------------------------------------------------------ */
+PDBX_K_HOT static void rope_rows(float *x, int64_t row0, int64_t rows, int64_t heads, int64_t d,
+                                 int64_t seq_len, const float *cos_t, const float *sin_t, float sign)
+{
+    const int64_t half = d / 2;
+    for (int64_t r = row0; r < row0 + rows; r++) {
+        const float *c = cos_t + (r % seq_len) * half;
+        const float *s = sin_t + (r % seq_len) * half;
+        float *xr = x + r * heads * d;
+        for (int64_t hd = 0; hd < heads; hd++) {
+            float *lo = xr + hd * d, *hi = lo + half;
+            for (int64_t i = 0; i < half; i++) {
+                const float a = lo[i], b = hi[i], sn = sign * s[i];
+                lo[i] = a * c[i] - b * sn;
+                hi[i] = b * c[i] + a * sn;
+            }
+        }
+    }
+}
+
+typedef struct {
+    float *x;
+    const float *cos_t, *sin_t;
+    int64_t rows, heads, d, seq_len, chunk_rows;
+    float sign;
+} rope_job;
+
+#define ROPE_CHUNK_ELEMS 16384   /* about 64 KiB of x per chunk */
+
+static void rope_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const rope_job *J = arg;
+    const int64_t r0 = chunk * J->chunk_rows;
+    const int64_t nr = J->rows - r0 < J->chunk_rows ? J->rows - r0 : J->chunk_rows;
+    rope_rows(J->x, r0, nr, J->heads, J->d, J->seq_len, J->cos_t, J->sin_t, J->sign);
+}
+
+void pdbx_k_rope(pdbx_cpu_pool *pool, float *x, int64_t rows, int64_t heads, int64_t d,
+                 int64_t seq_len, const float *cos_t, const float *sin_t, int inverse)
+{
+    if (rows < 1 || heads < 1 || d < 2 || seq_len < 1)
+        return;
+    const int64_t width = heads * d;
+    int64_t cr = ROPE_CHUNK_ELEMS / width;
+    rope_job J = { .x = x, .cos_t = cos_t, .sin_t = sin_t, .rows = rows, .heads = heads, .d = d,
+                   .seq_len = seq_len, .chunk_rows = cr < 1 ? 1 : cr, .sign = inverse ? -1.0f : 1.0f };
+    if (rows * width < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (rows + J.chunk_rows - 1) / J.chunk_rows, rope_chunk, &J);
+}
+
+void pdbx_k_rope_table(int64_t seq_len, int64_t d, double theta, float *cos_t, float *sin_t)
+{
+    const int64_t half = d / 2;
+    for (int64_t pos = 0; pos < seq_len; pos++)
+        for (int64_t i = 0; i < half; i++) {
+            const double ang = (double)pos * pow(theta, -2.0 * (double)i / (double)d);
+            cos_t[pos * half + i] = (float)cos(ang);
+            sin_t[pos * half + i] = (float)sin(ang);
+        }
+}
+
+/* ---- residual add ------------------------------------------------------------------------- */
+PDBX_K_HOT static void add_range(float *restrict y, const float *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+typedef struct {
+    float *y;
+    const float *x;
+    int64_t n;
+} add_job;
+
+#define ADD_CHUNK 16384         /* elements: 64 KiB of each stream */
+
+static void add_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const add_job *J = arg;
+    const int64_t i0 = chunk * ADD_CHUNK;
+    const int64_t n = J->n - i0 < ADD_CHUNK ? J->n - i0 : ADD_CHUNK;
+    add_range(J->y + i0, J->x + i0, n);
+}
+
+void pdbx_k_add(pdbx_cpu_pool *pool, float *y, const float *x, int64_t n)
+{
+    if (n < 1)
+        return;
+    add_job J = { .y = y, .x = x, .n = n };
+    if (n < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (n + ADD_CHUNK - 1) / ADD_CHUNK, add_chunk, &J);
+}
+
 /* ---- SiLU x up ---------------------------------------------------------------------------- */
 PDBX_K_HOT static void silu_mul_range(const float *gate, const float *up, int64_t n, float *out)
 {

@@ -42,6 +42,21 @@ void pdbx_k_silu_mul(pdbx_cpu_pool *pool, const float *gate, const float *up, in
  * [rows, cols]. Chunks of whole rows (about BIAS_CHUNK_ELEMS elements each) over the pool. */
 void pdbx_k_bias_add(pdbx_cpu_pool *pool, float *y, const float *bias, int64_t rows, int64_t cols);
 
+/* Rotary position embedding (HF Llama / Megatron rotate-half convention), in place on x
+ * [rows, heads*d]: row r is the token at position r % seq_len (rows = sequences x seq_len), and
+ * for each head and i < d/2, with c = cos_t[pos, i], s = sin_t[pos, i]:
+ *   x[i] <- x[i] c - x[i + d/2] s,   x[i + d/2] <- x[i + d/2] c + x[i] s
+ * (an odd d leaves its last element alone). inverse != 0 rotates by -angle: the backward of the
+ * forward rotation (R^T dy), which undoes it. Chunks of whole rows over the pool. */
+void pdbx_k_rope(pdbx_cpu_pool *pool, float *x, int64_t rows, int64_t heads, int64_t d,
+                 int64_t seq_len, const float *cos_t, const float *sin_t, int inverse);
+/* The rope tables [seq_len, d/2] each: angle pos * theta^(-2i/d), computed in double. */
+void pdbx_k_rope_table(int64_t seq_len, int64_t d, double theta, float *cos_t, float *sin_t);
+
+/* Residual add, in place: y[i] += x[i] for i < n (the forward's hidden += sublayer output and,
+ * backward, the gradient passed through into the residual branch's). */
+void pdbx_k_add(pdbx_cpu_pool *pool, float *y, const float *x, int64_t n);
+
 /* Causal attention core for `seqs` sequences of `seq_len` tokens:
  *   q   [seqs*seq_len, heads*d]   (row = token, head h at columns h*d)
  *   k,v [seqs*seq_len, kv_heads*d]

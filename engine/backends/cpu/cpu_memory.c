@@ -24,7 +24,7 @@ void cpu_release(pdbx_compute *c)
     c->ids = NULL;
     c->emb_out = NULL;
     c->x = c->xn = c->q = c->k = c->v = c->ctx = c->y = c->yn = c->g = c->u = c->act = NULL;
-    c->logits = c->attn_scratch = NULL;
+    c->logits = c->attn_scratch = c->rope = NULL;
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
     memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
     pdbx_cpu_free_kv(c);
@@ -222,6 +222,7 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_L_UP: return &L->wu;
     case PDBX_BUF_L_DOWN: return &L->wd;
     case PDBX_BUF_QKV_FUSED: return (void **)&c->qkv;
+    case PDBX_BUF_ROPE_TABLE: return (void **)&c->rope;
     case PDBX_BUF_GATE_UP_FUSED: return (void **)&c->fc1;
     case PDBX_BUF_L_QKV_FUSED: return &L->wqkv;
     case PDBX_BUF_L_GATE_UP_FUSED: return &L->wfc1;
@@ -371,6 +372,8 @@ static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
     fill_zero(pool, c->qkv, (size_t)(T * (c->qd + 2 * c->kvd)) * sizeof(float));   /* pure outputs */
     fill_zero(pool, c->fc1, (size_t)(T * 2 * c->inter) * sizeof(float));
     seed++;
+    if (c->rope)   /* the real table of the point's positions (plan.h, PDBX_ROPE_THETA) */
+        pdbx_k_rope_table(c->p.seq_len, c->d, PDBX_ROPE_THETA, c->rope, c->rope + c->p.seq_len * (c->d / 2));
     return seed;
 }
 

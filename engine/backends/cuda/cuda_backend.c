@@ -53,7 +53,7 @@ int cuda_fail(char *err, size_t errlen, const char *call, cudaError_t e)
  * (as the cpu backend does) because libpdbx_cuda.so links none of the planner; the rewrite of
  * this sizing should take the list from the planner instead. */
 
-enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W, K_BIAS };   /* how a buffer is filled */
+enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W, K_BIAS, K_ROPE };   /* how a buffer is filled */
 
 #define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
 static const struct {
@@ -63,15 +63,17 @@ static const struct {
 } global_bufs[B_COUNT] = {
     [B_IDS] = {"token_ids", OB(EMBED), K_IDS},
     [B_EMBED] = {"embed_table", OB(EMBED), K_WEIGHT},   /* + lm_head when tied */
-    [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM), K_ACT},
+    [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
+             OB(MLP_RESIDUAL), K_ACT},
     [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
               K_ACT},
-    [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_CORE), K_ACT},
-    [B_K] = {"k", OB(ATTN_K) | OB(ATTN_CORE), K_ACT},
+    [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), K_ACT},
+    [B_K] = {"k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), K_ACT},
     [B_V] = {"v", OB(ATTN_V) | OB(ATTN_CORE), K_ACT},
     [B_SCORES] = {"attn_scores", OB(ATTN_CORE), K_ACT},
     [B_CTX] = {"attn_context", OB(ATTN_CORE) | OB(ATTN_O), K_ACT},
-    [B_ATTN_OUT] = {"attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM), K_ACT},
+    [B_ATTN_OUT] = {"attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
+                    K_ACT},
     [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
                K_ACT},
     [B_GATE] = {"mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), K_ACT},
@@ -83,6 +85,7 @@ static const struct {
     [B_LM_W] = {"lm_head_weight", OB(LM_HEAD), K_WEIGHT},   /* not when tied */
     [B_QKV] = {"qkv (fused)", CUDA_FUSED_QKV, K_ACT},
     [B_FC1] = {"mlp_fc1_out (fused)", CUDA_FUSED_FC1, K_ACT},
+    [B_ROPE] = {"rope cos/sin table", OB(ATTN_ROPE), K_ROPE},
 };
 static const struct {
     const char *name;
@@ -163,6 +166,7 @@ static size_t global_elems(const struct cuda_point *pt, int b)
     case B_LOGITS: return (size_t)(T * pt->d.vocab);
     case B_QKV: return (size_t)(T * (qd + 2 * kvd));
     case B_FC1: return (size_t)(T * 2 * pt->d.inter);
+    case B_ROPE: return (size_t)(2 * pt->d.seq * (pt->d.head_dim / 2));
     default: return 0;
     }
 }
@@ -205,6 +209,9 @@ static int fill(pdbx_compute *c, void *p, size_t elems, int kind, uint64_t seed,
         break;
     case K_BIAS:   /* O(0.1), a trained bias's size (the cpu backend's too) */
         CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -0.1f, 0.1f, c->stream));
+        break;
+    case K_ROPE:   /* the real table of the point's positions (plan.h, PDBX_ROPE_THETA) */
+        CU_TRY(call, ck_rope_table(p, pt->d.seq, pt->d.head_dim, PDBX_ROPE_THETA, c->stream));
         break;
     default:
         CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -1.0f, 1.0f, c->stream));
@@ -347,7 +354,7 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
         if (!(uses & pt->d.ops))
             continue;
         size_t elems = global_elems(pt, b);
-        pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : es);
+        pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : b == B_ROPE ? sizeof(float) : es);
         rc = cuda_alloc_buf(&pt->buf[b], pt->bytes[b], global_bufs[b].name, err, errlen);
         if (rc == 0)
             rc = fill(c, pt->buf[b], elems, global_bufs[b].kind, seed + (uint64_t)b, pt,
@@ -513,6 +520,18 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
         return enqueue_linear(c, op, B[B_XN], W[W_Q], W[W_BQ], B[B_Q], err, errlen);
     case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], W[W_BK], B[B_K], err, errlen);
     case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], W[W_BV], B[B_V], err, errlen);
+    case PDBX_OP_ATTN_ROPE:   /* q and k in place, both on the stream between the same events */
+        CU_TRY("ck_rope(q)", ck_rope(B[B_Q], T, pt->d.heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
+                                     B[B_ROPE], 0, c->dtype, c->stream));
+        CU_TRY("ck_rope(k)", ck_rope(B[B_K], T, pt->d.kv_heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
+                                     B[B_ROPE], 0, c->dtype, c->stream));
+        return 0;
+    case PDBX_OP_ATTN_RESIDUAL:   /* hidden (attn_out) = attention output + the layer's input */
+        CU_TRY("ck_residual_add", ck_residual_add(B[B_ATTN_OUT], B[B_X], T * h, c->dtype, c->stream));
+        return 0;
+    case PDBX_OP_MLP_RESIDUAL:    /* the next layer's input = MLP output + hidden */
+        CU_TRY("ck_residual_add", ck_residual_add(B[B_X], B[B_ATTN_OUT], T * h, c->dtype, c->stream));
+        return 0;
     case PDBX_OP_ATTN_CORE:
         return cuda_attention_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
                                       B[B_CTX], c->stream, err, errlen);

@@ -83,7 +83,9 @@ int cuda_op_prepared(const cuda_dims *d, pdbx_op op);
  * engine/plan/plan_profile_memory.c's cuda rule lists the same). */
 enum {   /* one set per point, shared by all layers */
     B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
-    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1, B_COUNT
+    B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1,
+    B_ROPE,   /* attn_rope: fp32 cos [seq, d/2] then sin (ck_rope_table), not in the dtype */
+    B_COUNT
 };
 enum {   /* one set per instantiated layer */
     W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_QKV, W_FC1,

@@ -9,8 +9,10 @@
  *   norms: RMSNorm backward (dx, and dweight accumulated in fp32); mlp_act_fn: SiLU x up
  *       backward; attn_core: the unfused core's backward keeping the forward's probabilities
  *       (cuda_attention.h), or, after the fused forward (flash_attention), the same backward
- *       recomputing them first (run_start's env.gpu.attention_bwd_kernel "unfused"); embed: the scatter-add of dY's rows into the fp32 embedding
- *       gradient (atomicAdd).
+ *       recomputing them first (run_start's env.gpu.attention_bwd_kernel "unfused"); embed: the
+ *       scatter-add of dY's rows into the fp32 embedding gradient (atomicAdd); attn_rope: the
+ *       inverse rotation of dq and dk in place (ck_rope); the residual adds: the gradient added
+ *       into the residual branch's (ck_residual_add).
  * The data flow is the forward's reversed (the gradient an op reads is the one its successor's
  * backward writes), so every bwd reads and writes buffers of its real shapes. The weight
  * gradients are one set shared by the layers (plan_profile_memory.c says why). */
@@ -32,15 +34,17 @@ static const struct {
     uint32_t ops;   /* the ops whose backward reads or writes it */
     int kind;
 } grad_bufs[G_COUNT] = {
-    [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM), GK_ACT},
+    [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
+             OB(MLP_RESIDUAL), GK_ACT},
     [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
               GK_ACT},
-    [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_CORE), GK_ACT},
-    [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_CORE), GK_ACT},
+    [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), GK_ACT},
+    [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), GK_ACT},
     [G_V] = {"d v", OB(ATTN_V) | OB(ATTN_CORE), GK_ACT},
     [G_SCORES] = {"d attn_scores", OB(ATTN_CORE), GK_ACT},
     [G_CTX] = {"d attn_context", OB(ATTN_CORE) | OB(ATTN_O), GK_ACT},
-    [G_ATTN_OUT] = {"d attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM), GK_ACT},
+    [G_ATTN_OUT] = {"d attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
+                    GK_ACT},
     [G_XN2] = {"d post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
                GK_ACT},
     [G_GATE] = {"d mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), GK_ACT},
@@ -255,6 +259,18 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         return linear_bwd(c, op, B[B_XN], W[W_K], G[G_K], G[G_XN], G[G_WKV], G[G_BKV], err, errlen);
     case PDBX_OP_ATTN_V:
         return linear_bwd(c, op, B[B_XN], W[W_V], G[G_V], G[G_XN], G[G_WKV], G[G_BKV], err, errlen);
+    case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
+        CU_TRY("ck_rope(dq)", ck_rope(G[G_Q], T, pt->d.heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
+                                      B[B_ROPE], 1, c->dtype, c->stream));
+        CU_TRY("ck_rope(dk)", ck_rope(G[G_K], T, pt->d.kv_heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
+                                      B[B_ROPE], 1, c->dtype, c->stream));
+        return 0;
+    case PDBX_OP_ATTN_RESIDUAL:   /* d hidden: the attention branch's gradient flows on into dx */
+        CU_TRY("ck_residual_add", ck_residual_add(G[G_X], G[G_ATTN_OUT], T * h, c->dtype, c->stream));
+        return 0;
+    case PDBX_OP_MLP_RESIDUAL:    /* the MLP branch's gradient flows on into d attn_out */
+        CU_TRY("ck_residual_add", ck_residual_add(G[G_ATTN_OUT], G[G_X], T * h, c->dtype, c->stream));
+        return 0;
     case PDBX_OP_ATTN_CORE:
         return cuda_attention_bwd_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
                                           G[G_CTX], G[G_SCORES], G[G_Q], G[G_K], G[G_V], c->stream,

@@ -209,7 +209,8 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
                                   "tiles skipped); bwd: unfused, recomputes P with QK^T + softmax"
                                 : "cublaslt strided-batched QK^T, causal softmax, PV");
     cJSON_AddStringToObject(gpu, "attention_bwd_kernel", "unfused");
-    cJSON_AddStringToObject(gpu, "rope", "not run (docs/cuda.md, Kernels and attention)");
+    cJSON_AddStringToObject(gpu, "rope", "ck_rope: rotate-half on q and k in place, fp32 cos/sin "
+                            "table of the point's positions (theta 10000; docs/cuda.md)");
     cJSON_AddStringToObject(gpu, "timer", c->flush_l2
                             ? "cuda events, L2 flushed, then a 100 us %globaltimer spin, before each execution"
                             : "cuda events after a 100 us %globaltimer spin kernel");

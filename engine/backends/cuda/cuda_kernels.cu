@@ -7,6 +7,7 @@
  */
 #include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_fill.h"
+#include "engine/backends/cuda/cuda_rope.h"
 #include "engine/backends/cuda/cuda_rowsplit.h"
 
 #include <cuda_bf16.h>
@@ -473,6 +474,61 @@ inline unsigned row_block(int64_t cols)
     return b;
 }
 
+/* ---- rotary position embedding (ck_rope; cuda_rope.h walks x) ----
+ * Grid-stride over work items of W rotation pairs; x read and written as 16-byte vectors
+ * when W is the vector (d/2 a multiple of it, x aligned), the fp32 table read per pair. The
+ * rotation in fp32, rounded once to T. sign -1: the inverse rotation (the backward). */
+template <typename T, int W>
+__global__ void rope_kernel(T *x, int64_t items, int64_t heads, int64_t d, int64_t mbs,
+                            const float *cos_t, const float *sin_t, float sign)
+{
+    const int64_t half = d / 2;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < items;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const ck_rope_at at = ck_rope_item(i, heads, d, mbs, W);
+        float a[W], b[W];
+        load_c<T, W>(x + at.lo, a);
+        load_c<T, W>(x + at.lo + half, b);
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            const float c = cos_t[at.table + e], s = sign * sin_t[at.table + e];
+            const float lo = a[e] * c - b[e] * s, hi = b[e] * c + a[e] * s;
+            a[e] = lo;
+            b[e] = hi;
+        }
+        store_c<T, W>(x + at.lo, a);
+        store_c<T, W>(x + at.lo + half, b);
+    }
+}
+
+/* The [seq, d/2] cos and sin tables: angle pos * theta^(-2i/d) in double (HF's inv_freq). */
+__global__ void rope_table_kernel(float *cos_t, float *sin_t, int64_t seq, int64_t half, double theta)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < seq * half;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t pos = k / half, i = k % half;
+        const double ang = (double)pos * pow(theta, -2.0 * (double)i / (double)(2 * half));
+        cos_t[k] = (float)cos(ang);
+        sin_t[k] = (float)sin(ang);
+    }
+}
+
+/* ---- residual add: y += x, W elements per thread (16-byte vectors when aligned) ---- */
+template <typename T, int W>
+__global__ void residual_add_kernel(T *y, const T *x, int64_t items)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < items;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float a[W], b[W];
+        load_c<T, W>(y + i * W, a);
+        load_c<T, W>(x + i * W, b);
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            a[e] += b[e];
+        store_c<T, W>(y + i * W, a);
+    }
+}
+
 /* ---- linear-layer bias (cuda_gemm.h: gemm_api cublas's add; every bias gradient) ---- */
 /* y[r, c] += b[c] over [rows, cols], the add in fp32 rounded once: rows over blockIdx.y,
  * columns over the block's threads (no per-element division). */
@@ -690,6 +746,71 @@ extern "C" cudaError_t ck_spin_ns(long long ns, cudaStream_t stream)
         return cudaSuccess;
     spin_kernel<<<1, 1, 0, stream>>>(ns);
     return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t rope_launch(T *x, int64_t tokens, int64_t heads, int64_t d, int64_t mbs,
+                        const float *table, int64_t seq, float sign, cudaStream_t stream)
+{
+    constexpr int V = vec_elems<T>();
+    const float *cos_t = table, *sin_t = table + seq * (d / 2);
+    if ((d / 2) % V == 0 && (uintptr_t)x % 16 == 0) {
+        const int64_t items = ck_rope_items(tokens, heads, d, V);
+        rope_kernel<T, V><<<grid_for((size_t)items, 256), 256, 0, stream>>>(x, items, heads, d, mbs,
+                                                                            cos_t, sin_t, sign);
+    } else {
+        const int64_t items = ck_rope_items(tokens, heads, d, 1);
+        rope_kernel<T, 1><<<grid_for((size_t)items, 256), 256, 0, stream>>>(x, items, heads, d, mbs,
+                                                                            cos_t, sin_t, sign);
+    }
+    return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t residual_add_launch(T *y, const T *x, int64_t n, cudaStream_t stream)
+{
+    constexpr int V = vec_elems<T>();
+    if (n % V == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0) {
+        residual_add_kernel<T, V><<<grid_for((size_t)(n / V), 256), 256, 0, stream>>>(y, x, n / V);
+    } else {
+        residual_add_kernel<T, 1><<<grid_for((size_t)n, 256), 256, 0, stream>>>(y, x, n);
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d, int64_t mbs,
+                               int64_t seq, const float *table, int inverse, pdbx_dtype dt,
+                               cudaStream_t stream)
+{
+    if (tokens <= 0 || heads <= 0 || d < 2 || mbs <= 0 || seq <= 0 || tokens != mbs * seq)
+        return cudaErrorInvalidValue;
+    const float sign = inverse ? -1.0f : 1.0f;
+    cudaError_t rc = cudaErrorInvalidValue;
+    DISPATCH(dt, T, rc = rope_launch<T>(static_cast<T *>(x), tokens, heads, d, mbs, table, seq,
+                                        sign, stream));
+    return rc;
+}
+
+extern "C" cudaError_t ck_rope_table(float *table, int64_t seq, int64_t d, double theta,
+                                     cudaStream_t stream)
+{
+    if (seq <= 0 || d < 2 || !(theta > 0))
+        return cudaErrorInvalidValue;
+    const int64_t half = d / 2;
+    rope_table_kernel<<<grid_for((size_t)(seq * half), 256), 256, 0, stream>>>(
+        table, table + seq * half, seq, half, theta);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_residual_add(void *y, const void *x, int64_t n, pdbx_dtype dt,
+                                       cudaStream_t stream)
+{
+    if (n <= 0)
+        return cudaErrorInvalidValue;
+    cudaError_t rc = cudaErrorInvalidValue;
+    DISPATCH(dt, T, rc = residual_add_launch<T>(static_cast<T *>(y), static_cast<const T *>(x), n,
+                                                stream));
+    return rc;
 }
 
 extern "C" cudaError_t ck_bias_add(void *y, const void *bias, int64_t rows, int64_t cols,

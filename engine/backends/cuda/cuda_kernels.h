@@ -40,6 +40,20 @@ cudaError_t ck_rmsnorm(const void *x, const void *w, void *y, int64_t rows, int6
 cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, int64_t n, pdbx_dtype dt,
                         cudaStream_t stream);
 
+/* Rotary position embedding (HF Llama / Megatron rotate-half), in place on x [seq, mbs, heads,
+ * d] (tokens = mbs * seq, the sequence-major layout of cuda_attention.h; cuda_rope.h walks it):
+ * for i < d/2 with c, s = table's cos and sin at [pos, i],
+ *   x[i] <- x[i] c - x[i + d/2] s,   x[i + d/2] <- x[i + d/2] c + x[i] s
+ * (inverse != 0: by -angle, the backward's R^T dy). table: fp32 cos [seq, d/2] then sin
+ * [seq, d/2] (ck_rope_table). An odd d leaves its last element alone. */
+cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d, int64_t mbs, int64_t seq,
+                    const float *table, int inverse, pdbx_dtype dt, cudaStream_t stream);
+/* Fills table (2 * seq * (d/2) floats) with cos then sin of pos * theta^(-2i/d). */
+cudaError_t ck_rope_table(float *table, int64_t seq, int64_t d, double theta, cudaStream_t stream);
+/* Residual add in place: y[i] += x[i] for i < n (fp32 add, rounded once); the forward's
+ * hidden += sublayer output and the backward's gradient into the residual branch's. */
+cudaError_t ck_residual_add(void *y, const void *x, int64_t n, pdbx_dtype dt, cudaStream_t stream);
+
 /* In-place causal softmax over `nmat` row-major [s, s] score matrices (already scaled by
  * 1/sqrt(d)): row i keeps columns j <= i (softmax in fp32), columns j > i become 0. */
 cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,
