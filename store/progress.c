@@ -162,7 +162,7 @@ void pdbx_progress_of(const pdbx_run *run, double now, pdbx_progress *o)
             o->percent = 99;
     }
     o->collectives = !o->ended && o->points_total > 0 && o->points_done == o->points_total &&
-                     o->coll_total > 0;
+                     o->coll_total > 0 && !(o->infer_total > o->infer_done);
 
     if (!o->ended) {
         o->point = run->current_point >= 0 ? pdbx_run_point(run, run->current_point) : NULL;

@@ -3,6 +3,7 @@
 # tiny Llama-shaped model, TP 1 x DP 2 and TP 2, MBS 1..8 at seq_len 41) with the inference
 # phase's tokens grid (16..512 step 16) and kv_cache grid (prefill chunks x prefixes, decode
 # batches 1..12 x kv 16..128), exported and checked:
+#  0. pdbx show has the inference phase's section (a line per TP degree: its rows);
 #  1. statically, with /usr/bin/python3's csv module: mlp.csv holds the tokens rows (num_tokens =
 #     T, Vidur's 8 keys, no empty median in the 9 ops Vidur trains, attn_rope and add included),
 #     attention.csv Vidur's 11 keys with prefill rows (batch 1, chunk > 0) and decode rows
@@ -23,19 +24,27 @@ tiny_spec "$TMP/spec.json" 'layers=1' 'seq_len=41' 'gpus_per_node=2' \
     'configs=[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1}]' 'mbs="1:8"' 'warmup=1' 'steps=7' \
     'collectives=true' 'coll_sizes=[4096,65536]' 'predict_oom=false' 'tokens="16:512:16"' \
     'kv_cache={"prefill_chunks":[16,32,64,128],"prefill_kv":[0,32,64,128],"decode_batch":"1:12:1","decode_kv":[16,32,64,128],"max_kv":256}'
-mpirun_np 2 "$ENGINE" --spec "$TMP/spec.json" --store "$TMP/store" >/dev/null 2>"$TMP/engine.err" \
-    || fail "pdbx-engine run: $(tail -n 5 "$TMP/engine.err")"
-RUNFILE=$(run_file "$TMP/store")
-ID=$(basename "$RUNFILE" .pdbx)
-PDBX_STORE="$TMP/store" "$PDBX" export "$ID" --csv "$TMP/csv" >"$TMP/export.out" 2>"$TMP/export.err" \
-    || fail "pdbx export --csv: $(cat "$TMP/export.err")"
-grep -q 'attention.csv$' "$TMP/export.out" || fail "attention.csv not written: $(cat "$TMP/export.out")"
-events "$RUNFILE" >"$TMP/events.jsonl"
+# measure N: one sweep into store N, exported to csv N and checked statically; leaves train N
+# (the files Vidur trains on) and held N.json (the held-out points) for the consumer.
+measure() {
+    mpirun_np 2 "$ENGINE" --spec "$TMP/spec.json" --store "$TMP/store$1" >/dev/null 2>"$TMP/engine.err" \
+        || fail "pdbx-engine run: $(tail -n 5 "$TMP/engine.err")"
+    RUNFILE=$(run_file "$TMP/store$1")
+    ID=$(basename "$RUNFILE" .pdbx)
+    PDBX_STORE="$TMP/store$1" "$PDBX" export "$ID" --csv "$TMP/csv$1" >"$TMP/export.out" 2>"$TMP/export.err" \
+        || fail "pdbx export --csv: $(cat "$TMP/export.err")"
+    grep -q 'attention.csv$' "$TMP/export.out" || fail "attention.csv not written: $(cat "$TMP/export.out")"
+    events "$RUNFILE" >"$TMP/events$1.jsonl"
+    # pdbx show: the inference phase's short section, one line per TP degree
+    PDBX_STORE="$TMP/store$1" "$PDBX" show "$ID" >"$TMP/show" 2>&1 || fail "pdbx show: $(cat "$TMP/show")"
+    grep -q '^inference phase (one TP shard, forward' "$TMP/show" || fail "show lacks the inference phase: $(cat "$TMP/show")"
+    grep -Eq '^ +2 +32 \(16\.\.512 tokens\) .* 16, .* 48, ' "$TMP/show" \
+        || fail "show's TP 2 inference line: $(grep -A4 '^inference' "$TMP/show")"
 
-"$PY" - "$TMP" <<'PYEOF' || fail "the CSVs are not what Vidur reads"
+    "$PY" - "$TMP" "$1" <<'PYEOF' || fail "the CSVs are not what Vidur reads"
 import csv, json, math, os, sys
-tmp = sys.argv[1]
-dec, s, E, i = json.JSONDecoder(), open(f"{tmp}/events.jsonl").read(), [], 0
+tmp, n = sys.argv[1], sys.argv[2]
+dec, s, E, i = json.JSONDecoder(), open(f"{tmp}/events{n}.jsonl").read(), [], 0
 while i < len(s):
     while i < len(s) and s[i] in " \n\r\t":
         i += 1
@@ -43,7 +52,7 @@ while i < len(s):
         o, i = dec.raw_decode(s, i)
         E.append(o)
 def table(name):
-    with open(f"{tmp}/csv/{name}", newline="") as f:
+    with open(f"{tmp}/csv{n}/{name}", newline="") as f:
         r = csv.reader(f)
         header = next(r)
         return header, [dict(zip(header, row)) for row in r]
@@ -123,10 +132,10 @@ for p, pt in sorted(points.items()):
                         "attn_pre_proj": sum(ops[(p, o)] for o in ("attn_q", "attn_k", "attn_v")),
                         "mlp_up_proj": ops[(p, "mlp_gate")] + ops[(p, "mlp_up")]})
 assert len(held["mlp"]) == 4, held["mlp"]
-os.makedirs(f"{tmp}/train", exist_ok=True)
+os.makedirs(f"{tmp}/train{n}", exist_ok=True)
 for name in ("mlp.csv", "all_reduce.csv", "send_recv.csv"):
-    open(f"{tmp}/train/{name}", "w").write(open(f"{tmp}/csv/{name}").read())
-with open(f"{tmp}/csv/attention.csv", newline="") as f, open(f"{tmp}/train/attention.csv", "w", newline="") as g:
+    open(f"{tmp}/train{n}/{name}", "w").write(open(f"{tmp}/csv{n}/{name}").read())
+with open(f"{tmp}/csv{n}/attention.csv", newline="") as f, open(f"{tmp}/train{n}/attention.csv", "w", newline="") as g:
     r, w = csv.reader(f), csv.writer(g, lineterminator="\n")
     h = next(r)
     w.writerow(h)
@@ -139,21 +148,32 @@ with open(f"{tmp}/csv/attention.csv", newline="") as f, open(f"{tmp}/train/atten
         else:
             w.writerow(row)
 assert len(held["attn_decode"]) == 8, held["attn_decode"]
-json.dump(held, open(f"{tmp}/held.json", "w"))
+json.dump(held, open(f"{tmp}/held{n}.json", "w"))
 print(f"static: mlp.csv 64 tokens rows, attention.csv {len(att)} rows, all_reduce.csv {len(sweep)} sweep rows")
 PYEOF
 
+}
+
+measure 1
 # ---- Vidur's own code, where it can run ----
 if [ -z "${VIDUR_SRC:-}" ] || [ ! -f "${VIDUR_SRC}/vidur/execution_time_predictor/sklearn_execution_time_predictor.py" ]; then
     echo "SKIP (consumer): VIDUR_SRC does not name a checkout of microsoft/vidur; Vidur's predictors were not run (static checks passed)"
 elif ! "$PY" -c 'import pandas, sklearn, fasteners' 2>/dev/null; then
     echo "SKIP (consumer): $PY lacks pandas, sklearn or fasteners (Debian: python3-pandas python3-sklearn python3-fasteners); Vidur's predictors were not run (static checks passed)"
 else
-    mkdir -p "$TMP/vidur"
-    (cd "$TMP/vidur" && "$PY" "$PDBX_SOURCE_DIR/tests/e2e/vidur_driver.py" "$VIDUR_SRC" "$TMP/train" \
-        "$TMP/vidur" "$TMP/held.json" "$MAX_MAPE") >"$TMP/vidur.out" 2>"$TMP/vidur.err"
-    rc=$?
-    grep -v -e '^$' -e '^INFO' "$TMP/vidur.out"
-    [ $rc -eq 0 ] || fail "Vidur's predictors on the export: $(tail -n 5 "$TMP/vidur.err")"
+    # The box is shared: a load spike during a row spoils its median. A MAPE over the limit
+    # (exit 3; a model that does not train is exit 1 and fails at once) is measured once more
+    # in a fresh sweep, and fails when it is over the limit again.
+    for n in 1 2; do
+        [ $n -eq 1 ] || measure $n
+        mkdir -p "$TMP/vidur$n"
+        (cd "$TMP/vidur$n" && "$PY" "$PDBX_SOURCE_DIR/tests/e2e/vidur_driver.py" "$VIDUR_SRC" "$TMP/train$n" \
+            "$TMP/vidur$n" "$TMP/held$n.json" "$MAX_MAPE") >"$TMP/vidur$n.out" 2>"$TMP/vidur$n.err"
+        rc=$?
+        grep -v -e '^$' -e '^INFO' "$TMP/vidur$n.out"
+        [ $rc -eq 0 ] && break
+        [ $rc -eq 3 ] && [ $n -eq 1 ] && { echo "note: a held-out MAPE over ${MAX_MAPE}%: measuring once more"; continue; }
+        fail "Vidur's predictors on the export (exit $rc): $(grep -v '^INFO' "$TMP/vidur$n.err" | tail -n 5)"
+    done
 fi
 echo "PASS: Vidur CSVs of a real run with the inference phase"

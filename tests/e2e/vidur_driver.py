@@ -15,7 +15,7 @@ mlp: regular MBS points of the same run (num_tokens = MBS x seq_len, not in the 
 their measured medians; attn_decode: decode rows the caller removed from attention.csv.
 Prints one line per prediction and its absolute percentage error, and per TP degree and model
 the MAPE over its held-out points; exits 1 when a MAPE is above MAX_MAPE_PCT or a model does not
-train. Vidur itself is never copied: it is imported from VIDUR_SRC.
+train (1), or when a MAPE is above MAX_MAPE_PCT (3). Vidur itself is never copied: it is imported from VIDUR_SRC.
 """
 import csv
 import dataclasses
@@ -63,7 +63,8 @@ class ExportedModel(Llama2ModelConfig):
 
 
 held = json.load(open(held_path))
-failures = 0
+failures = 0          # a model that does not train, or is missing: exit 1
+over_limit = 0        # a held-out MAPE above the limit: exit 3 (the caller may measure again)
 
 
 def mape(pred, want):
@@ -122,11 +123,11 @@ for tp in tps:
         m = sum(errs) / len(errs)
         print(f"MAPE TP {tp} {op}: {m:.1f}% over {len(errs)} held-out points (limit {max_mape}%)")
         if not m <= max_mape:
-            print(f"FAIL: TP {tp} {op}: MAPE {m:.1f}% > {max_mape}%")
-            failures += 1
+            print(f"over the limit: TP {tp} {op}: MAPE {m:.1f}% > {max_mape}%")
+            over_limit += 1
     # the all_reduce model reads num_tokens = size / n_embd / 2 (Vidur's own decoding)
     if tp > 1:
         df = pred._load_all_reduce_df(cfg.all_reduce_input_file)
         df = pred._get_all_reduce_df_with_derived_features(df)
         print(f"TP {tp}: all_reduce rows {len(df)}, num_tokens {sorted(df['num_tokens'].tolist())}")
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures else 3 if over_limit else 0)

@@ -497,6 +497,47 @@ static void test_coll(void **state)
     cJSON_Delete(ev);
 }
 
+/* The inference phase's rows (issue 14): encoded, read back, refused with the field named. */
+static void test_infer_events(void **state)
+{
+    (void)state;
+    pdbx_infer_tokens t;
+    memset(&t, 0, sizeof t);
+    t.tp = 2;
+    t.tokens = 48;
+    t.op[PDBX_OP_MLP_DOWN] = (pdbx_stats){ .count = 5, .min = 1, .max = 3, .mean = 2, .median = 2.5, .std = 0.5,
+                                          .ci95 = NAN };
+    cJSON *ev = through_text(pdbx_event_infer_tokens(&t));
+    assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_INFER_TOKENS);
+    pdbx_infer_tokens d;
+    char err[256] = "";
+    assert_int_equal(pdbx_event_decode_infer_tokens(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.tp, 2);
+    assert_int_equal(d.tokens, 48);
+    assert_int_equal(d.op[PDBX_OP_MLP_DOWN].count, 5);
+    assert_double_equal(d.op[PDBX_OP_MLP_DOWN].median, 2.5, 0);
+    assert_int_equal(d.op[PDBX_OP_ATTN_Q].count, 0);         /* not measured: not written */
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ev, "ops"), "attn_q"));
+    cJSON_Delete(ev);
+    pdbx_infer_attn a = { 1, 4, 0, 128, 8, 2, { .count = 3, .min = 1, .max = 1, .mean = 1, .median = 1, .std = 0,
+                                               .ci95 = NAN } };
+    ev = through_text(pdbx_event_infer_attn(&a));
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(ev, "phase")->valuestring, "decode");
+    pdbx_infer_attn b;
+    assert_int_equal(pdbx_event_decode_infer_attn(ev, &b, err, sizeof err), 0);
+    assert_memory_equal(&b, &a, offsetof(pdbx_infer_attn, time));
+    cJSON_Delete(ev);
+    ev = cJSON_Parse("{\"type\":\"infer_attn\",\"tp\":1,\"batch\":1,\"kv\":3,\"stats\":{}}");
+    assert_int_equal(pdbx_event_decode_infer_attn(ev, &b, err, sizeof err), -1);
+    assert_string_equal(err, "infer_attn event: fields tp, batch (>= 1), chunk and kv (>= 0) must be integers, "
+                             "got tp 1 batch 1 chunk -1 kv 3");
+    cJSON_Delete(ev);
+    ev = cJSON_Parse("{\"type\":\"infer_tokens\",\"tp\":1,\"tokens\":8,\"ops\":{\"embed\":3}}");
+    assert_int_equal(pdbx_event_decode_infer_tokens(ev, &d, err, sizeof err), -1);
+    assert_string_equal(err, "infer_tokens event (tp 1, tokens 8, op embed): must be a stats object");
+    cJSON_Delete(ev);
+}
+
 static void test_progress(void **state)
 {
     (void)state;
@@ -615,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_coll),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_infer_events),
         cmocka_unit_test(test_warning),
         cmocka_unit_test(test_run_end),
     };

@@ -108,6 +108,45 @@ static void test_collectives_counted(void **state)
     pdbx_run_free(&run);
 }
 
+/* The inference phase is work too (issue 14): the heartbeat's infer_total counts, each
+ * infer_tokens row weighs one collectives measurement per op it timed, an infer_attn row one;
+ * while rows remain the monitor does not say "collectives", the bar is not full, the ETA not 0. */
+static void test_inference_counted(void **state)
+{
+    (void)state;
+    pdbx_run run;
+    const int mbs[] = { 1 };
+    start(&run, mbs, 1);
+    const double cw = pdbx_progress_coll_work(1);
+    ev(&run, "{\"type\":\"progress\",\"t\":%.3f,\"done\":0,\"total\":1,\"point\":null,\"op\":\"\","
+        "\"elapsed_s\":0.5,\"eta_s\":null,\"coll_done\":0,\"coll_total\":4,\"infer_done\":0,"
+        "\"infer_total\":%.17g}", T0 + 0.5, 5 * cw);
+    point(&run, 0, 0, 1, "ok");
+    pdbx_progress p;
+    pdbx_progress_of(&run, T0 + 1, &p);
+    assert_double_equal(p.infer_total, 5 * cw, 1e-12);
+    assert_double_equal(p.work_total, 1 + 9 * cw, 1e-12);   /* the point, 5 inference, 4 colls */
+    assert_false(p.collectives);                           /* the inference phase runs first */
+    assert_true(p.eta_s > 0);
+    const char *st = "{\"count\":3,\"min\":1,\"max\":1,\"mean\":1,\"median\":1,\"std\":0}";
+    ev(&run, "{\"type\":\"infer_tokens\",\"t\":%.3f,\"tp\":1,\"tokens\":16,\"ops\":{\"embed\":%s,"
+        "\"input_norm\":%s,\"lm_head\":%s}}", T0 + 1.5, st, st, st);
+    ev(&run, "{\"type\":\"infer_attn\",\"t\":%.3f,\"tp\":1,\"batch\":1,\"chunk\":16,\"kv\":0,"
+        "\"stats\":%s}", T0 + 1.6, st);
+    pdbx_progress_of(&run, T0 + 1.6, &p);
+    assert_double_equal(p.infer_done, 4 * cw, 1e-12);
+    assert_true(p.fraction < 1 && !p.collectives);
+    ev(&run, "{\"type\":\"infer_attn\",\"t\":%.3f,\"tp\":1,\"batch\":2,\"chunk\":0,\"kv\":64,"
+        "\"stats\":%s}", T0 + 1.7, st);
+    pdbx_progress_of(&run, T0 + 1.7, &p);
+    assert_double_equal(p.infer_done, 5 * cw, 1e-12);
+    assert_true(p.collectives);                            /* now the collectives sweep */
+    assert_int_equal(run.ninfer_tokens, 1);
+    assert_int_equal(run.ninfer_attn, 2);
+    assert_int_equal(run.infer_attn[1].batch, 2);
+    pdbx_run_free(&run);
+}
+
 /* Without run_end the percentage stops at 99 even when every planned point ended and no
  * collectives were announced; a cancelled run keeps its fraction and has no ETA. */
 static void test_not_100_before_end(void **state)
@@ -294,6 +333,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_counted),
+        cmocka_unit_test(test_inference_counted),
         cmocka_unit_test(test_not_100_before_end),
         cmocka_unit_test(test_eta_monotone_on_uneven_points),
         cmocka_unit_test(test_same_numbers_for_both_callers),

@@ -380,6 +380,110 @@ static int print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, co
     return 0;
 }
 
+/* One summary line per TP degree of the inference phase (store/profiledb.h pdbx_infer_*): its
+ * tokens rows (range, and the per-token ops' sum at the smallest and largest), its prefill and
+ * decode rows (count and time range). The rows themselves are in `pdbx export --csv`. */
+typedef struct {
+    int tp, ntok, tmin, tmax, npre, ndec;
+    double ops_at_min, ops_at_max, pre_lo, pre_hi, dec_lo, dec_hi;
+} infer_summary;
+
+static double tokens_row_sum(const pdbx_infer_tokens *r, pdbx_stat_kind stat)
+{
+    double sum = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        if (r->op[op].count > 0)
+            sum += pdbx_stats_get(&r->op[op], stat);
+    return sum;
+}
+
+static infer_summary *infer_tp(infer_summary *s, int *n, int tp)
+{
+    for (int i = 0; i < *n; i++)
+        if (s[i].tp == tp)
+            return &s[i];
+    if (*n >= PDBX_MAX_CONFIGS)
+        return NULL;
+    infer_summary *x = &s[(*n)++];
+    memset(x, 0, sizeof *x);
+    x->tp = tp;
+    x->pre_lo = x->dec_lo = INFINITY;
+    x->pre_hi = x->dec_hi = -INFINITY;
+    return x;
+}
+
+static int print_inference(const pdbx_run *run, const show_args *a, FILE *out)
+{
+    if (run->ninfer_tokens == 0 && run->ninfer_attn == 0)
+        return 0;
+    const pdbx_stat_kind stat = (pdbx_stat_kind)a->stat;
+    infer_summary s[PDBX_MAX_CONFIGS];
+    int n = 0;
+    for (size_t i = 0; i < run->ninfer_tokens; i++) {
+        const pdbx_infer_tokens *r = &run->infer_tokens[i];
+        infer_summary *x = infer_tp(s, &n, r->tp);
+        if (!x)
+            continue;
+        const double sum = tokens_row_sum(r, stat);
+        if (x->ntok == 0 || r->tokens < x->tmin) {
+            x->tmin = r->tokens;
+            x->ops_at_min = sum;
+        }
+        if (x->ntok == 0 || r->tokens > x->tmax) {
+            x->tmax = r->tokens;
+            x->ops_at_max = sum;
+        }
+        x->ntok++;
+    }
+    for (size_t i = 0; i < run->ninfer_attn; i++) {
+        const pdbx_infer_attn *r = &run->infer_attn[i];
+        infer_summary *x = infer_tp(s, &n, r->tp);
+        if (!x)
+            continue;
+        const double v = pdbx_stats_get(&r->time, stat);
+        const int pre = r->chunk > 0;
+        *(pre ? &x->npre : &x->ndec) += 1;
+        double *lo = pre ? &x->pre_lo : &x->dec_lo, *hi = pre ? &x->pre_hi : &x->dec_hi;
+        *lo = v < *lo ? v : *lo;
+        *hi = v > *hi ? v : *hi;
+    }
+    pdbx_table *t = pdbx_table_new(5);
+    if (!t)
+        return -1;
+    static const char *const ct[] = { "tp", "tokens rows", "per-token ops (ms)", "prefill rows (ms)",
+                                      "decode rows (ms)" };
+    for (size_t c = 0; c < 5; c++)
+        if (pdbx_table_header(t, c, ct[c], c == 0 ? PDBX_ALIGN_RIGHT : PDBX_ALIGN_LEFT))
+            goto fail;
+    for (int i = 0; i < n; i++) {
+        const infer_summary *x = &s[i];
+        char a1[32], a2[32], b1[32], b2[32], c1[32], c2[32];
+        if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", x->tp))
+            goto fail;
+        if ((x->ntok ? pdbx_table_set(t, 1, "%d (%d..%d tokens)", x->ntok, x->tmin, x->tmax)
+                     : pdbx_table_set(t, 1, "-"))
+            || (x->ntok ? pdbx_table_set(t, 2, "%s at %d .. %s at %d",
+                                         pdbx_fmt_ms(x->ops_at_min, 1, a1, sizeof a1), x->tmin,
+                                         pdbx_fmt_ms(x->ops_at_max, 1, a2, sizeof a2), x->tmax)
+                        : pdbx_table_set(t, 2, "-"))
+            || (x->npre ? pdbx_table_set(t, 3, "%d, %s .. %s", x->npre, pdbx_fmt_ms(x->pre_lo, 1, b1, sizeof b1),
+                                         pdbx_fmt_ms(x->pre_hi, 1, b2, sizeof b2))
+                        : pdbx_table_set(t, 3, "-"))
+            || (x->ndec ? pdbx_table_set(t, 4, "%d, %s .. %s", x->ndec, pdbx_fmt_ms(x->dec_lo, 1, c1, sizeof c1),
+                                         pdbx_fmt_ms(x->dec_hi, 1, c2, sizeof c2))
+                        : pdbx_table_set(t, 4, "-")))
+            goto fail;
+    }
+    fprintf(out, "\ninference phase (one TP shard, forward, %s; rows in `pdbx export --csv`):\n",
+            pdbx_stat_name(stat));
+    pdbx_table_print(t, out, "  ");
+    pdbx_table_free(t);
+    return 0;
+fail:
+    pdbx_table_free(t);
+    return -1;
+}
+
 static int print_collectives(const pdbx_run *run, const show_args *a, FILE *out)
 {
     if (run->ncoll == 0)
@@ -719,6 +823,8 @@ static int show_table(const pdbx_runtable *t, const show_args *a, FILE *out)
         err = print_config_table(t->run, &t->configs[i], a, cols, ncols, out);
     if (!err && t->nconfigs == 0)
         fprintf(out, "\nno points in this run\n");
+    if (!err)
+        err = print_inference(t->run, a, out);
     return err ? err : print_collectives(t->run, a, out);
 }
 
