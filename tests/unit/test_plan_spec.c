@@ -164,7 +164,7 @@ static void test_unknown_field_lists_allowed(void **state)
                         "unknown field 'frobnicate' (allowed: name, model, gpu, gpu_mem_gb, layers, seq_len, dtype, "
                         "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, repetition, warmup, "
                         "steps, target_rel_ci, min_reps, max_reps, max_seconds_per_op, passes, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
-                        "timeout_s, flush_l2, fused_projections, fp32_math, gemm_api, description)");
+                        "timeout_s, flush_l2, fused_projections, fp32_math, gemm_api, tokens, kv_cache, description)");
 }
 
 static void test_defaults_are_valid(void **state)
@@ -466,7 +466,7 @@ static void test_did_you_mean(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 40);
+    assert_int_equal(n, 42);
     assert_string_equal(names[0], "name");
 }
 
@@ -492,7 +492,9 @@ static int spec_equal(const pdbx_spec *a, const pdbx_spec *b)
         a->flash_attention != b->flash_attention || a->recompute != b->recompute ||
         a->timeout_s != b->timeout_s || a->flush_l2 != b->flush_l2 ||
         a->fused_projections != b->fused_projections || a->fp32_math != b->fp32_math ||
-        a->gemm_api != b->gemm_api)
+        a->gemm_api != b->gemm_api || a->ntokens != b->ntokens ||
+        memcmp(a->tokens, b->tokens, sizeof a->tokens) != 0 ||
+        memcmp(&a->kv_cache, &b->kv_cache, sizeof a->kv_cache) != 0)
         return 0;
     for (int i = 0; i < a->nconfigs; i++)
         if (a->configs[i].tp != b->configs[i].tp || a->configs[i].pp != b->configs[i].pp ||
