@@ -131,6 +131,15 @@ static void test_vtables_complete(void **state)
     double peak = -1, base = -1;
     assert_int_equal(c->mem_peak(NULL, &peak, &base), -1);
     assert_true(peak == -1 && base == -1);
+    /* attention with a KV cache is not implemented for cuda (the planner refuses kv_cache for
+     * it): the slot says so in one line and measures nothing */
+    assert_non_null(c->attn_kv);
+    const pdbx_attn_kv_shape kv = { 1, 16, 32, 8, 2, 64 };
+    double ms = -1;
+    char kv_err[256] = "";
+    assert_int_equal(c->attn_kv(NULL, &kv, &ms, kv_err, sizeof kv_err), -1);
+    assert_true(ms == -1);
+    assert_string_equal(kv_err, "attn_kv: attention with a KV cache is not implemented for backend cuda");
     const pdbx_comm_ops *m = entry->comm;
     assert_non_null(m);
     assert_string_equal(m->name, "nccl");
