@@ -51,6 +51,8 @@ grep -q "^run $RUN_A  complete" "$TMP/show" || fail "show header"
 # TP 1 has no TP all-reduce columns; TP 2 has them.
 sed -n '/^TP 1 /,/^TP 2 /p' "$TMP/show" | grep -q tp_allreduce_attn && fail "TP 1 shows tp_allreduce columns"
 sed -n '/^TP 2 /,$p' "$TMP/show" | grep -q 'tp_allreduce_attn' || fail "TP 2 lacks tp_allreduce columns"
+# the fixture predates attn_rope and the residual adds: no column for ops no point measured
+grep -Eq 'attn_rope|_residual' "$TMP/show" && fail "show has columns for ops the run never measured"
 grep -q 'pp_sendrecv' "$TMP/show" || fail "show lacks the comm cells"
 grep -q '^collectives' "$TMP/show" || fail "show lacks the collectives"
 
@@ -101,6 +103,11 @@ for stat in ["mean", "median", "min", "max", "std"]:
             assert close(p["total"], st["total"]["stats"][stat]), (stat, p["total"], st["total"])
             assert not close(p["layer"], layer), (stat, p["layer"], layer)
     assert n == len(want), (n, len(want))
+    # a run recorded before pdbx measured RoPE and the residual adds: their cells load as N/A
+    for cfg in d["configs"]:
+        for p in cfg["points"]:
+            for op in ("attn_rope", "attn_residual", "mlp_residual"):
+                assert op in p["ms"] and p["ms"][op] is None, (op, p["ms"].get(op, "absent"))
 tp2 = json.load(open(f"{tmp}/show.tp2.json"))
 assert [c["tp"] for c in tp2["configs"]] == [2]
 # comm cells of TP 2 carry the fixture's bytes and busbw

@@ -29,13 +29,16 @@ for key in ("driver", "runtime", "cublaslt", "nccl", "clock_mhz", "weights_l2"):
     if not gpu.get(key): fail("env.gpu.%s missing" % key)
 if "globaltimer" not in gpu.get("timer", ""):
     fail("env.gpu.timer does not name the %%globaltimer spin: %r" % gpu.get("timer"))
+if not str(gpu.get("rope", "")).startswith("ck_rope"):
+    fail("env.gpu.rope does not name the kernel that runs attn_rope: %r" % gpu.get("rope"))
 print("device: %s, sm %d, %s, CUDA %s / driver %s, %s" % (gpu["name"], gpu["sm_count"],
       gpu["cublaslt"], gpu["runtime"], gpu["driver"], gpu["nccl"]))
 ends = [e for e in ev if e.get("type") == "point_end"]
 if len(ends) != 3 or any(e.get("status") != "ok" for e in ends):
     fail("expected 3 ok points (MBS 1, 2, 4): %r" % [(e.get("point"), e.get("status"), e.get("message")) for e in ends])
-compute_ops = ["embed", "input_norm", "attn_q", "attn_k", "attn_v", "attn_core", "attn_o",
-               "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn", "mlp_down", "final_norm", "lm_head"]
+compute_ops = ["embed", "input_norm", "attn_q", "attn_k", "attn_v", "attn_rope", "attn_core", "attn_o",
+               "attn_residual", "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn", "mlp_down",
+               "mlp_residual", "final_norm", "lm_head"]
 gemms = {"attn_q", "attn_k", "attn_v", "attn_o", "mlp_gate", "mlp_up", "mlp_down", "lm_head"}
 # H100/H200 dense bf16 is 989 TFLOP/s; nothing real exceeds 1200 on any current GPU.
 limit = 1200e12

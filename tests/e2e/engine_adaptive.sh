@@ -3,12 +3,13 @@
 #  - every op cell of an adaptive sweep has at least min_reps samples and a CI, and either
 #    reached target_rel_ci or stopped at a bound (max_reps, or max_seconds_per_op: its samples
 #    then took at least that long);
-#  - attn_v carries attn_k's cell and mlp_up mlp_gate's, marked shared_with;
+#  - attn_v carries attn_k's cell, mlp_up mlp_gate's and mlp_residual attn_residual's, marked shared_with;
 #  - the second config (TP1 PP2 DP1) has the first's (TP1 PP1 DP2) shapes: its points take the
 #    compute cells of the first config's points of the same MBS (reused_from, the same stats),
 #    prepare no compute buffers (setup_s absent) and measure their own PP send/recv;
 #  - a fixed sweep still takes warmup + steps whole steps (count = steps x layers);
-#  - passes fwd,bwd: every op gets a bwd cell (its flops at least twice the forward's) and
+#  - passes fwd,bwd: every op gets a bwd cell (its flops at least twice the forward's; RoPE's
+#    and the residual adds' equal to it) and
 #    lm_head's backward (dgrad + wgrad, two GEMMs of its size) measures 1.5 to 3 times its forward.
 source "$(dirname "$0")/engine_common.inc"
 tiny_spec "$TMP/a.json" 'repetition="adaptive"' 'target_rel_ci=0.05' 'min_reps=4' 'max_reps=400' \
@@ -49,7 +50,7 @@ for i in first:
         # "ci": rank 0 converged (the stored statistics are the slowest rank per statistic,
         # so their CI may be a little wider); its count is at least min_reps (checked above)
         bounded += stop != "ci"
-    for a, b in (("attn_v", "attn_k"), ("mlp_up", "mlp_gate")):
+    for a, b in (("attn_v", "attn_k"), ("mlp_up", "mlp_gate"), ("mlp_residual", "attn_residual")):
         assert ops[(i, a)].get("shared_with") == b and ops[(i, a)]["stats"] == ops[(i, b)]["stats"], a
         assert "shared_with" not in ops[(i, b)]
 print("adaptive: %d cells, %d stopped at a bound (max_reps or max_time)" %
@@ -74,7 +75,8 @@ S = [e for e in E if e["type"] == "run_start"][0]
 L = S["spec"]["layers"]
 for e in E:
     if e["type"] == "op":
-        want = 3 * L * (2 if e["op"] in ("attn_k", "attn_v", "mlp_gate", "mlp_up") else 1) \
+        want = 3 * L * (2 if e["op"] in ("attn_k", "attn_v", "mlp_gate", "mlp_up",
+                                               "attn_residual", "mlp_residual") else 1) \
                if e["op"] not in ("embed", "final_norm", "lm_head") else 3
         assert e["stats"]["count"] == want, (e["op"], e["stats"]["count"], want)
 print("fixed: counts = steps x layers (x2 for the pooled pairs)")
@@ -93,7 +95,9 @@ bwd = {e["op"]: e for e in E if e["type"] == "op" and e.get("pass") == "bwd"}
 assert set(bwd) == set(fwd), set(fwd) ^ set(bwd)
 for op, e in bwd.items():
     assert e["stats"]["count"] >= 5 and e["stats"]["mean"] > 0, (op, e["stats"])
-    assert e["flops"] >= 2 * fwd[op]["flops"], op
+    # RoPE and the residual adds: one inverse rotation, one add: the work of their forward
+    once = op in ("attn_rope", "attn_residual", "mlp_residual")
+    assert e["flops"] == fwd[op]["flops"] if once else e["flops"] >= 2 * fwd[op]["flops"], op
 print("bwd cells:", len(bwd))
 ' || fail "bwd cells"
 ev_py "$(run_file "$TMP/sl")" '

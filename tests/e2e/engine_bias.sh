@@ -43,8 +43,9 @@ ratio = big["mem_peak_bytes"] / big["profile_mem_bytes"]
 assert 0.85 <= ratio <= 1.15, (big, ratio)   # the tolerance of engine_memory.sh
 assert all(e["profile_mem_bytes"] <= e["mem_peak_bytes"] * 1.15 for e in ends), ends
 cells = {(e["point"], e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
-compute = ["embed", "input_norm", "attn_q", "attn_k", "attn_v", "attn_core", "attn_o", "post_attn_norm",
-           "mlp_gate", "mlp_up", "mlp_act_fn", "mlp_down", "final_norm", "lm_head"]
+compute = ["embed", "input_norm", "attn_q", "attn_k", "attn_v", "attn_rope", "attn_core", "attn_o",
+           "attn_residual", "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn", "mlp_down",
+           "mlp_residual", "final_norm", "lm_head"]
 for e in ends:
     for op in compute:
         for pas in ("fwd", "bwd"):

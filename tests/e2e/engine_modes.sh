@@ -5,6 +5,9 @@
 #    1/4 at the tiny model's 8 q and 4 kv heads; gate and up 1/2); the cells of a group are one
 #    set of samples split by share (each cell / its share is the same fused time, the sum of
 #    the means is it) in both passes; the trace has the group's ops back to back;
+#  - attn_rope, attn_residual and mlp_residual have cells in both passes (mlp_residual
+#    shared_with attn_residual, bwd FLOPs = fwd FLOPs) and the trace runs a layer's ops in
+#    forward order, rope after attn_v, each residual add after its TP all-reduce;
 #  - the fused buffers are the planner's: the measured peak is within 15% of the profile memory;
 #  - run_start's env records fp32_math "ieee" and gemm_api "openblas"; `pdbx show` prints them;
 #  - the NPZ's and the CSV's meta.json say "projections": "fused" and how it was attributed;
@@ -48,10 +51,29 @@ for e in E:
     if e["type"] != "op" or e["op"] in ("attn_q", "attn_k", "attn_v", "mlp_gate", "mlp_up"):
         continue
     assert "fused_with" not in e, e
+# attn_rope and the residual adds: measured in both passes (the adaptive loop ran them alone
+# too), mlp_residual pooled with attn_residual (one shape, one kernel), and their bwd does the
+# work of their fwd again (one inverse rotation, one add)
+for pas in ("fwd", "bwd"):
+    for op in ("attn_rope", "attn_residual", "mlp_residual"):
+        e = ops[(op, pas)]
+        assert e["stats"]["count"] >= 4 and e["stats"]["mean"] > 0 and len(e["ranks"]) == 2, (op, pas, e)
+        assert e["flops"] == ops[(op, "fwd")]["flops"] > 0 and e["bytes"] == ops[(op, "fwd")]["bytes"], (op, pas, e)
+    assert ops[("mlp_residual", pas)].get("shared_with") == "attn_residual", ops[("mlp_residual", pas)]
+    assert ops[("mlp_residual", pas)]["stats"] == ops[("attn_residual", pas)]["stats"]
+    assert "shared_with" not in ops[("attn_rope", pas)]
+print("rope %.4f/%.4f ms, residual add %.4f/%.4f ms (fwd/bwd)" % tuple(
+    ops[(op, pas)]["stats"]["mean"] for op in ("attn_rope", "attn_residual") for pas in ("fwd", "bwd")))
 tr = [e for e in E if e["type"] == "trace"]
 assert tr, "no trace event"
 for t in tr:
     ents = t["ops"]
+    # one layer in forward order: rope between v and the core, each residual add after its
+    # TP all-reduce
+    names = [o[0] for o in ents if o[1] == 0]
+    assert names == ["input_norm", "attn_q", "attn_k", "attn_v", "attn_rope", "attn_core", "attn_o",
+                     "tp_allreduce_attn", "attn_residual", "post_attn_norm", "mlp_gate", "mlp_up",
+                     "mlp_act_fn", "mlp_down", "tp_allreduce_mlp", "mlp_residual"], names
     for i, (op, layer, start, dur) in enumerate(ents):
         follow = {"attn_q": ["attn_k", "attn_v"], "mlp_gate": ["mlp_up"]}.get(op)
         if not follow:

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The quick preset end to end through `pdbx run` (the real supervisor, mpirun at 2 ranks) and
 # `pdbx export --npz`, read by numpy: shape (M, 10), rows MBS 1, 2, 4, 8, every value measured.
+# Every op has its cell, attn_rope and the residual adds included (mlp_residual shares
+# attn_residual's samples), and on every rank the shortest measured layer span holds the sum of
+# its per-layer op cells' minimums.
 # seq_len and steps are shrunk by CLI overrides so the suite stays fast (under ASan too); the
 # full-size quick sweep is timed by bench/sweep_overhead.sh.
 source "$(dirname "$0")/engine_common.inc"
@@ -18,8 +21,10 @@ tps = sorted({p["tp"] for p in S["points"]})
 assert len(tps) >= 2, tps
 ends = {e["point"]: e["status"] for e in E if e["type"] == "point_end"}
 assert len(ends) == len(S["points"]) == 8 and set(ends.values()) == {"ok"}, ends
-want = {"embed","input_norm","attn_q","attn_k","attn_v","attn_core","attn_o","post_attn_norm",
-        "mlp_gate","mlp_up","mlp_act_fn","mlp_down","final_norm","lm_head"}
+want = {"embed","input_norm","attn_q","attn_k","attn_v","attn_rope","attn_core","attn_o",
+        "attn_residual","post_attn_norm","mlp_gate","mlp_up","mlp_act_fn","mlp_down","mlp_residual",
+        "final_norm","lm_head"}
+ONCE = ("embed", "final_norm", "lm_head")
 for p in S["points"]:
     cells = {e["op"]: e for e in E if e["type"] == "op" and e["point"] == p["index"]}
     need = want | ({"tp_allreduce_attn", "tp_allreduce_mlp"} if p["tp"] > 1 else set())
@@ -37,6 +42,17 @@ for p in S["points"]:
     assert len(sv["layer"]["ranks"]) == len(sv["total"]["ranks"]) == p["tp"], sv
     assert 0 < L["min"] <= L["mean"] <= L["max"] and T["mean"] >= L["max"], sv
     assert all(r["count"] == T["count"] for r in sv["total"]["ranks"]), sv
+    # the layer span holds its ops: the span of every layer execution is timed around its ops, so
+    # on each rank the shortest span >= the sum of the minimums of every per-layer op cell (attn_rope
+    # and the residual adds included; a pooled cell counts once per op that shares it; the
+    # adaptive op phase only adds samples, which cannot raise a minimum), less 0.1% of timer
+    # rounding. Means would differ by the load of the machine, minimums cannot.
+    per_layer = [c for c in cells.values() if c["op"] not in ONCE]
+    for r in range(p["tp"]):
+        ops_min = sum(c["ranks"][r]["min"] for c in per_layer)
+        span = sv["layer"]["ranks"][r]["min"]
+        assert span >= 0.999 * ops_min, (p["index"], r, span, ops_min)
+    assert cells["mlp_residual"].get("shared_with") == "attn_residual", cells["mlp_residual"]
 q = {(p["tp"], p["mbs"]): p["index"] for p in S["points"]}
 fl = {e["point"]: e["flops"] for e in E if e["type"] == "op" and e["op"] == "mlp_up"}
 for m in (1, 2, 4, 8):

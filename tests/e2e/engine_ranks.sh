@@ -17,20 +17,21 @@ ends = [e for e in E if e["type"] == "point_end"]
 assert [e["status"] for e in ends] == ["ok", "ok"], ends
 ops = [e for e in E if e["type"] == "op" and e["point"] == 0]
 names = {e["op"] for e in ops}
-want = {"embed","input_norm","attn_q","attn_k","attn_v","attn_core","attn_o","post_attn_norm",
-        "mlp_gate","mlp_up","mlp_act_fn","mlp_down","final_norm","lm_head"}
+want = {"embed","input_norm","attn_q","attn_k","attn_v","attn_rope","attn_core","attn_o",
+        "attn_residual","post_attn_norm","mlp_gate","mlp_up","mlp_act_fn","mlp_down","mlp_residual",
+        "final_norm","lm_head"}
 assert names == want, names ^ want            # no TP all-reduce at TP 1
 for e in ops:
     st = e["stats"]
     per_layer = e["op"] not in ("embed", "final_norm", "lm_head")
-    pooled = e["op"] in ("attn_k", "attn_v", "mlp_gate", "mlp_up")   # pairs share one cell
+    pooled = e["op"] in ("attn_k", "attn_v", "mlp_gate", "mlp_up", "attn_residual", "mlp_residual")   # pairs share one cell
     assert st["count"] == (2 * 2 * (2 if pooled else 1) if per_layer else 2), (e["op"], st)
     assert 0 < st["min"] <= st["median"] <= st["max"] and st["std"] >= 0, (e["op"], st)
     assert len(e["ranks"]) == 1 and e["ranks"][0] == st
     if e["op"].startswith(("attn_q", "mlp_", "lm_head")) and e["op"] != "mlp_act_fn":
         assert e["flops"] > 0, e
 tr = [e for e in E if e["type"] == "trace" and e["point"] == 1]
-assert len(tr) == 1 and len(tr[0]["ops"]) == 3 + 2 * 11, len(tr[0]["ops"])
+assert len(tr) == 1 and len(tr[0]["ops"]) == 3 + 2 * 14, len(tr[0]["ops"])   # 14 layer ops at TP 1
 assert all(o[3] > 0 and o[2] >= 0 for o in tr[0]["ops"])
 assert any(e["type"] == "progress" for e in E)
 ' || fail "1 rank events"

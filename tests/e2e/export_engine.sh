@@ -87,14 +87,14 @@ printed = open(f"{tmp}/export.out").read().split()
 # ---- NPZ: FASOP attribution recomputed from the op events -------------------------------
 COLS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "mlp_gate", "mlp_act_fn", "mlp_up",
         "mlp_down", "lm_head"]
-FASOP = {"embed": ["embed"], "attn_q": ["tp_allreduce_mlp", "input_norm", "attn_q"],
-         "attn_k": ["attn_k"], "attn_v": ["attn_v"], "attn_o": ["attn_core", "attn_o"],
-         "mlp_gate": ["tp_allreduce_attn", "post_attn_norm", "mlp_gate"],
+FASOP = {"embed": ["embed"], "attn_q": ["tp_allreduce_mlp", "mlp_residual", "input_norm", "attn_q"],
+         "attn_k": ["attn_k"], "attn_v": ["attn_v"], "attn_o": ["attn_rope", "attn_core", "attn_o"],
+         "mlp_gate": ["tp_allreduce_attn", "attn_residual", "post_attn_norm", "mlp_gate"],
          "mlp_act_fn": ["mlp_act_fn"], "mlp_up": ["mlp_up"], "mlp_down": ["mlp_down"],
          "lm_head": ["final_norm", "lm_head"]}
-LAYER_OPS = ["input_norm", "attn_q", "attn_k", "attn_v", "attn_core", "attn_o",
-             "tp_allreduce_attn", "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn",
-             "mlp_down", "tp_allreduce_mlp"]
+LAYER_OPS = ["input_norm", "attn_q", "attn_k", "attn_v", "attn_rope", "attn_core", "attn_o",
+             "tp_allreduce_attn", "attn_residual", "post_attn_norm", "mlp_gate", "mlp_up",
+             "mlp_act_fn", "mlp_down", "tp_allreduce_mlp", "mlp_residual"]
 tag = start["model"]["tag"]
 for (tp, pp) in ((1, 2), (2, 1)):
     rows = [i for i, p in sorted(points.items(), key=lambda kv: kv[1]["mbs"])

@@ -62,8 +62,9 @@ L = model["num_hidden_layers"]
 points = {e["point"]: e for e in E if e["type"] == "point_start"}
 ops = {(e["point"], e["op"]): e["stats"]["mean"] for e in E
        if e["type"] == "op" and e.get("pass", "fwd") == "fwd"}
-LAYER = ["input_norm", "attn_q", "attn_k", "attn_v", "attn_core", "attn_o", "tp_allreduce_attn",
-         "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn", "mlp_down", "tp_allreduce_mlp"]
+LAYER = ["input_norm", "attn_q", "attn_k", "attn_v", "attn_rope", "attn_core", "attn_o",
+         "tp_allreduce_attn", "attn_residual", "post_attn_norm", "mlp_gate", "mlp_up", "mlp_act_fn",
+         "mlp_down", "tp_allreduce_mlp", "mlp_residual"]
 for tp in (1, 2, 4):
     p = next(i for i, pt in sorted(points.items()) if pt["tp"] == tp and pt["mbs"] == 1)
     layer = sum(ops.get((p, op), 0.0) for op in LAYER) / 1e3

@@ -128,6 +128,90 @@ static void check_silu_mul(int64_t n, float range)
     free(out);
 }
 
+/* RoPE against a naive double-precision rotate-half (HF's apply_rotary_pos_emb: position of
+ * row r = r % seq_len, cos/sin of pos * 10000^(-2i/d) with cat(freqs, freqs)), on q-like
+ * [seqs*seq, heads*d] with d even and odd (the last element of each head untouched), single-
+ * threaded and on pools of 2 and 3 threads (identical bits), above the threading threshold;
+ * the table against cos/sin; the inverse rotation gives x back. */
+static void check_rope(int64_t seqs, int64_t seq, int64_t heads, int64_t d)
+{
+    const int64_t rows = seqs * seq, n = rows * heads * d, half = d / 2;
+    float *cs = malloc((size_t)(seq * half + 1) * sizeof *cs), *sn = malloc((size_t)(seq * half + 1) * sizeof *sn);
+    assert_non_null(cs);
+    assert_non_null(sn);
+    pdbx_k_rope_table(seq, d, 10000.0, cs, sn);
+    for (int64_t p = 0; p < seq; p++)
+        for (int64_t i = 0; i < half; i++) {
+            const double ang = (double)p * pow(10000.0, -2.0 * (double)i / (double)d);
+            assert_true(fabs(cs[p * half + i] - cos(ang)) < 1e-6 && fabs(sn[p * half + i] - sin(ang)) < 1e-6);
+        }
+    float *x = randv((size_t)n, 11), *one = malloc((size_t)n * sizeof *one), *out = malloc((size_t)n * sizeof *out);
+    assert_non_null(one);
+    assert_non_null(out);
+    memcpy(one, x, (size_t)n * sizeof *x);
+    pdbx_k_rope(NULL, one, rows, heads, d, seq, cs, sn, 0);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t j = 0; j < d; j++) {
+                const int64_t at = (r * heads + h) * d, pos = r % seq;
+                double want = x[at + j];   /* odd d: the last element stays */
+                if (j < 2 * half) {
+                    /* rotate_half(x) = cat(-x2, x1); cos and sin repeat over both halves */
+                    const int64_t i = j % half;
+                    const double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)d);
+                    const double rot = j < half ? -(double)x[at + j + half] : (double)x[at + j - half];
+                    want = x[at + j] * cos(ang) + rot * sin(ang);
+                }
+                if (!(fabs(one[at + j] - want) <= 2e-6))
+                    print_error("rope row %lld head %lld elem %lld: %.9g, want %.9g\n", (long long)r,
+                                (long long)h, (long long)j, one[at + j], want);
+                assert_true(fabs(one[at + j] - want) <= 2e-6);
+            }
+    for (int threads = 2; threads <= 3; threads++) {
+        pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
+        assert_non_null(pool);
+        memcpy(out, x, (size_t)n * sizeof *x);
+        pdbx_k_rope(pool, out, rows, heads, d, seq, cs, sn, 0);
+        assert_memory_equal(out, one, (size_t)n * sizeof *out);
+        pdbx_k_rope(pool, out, rows, heads, d, seq, cs, sn, 1);   /* the inverse: x back */
+        for (int64_t i = 0; i < n; i++)
+            assert_true(fabs(out[i] - x[i]) <= 1e-5);
+        pdbx_cpu_pool_destroy(pool);
+    }
+    free(cs), free(sn), free(x), free(one), free(out);
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    check_rope(1, 5, 2, 16);
+    check_rope(3, 7, 3, 7);       /* odd head_dim */
+    check_rope(2, 300, 4, 64);    /* 153600 elements: the pool's chunks */
+}
+
+/* The residual add y += x against a plain loop, threaded (identical bits), at a size that is
+ * not a multiple of the chunk or the vector. */
+static void test_residual_add(void **state)
+{
+    (void)state;
+    const int64_t n = 3 * 16384 + 77;
+    float *y = randv((size_t)n, 21), *x = randv((size_t)n, 22);
+    float *one = malloc((size_t)n * sizeof *one), *out = malloc((size_t)n * sizeof *out);
+    assert_non_null(one);
+    assert_non_null(out);
+    memcpy(one, y, (size_t)n * sizeof *y);
+    pdbx_k_add(NULL, one, x, n);
+    for (int64_t i = 0; i < n; i++)
+        assert_true(one[i] == y[i] + x[i]);
+    pdbx_cpu_pool *pool = pdbx_cpu_pool_create(3);
+    assert_non_null(pool);
+    memcpy(out, y, (size_t)n * sizeof *y);
+    pdbx_k_add(pool, out, x, n);
+    assert_memory_equal(out, one, (size_t)n * sizeof *out);
+    pdbx_cpu_pool_destroy(pool);
+    free(y), free(x), free(one), free(out);
+}
+
 /* Linear-layer bias: the add over a GEMM's fp32 output and its gradient (column sums of dY,
  * fp32 and bf16 dY, accumulated) against plain loops, at odd widths (vector tails, a column
  * chunk cut short) and sizes above the kernels' threading threshold, on 1 and 3 threads. */
@@ -613,6 +697,8 @@ int main(void)
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_bias_add_and_grad),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_residual_add),
         cmocka_unit_test(test_thread_pool),
         cmocka_unit_test(test_attention_mha),
         cmocka_unit_test(test_attention_gqa),

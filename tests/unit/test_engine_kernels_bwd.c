@@ -440,6 +440,65 @@ static void test_backend_bias(void **state)
 
 /* Every op's bwd runs (fp32, bf16 where available) on every layer; without bwd in the
  * point's passes the bwd pass is refused with a message and nothing is allocated for it. */
+/* attn_rope and the residual adds through run_op, fwd and bwd, on the buffers the data flow
+ * says (cpu_compute.c): rope rotates q and k in place by the point's table (pdbx_k_rope's own
+ * reference is test_engine_kernels.c's) and its bwd rotates dq and dk back (bwd inverts fwd:
+ * applied to q it gives the original q); attn_residual y += x and its bwd dx += dy;
+ * mlp_residual x += y and its bwd dy += dx. fp32, 2 threads. */
+static void test_backend_rope_and_residual(void **state)
+{
+    (void)state;
+    pdbx_compute *c = backend(PDBX_DTYPE_FP32, 2);
+    char err[256] = "";
+    pdbx_point_shapes p = tiny_point(2, 2, FWD_BWD);
+    assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
+    const int64_t T = c->T, h = c->h, seq = p.seq_len, half = c->d / 2;
+    assert_non_null(c->rope);
+    double ms;
+    /* rope fwd: q by the table, k too */
+    double *q0 = snapshot(c->q, (size_t)(T * c->qd)), *k0 = snapshot(c->k, (size_t)(T * c->kvd));
+    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_ATTN_ROPE, PDBX_PASS_FWD, 1, &ms, err, sizeof err), 0);
+    for (int64_t r = 0; r < T; r++)
+        for (int64_t hd = 0; hd < c->heads; hd++)
+            for (int64_t i = 0; i < half; i++) {
+                const int64_t at = r * c->qd + hd * c->d + i, pos = r % seq;
+                const double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)c->d);
+                assert_close(c->q[at], q0[at] * cos(ang) - q0[at + half] * sin(ang), 1e-5, 1.0, "rope q", (size_t)at);
+                assert_close(c->q[at + half], q0[at + half] * cos(ang) + q0[at] * sin(ang), 1e-5, 1.0, "rope q", (size_t)at);
+            }
+    const int64_t k_last = (T - 1) * c->kvd + half;   /* k rotated too (last token, last pair) */
+    assert_true(fabs(c->k[k_last - 1] - k0[k_last - 1]) > 1e-7 || fabs(k0[k_last - 1]) < 1e-6);
+    /* rope bwd on dq = the rotated q: the inverse rotation gives q0 back */
+    memcpy(c->grad.dq, c->q, (size_t)(T * c->qd) * sizeof(float));
+    memcpy(c->grad.dk, c->k, (size_t)(T * c->kvd) * sizeof(float));
+    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_ATTN_ROPE, PDBX_PASS_BWD, 0, &ms, err, sizeof err), 0);
+    for (int64_t i = 0; i < T * c->qd; i++)
+        assert_close(c->grad.dq[i], q0[i], 1e-5, 1.0, "rope bwd dq", (size_t)i);
+    for (int64_t i = 0; i < T * c->kvd; i++)
+        assert_close(c->grad.dk[i], k0[i], 1e-5, 1.0, "rope bwd dk", (size_t)i);
+    /* residual adds */
+    double *x0 = snapshot(c->x, (size_t)(T * h)), *y0 = snapshot(c->y, (size_t)(T * h));
+    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_ATTN_RESIDUAL, PDBX_PASS_FWD, 0, &ms, err, sizeof err), 0);
+    for (int64_t i = 0; i < T * h; i++)
+        assert_close(c->y[i], y0[i] + x0[i], 1e-6, 1.0, "attn_residual", (size_t)i);
+    free(y0);
+    y0 = snapshot(c->y, (size_t)(T * h));
+    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_MLP_RESIDUAL, PDBX_PASS_FWD, 1, &ms, err, sizeof err), 0);
+    for (int64_t i = 0; i < T * h; i++)
+        assert_close(c->x[i], x0[i] + y0[i], 1e-6, 1.0, "mlp_residual", (size_t)i);
+    double *dx0 = snapshot(c->grad.dx, (size_t)(T * h)), *dy0 = snapshot(c->grad.dy, (size_t)(T * h));
+    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_ATTN_RESIDUAL, PDBX_PASS_BWD, 0, &ms, err, sizeof err), 0);
+    for (int64_t i = 0; i < T * h; i++)
+        assert_close(c->grad.dx[i], dx0[i] + dy0[i], 1e-6, 1.0, "attn_residual bwd", (size_t)i);
+    free(dx0);
+    dx0 = snapshot(c->grad.dx, (size_t)(T * h));
+    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_MLP_RESIDUAL, PDBX_PASS_BWD, 0, &ms, err, sizeof err), 0);
+    for (int64_t i = 0; i < T * h; i++)
+        assert_close(c->grad.dy[i], dy0[i] + dx0[i], 1e-6, 1.0, "mlp_residual bwd", (size_t)i);
+    free(q0), free(k0), free(x0), free(y0), free(dx0), free(dy0);
+    pdbx_cpu_compute_ops.fini(c);
+}
+
 static void test_backend_runs_every_bwd(void **state)
 {
     (void)state;
@@ -631,6 +690,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_attention_bwd_blocks),
         cmocka_unit_test(test_backend_linear_bwd),
         cmocka_unit_test(test_backend_bias),
+        cmocka_unit_test(test_backend_rope_and_residual),
         cmocka_unit_test(test_backend_runs_every_bwd),
         cmocka_unit_test(test_backend_allocates_the_bwd_plan),
         cmocka_unit_test(test_lm_head_bwd_fwd_ratio),

@@ -87,6 +87,17 @@ static void test_shapes_llama70b_tp8(void **state)
     expect_shape(&s, 8, 4, PDBX_OP_ATTN_CORE, 1024, 1024, 128, 32, 4 * 2147483648.0, 4 * 4718592.0);
     /* TP 16 > 8 kv heads: k and v keep one (replicated) head per rank */
     expect_shape(&s, 16, 1, PDBX_OP_ATTN_K, 1024, 128, 8192, 1, 2147483648.0, 19136512.0);
+    /* attn_rope: q (8 heads) and k (1 head) of 128 per token, [1024, 9*128 = 1152]: 3 flops
+     *   an element = 3538944; bytes q and k read and written 2*2*1024*1152 = 4718592 + the fp32
+     *   cos/sin table 2*1024*64*4 = 524288 -> 5242880. TP 16: 4 q heads + the replicated kv
+     *   head, [1024, 640]: flops 1966080, bytes 2*2*1024*640 + 524288 = 3145728 */
+    expect_shape(&s, 8, 1, PDBX_OP_ATTN_ROPE, 1024, 1152, 0, 1, 3538944.0, 5242880.0);
+    expect_shape(&s, 16, 1, PDBX_OP_ATTN_ROPE, 1024, 640, 0, 1, 1966080.0, 3145728.0);
+    /* the residual adds: [1024, 8192], 1 flop an element = 8388608; hidden and the branch
+     *   read, hidden written: 3*2*8388608 = 50331648; the same at every TP (full h) */
+    expect_shape(&s, 8, 1, PDBX_OP_ATTN_RESIDUAL, 1024, 8192, 0, 1, 8388608.0, 50331648.0);
+    expect_shape(&s, 8, 1, PDBX_OP_MLP_RESIDUAL, 1024, 8192, 0, 1, 8388608.0, 50331648.0);
+    expect_shape(&s, 1, 4, PDBX_OP_MLP_RESIDUAL, 4096, 8192, 0, 1, 4 * 8388608.0, 4 * 50331648.0);
 
     pdbx_op_shape sh;
     assert_int_equal(pdbx_op_shape_for(&s, 3, 1, PDBX_OP_ATTN_Q, &sh), -1);   /* 3 does not divide 64 heads */
