@@ -24,6 +24,10 @@ tiny_spec "$TMP/spec.json" 'layers=1' 'seq_len=41' 'gpus_per_node=2' \
     'configs=[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1}]' 'mbs="1:8"' 'warmup=1' 'steps=7' \
     'collectives=true' 'coll_sizes=[4096,65536]' 'predict_oom=false' 'tokens="16:512:16"' \
     'kv_cache={"prefill_chunks":[16,32,64,128],"prefill_kv":[0,32,64,128],"decode_batch":"1:12:1","decode_kv":[16,32,64,128],"max_kv":256}'
+# pdbx plan says what the inference phase will measure
+"$PDBX" plan "$TMP/spec.json" >"$TMP/plan.out" 2>&1 || fail "pdbx plan: $(cat "$TMP/plan.out")"
+grep -qx 'inference phase: per TP degree (2 of them), 32 tokens rows (16..512 tokens) and 64 attention rows with a KV cache (max_kv 256)' \
+    "$TMP/plan.out" || fail "pdbx plan's inference line: $(grep inference "$TMP/plan.out")"
 # measure N: one sweep into store N, exported to csv N and checked statically; leaves train N
 # (the files Vidur trains on) and held N.json (the held-out points) for the consumer.
 measure() {

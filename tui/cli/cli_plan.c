@@ -117,6 +117,22 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
             fprintf(out, "%s %d ranks (%d config%s)", c ? "," : "", ranks, count, count > 1 ? "s" : "");
     }
     fputc('\n', out);
+    /* the inference phase (docs/spec.md "Inference grids"): rows per distinct TP degree */
+    const size_t nkv = pdbx_kv_rows(spec, NULL, 0);
+    if (spec->ntokens > 0 || nkv > 0) {
+        int tps[PDBX_MAX_CONFIGS], ntp = 0;
+        for (int c = 0; c < spec->nconfigs && ntp < PDBX_MAX_CONFIGS; c++) {
+            int k = 0;
+            while (k < ntp && tps[k] != spec->configs[c].tp)
+                k++;
+            if (k == ntp)
+                tps[ntp++] = spec->configs[c].tp;
+        }
+        fprintf(out, "inference phase: per TP degree (%d of them), %d tokens rows (%d..%d tokens) and %zu "
+                "attention rows with a KV cache (max_kv %d)\n", ntp, spec->ntokens,
+                spec->ntokens ? spec->tokens[0] : 0, spec->ntokens ? spec->tokens[spec->ntokens - 1] : 0, nkv,
+                pdbx_kv_max(spec));
+    }
 
     for (int c = 0; c < spec->nconfigs; c++) {
         const pdbx_parallel *par = &spec->configs[c];
