@@ -198,7 +198,10 @@ typedef struct {
     pdbx_stats time;
 } pdbx_infer_attn;
 
-#define PDBX_RUN_MAX_INFER 100000       /* rows of the inference phase of each kind */
+/* Rows of the inference phase of each kind: a folded row replaces one of the same key, found by
+ * a scan, so the cap also bounds the fold's cost (16384^2 / 2 comparisons at worst); the
+ * planner refuses grids that would exceed it (64 tokens x 64 TP degrees is 4096). */
+#define PDBX_RUN_MAX_INFER 16384
 
 /* One op, or one of the step's PP/DP collectives, of one measured step on one rank, for the
  * Chrome trace export. */

@@ -2,6 +2,7 @@
  * "Inference grids"): their readers (JSON and pdbx_spec_set's text), writers, the checks that
  * need the whole spec, and the expansion of the kv_cache grid into rows. */
 #include "engine/plan/plan_internal.h"
+#include "store/profiledb.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +284,19 @@ int plan_check_infer(const pdbx_spec *s, char *err, size_t errlen)
     if (has_kv && pdbx_kv_rows(s, NULL, 0) == 0)
         return pdbx_fail(err, errlen, "kv_cache: no row has C + P <= max_kv (%d) or K <= max_kv (allowed: "
                          "chunks, prefixes and decode_kv within max_kv, which is seq_len when 0)", pdbx_kv_max(s));
+    /* the rows a run holds (store/profiledb.h PDBX_RUN_MAX_INFER): per distinct TP degree */
+    int ntp = 0, tps[PDBX_MAX_CONFIGS];
+    for (int c = 0; c < s->nconfigs && c < PDBX_MAX_CONFIGS; c++) {
+        int k = 0;
+        while (k < ntp && tps[k] != s->configs[c].tp)
+            k++;
+        if (k == ntp)
+            tps[ntp++] = s->configs[c].tp;
+    }
+    const size_t kv_total = pdbx_kv_rows(s, NULL, 0) * (size_t)ntp;
+    if (kv_total > PDBX_RUN_MAX_INFER)
+        return pdbx_fail(err, errlen, "kv_cache: %zu rows over %d TP degrees (allowed: at most %d in a run)",
+                         kv_total, ntp, PDBX_RUN_MAX_INFER);
     if (s->ntokens > 0 && pdbx_tokens_ops(s) == 0)
         return pdbx_fail(err, errlen, "tokens: ops holds no per-token op (allowed: ops with one of input_norm, "
                          "attn_q ... lm_head besides attn_core and the all-reduces)");

@@ -178,6 +178,25 @@ static void test_coll_and_message_caps(void **state)
     assert_int_equal(run.ncoll, PDBX_RUN_MAX_COLLS);
     cJSON_Delete(coll);
 
+    /* the inference rows: distinct keys up to the cap, then refused naming it; a key already
+     * held replaces its row even at the cap */
+    for (int i = 0; i <= PDBX_RUN_MAX_INFER; i++) {
+        char ev[256];
+        snprintf(ev, sizeof ev, "{\"type\":\"infer_attn\",\"tp\":1,\"batch\":%d,\"chunk\":0,\"kv\":8,"
+                 "\"stats\":" STATS "}", i + 1);
+        cJSON *a = cJSON_Parse(ev);
+        assert_non_null(a);
+        assert_int_equal(pdbx_run_apply(&run, a, err, sizeof err), i < PDBX_RUN_MAX_INFER ? 0 : -1);
+        cJSON_Delete(a);
+    }
+    assert_non_null(strstr(err, "PDBX_RUN_MAX_INFER"));
+    assert_int_equal(run.ninfer_attn, PDBX_RUN_MAX_INFER);
+    cJSON *again = cJSON_Parse("{\"type\":\"infer_attn\",\"tp\":1,\"batch\":7,\"chunk\":0,\"kv\":8,"
+                               "\"stats\":" STATS "}");
+    assert_int_equal(pdbx_run_apply(&run, again, err, sizeof err), 0);
+    assert_int_equal(run.ninfer_attn, PDBX_RUN_MAX_INFER);
+    cJSON_Delete(again);
+
     size_t len = PDBX_RUN_MAX_MESSAGE + 100;
     char *text = malloc(len + 128);
     assert_non_null(text);
