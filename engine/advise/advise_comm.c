@@ -152,8 +152,12 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
         pts.n = swp.n = 0;
         point_cells(run, kind, group, at, stat, &pts);
         sweep_cells(run, kind, group, at, stat, &swp);
+        /* a source that covers the size (TP, PP: the points first; DP: the sweep first),
+         * else the points' cells scaled, else the sweep's */
         sample_set *order[2] = { &pts, &swp };
-        if (kind == PDBX_RT_COMM_DP && covers(&swp, bytes))
+        int sweep_first = kind == PDBX_RT_COMM_DP ? covers(&swp, bytes)
+                                                  : !covers(&pts, bytes) && covers(&swp, bytes);
+        if (sweep_first)
             order[0] = &swp, order[1] = &pts;
         for (int k = 0; k < 2 && how == PDBX_ADV_NONE; k++) {
             double a = 0, b = 0;
