@@ -202,18 +202,24 @@ static void test_pp2_bubble_and_p2p(void **state)
     assert_close(r.stage_fwd_ms + r.stage_bwd_ms, t);
     assert_close(r.bubble_ms, 1 * t);                       /* (pp - 1) x t */
     assert_close(r.compute_ms, 8 * t);                      /* num_mb x t */
-    assert_close(r.p2p_ms, 0.3);                            /* the point's 64 KiB send/recv */
-    assert_close(r.pp_comm_ms, 2 * (8 + 2 - 2) * 0.3);      /* 2 (num_mb + pp - 2) p2p */
-    assert_close(r.step_ms, (8 + 2 - 1) * t + 2 * (8 + 2 - 2) * 0.3);
+    /* the sweep covers 64 KiB (0.25 ms; the point's own cell says 0.3: the sweep comes first) */
+    assert_close(r.p2p_ms, 0.25);
+    assert_close(r.pp_comm_ms, 2 * (8 + 2 - 2) * 0.25);     /* 2 (num_mb + pp - 2) p2p */
+    assert_close(r.step_ms, (8 + 2 - 1) * t + 2 * (8 + 2 - 2) * 0.25);
     assert_close(r.step_ms, r.compute_ms + r.comm_ms + r.bubble_ms);
     assert_close(r.pp_msg_bytes, 64 * KIB);
     assert_int_equal(r.estimated_cells, 0);
     assert_string_equal(r.note, "");
-    /* mbs 2: 128 KiB, which the points did not measure and the sweep did: its 0.4 ms */
-    query(&q, 2, 8);
+    /* mbs 2: 128 KiB, the sweep's 0.4 ms */
     assert_int_equal(pdbx_advise_one(&run, &q, 1, 2, 1, 2, &r, err, sizeof err), 0);
     assert_close(r.p2p_ms, 0.4);
     assert_close(r.pp_comm_ms, 2 * (4 + 2 - 2) * 0.4);
+    /* mbs 4: 256 KiB, beyond both: the nearest measured size (the sweep's 128 KiB, not the
+     * points' 64 KiB) scaled by bytes, noted */
+    assert_int_equal(pdbx_advise_one(&run, &q, 1, 2, 1, 4, &r, err, sizeof err), 0);
+    assert_close(r.p2p_ms, 0.4 * 2);
+    assert_string_equal(r.note, "pp send/recv of 256 KiB scaled linearly by bytes from the collectives "
+                                "sweep's send_recv of 128 KiB");
     pdbx_run_free(&run);
 }
 
@@ -230,8 +236,8 @@ static void test_pp4_bubble(void **state)
     double t = stage_t(1, 0, 1, 1, 1.5);
     assert_int_equal(r.slowest_stage, 3);
     assert_close(r.bubble_ms, 3 * t);
-    assert_close(r.pp_comm_ms, 2 * (8 + 4 - 2) * 0.3);
-    assert_close(r.step_ms, (8 + 4 - 1) * t + 2 * (8 + 4 - 2) * 0.3);
+    assert_close(r.pp_comm_ms, 2 * (8 + 4 - 2) * 0.25);
+    assert_close(r.step_ms, (8 + 4 - 1) * t + 2 * (8 + 4 - 2) * 0.25);
     /* PP 1 has no bubble and no send/recv */
     query(&q, 1, 8);
     assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 1, 1, &r, err, sizeof err), 0);
