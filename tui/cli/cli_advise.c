@@ -77,12 +77,18 @@ static int advise_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     return 0;
 }
 
+/* How many rows have measured backward cells. */
+static size_t rows_bwd_measured(const pdbx_advise_result *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        n += r->rows[i].bwd_measured != 0;
+    return n;
+}
+
 static int all_bwd_measured(const pdbx_advise_result *r)
 {
-    for (size_t i = 0; i < r->nrows; i++)
-        if (!r->rows[i].bwd_measured)
-            return 0;
-    return r->nrows > 0;
+    return r->nrows > 0 && rows_bwd_measured(r) == r->nrows;
 }
 
 static void print_table(const pdbx_run *run, const pdbx_advise_result *r, FILE *out)
@@ -92,8 +98,11 @@ static void print_table(const pdbx_run *run, const pdbx_advise_result *r, FILE *
                   "stat %s", run->id, run->model.name[0] ? run->model.name : PDBX_NA, q->layers, q->gpus,
                   q->nodes, q->nodes == 1 ? "" : "s", q->gpus_per_node, q->gbs, q->mbs_max,
                   pdbx_stat_name(q->stat));
-    fprintf(out, "bwd: %s\n", all_bwd_measured(r) ? "measured (the run's backward cells)"
-                              : "not measured: backward = 2 x forward (FASOP's x3 rule)");
+    size_t nb = rows_bwd_measured(r);
+    fprintf(out, "bwd: %s\n", nb == r->nrows ? "measured (the run's backward cells)"
+                              : nb == 0 ? "not measured: backward = 2 x forward (FASOP's x3 rule)"
+                                        : "measured for some TP degrees, 2 x forward for the others "
+                                          "(see notes)");
     fprintf(out, "times: ms per iteration; step = compute + comm + bubble; mem_gb: training memory "
                  "per GPU (the planner's)\n\n");
     static const char *const head[] = { "rank", "tp", "pp", "dp", "mbs", "num_mb", "step_ms",
