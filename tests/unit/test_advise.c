@@ -321,6 +321,29 @@ static void test_dp_group_not_measured(void **state)
     pdbx_run_free(&run);
 }
 
+static void test_dp_bucket_median(void **state)
+{
+    (void)state;
+    const double dp_bytes = 69166080.0 * 4;
+    pdbx_run run;
+    next_point = 0;
+    run_start(&run, 1, 1e12);
+    /* one 4 MiB bucket per point: 10, 30 (a noisy one) and 12 ms: their median, 12 */
+    const double ms[3] = { 10, 30, 12 };
+    for (int k = 0, m = 1; k < 3; k++, m *= 2) {
+        int i = point(&run, 1, 1, 2, m, 1);
+        comm(&run, i, "dp_allreduce", 4 * MIB, 2, ms[k]);
+        point_end(&run, i);
+    }
+    pdbx_advise_query q;
+    query(&q, 2, 8);
+    pdbx_advise_row r;
+    char err[256];
+    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 1, &r, err, sizeof err), 0);
+    assert_close(r.dp_comm_ms, 12 * dp_bytes / (4 * MIB));
+    pdbx_run_free(&run);
+}
+
 static void test_x3_rule_without_bwd(void **state)
 {
     (void)state;
@@ -521,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_tp_comm_per_layer),
         cmocka_unit_test(test_dp_allreduce_from_bucket_and_sweep),
         cmocka_unit_test(test_dp_group_not_measured),
+        cmocka_unit_test(test_dp_bucket_median),
         cmocka_unit_test(test_x3_rule_without_bwd),
         cmocka_unit_test(test_mbs_interpolation_and_extrapolation),
         cmocka_unit_test(test_unswept_tp_refused),
