@@ -78,11 +78,22 @@ static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdb
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *p = &run->points[i];
         const pdbx_comm_cell *c = point_comm(p, kind);
-        if (p->status != PDBX_POINT_OK || !c->valid || c->group_size != group)
+        if (p->status != PDBX_POINT_OK
+            || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
             continue;
-        if (pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+        if (c->valid && c->group_size == group) {
+            set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
             continue;
-        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
+        }
+        /* a run recorded before comm events: the layer's TP all-reduce op cells (their bytes
+         * are the message size) */
+        if (kind != PDBX_RT_COMM_TP || c->valid || p->tp != group)
+            continue;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (pdbx_op_is_comm((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
+                set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat));
+                break;
+            }
     }
 }
 

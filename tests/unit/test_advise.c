@@ -102,9 +102,10 @@ static int point(pdbx_run *run, int tp, int pp, int dp, int mbs, int bwd)
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         int part = pdbx_adv_op_part((pdbx_op)op);
         if (part < 0) {
-            if (tp > 1)
-                apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"stats\":" STATS "}", idx,
-                      pdbx_op_name((pdbx_op)op), STATS_ARGS(0.1 * mbs));
+            if (tp > 1)   /* as the engine writes them: bytes is the message, [mbs x 16, 1024] fp32 */
+                apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"bytes\":%d,\"flops\":0,"
+                           "\"stats\":" STATS "}", idx, pdbx_op_name((pdbx_op)op), mbs * 65536,
+                      STATS_ARGS(0.2 * mbs));
             continue;
         }
         double f = part_scale[part] * mbs * mbs;
@@ -269,6 +270,25 @@ static void test_tp_comm_per_layer(void **state)
     assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 3, &r, err, sizeof err), 0);
     assert_close(r.tp_allreduce_ms, 0.3);
     assert_int_equal(r.estimated_cells, 2);   /* the op cells and the all-reduce */
+    pdbx_run_free(&run);
+}
+
+static void test_tp_comm_from_op_cells(void **state)
+{
+    (void)state;
+    /* a run recorded before comm events: the layer's all-reduce op cells (0.2 ms per 64 KiB) */
+    pdbx_run run;
+    next_point = 0;
+    run_start(&run, 1, 1e12);
+    for (int m = 1; m <= 2; m *= 2)
+        point_end(&run, point(&run, 2, 1, 1, m, 1));
+    pdbx_advise_query q;
+    query(&q, 2, 8);
+    pdbx_advise_row r;
+    char err[256];
+    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 2, &r, err, sizeof err), 0);
+    assert_close(r.tp_allreduce_ms, 0.4);
+    assert_close(r.stage_tp_comm_ms, 4 * 2 * 2 * 0.4);
     pdbx_run_free(&run);
 }
 
@@ -542,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_pp2_bubble_and_p2p),
         cmocka_unit_test(test_pp4_bubble),
         cmocka_unit_test(test_tp_comm_per_layer),
+        cmocka_unit_test(test_tp_comm_from_op_cells),
         cmocka_unit_test(test_dp_allreduce_from_bucket_and_sweep),
         cmocka_unit_test(test_dp_group_not_measured),
         cmocka_unit_test(test_dp_bucket_median),
