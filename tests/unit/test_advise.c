@@ -524,6 +524,9 @@ static void test_bad_queries(void **state)
     query(&q, 2, 8);
     assert_int_equal(pdbx_advise_one(&run, &q, 2, 2, 1, 1, &r, err, sizeof err), -1);
     assert_string_equal(err, "config: 2x2x1 uses 4 GPUs, the query has 2 (allowed: tp x pp x dp == 2)");
+    /* products that overflow are refused before they are formed (UBSan in build-san) */
+    assert_int_equal(pdbx_advise_one(&run, &q, 2147483647, 2147483647, 2147483647, 1, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is not a configuration (allowed: tp, pp, dp 1..2, mbs 1..4096)"));
     assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 3, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "gbs: 8 is not divisible by mbs x dp = 3 x 2"));
     query(&q, 3, 9);
