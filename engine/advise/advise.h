@@ -59,13 +59,26 @@ typedef struct {
     int bwd_measured;        /* 1: bwd from measured cells; 0: 2 x fwd */
     int estimated_cells;     /* cells interpolated or extrapolated for this row */
     char note[PDBX_ADVISE_NOTE_MAX];   /* the first such cell, "" when none */
+    /* Added after the contract of ebd354f (source-compatible: new fields at the end). */
+    double tp_msg_bytes;     /* one TP all-reduce: [mbs x seq, hidden] in the run's dtype (0: tp 1) */
+    double pp_msg_bytes;     /* one PP send/recv: the same activations (0: pp 1) */
+    double dp_msg_bytes;     /* the DP all-reduce: the largest stage's gradients in fp32 (0: dp 1) */
+    double tp_allreduce_ms;  /* one TP all-reduce of tp_msg_bytes */
+    double p2p_ms;           /* one send/recv of pp_msg_bytes */
+    double stage_tp_comm_ms; /* slowest stage, one micro-batch: its TP all-reduces, fwd + bwd */
+    int slowest_stage;       /* 0 .. pp - 1 */
 } pdbx_advise_row;
 
 typedef struct {
     size_t nrows;
     pdbx_advise_row *rows;   /* step_ms order (owned) */
     size_t nnotes;
-    char **notes;            /* every interpolation/extrapolation, once each (owned) */
+    char **notes;            /* every interpolation/extrapolation, once each, then every refusal
+                              * with its count ("tp 8 not measured: 4 configurations left
+                              * out") (owned) */
+    /* Added after ebd354f (source-compatible): the query as resolved, nodes, gpus_per_node,
+     * layers and mbs_max filled in. */
+    pdbx_advise_query query;
 } pdbx_advise_result;
 
 void pdbx_advise_query_defaults(pdbx_advise_query *q);

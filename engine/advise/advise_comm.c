@@ -1,0 +1,298 @@
+/* advise_comm.c: a collective's time at a size and placement (advise_comm.h). */
+#include "engine/advise/advise_comm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/runtable.h"
+#include "store/util/fmt.h"
+
+int pdbx_adv_spans(long last_rank, int per_node)
+{
+    return per_node > 0 && last_rank / per_node != 0;
+}
+
+typedef struct {
+    double bytes, ms;
+} comm_sample;
+
+typedef struct {
+    size_t n, cap;
+    comm_sample *s;
+} sample_set;
+
+static void set_add(sample_set *set, double bytes, double ms)
+{
+    if (!(bytes > 0) || !isfinite(ms) || ms < 0 || set->n == set->cap)
+        return;
+    set->s[set->n++] = (comm_sample){ bytes, ms };
+}
+
+static int by_bytes_ms(const void *a, const void *b)
+{
+    const comm_sample *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* Sorts by size and folds the measurements of one size into their median: the DP bucket is
+ * measured at every point of a config (one per MBS), and one noisy point should not decide. */
+static void set_collapse(sample_set *set)
+{
+    qsort(set->s, set->n, sizeof *set->s, by_bytes_ms);
+    size_t out = 0;
+    for (size_t i = 0; i < set->n;) {
+        size_t j = i;
+        while (j < set->n && set->s[j].bytes == set->s[i].bytes)
+            j++;
+        size_t k = j - i;
+        double med = k % 2 ? set->s[i + k / 2].ms : (set->s[i + k / 2 - 1].ms + set->s[i + k / 2].ms) / 2;
+        set->s[out++] = (comm_sample){ set->s[i].bytes, med };
+        i = j;
+    }
+    set->n = out;
+}
+
+/* The last rank of the kind's group in a (tp, pp, dp) config of Megatron's rank order. */
+static long group_last_rank(int kind, int tp, int dp)
+{
+    if (kind == PDBX_RT_COMM_TP)
+        return tp - 1;
+    if (kind == PDBX_RT_COMM_PP)
+        return (long)tp * dp;          /* stage 1's first rank */
+    return (long)tp * (dp - 1);        /* DP: ranks 0, tp, ..., tp (dp - 1) */
+}
+
+static const pdbx_comm_cell *point_comm(const pdbx_point *p, int kind)
+{
+    return kind == PDBX_RT_COMM_TP ? &p->tp_allreduce : kind == PDBX_RT_COMM_PP ? &p->pp_sendrecv
+                                                                               : &p->dp_allreduce;
+}
+
+static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
+                        double factor, sample_set *set)
+{
+    for (size_t i = 0; i < run->npoints; i++) {
+        const pdbx_point *p = &run->points[i];
+        const pdbx_comm_cell *c = point_comm(p, kind);
+        if (p->status != PDBX_POINT_OK
+            || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+            continue;
+        if (c->valid && c->group_size == group) {
+            set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
+            continue;
+        }
+        /* a run recorded before comm events: the layer's TP all-reduce op cells (their bytes
+         * are the message size) */
+        if (kind != PDBX_RT_COMM_TP || c->valid || p->tp != group)
+            continue;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (pdbx_op_is_comm((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
+                set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat));
+                break;
+            }
+    }
+}
+
+static int coll_spans(const pdbx_coll_result *c)
+{
+    return c->spans_nodes || (c->ranks_per_node > 0 && c->nranks > c->ranks_per_node);
+}
+
+static void sweep_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
+                        double factor, sample_set *set)
+{
+    const char *coll = kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce";
+    for (size_t i = 0; i < run->ncoll; i++) {
+        const pdbx_coll_result *c = &run->coll[i];
+        if (strcmp(c->coll, coll) != 0 || c->nranks != group || !c->in_place)
+            continue;
+        if (coll_spans(c) != inter)
+            continue;
+        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
+    }
+}
+
+/* The time at bytes from a set (sorted here); NONE when empty. *a, *b: the sizes used. */
+static pdbx_adv_how set_at(sample_set *set, double bytes, double *ms, double *a, double *b)
+{
+    if (set->n == 0)
+        return PDBX_ADV_NONE;
+    const comm_sample *s = set->s;   /* collapsed: one entry per size, ascending */
+    size_t n = set->n;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].bytes == bytes) {
+            *ms = s[i].ms, *a = *b = bytes;
+            return PDBX_ADV_EXACT;
+        }
+    if (bytes > s[n - 1].bytes || bytes < s[0].bytes) {
+        const comm_sample *near = bytes > s[n - 1].bytes ? &s[n - 1] : &s[0];
+        *ms = near->ms * bytes / near->bytes;
+        *a = *b = near->bytes;
+        return PDBX_ADV_EXTRAPOLATED;
+    }
+    size_t hi = 0;
+    while (s[hi].bytes < bytes)
+        hi++;
+    const comm_sample *x = &s[hi - 1], *y = &s[hi];
+    *ms = x->ms + (y->ms - x->ms) * (bytes - x->bytes) / (y->bytes - x->bytes);
+    *a = x->bytes, *b = y->bytes;
+    return PDBX_ADV_INTERPOLATED;
+}
+
+static int covers(sample_set *set, double bytes)
+{
+    if (set->n == 0)
+        return 0;
+    double lo = set->s[0].bytes, hi = lo;
+    for (size_t i = 1; i < set->n; i++) {
+        if (set->s[i].bytes < lo)
+            lo = set->s[i].bytes;
+        if (set->s[i].bytes > hi)
+            hi = set->s[i].bytes;
+    }
+    return bytes >= lo && bytes <= hi;
+}
+
+/* The all-reduce group size nearest to `group` (by ratio; the larger on a tie) that the points
+ * or the sweep measured at placement inter, other than group itself; 0 when none. */
+static int nearest_group(const pdbx_run *run, int kind, int group, int inter)
+{
+    int best = 0;
+    double bd = INFINITY;
+    for (size_t i = 0; i < run->npoints + run->ncoll; i++) {
+        int g;
+        if (i < run->npoints) {
+            const pdbx_point *p = &run->points[i];
+            const pdbx_comm_cell *c = point_comm(p, kind);
+            if (p->status != PDBX_POINT_OK || !c->valid
+                || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+                continue;
+            g = c->group_size;
+        } else {
+            const pdbx_coll_result *c = &run->coll[i - run->npoints];
+            if (strcmp(c->coll, "all_reduce") != 0 || !c->in_place || coll_spans(c) != inter)
+                continue;
+            g = c->nranks;
+        }
+        if (g < 2 || g == group)
+            continue;
+        double d = fabs(log((double)g / group));
+        if (d < bd || (d == bd && g > best))
+            best = g, bd = d;
+    }
+    return best;
+}
+
+/* A ring all-reduce moves 2 (n - 1) / n of the message per rank: at the same bus bandwidth the
+ * time scales by that factor (nccl-tests' busbw). */
+static double ring_factor(int n)
+{
+    return 2.0 * (n - 1) / n;
+}
+
+/* |log(bytes / size)| of the set's nearest size; INFINITY when empty */
+static double nearest(const sample_set *set, double bytes)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < set->n; i++) {
+        double d = fabs(log(bytes / set->s[i].bytes));
+        if (d < best)
+            best = d;
+    }
+    return best;
+}
+
+pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
+                                pdbx_stat_kind stat, double *ms, char *note, size_t len)
+{
+    if (len)
+        note[0] = '\0';
+    *ms = NAN;
+    size_t cap = run->npoints + run->ncoll + 1;
+    sample_set pts = { 0, cap, malloc(sizeof(comm_sample) * cap) };
+    sample_set swp = { 0, cap, malloc(sizeof(comm_sample) * cap) };
+    char who[40], size[24], sa[24], sb[24];
+    if (kind == PDBX_RT_COMM_PP)
+        snprintf(who, sizeof who, "pp send/recv");
+    else
+        snprintf(who, sizeof who, "%s %d all-reduce", kind == PDBX_RT_COMM_TP ? "tp" : "dp", group);
+    pdbx_fmt_size(bytes, size, sizeof size);
+    pdbx_adv_how how = PDBX_ADV_NONE;
+    if (!pts.s || !swp.s) {
+        snprintf(note, len, "%s: out of memory", who);
+        goto done;
+    }
+    /* the asked placement first, then the other one; within each the group's own size, then
+     * (all-reduce) the nearest measured group size at the same bus bandwidth */
+    for (int pass = 0; pass < 4 && how == PDBX_ADV_NONE; pass++) {
+        int at = pass < 2 ? inter : !inter, have = group;
+        double factor = 1;
+        if (pass % 2 == 1) {
+            if (kind == PDBX_RT_COMM_PP || (have = nearest_group(run, kind, group, at)) == 0)
+                continue;
+            factor = ring_factor(group) / ring_factor(have);
+        }
+        pts.n = swp.n = 0;
+        point_cells(run, kind, have, at, stat, factor, &pts);
+        sweep_cells(run, kind, have, at, stat, factor, &swp);
+        set_collapse(&pts);
+        set_collapse(&swp);
+        /* a source that covers the size (TP: the points first; PP, DP: the sweep first);
+         * when none does, the one with the nearest measured size (same preference on a tie) */
+        sample_set *order[2] = { &pts, &swp };
+        int sweep_first;
+        if (covers(&pts, bytes) || covers(&swp, bytes))
+            sweep_first = kind == PDBX_RT_COMM_TP ? !covers(&pts, bytes) : covers(&swp, bytes);
+        else {
+            double dp_ = nearest(&pts, bytes), ds = nearest(&swp, bytes);
+            sweep_first = kind == PDBX_RT_COMM_TP ? ds < dp_ : ds <= dp_;
+        }
+        if (sweep_first)
+            order[0] = &swp, order[1] = &pts;
+        for (int k = 0; k < 2 && how == PDBX_ADV_NONE; k++) {
+            double a = 0, b = 0;
+            how = set_at(order[k], bytes, ms, &a, &b);
+            if (how == PDBX_ADV_NONE)
+                continue;
+            const char *src = order[k] == &swp ? "the collectives sweep's" : "the points'";
+            const char *cell = order[k] == &swp ? (kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
+                                                : pdbx_rt_comm_name(kind);
+            char where[160] = "";
+            if (have != group)
+                snprintf(where, sizeof where, "; %d-rank cells x %.3g (ring 2(n-1)/n)", have, factor);
+            if (at != inter)
+                snprintf(where + strlen(where), sizeof where - strlen(where), "%s",
+                         inter ? "; intra-node cells, the group spans nodes"
+                               : "; inter-node cells, the group is in one node");
+            pdbx_fmt_size(a, sa, sizeof sa);
+            pdbx_fmt_size(b, sb, sizeof sb);
+            if ((a != bytes && strcmp(sa, size) == 0) || (b != bytes && strcmp(sb, size) == 0)) {
+                /* two sizes within the formatting's rounding: exact bytes */
+                snprintf(size, sizeof size, "%.0f B", bytes);
+                snprintf(sa, sizeof sa, "%.0f B", a);
+                snprintf(sb, sizeof sb, "%.0f B", b);
+            }
+            if (how == PDBX_ADV_INTERPOLATED)
+                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src,
+                         cell, sa, sb, where);
+            else if (how == PDBX_ADV_EXTRAPOLATED)
+                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size,
+                         src, cell, sa, where);
+            else if (pass > 0)
+                snprintf(note, len, "%s of %s from %s %s%s", who, size, src, cell, where);
+            if (pass > 0 && how == PDBX_ADV_EXACT)
+                how = PDBX_ADV_EXTRAPOLATED;   /* another placement's or group's cell: an estimate */
+        }
+    }
+    if (how == PDBX_ADV_NONE)
+        snprintf(note, len, "%s not measured (no %s cell of %d ranks, no collectives sweep entry)", who,
+                 pdbx_rt_comm_name(kind), group);
+done:
+    free(pts.s);
+    free(swp.s);
+    return how;
+}
