@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
-# the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice.
+# the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice;
+# a run with attn_rope and the residual adds (their rows in forward order, golden); the fixtures
+# without them are runs recorded before pdbx measured them (no rows for them).
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
@@ -119,6 +121,28 @@ keys Escape; wait_for "2 runs"
 keys End Enter; wait_for "view: table (ms)"
 screen | grep -E '^ attn_q +1\.00 +1\.90 +3\.70 +7\.30' >/dev/null || fail "the healthy run after a corrupt one"
 keys Escape; wait_for "2 runs"
+quit_and_check
+# a run that measured attn_rope and the residual adds (--rope): their rows in forward order,
+# rope after attn_v, each residual add after its TP all-reduce (TP 2); the fixture's attn_rope
+# at TP1 is 0.05 + 0.04 (MBS - 1) ms: 0.05 0.09 0.17 0.33
+rm -rf "$STORE"
+make_run 2026-11-20__12-00-00_aaaa0003 --rope
+start
+wait_for "1 run"
+keys Enter; wait_for "view: table (ms)"
+screen | grep -E '^ attn_rope +0\.050 +0\.090 +0\.170 +0\.330' >/dev/null || fail "attn_rope row"
+screen | grep -A1 -E '^ attn_v ' | grep -qE '^ attn_rope ' || fail "attn_rope not after attn_v"
+screen | grep -qE '^ attn_residual ' && screen | grep -qE '^ mlp_residual ' || fail "residual rows"
+golden_sizes tui_runview_rope "view: table (ms)"
+# at 80x24 the 17 op rows do not fit: the table says which show and scrolls to lm_head
+resize 80x24 "view: table (ms)"
+wait_for "ops 1-14 of 17: Up/Down scroll"
+keys Down Down Down; wait_for "ops 4-17 of 17: Up/Down scroll"
+screen | grep -qE '^ lm_head +12\.0 ' || fail "lm_head not reachable at 80x24"
+keys Up Up Up; wait_for "ops 1-14 of 17"
+resize "${COLS}x${ROWS}" "view: table (ms)"
+keys Tab; wait_for "tp_allreduce_attn"
+screen | grep -A1 -E '^ tp_allreduce_attn ' | grep -qE '^ attn_residual ' || fail "attn_residual not after the TP all-reduce"
 quit_and_check
 # the point's DP gradient all-reduce shows under the total of a DP config (the shipped CPU
 # recording: 25.81, 25.74, 24.72, 24.15 ms mean at MBS 1, 2, 4, 8, as `pdbx show` prints), and

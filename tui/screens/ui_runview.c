@@ -221,6 +221,17 @@ static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
         y++;
     }
     int rows_left = b.y + b.h - y - 2;   /* the layer and total rows always show */
+    int present = 0;
+    for (int op = 0; op < PDBX_OP_COUNT; op++)
+        present += m->op_present[op] != 0;
+    if (v->scroll > 0 && v->scroll >= present)
+        v->scroll = present > 0 ? present - 1 : 0;
+    /* more op rows than room (a run with every op at 80x24): the last row says how many show,
+     * never a table that silently ends before lm_head */
+    const int cut = v->scroll > 0 || present - v->scroll > rows_left;
+    if (cut)
+        rows_left--;
+    const int room = rows_left;
     int skipped = 0;
     for (int op = 0; op < PDBX_OP_COUNT && rows_left > 0; op++) {
         if (!m->op_present[op]) continue;
@@ -252,6 +263,11 @@ static void draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share)
         rows_left--;
     }
     if (v->scroll > skipped) v->scroll = skipped;
+    if (cut) {
+        const int shown = room - rows_left;
+        ui_put(y++, 1, b.w - 2, UI_C_DIM, 0, "ops %d-%d of %d: Up/Down scroll", v->scroll + (shown > 0),
+               v->scroll + shown, present);
+    }
     /* The measured layer and step sums (never the ops added up). In the share view they are
        the denominators: per-layer ops are shares of layer, embed/final_norm/lm_head of total. */
     y = draw_sum_row(y, opw, cw, ncols, share ? "layer (ms)" : "layer", m->layer);
