@@ -17,7 +17,7 @@
 #include "engine/launch/launch_argv.h"
 
 static const pdbx_launch_target target = { "/opt/pdbx/bin/pdbx-engine", "/s/logs/ID.spec.json",
-                                           "/s", "ID" };
+                                           "/s", "ID", NULL, 0 };
 
 /* A spec with gpus_per_node g, nodes n and configs of np ranks each (tp = np). */
 static void make_spec(pdbx_spec *s, int g, int n, const int *nps, int k)
