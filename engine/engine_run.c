@@ -496,8 +496,6 @@ int pdbx_run_validate(pdbx_engine *e, const pdbx_engine_args *args)
             fprintf(stderr, "pdbx-engine: validate: %s\n", err);
         return 1;
     }
-    if (e->rank == 0)
-        printf("%s\n", args->v.out_path);
     return 0;
 }
 

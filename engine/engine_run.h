@@ -9,8 +9,8 @@
  *   sweep:     progress heartbeat and watchdog, the sweep, then rank 0 writes run_end when the
  *              whole plan is done or the run was cancelled or failed; the run id on stdout.
  *   validate:  (--validate instead of sweep: configure checks the configuration instead of
- *              the plan, start opens no run) the validation of engine_validate.h; its result
- *              file's path on stdout.
+ *              the plan, start opens no run) the validation of engine_validate.h (its result
+ *              in the --out file, nothing on stdout).
  *   close:     backends, event writer and plan freed (safe after any of the above).
  *
  * Each step returns PDBX_RUN_GO to go on, or the exit code: 0 done or cancelled (or --help),

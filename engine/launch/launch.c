@@ -105,6 +105,7 @@ int pdbx_launch_foreground(const pdbx_spec *spec, const pdbx_launch_opts *opts,
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         setpgid(0, 0);          /* the terminal's Ctrl-C reaches us, and we forward it once */
+        dup2(STDERR_FILENO, STDOUT_FILENO);   /* the caller's stdout is for its own result */
         execvp(cmd->argv[0], cmd->argv);
         fprintf(stderr, "pdbx: could not start %s: %s\n", cmd->argv[0], strerror(errno));
         _exit(127);
