@@ -24,10 +24,12 @@ spec.update({"name": "advise-validate", "configs": json.loads(sys.argv[3]), "pas
              "layers": 2, "mbs": "1:4", "timeout_s": 600})
 json.dump(spec, open(sys.argv[1], "w"), indent=1)
 PYEOF
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "machine: $(nproc) cores, load average $(load) before the sweep"
 t0=$(date +%s)
 id=$("$PDBX" run "$TMP/spec.json" --store "$ST" --force 2>"$TMP/run.err") || { cat "$TMP/run.err"; exit 1; }
 id=$(echo "$id" | tail -1)
-echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST)"
+echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST), load average $(load) after it"
 list="1x1x2 2x1x1 1x2x1"
 [ "${FOUR:-0}" = 1 ] && list+=" 2x1x2"
 printf '%-7s %4s %4s %7s %12s %12s %8s   %s\n' config mbs gbs num_mb measured_ms estimated_ms error \
@@ -49,4 +51,5 @@ print("%-7s %4d %4d %7d %12.1f %12.1f %+7.1f%%   %.0f/%.0f/%.0f/%.0f/%.0f | %.0f
 if e.get("note"):
     print("        note: %s" % e["note"])
 PYEOF
+    echo "        load average $(load) after it"
 done

@@ -24,7 +24,7 @@
 
 typedef struct {
     const char *store, *config, *hosts, *hostfile, *launcher_args, *launcher;
-    int mbs, gbs, layers, iters, format, simulate_nodes;
+    int mbs, gbs, layers, iters, format, simulate_nodes, stat;
     int tp, pp, dp;
 } val_args;
 
@@ -35,6 +35,7 @@ static const pdbx_cli_opt val_opts[] = {
     { "layers", "L", "decoder layers (default: the run's profiled layers, at least PP, rounded up to a multiple of PP)" },
     { "iters", "N", "measured iterations after one warm-up (default 3)" },
     { "format", "FMT", "table (default) or json" },
+    { "stat", "STAT", "statistic of the estimate's cells: median (default, as advise), mean, min, max" },
     { "launcher", "KIND", "auto (default: the run's), local, mpirun or srun" },
     { "hosts", "H:N,...", "mpirun on these hosts with N slots each (e.g. a:8,b:8)" },
     { "hostfile", "FILE", "mpirun on the hosts of an OpenMPI hostfile (NAME slots=N per line)" },
@@ -72,7 +73,12 @@ static int val_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
         return pdbx_cli_int("--layers", value, 1, PDBX_RUN_MAX_LAYERS, &a->layers, err, errlen);
     else if (strcmp(n, "iters") == 0)
         return pdbx_cli_int("--iters", value, 1, ITERS_MAX, &a->iters, err, errlen);
-    else if (strcmp(n, "format") == 0) {
+    else if (strcmp(n, "stat") == 0) {
+        if (pdbx_cli_stat("--stat", value, &a->stat, err, errlen) != 0)
+            return -1;
+        if (a->stat == PDBX_STAT_STD)
+            return snprintf(err, errlen, "--stat: 'std' is not a time (allowed: median, mean, min, max)"), -1;
+    } else if (strcmp(n, "format") == 0) {
         static const char *const fmts[] = { "table", "json", NULL };
         return pdbx_cli_choice("--format", value, fmts, &a->format, err, errlen);
     } else if (strcmp(n, "launcher") == 0)
@@ -315,6 +321,7 @@ int pdbx_cmd_validate(int argc, char **argv)
 {
     val_args a;
     memset(&a, 0, sizeof a);
+    a.stat = PDBX_STAT_MEDIAN;
     char **pos;
     int npos;
     int rc = pdbx_cli_parse(&val_spec, argc, argv, val_opt, &a, &pos, &npos);
@@ -351,6 +358,7 @@ int pdbx_cmd_validate(int argc, char **argv)
         q.gpus = a.tp * a.pp * a.dp;
         q.gbs = a.gbs;
         q.layers = a.layers;
+        q.stat = (pdbx_stat_kind)a.stat;
         if (pdbx_advise_one(&run, &q, a.tp, a.pp, a.dp, a.mbs, &est, err, sizeof err) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "%s", err);
     }
