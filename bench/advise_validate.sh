@@ -22,6 +22,8 @@ import json, sys
 spec = json.load(open(sys.argv[2]))
 spec.update({"name": "advise-validate", "configs": json.loads(sys.argv[3]), "passes": ["fwd", "bwd"],
              "layers": 2, "mbs": "1:4", "timeout_s": 600})
+if any(c["tp"] * c["pp"] * c["dp"] > spec["gpus_per_node"] for c in spec["configs"]):
+    spec["gpus_per_node"] = 4   # FOUR=1: one node of 4 ranks
 json.dump(spec, open(sys.argv[1], "w"), indent=1)
 PYEOF
 load() { cut -d' ' -f1-3 /proc/loadavg; }

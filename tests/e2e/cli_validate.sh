@@ -49,6 +49,21 @@ assert len(r) == 1, rows
 assert abs(r[0]["step_ms"] - v["estimated_ms"]) <= 1e-6 * v["estimated_ms"], (r[0], v["estimated_ms"])
 PYEOF
 
+# --stat picks the estimate's cells as advise's --stat does
+"$PDBX" validate "$id" --store "$ST" --config 1x1x2 --mbs 2 --gbs 4 --iters 1 --stat max --format json \
+    >"$TMP/v3.json" 2>"$TMP/v3.err" || fail "validate --stat max: $(cat "$TMP/v3.err")"
+"$PDBX" advise "$id" --store "$ST" --gpus 2 --gbs 4 --layers 2 --stat max --format json >"$TMP/adv3.json" \
+    2>"$TMP/adv3.err" || fail "advise --stat max: $(cat "$TMP/adv3.err")"
+"$PY" - "$TMP/v3.json" "$TMP/adv3.json" "$TMP/adv.json" <<'PYEOF' || fail "validate --stat max is not advise's"
+import json, sys
+v = json.load(open(sys.argv[1]))
+rows = lambda f: (lambda a: a["rows"] if isinstance(a, dict) else a)(json.load(open(f)))
+r = [r for r in rows(sys.argv[2]) if (r["tp"], r["pp"], r["dp"], r["mbs"]) == (1, 1, 2, 2)]
+med = [r for r in rows(sys.argv[3]) if (r["tp"], r["pp"], r["dp"], r["mbs"]) == (1, 1, 2, 2)]
+assert len(r) == 1 and abs(r[0]["step_ms"] - v["estimated_ms"]) <= 1e-6 * v["estimated_ms"], (r, v)
+assert med[0]["step_ms"] < r[0]["step_ms"], (med, r)      # max cells make a longer estimate
+PYEOF
+
 # PP2: table (the pipeline's send/recv and bubble)
 "$PDBX" validate "${id:0:22}" --store "$ST" --config 1x2x1 --mbs 2 --gbs 4 --iters 1 \
     >"$TMP/v2.txt" 2>"$TMP/v2.err" || fail "validate 1x2x1: $(cat "$TMP/v2.err")"
@@ -59,7 +74,7 @@ grep -qE "measured .*PP [0-9.]*[1-9]" "$TMP/v2.txt" || fail "no measured PP time
 
 # recorded next to the run, the run file untouched, listed by show
 rec=$ST/runs/$id.validations.jsonl
-[ "$(wc -l <"$rec")" = 2 ] || fail "record: $(cat "$rec")"
+[ "$(wc -l <"$rec")" = 3 ] || fail "record: $(cat "$rec")"
 [ "$(md5sum <"$runfile")" = "$sum_before" ] || fail "validate changed the run file"
 "$PDBX" show "$id" --store "$ST" >"$TMP/show.txt" || fail "show"
 grep -q "^validations" "$TMP/show.txt" || fail "show has no validations section"
@@ -69,7 +84,7 @@ grep -qE "^  .* 1x2x1 +2 +4 +2 " "$TMP/show.txt" || fail "show lacks 1x2x1: $(ta
 "$PY" -c '
 import json, sys
 v = json.load(open(sys.argv[1]))["validations"]
-assert [x["config"] for x in v] == ["1x1x2", "1x2x1"], v
+assert [x["config"] for x in v] == ["1x1x2", "1x1x2", "1x2x1"], v
 assert all(x["measured_ms"] > 0 for x in v), v' "$TMP/show.json" || fail "show JSON validations"
 
 # bad input: one line naming the field, exit 2, nothing recorded
@@ -87,7 +102,8 @@ bad "--config: 'two' is not TPxPPxDP" "$id" --config two --mbs 1 --gbs 4
 bad "--config TPxPPxDP is required" "$id" --mbs 1 --gbs 4
 bad "--layers: 3 is not a multiple of pp = 2" "$id" --config 1x2x1 --mbs 1 --gbs 4 --layers 3
 bad "--mbs" "$id" --config 1x1x2 --mbs 0 --gbs 4
+bad "--stat: 'std' is not a time" "$id" --config 1x1x2 --mbs 1 --gbs 4 --stat std
 bad "no-such-run" no-such-run --config 1x1x2 --mbs 1 --gbs 4
 bad "is a path" "$runfile" --config 1x1x2 --mbs 1 --gbs 4
-[ "$(wc -l <"$rec")" = 2 ] || fail "bad input was recorded: $(cat "$rec")"
+[ "$(wc -l <"$rec")" = 3 ] || fail "bad input was recorded: $(cat "$rec")"
 echo "PASS: validate measured and estimated 1x1x2 and 1x2x1, recorded, listed; usage errors exit 2"
