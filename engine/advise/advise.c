@@ -12,6 +12,7 @@
 #include "engine/advise/advise_cells.h"
 #include "engine/advise/advise_comm.h"
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_comm.h"
 #include "store/runtable.h"
 #include "store/util/fmt.h"
 
@@ -208,6 +209,11 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     }
 
     const int gpn = c->q.gpus_per_node;
+    /* the engine's own sizing of the step's messages (plan_comm.h): activations [mbs x seq,
+     * hidden] in the run's dtype; the stage's whole gradients in fp32 */
+    pdbx_plan_comm sizes;
+    pdbx_plan_comm_bytes(&c->spec.model, tp, pp, dp, mbs, c->spec.seq_len, c->spec.dtype,
+                         PDBX_BACKEND_CUDA, &sizes);
     const double act_bytes = (double)mbs * c->spec.seq_len * c->spec.model.hidden * c->dtype_bytes;
     const double lps = (double)c->q.layers / pp;
     if (tp > 1) {
@@ -249,7 +255,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     pdbx_memory mem;
     pdbx_memory_predict(&c->spec, &par, mbs, &mem);
     if (dp > 1) {
-        row->dp_msg_bytes = mem.params_per_rank * 4;   /* fp32 gradients of stage 0 (the largest) */
+        row->dp_msg_bytes = sizes.dp_full_bytes;   /* stage 0's (the largest) fp32 gradients */
         if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes,
                                pdbx_adv_spans((long)tp * (dp - 1), gpn), c->q.stat, &row->dp_comm_ms,
                                note, sizeof note) == PDBX_ADV_NONE) {
@@ -270,9 +276,10 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
 
 static int check_config(const adv_ctx *c, int tp, int pp, int dp, int mbs, char *err, size_t errlen)
 {
-    if (tp < 1 || pp < 1 || dp < 1 || mbs < 1 || mbs > ADV_MAX_MBS)
+    if (tp < 1 || pp < 1 || dp < 1 || tp > c->q.gpus || pp > c->q.gpus || dp > c->q.gpus || mbs < 1
+        || mbs > ADV_MAX_MBS)
         return fail(err, errlen, "config: %dx%dx%d mbs %d is not a configuration (allowed: tp, pp, dp "
-                    ">= 1, mbs 1..%d)", tp, pp, dp, mbs, ADV_MAX_MBS);
+                    "1..%d, mbs 1..%d)", tp, pp, dp, mbs, c->q.gpus, ADV_MAX_MBS);
     if ((long)tp * pp * dp != c->q.gpus)
         return fail(err, errlen, "config: %dx%dx%d uses %ld GPUs, the query has %d (allowed: tp x pp x "
                     "dp == %d)", tp, pp, dp, (long)tp * pp * dp, c->q.gpus, c->q.gpus);
@@ -390,7 +397,7 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
     adv_ctx c;
     if (ctx_init(&c, run, q, err, errlen) != 0)
         return -1;
-    adv_notes ns = { 0 };
+    adv_notes ns = { 0 }, row_notes = { 0 };
     size_t cap = 0;
     int rc = 0;
     long candidates = 0;
@@ -408,8 +415,13 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
                 candidates++;
                 pdbx_advise_row row;
                 char reason[PDBX_ADVISE_NOTE_MAX];
-                int r = estimate(&c, tp, pp, dp, mbs, &row, &ns, reason, sizeof reason);
-                if (r < 0 || (r == 0 && push_row(out, &cap, &row) != 0)) {
+                /* a row's estimates are noted only when the row is kept */
+                row_notes.n = 0;
+                int r = estimate(&c, tp, pp, dp, mbs, &row, &row_notes, reason, sizeof reason);
+                if (r == 0)
+                    for (size_t k = 0; k < row_notes.n; k++)
+                        notes_find_or_add(&ns, row_notes.v[k].text);
+                if (r < 0 || row_notes.oom || (r == 0 && push_row(out, &cap, &row) != 0)) {
                     rc = fail(err, errlen, "out of memory");
                 } else if (r == 1) {
                     adv_note *n = notes_find_or_add(&ns, reason);
@@ -433,7 +445,10 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
         if (take_notes(&ns, out) != 0)
             rc = fail(err, errlen, "out of memory");
     }
+    if (rc == 0)
+        out->query = c.q;
     free(ns.v);
+    free(row_notes.v);
     ctx_free(&c);
     if (rc != 0)
         pdbx_advise_free(out);

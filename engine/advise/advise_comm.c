@@ -27,16 +27,33 @@ static void set_add(sample_set *set, double bytes, double ms)
 {
     if (!(bytes > 0) || !isfinite(ms) || ms < 0 || set->n == set->cap)
         return;
-    for (size_t i = 0; i < set->n; i++)
-        if (set->s[i].bytes == bytes)
-            return;   /* the first measurement of a size (plan order) */
     set->s[set->n++] = (comm_sample){ bytes, ms };
 }
 
-static int by_bytes(const void *a, const void *b)
+static int by_bytes_ms(const void *a, const void *b)
 {
     const comm_sample *x = a, *y = b;
-    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+    if (x->bytes != y->bytes)
+        return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* Sorts by size and folds the measurements of one size into their median: the DP bucket is
+ * measured at every point of a config (one per MBS), and one noisy point should not decide. */
+static void set_collapse(sample_set *set)
+{
+    qsort(set->s, set->n, sizeof *set->s, by_bytes_ms);
+    size_t out = 0;
+    for (size_t i = 0; i < set->n;) {
+        size_t j = i;
+        while (j < set->n && set->s[j].bytes == set->s[i].bytes)
+            j++;
+        size_t k = j - i;
+        double med = k % 2 ? set->s[i + k / 2].ms : (set->s[i + k / 2 - 1].ms + set->s[i + k / 2].ms) / 2;
+        set->s[out++] = (comm_sample){ set->s[i].bytes, med };
+        i = j;
+    }
+    set->n = out;
 }
 
 /* The last rank of the kind's group in a (tp, pp, dp) config of Megatron's rank order. */
@@ -56,31 +73,46 @@ static const pdbx_comm_cell *point_comm(const pdbx_point *p, int kind)
 }
 
 static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
-                        sample_set *set)
+                        double factor, sample_set *set)
 {
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *p = &run->points[i];
         const pdbx_comm_cell *c = point_comm(p, kind);
-        if (p->status != PDBX_POINT_OK || !c->valid || c->group_size != group)
+        if (p->status != PDBX_POINT_OK
+            || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
             continue;
-        if (pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+        if (c->valid && c->group_size == group) {
+            set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
             continue;
-        set_add(set, c->bytes, pdbx_stats_get(&c->time, stat));
+        }
+        /* a run recorded before comm events: the layer's TP all-reduce op cells (their bytes
+         * are the message size) */
+        if (kind != PDBX_RT_COMM_TP || c->valid || p->tp != group)
+            continue;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (pdbx_op_is_comm((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
+                set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat));
+                break;
+            }
     }
 }
 
+static int coll_spans(const pdbx_coll_result *c)
+{
+    return c->spans_nodes || (c->ranks_per_node > 0 && c->nranks > c->ranks_per_node);
+}
+
 static void sweep_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
-                        sample_set *set)
+                        double factor, sample_set *set)
 {
     const char *coll = kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce";
     for (size_t i = 0; i < run->ncoll; i++) {
         const pdbx_coll_result *c = &run->coll[i];
         if (strcmp(c->coll, coll) != 0 || c->nranks != group || !c->in_place)
             continue;
-        int spans = c->spans_nodes || (c->ranks_per_node > 0 && c->nranks > c->ranks_per_node);
-        if (spans != inter)
+        if (coll_spans(c) != inter)
             continue;
-        set_add(set, c->bytes, pdbx_stats_get(&c->time, stat));
+        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
     }
 }
 
@@ -89,8 +121,7 @@ static pdbx_adv_how set_at(sample_set *set, double bytes, double *ms, double *a,
 {
     if (set->n == 0)
         return PDBX_ADV_NONE;
-    qsort(set->s, set->n, sizeof *set->s, by_bytes);
-    const comm_sample *s = set->s;
+    const comm_sample *s = set->s;   /* collapsed: one entry per size, ascending */
     size_t n = set->n;
     for (size_t i = 0; i < n; i++)
         if (s[i].bytes == bytes) {
@@ -126,6 +157,55 @@ static int covers(sample_set *set, double bytes)
     return bytes >= lo && bytes <= hi;
 }
 
+/* The all-reduce group size nearest to `group` (by ratio; the larger on a tie) that the points
+ * or the sweep measured at placement inter, other than group itself; 0 when none. */
+static int nearest_group(const pdbx_run *run, int kind, int group, int inter)
+{
+    int best = 0;
+    double bd = INFINITY;
+    for (size_t i = 0; i < run->npoints + run->ncoll; i++) {
+        int g;
+        if (i < run->npoints) {
+            const pdbx_point *p = &run->points[i];
+            const pdbx_comm_cell *c = point_comm(p, kind);
+            if (p->status != PDBX_POINT_OK || !c->valid
+                || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+                continue;
+            g = c->group_size;
+        } else {
+            const pdbx_coll_result *c = &run->coll[i - run->npoints];
+            if (strcmp(c->coll, "all_reduce") != 0 || !c->in_place || coll_spans(c) != inter)
+                continue;
+            g = c->nranks;
+        }
+        if (g < 2 || g == group)
+            continue;
+        double d = fabs(log((double)g / group));
+        if (d < bd || (d == bd && g > best))
+            best = g, bd = d;
+    }
+    return best;
+}
+
+/* A ring all-reduce moves 2 (n - 1) / n of the message per rank: at the same bus bandwidth the
+ * time scales by that factor (nccl-tests' busbw). */
+static double ring_factor(int n)
+{
+    return 2.0 * (n - 1) / n;
+}
+
+/* |log(bytes / size)| of the set's nearest size; INFINITY when empty */
+static double nearest(const sample_set *set, double bytes)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < set->n; i++) {
+        double d = fabs(log(bytes / set->s[i].bytes));
+        if (d < best)
+            best = d;
+    }
+    return best;
+}
+
 pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
                                 pdbx_stat_kind stat, double *ms, char *note, size_t len)
 {
@@ -146,14 +226,32 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
         snprintf(note, len, "%s: out of memory", who);
         goto done;
     }
-    /* the asked placement first, then the other one */
-    for (int pass = 0; pass < 2 && how == PDBX_ADV_NONE; pass++) {
-        int at = pass == 0 ? inter : !inter;
+    /* the asked placement first, then the other one; within each the group's own size, then
+     * (all-reduce) the nearest measured group size at the same bus bandwidth */
+    for (int pass = 0; pass < 4 && how == PDBX_ADV_NONE; pass++) {
+        int at = pass < 2 ? inter : !inter, have = group;
+        double factor = 1;
+        if (pass % 2 == 1) {
+            if (kind == PDBX_RT_COMM_PP || (have = nearest_group(run, kind, group, at)) == 0)
+                continue;
+            factor = ring_factor(group) / ring_factor(have);
+        }
         pts.n = swp.n = 0;
-        point_cells(run, kind, group, at, stat, &pts);
-        sweep_cells(run, kind, group, at, stat, &swp);
+        point_cells(run, kind, have, at, stat, factor, &pts);
+        sweep_cells(run, kind, have, at, stat, factor, &swp);
+        set_collapse(&pts);
+        set_collapse(&swp);
+        /* a source that covers the size (TP: the points first; PP, DP: the sweep first);
+         * when none does, the one with the nearest measured size (same preference on a tie) */
         sample_set *order[2] = { &pts, &swp };
-        if (kind == PDBX_RT_COMM_DP && covers(&swp, bytes))
+        int sweep_first;
+        if (covers(&pts, bytes) || covers(&swp, bytes))
+            sweep_first = kind == PDBX_RT_COMM_TP ? !covers(&pts, bytes) : covers(&swp, bytes);
+        else {
+            double dp_ = nearest(&pts, bytes), ds = nearest(&swp, bytes);
+            sweep_first = kind == PDBX_RT_COMM_TP ? ds < dp_ : ds <= dp_;
+        }
+        if (sweep_first)
             order[0] = &swp, order[1] = &pts;
         for (int k = 0; k < 2 && how == PDBX_ADV_NONE; k++) {
             double a = 0, b = 0;
@@ -163,19 +261,31 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
             const char *src = order[k] == &swp ? "the collectives sweep's" : "the points'";
             const char *cell = order[k] == &swp ? (kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
                                                 : pdbx_rt_comm_name(kind);
-            const char *where = pass == 0 ? ""
-                                : inter ? " (measured intra-node only; the job's group spans nodes)"
-                                        : " (measured inter-node only; the job's group is in one node)";
+            char where[160] = "";
+            if (have != group)
+                snprintf(where, sizeof where, "; %d-rank cells x %.3g (ring 2(n-1)/n)", have, factor);
+            if (at != inter)
+                snprintf(where + strlen(where), sizeof where - strlen(where), "%s",
+                         inter ? "; intra-node cells, the group spans nodes"
+                               : "; inter-node cells, the group is in one node");
             pdbx_fmt_size(a, sa, sizeof sa);
             pdbx_fmt_size(b, sb, sizeof sb);
+            if ((a != bytes && strcmp(sa, size) == 0) || (b != bytes && strcmp(sb, size) == 0)) {
+                /* two sizes within the formatting's rounding: exact bytes */
+                snprintf(size, sizeof size, "%.0f B", bytes);
+                snprintf(sa, sizeof sa, "%.0f B", a);
+                snprintf(sb, sizeof sb, "%.0f B", b);
+            }
             if (how == PDBX_ADV_INTERPOLATED)
-                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src, cell, sa, sb, where);
+                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src,
+                         cell, sa, sb, where);
             else if (how == PDBX_ADV_EXTRAPOLATED)
-                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size, src, cell, sa, where);
-            else if (pass == 1)
+                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size,
+                         src, cell, sa, where);
+            else if (pass > 0)
                 snprintf(note, len, "%s of %s from %s %s%s", who, size, src, cell, where);
-            if (pass == 1 && how == PDBX_ADV_EXACT)
-                how = PDBX_ADV_EXTRAPOLATED;   /* another placement's cell is an estimate */
+            if (pass > 0 && how == PDBX_ADV_EXACT)
+                how = PDBX_ADV_EXTRAPOLATED;   /* another placement's or group's cell: an estimate */
         }
     }
     if (how == PDBX_ADV_NONE)

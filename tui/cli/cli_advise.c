@@ -23,6 +23,7 @@ static const pdbx_cli_opt advise_opts[] = {
     { "layers", "L", "decoder layers of the job (default: the model's)" },
     { "mbs-max", "M", "largest micro-batch size tried (default: twice the largest measured)" },
     { "stat", "STAT", "statistic of the cells: median (default), mean, min, max" },
+    { "top", "N", "only the N fastest configurations (default: all)" },
     { "format", "FMT", "table (default) or json" },
     { NULL, NULL, NULL },
 };
@@ -41,7 +42,7 @@ static const pdbx_cli_spec advise_spec = {
 
 typedef struct {
     const char *store;
-    int gpus, gbs, nodes, layers, mbs_max, stat, format;
+    int gpus, gbs, nodes, layers, mbs_max, stat, format, top;
     int have_gpus, have_gbs;
 } advise_args;
 
@@ -74,24 +75,37 @@ static int advise_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     }
     if (strcmp(n, "format") == 0)
         return pdbx_cli_choice(n, value, advise_formats, &a->format, err, errlen);
+    if (strcmp(n, "top") == 0)
+        return pdbx_cli_int(n, value, 1, 1 << 30, &a->top, err, errlen);
     return 0;
+}
+
+/* How many rows have measured backward cells. */
+static size_t rows_bwd_measured(const pdbx_advise_result *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        n += r->rows[i].bwd_measured != 0;
+    return n;
 }
 
 static int all_bwd_measured(const pdbx_advise_result *r)
 {
-    for (size_t i = 0; i < r->nrows; i++)
-        if (!r->rows[i].bwd_measured)
-            return 0;
-    return r->nrows > 0;
+    return r->nrows > 0 && rows_bwd_measured(r) == r->nrows;
 }
 
-static void print_table(const pdbx_run *run, const advise_args *a, const pdbx_advise_result *r, FILE *out)
+static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t shown, FILE *out)
 {
-    pdbx_cli_line(out, "advise run %s: model %s, %d GPUs%s, gbs %d, stat %s", run->id,
-                  run->model.name[0] ? run->model.name : PDBX_NA, a->gpus, a->nodes ? " on nodes" : "",
-                  a->gbs, pdbx_stat_name((pdbx_stat_kind)a->stat));
-    fprintf(out, "bwd: %s\n", all_bwd_measured(r) ? "measured (the run's backward cells)"
-                              : "not measured: backward = 2 x forward (FASOP's x3 rule)");
+    const pdbx_advise_query *q = &r->query;
+    pdbx_cli_line(out, "advise run %s: model %s, %d layers, %d GPUs (%d node%s x %d), gbs %d, mbs <= %d, "
+                  "stat %s", run->id, run->model.name[0] ? run->model.name : PDBX_NA, q->layers, q->gpus,
+                  q->nodes, q->nodes == 1 ? "" : "s", q->gpus_per_node, q->gbs, q->mbs_max,
+                  pdbx_stat_name(q->stat));
+    size_t nb = rows_bwd_measured(r);
+    fprintf(out, "bwd: %s\n", nb == r->nrows ? "measured (the run's backward cells)"
+                              : nb == 0 ? "not measured: backward = 2 x forward (FASOP's x3 rule)"
+                                        : "measured for some TP degrees, 2 x forward for the others "
+                                          "(see notes)");
     fprintf(out, "times: ms per iteration; step = compute + comm + bubble; mem_gb: training memory "
                  "per GPU (the planner's)\n\n");
     static const char *const head[] = { "rank", "tp", "pp", "dp", "mbs", "num_mb", "step_ms",
@@ -102,7 +116,7 @@ static void print_table(const pdbx_run *run, const advise_args *a, const pdbx_ad
         return;
     for (size_t c = 0; c < ncol; c++)
         pdbx_table_header(t, c, head[c], c == ncol - 1 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT);
-    for (size_t i = 0; i < r->nrows; i++) {
+    for (size_t i = 0; i < shown; i++) {
         const pdbx_advise_row *w = &r->rows[i];
         char ms[4][24];
         pdbx_table_add_row(t);
@@ -122,6 +136,8 @@ static void print_table(const pdbx_run *run, const advise_args *a, const pdbx_ad
     }
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
+    if (shown < r->nrows)
+        fprintf(out, "  (%zu of %zu configurations shown: --top)\n", shown, r->nrows);
     fprintf(out, "\n  * Pareto front of step time vs memory per GPU among the configurations that fit\n"
                  "  ~ estimated cells (interpolated or extrapolated: see notes)\n");
     if (r->nnotes) {
@@ -162,7 +178,7 @@ static cJSON *row_json(const pdbx_advise_row *w)
     return o;
 }
 
-static int print_json(const pdbx_run *run, const advise_args *a, const pdbx_advise_result *r, FILE *out)
+static int print_json(const pdbx_run *run, const pdbx_advise_result *r, size_t shown, FILE *out)
 {
     cJSON *root = cJSON_CreateObject(), *q = cJSON_CreateObject(), *rows = cJSON_CreateArray(),
           *notes = cJSON_CreateArray();
@@ -176,13 +192,15 @@ static int print_json(const pdbx_run *run, const advise_args *a, const pdbx_advi
         cJSON_Delete(rows);
         cJSON_Delete(notes);
     }
-    ok = ok && cJSON_AddStringToObject(root, "run", run->id) && cJSON_AddNumberToObject(q, "gpus", a->gpus)
-         && cJSON_AddNumberToObject(q, "gbs", a->gbs)
-         && (a->nodes ? cJSON_AddNumberToObject(q, "nodes", a->nodes) != NULL : cJSON_AddNullToObject(q, "nodes") != NULL)
-         && (a->layers ? cJSON_AddNumberToObject(q, "layers", a->layers) != NULL : cJSON_AddNullToObject(q, "layers") != NULL)
-         && cJSON_AddStringToObject(q, "stat", pdbx_stat_name((pdbx_stat_kind)a->stat))
-         && cJSON_AddBoolToObject(root, "bwd_measured", all_bwd_measured(r));
-    for (size_t i = 0; ok && i < r->nrows; i++) {
+    const pdbx_advise_query *rq = &r->query;
+    ok = ok && cJSON_AddStringToObject(root, "run", run->id) && cJSON_AddNumberToObject(q, "gpus", rq->gpus)
+         && cJSON_AddNumberToObject(q, "gbs", rq->gbs) && cJSON_AddNumberToObject(q, "nodes", rq->nodes)
+         && cJSON_AddNumberToObject(q, "gpus_per_node", rq->gpus_per_node)
+         && cJSON_AddNumberToObject(q, "layers", rq->layers) && cJSON_AddNumberToObject(q, "mbs_max", rq->mbs_max)
+         && cJSON_AddStringToObject(q, "stat", pdbx_stat_name(rq->stat))
+         && cJSON_AddBoolToObject(root, "bwd_measured", all_bwd_measured(r))
+         && cJSON_AddNumberToObject(root, "rows_total", (double)r->nrows);
+    for (size_t i = 0; ok && i < shown; i++) {
         cJSON *o = row_json(&r->rows[i]);
         ok = o && cJSON_AddItemToArray(rows, o);
     }
@@ -244,11 +262,12 @@ int pdbx_cmd_advise(int argc, char **argv)
         rc = PDBX_EXIT_USAGE;
         goto done;
     }
+    size_t shown = a.top > 0 && (size_t)a.top < res.nrows ? (size_t)a.top : res.nrows;
     if (a.format == 1) {
-        if (print_json(&run, &a, &res, stdout) != 0)
+        if (print_json(&run, &res, shown, stdout) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, advise_spec.name, "out of memory");
     } else {
-        print_table(&run, &a, &res, stdout);
+        print_table(&run, &res, shown, stdout);
     }
 done:
     pdbx_advise_free(&res);
