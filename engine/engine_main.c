@@ -1,6 +1,7 @@
 /* engine_main.c: main() of pdbx-engine, the MPI profiling engine.
  *
  *   mpirun -np N pdbx-engine --spec FILE --store DIR [--run-id ID] [--backend B]
+ *   mpirun -np N pdbx-engine --spec FILE --validate TPxPPxDP --mbs M --gbs B ... --out FILE
  *
  * The launch's steps (configure, start, sweep, close), their order and exit codes are
  * engine_run.h's: 0 done or cancelled, 1 runtime failure, 2 usage error.
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
     if (code == PDBX_RUN_GO)
         code = pdbx_run_start(&e, &args);
     if (code == PDBX_RUN_GO)
-        code = pdbx_run_sweep(&e);
+        code = args.validate ? pdbx_run_validate(&e, &args) : pdbx_run_sweep(&e);
     pdbx_run_close(&e);
     MPI_Finalize();
     leave_shm_dir();

@@ -13,6 +13,7 @@
 #include "engine/engine_collsweep.h"
 #include "engine/engine_infer.h"
 #include "engine/engine_env.h"
+#include "engine/engine_validate.h"
 #include "engine/engine_watch.h"
 #include "store/events.h"
 #include "store/stop_request.h"
@@ -90,6 +91,15 @@ int pdbx_run_configure(pdbx_engine *e, int argc, char **argv, pdbx_engine_args *
     /* pdbx_spec and pdbx_fault are plain data (no pointers): the same binary on every rank */
     MPI_Bcast(&e->spec, (int)sizeof e->spec, MPI_BYTE, 0, MPI_COMM_WORLD);
     MPI_Bcast(&e->fault, (int)sizeof e->fault, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (args->validate) {
+        /* a validation measures its own configuration, not the spec's points */
+        if (pdbx_validate_resolve(&args->v, &e->spec, e->size, err, sizeof err) != 0) {
+            if (e->rank == 0)
+                fprintf(stderr, "pdbx-engine: %s\n", err);
+            return 2;
+        }
+        return PDBX_RUN_GO;
+    }
     if (pdbx_plan_expand(&e->spec, &e->points, &e->npoints, err, sizeof err) != 0) {
         if (e->rank == 0)
             fprintf(stderr, "pdbx-engine: %s: %s\n", args->spec_path, err);
@@ -237,6 +247,13 @@ int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args)
         if (e->rank == 0)
             fprintf(stderr, "pdbx-engine: out of memory gathering the rank placement\n");
         return 1;
+    }
+    if (args->validate) {
+        if (e->rank == 0)
+            fprintf(stderr, "pdbx-engine: validating %dx%dx%d MBS %d GBS %d, %d layers (%s, %d "
+                    "BLAS threads per rank)\n", args->v.tp, args->v.pp, args->v.dp, args->v.mbs,
+                    args->v.gbs, args->v.layers, e->be.compute->name, e->blas_threads);
+        return PDBX_RUN_GO;
     }
     if (replan_profile(e) != 0)
         return 1;
@@ -485,6 +502,17 @@ static void write_stopped_end(pdbx_engine *e)
     }
     re.reason = reason;
     write_end_ex(e->ev, e->run_path, e->t_start, &re);
+}
+
+int pdbx_run_validate(pdbx_engine *e, const pdbx_engine_args *args)
+{
+    char err[ERR_LEN] = "";
+    if (pdbx_validate_run(e, &args->v, err, sizeof err) != 0) {
+        if (e->rank == 0)
+            fprintf(stderr, "pdbx-engine: validate: %s\n", err);
+        return 1;
+    }
+    return 0;
 }
 
 int pdbx_run_sweep(pdbx_engine *e)

@@ -8,6 +8,9 @@
  *              --run-id, opens it to append) and writes run_start (or launch).
  *   sweep:     progress heartbeat and watchdog, the sweep, then rank 0 writes run_end when the
  *              whole plan is done or the run was cancelled or failed; the run id on stdout.
+ *   validate:  (--validate instead of sweep: configure checks the configuration instead of
+ *              the plan, start opens no run) the validation of engine_validate.h (its result
+ *              in the --out file, nothing on stdout).
  *   close:     backends, event writer and plan freed (safe after any of the above).
  *
  * Each step returns PDBX_RUN_GO to go on, or the exit code: 0 done or cancelled (or --help),
@@ -26,6 +29,7 @@
 int pdbx_run_configure(pdbx_engine *e, int argc, char **argv, pdbx_engine_args *args);
 int pdbx_run_start(pdbx_engine *e, const pdbx_engine_args *args);
 int pdbx_run_sweep(pdbx_engine *e);
+int pdbx_run_validate(pdbx_engine *e, const pdbx_engine_args *args);
 void pdbx_run_close(pdbx_engine *e);
 
 #endif

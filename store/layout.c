@@ -13,6 +13,7 @@ static const struct { const char *sub, *ext; int per_run; } paths[] = {
     [PDBX_PATH_LOGS] = {"logs", "", 0},     [PDBX_PATH_RUN] = {"runs", RUN_EXT, 1},
     [PDBX_PATH_LOG] = {"logs", ".log", 1},  [PDBX_PATH_SPEC] = {"logs", ".spec.json", 1},
     [PDBX_PATH_STOP] = {"logs", ".stop", 1},
+    [PDBX_PATH_VALIDATIONS] = {"runs", ".validations.jsonl", 1},
 };
 
 int pdbx_layout_path(pdbx_layout_what what, const char *dir, const char *id, char *buf, size_t len)

@@ -1,6 +1,7 @@
 /* layout.h: where things live in a store directory DIR. The one place that knows the names:
  *
  *   DIR/runs/<id>.pdbx        a run file (store.h, docs/events.md)
+ *   DIR/runs/<id>.validations.jsonl  the run's `pdbx validate` records (validation.h)
  *   DIR/index.json            the cache of run summaries (store_index.h)
  *   DIR/logs/<id>.log         the output of the `pdbx run` supervisor and its mpirun
  *   DIR/logs/<id>.spec.json   the spec that supervisor launched
@@ -25,6 +26,7 @@ typedef enum {
     PDBX_PATH_LOG,           /* DIR/logs/<id>.log */
     PDBX_PATH_SPEC,          /* DIR/logs/<id>.spec.json */
     PDBX_PATH_STOP,          /* DIR/logs/<id>.stop */
+    PDBX_PATH_VALIDATIONS,   /* DIR/runs/<id>.validations.jsonl */
 } pdbx_layout_what;
 
 /* The path of `what` in store dir into buf; -1 when it does not fit (buf then holds a cut

@@ -264,6 +264,18 @@ int pdbx_store_delete(pdbx_store *st, const char *id, char *err, size_t errlen)
         return -1;
     }
     free(path);
+    /* the run's validations (validation.h) go with it */
+    char *vpath = pdbx_layout_path_alloc(PDBX_PATH_VALIDATIONS, st->dir, id);
+    if (!vpath) {
+        pdbx_errf(err, errlen, "run %s: out of memory", id);
+        return -1;
+    }
+    if (unlink(vpath) != 0 && errno != ENOENT) {
+        pdbx_errf(err, errlen, "%s: cannot delete: %s", vpath, strerror(errno));
+        free(vpath);
+        return -1;
+    }
+    free(vpath);
     if (pdbx_fsync_dir(st->runs, err, errlen) != 0)
         return -1;
     if (delete_logs(st, id, err, errlen) != 0)

@@ -47,6 +47,92 @@ const char *pdbx_engine_path(void)
     return path;
 }
 
+/* ---- a foreground launch ---------------------------------------------------------------------- */
+static volatile sig_atomic_t fg_signal;
+
+static void fg_on_signal(int sig)
+{
+    fg_signal = sig;
+}
+
+int pdbx_launch_foreground(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                           const pdbx_launch_target *t, int np, int *status, int *usage,
+                           char *err, size_t errlen)
+{
+    pdbx_launch_opts none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    pdbx_launch_env env;
+    char mpi_list[4096];
+    pdbx_launch_env_probe(&env, spec, opts, mpi_list, sizeof mpi_list);
+    if (pdbx_launch_plan_check(spec, opts, &env, err, errlen) != 0) {
+        if (usage)
+            *usage = 1;
+        return -1;
+    }
+    pdbx_launch_target tt = *t;
+    if (!tt.engine)
+        tt.engine = pdbx_engine_path();
+    pdbx_launch_cmd *cmd = malloc(sizeof *cmd);
+    if (!cmd)
+        return pdbx_fail(err, errlen, "out of memory");
+    if (pdbx_launch_argv(spec, opts, &env, &tt, np, cmd, err, errlen) != 0) {
+        free(cmd);
+        return -1;
+    }
+    char line[4096];
+    pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+    setenv("PDBX_LAUNCH_COMMAND", line, 1);
+    setenv("PDBX_LAUNCH_MODE", cmd->mode, 1);
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fg_on_signal;
+    sigemptyset(&sa.sa_mask);
+    fg_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        pdbx_errf(err, errlen, "cannot start %s: %s", cmd->argv[0], strerror(e));
+        free(cmd);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        return -1;
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        setpgid(0, 0);          /* the terminal's Ctrl-C reaches us, and we forward it once */
+        dup2(STDERR_FILENO, STDOUT_FILENO);   /* the caller's stdout is for its own result */
+        execvp(cmd->argv[0], cmd->argv);
+        fprintf(stderr, "pdbx: could not start %s: %s\n", cmd->argv[0], strerror(errno));
+        _exit(127);
+    }
+    free(cmd);
+    int ws = 0, forwarded = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &ws, 0);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            ws = 0;
+            break;
+        }
+        if (fg_signal && !forwarded) {
+            kill(pid, SIGTERM);     /* mpirun forwards it to the ranks and ends */
+            forwarded = 1;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
+    if (forwarded && *status == 0)
+        *status = 128 + (int)fg_signal;
+    return 0;
+}
+
 /* ---- starting ------------------------------------------------------------------------------ */
 
 /* The distinct rank counts (tp*pp*dp) of the spec's configs, in config order: one mpirun each. */
@@ -157,7 +243,7 @@ int pdbx_launch_dry_run(const pdbx_spec *spec, const pdbx_launch_opts *opts,
         pdbx_sup_job_env(job, spec, &job->opts, &env);
     }
     pdbx_launch_target t = { job ? job->engine : NULL, job ? job->spec_path : NULL, store_dir,
-                             job ? job->id : NULL };
+                             job ? job->id : NULL, NULL, 0 };
     for (int i = 0; rc == 0 && i < job->nsizes; i++) {
         char line[4096];
         rc = pdbx_launch_argv(spec, &job->opts, &env, &t, job->sizes[i], cmd, err, errlen);
@@ -306,7 +392,7 @@ int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, cons
         pdbx_sup_job_env(job, spec, o, &env);
         env.slurm_job_id = NULL;             /* the job's, not this shell's allocation */
         env.slurm_nodes = 0;
-        pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
+        pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id, NULL, 0 };
         script = pdbx_launch_sbatch_script(spec, &env, &t, job->sizes, job->nsizes,
                                            time_limit ? time_limit : "1:00:00", job->log_path,
                                            json_text, err, errlen);

@@ -71,6 +71,17 @@ int pdbx_launch_find_running(const pdbx_spec *spec, const char *store_dir,
  * belongs to another process: pid reuse). */
 int pdbx_launch_cancel(pdbx_store *st, const char *run_id, pdbx_end_cause cause, char *err,
                        size_t errlen);
+/* Runs pdbx-engine in a foreground mode (`pdbx validate`) for np ranks, launched as a sweep
+ * would be (spec's launcher and opts, launch_argv.h; spec's configs should be the one being
+ * run, as pdbx_launch_plan_check checks the slots for them): the engine gets --spec
+ * spec_path and t's other arguments (t->engine NULL: pdbx_engine_path()). The launcher's stdout
+ * and stderr go to the caller's stderr (its stdout stays for the caller's own result). Waits for it; SIGINT and SIGTERM to the caller while it runs are
+ * forwarded to the launcher (the ranks then exit). Returns 0 with *status = the launcher's exit
+ * status (128 + N when a signal N ended it), or -1 with one line (*usage set when the launch
+ * cannot run as asked: pdbx_launch_plan_check; usage may be NULL). */
+int pdbx_launch_foreground(const pdbx_spec *spec, const pdbx_launch_opts *opts,
+                           const pdbx_launch_target *t, int np, int *status, int *usage,
+                           char *err, size_t errlen);
 /* Path of the pdbx-engine and mpirun binaries used ($PDBX_ENGINE, else next to pdbx). */
 const char *pdbx_engine_path(void);
 

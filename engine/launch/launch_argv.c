@@ -408,10 +408,16 @@ static void add_engine(builder *b, const pdbx_launch_target *t)
     add(b, "%s", t->engine);
     add(b, "--spec");
     add(b, "%s", t->spec_path);
-    add(b, "--store");
-    add(b, "%s", t->store_dir);
-    add(b, "--run-id");
-    add(b, "%s", t->run_id);
+    if (t->store_dir) {
+        add(b, "--store");
+        add(b, "%s", t->store_dir);
+    }
+    if (t->run_id) {
+        add(b, "--run-id");
+        add(b, "%s", t->run_id);
+    }
+    for (int i = 0; i < t->nextra; i++)
+        add(b, "%s", t->extra[i]);
 }
 
 int pdbx_launch_argv(const pdbx_spec *spec, const pdbx_launch_opts *opts,

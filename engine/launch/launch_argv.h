@@ -61,9 +61,12 @@ typedef struct {
     int nenv;
 } pdbx_launch_env;
 
-/* Where the engine finds its inputs. */
+/* Where the engine finds its inputs: --spec, then --store and --run-id (each left out when
+ * NULL), then the nextra words of extra (a foreground mode's own arguments: `pdbx validate`). */
 typedef struct {
     const char *engine, *spec_path, *store_dir, *run_id;
+    char *const *extra;
+    int nextra;
 } pdbx_launch_target;
 
 typedef struct {

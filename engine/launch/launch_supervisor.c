@@ -236,7 +236,7 @@ static int build_cmd(const pdbx_sup_job *job, int np, pdbx_launch_cmd *cmd, char
 {
     pdbx_launch_env env;
     pdbx_sup_job_env(job, &job->spec, &job->opts, &env);
-    pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id };
+    pdbx_launch_target t = { job->engine, job->spec_path, job->store_dir, job->id, NULL, 0 };
     return pdbx_launch_argv(&job->spec, &job->opts, &env, &t, np, cmd, err, errlen);
 }
 

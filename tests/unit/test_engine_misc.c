@@ -58,6 +58,62 @@ static void test_args(void **state)
     }
 }
 
+/* Validate mode's arguments (engine_args.c) and their resolution against the spec and the
+ * world size (engine_validate.c): defaults, the layer rounding, one-line refusals. */
+static void test_validate_args(void **state)
+{
+    (void)state;
+    pdbx_engine_args a;
+    char err[256] = "";
+    char *ok[] = { "e", "--spec", "s", "--validate", "1x2x1", "--mbs", "2", "--gbs", "8", "--out", "/tmp/r.json", NULL };
+    assert_int_equal(pdbx_engine_args_parse(11, ok, &a, err, sizeof err), 0);
+    assert_true(a.validate);
+    assert_int_equal(a.v.tp, 1);
+    assert_int_equal(a.v.pp, 2);
+    assert_int_equal(a.v.dp, 1);
+    assert_int_equal(a.v.mbs, 2);
+    assert_int_equal(a.v.gbs, 8);
+    assert_string_equal(a.v.out_path, "/tmp/r.json");
+    assert_null(a.store_dir);                       /* not needed in validate mode */
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    spec.layers_profiled = 3;
+    pdbx_validate_args v = a.v;
+    assert_int_equal(pdbx_validate_resolve(&v, &spec, 2, err, sizeof err), 0);
+    assert_int_equal(v.layers, 4);                  /* 3 rounded up to a multiple of pp 2 */
+    assert_int_equal(v.iters, PDBX_VALIDATE_ITERS_DEFAULT);
+    assert_int_equal(pdbx_validate_num_mb(&v), 4);
+    spec.layers_profiled = 1;
+    v = a.v;
+    assert_int_equal(pdbx_validate_resolve(&v, &spec, 2, err, sizeof err), 0);
+    assert_int_equal(v.layers, 2);                  /* at least one layer per stage */
+    struct { pdbx_validate_args v; int world; const char *msg; } bad[] = {
+        { { 1, 2, 1, 2, 8, 0, 0, "o" }, 4, "--config: 1x2x1 needs 2 ranks, launched with 4" },
+        { { 1, 1, 2, 2, 6, 0, 0, "o" }, 2, "--gbs: 6 is not a multiple of mbs x dp = 4" },
+        { { 1, 2, 1, 1, 4, 3, 0, "o" }, 2, "--layers: 3 is not a multiple of pp = 2" },
+        { { 1, 1, 1, 1, 4, 0, 5000, "o" }, 1, "--iters: 5000" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(pdbx_validate_resolve(&bad[i].v, &spec, bad[i].world, err, sizeof err), -1);
+        if (!strstr(err, bad[i].msg))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].msg);
+    }
+    struct { int argc; char *argv[14]; const char *msg; } badargs[] = {
+        { 9, { "e", "--spec", "s", "--validate", "2x2", "--mbs", "1", "--gbs", "4" }, "--config: '2x2' is not TPxPPxDP" },
+        { 7, { "e", "--spec", "s", "--validate", "1x1x2", "--mbs", "1" }, "--validate needs --mbs M, --gbs B and --out FILE" },
+        { 7, { "e", "--spec", "s", "--mbs", "1", "--gbs", "4" }, "--validate TPxPPxDP is required" },
+        { 11, { "e", "--spec", "s", "--validate", "1x1x2", "--mbs", "0", "--gbs", "4", "--out", "o" }, "--mbs: '0'" },
+        { 13, { "e", "--spec", "s", "--validate", "1x1x2", "--mbs", "1", "--gbs", "4", "--out", "o", "--run-id", "x" }, "--run-id" },
+    };
+    for (size_t i = 0; i < sizeof badargs / sizeof badargs[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(pdbx_engine_args_parse(badargs[i].argc, badargs[i].argv, &a, err, sizeof err), -1);
+        if (!strstr(err, badargs[i].msg))
+            fail_msg("args case %zu: '%s' lacks '%s'", i, err, badargs[i].msg);
+    }
+}
+
 static void test_fault_syntax(void **state)
 {
     (void)state;
@@ -457,7 +513,7 @@ static void test_coll_sweep_iters(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_args), cmocka_unit_test(test_validate_args),
         cmocka_unit_test(test_fault_syntax),
         cmocka_unit_test(test_stats_rows_and_max),
         cmocka_unit_test(test_blas_threads),

@@ -17,7 +17,7 @@
 #include "engine/launch/launch_argv.h"
 
 static const pdbx_launch_target target = { "/opt/pdbx/bin/pdbx-engine", "/s/logs/ID.spec.json",
-                                           "/s", "ID" };
+                                           "/s", "ID", NULL, 0 };
 
 /* A spec with gpus_per_node g, nodes n and configs of np ranks each (tp = np). */
 static void make_spec(pdbx_spec *s, int g, int n, const int *nps, int k)
@@ -298,12 +298,33 @@ static void test_sbatch_script(void **state)
     assert_false(pdbx_launch_valid_time("1:2:3:4"));
 }
 
+/* A foreground mode's target (pdbx validate): no --store or --run-id, its own words after
+ * --spec, in order. */
+static void test_foreground_target(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    int nps[] = { 2 };
+    make_spec(&s, 2, 1, nps, 1);
+    pdbx_launch_env e = plain_env();
+    char *extra[] = { "--validate", "1x1x2", "--mbs", "1", "--out", "/tmp/r x.json" };
+    const pdbx_launch_target t = { "/b/pdbx-engine", "/tmp/spec.json", NULL, NULL, extra, 6 };
+    pdbx_launch_cmd *cmd = malloc(sizeof *cmd);
+    char err[512] = "", line[4096];
+    assert_int_equal(pdbx_launch_argv(&s, NULL, &e, &t, 2, cmd, err, sizeof err), 0);
+    pdbx_launch_quote(cmd->argv, cmd->argc, line, sizeof line);
+    assert_string_equal(line, "mpirun --bind-to none -np 2 /b/pdbx-engine --spec /tmp/spec.json "
+                              "--validate 1x1x2 --mbs 1 --out '/tmp/r x.json'");
+    free(cmd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mpirun_hostfile), cmocka_unit_test(test_mpirun_hosts),
         cmocka_unit_test(test_srun_in_allocation), cmocka_unit_test(test_local),
         cmocka_unit_test(test_words), cmocka_unit_test(test_sbatch_script),
+        cmocka_unit_test(test_foreground_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

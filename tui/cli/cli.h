@@ -49,6 +49,7 @@ typedef struct {
     X(export, "write FASOP NPZ, Vidur CSV and/or a Chrome trace of a run")                       \
     X(plan, "print a sweep's points and predicted memory (no run)")                              \
     X(advise, "rank (TP, PP, DP, MBS) by a training iteration estimated from a run")              \
+    X(validate, "measure one config's training iteration vs advise's estimate")                   \
     X(record, "copy a run's event stream to a recording file")                                   \
     X(import, "import a recording file into the store")                                          \
     X(run, "start a sweep in the background and show its progress")                              \

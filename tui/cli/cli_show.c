@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/events.h"
+#include "store/validation.h"
 #include "tui/cli/cli.h"
 #include "store/util/fmt.h"
 
@@ -44,6 +45,9 @@ static const pdbx_cli_spec show_spec = {
 typedef struct {
     const char *store;
     int tp, stat, format, attribution, pass, stats;
+    /* the run's `pdbx validate` records (store/validation.h), oldest first */
+    const pdbx_validation *vals;
+    size_t nvals, vals_skipped;
 } show_args;
 
 static int show_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
@@ -752,6 +756,14 @@ static int print_json(const pdbx_runtable *t, const show_args *a, const pdbx_rt_
             cJSON_Delete(cj);
     }
     bad = bad || add_item(root, "collectives", collectives_json(run, (pdbx_stat_kind)a->stat));
+    cJSON *vals = bad ? NULL : cJSON_AddArrayToObject(root, "validations");
+    bad = bad || !vals;
+    for (size_t i = 0; i < a->nvals && !bad; i++) {
+        cJSON *vj = pdbx_validation_to_json(&a->vals[i]);
+        bad = !vj || !cJSON_AddItemToArray(vals, vj);
+        if (bad)
+            cJSON_Delete(vj);
+    }
     if (bad) {
         cJSON_Delete(root);
         return -1;
@@ -809,6 +821,32 @@ static int no_such_tp(const pdbx_run *run, int tp)
                          run->id, tp, list);
 }
 
+/* The run's validations: one line each (pdbx validate; estimate vs a measured iteration). */
+static void print_validations(const show_args *a, FILE *out)
+{
+    if (a->nvals == 0 && a->vals_skipped == 0)
+        return;
+    fprintf(out, "\nvalidations (pdbx validate: a measured training iteration vs the advise estimate)\n");
+    fprintf(out, "  %-16s %-9s %5s %6s %6s %12s %12s %8s\n", "when", "config", "mbs", "gbs", "layers",
+            "measured ms", "estimated ms", "error");
+    for (size_t i = 0; i < a->nvals; i++) {
+        const pdbx_validation *v = &a->vals[i];
+        char when[32] = "N/A", cfg[32], est[32] = "N/A", errp[32] = "N/A";
+        if (isfinite(v->time))
+            pdbx_fmt_time(v->time, when, sizeof when);
+        snprintf(cfg, sizeof cfg, "%dx%dx%d", v->tp, v->pp, v->dp);
+        if (isfinite(v->estimated_ms))
+            snprintf(est, sizeof est, "%.2f", v->estimated_ms);
+        if (isfinite(v->error_pct))
+            snprintf(errp, sizeof errp, "%+.1f%%", v->error_pct);
+        fprintf(out, "  %-16s %-9s %5d %6d %6d %12.2f %12s %8s\n", when, cfg, v->mbs, v->gbs,
+                v->layers, v->measured_ms, est, errp);
+    }
+    if (a->vals_skipped)
+        fprintf(out, "  (%zu unreadable line%s skipped: a write cut short)\n", a->vals_skipped,
+                a->vals_skipped == 1 ? "" : "s");
+}
+
 static int show_table(const pdbx_runtable *t, const show_args *a, FILE *out)
 {
     pdbx_rt_col cols[PDBX_RT_MAX_COLS];
@@ -825,7 +863,11 @@ static int show_table(const pdbx_runtable *t, const show_args *a, FILE *out)
         fprintf(out, "\nno points in this run\n");
     if (!err)
         err = print_inference(t->run, a, out);
-    return err ? err : print_collectives(t->run, a, out);
+    if (!err)
+        err = print_collectives(t->run, a, out);
+    if (!err)
+        print_validations(a, out);
+    return err;
 }
 
 int pdbx_cmd_show(int argc, char **argv)
@@ -848,10 +890,19 @@ int pdbx_cmd_show(int argc, char **argv)
     if ((rc = pdbx_cli_load_run(show_spec.name, st, pos[0], &run)) != 0
         || (rc = pdbx_cli_runtable(show_spec.name, &run, a.tp, (pdbx_pass_sel)a.pass, &t)) != 0)
         goto done;
+    pdbx_validation *vals = NULL;
+    if (st) {
+        char verr[512];
+        if (pdbx_validation_list(pdbx_store_dir(st), run.id, &vals, &a.nvals, &a.vals_skipped, verr,
+                                 sizeof verr) != 0)
+            fprintf(stderr, "pdbx show: warning: validations not read: %s\n", verr);
+        a.vals = vals;
+    }
     if (a.tp > 0 && t.nconfigs == 0)
         rc = no_such_tp(&run, a.tp);
     else if (show_table(&t, &a, stdout) != 0)
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, show_spec.name, "out of memory");
+    free(vals);
 done:
     pdbx_runtable_free(&t);
     pdbx_run_free(&run);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Does `pdbx advise`'s estimate of a training iteration agree with a measured one (issue 15:
+# within 10% on the CPU backend)? A real sweep of the quick model (configs/sweeps/quick.json:
+# TinyLlama, seq 128, fp32, cpu, adaptive repetition) with configs 1x1x2, 2x1x1 and 1x2x1, fwd
+# and bwd (advise then uses the measured backward), 2 layers, MBS 1..4, over 2 ranks; then
+# `pdbx validate` of TP1/PP1/DP2, TP2/PP1/DP1 and TP1/PP2/DP1 at MBS $MBS, GBS $GBS (default 2
+# and 8), printing measured, estimated and the error per config with both breakdowns.
+# FOUR=1 also sweeps and validates 2x1x2 on 4 ranks (oversubscribed on a 2-core machine: its
+# figures say more about the oversubscription than about the model).
+# Usage: bash bench/advise_validate.sh [STORE]  (a given STORE keeps the run and its records)
+source "$(dirname "$0")/common.inc"
+MBS=${MBS:-2}
+GBS=${GBS:-8}
+ITERS=${ITERS:-3}
+ST=${1:-$TMP/st}
+export OMPI_MCA_rmaps_base_oversubscribe=1
+configs='[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1},{"tp":1,"pp":2,"dp":1}'
+[ "${FOUR:-0}" = 1 ] && configs+=',{"tp":2,"pp":1,"dp":2}'
+configs+=']'
+"$PY" - "$TMP/spec.json" "$ROOT/configs/sweeps/quick.json" "$configs" <<'PYEOF'
+import json, sys
+spec = json.load(open(sys.argv[2]))
+spec.update({"name": "advise-validate", "configs": json.loads(sys.argv[3]), "passes": ["fwd", "bwd"],
+             "layers": 2, "mbs": "1:4", "timeout_s": 600})
+if any(c["tp"] * c["pp"] * c["dp"] > spec["gpus_per_node"] for c in spec["configs"]):
+    spec["gpus_per_node"] = 4   # FOUR=1: one node of 4 ranks
+json.dump(spec, open(sys.argv[1], "w"), indent=1)
+PYEOF
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "machine: $(nproc) cores, load average $(load) before the sweep"
+t0=$(date +%s)
+id=$("$PDBX" run "$TMP/spec.json" --store "$ST" --force 2>"$TMP/run.err") || { cat "$TMP/run.err"; exit 1; }
+id=$(echo "$id" | tail -1)
+echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST), load average $(load) after it"
+list="1x1x2 2x1x1 1x2x1"
+[ "${FOUR:-0}" = 1 ] && list+=" 2x1x2"
+printf '%-7s %4s %4s %7s %12s %12s %8s   %s\n' config mbs gbs num_mb measured_ms estimated_ms error \
+    "estimate (compute/bubble/tp/pp/dp) | measured slowest rank (fwd/bwd/tp/pp/dp)"
+for c in $list; do
+    if ! "$PDBX" validate "$id" --store "$ST" --config "$c" --mbs "$MBS" --gbs "$GBS" --iters "$ITERS" \
+            --format json >"$TMP/v.json" 2>"$TMP/v.err"; then
+        echo "$c: validate failed: $(tail -3 "$TMP/v.err")"
+        continue
+    fi
+    "$PY" - "$TMP/v.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1])); e = d["estimate"]; m = d["measured_parts"]
+print("%-7s %4d %4d %7d %12.1f %12.1f %+7.1f%%   %.0f/%.0f/%.0f/%.0f/%.0f | %.0f/%.0f/%.0f/%.0f/%.0f  (iterations %s)" % (
+    d["config"], d["mbs"], d["gbs"], d["num_mb"], d["measured_ms"], d["estimated_ms"], d["error_pct"],
+    e["compute_ms"], e["bubble_ms"], e["tp_comm_ms"], e["pp_comm_ms"], e["dp_comm_ms"],
+    m["fwd_ms"], m["bwd_ms"], m["tp_comm_ms"], m["pp_comm_ms"], m["dp_comm_ms"],
+    " ".join("%.0f" % x for x in d["iterations_ms"])))
+if e.get("note"):
+    print("        note: %s" % e["note"])
+PYEOF
+    echo "        load average $(load) after it"
+done
