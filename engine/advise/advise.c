@@ -78,18 +78,19 @@ typedef struct {
     pdbx_advise_query q;      /* resolved: nodes, gpus_per_node, layers, mbs_max set */
     pdbx_spec spec;           /* the run's spec, model.layers = q.layers */
     double dtype_bytes;
-    pdbx_adv_tp_cells *cells; /* [tp - 1], built on first use */
-    int *cells_built;
+    /* compute cells per configuration, built on first use (advise_cells.h: a config prefers
+     * its own points, then those of its rank count) */
+    pdbx_adv_tp_cells *cells;
+    int (*cells_key)[3];
+    size_t ncells, cells_cap;
 } adv_ctx;
 
 static void ctx_free(adv_ctx *c)
 {
-    if (c->cells)
-        for (int t = 0; t < c->q.gpus; t++)
-            if (c->cells_built[t])
-                pdbx_adv_cells_free(&c->cells[t]);
+    for (size_t i = 0; i < c->ncells; i++)
+        pdbx_adv_cells_free(&c->cells[i]);
     free(c->cells);
-    free(c->cells_built);
+    free(c->cells_key);
     memset(c, 0, sizeof *c);
 }
 
@@ -152,23 +153,30 @@ static int ctx_init(adv_ctx *c, const pdbx_run *run, const pdbx_advise_query *q,
     if (c->q.mbs_max == 0)
         c->q.mbs_max = measured * 2 < ADV_MAX_MBS ? measured * 2 : ADV_MAX_MBS;
     c->dtype_bytes = pdbx_dtype_bytes(c->spec.dtype);
-    c->cells = calloc((size_t)c->q.gpus, sizeof *c->cells);
-    c->cells_built = calloc((size_t)c->q.gpus, sizeof *c->cells_built);
-    if (!c->cells || !c->cells_built) {
-        ctx_free(c);
-        return fail(err, errlen, "out of memory");
-    }
     return 0;
 }
 
-static const pdbx_adv_tp_cells *ctx_cells(adv_ctx *c, int tp)
+static const pdbx_adv_tp_cells *ctx_cells(adv_ctx *c, int tp, int pp, int dp)
 {
-    if (!c->cells_built[tp - 1]) {
-        if (pdbx_adv_cells_build(c->run, tp, c->q.stat, &c->cells[tp - 1]) != 0)
+    for (size_t i = 0; i < c->ncells; i++)
+        if (c->cells_key[i][0] == tp && c->cells_key[i][1] == pp && c->cells_key[i][2] == dp)
+            return &c->cells[i];
+    if (c->ncells == c->cells_cap) {
+        size_t cap = c->cells_cap ? 2 * c->cells_cap : 16;
+        pdbx_adv_tp_cells *cells = realloc(c->cells, cap * sizeof *cells);
+        if (!cells)
             return NULL;
-        c->cells_built[tp - 1] = 1;
+        c->cells = cells;
+        int (*keys)[3] = realloc(c->cells_key, cap * sizeof *keys);
+        if (!keys)
+            return NULL;
+        c->cells_key = keys;
+        c->cells_cap = cap;
     }
-    return &c->cells[tp - 1];
+    if (pdbx_adv_cells_build_for(c->run, tp, pp, dp, c->q.stat, &c->cells[c->ncells]) != 0)
+        return NULL;
+    c->cells_key[c->ncells][0] = tp, c->cells_key[c->ncells][1] = pp, c->cells_key[c->ncells][2] = dp;
+    return &c->cells[c->ncells++];
 }
 
 /* ---- one configuration ------------------------------------------------------------------ */
@@ -189,7 +197,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     memset(row, 0, sizeof *row);
     row->tp = tp, row->pp = pp, row->dp = dp, row->mbs = mbs;
     row->num_mb = c->q.gbs / (mbs * dp);
-    const pdbx_adv_tp_cells *cells = ctx_cells(c, tp);
+    const pdbx_adv_tp_cells *cells = ctx_cells(c, tp, pp, dp);
     if (!cells) {
         snprintf(reason, rlen, "out of memory");
         return -1;
@@ -228,7 +236,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
          * (Megatron's row/column-parallel layers all-reduce the input gradient) */
         row->stage_tp_comm_ms = lps * cells->comm_ops_per_layer * 2 * row->tp_allreduce_ms;
     }
-    double worst = -1;
+    double worst = -1, stages_sum = 0;
     for (int st = 0; st < pp; st++) {
         double f = lps * s.fwd[PDBX_ADV_LAYER], b = lps * s.bwd[PDBX_ADV_LAYER];
         if (st == 0)
@@ -236,6 +244,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
         if (st == pp - 1)
             f += s.fwd[PDBX_ADV_LAST], b += s.bwd[PDBX_ADV_LAST];
         double t = f + b + row->stage_tp_comm_ms;
+        stages_sum += t;
         if (t > worst)
             worst = t, row->slowest_stage = st, row->stage_fwd_ms = f, row->stage_bwd_ms = b;
     }
@@ -266,7 +275,12 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     }
     row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
     row->compute_ms = row->num_mb * (row->stage_fwd_ms + row->stage_bwd_ms);
-    row->bubble_ms = (pp - 1) * worst;
+    /* 1F1B: the slowest stage works num_mb micro-batches back to back; filling and draining
+     * the pipeline costs one micro-batch of every other stage (forward on the way in, backward
+     * on the way out). With equal stages this is FASOP's (pp - 1) x t; with uneven ones (embed
+     * on the first, lm_head on the last) it is what a real 1F1B step takes (bench/advise_validate.sh:
+     * (pp - 1) x the slowest stage overestimated TP1/PP2 by 13-16%). */
+    row->bubble_ms = stages_sum - worst;
     row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms;
     row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms;
     row->mem_gb = mem.total / 1e9;

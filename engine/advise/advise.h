@@ -8,8 +8,8 @@
  *  - TP: the two all-reduces per layer (fwd, and the same again in bwd) from the run's
  *    measured tp_allreduce cells or its collectives sweep at the message size, at the group's
  *    placement (intra- or inter-node);
- *  - PP: 1F1B with num_mb = gbs / (mbs * dp) micro-batches: step = (num_mb + pp - 1) x the
- *    slowest stage's (fwd + bwd), bubble = (pp - 1) x that, plus the send/recv of
+ *  - PP: 1F1B with num_mb = gbs / (mbs * dp) micro-batches: step = num_mb x the slowest
+ *    stage's (fwd + bwd) + one micro-batch of every other stage (the bubble), plus the send/recv of
  *    activations at stage boundaries;
  *  - DP: one gradient all-reduce of the stage's parameters (fp32) after the last backward;
  *  - memory: the planner's training memory per rank (pdbx_memory_predict) against the GPU.
@@ -50,7 +50,8 @@ typedef struct {
     double step_ms;          /* one iteration */
     double compute_ms;       /* (num_mb) x slowest stage (fwd + bwd), comm excluded */
     double comm_ms;          /* tp + pp + dp below */
-    double bubble_ms;        /* (pp - 1) x slowest stage (fwd + bwd + its TP comm) */
+    double bubble_ms;        /* one micro-batch (fwd + bwd + TP comm) of every stage but the
+                              * slowest: (pp - 1) x slowest with equal stages */
     double tp_comm_ms, pp_comm_ms, dp_comm_ms;
     double stage_fwd_ms, stage_bwd_ms;   /* slowest stage, one micro-batch, compute only */
     double mem_gb;           /* training memory per rank (the planner's) */

@@ -72,7 +72,22 @@ static int point_parts(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_
     return any;
 }
 
+/* How well config k stands in for (tp, pp, dp): 0 the same config, 1 the same rank count, 2
+ * another (lower is preferred). */
+static int config_rank(const int cfg[3], int pp, int dp)
+{
+    if (cfg[1] == pp && cfg[2] == dp)
+        return 0;
+    return (long)cfg[0] * cfg[1] * cfg[2] == (long)cfg[0] * pp * dp ? 1 : 2;
+}
+
 int pdbx_adv_cells_build(const pdbx_run *run, int tp, pdbx_stat_kind stat, pdbx_adv_tp_cells *out)
+{
+    return pdbx_adv_cells_build_for(run, tp, 0, 0, stat, out);
+}
+
+int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+                             pdbx_adv_tp_cells *out)
 {
     memset(out, 0, sizeof *out);
     out->tp = tp;
@@ -89,8 +104,11 @@ int pdbx_adv_cells_build(const pdbx_run *run, int tp, pdbx_stat_kind stat, pdbx_
     }
     size_t ncfg = pdbx_run_configs(run, cfgs, cap);
     int has_bwd = pdbx_run_has_bwd(run), all_bwd = 1, rc = 0;
+    /* the same config's points first, then those of the same rank count, then the rest, each
+     * group in plan order: an MBS takes its cells from the first group that measured it */
+    for (int want = 0; want < 3 && rc == 0; want++)
     for (size_t k = 0; k < ncfg && rc == 0; k++) {
-        if (cfgs[k][0] != tp)
+        if (cfgs[k][0] != tp || config_rank(cfgs[k], pp, dp) != want)
             continue;
         pdbx_rt_config fc, bc;
         if (pdbx_rt_config_build_pass(run, cfgs[k][0], cfgs[k][1], cfgs[k][2], PDBX_PASS_SEL_FWD, &fc) != 0)

@@ -4,7 +4,10 @@
  *  - A compute op's cell depends on TP and MBS, not on PP or DP (docs/events.md,
  *    "reused_from"): the cells of TP t are pooled over the run's configs with tp == t, one
  *    point per MBS (the first in plan order whose status is ok and whose every compute op of
- *    the config is measured).
+ *    the config is measured). pdbx_adv_cells_build_for prefers, per MBS, the points of the
+ *    config (tp, pp, dp) itself, then those of a config with the same rank count: on a CPU
+ *    host (or any shared node) a compute cell also depends on how many ranks shared the host
+ *    while it was measured (4 ranks on 2 cores double every cell of 2), not only on TP and MBS.
  *  - Ops are iterated generically over store/ops.h (never named): a per-layer op that is not a
  *    TP all-reduce (pdbx_op_is_comm) is layer compute; a once-per-step op before the first
  *    per-layer op in execution order runs on the first stage (embed), one after it on the last
@@ -45,6 +48,10 @@ typedef struct {
 int pdbx_adv_op_part(pdbx_op op);
 /* The compute cells of TP tp in run (n == 0 when the run has none). 0, or -1 out of memory. */
 int pdbx_adv_cells_build(const pdbx_run *run, int tp, pdbx_stat_kind stat, pdbx_adv_tp_cells *out);
+/* The same, preferring the points of config (tp, pp, dp), then of its rank count (pp, dp 0:
+ * plan order only). */
+int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+                             pdbx_adv_tp_cells *out);
 void pdbx_adv_cells_free(pdbx_adv_tp_cells *c);
 
 typedef enum { PDBX_ADV_EXACT = 0, PDBX_ADV_INTERPOLATED, PDBX_ADV_EXTRAPOLATED, PDBX_ADV_NONE } pdbx_adv_how;

@@ -92,6 +92,7 @@ static void run_start(pdbx_run *run, int bwd, double gpu_mem)
 }
 
 static int next_point;
+static double point_factor = 1;   /* every compute cell of the next points x this */
 
 /* One ok point with every compute op (and, tp > 1, the layer's TP all-reduce ops). */
 static int point(pdbx_run *run, int tp, int pp, int dp, int mbs, int bwd)
@@ -108,7 +109,7 @@ static int point(pdbx_run *run, int tp, int pp, int dp, int mbs, int bwd)
                       STATS_ARGS(0.2 * mbs));
             continue;
         }
-        double f = part_scale[part] * mbs * mbs;
+        double f = point_factor * part_scale[part] * mbs * mbs;
         apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"stats\":" STATS "}", idx,
               pdbx_op_name((pdbx_op)op), STATS_ARGS(f));
         if (bwd)
@@ -201,12 +202,16 @@ static void test_pp2_bubble_and_p2p(void **state)
     assert_int_equal(r.slowest_stage, 1);
     assert_int_equal(r.bwd_measured, 1);
     assert_close(r.stage_fwd_ms + r.stage_bwd_ms, t);
-    assert_close(r.bubble_ms, 1 * t);                       /* (pp - 1) x t */
+    /* 1F1B: the slowest stage's num_mb micro-batches, plus one of the other stage (the fill and
+     * drain), not (pp - 1) x t */
+    double t0 = stage_t(2, 1, 0, 1, 1.5);
+    assert_true(t0 < t);
+    assert_close(r.bubble_ms, t0);
     assert_close(r.compute_ms, 8 * t);                      /* num_mb x t */
     /* the sweep covers 64 KiB (0.25 ms; the point's own cell says 0.3: the sweep comes first) */
     assert_close(r.p2p_ms, 0.25);
     assert_close(r.pp_comm_ms, 2 * (8 + 2 - 2) * 0.25);     /* 2 (num_mb + pp - 2) p2p */
-    assert_close(r.step_ms, (8 + 2 - 1) * t + 2 * (8 + 2 - 2) * 0.25);
+    assert_close(r.step_ms, 8 * t + t0 + 2 * (8 + 2 - 2) * 0.25);
     assert_close(r.step_ms, r.compute_ms + r.comm_ms + r.bubble_ms);
     assert_close(r.pp_msg_bytes, 64 * KIB);
     assert_int_equal(r.estimated_cells, 0);
@@ -236,9 +241,10 @@ static void test_pp4_bubble(void **state)
     assert_int_equal(pdbx_advise_one(&run, &q, 1, 4, 1, 1, &r, err, sizeof err), 0);
     double t = stage_t(1, 0, 1, 1, 1.5);
     assert_int_equal(r.slowest_stage, 3);
-    assert_close(r.bubble_ms, 3 * t);
+    double others = stage_t(1, 1, 0, 1, 1.5) + 2 * stage_t(1, 0, 0, 1, 1.5);
+    assert_close(r.bubble_ms, others);
     assert_close(r.pp_comm_ms, 2 * (8 + 4 - 2) * 0.25);
-    assert_close(r.step_ms, (8 + 4 - 1) * t + 2 * (8 + 4 - 2) * 0.25);
+    assert_close(r.step_ms, 8 * t + others + 2 * (8 + 4 - 2) * 0.25);
     /* PP 1 has no bubble and no send/recv */
     query(&q, 1, 8);
     assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 1, 1, &r, err, sizeof err), 0);
@@ -559,6 +565,44 @@ static void test_median_is_the_default(void **state)
     pdbx_run_free(&run);
 }
 
+/* A config's own points first, then those of its rank count: a 4-rank launch on a shared host
+ * measured every cell 2x a 2-rank one (bench/advise_validate.sh FOUR=1). */
+static void test_cells_prefer_config_then_rank_count(void **state)
+{
+    (void)state;
+    pdbx_run run;
+    next_point = 0;
+    run_start(&run, 1, 1e12);
+    int i = point(&run, 2, 1, 1, 1, 1);
+    comm(&run, i, "tp_allreduce", 64 * KIB, 2, 0.1);
+    point_end(&run, i);
+    point_factor = 2;
+    i = point(&run, 2, 1, 2, 1, 1);
+    comm(&run, i, "tp_allreduce", 64 * KIB, 2, 0.1);
+    comm(&run, i, "dp_allreduce", 4 * MIB, 2, 10);
+    point_end(&run, i);
+    point_factor = 1;
+    coll(&run, "send_recv", 64 * KIB, 2, 0.25);
+    pdbx_advise_query q;
+    pdbx_advise_row r;
+    char err[256];
+    double one = stage_t(4, 1, 1, 1, 1.5) / 2.5;   /* fwd of the 2-rank cells, PP 1 */
+    query(&q, 2, 8);
+    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 1, &r, err, sizeof err), 0);
+    assert_close(r.stage_fwd_ms, one);
+    query(&q, 4, 8);
+    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 2, 1, &r, err, sizeof err), 0);
+    assert_close(r.stage_fwd_ms, 2 * one);
+    /* 2x2x1 was not swept: the 4-rank 2x1x2 cells, not the 2-rank ones of plan order */
+    assert_int_equal(pdbx_advise_one(&run, &q, 2, 2, 1, 1, &r, err, sizeof err), 0);
+    assert_close(r.stage_fwd_ms, 2 * (2 * part_fwd(PDBX_ADV_LAYER, 1) + part_fwd(PDBX_ADV_LAST, 1)));
+    /* 8 ranks, no config of that count: plan order (the 2-rank cells) */
+    query(&q, 8, 8);
+    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 4, 1, &r, err, sizeof err), 0);
+    assert_close(r.stage_fwd_ms, one);
+    pdbx_run_free(&run);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_order_and_pareto),
         cmocka_unit_test(test_bad_queries),
         cmocka_unit_test(test_median_is_the_default),
+        cmocka_unit_test(test_cells_prefer_config_then_rank_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
