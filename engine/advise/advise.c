@@ -454,8 +454,10 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
     if (rc == 0 && ns.oom)
         rc = fail(err, errlen, "out of memory");
     if (rc == 0) {
-        qsort(out->rows, out->nrows, sizeof *out->rows, by_step);
-        mark_pareto(out->rows, out->nrows);
+        if (out->nrows > 0) {   /* no rows: rows is NULL, which qsort may not be given */
+            qsort(out->rows, out->nrows, sizeof *out->rows, by_step);
+            mark_pareto(out->rows, out->nrows);
+        }
         if (take_notes(&ns, out) != 0)
             rc = fail(err, errlen, "out of memory");
     }
