@@ -59,6 +59,14 @@ typedef struct {
     int bwd_measured;        /* 1: bwd from measured cells; 0: 2 x fwd */
     int estimated_cells;     /* cells interpolated or extrapolated for this row */
     char note[PDBX_ADVISE_NOTE_MAX];   /* the first such cell, "" when none */
+    /* Added after the contract of ebd354f (source-compatible: new fields at the end). */
+    double tp_msg_bytes;     /* one TP all-reduce: [mbs x seq, hidden] in the run's dtype (0: tp 1) */
+    double pp_msg_bytes;     /* one PP send/recv: the same activations (0: pp 1) */
+    double dp_msg_bytes;     /* the DP all-reduce: the largest stage's gradients in fp32 (0: dp 1) */
+    double tp_allreduce_ms;  /* one TP all-reduce of tp_msg_bytes */
+    double p2p_ms;           /* one send/recv of pp_msg_bytes */
+    double stage_tp_comm_ms; /* slowest stage, one micro-batch: its TP all-reduces, fwd + bwd */
+    int slowest_stage;       /* 0 .. pp - 1 */
 } pdbx_advise_row;
 
 typedef struct {

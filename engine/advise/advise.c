@@ -1,0 +1,441 @@
+/* advise.c: the advise cost model (advise.h, docs/advise.md): enumeration of the
+ * configurations, one configuration's estimate, ranking and the Pareto front. The cells come
+ * from advise_cells.c (compute, any MBS) and advise_comm.c (collectives, any size). */
+#include "engine/advise/advise.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/advise/advise_cells.h"
+#include "engine/advise/advise_comm.h"
+#include "engine/plan/plan.h"
+#include "store/runtable.h"
+#include "store/util/fmt.h"
+
+#define ADV_MAX_GPUS PDBX_RUN_MAX_RANKS
+#define ADV_MAX_GBS (1 << 24)
+#define ADV_MAX_MBS 4096
+
+void pdbx_advise_query_defaults(pdbx_advise_query *q)
+{
+    memset(q, 0, sizeof *q);
+    q->stat = PDBX_STAT_MEDIAN;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- notes: every estimate once, and refusals counted by reason ------------------------- */
+typedef struct {
+    char text[PDBX_ADVISE_NOTE_MAX];
+    long count;             /* refusals: configurations left out for this reason */
+} adv_note;
+
+typedef struct {
+    size_t n, cap;
+    adv_note *v;
+    int oom;
+} adv_notes;
+
+static adv_note *notes_find_or_add(adv_notes *ns, const char *text)
+{
+    if (!ns)
+        return NULL;
+    for (size_t i = 0; i < ns->n; i++)
+        if (strcmp(ns->v[i].text, text) == 0)
+            return &ns->v[i];
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? ns->cap * 2 : 16;
+        adv_note *v = realloc(ns->v, sizeof *v * cap);
+        if (!v) {
+            ns->oom = 1;
+            return NULL;
+        }
+        ns->v = v, ns->cap = cap;
+    }
+    adv_note *n = &ns->v[ns->n++];
+    snprintf(n->text, sizeof n->text, "%s", text);
+    n->count = -1;
+    return n;
+}
+
+/* ---- the resolved query and the per-TP cells ------------------------------------------- */
+typedef struct {
+    const pdbx_run *run;
+    pdbx_advise_query q;      /* resolved: nodes, gpus_per_node, layers, mbs_max set */
+    pdbx_spec spec;           /* the run's spec, model.layers = q.layers */
+    double dtype_bytes;
+    pdbx_adv_tp_cells *cells; /* [tp - 1], built on first use */
+    int *cells_built;
+} adv_ctx;
+
+static void ctx_free(adv_ctx *c)
+{
+    if (c->cells)
+        for (int t = 0; t < c->q.gpus; t++)
+            if (c->cells_built[t])
+                pdbx_adv_cells_free(&c->cells[t]);
+    free(c->cells);
+    free(c->cells_built);
+    memset(c, 0, sizeof *c);
+}
+
+static int largest_measured_mbs(const pdbx_run *run)
+{
+    int m = 0;
+    for (size_t i = 0; i < run->npoints; i++)
+        if (run->points[i].status == PDBX_POINT_OK && run->points[i].mbs > m)
+            m = run->points[i].mbs;
+    return m;
+}
+
+static int ctx_init(adv_ctx *c, const pdbx_run *run, const pdbx_advise_query *q, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    c->run = run;
+    c->q = *q;
+    if (q->gpus < 1 || q->gpus > ADV_MAX_GPUS)
+        return fail(err, errlen, "gpus: %d is not a number of GPUs (allowed: 1..%d)", q->gpus, ADV_MAX_GPUS);
+    if (q->gbs < 1 || q->gbs > ADV_MAX_GBS)
+        return fail(err, errlen, "gbs: %d is not a global batch (allowed: 1..%d sequences)", q->gbs, ADV_MAX_GBS);
+    if (q->nodes < 0 || q->nodes > q->gpus || (q->nodes > 0 && q->gpus % q->nodes != 0))
+        return fail(err, errlen, "nodes: %d does not divide gpus %d (allowed: a divisor of %d, or 0: "
+                    "from the run's GPUs per node)", q->nodes, q->gpus, q->gpus);
+    if (q->gpus_per_node < 0 || q->gpus_per_node > ADV_MAX_GPUS)
+        return fail(err, errlen, "gpus_per_node: %d is not a number of GPUs (allowed: 0..%d)",
+                    q->gpus_per_node, ADV_MAX_GPUS);
+    if (q->layers < 0 || q->layers > PDBX_RUN_MAX_LAYERS)
+        return fail(err, errlen, "layers: %d is not a number of layers (allowed: 1..%d, or 0: the "
+                    "model's)", q->layers, PDBX_RUN_MAX_LAYERS);
+    if (q->mbs_max < 0 || q->mbs_max > ADV_MAX_MBS)
+        return fail(err, errlen, "mbs_max: %d is not a micro-batch size (allowed: 1..%d, or 0: twice "
+                    "the largest measured)", q->mbs_max, ADV_MAX_MBS);
+    if (pdbx_rt_check_time_stat(q->stat, err, errlen) != 0)
+        return -1;
+    if (!run->spec)
+        return fail(err, errlen, "run: %s has no spec (allowed: a run whose run_start recorded its "
+                    "spec: advise needs its model and GPU)", run->id);
+    char serr[256];
+    pdbx_spec_defaults(&c->spec);
+    if (pdbx_spec_from_json(run->spec, run->id, &c->spec, serr, sizeof serr) != 0)
+        return fail(err, errlen, "run: %s: its spec does not read back: %s", run->id, serr);
+    int measured = largest_measured_mbs(run);
+    if (measured < 1)
+        return fail(err, errlen, "run: %s has no measured point (allowed: a run with at least one "
+                    "point of status ok)", run->id);
+    if (c->q.layers == 0)
+        c->q.layers = c->spec.model.layers;
+    if (c->q.layers < 1)
+        return fail(err, errlen, "layers: the model of run %s has %d layers (allowed: --layers 1..%d)",
+                    run->id, c->q.layers, PDBX_RUN_MAX_LAYERS);
+    c->spec.model.layers = c->q.layers;
+    if (c->q.nodes > 0)
+        c->q.gpus_per_node = c->q.gpus / c->q.nodes;
+    if (c->q.gpus_per_node == 0)
+        c->q.gpus_per_node = c->spec.gpus_per_node > 0 ? c->spec.gpus_per_node
+                             : run->ranks_per_node > 0 ? run->ranks_per_node : c->q.gpus;
+    if (c->q.nodes == 0)
+        c->q.nodes = (c->q.gpus + c->q.gpus_per_node - 1) / c->q.gpus_per_node;
+    if (c->q.mbs_max == 0)
+        c->q.mbs_max = measured * 2 < ADV_MAX_MBS ? measured * 2 : ADV_MAX_MBS;
+    c->dtype_bytes = pdbx_dtype_bytes(c->spec.dtype);
+    c->cells = calloc((size_t)c->q.gpus, sizeof *c->cells);
+    c->cells_built = calloc((size_t)c->q.gpus, sizeof *c->cells_built);
+    if (!c->cells || !c->cells_built) {
+        ctx_free(c);
+        return fail(err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+static const pdbx_adv_tp_cells *ctx_cells(adv_ctx *c, int tp)
+{
+    if (!c->cells_built[tp - 1]) {
+        if (pdbx_adv_cells_build(c->run, tp, c->q.stat, &c->cells[tp - 1]) != 0)
+            return NULL;
+        c->cells_built[tp - 1] = 1;
+    }
+    return &c->cells[tp - 1];
+}
+
+/* ---- one configuration ------------------------------------------------------------------ */
+static void row_estimate_note(pdbx_advise_row *row, adv_notes *ns, const char *text)
+{
+    if (!text[0])
+        return;
+    row->estimated_cells++;
+    if (!row->note[0])
+        snprintf(row->note, sizeof row->note, "%s", text);
+    notes_find_or_add(ns, text);
+}
+
+/* 0 with *row; 1 refused (reason: why, a note's text); -1 out of memory (reason set). */
+static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row *row, adv_notes *ns,
+                    char *reason, size_t rlen)
+{
+    memset(row, 0, sizeof *row);
+    row->tp = tp, row->pp = pp, row->dp = dp, row->mbs = mbs;
+    row->num_mb = c->q.gbs / (mbs * dp);
+    const pdbx_adv_tp_cells *cells = ctx_cells(c, tp);
+    if (!cells) {
+        snprintf(reason, rlen, "out of memory");
+        return -1;
+    }
+    char note[PDBX_ADVISE_NOTE_MAX];
+    pdbx_adv_sample s;
+    if (pdbx_adv_cells_at(cells, mbs, &s, note, sizeof note) == PDBX_ADV_NONE) {
+        snprintf(reason, rlen, "tp %d not measured", tp);
+        return 1;
+    }
+    row_estimate_note(row, ns, note);
+    row->bwd_measured = cells->bwd_measured;
+    if (!cells->bwd_measured) {
+        char x3[PDBX_ADVISE_NOTE_MAX];
+        snprintf(x3, sizeof x3, "tp %d: bwd not measured: backward = 2 x forward (FASOP's x3 rule)", tp);
+        notes_find_or_add(ns, x3);
+    }
+
+    const int gpn = c->q.gpus_per_node;
+    const double act_bytes = (double)mbs * c->spec.seq_len * c->spec.model.hidden * c->dtype_bytes;
+    const double lps = (double)c->q.layers / pp;
+    if (tp > 1) {
+        row->tp_msg_bytes = act_bytes;
+        if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_TP, tp, act_bytes, pdbx_adv_spans(tp - 1, gpn),
+                               c->q.stat, &row->tp_allreduce_ms, note, sizeof note) == PDBX_ADV_NONE) {
+            snprintf(reason, rlen, "%s", note);
+            return 1;
+        }
+        row_estimate_note(row, ns, note);
+        /* each layer's TP all-reduces in the forward, and the same again in the backward
+         * (Megatron's row/column-parallel layers all-reduce the input gradient) */
+        row->stage_tp_comm_ms = lps * cells->comm_ops_per_layer * 2 * row->tp_allreduce_ms;
+    }
+    double worst = -1;
+    for (int st = 0; st < pp; st++) {
+        double f = lps * s.fwd[PDBX_ADV_LAYER], b = lps * s.bwd[PDBX_ADV_LAYER];
+        if (st == 0)
+            f += s.fwd[PDBX_ADV_FIRST], b += s.bwd[PDBX_ADV_FIRST];
+        if (st == pp - 1)
+            f += s.fwd[PDBX_ADV_LAST], b += s.bwd[PDBX_ADV_LAST];
+        double t = f + b + row->stage_tp_comm_ms;
+        if (t > worst)
+            worst = t, row->slowest_stage = st, row->stage_fwd_ms = f, row->stage_bwd_ms = b;
+    }
+    if (pp > 1) {
+        row->pp_msg_bytes = act_bytes;
+        if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_PP, 2, act_bytes, pdbx_adv_spans((long)tp * dp, gpn),
+                               c->q.stat, &row->p2p_ms, note, sizeof note) == PDBX_ADV_NONE) {
+            snprintf(reason, rlen, "%s", note);
+            return 1;
+        }
+        row_estimate_note(row, ns, note);
+        /* 1F1B with blocking send/recv: 2 (pp - 1) transfers carry the first micro-batch through
+         * the pipeline and back, each further micro-batch adds one forward and one backward */
+        row->pp_comm_ms = 2.0 * (row->num_mb + pp - 2) * row->p2p_ms;
+    }
+    pdbx_parallel par = { tp, pp, dp };
+    pdbx_memory mem;
+    pdbx_memory_predict(&c->spec, &par, mbs, &mem);
+    if (dp > 1) {
+        row->dp_msg_bytes = mem.params_per_rank * 4;   /* fp32 gradients of stage 0 (the largest) */
+        if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes,
+                               pdbx_adv_spans((long)tp * (dp - 1), gpn), c->q.stat, &row->dp_comm_ms,
+                               note, sizeof note) == PDBX_ADV_NONE) {
+            snprintf(reason, rlen, "%s", note);
+            return 1;
+        }
+        row_estimate_note(row, ns, note);
+    }
+    row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
+    row->compute_ms = row->num_mb * (row->stage_fwd_ms + row->stage_bwd_ms);
+    row->bubble_ms = (pp - 1) * worst;
+    row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms;
+    row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms;
+    row->mem_gb = mem.total / 1e9;
+    row->fits = mem.total <= c->spec.gpu.mem_bytes;
+    return 0;
+}
+
+static int check_config(const adv_ctx *c, int tp, int pp, int dp, int mbs, char *err, size_t errlen)
+{
+    if (tp < 1 || pp < 1 || dp < 1 || mbs < 1 || mbs > ADV_MAX_MBS)
+        return fail(err, errlen, "config: %dx%dx%d mbs %d is not a configuration (allowed: tp, pp, dp "
+                    ">= 1, mbs 1..%d)", tp, pp, dp, mbs, ADV_MAX_MBS);
+    if ((long)tp * pp * dp != c->q.gpus)
+        return fail(err, errlen, "config: %dx%dx%d uses %ld GPUs, the query has %d (allowed: tp x pp x "
+                    "dp == %d)", tp, pp, dp, (long)tp * pp * dp, c->q.gpus, c->q.gpus);
+    if (c->q.layers % pp != 0)
+        return fail(err, errlen, "pp: %d does not divide the %d layers (allowed: a divisor of %d)", pp,
+                    c->q.layers, c->q.layers);
+    if (c->q.gbs % (mbs * dp) != 0)
+        return fail(err, errlen, "gbs: %d is not divisible by mbs x dp = %d x %d (allowed: a multiple "
+                    "of %d)", c->q.gbs, mbs, dp, mbs * dp);
+    return 0;
+}
+
+int pdbx_advise_one(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int mbs,
+                    pdbx_advise_row *row, char *err, size_t errlen)
+{
+    adv_ctx c;
+    if (ctx_init(&c, run, q, err, errlen) != 0)
+        return -1;
+    int rc = check_config(&c, tp, pp, dp, mbs, err, errlen);
+    if (rc == 0) {
+        char reason[PDBX_ADVISE_NOTE_MAX];
+        int r = estimate(&c, tp, pp, dp, mbs, row, NULL, reason, sizeof reason);
+        if (r != 0)
+            rc = fail(err, errlen, "config: %dx%dx%d mbs %d cannot be estimated from run %s: %s", tp,
+                      pp, dp, mbs, run->id, reason);
+    }
+    ctx_free(&c);
+    return rc;
+}
+
+/* ---- every configuration --------------------------------------------------------------- */
+static int by_step(const void *a, const void *b)
+{
+    const pdbx_advise_row *x = a, *y = b;
+    if (x->step_ms != y->step_ms)
+        return x->step_ms < y->step_ms ? -1 : 1;
+    if (x->mem_gb != y->mem_gb)
+        return x->mem_gb < y->mem_gb ? -1 : 1;
+    int kx[4] = { x->tp, x->pp, x->dp, x->mbs }, ky[4] = { y->tp, y->pp, y->dp, y->mbs };
+    for (int i = 0; i < 4; i++)
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    return 0;
+}
+
+/* Rows in step order: a fitting row is on the front when every faster fitting row needs
+ * strictly more memory. */
+static void mark_pareto(pdbx_advise_row *rows, size_t n)
+{
+    double best_mem = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        rows[i].pareto = 0;
+        if (!rows[i].fits)
+            continue;
+        if (rows[i].mem_gb < best_mem) {
+            rows[i].pareto = 1;
+            best_mem = rows[i].mem_gb;
+        }
+    }
+}
+
+void pdbx_advise_free(pdbx_advise_result *r)
+{
+    if (!r)
+        return;
+    free(r->rows);
+    for (size_t i = 0; i < r->nnotes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    memset(r, 0, sizeof *r);
+}
+
+static int push_row(pdbx_advise_result *out, size_t *cap, const pdbx_advise_row *row)
+{
+    if (out->nrows == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        pdbx_advise_row *v = realloc(out->rows, sizeof *v * nc);
+        if (!v)
+            return -1;
+        out->rows = v, *cap = nc;
+    }
+    out->rows[out->nrows++] = *row;
+    return 0;
+}
+
+/* The notes (estimates first, in the order met, then refusals with their counts) as owned
+ * strings. */
+static int take_notes(adv_notes *ns, pdbx_advise_result *out)
+{
+    out->notes = calloc(ns->n ? ns->n : 1, sizeof *out->notes);
+    if (!out->notes)
+        return -1;
+    for (int refusals = 0; refusals < 2; refusals++)
+        for (size_t i = 0; i < ns->n; i++) {
+            const adv_note *n = &ns->v[i];
+            if ((n->count >= 0) != refusals)
+                continue;
+            char buf[PDBX_ADVISE_NOTE_MAX + 64];
+            if (n->count >= 0)
+                snprintf(buf, sizeof buf, "%s: %ld configuration%s left out", n->text, n->count,
+                         n->count == 1 ? "" : "s");
+            else
+                snprintf(buf, sizeof buf, "%s", n->text);
+            if (!(out->notes[out->nnotes] = strdup(buf)))
+                return -1;
+            out->nnotes++;
+        }
+    return 0;
+}
+
+int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_result *out,
+                char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    adv_ctx c;
+    if (ctx_init(&c, run, q, err, errlen) != 0)
+        return -1;
+    adv_notes ns = { 0 };
+    size_t cap = 0;
+    int rc = 0;
+    long candidates = 0;
+    const int g = c.q.gpus;
+    for (int tp = 1; tp <= g && rc == 0; tp++) {
+        if (g % tp)
+            continue;
+        for (int pp = 1; pp <= g / tp && rc == 0; pp++) {
+            if ((g / tp) % pp || c.q.layers % pp)
+                continue;
+            int dp = g / tp / pp;
+            for (int mbs = 1; mbs <= c.q.mbs_max && rc == 0; mbs++) {
+                if (c.q.gbs % (mbs * dp))
+                    continue;
+                candidates++;
+                pdbx_advise_row row;
+                char reason[PDBX_ADVISE_NOTE_MAX];
+                int r = estimate(&c, tp, pp, dp, mbs, &row, &ns, reason, sizeof reason);
+                if (r < 0 || (r == 0 && push_row(out, &cap, &row) != 0)) {
+                    rc = fail(err, errlen, "out of memory");
+                } else if (r == 1) {
+                    adv_note *n = notes_find_or_add(&ns, reason);
+                    if (n)
+                        n->count = n->count < 0 ? 1 : n->count + 1;
+                }
+            }
+        }
+    }
+    if (rc == 0 && candidates == 0) {
+        char why[PDBX_ADVISE_NOTE_MAX];
+        snprintf(why, sizeof why, "no (tp, pp, dp, mbs) of %d GPUs divides gbs %d with mbs <= %d and "
+                 "pp dividing %d layers", g, c.q.gbs, c.q.mbs_max, c.q.layers);
+        notes_find_or_add(&ns, why);
+    }
+    if (rc == 0 && ns.oom)
+        rc = fail(err, errlen, "out of memory");
+    if (rc == 0) {
+        qsort(out->rows, out->nrows, sizeof *out->rows, by_step);
+        mark_pareto(out->rows, out->nrows);
+        if (take_notes(&ns, out) != 0)
+            rc = fail(err, errlen, "out of memory");
+    }
+    free(ns.v);
+    ctx_free(&c);
+    if (rc != 0)
+        pdbx_advise_free(out);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* advise_cells.h: a TP degree's compute cells at any micro-batch size, from a run's table.
+ *
+ * Contract:
+ *  - A compute op's cell depends on TP and MBS, not on PP or DP (docs/events.md,
+ *    "reused_from"): the cells of TP t are pooled over the run's configs with tp == t, one
+ *    point per MBS (the first in plan order whose status is ok and whose every compute op of
+ *    the config is measured).
+ *  - Ops are iterated generically over store/ops.h (never named): a per-layer op that is not a
+ *    TP all-reduce (pdbx_op_is_comm) is layer compute; a once-per-step op before the first
+ *    per-layer op in execution order runs on the first stage (embed), one after it on the last
+ *    (final_norm, lm_head). Each part is the sum of its ops' cells (the chosen statistic).
+ *  - bwd: the measured backward cells when every usable point of the TP degree has them for
+ *    every compute op; otherwise the degree's bwd is 2 x fwd (FASOP's x3 rule) and
+ *    bwd_measured is 0.
+ *  - At an MBS the run did not measure: linear interpolation between the two nearest measured
+ *    MBS, linear extrapolation from the two largest (or two smallest) outside them, scaled
+ *    in proportion to the MBS when only one was measured; never below 0. The note says which.
+ *  - Pure: borrows the run; 0, or -1 out of memory.
+ */
+#ifndef PDBX_ADVISE_CELLS_H
+#define PDBX_ADVISE_CELLS_H
+
+#include <stddef.h>
+
+#include "store/profiledb.h"
+
+enum { PDBX_ADV_FIRST = 0, PDBX_ADV_LAYER, PDBX_ADV_LAST, PDBX_ADV_NPARTS };
+
+typedef struct {
+    int mbs;
+    double fwd[PDBX_ADV_NPARTS];   /* ms: first-stage ops, one layer's compute, last-stage ops */
+    double bwd[PDBX_ADV_NPARTS];   /* measured, or 2 x fwd (see bwd_measured of the set) */
+    int tp, pp, dp;                /* the config the point belongs to */
+} pdbx_adv_sample;
+
+typedef struct {
+    int tp;
+    int bwd_measured;
+    int comm_ops_per_layer;        /* the layer's TP all-reduces (store/ops.h: 2) */
+    size_t n;
+    pdbx_adv_sample *s;            /* MBS ascending (owned) */
+} pdbx_adv_tp_cells;
+
+/* Which part op belongs to: PDBX_ADV_FIRST/LAYER/LAST, or -1 for a TP all-reduce op. */
+int pdbx_adv_op_part(pdbx_op op);
+/* The compute cells of TP tp in run (n == 0 when the run has none). 0, or -1 out of memory. */
+int pdbx_adv_cells_build(const pdbx_run *run, int tp, pdbx_stat_kind stat, pdbx_adv_tp_cells *out);
+void pdbx_adv_cells_free(pdbx_adv_tp_cells *c);
+
+typedef enum { PDBX_ADV_EXACT = 0, PDBX_ADV_INTERPOLATED, PDBX_ADV_EXTRAPOLATED, PDBX_ADV_NONE } pdbx_adv_how;
+/* The cells at mbs into *out (mbs set). Returns how they were obtained; for anything but
+ * EXACT, note receives "tp 2 mbs 3: op cells interpolated between mbs 2 and 4" (NONE: "tp 2:
+ * no measured point"). */
+pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sample *out,
+                               char *note, size_t len);
+
+#endif

@@ -1,0 +1,188 @@
+/* advise_comm.c: a collective's time at a size and placement (advise_comm.h). */
+#include "engine/advise/advise_comm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/runtable.h"
+#include "store/util/fmt.h"
+
+int pdbx_adv_spans(long last_rank, int per_node)
+{
+    return per_node > 0 && last_rank / per_node != 0;
+}
+
+typedef struct {
+    double bytes, ms;
+} comm_sample;
+
+typedef struct {
+    size_t n, cap;
+    comm_sample *s;
+} sample_set;
+
+static void set_add(sample_set *set, double bytes, double ms)
+{
+    if (!(bytes > 0) || !isfinite(ms) || ms < 0 || set->n == set->cap)
+        return;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->s[i].bytes == bytes)
+            return;   /* the first measurement of a size (plan order) */
+    set->s[set->n++] = (comm_sample){ bytes, ms };
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const comm_sample *x = a, *y = b;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+/* The last rank of the kind's group in a (tp, pp, dp) config of Megatron's rank order. */
+static long group_last_rank(int kind, int tp, int dp)
+{
+    if (kind == PDBX_RT_COMM_TP)
+        return tp - 1;
+    if (kind == PDBX_RT_COMM_PP)
+        return (long)tp * dp;          /* stage 1's first rank */
+    return (long)tp * (dp - 1);        /* DP: ranks 0, tp, ..., tp (dp - 1) */
+}
+
+static const pdbx_comm_cell *point_comm(const pdbx_point *p, int kind)
+{
+    return kind == PDBX_RT_COMM_TP ? &p->tp_allreduce : kind == PDBX_RT_COMM_PP ? &p->pp_sendrecv
+                                                                               : &p->dp_allreduce;
+}
+
+static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
+                        sample_set *set)
+{
+    for (size_t i = 0; i < run->npoints; i++) {
+        const pdbx_point *p = &run->points[i];
+        const pdbx_comm_cell *c = point_comm(p, kind);
+        if (p->status != PDBX_POINT_OK || !c->valid || c->group_size != group)
+            continue;
+        if (pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+            continue;
+        set_add(set, c->bytes, pdbx_stats_get(&c->time, stat));
+    }
+}
+
+static void sweep_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
+                        sample_set *set)
+{
+    const char *coll = kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce";
+    for (size_t i = 0; i < run->ncoll; i++) {
+        const pdbx_coll_result *c = &run->coll[i];
+        if (strcmp(c->coll, coll) != 0 || c->nranks != group || !c->in_place)
+            continue;
+        int spans = c->spans_nodes || (c->ranks_per_node > 0 && c->nranks > c->ranks_per_node);
+        if (spans != inter)
+            continue;
+        set_add(set, c->bytes, pdbx_stats_get(&c->time, stat));
+    }
+}
+
+/* The time at bytes from a set (sorted here); NONE when empty. *a, *b: the sizes used. */
+static pdbx_adv_how set_at(sample_set *set, double bytes, double *ms, double *a, double *b)
+{
+    if (set->n == 0)
+        return PDBX_ADV_NONE;
+    qsort(set->s, set->n, sizeof *set->s, by_bytes);
+    const comm_sample *s = set->s;
+    size_t n = set->n;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].bytes == bytes) {
+            *ms = s[i].ms, *a = *b = bytes;
+            return PDBX_ADV_EXACT;
+        }
+    if (bytes > s[n - 1].bytes || bytes < s[0].bytes) {
+        const comm_sample *near = bytes > s[n - 1].bytes ? &s[n - 1] : &s[0];
+        *ms = near->ms * bytes / near->bytes;
+        *a = *b = near->bytes;
+        return PDBX_ADV_EXTRAPOLATED;
+    }
+    size_t hi = 0;
+    while (s[hi].bytes < bytes)
+        hi++;
+    const comm_sample *x = &s[hi - 1], *y = &s[hi];
+    *ms = x->ms + (y->ms - x->ms) * (bytes - x->bytes) / (y->bytes - x->bytes);
+    *a = x->bytes, *b = y->bytes;
+    return PDBX_ADV_INTERPOLATED;
+}
+
+static int covers(sample_set *set, double bytes)
+{
+    if (set->n == 0)
+        return 0;
+    double lo = set->s[0].bytes, hi = lo;
+    for (size_t i = 1; i < set->n; i++) {
+        if (set->s[i].bytes < lo)
+            lo = set->s[i].bytes;
+        if (set->s[i].bytes > hi)
+            hi = set->s[i].bytes;
+    }
+    return bytes >= lo && bytes <= hi;
+}
+
+pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
+                                pdbx_stat_kind stat, double *ms, char *note, size_t len)
+{
+    if (len)
+        note[0] = '\0';
+    *ms = NAN;
+    size_t cap = run->npoints + run->ncoll + 1;
+    sample_set pts = { 0, cap, malloc(sizeof(comm_sample) * cap) };
+    sample_set swp = { 0, cap, malloc(sizeof(comm_sample) * cap) };
+    char who[40], size[24], sa[24], sb[24];
+    if (kind == PDBX_RT_COMM_PP)
+        snprintf(who, sizeof who, "pp send/recv");
+    else
+        snprintf(who, sizeof who, "%s %d all-reduce", kind == PDBX_RT_COMM_TP ? "tp" : "dp", group);
+    pdbx_fmt_size(bytes, size, sizeof size);
+    pdbx_adv_how how = PDBX_ADV_NONE;
+    if (!pts.s || !swp.s) {
+        snprintf(note, len, "%s: out of memory", who);
+        goto done;
+    }
+    /* the asked placement first, then the other one */
+    for (int pass = 0; pass < 2 && how == PDBX_ADV_NONE; pass++) {
+        int at = pass == 0 ? inter : !inter;
+        pts.n = swp.n = 0;
+        point_cells(run, kind, group, at, stat, &pts);
+        sweep_cells(run, kind, group, at, stat, &swp);
+        sample_set *order[2] = { &pts, &swp };
+        if (kind == PDBX_RT_COMM_DP && covers(&swp, bytes))
+            order[0] = &swp, order[1] = &pts;
+        for (int k = 0; k < 2 && how == PDBX_ADV_NONE; k++) {
+            double a = 0, b = 0;
+            how = set_at(order[k], bytes, ms, &a, &b);
+            if (how == PDBX_ADV_NONE)
+                continue;
+            const char *src = order[k] == &swp ? "the collectives sweep's" : "the points'";
+            const char *cell = order[k] == &swp ? (kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
+                                                : pdbx_rt_comm_name(kind);
+            const char *where = pass == 0 ? ""
+                                : inter ? " (measured intra-node only; the job's group spans nodes)"
+                                        : " (measured inter-node only; the job's group is in one node)";
+            pdbx_fmt_size(a, sa, sizeof sa);
+            pdbx_fmt_size(b, sb, sizeof sb);
+            if (how == PDBX_ADV_INTERPOLATED)
+                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src, cell, sa, sb, where);
+            else if (how == PDBX_ADV_EXTRAPOLATED)
+                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size, src, cell, sa, where);
+            else if (pass == 1)
+                snprintf(note, len, "%s of %s from %s %s%s", who, size, src, cell, where);
+            if (pass == 1 && how == PDBX_ADV_EXACT)
+                how = PDBX_ADV_EXTRAPOLATED;   /* another placement's cell is an estimate */
+        }
+    }
+    if (how == PDBX_ADV_NONE)
+        snprintf(note, len, "%s not measured (no %s cell of %d ranks, no collectives sweep entry)", who,
+                 pdbx_rt_comm_name(kind), group);
+done:
+    free(pts.s);
+    free(swp.s);
+    return how;
+}
