@@ -652,6 +652,15 @@ int ui_chart_scatter(ui_canvas *c, int y, int x, int h, int w, const ui_scatter_
     ui_scale sx, sy;
     ui_scale_init(&sx, xmin < 0 ? xmin : 0, xmax, 0);
     ui_scale_init(&sy, ymin < 0 ? ymin : 0, ymax, 0);
+    if (sp->ytight) {
+        /* configurations often differ by a few percent: an axis from 0 would put them all on
+           one row */
+        double range = ymax - ymin > 0 ? ymax - ymin : (fabs(ymax) > 0 ? fabs(ymax) * 0.1 : 1);
+        double step = ui_nice_ceil(range / 4);
+        sy.lo = floor(ymin / step) * step;
+        sy.hi = ceil(ymax / step) * step;
+        if (sy.hi <= sy.lo) sy.hi = sy.lo + step;
+    }
     ui_tick ticks[64];
     int nticks = ui_scale_ticks(&sy, ph, ticks, 64);
     int lw = sp->xname ? (int)strlen(sp->xname) : 0;

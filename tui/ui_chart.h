@@ -143,6 +143,8 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec
  * of them. NaN coordinates are not drawn. */
 typedef struct {
     const double *xs, *ys;
+    int ytight;                      /* 1: the y axis spans the data (rounded out to a 1/2/5
+                                      * step) rather than starting at 0 */
     const int *series;
     int n;
     const uint32_t *markers;         /* per series, NULL: ui_series_marker */
