@@ -632,6 +632,17 @@ static void scatter_x_axis(ui_canvas *c, int y, int x, int lw, int pw, const ui_
     }
 }
 
+/* A linear axis over [min, max] rounded out to a 1/2/5 x 10^k step (about 4 steps). */
+static void scale_tight(ui_scale *s, double min, double max)
+{
+    double range = max - min > 0 ? max - min : (fabs(max) > 0 ? fabs(max) * 0.1 : 1);
+    double step = ui_nice_ceil(range / 4);
+    s->log = 0;
+    s->lo = floor(min / step) * step;
+    s->hi = ceil(max / step) * step;
+    if (s->hi <= s->lo) s->hi = s->lo + step;
+}
+
 int ui_chart_scatter(ui_canvas *c, int y, int x, int h, int w, const ui_scatter_spec *sp,
                      ui_scatter_info *info)
 {
@@ -652,15 +663,10 @@ int ui_chart_scatter(ui_canvas *c, int y, int x, int h, int w, const ui_scatter_
     ui_scale sx, sy;
     ui_scale_init(&sx, xmin < 0 ? xmin : 0, xmax, 0);
     ui_scale_init(&sy, ymin < 0 ? ymin : 0, ymax, 0);
-    if (sp->ytight) {
-        /* configurations often differ by a few percent: an axis from 0 would put them all on
-           one row */
-        double range = ymax - ymin > 0 ? ymax - ymin : (fabs(ymax) > 0 ? fabs(ymax) * 0.1 : 1);
-        double step = ui_nice_ceil(range / 4);
-        sy.lo = floor(ymin / step) * step;
-        sy.hi = ceil(ymax / step) * step;
-        if (sy.hi <= sy.lo) sy.hi = sy.lo + step;
-    }
+    /* configurations often differ by a few percent: an axis from 0 would put them all on one
+       row or column */
+    if (sp->xtight) scale_tight(&sx, xmin, xmax);
+    if (sp->ytight) scale_tight(&sy, ymin, ymax);
     ui_tick ticks[64];
     int nticks = ui_scale_ticks(&sy, ph, ticks, 64);
     int lw = sp->xname ? (int)strlen(sp->xname) : 0;

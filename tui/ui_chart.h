@@ -143,7 +143,7 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec
  * of them. NaN coordinates are not drawn. */
 typedef struct {
     const double *xs, *ys;
-    int ytight;                      /* 1: the y axis spans the data (rounded out to a 1/2/5
+    int xtight, ytight;              /* 1: that axis spans the data (rounded out to a 1/2/5
                                       * step) rather than starting at 0 */
     const int *series;
     int n;

@@ -397,6 +397,27 @@ static void test_scatter_ascii(void **state)
     assert_int_equal(ui_chart_scatter(&c, 0, 0, 5, 34, &sp, NULL), 0);
     assert_int_equal(ui_chart_scatter(&c, 0, 0, 4, 34, &sp, NULL), -1);
     assert_int_equal(ui_chart_scatter(&c, 0, 0, 8, 15, &sp, NULL), -1);
+    /* tight axes: configurations within a few percent spread over the plot (an axis from 0
+       would put them on one row); the limit outside the data is not drawn */
+    const double tx[] = { 10.5, 11.1, 14.8 }, ty[] = { 4368, 4289, 4229 };
+    const int ts[] = { 2, 2, 1 };
+    ui_scatter_spec tsp = { .xs = tx, .ys = ty, .series = ts, .n = 3, .markers = markers, .highlight = -1,
+                            .vline = 80, .vline_glyph = '|', .xname = "mem", .xunit = UI_UNIT_GB,
+                            .yunit = UI_UNIT_MS, .xtight = 1, .ytight = 1 };
+    ui_canvas_clear(&c);
+    assert_int_equal(ui_chart_scatter(&c, 0, 0, 8, 34, &tsp, &info), 0);
+    assert_int_equal(info.vline_shown, 0);
+    ui_canvas_to_text(&c, buf, sizeof(buf));
+    const char *want_tight =
+        "4.4 s+\n"
+        "     |  #\n"
+        "     |\n"
+        "4.3 s+     #\n"
+        "     |                      o\n"
+        "4.2 s+\n"
+        "     +-----------------------+----\n"
+        "  mem 10 GB                15 GB\n";
+    assert_string_equal(buf, want_tight);
     ui_canvas_free(&c);
 }
 

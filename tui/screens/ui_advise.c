@@ -194,7 +194,7 @@ static int advise_key(ui_app *app, void *st, int key, ui_action act)
 static void list_line(char *buf, size_t len, int wide, const pdbx_advise_row *r, int rank, int selected)
 {
     char marks[4] = "";
-    if (r->pareto) strcat(marks, "P");
+    if (r->pareto) strcat(marks, "*");
     if (r->estimated_cells > 0) strcat(marks, "~");
     /* '>' marks the selection where reverse video does not show (a text capture) */
     int k = snprintf(buf, len, "%c%3d %3d %3d %3d %4d %6d %10.2f %8.2f %5s %-3s", selected ? '>' : ' ', rank, r->tp, r->pp, r->dp,
@@ -261,7 +261,7 @@ static void draw_chart(ui_app *app, adv_state *s, ui_rect b)
     /* hollow: does not fit; filled: fits; square: on the front; diamond: selected */
     const uint32_t uni[] = { 0x25CB, 0x25CF, 0x25A0 }, asc[] = { 'x', 'o', '#' };
     const uint32_t hl = unicode ? 0x25C6 : '@', rule = unicode ? 0x2506 : '|';
-    ui_scatter_spec sp = { .xs = xs, .ys = ys, .ytight = 1, .series = series, .n = n, .markers = unicode ? uni : asc,
+    ui_scatter_spec sp = { .xs = xs, .ys = ys, .xtight = 1, .ytight = 1, .series = series, .n = n, .markers = unicode ? uni : asc,
                            .line = front, .nline = nfront, .line_series = SER_PARETO, .highlight = s->sel,
                            .highlight_glyph = hl, .vline = s->gpu_mem_gb, .vline_glyph = rule, .xname = "mem/GPU",
                            .xunit = UI_UNIT_GB, .yunit = UI_UNIT_MS, .unicode = unicode };
@@ -399,7 +399,7 @@ static void advise_draw(ui_app *app, void *st, ui_rect b)
     if (beside && in.w - LIST_WIDE_W - 2 < 60)
         wide = 0;
     ui_put_text(in.y + 1, in.x, in.w, n ? UI_C_NORMAL : UI_C_WARNING, 1,
-                "%d configs by step time: %zu fit, %zu Pareto (P), %zu with estimated cells (~)%s", n, nfit, npareto,
+                "%d configs by step time: %zu fit, %zu Pareto (*), %zu estimated (~)%s", n, nfit, npareto,
                 nest, beside || s->chart_only ? "" : "; v: chart");
     /* rows: the query and summary (2), the middle, a blank, the breakdown, the notes (at least
        2). The list takes the rows it needs; the chart (beside it or alone) at least 16 and what
