@@ -12,6 +12,7 @@
 #include "engine/advise/advise_cells.h"
 #include "engine/advise/advise_comm.h"
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_comm.h"
 #include "store/runtable.h"
 #include "store/util/fmt.h"
 
@@ -208,6 +209,11 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     }
 
     const int gpn = c->q.gpus_per_node;
+    /* the engine's own sizing of the step's messages (plan_comm.h): activations [mbs x seq,
+     * hidden] in the run's dtype; the stage's whole gradients in fp32 */
+    pdbx_plan_comm sizes;
+    pdbx_plan_comm_bytes(&c->spec.model, tp, pp, dp, mbs, c->spec.seq_len, c->spec.dtype,
+                         PDBX_BACKEND_CUDA, &sizes);
     const double act_bytes = (double)mbs * c->spec.seq_len * c->spec.model.hidden * c->dtype_bytes;
     const double lps = (double)c->q.layers / pp;
     if (tp > 1) {
@@ -249,7 +255,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     pdbx_memory mem;
     pdbx_memory_predict(&c->spec, &par, mbs, &mem);
     if (dp > 1) {
-        row->dp_msg_bytes = mem.params_per_rank * 4;   /* fp32 gradients of stage 0 (the largest) */
+        row->dp_msg_bytes = sizes.dp_full_bytes;   /* stage 0's (the largest) fp32 gradients */
         if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes,
                                pdbx_adv_spans((long)tp * (dp - 1), gpn), c->q.stat, &row->dp_comm_ms,
                                note, sizeof note) == PDBX_ADV_NONE) {

@@ -126,6 +126,18 @@ static int covers(sample_set *set, double bytes)
     return bytes >= lo && bytes <= hi;
 }
 
+/* |log(bytes / size)| of the set's nearest size; INFINITY when empty */
+static double nearest(const sample_set *set, double bytes)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < set->n; i++) {
+        double d = fabs(log(bytes / set->s[i].bytes));
+        if (d < best)
+            best = d;
+    }
+    return best;
+}
+
 pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
                                 pdbx_stat_kind stat, double *ms, char *note, size_t len)
 {
@@ -152,8 +164,17 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
         pts.n = swp.n = 0;
         point_cells(run, kind, group, at, stat, &pts);
         sweep_cells(run, kind, group, at, stat, &swp);
+        /* a source that covers the size (TP: the points first; PP, DP: the sweep first);
+         * when none does, the one with the nearest measured size (same preference on a tie) */
         sample_set *order[2] = { &pts, &swp };
-        if (kind == PDBX_RT_COMM_DP && covers(&swp, bytes))
+        int sweep_first;
+        if (covers(&pts, bytes) || covers(&swp, bytes))
+            sweep_first = kind == PDBX_RT_COMM_TP ? !covers(&pts, bytes) : covers(&swp, bytes);
+        else {
+            double dp_ = nearest(&pts, bytes), ds = nearest(&swp, bytes);
+            sweep_first = kind == PDBX_RT_COMM_TP ? ds < dp_ : ds <= dp_;
+        }
+        if (sweep_first)
             order[0] = &swp, order[1] = &pts;
         for (int k = 0; k < 2 && how == PDBX_ADV_NONE; k++) {
             double a = 0, b = 0;
@@ -168,6 +189,11 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
                                         : " (measured inter-node only; the job's group is in one node)";
             pdbx_fmt_size(a, sa, sizeof sa);
             pdbx_fmt_size(b, sb, sizeof sb);
+            if (strcmp(sa, size) == 0 || strcmp(sb, size) == 0) {   /* within the rounding */
+                snprintf(size, sizeof size, "%.0f B", bytes);
+                snprintf(sa, sizeof sa, "%.0f B", a);
+                snprintf(sb, sizeof sb, "%.0f B", b);
+            }
             if (how == PDBX_ADV_INTERPOLATED)
                 snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src, cell, sa, sb, where);
             else if (how == PDBX_ADV_EXTRAPOLATED)
