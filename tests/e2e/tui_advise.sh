@@ -8,15 +8,19 @@
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
-make_run "$A"
+# seven collectives: send_recv among them, so the PP configurations (bubble, PP comm) are ranked
+make_run "$A" --colls 7
 
 # check_numbers GPUS GBS: the list rows on screen (rank, tp, pp, dp, mbs, num_mb, step_ms,
 # mem_gb, fits, the Pareto mark and, where shown, compute_ms, comm_ms, bubble_ms) and the
-# selected row's breakdown legend are pdbx advise's JSON rows for the same query, in its order.
+# selected row's breakdown legend are pdbx advise's JSON rows for the same query, in its order;
+# at 200x50, where every row shows.
 check_numbers() {
     PDBX_STORE="$STORE" "$PDBX" advise "$A" --gpus "$1" --gbs "$2" --format json > "$TMP/advise.json" \
         || fail "pdbx advise --gpus $1 --gbs $2"
+    resize 200x50 "query: $1 GPUs  global batch $2"
     screen > "$TMP/advise.screen"
+    resize "${COLS}x${ROWS}" "query: $1 GPUs  global batch $2"
     "$PY" - "$TMP/advise.json" "$TMP/advise.screen" <<'EOF' || fail "screen numbers differ from pdbx advise --format json ($1 GPUs, gbs $2)"
 import json, re, sys
 rows = json.load(open(sys.argv[1]))["rows"]
@@ -71,14 +75,25 @@ golden_sizes tui_advise_open "query: 2 GPUs  global batch 32"
 # G doubles the GPUs, b halves the global batch: recomputed at once
 keys G; wait_for "query: 4 GPUs  global batch 32"
 keys b; wait_for "query: 4 GPUs  global batch 16"
+# the selection stays on its configuration when the new query has it: the first of 4 GPUs and
+# gbs 32 (tp 1 pp 4 dp 1 mbs 1) is third at gbs 16
+wait_for " #3 tp 1 pp 4 dp 1 mbs 1 "
 check_numbers 4 16
 golden_sizes tui_advise_query "query: 4 GPUs  global batch 16"
 # the selection moves the breakdown with it (and the chart's diamond)
-keys Down Down; wait_for " #3 tp "
+keys Down Down; wait_for " #5 tp 1 pp 4 dp 1 mbs 2 "
 check_numbers 4 16
-golden_sizes tui_advise_select " #3 tp "
+golden_sizes tui_advise_select " #5 tp "
+# End: the last configuration, the list scrolled to keep it in view (80x24 shows 11 of 18)
+keys End; wait_for " #18 tp "
+check_numbers 4 16
+resize 80x24 " #18 tp "
+screen | grep -qE '^ > 18 ' || fail "the list did not scroll to the selection"
+golden tui_advise_end_80x24
+resize "${COLS}x${ROWS}" " #18 tp "
+keys Home; wait_for " #1 tp "
 # at 80x24 the chart has no room beside the list: the summary says v, v shows it alone
-resize 80x24 " #3 tp "
+resize 80x24 " #1 tp "
 screen | grep -qF "; v: chart" || fail "80x24 does not say where the chart is"
 keys v; wait_for "v: back to the list"
 wait_for "Pareto chart: step time (ms) vs memory per GPU (GB)"
@@ -86,7 +101,7 @@ wait_for "○ does not fit  ● fits  ■ Pareto front  ◆ selected"
 golden tui_advise_chart_80x24
 keys a; wait_for "x does not fit  o fits  # Pareto front  @ selected"
 keys a v; wait_for "    #  tp  pp  dp  mbs num_mb"
-resize "${COLS}x${ROWS}" " #3 tp "
+resize "${COLS}x${ROWS}" " #1 tp "
 # the bounds of the query: one message, nothing recomputed
 keys g g; wait_for "query: 1 GPUs  global batch 16"
 keys g; wait_for "GPUs: 1 is the least (allowed: 1 to 65536)"
