@@ -130,4 +130,22 @@ settle
 normal_screen | diff -u "$TMP/colour.txt" - >&2 || fail "monochrome advise screen differs from the colour one"
 keys Escape; wait_for "view: table (ms)"
 quit_and_check
+
+# the shipped CPU recording (a real sweep: measured dp_allreduce and tp_allreduce cells, a GPU
+# memory from this host's MemTotal, so no golden): the screen's numbers are pdbx advise's
+REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"
+if [ -f "$REC" ]; then
+    rm -rf "$STORE"
+    PDBX_STORE="$STORE" "$PDBX" import "$REC" >/dev/null || fail "import of $REC"
+    A=$(basename "$(ls "$STORE"/runs/*.pdbx | head -1)" .pdbx)
+    start
+    wait_for "1 run"
+    keys Enter; wait_for "view: table (ms)"
+    keys A; wait_for "query: 2 GPUs  global batch 32"
+    check_numbers 2 32
+    keys G G; wait_for "query: 8 GPUs  global batch 32"
+    check_numbers 8 32
+    keys Escape; wait_for "view: table (ms)"
+    quit_and_check
+fi
 echo PASS
