@@ -131,6 +131,20 @@ normal_screen | diff -u "$TMP/colour.txt" - >&2 || fail "monochrome advise scree
 keys Escape; wait_for "view: table (ms)"
 quit_and_check
 
+# a run without a measured point (every MBS out of memory): the model's error, whole, and the
+# keys still work
+rm -rf "$STORE"
+make_run 2026-11-20__11-00-00_bbbb0002 --status cancelled --oom-at 1
+start
+wait_for "1 run"
+keys Enter; wait_for "view: table (ms)"
+keys A; wait_for "has no measured point (allowed: a run with at least one point"
+wait_for "of status ok)"
+wait_for "g/G and b/B change the query; Esc goes back"
+keys G; wait_for "query: 4 GPUs"
+keys Escape; wait_for "view: table (ms)"
+quit_and_check
+
 # the shipped CPU recording (a real sweep: measured dp_allreduce and tp_allreduce cells, a GPU
 # memory from this host's MemTotal, so no golden): the screen's numbers are pdbx advise's
 REC="$SRC/recordings/quick-cpu-amd-epyc-2core.pdbx"

@@ -383,7 +383,9 @@ static void advise_draw(ui_app *app, void *st, ui_rect b)
                 s->q.gpus, s->q.gbs, nodes, nodes == 1 ? "" : "s", s->gpus_per_node, s->run->model.name, s->gpu_name,
                 pdbx_stat_name(s->q.stat));
     if (!s->have_res) {
-        ui_put_text(in.y + 1, in.x, in.w, UI_C_ERROR, 1, "%s", s->err);
+        /* the model's one-line error, whole (it names the field, the value and what is allowed) */
+        int rows = ui_put_wrapped(in.y + 1, in.x, in.w, 4, UI_C_ERROR, "%s", s->err);
+        ui_put_text(in.y + 2 + rows, in.x, in.w, UI_C_DIM, 0, "g/G and b/B change the query; Esc goes back");
         return;
     }
     int n = (int)s->res.nrows;
