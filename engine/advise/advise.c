@@ -396,7 +396,7 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
     adv_ctx c;
     if (ctx_init(&c, run, q, err, errlen) != 0)
         return -1;
-    adv_notes ns = { 0 };
+    adv_notes ns = { 0 }, row_notes = { 0 };
     size_t cap = 0;
     int rc = 0;
     long candidates = 0;
@@ -414,8 +414,13 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
                 candidates++;
                 pdbx_advise_row row;
                 char reason[PDBX_ADVISE_NOTE_MAX];
-                int r = estimate(&c, tp, pp, dp, mbs, &row, &ns, reason, sizeof reason);
-                if (r < 0 || (r == 0 && push_row(out, &cap, &row) != 0)) {
+                /* a row's estimates are noted only when the row is kept */
+                row_notes.n = 0;
+                int r = estimate(&c, tp, pp, dp, mbs, &row, &row_notes, reason, sizeof reason);
+                if (r == 0)
+                    for (size_t k = 0; k < row_notes.n; k++)
+                        notes_find_or_add(&ns, row_notes.v[k].text);
+                if (r < 0 || row_notes.oom || (r == 0 && push_row(out, &cap, &row) != 0)) {
                     rc = fail(err, errlen, "out of memory");
                 } else if (r == 1) {
                     adv_note *n = notes_find_or_add(&ns, reason);
@@ -439,7 +444,10 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
         if (take_notes(&ns, out) != 0)
             rc = fail(err, errlen, "out of memory");
     }
+    if (rc == 0)
+        out->query = c.q;
     free(ns.v);
+    free(row_notes.v);
     ctx_free(&c);
     if (rc != 0)
         pdbx_advise_free(out);

@@ -73,7 +73,12 @@ typedef struct {
     size_t nrows;
     pdbx_advise_row *rows;   /* step_ms order (owned) */
     size_t nnotes;
-    char **notes;            /* every interpolation/extrapolation, once each (owned) */
+    char **notes;            /* every interpolation/extrapolation, once each, then every refusal
+                              * with its count ("tp 8 not measured: 4 configurations left
+                              * out") (owned) */
+    /* Added after ebd354f (source-compatible): the query as resolved, nodes, gpus_per_node,
+     * layers and mbs_max filled in. */
+    pdbx_advise_query query;
 } pdbx_advise_result;
 
 void pdbx_advise_query_defaults(pdbx_advise_query *q);

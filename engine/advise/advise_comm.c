@@ -25,6 +25,7 @@ typedef struct {
 
 static void set_add(sample_set *set, double bytes, double ms)
 {
+    /* (ms already scaled by the caller) */
     if (!(bytes > 0) || !isfinite(ms) || ms < 0 || set->n == set->cap)
         return;
     for (size_t i = 0; i < set->n; i++)
@@ -56,7 +57,7 @@ static const pdbx_comm_cell *point_comm(const pdbx_point *p, int kind)
 }
 
 static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
-                        sample_set *set)
+                        double factor, sample_set *set)
 {
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *p = &run->points[i];
@@ -65,22 +66,26 @@ static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdb
             continue;
         if (pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
             continue;
-        set_add(set, c->bytes, pdbx_stats_get(&c->time, stat));
+        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
     }
 }
 
+static int coll_spans(const pdbx_coll_result *c)
+{
+    return c->spans_nodes || (c->ranks_per_node > 0 && c->nranks > c->ranks_per_node);
+}
+
 static void sweep_cells(const pdbx_run *run, int kind, int group, int inter, pdbx_stat_kind stat,
-                        sample_set *set)
+                        double factor, sample_set *set)
 {
     const char *coll = kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce";
     for (size_t i = 0; i < run->ncoll; i++) {
         const pdbx_coll_result *c = &run->coll[i];
         if (strcmp(c->coll, coll) != 0 || c->nranks != group || !c->in_place)
             continue;
-        int spans = c->spans_nodes || (c->ranks_per_node > 0 && c->nranks > c->ranks_per_node);
-        if (spans != inter)
+        if (coll_spans(c) != inter)
             continue;
-        set_add(set, c->bytes, pdbx_stats_get(&c->time, stat));
+        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
     }
 }
 
@@ -126,6 +131,43 @@ static int covers(sample_set *set, double bytes)
     return bytes >= lo && bytes <= hi;
 }
 
+/* The all-reduce group size nearest to `group` (by ratio; the larger on a tie) that the points
+ * or the sweep measured at placement inter, other than group itself; 0 when none. */
+static int nearest_group(const pdbx_run *run, int kind, int group, int inter)
+{
+    int best = 0;
+    double bd = INFINITY;
+    for (size_t i = 0; i < run->npoints + run->ncoll; i++) {
+        int g;
+        if (i < run->npoints) {
+            const pdbx_point *p = &run->points[i];
+            const pdbx_comm_cell *c = point_comm(p, kind);
+            if (p->status != PDBX_POINT_OK || !c->valid
+                || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+                continue;
+            g = c->group_size;
+        } else {
+            const pdbx_coll_result *c = &run->coll[i - run->npoints];
+            if (strcmp(c->coll, "all_reduce") != 0 || !c->in_place || coll_spans(c) != inter)
+                continue;
+            g = c->nranks;
+        }
+        if (g < 2 || g == group)
+            continue;
+        double d = fabs(log((double)g / group));
+        if (d < bd || (d == bd && g > best))
+            best = g, bd = d;
+    }
+    return best;
+}
+
+/* A ring all-reduce moves 2 (n - 1) / n of the message per rank: at the same bus bandwidth the
+ * time scales by that factor (nccl-tests' busbw). */
+static double ring_factor(int n)
+{
+    return 2.0 * (n - 1) / n;
+}
+
 /* |log(bytes / size)| of the set's nearest size; INFINITY when empty */
 static double nearest(const sample_set *set, double bytes)
 {
@@ -158,12 +200,19 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
         snprintf(note, len, "%s: out of memory", who);
         goto done;
     }
-    /* the asked placement first, then the other one */
-    for (int pass = 0; pass < 2 && how == PDBX_ADV_NONE; pass++) {
-        int at = pass == 0 ? inter : !inter;
+    /* the asked placement first, then the other one; within each the group's own size, then
+     * (all-reduce) the nearest measured group size at the same bus bandwidth */
+    for (int pass = 0; pass < 4 && how == PDBX_ADV_NONE; pass++) {
+        int at = pass < 2 ? inter : !inter, have = group;
+        double factor = 1;
+        if (pass % 2 == 1) {
+            if (kind == PDBX_RT_COMM_PP || (have = nearest_group(run, kind, group, at)) == 0)
+                continue;
+            factor = ring_factor(group) / ring_factor(have);
+        }
         pts.n = swp.n = 0;
-        point_cells(run, kind, group, at, stat, &pts);
-        sweep_cells(run, kind, group, at, stat, &swp);
+        point_cells(run, kind, have, at, stat, factor, &pts);
+        sweep_cells(run, kind, have, at, stat, factor, &swp);
         /* a source that covers the size (TP: the points first; PP, DP: the sweep first);
          * when none does, the one with the nearest measured size (same preference on a tie) */
         sample_set *order[2] = { &pts, &swp };
@@ -184,24 +233,31 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
             const char *src = order[k] == &swp ? "the collectives sweep's" : "the points'";
             const char *cell = order[k] == &swp ? (kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
                                                 : pdbx_rt_comm_name(kind);
-            const char *where = pass == 0 ? ""
-                                : inter ? " (measured intra-node only; the job's group spans nodes)"
-                                        : " (measured inter-node only; the job's group is in one node)";
+            char where[160] = "";
+            if (have != group)
+                snprintf(where, sizeof where, "; %d-rank cells x %.3g (ring 2(n-1)/n)", have, factor);
+            if (at != inter)
+                snprintf(where + strlen(where), sizeof where - strlen(where), "%s",
+                         inter ? "; intra-node cells, the group spans nodes"
+                               : "; inter-node cells, the group is in one node");
             pdbx_fmt_size(a, sa, sizeof sa);
             pdbx_fmt_size(b, sb, sizeof sb);
-            if (strcmp(sa, size) == 0 || strcmp(sb, size) == 0) {   /* within the rounding */
+            if ((a != bytes && strcmp(sa, size) == 0) || (b != bytes && strcmp(sb, size) == 0)) {
+                /* two sizes within the formatting's rounding: exact bytes */
                 snprintf(size, sizeof size, "%.0f B", bytes);
                 snprintf(sa, sizeof sa, "%.0f B", a);
                 snprintf(sb, sizeof sb, "%.0f B", b);
             }
             if (how == PDBX_ADV_INTERPOLATED)
-                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src, cell, sa, sb, where);
+                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src,
+                         cell, sa, sb, where);
             else if (how == PDBX_ADV_EXTRAPOLATED)
-                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size, src, cell, sa, where);
-            else if (pass == 1)
+                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size,
+                         src, cell, sa, where);
+            else if (pass > 0)
                 snprintf(note, len, "%s of %s from %s %s%s", who, size, src, cell, where);
-            if (pass == 1 && how == PDBX_ADV_EXACT)
-                how = PDBX_ADV_EXTRAPOLATED;   /* another placement's cell is an estimate */
+            if (pass > 0 && how == PDBX_ADV_EXACT)
+                how = PDBX_ADV_EXTRAPOLATED;   /* another placement's or group's cell: an estimate */
         }
     }
     if (how == PDBX_ADV_NONE)

@@ -21,7 +21,7 @@ export PDBX_STORE=$ST
 
 phase "table"
 "$PDBX" advise "$id" --gpus 2 --gbs 8 --layers 4 >"$TMP/table" 2>"$TMP/err" || { cat "$TMP/err"; fail "advise table"; }
-grep -q "^advise run $id: model engine-tiny-llama, 2 GPUs, gbs 8, stat median$" "$TMP/table" || { cat "$TMP/table"; fail "table: header"; }
+grep -q "^advise run $id: model engine-tiny-llama, 4 layers, 2 GPUs (1 node x 2), gbs 8, mbs <= 4, stat median$" "$TMP/table" || { cat "$TMP/table"; fail "table: header"; }
 grep -q "^bwd: measured (the run's backward cells)$" "$TMP/table" || fail "table: bwd line"
 grep -qE '^  rank  tp  pp  dp  mbs  num_mb  step_ms  compute_ms  comm_ms  bubble_ms  mem_gb  fits$' "$TMP/table" \
     || { cat "$TMP/table"; fail "table: columns"; }
@@ -40,7 +40,9 @@ import json, sys
 tmp = sys.argv[1]
 doc = json.load(open(tmp + "/a.json"))
 rows = doc["rows"]
-assert doc["bwd_measured"] is True and doc["query"]["gpus"] == 2 and doc["query"]["stat"] == "median", doc["query"]
+assert doc["bwd_measured"] is True, doc
+assert doc["query"] == {"gpus": 2, "gbs": 8, "nodes": 1, "gpus_per_node": 2, "layers": 4, "mbs_max": 4,
+                        "stat": "median"}, doc["query"]
 need = ["tp", "pp", "dp", "mbs", "num_mb", "step_ms", "compute_ms", "comm_ms", "bubble_ms", "mem_gb", "fits"]
 assert len(rows) == 9, len(rows)
 for r in rows:

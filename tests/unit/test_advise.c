@@ -302,6 +302,25 @@ static void test_dp_allreduce_from_bucket_and_sweep(void **state)
     pdbx_run_free(&run);
 }
 
+static void test_dp_group_not_measured(void **state)
+{
+    (void)state;
+    const double dp_bytes = 69166080.0 * 4;   /* as above: the whole model on one TP rank */
+    pdbx_run run;
+    run_a(&run, 1, 1e12, 0);
+    pdbx_advise_query q;
+    query(&q, 4, 8);
+    pdbx_advise_row r;
+    char err[256];
+    /* dp 4: only 2-rank all-reduces measured: the bucket scaled by bytes and by the ring
+     * factor 2(n-1)/n, 1.5 for 4 ranks against 1 for 2 */
+    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 4, 1, &r, err, sizeof err), 0);
+    assert_close(r.dp_comm_ms, 10 * dp_bytes / (4 * MIB) * 1.5);
+    assert_string_equal(r.note, "dp 4 all-reduce of 264 MiB scaled linearly by bytes from the points' "
+                                "dp_allreduce of 4.0 MiB; 2-rank cells x 1.5 (ring 2(n-1)/n)");
+    pdbx_run_free(&run);
+}
+
 static void test_x3_rule_without_bwd(void **state)
 {
     (void)state;
@@ -501,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_pp4_bubble),
         cmocka_unit_test(test_tp_comm_per_layer),
         cmocka_unit_test(test_dp_allreduce_from_bucket_and_sweep),
+        cmocka_unit_test(test_dp_group_not_measured),
         cmocka_unit_test(test_x3_rule_without_bwd),
         cmocka_unit_test(test_mbs_interpolation_and_extrapolation),
         cmocka_unit_test(test_unswept_tp_refused),

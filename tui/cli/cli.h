@@ -48,7 +48,7 @@ typedef struct {
     X(diff, "compare two runs: ratio B/A per cell, geometric mean per op")                       \
     X(export, "write FASOP NPZ, Vidur CSV and/or a Chrome trace of a run")                       \
     X(plan, "print a sweep's points and predicted memory (no run)")                              \
-    X(advise, "estimate a training iteration per (TP, PP, DP, MBS) from a run: ranked, Pareto")   \
+    X(advise, "rank (TP, PP, DP, MBS) by a training iteration estimated from a run")              \
     X(record, "copy a run's event stream to a recording file")                                   \
     X(import, "import a recording file into the store")                                          \
     X(run, "start a sweep in the background and show its progress")                              \

@@ -77,21 +77,32 @@ static int advise_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     return 0;
 }
 
-static int all_bwd_measured(const pdbx_advise_result *r)
+/* How many rows have measured backward cells. */
+static size_t rows_bwd_measured(const pdbx_advise_result *r)
 {
+    size_t n = 0;
     for (size_t i = 0; i < r->nrows; i++)
-        if (!r->rows[i].bwd_measured)
-            return 0;
-    return r->nrows > 0;
+        n += r->rows[i].bwd_measured != 0;
+    return n;
 }
 
-static void print_table(const pdbx_run *run, const advise_args *a, const pdbx_advise_result *r, FILE *out)
+static int all_bwd_measured(const pdbx_advise_result *r)
 {
-    pdbx_cli_line(out, "advise run %s: model %s, %d GPUs%s, gbs %d, stat %s", run->id,
-                  run->model.name[0] ? run->model.name : PDBX_NA, a->gpus, a->nodes ? " on nodes" : "",
-                  a->gbs, pdbx_stat_name((pdbx_stat_kind)a->stat));
-    fprintf(out, "bwd: %s\n", all_bwd_measured(r) ? "measured (the run's backward cells)"
-                              : "not measured: backward = 2 x forward (FASOP's x3 rule)");
+    return r->nrows > 0 && rows_bwd_measured(r) == r->nrows;
+}
+
+static void print_table(const pdbx_run *run, const pdbx_advise_result *r, FILE *out)
+{
+    const pdbx_advise_query *q = &r->query;
+    pdbx_cli_line(out, "advise run %s: model %s, %d layers, %d GPUs (%d node%s x %d), gbs %d, mbs <= %d, "
+                  "stat %s", run->id, run->model.name[0] ? run->model.name : PDBX_NA, q->layers, q->gpus,
+                  q->nodes, q->nodes == 1 ? "" : "s", q->gpus_per_node, q->gbs, q->mbs_max,
+                  pdbx_stat_name(q->stat));
+    size_t nb = rows_bwd_measured(r);
+    fprintf(out, "bwd: %s\n", nb == r->nrows ? "measured (the run's backward cells)"
+                              : nb == 0 ? "not measured: backward = 2 x forward (FASOP's x3 rule)"
+                                        : "measured for some TP degrees, 2 x forward for the others "
+                                          "(see notes)");
     fprintf(out, "times: ms per iteration; step = compute + comm + bubble; mem_gb: training memory "
                  "per GPU (the planner's)\n\n");
     static const char *const head[] = { "rank", "tp", "pp", "dp", "mbs", "num_mb", "step_ms",
@@ -162,7 +173,7 @@ static cJSON *row_json(const pdbx_advise_row *w)
     return o;
 }
 
-static int print_json(const pdbx_run *run, const advise_args *a, const pdbx_advise_result *r, FILE *out)
+static int print_json(const pdbx_run *run, const pdbx_advise_result *r, FILE *out)
 {
     cJSON *root = cJSON_CreateObject(), *q = cJSON_CreateObject(), *rows = cJSON_CreateArray(),
           *notes = cJSON_CreateArray();
@@ -176,11 +187,12 @@ static int print_json(const pdbx_run *run, const advise_args *a, const pdbx_advi
         cJSON_Delete(rows);
         cJSON_Delete(notes);
     }
-    ok = ok && cJSON_AddStringToObject(root, "run", run->id) && cJSON_AddNumberToObject(q, "gpus", a->gpus)
-         && cJSON_AddNumberToObject(q, "gbs", a->gbs)
-         && (a->nodes ? cJSON_AddNumberToObject(q, "nodes", a->nodes) != NULL : cJSON_AddNullToObject(q, "nodes") != NULL)
-         && (a->layers ? cJSON_AddNumberToObject(q, "layers", a->layers) != NULL : cJSON_AddNullToObject(q, "layers") != NULL)
-         && cJSON_AddStringToObject(q, "stat", pdbx_stat_name((pdbx_stat_kind)a->stat))
+    const pdbx_advise_query *rq = &r->query;
+    ok = ok && cJSON_AddStringToObject(root, "run", run->id) && cJSON_AddNumberToObject(q, "gpus", rq->gpus)
+         && cJSON_AddNumberToObject(q, "gbs", rq->gbs) && cJSON_AddNumberToObject(q, "nodes", rq->nodes)
+         && cJSON_AddNumberToObject(q, "gpus_per_node", rq->gpus_per_node)
+         && cJSON_AddNumberToObject(q, "layers", rq->layers) && cJSON_AddNumberToObject(q, "mbs_max", rq->mbs_max)
+         && cJSON_AddStringToObject(q, "stat", pdbx_stat_name(rq->stat))
          && cJSON_AddBoolToObject(root, "bwd_measured", all_bwd_measured(r));
     for (size_t i = 0; ok && i < r->nrows; i++) {
         cJSON *o = row_json(&r->rows[i]);
@@ -245,10 +257,10 @@ int pdbx_cmd_advise(int argc, char **argv)
         goto done;
     }
     if (a.format == 1) {
-        if (print_json(&run, &a, &res, stdout) != 0)
+        if (print_json(&run, &res, stdout) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, advise_spec.name, "out of memory");
     } else {
-        print_table(&run, &a, &res, stdout);
+        print_table(&run, &res, stdout);
     }
 done:
     pdbx_advise_free(&res);
