@@ -84,13 +84,16 @@ golden_sizes tui_advise_query "query: 4 GPUs  global batch 16"
 keys Down Down; wait_for " #5 tp 1 pp 4 dp 1 mbs 2 "
 check_numbers 4 16
 golden_sizes tui_advise_select " #5 tp "
-# End: the last configuration, the list scrolled to keep it in view (80x24 shows 11 of 18)
-keys End; wait_for " #18 tp "
+# End: the last configuration, the list scrolled to keep it in view (80x24 shows 11 rows)
+N=$(PDBX_STORE="$STORE" "$PDBX" advise "$A" --gpus 4 --gbs 16 --format json \
+    | "$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["rows"]))') || fail "pdbx advise rows"
+[ "$N" -gt 11 ] || fail "the fixture's 4 GPUs / gbs 16 query has $N rows: too few to scroll at 80x24"
+keys End; wait_for " #$N tp "
 check_numbers 4 16
-resize 80x24 " #18 tp "
-screen | grep -qE '^ > 18 ' || fail "the list did not scroll to the selection"
+resize 80x24 " #$N tp "
+screen | grep -qE "^ > $N " || fail "the list did not scroll to the selection"
 golden tui_advise_end_80x24
-resize "${COLS}x${ROWS}" " #18 tp "
+resize "${COLS}x${ROWS}" " #$N tp "
 keys Home; wait_for " #1 tp "
 # at 80x24 the chart has no room beside the list: the summary says v, v shows it alone
 resize 80x24 " #1 tp "

@@ -376,12 +376,16 @@ static void draw_notes(adv_state *s, ui_rect b)
 static void advise_draw(ui_app *app, void *st, ui_rect b)
 {
     adv_state *s = st;
-    int nodes = s->q.nodes > 0 ? s->q.nodes : (s->q.gpus + s->gpus_per_node - 1) / s->gpus_per_node;
+    /* the query as the model resolved it (nodes, GPUs per node, layers), else as asked */
+    const pdbx_advise_query *rq = s->have_res ? &s->res.query : &s->q;
+    int gpn = rq->gpus_per_node > 0 ? rq->gpus_per_node : s->gpus_per_node;
+    int nodes = rq->nodes > 0 ? rq->nodes : (s->q.gpus + gpn - 1) / gpn;
+    char layers[32] = "";
+    if (rq->layers > 0) snprintf(layers, sizeof(layers), " (%d layers)", rq->layers);
     ui_rect in = { b.y, b.x + 1, b.h, b.w - 2 };
-    /* the query and what it gave */
-    ui_put_text(in.y, in.x, in.w, UI_C_INFO, 1, "query: %d GPUs  global batch %d  %d node%s x %d GPUs  %s %s  stat %s",
-                s->q.gpus, s->q.gbs, nodes, nodes == 1 ? "" : "s", s->gpus_per_node, s->run->model.name, s->gpu_name,
-                pdbx_stat_name(s->q.stat));
+    ui_put_text(in.y, in.x, in.w, UI_C_INFO, 1, "query: %d GPUs  global batch %d  %d node%s x %d GPUs  %s%s %s  stat %s",
+                s->q.gpus, s->q.gbs, nodes, nodes == 1 ? "" : "s", gpn, s->run->model.name, layers, s->gpu_name,
+                pdbx_stat_name(rq->stat));
     if (!s->have_res) {
         /* the model's one-line error, whole (it names the field, the value and what is allowed) */
         int rows = ui_put_wrapped(in.y + 1, in.x, in.w, 4, UI_C_ERROR, "%s", s->err);
