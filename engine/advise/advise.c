@@ -276,9 +276,10 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
 
 static int check_config(const adv_ctx *c, int tp, int pp, int dp, int mbs, char *err, size_t errlen)
 {
-    if (tp < 1 || pp < 1 || dp < 1 || mbs < 1 || mbs > ADV_MAX_MBS)
+    if (tp < 1 || pp < 1 || dp < 1 || tp > c->q.gpus || pp > c->q.gpus || dp > c->q.gpus || mbs < 1
+        || mbs > ADV_MAX_MBS)
         return fail(err, errlen, "config: %dx%dx%d mbs %d is not a configuration (allowed: tp, pp, dp "
-                    ">= 1, mbs 1..%d)", tp, pp, dp, mbs, ADV_MAX_MBS);
+                    "1..%d, mbs 1..%d)", tp, pp, dp, mbs, c->q.gpus, ADV_MAX_MBS);
     if ((long)tp * pp * dp != c->q.gpus)
         return fail(err, errlen, "config: %dx%dx%d uses %ld GPUs, the query has %d (allowed: tp x pp x "
                     "dp == %d)", tp, pp, dp, (long)tp * pp * dp, c->q.gpus, c->q.gpus);

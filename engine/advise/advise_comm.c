@@ -25,19 +25,35 @@ typedef struct {
 
 static void set_add(sample_set *set, double bytes, double ms)
 {
-    /* (ms already scaled by the caller) */
     if (!(bytes > 0) || !isfinite(ms) || ms < 0 || set->n == set->cap)
         return;
-    for (size_t i = 0; i < set->n; i++)
-        if (set->s[i].bytes == bytes)
-            return;   /* the first measurement of a size (plan order) */
     set->s[set->n++] = (comm_sample){ bytes, ms };
 }
 
-static int by_bytes(const void *a, const void *b)
+static int by_bytes_ms(const void *a, const void *b)
 {
     const comm_sample *x = a, *y = b;
-    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+    if (x->bytes != y->bytes)
+        return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* Sorts by size and folds the measurements of one size into their median: the DP bucket is
+ * measured at every point of a config (one per MBS), and one noisy point should not decide. */
+static void set_collapse(sample_set *set)
+{
+    qsort(set->s, set->n, sizeof *set->s, by_bytes_ms);
+    size_t out = 0;
+    for (size_t i = 0; i < set->n;) {
+        size_t j = i;
+        while (j < set->n && set->s[j].bytes == set->s[i].bytes)
+            j++;
+        size_t k = j - i;
+        double med = k % 2 ? set->s[i + k / 2].ms : (set->s[i + k / 2 - 1].ms + set->s[i + k / 2].ms) / 2;
+        set->s[out++] = (comm_sample){ set->s[i].bytes, med };
+        i = j;
+    }
+    set->n = out;
 }
 
 /* The last rank of the kind's group in a (tp, pp, dp) config of Megatron's rank order. */
@@ -62,11 +78,22 @@ static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdb
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *p = &run->points[i];
         const pdbx_comm_cell *c = point_comm(p, kind);
-        if (p->status != PDBX_POINT_OK || !c->valid || c->group_size != group)
+        if (p->status != PDBX_POINT_OK
+            || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
             continue;
-        if (pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
+        if (c->valid && c->group_size == group) {
+            set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
             continue;
-        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
+        }
+        /* a run recorded before comm events: the layer's TP all-reduce op cells (their bytes
+         * are the message size) */
+        if (kind != PDBX_RT_COMM_TP || c->valid || p->tp != group)
+            continue;
+        for (int op = 0; op < PDBX_OP_COUNT; op++)
+            if (pdbx_op_is_comm((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
+                set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat));
+                break;
+            }
     }
 }
 
@@ -94,8 +121,7 @@ static pdbx_adv_how set_at(sample_set *set, double bytes, double *ms, double *a,
 {
     if (set->n == 0)
         return PDBX_ADV_NONE;
-    qsort(set->s, set->n, sizeof *set->s, by_bytes);
-    const comm_sample *s = set->s;
+    const comm_sample *s = set->s;   /* collapsed: one entry per size, ascending */
     size_t n = set->n;
     for (size_t i = 0; i < n; i++)
         if (s[i].bytes == bytes) {
@@ -213,6 +239,8 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
         pts.n = swp.n = 0;
         point_cells(run, kind, have, at, stat, factor, &pts);
         sweep_cells(run, kind, have, at, stat, factor, &swp);
+        set_collapse(&pts);
+        set_collapse(&swp);
         /* a source that covers the size (TP: the points first; PP, DP: the sweep first);
          * when none does, the one with the nearest measured size (same preference on a tie) */
         sample_set *order[2] = { &pts, &swp };

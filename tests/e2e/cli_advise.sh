@@ -77,6 +77,15 @@ assert abs(r["bubble_ms"] - t) <= 1e-6 * t and abs(r["compute_ms"] - 8 * t) <= 1
 assert abs(r["pp_comm_ms"] - 2 * (8 + 2 - 2) * r["p2p_ms"]) <= 1e-9 * r["pp_comm_ms"], r
 PYEOF
 
+"$PDBX" advise "$id" --gpus 2 --gbs 8 --layers 4 --top 3 --format json >"$TMP/top.json" || fail "advise --top"
+"$PY" - "$TMP" <<'PYEOF' || fail "advise --top 3"
+import json, sys
+a, t = json.load(open(sys.argv[1] + "/a.json")), json.load(open(sys.argv[1] + "/top.json"))
+assert t["rows_total"] == 9 and t["rows"] == a["rows"][:3], t
+PYEOF
+"$PDBX" advise "$id" --gpus 2 --gbs 8 --layers 4 --top 3 | grep -q "^  (3 of 9 configurations shown: --top)$" \
+    || fail "advise --top: the shown line"
+
 phase "forward-only recording: the x3 rule; an unswept TP"
 "$PDBX" advise "$REC" --gpus 2 --gbs 8 >"$TMP/rec.table" || fail "advise recording"
 grep -q "^bwd: not measured: backward = 2 x forward (FASOP's x3 rule)$" "$TMP/rec.table" || { cat "$TMP/rec.table"; fail "x3 line"; }
@@ -109,6 +118,7 @@ usage "--gbs: 'x'" "$id" --gpus 2 --gbs x
 usage "--nodes: 3 does not divide --gpus 2" "$id" --gpus 2 --gbs 8 --nodes 3
 usage "--stat: 'std' is not a time" "$id" --gpus 2 --gbs 8 --stat std
 usage "--format: 'xml'" "$id" --gpus 2 --gbs 8 --format xml
+usage "--top: 0 is out of range" "$id" --gpus 2 --gbs 8 --top 0
 usage "nosuchrun" nosuchrun --gpus 2 --gbs 8
 "$PDBX" advise --help | grep -q "^usage: pdbx advise RUN" || fail "advise --help"
 phase "done"

@@ -102,9 +102,10 @@ static int point(pdbx_run *run, int tp, int pp, int dp, int mbs, int bwd)
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         int part = pdbx_adv_op_part((pdbx_op)op);
         if (part < 0) {
-            if (tp > 1)
-                apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"stats\":" STATS "}", idx,
-                      pdbx_op_name((pdbx_op)op), STATS_ARGS(0.1 * mbs));
+            if (tp > 1)   /* as the engine writes them: bytes is the message, [mbs x 16, 1024] fp32 */
+                apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"bytes\":%d,\"flops\":0,"
+                           "\"stats\":" STATS "}", idx, pdbx_op_name((pdbx_op)op), mbs * 65536,
+                      STATS_ARGS(0.2 * mbs));
             continue;
         }
         double f = part_scale[part] * mbs * mbs;
@@ -272,6 +273,25 @@ static void test_tp_comm_per_layer(void **state)
     pdbx_run_free(&run);
 }
 
+static void test_tp_comm_from_op_cells(void **state)
+{
+    (void)state;
+    /* a run recorded before comm events: the layer's all-reduce op cells (0.2 ms per 64 KiB) */
+    pdbx_run run;
+    next_point = 0;
+    run_start(&run, 1, 1e12);
+    for (int m = 1; m <= 2; m *= 2)
+        point_end(&run, point(&run, 2, 1, 1, m, 1));
+    pdbx_advise_query q;
+    query(&q, 2, 8);
+    pdbx_advise_row r;
+    char err[256];
+    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 2, &r, err, sizeof err), 0);
+    assert_close(r.tp_allreduce_ms, 0.4);
+    assert_close(r.stage_tp_comm_ms, 4 * 2 * 2 * 0.4);
+    pdbx_run_free(&run);
+}
+
 static void test_dp_allreduce_from_bucket_and_sweep(void **state)
 {
     (void)state;
@@ -318,6 +338,29 @@ static void test_dp_group_not_measured(void **state)
     assert_close(r.dp_comm_ms, 10 * dp_bytes / (4 * MIB) * 1.5);
     assert_string_equal(r.note, "dp 4 all-reduce of 264 MiB scaled linearly by bytes from the points' "
                                 "dp_allreduce of 4.0 MiB; 2-rank cells x 1.5 (ring 2(n-1)/n)");
+    pdbx_run_free(&run);
+}
+
+static void test_dp_bucket_median(void **state)
+{
+    (void)state;
+    const double dp_bytes = 69166080.0 * 4;
+    pdbx_run run;
+    next_point = 0;
+    run_start(&run, 1, 1e12);
+    /* one 4 MiB bucket per point: 10, 30 (a noisy one) and 12 ms: their median, 12 */
+    const double ms[3] = { 10, 30, 12 };
+    for (int k = 0, m = 1; k < 3; k++, m *= 2) {
+        int i = point(&run, 1, 1, 2, m, 1);
+        comm(&run, i, "dp_allreduce", 4 * MIB, 2, ms[k]);
+        point_end(&run, i);
+    }
+    pdbx_advise_query q;
+    query(&q, 2, 8);
+    pdbx_advise_row r;
+    char err[256];
+    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 1, &r, err, sizeof err), 0);
+    assert_close(r.dp_comm_ms, 12 * dp_bytes / (4 * MIB));
     pdbx_run_free(&run);
 }
 
@@ -481,6 +524,9 @@ static void test_bad_queries(void **state)
     query(&q, 2, 8);
     assert_int_equal(pdbx_advise_one(&run, &q, 2, 2, 1, 1, &r, err, sizeof err), -1);
     assert_string_equal(err, "config: 2x2x1 uses 4 GPUs, the query has 2 (allowed: tp x pp x dp == 2)");
+    /* products that overflow are refused before they are formed (UBSan in build-san) */
+    assert_int_equal(pdbx_advise_one(&run, &q, 2147483647, 2147483647, 2147483647, 1, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is not a configuration (allowed: tp, pp, dp 1..2, mbs 1..4096)"));
     assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 3, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "gbs: 8 is not divisible by mbs x dp = 3 x 2"));
     query(&q, 3, 9);
@@ -519,8 +565,10 @@ int main(void)
         cmocka_unit_test(test_pp2_bubble_and_p2p),
         cmocka_unit_test(test_pp4_bubble),
         cmocka_unit_test(test_tp_comm_per_layer),
+        cmocka_unit_test(test_tp_comm_from_op_cells),
         cmocka_unit_test(test_dp_allreduce_from_bucket_and_sweep),
         cmocka_unit_test(test_dp_group_not_measured),
+        cmocka_unit_test(test_dp_bucket_median),
         cmocka_unit_test(test_x3_rule_without_bwd),
         cmocka_unit_test(test_mbs_interpolation_and_extrapolation),
         cmocka_unit_test(test_unswept_tp_refused),

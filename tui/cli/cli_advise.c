@@ -23,6 +23,7 @@ static const pdbx_cli_opt advise_opts[] = {
     { "layers", "L", "decoder layers of the job (default: the model's)" },
     { "mbs-max", "M", "largest micro-batch size tried (default: twice the largest measured)" },
     { "stat", "STAT", "statistic of the cells: median (default), mean, min, max" },
+    { "top", "N", "only the N fastest configurations (default: all)" },
     { "format", "FMT", "table (default) or json" },
     { NULL, NULL, NULL },
 };
@@ -41,7 +42,7 @@ static const pdbx_cli_spec advise_spec = {
 
 typedef struct {
     const char *store;
-    int gpus, gbs, nodes, layers, mbs_max, stat, format;
+    int gpus, gbs, nodes, layers, mbs_max, stat, format, top;
     int have_gpus, have_gbs;
 } advise_args;
 
@@ -74,6 +75,8 @@ static int advise_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     }
     if (strcmp(n, "format") == 0)
         return pdbx_cli_choice(n, value, advise_formats, &a->format, err, errlen);
+    if (strcmp(n, "top") == 0)
+        return pdbx_cli_int(n, value, 1, 1 << 30, &a->top, err, errlen);
     return 0;
 }
 
@@ -91,7 +94,7 @@ static int all_bwd_measured(const pdbx_advise_result *r)
     return r->nrows > 0 && rows_bwd_measured(r) == r->nrows;
 }
 
-static void print_table(const pdbx_run *run, const pdbx_advise_result *r, FILE *out)
+static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t shown, FILE *out)
 {
     const pdbx_advise_query *q = &r->query;
     pdbx_cli_line(out, "advise run %s: model %s, %d layers, %d GPUs (%d node%s x %d), gbs %d, mbs <= %d, "
@@ -113,7 +116,7 @@ static void print_table(const pdbx_run *run, const pdbx_advise_result *r, FILE *
         return;
     for (size_t c = 0; c < ncol; c++)
         pdbx_table_header(t, c, head[c], c == ncol - 1 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT);
-    for (size_t i = 0; i < r->nrows; i++) {
+    for (size_t i = 0; i < shown; i++) {
         const pdbx_advise_row *w = &r->rows[i];
         char ms[4][24];
         pdbx_table_add_row(t);
@@ -133,6 +136,8 @@ static void print_table(const pdbx_run *run, const pdbx_advise_result *r, FILE *
     }
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
+    if (shown < r->nrows)
+        fprintf(out, "  (%zu of %zu configurations shown: --top)\n", shown, r->nrows);
     fprintf(out, "\n  * Pareto front of step time vs memory per GPU among the configurations that fit\n"
                  "  ~ estimated cells (interpolated or extrapolated: see notes)\n");
     if (r->nnotes) {
@@ -173,7 +178,7 @@ static cJSON *row_json(const pdbx_advise_row *w)
     return o;
 }
 
-static int print_json(const pdbx_run *run, const pdbx_advise_result *r, FILE *out)
+static int print_json(const pdbx_run *run, const pdbx_advise_result *r, size_t shown, FILE *out)
 {
     cJSON *root = cJSON_CreateObject(), *q = cJSON_CreateObject(), *rows = cJSON_CreateArray(),
           *notes = cJSON_CreateArray();
@@ -193,8 +198,9 @@ static int print_json(const pdbx_run *run, const pdbx_advise_result *r, FILE *ou
          && cJSON_AddNumberToObject(q, "gpus_per_node", rq->gpus_per_node)
          && cJSON_AddNumberToObject(q, "layers", rq->layers) && cJSON_AddNumberToObject(q, "mbs_max", rq->mbs_max)
          && cJSON_AddStringToObject(q, "stat", pdbx_stat_name(rq->stat))
-         && cJSON_AddBoolToObject(root, "bwd_measured", all_bwd_measured(r));
-    for (size_t i = 0; ok && i < r->nrows; i++) {
+         && cJSON_AddBoolToObject(root, "bwd_measured", all_bwd_measured(r))
+         && cJSON_AddNumberToObject(root, "rows_total", (double)r->nrows);
+    for (size_t i = 0; ok && i < shown; i++) {
         cJSON *o = row_json(&r->rows[i]);
         ok = o && cJSON_AddItemToArray(rows, o);
     }
@@ -256,11 +262,12 @@ int pdbx_cmd_advise(int argc, char **argv)
         rc = PDBX_EXIT_USAGE;
         goto done;
     }
+    size_t shown = a.top > 0 && (size_t)a.top < res.nrows ? (size_t)a.top : res.nrows;
     if (a.format == 1) {
-        if (print_json(&run, &res, stdout) != 0)
+        if (print_json(&run, &res, shown, stdout) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, advise_spec.name, "out of memory");
     } else {
-        print_table(&run, &res, stdout);
+        print_table(&run, &res, shown, stdout);
     }
 done:
     pdbx_advise_free(&res);
