@@ -36,6 +36,7 @@ typedef enum {
     UI_SCREEN_RUNVIEW,       /* const char *: the run id */
     UI_SCREEN_COMPARE,       /* const ui_compare_arg * */
     UI_SCREEN_EXPORT,        /* const ui_export_arg * */
+    UI_SCREEN_ADVISE,        /* const ui_advise_arg * */
     UI_SCREEN_COUNT
 } ui_screen_id;
 
@@ -55,6 +56,12 @@ typedef struct {
     const char *id;          /* the run to export, loaded by the dialog; or */
     const pdbx_run *run;     /* a run the screen below owns (it outlives the dialog) */
 } ui_export_arg;
+
+typedef struct {
+    const pdbx_run *run;     /* the run to advise from, owned by the screen below (it outlives
+                              * the advise screen) */
+    int gpus, gbs;           /* the first query; 0: the screen's defaults */
+} ui_advise_arg;
 
 typedef struct ui_screen_ops {
     const char *name;        /* title bar */

@@ -63,6 +63,7 @@ typedef enum {
     UI_UNIT_GBS,             /* "0.5 GB/s" */
     UI_UNIT_BYTES,           /* binary prefixes: "4 KiB", "64 KiB", "1 MiB" */
     UI_UNIT_PERCENT,         /* a fraction 0..1 shown as "25%" */
+    UI_UNIT_GB,              /* decimal gigabytes (1e9 bytes, the advise model's unit): "12 GB" */
 } ui_unit;
 
 /* v with its unit, at most 3 significant digits and no trailing zeros ("N/A" for NaN). */
@@ -130,6 +131,42 @@ typedef struct {
  * but one. info (may be NULL) says what the legend must explain.
  * Returns 0, or -1 when the area is too small (nothing drawn) or no value is drawable. */
 int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec *spec, ui_lines_info *info);
+
+/* A scatter chart of n points (xs[i], ys[i]) on two linear axes from 0 (the advise screen's
+ * step time vs memory per GPU). Point i is drawn with series[i]'s marker (class UI_CLS_SERIES +
+ * series[i]); where points fall on one cell the highest series wins (a later series is the more
+ * important mark), and the highlighted point is drawn over all of them with highlight_glyph.
+ * The points line[0..nline-1] are joined in that order with line_series' connector (a front).
+ * vline (NaN: none) draws a vertical rule of vline_glyph where it falls inside the x axis (a
+ * limit, e.g. the GPU's memory). Axes as ui_chart_lines: y tick labels with yunit left of the
+ * y axis, x ticks with xunit under the plot (labels that would overlap skipped) and xname left
+ * of them. NaN coordinates are not drawn. */
+typedef struct {
+    const double *xs, *ys;
+    int xtight, ytight;              /* 1: that axis spans the data (rounded out to a 1/2/5
+                                      * step) rather than starting at 0 */
+    const int *series;
+    int n;
+    const uint32_t *markers;         /* per series, NULL: ui_series_marker */
+    const int *line;
+    int nline, line_series;
+    int highlight;                   /* index of the point to mark, -1: none */
+    uint32_t highlight_glyph;
+    double vline;
+    uint32_t vline_glyph;
+    const char *xname;
+    ui_unit xunit, yunit;
+    int unicode;
+} ui_scatter_spec;
+
+typedef struct {
+    int vline_shown;                 /* the rule fell inside the x axis */
+    int hidden;                      /* points drawn under another point's mark */
+} ui_scatter_info;
+
+/* Returns 0, or -1 when the area is too small or no point is drawable (nothing drawn). */
+int ui_chart_scatter(ui_canvas *c, int y, int x, int h, int w, const ui_scatter_spec *sp,
+                     ui_scatter_info *info);
 
 /* ---- legend ------------------------------------------------------------------------------ */
 /* Lays out legend entries widths[first..n-1] (columns each, gap included) left to right in rows

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #define CTRL(c) ((c) & 0x1f)
-#define NAV (UI_SCR_RUNS | UI_SCR_MONITOR | UI_SCR_RUNVIEW | UI_SCR_COMPARE | UI_SCR_HELP | UI_SCR_REPLAY)
+#define NAV (UI_SCR_RUNS | UI_SCR_MONITOR | UI_SCR_RUNVIEW | UI_SCR_COMPARE | UI_SCR_HELP | UI_SCR_REPLAY \
+             | UI_SCR_ADVISE)
 #define FIELDS (UI_SCR_FORM | UI_SCR_EXPORT)
 #define VIEWS (UI_SCR_RUNVIEW | UI_SCR_COMPARE)
 
@@ -15,10 +16,11 @@
 static const ui_binding table[] = {
     { '?', UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP },
     { KEY_F(1), UI_ACT_HELP, "help", "show this help", UI_SCR_ALL & ~UI_SCR_HELP },
-    /* in the help and a replay, q closes that view (what a pager's q does), F10 still quits */
-    { 'q', UI_ACT_BACK, "back", "close this view", UI_SCR_HELP | UI_SCR_REPLAY },
+    /* in the help, a replay and the advise screen (a view over the run view), q closes that
+       view (what a pager's q does), F10 still quits */
+    { 'q', UI_ACT_BACK, "back", "close this view", UI_SCR_HELP | UI_SCR_REPLAY | UI_SCR_ADVISE },
     { 'q', UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)",
-      UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP & ~UI_SCR_REPLAY },
+      UI_SCR_ALL & ~FIELDS & ~UI_SCR_HELP & ~UI_SCR_REPLAY & ~UI_SCR_ADVISE },
     { KEY_F(10), UI_ACT_QUIT, "quit", "quit (sweeps keep running in the background)", UI_SCR_ALL },
     { 27, UI_ACT_BACK, "back", "back (a running sweep keeps running)", UI_SCR_ALL & ~UI_SCR_RUNS },
     { KEY_ENTER, UI_ACT_OPEN, NULL, "open the selected run", UI_SCR_RUNS },
@@ -37,6 +39,13 @@ static const ui_binding table[] = {
     { 'r', UI_ACT_REPLAY, "replay", "replay the selected run in the monitor", UI_SCR_RUNS },
     { 'e', UI_ACT_EXPORT, "export", "export the selected run (NPZ, CSV, trace)", UI_SCR_RUNS },
     { 'e', UI_ACT_EXPORT, "export", "export this run (NPZ, CSV, trace)", UI_SCR_RUNVIEW },
+    { 'A', UI_ACT_ADVISE, "advise", "advise: the TP/PP/DP and MBS to train with, estimated from this run",
+      UI_SCR_RUNVIEW },
+    { 'g', UI_ACT_GPUS_LESS, "GPUs/2", "halve the GPUs of the query (recomputes)", UI_SCR_ADVISE },
+    { 'G', UI_ACT_GPUS_MORE, "GPUs*2", "double the GPUs of the query (recomputes)", UI_SCR_ADVISE },
+    { 'b', UI_ACT_GBS_LESS, "gbs/2", "halve the global batch (recomputes)", UI_SCR_ADVISE },
+    { 'B', UI_ACT_GBS_MORE, "gbs*2", "double the global batch (recomputes)", UI_SCR_ADVISE },
+    { 'v', UI_ACT_VIEW, "chart", "the Pareto chart alone / back to the list", UI_SCR_ADVISE },
     { '\t', UI_ACT_NEXT_TAB, "tab", "next tab (config / collectives)", VIEWS },
     { KEY_RIGHT, UI_ACT_NEXT_TAB, NULL, "next tab", VIEWS },
     { 'l', UI_ACT_NEXT_TAB, NULL, "next tab", VIEWS },
@@ -79,7 +88,7 @@ static const ui_binding table[] = {
     { KEY_END, UI_ACT_END, NULL, "end of the field", FIELDS },
     { 't', UI_ACT_THEME, "theme", "next colour theme (saved)", UI_SCR_ALL & ~FIELDS },
     { 'L', UI_ACT_LEGEND, NULL, "next page of a chart legend that says \"+N more\"", VIEWS },
-    { 'a', UI_ACT_ASCII, NULL, "charts in plain ASCII / Unicode", VIEWS },
+    { 'a', UI_ACT_ASCII, NULL, "charts in plain ASCII / Unicode", VIEWS | UI_SCR_ADVISE },
     { CTRL('L'), UI_ACT_REDRAW, NULL, "redraw the screen", UI_SCR_ALL },
     { KEY_BACKSPACE, UI_ACT_BACK, NULL, "back", UI_SCR_ALL & ~UI_SCR_RUNS & ~FIELDS },
     { 127, UI_ACT_BACK, NULL, "back", UI_SCR_ALL & ~UI_SCR_RUNS & ~FIELDS },

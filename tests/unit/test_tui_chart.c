@@ -360,6 +360,67 @@ static void test_lines_overlap_marker(void **state)
     ui_canvas_free(&c);
 }
 
+/* The scatter chart (the advise screen's Pareto chart): points on linear axes from 0, the
+ * higher series winning a shared cell, the front joined, the limit rule and the highlight. */
+static void test_scatter_ascii(void **state)
+{
+    (void)state;
+    ui_canvas c;
+    assert_int_equal(ui_canvas_init(&c, 34, 8), 0);
+    /* x: GB, y: ms; series 0 = does not fit, 1 = fits, 2 = front */
+    const double xs[] = { 2, 8, 4, 9, 4.1 };
+    const double ys[] = { 40, 10, 20, 38, 20 };
+    const int series[] = { 2, 2, 2, 0, 1 };
+    const uint32_t markers[] = { 'x', 'o', '#' };
+    const int front[] = { 0, 2, 1 };
+    ui_scatter_spec sp = { .xs = xs, .ys = ys, .series = series, .n = 5, .markers = markers,
+                           .line = front, .nline = 3, .line_series = 2, .highlight = 1,
+                           .highlight_glyph = '@', .vline = 8.5, .vline_glyph = '|',
+                           .xname = "mem", .xunit = UI_UNIT_GB, .yunit = UI_UNIT_MS, .unicode = 0 };
+    ui_scatter_info info;
+    assert_int_equal(ui_chart_scatter(&c, 0, 0, 8, 34, &sp, &info), 0);
+    assert_int_equal(info.vline_shown, 1);
+    assert_int_equal(info.hidden, 1);                /* (4.1, 20) shares the cell of (4, 20) */
+    char buf[1024];
+    ui_canvas_to_text(&c, buf, sizeof(buf));
+    const char *want =
+        "     |                       |\n"
+        "40 ms+     #:                |x\n"
+        "     |       :::             |\n"
+        "20 ms+          :#:::::      |\n"
+        "     |                 :::::@|\n"
+        " 0 ms+                       |\n"
+        "     +--------------+------------+\n"
+        "  mem 0 GB        5 GB       10 GB\n";
+    assert_string_equal(buf, want);
+    /* too small: nothing drawn */
+    assert_int_equal(ui_chart_scatter(&c, 0, 0, 5, 34, &sp, NULL), 0);
+    assert_int_equal(ui_chart_scatter(&c, 0, 0, 4, 34, &sp, NULL), -1);
+    assert_int_equal(ui_chart_scatter(&c, 0, 0, 8, 15, &sp, NULL), -1);
+    /* tight axes: configurations within a few percent spread over the plot (an axis from 0
+       would put them on one row); the limit outside the data is not drawn */
+    const double tx[] = { 10.5, 11.1, 14.8 }, ty[] = { 4368, 4289, 4229 };
+    const int ts[] = { 2, 2, 1 };
+    ui_scatter_spec tsp = { .xs = tx, .ys = ty, .series = ts, .n = 3, .markers = markers, .highlight = -1,
+                            .vline = 80, .vline_glyph = '|', .xname = "mem", .xunit = UI_UNIT_GB,
+                            .yunit = UI_UNIT_MS, .xtight = 1, .ytight = 1 };
+    ui_canvas_clear(&c);
+    assert_int_equal(ui_chart_scatter(&c, 0, 0, 8, 34, &tsp, &info), 0);
+    assert_int_equal(info.vline_shown, 0);
+    ui_canvas_to_text(&c, buf, sizeof(buf));
+    const char *want_tight =
+        "4.4 s+\n"
+        "     |  #\n"
+        "     |\n"
+        "4.3 s+     #\n"
+        "     |                      o\n"
+        "4.2 s+\n"
+        "     +-----------------------+----\n"
+        "  mem 10 GB                15 GB\n";
+    assert_string_equal(buf, want_tight);
+    ui_canvas_free(&c);
+}
+
 /* The legend never drops an entry: pages cover every entry exactly once, each page within its
  * rows, and a page that is not the last keeps room for "+N more". */
 static void test_legend_never_drops(void **state)
@@ -432,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_markers_connectors_distinct),
         cmocka_unit_test(test_lines_overlap_marker),
         cmocka_unit_test(test_legend_never_drops),
+        cmocka_unit_test(test_scatter_ascii),
     };
     return cmocka_run_group_tests_name("tui_chart", tests, NULL, NULL);
 }

@@ -184,6 +184,40 @@ static void test_q_closes_views(void **state)
     assert_int_equal(ui_keys_action(UI_SCR_RUNVIEW, 'q'), UI_ACT_QUIT);
 }
 
+/* The advise screen: opened by A from the run view, whose key bar shows it at 80 columns; its
+ * own keys change the query (g/G GPUs, b/B global batch) where the run view's g is the log
+ * scale; q closes it like the help, F10 quits; the list moves with the navigation keys. */
+static void test_advise_keys(void **state)
+{
+    (void)state;
+    assert_int_equal(ui_keys_action(UI_SCR_RUNVIEW, 'A'), UI_ACT_ADVISE);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNVIEW, 'g'), UI_ACT_LOG);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'g'), UI_ACT_GPUS_LESS);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'G'), UI_ACT_GPUS_MORE);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'b'), UI_ACT_GBS_LESS);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'B'), UI_ACT_GBS_MORE);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'v'), UI_ACT_VIEW);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'q'), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 27), UI_ACT_BACK);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, KEY_F(10)), UI_ACT_QUIT);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, KEY_DOWN), UI_ACT_DOWN);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'j'), UI_ACT_DOWN);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, KEY_END), UI_ACT_END);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 't'), UI_ACT_THEME);
+    assert_int_equal(ui_keys_action(UI_SCR_ADVISE, 'a'), UI_ACT_ASCII);
+    assert_int_equal(ui_keys_action(UI_SCR_RUNS, 'A'), UI_ACT_NONE);
+    char bar[256];
+    ui_keys_bar(UI_SCR_RUNVIEW, 78, bar, sizeof(bar));
+    assert_non_null(strstr(bar, "A advise"));
+    ui_keys_bar(UI_SCR_ADVISE, 78, bar, sizeof(bar));
+    assert_non_null(strstr(bar, "q back  F10 quit  g GPUs/2  G GPUs*2  b gbs/2  B gbs*2"));
+    char lines[64][128];
+    int n = ui_keys_help(UI_SCR_ADVISE, lines, 64), found = 0;
+    for (int i = 0; i < n; i++)
+        found += strstr(lines[i], "double the global batch") != NULL;
+    assert_int_equal(found, 1);
+}
+
 /* Home and End: every escape sequence terminals send is in the table, keypad and Find/Select
  * keys read as Home/End. */
 static void test_home_end(void **state)
@@ -264,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_every_binding_is_described),
         cmocka_unit_test(test_help_is_generated_from_the_table),
         cmocka_unit_test(test_bar),
+        cmocka_unit_test(test_advise_keys),
         cmocka_unit_test(test_key_names),
         cmocka_unit_test(test_field_edit),
         cmocka_unit_test(test_q_closes_views),

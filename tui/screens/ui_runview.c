@@ -5,7 +5,8 @@
  * each point (samples, CI, CV, bwd/fwd, where the samples came from; the point's setup time,
  * host load and GPU clocks). `p` picks the pass (fwd, bwd, both) of a run with backward cells;
  * a cell with CV > 5% is marked '!'; a run measured under load says so on the info line. `m`
- * marks a config and `c` compares it with the current one. */
+ * marks a config and `c` compares it with the current one; `A` opens the advise screen over the
+ * run. */
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
@@ -169,6 +170,9 @@ static int runview_key(ui_app *app, void *st, int key, ui_action act)
         return UI_H_HANDLED;
     case UI_ACT_EXPORT:
         ui_app_push(app, UI_SCREEN_EXPORT, &(ui_export_arg){ .run = &v->run });
+        return UI_H_HANDLED;
+    case UI_ACT_ADVISE:
+        ui_app_push(app, UI_SCREEN_ADVISE, &(ui_advise_arg){ .run = &v->run });
         return UI_H_HANDLED;
     default:
         return UI_H_NONE;
