@@ -76,14 +76,22 @@ golden_sizes tui_advise_open "query: 2 GPUs  global batch 32"
 keys G; wait_for "query: 4 GPUs  global batch 32"
 keys b; wait_for "query: 4 GPUs  global batch 16"
 # the selection stays on its configuration when the new query has it: the first of 4 GPUs and
-# gbs 32 (tp 1 pp 4 dp 1 mbs 1) is third at gbs 16
-wait_for " #3 tp 1 pp 4 dp 1 mbs 1 "
+# gbs 32 (tp 1 pp 4 dp 1 mbs 1) keeps the selection at gbs 16, at its rank there (from pdbx
+# advise), and two rows down is the configuration pdbx advise ranks two below it
+read -r R1 R3 < <(PDBX_STORE="$STORE" "$PDBX" advise "$A" --gpus 4 --gbs 16 --format json | "$PY" -c '
+import json, sys
+rows = json.load(sys.stdin)["rows"]
+i = next(k for k, r in enumerate(rows) if (r["tp"], r["pp"], r["dp"], r["mbs"]) == (1, 4, 1, 1))
+r = rows[i + 2]
+print("#%d_tp_1_pp_4_dp_1_mbs_1" % (i + 1), "#%d_tp_%d_pp_%d_dp_%d_mbs_%d" % (i + 3, r["tp"], r["pp"], r["dp"], r["mbs"]))
+') || fail "pdbx advise: the rank of 1x4x1 mbs 1"
+wait_for " ${R1//_/ } "
 check_numbers 4 16
 golden_sizes tui_advise_query "query: 4 GPUs  global batch 16"
 # the selection moves the breakdown with it (and the chart's diamond)
-keys Down Down; wait_for " #5 tp 1 pp 4 dp 1 mbs 2 "
+keys Down Down; wait_for " ${R3//_/ } "
 check_numbers 4 16
-golden_sizes tui_advise_select " #5 tp "
+golden_sizes tui_advise_select " ${R3%%_*} tp "
 # End: the last configuration, the list scrolled to keep it in view (80x24 shows 11 rows)
 N=$(PDBX_STORE="$STORE" "$PDBX" advise "$A" --gpus 4 --gbs 16 --format json \
     | "$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["rows"]))') || fail "pdbx advise rows"
