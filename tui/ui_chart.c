@@ -458,6 +458,18 @@ void ui_chart_share_axis(ui_canvas *c, int y, int x, int label_w, int w, const c
 }
 
 /* Row of value fraction f on a plot of ph rows (row 0 at the top). */
+/* The y label column of a chart: the widest tick label and the x axis' name, at most 12. */
+static int label_width(const ui_tick *ticks, int nticks, ui_unit yunit, const char *xname)
+{
+    int lw = xname ? (int)strlen(xname) : 0;
+    for (int t = 0; t < nticks; t++) {
+        char lab[32];
+        ui_format_unit(ticks[t].v, yunit, lab, sizeof(lab));
+        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
+    }
+    return lw > 12 ? 12 : lw;
+}
+
 static int frac_row(double f, int ph)
 {
     return (int)lround((ph - 1) - f * (ph - 1));
@@ -531,14 +543,7 @@ int ui_chart_lines(ui_canvas *c, int y, int x, int h, int w, const ui_lines_spec
     ui_scale_init(&sc, mn, mx, sp->log);
     ui_tick ticks[64];
     int nticks = ui_scale_ticks(&sc, ph, ticks, 64);
-    /* the label column fits the widest tick label and the x axis' name */
-    int lw = sp->xname ? (int)strlen(sp->xname) : 0;
-    for (int t = 0; t < nticks; t++) {
-        char lab[32];
-        ui_format_unit(ticks[t].v, sp->yunit, lab, sizeof(lab));
-        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
-    }
-    if (lw > 12) lw = 12;
+    int lw = label_width(ticks, nticks, sp->yunit, sp->xname);
     int pw = w - lw - 1;
     if (pw < 2 * npts)
         return -1;
@@ -669,13 +674,7 @@ int ui_chart_scatter(ui_canvas *c, int y, int x, int h, int w, const ui_scatter_
     if (sp->ytight) scale_tight(&sy, ymin, ymax);
     ui_tick ticks[64];
     int nticks = ui_scale_ticks(&sy, ph, ticks, 64);
-    int lw = sp->xname ? (int)strlen(sp->xname) : 0;
-    for (int t = 0; t < nticks; t++) {
-        char lab[32];
-        ui_format_unit(ticks[t].v, sp->yunit, lab, sizeof(lab));
-        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
-    }
-    if (lw > 12) lw = 12;
+    int lw = label_width(ticks, nticks, sp->yunit, sp->xname);
     int pw = w - lw - 1;
     if (pw < 10)
         return -1;
