@@ -6,10 +6,10 @@
  *  - the backend runs every op's bwd (fp32 and, where OpenBLAS has sbgemm, bf16) and refuses a
  *    bwd pass on a point prepared without it;
  *  - prepare allocates exactly the planner's bwd buffers (resident memory within 2%);
- *  - lm_head's bwd (two GEMMs of the forward's size) takes 1.5 to 3 times its forward.
  * `test_engine_kernels_bwd --ratios MODEL SEQ MBS` prints the bwd/fwd median ratio of every op
  * of the model preset at that point (one layer, fp32, BLAS threads from $PDBX_BWD_THREADS or
- * 2) instead of running the tests. */
+ * 2) instead of running the tests (bench/bwd_ratio.sh: lm_head's ratio against its 1.5..3 goal;
+ * a timing figure is not a unit test). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -612,32 +612,6 @@ static int medians(pdbx_compute *c, pdbx_op op, int reps, double *fwd, double *b
     return 0;
 }
 
-/* issue 12's Done-when: lm_head's bwd, two GEMMs of its forward's size, measures about twice
- * the forward. A real point (hidden 1024, vocabulary 32000, seq 128: 8.4 GFLOP per GEMM). */
-static void test_lm_head_bwd_fwd_ratio(void **state)
-{
-    (void)state;
-    pdbx_compute *c = backend(PDBX_DTYPE_FP32, 2);
-    char err[256] = "";
-    pdbx_point_shapes p = tiny_point(1, 1, FWD_BWD);
-    p.model.hidden = 1024;
-    p.model.vocab = 32000;
-    p.model.heads = 16;
-    p.model.kv_heads = 4;
-    p.model.head_dim = 64;
-    p.model.intermediate = 4096;
-    p.seq_len = 128;
-    p.layers = 1;
-    p.ops = PDBX_OP_BIT(PDBX_OP_LM_HEAD);
-    assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
-    double fwd = 0, bwd = 0;
-    assert_int_equal(medians(c, PDBX_OP_LM_HEAD, 7, &fwd, &bwd), 0);
-    print_message("lm_head [128 x 1024] x [1024 x 32000]: fwd %.2f ms, bwd %.2f ms, bwd/fwd %.2f\n",
-                  fwd, bwd, bwd / fwd);
-    assert_true(bwd / fwd >= 1.5 && bwd / fwd <= 3.0);
-    pdbx_cpu_compute_ops.fini(c);
-}
-
 /* --ratios MODEL SEQ MBS: every op's bwd/fwd median ratio at that point (one layer, fp32). */
 static int print_ratios(const char *model, int seq, int mbs)
 {
@@ -693,7 +667,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_backend_rope_and_residual),
         cmocka_unit_test(test_backend_runs_every_bwd),
         cmocka_unit_test(test_backend_allocates_the_bwd_plan),
-        cmocka_unit_test(test_lm_head_bwd_fwd_ratio),
     };
     return cmocka_run_group_tests_name("engine_kernels_bwd", tests, NULL, NULL);
 }
