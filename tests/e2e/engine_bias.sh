@@ -21,8 +21,11 @@ FIX=$PDBX_SOURCE_DIR/tests/e2e/fixtures
 # largest MBS, where the memory is asserted; the sanitizer build's allocator adds a few MiB)
 # The sanitizer build runs the kernels several times slower: there only the largest point (the
 # one whose memory is asserted) runs.
-QMBS='"2:4"' QPOINTS=2
-[ -n "${ASAN_OPTIONS:-}" ] && QMBS='"4:4"' QPOINTS=1
+# The sanitizer's allocator (shadow memory, redzones) adds to the RSS peak what no plan lists:
+# 1.151 for a 1.07 plain-build ratio on the fresh-clone suite, so its upper bound is 1.25 there;
+# the plain build holds engine_memory.sh's 1.15.
+QMBS='"2:4"' QPOINTS=2 MEM_HI=1.15
+[ -n "${ASAN_OPTIONS:-}" ] && QMBS='"4:4"' QPOINTS=1 MEM_HI=1.25
 tiny_spec "$TMP/q.json" "model=\"$FIX/engine-tiny-qwen2.json\"" 'passes="fwd,bwd"' 'seq_len=512' \
     'configs=[{"tp":2,"pp":1,"dp":1}]' "mbs=$QMBS"
 phase "tiny qwen2 (q/k/v bias), fwd+bwd, TP 2"
@@ -40,7 +43,7 @@ for e in ends:
           % (e["point"], e["profile_mem_bytes"] / 2**20, e["mem_peak_bytes"] / 2**20, ratio))
 big = max(ends, key=lambda e: e["profile_mem_bytes"])
 ratio = big["mem_peak_bytes"] / big["profile_mem_bytes"]
-assert 0.85 <= ratio <= 1.15, (big, ratio)   # the tolerance of engine_memory.sh
+assert 0.85 <= ratio <= HI, (big, ratio)   # the tolerance of engine_memory.sh (plain build)
 assert all(e["profile_mem_bytes"] <= e["mem_peak_bytes"] * 1.15 for e in ends), ends
 cells = {(e["point"], e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
 compute = ["embed", "input_norm", "attn_q", "attn_k", "attn_v", "attn_rope", "attn_core", "attn_o",
@@ -53,7 +56,7 @@ for e in ends:
             assert c and c["stats"]["count"] >= 1 and c["stats"]["mean"] > 0, (e["point"], op, pas, c)
             assert c.get("fused_with") == FUSED.get(op), (op, c.get("fused_with"))
 '
-ev_py "$(run_file "$TMP/sq")" "WANT_BIAS = {'qkv': True, 'attn_out': False, 'mlp': False}; NPOINTS = $QPOINTS; FUSED = {}
+ev_py "$(run_file "$TMP/sq")" "WANT_BIAS = {'qkv': True, 'attn_out': False, 'mlp': False}; NPOINTS = $QPOINTS; HI = $MEM_HI; FUSED = {}
 $CHECK" || fail "tiny qwen2 run"
 
 # The planner: the qwen2 point's profile memory is the Llama point's plus the bias vectors
@@ -86,7 +89,7 @@ tiny_spec "$TMP/a.json" "model=\"$TMP/allbias.json\"" 'passes="fwd,bwd"' 'seq_le
     'mbs="4:4"'
 phase "tiny llama, every projection biased, fused, fwd+bwd, one rank"
 mpirun_np 1 "$ENGINE" --spec "$TMP/a.json" --store "$TMP/sa" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (all biases)"; }
-ev_py "$(run_file "$TMP/sa")" "WANT_BIAS = {'qkv': True, 'attn_out': True, 'mlp': True}; NPOINTS = 1
+ev_py "$(run_file "$TMP/sa")" "WANT_BIAS = {'qkv': True, 'attn_out': True, 'mlp': True}; NPOINTS = 1; HI = $MEM_HI
 FUSED = {'attn_q': 'attn_q', 'attn_k': 'attn_q', 'attn_v': 'attn_q', 'mlp_gate': 'mlp_gate', 'mlp_up': 'mlp_gate'}
 $CHECK" || fail "all-bias fused run"
 echo "PASS: biased models measured on the cpu backend (qwen2 TP 2, every projection biased and fused), fwd and bwd, memory as planned"
