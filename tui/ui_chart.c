@@ -428,6 +428,20 @@ int ui_chart_stacked(ui_canvas *c, int y, int x, int label_w, int w,
     return nrows;
 }
 
+/* An x-axis label centred under column col of an axis w columns wide starting at x0, kept
+ * inside it; skipped when it would touch the previous label (*label_end, -1 before the first). */
+static void axis_label(ui_canvas *c, int y, int x0, int w, int col, const char *lab, int *label_end)
+{
+    int len = (int)strlen(lab);
+    int lx = col - len / 2;
+    if (lx < 0) lx = 0;
+    if (lx + len > w) lx = w - len;
+    if (lx <= *label_end)
+        return;
+    ui_canvas_text(c, y, x0 + lx, lab, UI_CLS_AXIS);
+    *label_end = lx + len;
+}
+
 void ui_chart_share_axis(ui_canvas *c, int y, int x, int label_w, int w, const char *name, int unicode)
 {
     if (w < 2)
@@ -442,13 +456,7 @@ void ui_chart_share_axis(ui_canvas *c, int y, int x, int label_w, int w, const c
         ui_canvas_put(c, y, bx + col, tick, UI_CLS_AXIS);
         char lab[8];
         snprintf(lab, sizeof(lab), "%d%%", 25 * q);
-        int len = (int)strlen(lab);
-        int lx = col - len / 2;
-        if (lx < 0) lx = 0;
-        if (lx + len > w) lx = w - len;
-        if (lx <= label_end) continue;
-        ui_canvas_text(c, y + 1, bx + lx, lab, UI_CLS_AXIS);
-        label_end = lx + len;
+        axis_label(c, y + 1, bx, w, col, lab, &label_end);
     }
     if (name) {
         char pad[64];
@@ -622,13 +630,7 @@ static void scatter_x_axis(ui_canvas *c, int y, int x, int lw, int pw, const ui_
             ui_canvas_put(c, y, px + col, tick, UI_CLS_AXIS);
         char lab[32];
         ui_format_unit(ticks[t].v, sp->xunit, lab, sizeof(lab));
-        int len = (int)strlen(lab);
-        int lx = col - len / 2;
-        if (lx < 0) lx = 0;
-        if (lx + len > pw) lx = pw - len;
-        if (lx <= label_end) continue;
-        ui_canvas_text(c, y + 1, px + lx, lab, UI_CLS_AXIS);
-        label_end = lx + len;
+        axis_label(c, y + 1, px, pw, col, lab, &label_end);
     }
     if (sp->xname) {
         char pad[40];
