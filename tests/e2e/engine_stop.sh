@@ -96,9 +96,16 @@ print(end["reason"])
 # before the command installs its handler would be lost whatever the command does.
 wait_caught() {
     local i mask bits=${2:-0x2}
+    local st name
     for i in $(seq 400); do
-        mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
-        [ "$(cat "/proc/$1/comm" 2>/dev/null)" = pdbx ] && [ -n "$mask" ] &&
+        # the name and the mask from one read of status: read apart, the mask could be the
+        # forked bash's (which catches SIGTERM) and the name already pdbx's after its exec, and
+        # the signal then met pdbx before it installed its handler (exit 143, 1 run in 4 in the
+        # sanitizer build)
+        st=$(cat "/proc/$1/status" 2>/dev/null)
+        name=$(printf '%s\n' "$st" | sed -n 's/^Name:[[:space:]]*//p')
+        mask=$(printf '%s\n' "$st" | sed -n 's/^SigCgt:[[:space:]]*//p')
+        [ "$name" = pdbx ] && [ -n "$mask" ] &&
             [ $(( 0x$mask & bits )) -eq $(( bits )) ] && return 0
         sleep 0.05
     done
