@@ -129,14 +129,9 @@ static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
         .flush_l2 = e->spec.flush_l2, .flash_attention = e->spec.flash_attention,
         .fp32_math = e->spec.fp32_math, .gemm_api = e->spec.gemm_api,
     };
-    /* backend auto is resolved now: a mode the loaded backend cannot run is a usage error, and
-     * so is a kv_cache grid for a backend without attention with a KV cache (plan_infer.c) */
-    const int kv_refused = pdbx_engine_backend_kind(e) == PDBX_BACKEND_CUDA && pdbx_kv_rows(&e->spec, NULL, 0) > 0;
-    if (kv_refused)
-        snprintf(err, sizeof err, "kv_cache: attention with a KV cache is not implemented for backend cuda "
-                 "(allowed: backend cpu, or no kv_cache)");
-    if (kv_refused || pdbx_backend_modes_check(pdbx_engine_backend_kind(e), e->spec.fp32_math, e->spec.gemm_api,
-                                               err, sizeof err) != 0) {
+    /* backend auto is resolved now: a mode the loaded backend cannot run is a usage error */
+    if (pdbx_backend_modes_check(pdbx_engine_backend_kind(e), e->spec.fp32_math, e->spec.gemm_api,
+                                 err, sizeof err) != 0) {
         if (e->rank == 0)
             fprintf(stderr, "pdbx-engine: %s\n", err);
         return 2;

@@ -275,6 +275,9 @@ typedef enum {
     /* attn_rope prepared: the fp32 cos and sin tables of the point's positions, [seq_len,
      * head_dim/2] each, in one buffer (cos, then sin); its backward reads the same table */
     PDBX_BUF_ROPE_TABLE,
+    /* cuda, flash_attention with bwd: the fused forward's log-sum-exp and the fused backward's
+     * delta (fp32 [mbs, heads, seq] each) and, for bf16/fp16, its fp32 dQ accumulator */
+    PDBX_BUF_ATTN_LSE, PDBX_BUF_ATTN_DELTA, PDBX_BUF_GRAD_Q_ACC,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -409,9 +412,13 @@ int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op);
  *   unfused bwd: dP, dV, dQ, dK over the full s x s: 8 b s^2 d
  *   flash fwd:   whole tiles of tile x tile on and below the diagonal (those above are
  *                skipped): 4 b d tile^2 nq (nq + 1) / 2, nq = ceil(s / tile)
- *   flash bwd:   the unfused backward plus its recompute of QK^T: 10 b s^2 d
- * flash: 0 unfused, 1 the fused forward (tile CK_FLASH_TILE = 64). 0 for bad arguments. */
+ *   flash bwd:   FlashAttention-2's five products (QK^T, dO V^T, P^T dO, dS^T Q, dS K) over
+ *                whole bwd_tile x bwd_tile tiles on and below the diagonal:
+ *                10 b d bwd_tile^2 nt (nt + 1) / 2, nt = ceil(s / bwd_tile)
+ * flash: 0 unfused, 1 the fused kernels (forward tile `tile`, CK_FLASH_TILE = 64; the backward
+ * tile is PDBX_FLASH_BWD_TILE = CK_FLASH_BWD_TILE = 32). 0 for bad arguments. */
 #define PDBX_FLASH_TILE 64
+#define PDBX_FLASH_BWD_TILE 32
 double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
                                      int64_t d, int64_t tile);
 /* ---- fused projections (spec fused_projections; docs/spec.md, "Fused projections") -------

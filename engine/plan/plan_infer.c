@@ -278,9 +278,6 @@ int plan_check_infer(const pdbx_spec *s, char *err, size_t errlen)
 {
     const pdbx_kv_grid *g = &s->kv_cache;
     const int has_kv = g->nprefill_chunks > 0 || g->ndecode_batch > 0;
-    if (has_kv && s->backend == PDBX_BACKEND_CUDA)
-        return pdbx_fail(err, errlen, "kv_cache: attention with a KV cache is not implemented for backend cuda "
-                         "(allowed: backend cpu, or no kv_cache)");
     if (has_kv && pdbx_kv_rows(s, NULL, 0) == 0)
         return pdbx_fail(err, errlen, "kv_cache: no row has C + P <= max_kv (%d) or K <= max_kv (allowed: "
                          "chunks, prefixes and decode_kv within max_kv, which is seq_len when 0)", pdbx_kv_max(s));

@@ -80,6 +80,8 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_B_QKV_FUSED] = "d qkv_proj bias (fused)",
     [PDBX_BUF_GRAD_B_GATE_UP_FUSED] = "d fc1 bias (fused)",
     [PDBX_BUF_ROPE_TABLE] = "rope cos/sin table",
+    [PDBX_BUF_ATTN_LSE] = "attn lse (fp32)", [PDBX_BUF_ATTN_DELTA] = "attn delta (fp32)",
+    [PDBX_BUF_GRAD_Q_ACC] = "d q accumulator (fp32)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -292,10 +294,10 @@ static void cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     weight_grads(p, out, 1);
 }
 
-/* cuda_backend.c's buffers: everything in the dtype (token ids int32), a buffer allocated
+/* cuda_point.c's buffers: everything in the dtype (token ids int32), a buffer allocated
  * when any op that reads or writes it is prepared; the full score matrix of the attention
- * core unless the fused forward runs it (flash_attention) without a backward (the fused
- * path's backward recomputes P into it: cuda_attention_needs_scores); per layer its two
+ * core unless the fused kernels run it (flash_attention: cuda_attention_needs_scores), which
+ * with a backward keep each row's fp32 log-sum-exp instead; per layer its two
  * RMSNorm weights too, in as many copies as the L2 rotation needs; the vocabulary split
  * rounded up; the lm_head reads the embedding table when tied. */
 #define QKV_OPS (PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V))
@@ -355,8 +357,10 @@ static void cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory
     if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_Q, A, T * qd * es, 1);
     if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_K, A, T * kvd * es, 1);
     if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_V, A, T * kvd * es, 1);
-    if (HAS(ATTN_CORE) && (!p->flash_attention || (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD))))
+    if (HAS(ATTN_CORE) && !p->flash_attention)
         add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
+    if (HAS(ATTN_CORE) && p->flash_attention && (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+        add(out, PDBX_BUF_ATTN_LSE, A, (double)p->mbs * heads * p->seq_len * 4, 1);
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
     if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
@@ -384,10 +388,11 @@ static void cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory
     add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
 }
 
-/* cuda_backend.c's gradient buffers (passes with bwd; its grad_bufs table): the gradient of an
+/* cuda_backward.c's gradient buffers (passes with bwd; its grad_bufs table): the gradient of an
  * activation in the dtype, allocated when an op whose backward reads or writes it is
  * prepared; the backward of the unfused attention core keeps the forward's probabilities (the
- * scores buffer) and needs dP/dS of the same size; the norms' backward keeps each row's rstd
+ * scores buffer) and needs dP/dS of the same size, the fused one (flash_attention) needs the
+ * rows' delta and, for bf16/fp16, an fp32 dQ accumulator; the norms' backward keeps each row's rstd
  * (fp32) between its dx and dweight kernels; weight gradients fp32. */
 static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
@@ -407,8 +412,13 @@ static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out
     if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
     if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
     if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_V, G, T * kvd * es, 1);
-    if (HAS(ATTN_CORE))
+    if (HAS(ATTN_CORE) && !p->flash_attention)
         add(out, PDBX_BUF_GRAD_SCORES, G, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
+    if (HAS(ATTN_CORE) && p->flash_attention) {
+        add(out, PDBX_BUF_ATTN_DELTA, PDBX_MEM_WORKSPACE, (double)p->mbs * heads * p->seq_len * 4, 1);
+        if (es == 2)
+            add(out, PDBX_BUF_GRAD_Q_ACC, PDBX_MEM_WORKSPACE, T * qd * 4, 1);
+    }
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_CONTEXT, G, T * qd * es, 1);
     if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))

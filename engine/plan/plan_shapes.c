@@ -19,12 +19,13 @@ double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, i
     if (batch <= 0 || s <= 0 || d <= 0 || (flash && tile <= 0))
         return 0;
     const double full = (double)batch * (double)s * (double)s * (double)d;   /* b s^2 d */
-    if (pass == PDBX_PASS_BWD)
-        return flash ? 10.0 * full : 8.0 * full;
     if (!flash)
-        return 4.0 * full;
-    const double nq = (double)((s + tile - 1) / tile);
-    return 4.0 * (double)batch * (double)d * (double)tile * (double)tile * nq * (nq + 1) / 2;
+        return pass == PDBX_PASS_BWD ? 8.0 * full : 4.0 * full;
+    /* whole tiles on and below the diagonal: tile pairs per (b, h) */
+    const double per_tile = pass == PDBX_PASS_BWD ? 10.0 : 4.0;   /* products x 2 FLOPs */
+    const int64_t t = pass == PDBX_PASS_BWD ? PDBX_FLASH_BWD_TILE : tile;
+    const double nt = (double)((s + t - 1) / t);
+    return per_tile * (double)batch * (double)d * (double)t * (double)t * nt * (nt + 1) / 2;
 }
 
 static void gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)

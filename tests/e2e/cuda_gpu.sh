@@ -5,7 +5,9 @@
 # point with positive times, GEMM throughput below the device's physical limit (a fake or
 # broken timer shows up there), and with 2+ GPUs a TP=2 run whose TP all-reduces went
 # through NCCL; then an fp32 run with fused_projections, fp32_math tf32 and gemm_api cublas
-# whose env records the modes and whose q/k/v and gate/up cells are the fused GEMMs' split.
+# whose env records the modes and whose q/k/v and gate/up cells are the fused GEMMs' split; then
+# a flash_attention run with fwd+bwd (the fused backward) and a kv_cache grid (attention with a
+# KV cache: prefill and decode rows).
 #
 # Without a usable GPU it exits 77 with "SKIP: no CUDA device (<reason from the backend's own
 # probe()>)". Needs: $PDBX_BUILD/bin/pdbx-engine, $PDBX_BUILD/lib/libpdbx_cuda.so, mpirun.
@@ -144,6 +146,35 @@ for e in E:
 assert n == 2 * 5 * len(ends), n   # five ops, fwd and bwd, at every point
 print("ok: fp32 tf32 cublas fused: %d fused cells over %d points" % (n, len(ends)))
 ' || { echo "FAIL: modes run checks"; exit 1; }
+# the fused attention forward and FlashAttention-2 backward, and the inference phase's attention
+# with a KV cache (prefill after a cached prefix, decode), docs/cuda.md
+mkdir -p "$tmp/flash/store"
+write_spec "$tmp/flash/spec.json" 1 '"flash_attention": true, "passes": "fwd,bwd", "kv_cache": {"prefill_chunks": [64], "prefill_kv": [0, 128], "decode_batch": [1, 4], "decode_kv": [256]},'
+if ! "${mpi[@]}" -np 1 "$engine" --spec "$tmp/flash/spec.json" --store "$tmp/flash/store" --backend cuda \
+        >"$tmp/flash/log" 2>&1; then
+    echo "FAIL: pdbx-engine with flash_attention, fwd+bwd and kv_cache failed:"
+    tail -n 30 "$tmp/flash/log"
+    exit 1
+fi
+zstdcat "$(ls "$tmp"/flash/store/runs/*.pdbx | head -n 1)" 2>/dev/null | "$py" -c '
+import json, sys
+dec = json.JSONDecoder(); s = sys.stdin.read(); i = 0; E = []
+while i < len(s):
+    while i < len(s) and s[i] in " \n\r\t": i += 1
+    if i >= len(s): break
+    o, i = dec.raw_decode(s, i); E.append(o)
+S = [e for e in E if e["type"] == "run_start"][0]
+assert S["env"]["gpu"]["attention_bwd_kernel"] == "flash", S["env"]["gpu"]
+ends = [e for e in E if e["type"] == "point_end"]
+assert ends and all(e["status"] == "ok" for e in ends), ends
+bwd = [e for e in E if e["type"] == "op" and e["op"] == "attn_core" and e.get("pass") == "bwd"]
+assert len(bwd) == len(ends) and all(e["stats"]["median"] > 0 for e in bwd), bwd
+kv = [e for e in E if e["type"] == "infer_attn"]
+assert len(kv) == 4 and all(e["stats"]["median"] > 0 for e in kv), kv   # 2 prefill + 2 decode rows
+assert sorted(e["phase"] for e in kv) == ["decode", "decode", "prefill", "prefill"], kv
+print("ok: flash fwd+bwd at %d points, %d kv rows (%s)" % (len(ends), len(kv),
+      ", ".join("%s b%d c%d kv%d %.3f ms" % (e["phase"], e["batch"], e["chunk"], e["kv"], e["stats"]["median"]) for e in kv)))
+' || { echo "FAIL: flash and kv_cache run checks"; exit 1; }
 if [ "${ngpu:-1}" -ge 2 ]; then
     run_tp 2 || exit 1
 else

@@ -5,8 +5,8 @@
 # spills registers already fails it; this reads the ptxas reports the build keeps next to each
 # object (<object>.ptxas.log) and checks, independently of that flag, that no compilation
 # reports spill bytes beyond SPILL_BOUND (0), and that every instantiation of the fused
-# attention kernel (bf16/fp16 wmma and fp32, head_dim 64 and 128) was compiled for both
-# architectures (docs/cuda.md, "Kernels and attention"). Skips when the cuda backend was not
+# attention kernels, forward and backward (bf16/fp16 wmma and fp32, head_dim 64 and 128), was
+# compiled for both architectures (docs/cuda.md, "Kernels and attention"). Skips when the cuda backend was not
 # built (no nvcc).
 set -u
 SPILL_BOUND=0
@@ -32,11 +32,15 @@ for log in "${logs[@]}"; do
               printf "%s: %d kernel compilations, spills within %d bytes\n", file, n, bound; exit bad }
     ' "$log" || fail=1
 done
-flash_log="$build/engine/backends/cuda/cuda_flash.o.ptxas.log"
-flash=$(grep -c "Compiling entry function '.*flash_fwd_.*' for 'sm_[89]0'" "$flash_log")
-if [ "$flash" -ne 12 ]; then
-    echo "FAIL: $flash compilations of the fused attention kernels (expected 6 instantiations x 2 SMs)"
-    fail=1
-fi
+# every instantiation of the fused forward (cuda_flash.cu) and backward (cuda_flash_bwd.cu):
+# bf16, fp16, fp32 x head_dim 64, 128, for sm_80 and sm_90
+for kernel in flash_fwd_:cuda_flash flash_bwd_kernel:cuda_flash_bwd; do
+    log="$build/engine/backends/cuda/${kernel#*:}.o.ptxas.log"
+    n=$(grep -c "Compiling entry function '.*${kernel%%:*}.*' for 'sm_[89]0'" "$log" 2>/dev/null)
+    if [ "${n:-0}" -ne 12 ]; then
+        echo "FAIL: ${n:-0} compilations of ${kernel%%:*} in ${kernel#*:}.cu (expected 6 instantiations x 2 SMs)"
+        fail=1
+    fi
+done
 [ $fail -eq 0 ] && echo "ok: no spills beyond $SPILL_BOUND bytes in engine/backends/cuda/*.cu for sm_80 and sm_90"
 exit $fail

@@ -131,15 +131,19 @@ static void test_vtables_complete(void **state)
     double peak = -1, base = -1;
     assert_int_equal(c->mem_peak(NULL, &peak, &base), -1);
     assert_true(peak == -1 && base == -1);
-    /* attention with a KV cache is not implemented for cuda (the planner refuses kv_cache for
-     * it): the slot says so in one line and measures nothing */
+    /* attention with a KV cache (cuda_attn_kv.c; on a GPU: tests/cuda/test_cuda_attn_kv.c): a
+     * bad shape is refused by name before any device call, and a compute that was never
+     * initialised measures nothing */
     assert_non_null(c->attn_kv);
-    const pdbx_attn_kv_shape kv = { 1, 16, 32, 8, 2, 64 };
+    const pdbx_attn_kv_shape kv = { 1, 16, 32, 8, 2, 64 }, bad = { 1, 32, 16, 8, 3, 64 };
     double ms = -1;
     char kv_err[256] = "";
+    assert_int_equal(c->attn_kv(NULL, &bad, &ms, kv_err, sizeof kv_err), -1);
+    assert_string_equal(kv_err, "attn_kv: bad shape batch 1 q_len 32 kv_len 16 heads 8 kv_heads 3 head_dim 64 "
+                                "(allowed: positive, kv_len >= q_len, heads a multiple of kv_heads)");
     assert_int_equal(c->attn_kv(NULL, &kv, &ms, kv_err, sizeof kv_err), -1);
     assert_true(ms == -1);
-    assert_string_equal(kv_err, "attn_kv: attention with a KV cache is not implemented for backend cuda");
+    assert_string_equal(kv_err, "attn_kv: no device (init did not run)");
     const pdbx_comm_ops *m = entry->comm;
     assert_non_null(m);
     assert_string_equal(m->name, "nccl");

@@ -9,13 +9,21 @@
 #include "engine/plan/plan.h"
 
 /* b 2, s 8, d 4: b s^2 d = 512. Unfused fwd 4x = 2048 (QK^T 2*8*8*4 = 512 and PV 512 per
- * (b, h) member, 2 members); bwd 8x = 4096; flash bwd 10x = 5120. */
+ * (b, h) member, 2 members); bwd 8x = 4096. Flash bwd: five products of 2 * 32 * 32 * d per
+ * visited tile pair (tile 32, PDBX_FLASH_BWD_TILE): s 8 is one diagonal tile, 10 * 2 * 4 *
+ * 1024 = 81920; s 100: nt 4, 10 pairs -> 819200 (for b 2, d 4); s 4096 d 128: nt 128, 8256
+ * pairs, 10 * 128 * 1024 * 8256 = 10821304320 per (b, h), the unfused 8 s^2 d = 17179869184
+ * times 0.63 (5/8 of the square plus the diagonal tiles' 1/128). */
 static void test_unfused_and_bwd(void **state)
 {
     (void)state;
     assert_true(pdbx_attn_core_executed_flops(0, PDBX_PASS_FWD, 2, 8, 4, 64) == 2048);
     assert_true(pdbx_attn_core_executed_flops(0, PDBX_PASS_BWD, 2, 8, 4, 64) == 4096);
-    assert_true(pdbx_attn_core_executed_flops(1, PDBX_PASS_BWD, 2, 8, 4, 64) == 5120);
+    assert_true(pdbx_attn_core_executed_flops(1, PDBX_PASS_BWD, 2, 8, 4, 64) == 81920);
+    assert_true(pdbx_attn_core_executed_flops(1, PDBX_PASS_BWD, 2, 100, 4, 64) == 819200);
+    assert_true(pdbx_attn_core_executed_flops(1, PDBX_PASS_BWD, 1, 4096, 128, 64) == 10821304320.0);
+    /* the bwd tile is the kernel's, whatever the forward's tile argument */
+    assert_true(pdbx_attn_core_executed_flops(1, PDBX_PASS_BWD, 1, 4096, 128, 16) == 10821304320.0);
 }
 
 /* flash fwd, tile 64, d 128:

@@ -117,7 +117,7 @@ static void test_kv_refused(void **state)
               "kv_cache.decode_batch[0]: 0 is out of range (allowed: 1..4096)");
     set_fails("kv_cache", "[1]", "kv_cache: expected a JSON object such as {\"prefill_chunks\":[16],"
               "\"decode_batch\":[1],\"decode_kv\":[64]}, got \"[1]\"");
-    /* every row beyond max_kv, and cuda (no attention with a KV cache there yet) */
+    /* every row beyond max_kv; cuda runs kv_cache (cuda_attn_kv.c) */
     pdbx_spec s;
     pdbx_spec_defaults(&s);
     char err[512] = "";
@@ -129,10 +129,8 @@ static void test_kv_refused(void **state)
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
     set_ok(&s, "gpu", "H100-SXM");
     set_ok(&s, "backend", "cuda");
-    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
-    assert_string_equal(err, "kv_cache: attention with a KV cache is not implemented for backend cuda (allowed: "
-                             "backend cpu, or no kv_cache)");
-    set_ok(&s, "kv_cache", "{}");                         /* tokens alone run on cuda */
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    set_ok(&s, "kv_cache", "{}");                         /* tokens alone run on cuda too */
     set_ok(&s, "tokens", "16,32");
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
 }

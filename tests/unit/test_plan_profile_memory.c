@@ -206,8 +206,10 @@ static void test_cuda_weight_copies(void **state)
 }
 
 /* flash_attention on cuda (test_cuda_bf16_by_hand's point): the fused forward has no s x s
- * scores: activations 24640 - 512 = 24128, total 190928576 - 512; with bwd the fused path's
- * backward recomputes P into the scores buffer, so it is listed again (and d scores). */
+ * scores: activations 24640 - 512 = 24128, total 190928576 - 512; with bwd the fused backward
+ * (FlashAttention-2) has none either, nor d scores: the forward's log-sum-exp and the
+ * backward's delta instead, fp32 mbs 2 x 2 heads x seq 8 x 4 = 128 bytes each, and for bf16 the
+ * fp32 dQ accumulator, T 16 x qd 32 x 4 = 2048 bytes (fp32 accumulates in d q itself). */
 static void test_cuda_flash_drops_scores(void **state)
 {
     (void)state;
@@ -223,8 +225,19 @@ static void test_cuda_flash_drops_scores(void **state)
     assert_true(m.total == 190928576 - 512);
     p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
-    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 512);
-    assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == 512);
+    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == -1);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == -1);
+    assert_true(role_bytes(&m, PDBX_BUF_ATTN_LSE) == 128);
+    assert_true(role_bytes(&m, PDBX_BUF_ATTN_DELTA) == 128);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_Q_ACC) == 2048);
+    p.dtype = PDBX_DTYPE_FP32;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_Q_ACC) == -1);
+    assert_true(role_bytes(&m, PDBX_BUF_ATTN_LSE) == 128);
+    p.flash_attention = 0;   /* unfused: the scores and d scores, no fused scratch */
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_SCORES) == 1024 && role_bytes(&m, PDBX_BUF_GRAD_SCORES) == 1024);
+    assert_true(role_bytes(&m, PDBX_BUF_ATTN_LSE) == -1 && role_bytes(&m, PDBX_BUF_ATTN_DELTA) == -1);
     /* the spec's flag reaches the planned point */
     pdbx_spec spec;
     memset(&spec, 0, sizeof spec);

@@ -50,39 +50,64 @@ int cuda_attention_flash_ok(const cuda_attention_dims *d, char *err, size_t errl
     return 0;
 }
 
-int cuda_attention_needs_scores(const cuda_attention_dims *d, int bwd)
+int cuda_attention_needs_scores(const cuda_attention_dims *d)
 {
-    return !d->flash || bwd;
+    return !d->flash;
+}
+
+/* The two GEMMs of `batch` sequences of q_len queries against kv_len keys (the square training
+ * core: q_len = kv_len = seq). One batch member n = b * kv_heads + g; its score block is
+ * S'[kv_len, q_len] (column q of S' is row q of the row-major [q_len, kv_len] matrix). */
+static int rect_shapes(int64_t batch, int64_t q_len, int64_t kv_len, int64_t heads, int64_t kv_heads,
+                       int64_t hd, pdbx_dtype dt, cuda_gemm_shape *qk, cuda_gemm_shape *pv)
+{
+    if (batch <= 0 || q_len <= 0 || kv_len < q_len || heads <= 0 || kv_heads <= 0 || hd <= 0 ||
+        heads % kv_heads != 0 || batch * kv_heads > INT32_MAX)
+        return -1;
+    const int64_t es = elem_bytes(dt), group = heads / kv_heads;
+    const int64_t ldq = batch * heads * hd, ldk = batch * kv_heads * hd;
+    const int32_t members = (int32_t)(batch * kv_heads);
+    /* Alignments hold for every group member's offset (multiples of head_dim elements). */
+    const uint32_t a_qo = min_u32(align_of_bytes(hd * es), align_of_bytes(ldq * es));
+    const uint32_t a_kv = min_u32(align_of_bytes(hd * es), align_of_bytes(ldk * es));
+    const uint32_t a_s = align_of_bytes(kv_len * es);
+    *qk = (cuda_gemm_shape){
+        .dtype = dt, .trans_a = 1, .trans_b = 0,
+        .m = kv_len, .n = q_len, .k = hd,
+        .lda = ldk, .ldb = ldq, .ldc = kv_len,
+        .batch = members, .stride_a = hd, .stride_b = group * hd, .stride_c = q_len * kv_len,
+        .align_a = a_kv, .align_b = a_qo, .align_c = a_s,
+    };
+    *pv = (cuda_gemm_shape){
+        .dtype = dt, .trans_a = 0, .trans_b = 0,
+        .m = hd, .n = q_len, .k = kv_len,
+        .lda = ldk, .ldb = kv_len, .ldc = ldq,
+        .batch = members, .stride_a = hd, .stride_b = q_len * kv_len, .stride_c = group * hd,
+        .align_a = a_kv, .align_b = a_s, .align_c = a_qo,
+    };
+    return 0;
 }
 
 int cuda_attention_shapes(const cuda_attention_dims *d, cuda_gemm_shape *qk, cuda_gemm_shape *pv)
 {
-    if (d->mbs <= 0 || d->seq <= 0 || d->heads <= 0 || d->kv_heads <= 0 || d->head_dim <= 0 ||
-        d->heads % d->kv_heads != 0 || d->mbs * d->kv_heads > INT32_MAX)
-        return -1;
-    const int64_t s = d->seq, hd = d->head_dim, es = elem_bytes(d->dtype);
-    const int64_t group = d->heads / d->kv_heads;
-    const int64_t ldq = d->mbs * d->heads * hd, ldk = d->mbs * d->kv_heads * hd;
-    const int32_t batch = (int32_t)(d->mbs * d->kv_heads);
-    /* Alignments hold for every group member's offset (multiples of head_dim elements). */
-    const uint32_t a_qo = min_u32(align_of_bytes(hd * es), align_of_bytes(ldq * es));
-    const uint32_t a_kv = min_u32(align_of_bytes(hd * es), align_of_bytes(ldk * es));
-    const uint32_t a_s = align_of_bytes(s * es);
-    *qk = (cuda_gemm_shape){
-        .dtype = d->dtype, .trans_a = 1, .trans_b = 0,
-        .m = s, .n = s, .k = hd,
-        .lda = ldk, .ldb = ldq, .ldc = s,
-        .batch = batch, .stride_a = hd, .stride_b = group * hd, .stride_c = s * s,
-        .align_a = a_kv, .align_b = a_qo, .align_c = a_s,
-    };
-    *pv = (cuda_gemm_shape){
-        .dtype = d->dtype, .trans_a = 0, .trans_b = 0,
-        .m = hd, .n = s, .k = s,
-        .lda = ldk, .ldb = s, .ldc = ldq,
-        .batch = batch, .stride_a = hd, .stride_b = s * s, .stride_c = group * hd,
-        .align_a = a_kv, .align_b = a_s, .align_c = a_qo,
-    };
-    return 0;
+    return rect_shapes(d->mbs, d->seq, d->seq, d->heads, d->kv_heads, d->head_dim, d->dtype, qk, pv);
+}
+
+int cuda_attention_kv_shapes(const pdbx_attn_kv_shape *s, pdbx_dtype dt, cuda_gemm_shape *qk,
+                             cuda_gemm_shape *pv)
+{
+    return rect_shapes(s->batch, s->q_len, s->kv_len, s->heads, s->kv_heads, s->head_dim, dt, qk, pv);
+}
+
+size_t cuda_attention_kv_scores_elems(const pdbx_attn_kv_shape *s)
+{
+    return (size_t)s->batch * (size_t)s->heads * (size_t)s->q_len * (size_t)s->kv_len;
+}
+
+void cuda_attention_kv_member(const pdbx_attn_kv_shape *s, int64_t jj, int64_t *q_off, int64_t *s_off)
+{
+    *q_off = jj * s->head_dim;                                              /* q head g * group + jj */
+    *s_off = jj * (int64_t)s->batch * s->kv_heads * s->q_len * (int64_t)s->kv_len;   /* its block */
 }
 
 int cuda_attention_shape_bwd(const cuda_attention_dims *d, cuda_gemm_shape *pt)
@@ -134,67 +159,84 @@ int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attenti
     return rc;
 }
 
-/* The first half of the unfused forward: P = causal_softmax(scale Q K^T) into scores. */
-static int probs_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
-                         void *scores, cudaStream_t stream, char *err, size_t errlen)
+/* A launch status as the backend's message: "call failed: name (text)", -1. */
+static int kernel_fail(const char *call, cudaError_t e, char *err, size_t errlen)
 {
-    const cuda_attention_dims *d = &a->dims;
-    const int64_t es = elem_bytes(d->dtype), group = d->heads / d->kv_heads;
-    const float scale = cuda_attention_scale(d);
+    (void)cudaGetLastError();
+    snprintf(err, errlen, "%s failed: %s (%s)", call, cudaGetErrorName(e), cudaGetErrorString(e));
+    return -1;
+}
+
+/* The unfused forward of `group` members whose q/out and score blocks lie q_step and s_step
+ * elements apart: S = scale Q K^T per member, the masked softmax over the nmat [q_len, kv_len]
+ * score matrices (ck_prefix_softmax: causal after kv_len - q_len cached keys), O = P V per
+ * member (skipped when out is NULL: the backward's recompute wants P only). */
+typedef struct {
+    const cuda_gemm_plan *qk, *pv;
+    int64_t group, q_step, s_step, nmat, q_len, kv_len;
+    pdbx_dtype dtype;
+    float scale;
+} unfused_fwd;
+
+static int unfused_enqueue(cuda_gemm *g, const unfused_fwd *f, const void *q, const void *k,
+                           const void *v, void *scores, void *out, cudaStream_t stream, char *err,
+                           size_t errlen)
+{
+    const int64_t es = elem_bytes(f->dtype);
     const char *qb = q;
-    char *sb = scores;
-    int64_t q_off, s_off;
-    for (int64_t jj = 0; jj < group; jj++) {
-        cuda_attention_member(d, jj, &q_off, &s_off);
-        int rc = cuda_gemm_exec(g, a->qk, scale, k, qb + q_off * es, sb + s_off * es, stream,
-                                err, errlen);
+    char *sb = scores, *ob = out;
+    for (int64_t jj = 0; jj < f->group; jj++) {
+        int rc = cuda_gemm_exec(g, f->qk, f->scale, k, qb + jj * f->q_step * es,
+                                sb + jj * f->s_step * es, stream, err, errlen);
         if (rc)
             return rc;
     }
-    cudaError_t e = ck_causal_softmax(scores, d->mbs * d->heads, d->seq, d->dtype, stream);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "ck_causal_softmax failed: %s (%s)", cudaGetErrorName(e),
-                 cudaGetErrorString(e));
-        return -1;
+    cudaError_t e = ck_prefix_softmax(scores, f->nmat, f->q_len, f->kv_len, f->dtype, stream);
+    if (e != cudaSuccess)
+        return kernel_fail("ck_prefix_softmax", e, err, errlen);
+    for (int64_t jj = 0; jj < f->group && out; jj++) {
+        int rc = cuda_gemm_exec(g, f->pv, 1.0f, v, sb + jj * f->s_step * es, ob + jj * f->q_step * es,
+                                stream, err, errlen);
+        if (rc)
+            return rc;
     }
     return 0;
 }
 
 int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
-                           const void *v, void *scores, void *out, cudaStream_t stream,
-                           char *err, size_t errlen)
+                           const void *v, void *scores, void *out, float *lse,
+                           cudaStream_t stream, char *err, size_t errlen)
 {
     const cuda_attention_dims *d = &a->dims;
     if (d->flash) {
-        cudaError_t e = ck_flash_attention(q, k, v, out, d->mbs, d->seq, d->heads, d->kv_heads,
+        cudaError_t e = ck_flash_attention(q, k, v, out, lse, d->mbs, d->seq, d->heads, d->kv_heads,
                                            d->head_dim, d->dtype, stream);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            snprintf(err, errlen, "ck_flash_attention failed: %s (%s)", cudaGetErrorName(e),
-                     cudaGetErrorString(e));
-            return -1;
-        }
-        return 0;
+        return e == cudaSuccess ? 0 : kernel_fail("ck_flash_attention", e, err, errlen);
     }
-    const int64_t es = elem_bytes(d->dtype), group = d->heads / d->kv_heads;
-    char *sb = scores, *ob = out;
-    int64_t q_off, s_off;
-    int rc0 = probs_enqueue(g, a, q, k, scores, stream, err, errlen);
-    if (rc0)
-        return rc0;
-    for (int64_t jj = 0; jj < group; jj++) {
-        cuda_attention_member(d, jj, &q_off, &s_off);
-        int rc = cuda_gemm_exec(g, a->pv, 1.0f, v, sb + s_off * es, ob + q_off * es, stream, err,
-                                errlen);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    int64_t q_step, s_step;
+    cuda_attention_member(d, 1, &q_step, &s_step);
+    const unfused_fwd f = {a->qk, a->pv, d->heads / d->kv_heads, q_step, s_step, d->mbs * d->heads,
+                           d->seq, d->seq, d->dtype, cuda_attention_scale(d)};
+    return unfused_enqueue(g, &f, q, k, v, scores, out, stream, err, errlen);
+}
+
+int cuda_attention_kv_enqueue(cuda_gemm *g, const cuda_gemm_plan *qk, const cuda_gemm_plan *pv,
+                              const pdbx_attn_kv_shape *s, pdbx_dtype dt, const void *q,
+                              const void *k, const void *v, void *scores, void *out,
+                              cudaStream_t stream, char *err, size_t errlen)
+{
+    int64_t q_step, s_step;
+    cuda_attention_kv_member(s, 1, &q_step, &s_step);
+    const unfused_fwd f = {qk, pv, s->heads / s->kv_heads, q_step, s_step,
+                           (int64_t)s->batch * s->heads, s->q_len, s->kv_len, dt,
+                           1.0f / sqrtf((float)s->head_dim)};
+    return unfused_enqueue(g, &f, q, k, v, scores, out, stream, err, errlen);
 }
 
 int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t errlen)
 {
+    if (a->dims.flash)
+        return 0;   /* ck_flash_attention_bwd: no GEMM */
     cuda_gemm_shape pt;
     if (cuda_attention_shape_bwd(&a->dims, &pt) != 0) {
         snprintf(err, errlen, "cuda attention backward: bad dimensions (plan the forward first)");
@@ -203,53 +245,59 @@ int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t e
     return cuda_gemm_plan_get(g, &pt, &a->pt, err, errlen);
 }
 
-int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
-                               const void *k, const void *v, void *probs, const void *dout,
-                               void *dscores, void *dq, void *dk, void *dv, cudaStream_t stream,
-                               char *err, size_t errlen)
+static int fused_bwd(const cuda_attention_dims *d, const cuda_attention_bwd_bufs *b,
+                     cudaStream_t stream, char *err, size_t errlen)
+{
+    if (!b->out || !b->lse || !b->delta || !b->dq_acc) {
+        snprintf(err, errlen, "cuda attention backward (fused): the forward's output and "
+                 "log-sum-exp and the delta and dQ scratch are needed");
+        return -1;
+    }
+    cudaError_t e = ck_flash_attention_bwd(b->q, b->k, b->v, b->out, b->dout, b->lse, b->delta,
+                                           b->dq_acc, b->dq, b->dk, b->dv, d->mbs, d->seq, d->heads,
+                                           d->kv_heads, d->head_dim, d->dtype, stream);
+    return e == cudaSuccess ? 0 : kernel_fail("ck_flash_attention_bwd", e, err, errlen);
+}
+
+int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a,
+                               const cuda_attention_bwd_bufs *b, cudaStream_t stream, char *err,
+                               size_t errlen)
 {
     const cuda_attention_dims *d = &a->dims;
+    if (d->flash)
+        return fused_bwd(d, b, stream, err, errlen);
     const int64_t es = elem_bytes(d->dtype), group = d->heads / d->kv_heads;
-    const char *qb = q, *ob = dout, *pb = probs;
-    char *sb = dscores, *dqb = dq;
+    const char *qb = b->q, *ob = b->dout, *pb = b->probs;
+    char *sb = b->dscores, *dqb = b->dq;
     int64_t q_off, s_off;
     int rc = 0;
     if (!a->pt) {
         snprintf(err, errlen, "cuda attention backward: not planned");
         return -1;
     }
-    if (d->flash) {   /* the fused forward kept no probabilities: recompute them */
-        rc = probs_enqueue(g, a, q, k, probs, stream, err, errlen);
-        if (rc)
-            return rc;
-    }
     /* dV = sum over the group of P^T dO; dP = dO V^T (the qk shape with V and dO) */
     for (int64_t jj = 0; jj < group && rc == 0; jj++) {
         cuda_attention_member(d, jj, &q_off, &s_off);
         rc = cuda_gemm_exec_beta(g, a->pt, 1.0f, jj ? 1.0f : 0.0f, ob + q_off * es,
-                                 pb + s_off * es, dv, stream, err, errlen);
+                                 pb + s_off * es, b->dv, stream, err, errlen);
         if (rc == 0)
-            rc = cuda_gemm_exec(g, a->qk, 1.0f, v, ob + q_off * es, sb + s_off * es, stream, err,
+            rc = cuda_gemm_exec(g, a->qk, 1.0f, b->v, ob + q_off * es, sb + s_off * es, stream, err,
                                 errlen);
     }
     if (rc)
         return rc;
-    cudaError_t e = ck_causal_softmax_bwd(probs, dscores, d->mbs * d->heads, d->seq,
+    cudaError_t e = ck_causal_softmax_bwd(b->probs, b->dscores, d->mbs * d->heads, d->seq,
                                           cuda_attention_scale(d), d->dtype, stream);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "ck_causal_softmax_bwd failed: %s (%s)", cudaGetErrorName(e),
-                 cudaGetErrorString(e));
-        return -1;
-    }
+    if (e != cudaSuccess)
+        return kernel_fail("ck_causal_softmax_bwd", e, err, errlen);
     /* dQ = dS K (the pv shape with K and dS); dK = sum over the group of dS^T Q */
     for (int64_t jj = 0; jj < group && rc == 0; jj++) {
         cuda_attention_member(d, jj, &q_off, &s_off);
-        rc = cuda_gemm_exec(g, a->pv, 1.0f, k, sb + s_off * es, dqb + q_off * es, stream, err,
+        rc = cuda_gemm_exec(g, a->pv, 1.0f, b->k, sb + s_off * es, dqb + q_off * es, stream, err,
                             errlen);
         if (rc == 0)
             rc = cuda_gemm_exec_beta(g, a->pt, 1.0f, jj ? 1.0f : 0.0f, qb + q_off * es,
-                                     sb + s_off * es, dk, stream, err, errlen);
+                                     sb + s_off * es, b->dk, stream, err, errlen);
     }
     return rc;
 }

@@ -4,9 +4,12 @@
  *        S = (1/sqrt(d)) Q K^T   ->   P = causal_softmax(S)   ->   O = P V
  *    with the full s x s scores in memory;
  *  - fused (dims.flash 1, spec flash_attention): the forward is one ck_flash_attention launch
- *    (cuda_flash.cu), no scores buffer. Its backward is the unfused one below, which first
- *    recomputes P into the scores buffer (QK^T GEMMs + softmax, as a flash backward
- *    recomputes S) and is recorded as unfused (run_start env gpu.attention_bwd_kernel).
+ *    (cuda_flash.cu), which also saves each row's log-sum-exp when the backward will run, and
+ *    the backward is ck_flash_attention_bwd (cuda_flash_bwd.cu, FlashAttention-2): no scores
+ *    buffer in either pass.
+ * Attention with a KV cache (backend.h attn_kv, cuda_attn_kv.c) runs the unfused path on
+ * rectangular [q_len, kv_len] scores whose mask starts after the cached prefix
+ * (cuda_attention_kv_shapes, ck_prefix_softmax).
  *
  * Layouts (row-major, tokens sequence-major as Megatron's [s, b, ...]: row = pos * mbs + b):
  *     q, out: [seq, mbs, heads, d]     k, v: [seq, mbs, kv_heads, d]
@@ -23,6 +26,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
+#include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 
 typedef struct {
@@ -41,16 +45,31 @@ size_t cuda_attention_scores_elems(const cuda_attention_dims *d);
 /* 1 when the fused forward runs d (head_dim and dtype as ck_flash_supported), else 0 with a
  * message naming head_dim and what is allowed. Pure. */
 int cuda_attention_flash_ok(const cuda_attention_dims *d, char *err, size_t errlen);
-/* Whether a point whose core runs on path d needs the s x s scores buffer: always unfused,
- * and on the fused path only for the backward (its recomputed P). The planner's rule
- * (plan_profile_memory.c, cuda_list) is the same. */
-int cuda_attention_needs_scores(const cuda_attention_dims *d, int bwd);
+/* Whether a point whose core runs on path d needs the s x s scores buffer (and, with bwd,
+ * dP/dS of the same size): the unfused path only. The fused path's backward needs instead the
+ * forward's log-sum-exp (fp32 [mbs, heads, seq]), delta of the same size and, for bf16/fp16,
+ * an fp32 dQ accumulator [tokens, heads, d]. The planner's rule (plan_profile_memory.c,
+ * cuda_list and cuda_grad_list) is the same. */
+int cuda_attention_needs_scores(const cuda_attention_dims *d);
 
 /* Pure layout functions (no CUDA calls; unit-tested on the host with an emulated GEMM):
  * the two GEMM shapes, and the element offsets of group member jj's q/out and score blocks. */
 int cuda_attention_shapes(const cuda_attention_dims *d, cuda_gemm_shape *qk, cuda_gemm_shape *pv);
 void cuda_attention_member(const cuda_attention_dims *d, int64_t jj, int64_t *q_off,
                            int64_t *s_off);
+
+/* The same for attention with a KV cache (backend.h's pdbx_attn_kv_shape s: `batch` sequences
+ * of q_len queries against kv_len cached keys, the queries the last q_len of them), in the
+ * layouts
+ *     q, out: [q_len, batch, heads, d]     k, v: [kv_len, batch, kv_heads, d]
+ *     scores: cuda_attention_kv_scores_elems(), [group][batch * kv_heads][q_len][kv_len]
+ * and the GQA batching above; with q_len = kv_len = seq they are the training core's shapes.
+ * -1 for a shape that is not positive, kv_len < q_len, or heads not a multiple of kv_heads. */
+int cuda_attention_kv_shapes(const pdbx_attn_kv_shape *s, pdbx_dtype dt, cuda_gemm_shape *qk,
+                             cuda_gemm_shape *pv);
+void cuda_attention_kv_member(const pdbx_attn_kv_shape *s, int64_t jj, int64_t *q_off,
+                              int64_t *s_off);
+size_t cuda_attention_kv_scores_elems(const pdbx_attn_kv_shape *s);
 float cuda_attention_scale(const cuda_attention_dims *d);   /* 1/sqrt(head_dim) */
 
 /* The backward's third GEMM shape (the other two are qk's and pv's): per batch member
@@ -64,22 +83,42 @@ int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attenti
                         char *err, size_t errlen);
 
 /* Enqueues the forward on stream: unfused, the 2 * group GEMMs and the softmax into scores;
- * fused, ck_flash_attention (scores unused, may be NULL). Pointers from cudaMalloc. */
+ * fused, ck_flash_attention (scores unused, may be NULL), which writes the rows' log-sum-exp
+ * into lse when it is not NULL (the backward will run). Pointers from cudaMalloc. */
 int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
-                           const void *v, void *scores, void *out, cudaStream_t stream,
-                           char *err, size_t errlen);
+                           const void *v, void *scores, void *out, float *lse,
+                           cudaStream_t stream, char *err, size_t errlen);
 
-/* The backward's plan (a->pt), after cuda_attention_plan. */
+/* Enqueues attention with a KV cache of shape s (the unfused path, cuda_attention_kv_shapes'
+ * layouts): the group's QK^T GEMMs with plan qk, ck_prefix_softmax, the group's PV GEMMs with
+ * plan pv (both from cuda_gemm_plan_get of the kv shapes). */
+int cuda_attention_kv_enqueue(cuda_gemm *g, const cuda_gemm_plan *qk, const cuda_gemm_plan *pv,
+                              const pdbx_attn_kv_shape *s, pdbx_dtype dt, const void *q,
+                              const void *k, const void *v, void *scores, void *out,
+                              cudaStream_t stream, char *err, size_t errlen);
+
+/* The backward's plan (a->pt; none for the fused path), after cuda_attention_plan. */
 int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t errlen);
-/* Enqueues the backward of the unfused core as PyTorch's eager attention runs it, keeping the
- * forward's probabilities `probs` (the scores buffer after the forward):
+
+/* The buffers of one backward (cudaMalloc'd). Unfused: probs is the forward's probabilities
+ * (the scores buffer after the forward), dscores a scores-sized buffer for dP/dS. Fused: out
+ * and lse are the forward's output and log-sum-exp, delta and dq_acc ck_flash_attention_bwd's
+ * scratch (dq_acc may be dq for fp32). The others are read (q, k, v, dout) or written (dq, dk,
+ * dv) by both. */
+typedef struct {
+    const void *q, *k, *v, *out, *dout;
+    void *probs, *dscores;
+    const float *lse;
+    float *delta, *dq_acc;
+    void *dq, *dk, *dv;
+} cuda_attention_bwd_bufs;
+
+/* Enqueues the backward. Unfused, as PyTorch's eager attention runs it, keeping the forward's
+ * probabilities:
  *     dV = P^T dO,  dP = dO V^T,  dS = scale * P (dP - rowsum(P dP)),  dQ = dS K,  dK = dS^T Q
- * (4 * group GEMMs and ck_causal_softmax_bwd); dscores is a scores-sized buffer for dP/dS.
- * On the fused path (dims.flash) probs holds no probabilities: they are recomputed into it
- * first (group QK^T GEMMs and ck_causal_softmax), inside the timed backward. */
-int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q,
-                               const void *k, const void *v, void *probs, const void *dout,
-                               void *dscores, void *dq, void *dk, void *dv, cudaStream_t stream,
-                               char *err, size_t errlen);
+ * (4 * group GEMMs and ck_causal_softmax_bwd). Fused (dims.flash): ck_flash_attention_bwd. */
+int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a,
+                               const cuda_attention_bwd_bufs *b, cudaStream_t stream, char *err,
+                               size_t errlen);
 
 #endif

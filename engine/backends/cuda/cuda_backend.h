@@ -23,6 +23,7 @@
 struct cuda_gemm;
 struct cuda_point;
 struct cuda_nvml;
+struct cuda_kv;
 
 struct pdbx_compute {
     int device, device_count;
@@ -45,6 +46,7 @@ struct pdbx_compute {
     size_t comm_bytes;
     struct cuda_gemm *gemm;
     struct cuda_point *point;       /* buffers of the prepared point, NULL when released */
+    struct cuda_kv *kv;             /* attn_kv's buffers and plans (cuda_attn_kv.c), or NULL */
     /* device memory in use (cudaMemGetInfo: total - free) when the point's buffers were about
      * to be allocated; mem_base_ok 0 when it could not be read */
     double mem_base;
@@ -79,12 +81,13 @@ typedef struct {
 /* Whether run_op may run op at the point of dims d: its bit, or the fused group it leads. */
 int cuda_op_prepared(const cuda_dims *d, pdbx_op op);
 
-/* A point's buffers (cuda_backend.c allocates the forward's, cuda_backward.c the backward's;
+/* A point's buffers (cuda_point.c allocates the forward's, cuda_backward.c the backward's;
  * engine/plan/plan_profile_memory.c's cuda rule lists the same). */
 enum {   /* one set per point, shared by all layers */
     B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
     B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1,
     B_ROPE,   /* attn_rope: fp32 cos [seq, d/2] then sin (ck_rope_table), not in the dtype */
+    B_LSE,    /* flash_attention with bwd: the fused forward's log-sum-exp, fp32 [mbs, heads, seq] */
     B_COUNT
 };
 enum {   /* one set per instantiated layer */
@@ -99,6 +102,9 @@ enum {   /* passes with bwd: the gradient of each activation (dtype), the norms'
     G_QKV, G_FC1, G_WQKV, G_WFC1,   /* fused_projections: the fused GEMMs' dY and dW */
     /* the biases' fp32 gradients (where bias_ops has the op; k/v and gate/up share one) */
     G_BQ, G_BKV, G_BO, G_BGU, G_BD, G_BQKV, G_BFC1,
+    /* flash_attention: the fused backward's delta (fp32 [mbs, heads, seq]) and, for bf16/fp16,
+     * its fp32 dQ accumulator [tokens, heads, d] (fp32 accumulates into G_Q itself) */
+    G_DELTA, G_DQ_ACC,
     G_COUNT
 };
 
@@ -133,6 +139,16 @@ typedef struct {
     int64_t n, k;
 } cuda_linear_op;
 int cuda_linear_ops(const cuda_dims *d, cuda_linear_op out[CUDA_LINEAR_OPS]);
+
+/* cuda_point.c: backend.h's prepare, checksum and mem_peak of the cuda backend. */
+int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);
+double cuda_checksum(pdbx_compute *c);
+int cuda_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes);
+
+/* cuda_attn_kv.c: backend.h's attn_kv, and the free of its buffers (release, fini). */
+int cuda_attn_kv(pdbx_compute *c, const pdbx_attn_kv_shape *s, double *ms, char *err,
+                 size_t errlen);
+void cuda_kv_free(pdbx_compute *c);
 
 /* cuda_backward.c: allocates, fills and plans the backward of prepared point pt (its gradient
  * buffers, the dgrad/wgrad GEMM plans, the attention backward's plan), and enqueues the bwd
@@ -185,8 +201,8 @@ void cuda_nvml_close(pdbx_compute *c);
 int cuda_describe(pdbx_compute *c, cJSON *env);
 int cuda_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen);
 int cuda_probe(char *why, size_t len);
-/* cuda_backend.c: frees the prepared point's buffers; cudaMalloc with a message naming the
- * buffer (PDBX_EOOM on cudaErrorMemoryAllocation). */
+/* cuda_point.c: frees the prepared point's buffers and attn_kv's; cudaMalloc with a message
+ * naming the buffer (PDBX_EOOM on cudaErrorMemoryAllocation). */
 void cuda_release(pdbx_compute *c);
 /* cuda_device.c: cudaFree(p) when p was allocated. NULL is skipped, not passed on: cudaFree(NULL)
  * would create a context on a device that init may have given up on. */

@@ -8,8 +8,8 @@
  *       main_grad); cuda_gemm.h, cuda_gemm_dgrad_shape/cuda_gemm_wgrad_shape;
  *   norms: RMSNorm backward (dx, and dweight accumulated in fp32); mlp_act_fn: SiLU x up
  *       backward; attn_core: the unfused core's backward keeping the forward's probabilities
- *       (cuda_attention.h), or, after the fused forward (flash_attention), the same backward
- *       recomputing them first (run_start's env.gpu.attention_bwd_kernel "unfused"); embed: the
+ *       (cuda_attention.h), or, with flash_attention, the fused FlashAttention-2 backward
+ *       (cuda_flash_bwd.cu) from the forward's log-sum-exp; embed: the
  *       scatter-add of dY's rows into the fp32 embedding gradient (atomicAdd); attn_rope: the
  *       inverse rotation of dq and dk in place (ck_rope); the residual adds: the gradient added
  *       into the residual branch's (ck_residual_add).
@@ -41,7 +41,7 @@ static const struct {
     [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), GK_ACT},
     [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), GK_ACT},
     [G_V] = {"d v", OB(ATTN_V) | OB(ATTN_CORE), GK_ACT},
-    [G_SCORES] = {"d attn_scores", OB(ATTN_CORE), GK_ACT},
+    [G_SCORES] = {"d attn_scores", OB(ATTN_CORE), GK_ACT},   /* unfused only (grad_used) */
     [G_CTX] = {"d attn_context", OB(ATTN_CORE) | OB(ATTN_O), GK_ACT},
     [G_ATTN_OUT] = {"d attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
                     GK_ACT},
@@ -73,6 +73,9 @@ static const struct {
     [G_BD] = {"d down_proj bias", OB(MLP_DOWN), GK_F32_ZERO},
     [G_BQKV] = {"d qkv_proj bias (fused)", CUDA_FUSED_QKV, GK_F32_ZERO},
     [G_BFC1] = {"d fc1 bias (fused)", CUDA_FUSED_FC1, GK_F32_ZERO},
+    /* flash_attention only (grad_used): the fused backward's scratch */
+    [G_DELTA] = {"attn delta (fp32)", OB(ATTN_CORE), GK_F32_ZERO},
+    [G_DQ_ACC] = {"d q accumulator (fp32)", OB(ATTN_CORE), GK_F32_ZERO},
 };
 
 static int is_bias_grad(int b)
@@ -109,13 +112,19 @@ static size_t grad_elems(const struct cuda_point *pt, int b)
     case G_BGU: return (size_t)I;
     case G_BQKV: return (size_t)(qd + 2 * kvd);
     case G_BFC1: return (size_t)(2 * I);
+    case G_DELTA: return (size_t)(pt->d.mbs * pt->d.heads * pt->d.seq);
+    case G_DQ_ACC: return (size_t)(T * qd);
     default: return 0;
     }
 }
 
-static int grad_used(const struct cuda_point *pt, int b)
+static int grad_used(const struct cuda_point *pt, pdbx_dtype dt, int b)
 {
     uint32_t uses = grad_bufs[b].ops;
+    const int flash = pt->attn.dims.flash;
+    if ((b == G_SCORES && flash) || ((b == G_DELTA || b == G_DQ_ACC) && !flash) ||
+        (b == G_DQ_ACC && dt == PDBX_DTYPE_FP32))
+        uses = 0;   /* fp32 accumulates dQ in d q itself */
     if (b == G_EMBED && pt->d.tied)
         uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
     if (b == G_LM_W && pt->d.tied)
@@ -129,7 +138,7 @@ static int alloc_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t
     const size_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
     const uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32) ^ UINT64_C(0x6b7761726467);
     for (int b = 0; b < G_COUNT && rc == 0; b++) {
-        if (!grad_used(pt, b))
+        if (!grad_used(pt, c->dtype, b))
             continue;
         const size_t n = grad_elems(pt, b);
         pt->gbytes[b] = n * (grad_bufs[b].kind == GK_ACT ? es : sizeof(float));
@@ -189,10 +198,18 @@ static int plan_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t 
 
 int cuda_bwd_prepare(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
 {
-    /* after the forward's planning: the attention's dims (scores size) are set */
+    /* after the forward's planning: the attention's dims (scores size, path) are set */
     int rc = alloc_grads(c, pt, err, errlen);
     if (rc)
         return rc;
+    if (pt->attn.dims.flash && pt->buf[B_LSE]) {
+        /* the fused backward reads the forward's log-sum-exp: one forward now, so a bwd timed
+         * before any forward of the point still reads real values */
+        rc = cuda_attention_enqueue(c->gemm, &pt->attn, pt->buf[B_Q], pt->buf[B_K], pt->buf[B_V],
+                                    NULL, pt->buf[B_CTX], pt->buf[B_LSE], c->stream, err, errlen);
+        if (rc)
+            return rc;
+    }
     CU_TRY("cudaStreamSynchronize(after the gradients' fill)", cudaStreamSynchronize(c->stream));
     rc = plan_grads(c, pt, err, errlen);
     if (rc == 0)
@@ -271,10 +288,15 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_MLP_RESIDUAL:    /* the MLP branch's gradient flows on into d attn_out */
         CU_TRY("ck_residual_add", ck_residual_add(G[G_ATTN_OUT], G[G_X], T * h, c->dtype, c->stream));
         return 0;
-    case PDBX_OP_ATTN_CORE:
-        return cuda_attention_bwd_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
-                                          G[G_CTX], G[G_SCORES], G[G_Q], G[G_K], G[G_V], c->stream,
-                                          err, errlen);
+    case PDBX_OP_ATTN_CORE: {
+        const cuda_attention_bwd_bufs ab = {
+            .q = B[B_Q], .k = B[B_K], .v = B[B_V], .out = B[B_CTX], .dout = G[G_CTX],
+            .probs = B[B_SCORES], .dscores = G[G_SCORES], .lse = B[B_LSE], .delta = G[G_DELTA],
+            .dq_acc = c->dtype == PDBX_DTYPE_FP32 ? G[G_Q] : G[G_DQ_ACC],
+            .dq = G[G_Q], .dk = G[G_K], .dv = G[G_V],
+        };
+        return cuda_attention_bwd_enqueue(c->gemm, &pt->attn, &ab, c->stream, err, errlen);
+    }
     case PDBX_OP_ATTN_O:
         return linear_bwd(c, op, B[B_CTX], W[W_O], G[G_ATTN_OUT], G[G_CTX], G[G_WO], G[G_BO], err, errlen);
     case PDBX_OP_POST_ATTN_NORM:

@@ -201,14 +201,17 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
     cJSON_AddNumberToObject(gpu, "cublaslt_workspace_bytes", (double)CUDA_GEMM_WORKSPACE_BYTES);
     cJSON_AddStringToObject(gpu, "nccl", nccl);
     cJSON_AddStringToObject(gpu, "dtype", dtype_str(c->dtype));
-    /* spec flash_attention: the fused forward; the backward stays unfused (docs/cuda.md) */
+    /* spec flash_attention: the fused forward and backward (docs/cuda.md) */
     cJSON_AddStringToObject(gpu, "attention_kernel", c->flash_attention ? "flash" : "unfused");
     cJSON_AddStringToObject(gpu, "attention",
                             c->flash_attention
                                 ? "fwd: own flash kernel (online softmax, 64x64 tiles, causal "
-                                  "tiles skipped); bwd: unfused, recomputes P with QK^T + softmax"
+                                  "tiles skipped); bwd: own FlashAttention-2 kernel (P recomputed "
+                                  "per 32x32 tile from the saved log-sum-exp, dQ by fp32 atomics)"
                                 : "cublaslt strided-batched QK^T, causal softmax, PV");
-    cJSON_AddStringToObject(gpu, "attention_bwd_kernel", "unfused");
+    cJSON_AddStringToObject(gpu, "attention_bwd_kernel", c->flash_attention ? "flash" : "unfused");
+    cJSON_AddStringToObject(gpu, "attention_kv", "unfused: cublaslt strided-batched QK^T over the "
+                            "cache, softmax masked after the cached prefix, PV (GQA in place)");
     cJSON_AddStringToObject(gpu, "rope", "ck_rope: rotate-half on q and k in place, fp32 cos/sin "
                             "table of the point's positions (theta 10000; docs/cuda.md)");
     cJSON_AddStringToObject(gpu, "timer", c->flush_l2

@@ -7,7 +7,7 @@
  * accumulator O in fp32, and never writes an s x s score matrix:
  *     S = scale * Q K_t^T (masked j > i and j >= s)    m' = max(m, rowmax S)
  *     P = exp(S - m')    l = l exp(m - m') + rowsum P    O = O exp(m - m') + P V_t
- *     out = O / l
+ *     out = O / l,   and, when asked (the backward will run), lse = m + log2(l) per row
  * Tiles above the diagonal are skipped; the diagonal tile is masked element-wise. The
  * executed work is therefore whole tiles: 4 * d * TILE^2 FLOPs per tile for QK^T and PV,
  * nq (nq + 1) / 2 tiles per (b, h), nq = ceil(s / TILE) (plan.h, pdbx_attn_core_executed_flops).
@@ -19,58 +19,37 @@
  * Q/K/V/out rows are read and written as 16-byte vectors (head_dim a multiple of 8, base
  * pointers 16-byte aligned: checked at launch). The host test tests/unit/test_flash_reference.c
  * mirrors this tiling and online softmax in C; tests/cuda/test_cuda_kernels.c checks this
- * kernel against the unfused path on a GPU.
+ * kernel against the unfused path on a GPU. The log-sum-exp (base 2, of the log2e-scaled
+ * scores, fp32 [mbs, heads, seq]) is what cuda_flash_bwd.cu recomputes P from.
  */
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_flash_common.cuh"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <mma.h>
 
 namespace {
 
+using ck::from_f32;
+using ck_flash::kLog2e;
+using ck_flash::lse_index;
+using ck_flash::row_off;
+
 constexpr int kTile = CK_FLASH_TILE;
 static_assert(CK_FLASH_TILE == PDBX_FLASH_TILE, "plan.h's executed-FLOPs tile is this kernel's");
-constexpr float kLog2e = 1.4426950408889634f;
-
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v)
-{
-    return __float2bfloat16_rn(v);
-}
 
 struct flash_args {
     const void *q, *k, *v;
     void *out;
+    float *lse;         /* NULL, or the rows' log-sum-exp for the backward */
     int64_t mbs, seq, heads, kv_heads;
     float scale_log2;   /* 1/sqrt(d) * log2(e): exp2 of scaled scores */
 };
 
-/* Element offset of row (pos, b, head) in a [seq, mbs, nheads, D] tensor. */
-template <int D>
-__device__ __forceinline__ int64_t row_off(int64_t pos, int64_t b, int64_t head, int64_t mbs,
-                                           int64_t nheads)
-{
-    return ((pos * mbs + b) * nheads + head) * D;
-}
-
-/* Copies TILE rows (pos0.., zero past seq) of D elements into smem rows of ld elements with
- * 16-byte vectors; every thread of the block takes part. */
 template <typename T, int D>
 __device__ __forceinline__ void load_tile(T *dst, int ld, const T *src, int64_t pos0, int64_t seq,
                                           int64_t b, int64_t head, int64_t mbs, int64_t nheads)
 {
-    constexpr int kVec = 16 / (int)sizeof(T), kRowVecs = D / kVec;
-    for (int idx = threadIdx.x; idx < kTile * kRowVecs; idx += blockDim.x) {
-        int r = idx / kRowVecs, c = (idx % kRowVecs) * kVec;
-        int64_t pos = pos0 + r;
-        uint4 val = make_uint4(0, 0, 0, 0);
-        if (pos < seq)
-            val = *reinterpret_cast<const uint4 *>(src + row_off<D>(pos, b, head, mbs, nheads) + c);
-        *reinterpret_cast<uint4 *>(dst + r * ld + c) = val;
-    }
+    ck_flash::load_tile<T, D, kTile>(dst, ld, src, pos0, seq, b, head, mbs, nheads);
 }
 
 /* ---- bf16 / fp16: wmma ---- */
@@ -192,6 +171,8 @@ __global__ void __launch_bounds__(128) flash_fwd_wmma_kernel(flash_args a)
     }
 
     /* out = O / l, 8 elements (16 bytes) at a time; rows past seq are not written */
+    if (a.lse && half == 0 && qi < a.seq)
+        a.lse[lse_index(qi, b, h, a.heads, a.seq)] = m + log2f(l);
     if (qi < a.seq) {
         const float inv = 1.0f / l;   /* l >= 1: the diagonal column is always present */
         const float *orow = Os + rloc * L::ldo + half * (D / 2);
@@ -315,6 +296,8 @@ __global__ void __launch_bounds__(256) flash_fwd_f32_kernel(flash_args a)
                 o[i] = fmaf(p, Vs[c * L::ldv + sub + 4 * i], o[i]);
         }
     }
+    if (a.lse && sub == 0 && qi < a.seq)
+        a.lse[lse_index(qi, b, h, a.heads, a.seq)] = m + log2f(l);
     if (qi < a.seq) {
         const float inv = 1.0f / l;
         float *dst = static_cast<float *>(a.out) + row_off<D>(qi, b, h, a.mbs, a.heads);
@@ -324,19 +307,7 @@ __global__ void __launch_bounds__(256) flash_fwd_f32_kernel(flash_args a)
     }
 }
 
-template <typename K>
-cudaError_t launch(K kernel, dim3 grid, unsigned block, size_t smem, const flash_args &a,
-                   cudaStream_t stream)
-{
-    /* above 48 KiB of dynamic shared memory needs the opt-in (per device and function; cheap
-     * to repeat, and a rank uses one device) */
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem);
-    if (e != cudaSuccess)
-        return e;
-    kernel<<<grid, block, smem, stream>>>(a);
-    return cudaGetLastError();
-}
+using ck_flash::launch;
 
 } /* namespace */
 
@@ -359,7 +330,7 @@ extern "C" size_t ck_flash_smem_bytes(int64_t head_dim, pdbx_dtype dt)
 }
 
 extern "C" cudaError_t ck_flash_attention(const void *q, const void *k, const void *v, void *out,
-                                          int64_t mbs, int64_t seq, int64_t heads,
+                                          float *lse, int64_t mbs, int64_t seq, int64_t heads,
                                           int64_t kv_heads, int64_t head_dim, pdbx_dtype dt,
                                           cudaStream_t stream)
 {
@@ -369,7 +340,7 @@ extern "C" cudaError_t ck_flash_attention(const void *q, const void *k, const vo
         return cudaErrorInvalidValue;
     if ((uintptr_t)q % 16 || (uintptr_t)k % 16 || (uintptr_t)v % 16 || (uintptr_t)out % 16)
         return cudaErrorInvalidValue;   /* not the sticky device-side misaligned-address error */
-    flash_args a = {q, k, v, out, mbs, seq, heads, kv_heads,
+    flash_args a = {q, k, v, out, lse, mbs, seq, heads, kv_heads,
                     kLog2e / sqrtf((float)head_dim)};
     dim3 grid((unsigned)(mbs * heads), (unsigned)((seq + kTile - 1) / kTile));
     size_t smem = ck_flash_smem_bytes(head_dim, dt);

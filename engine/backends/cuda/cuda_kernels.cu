@@ -1,52 +1,20 @@
-/* cuda_kernels.cu: element-wise, normalisation, gather and softmax kernels of the cuda backend
- * (contract in cuda_kernels.h). GEMMs, including the two batched GEMMs of the attention core,
- * go through cuBLASLt in cuda_gemm.c; docs/cuda.md explains that split.
+/* cuda_kernels.cu: the forward's element-wise, normalisation, gather and softmax kernels of
+ * the cuda backend, and the fills, checksum and timing spin (contract in cuda_kernels.h; the
+ * backward's kernels are cuda_kernels_bwd.cu). GEMMs, including the two batched GEMMs of the
+ * attention core, go through cuBLASLt in cuda_gemm.c; docs/cuda.md explains that split.
  *
  * Every kernel is templated on the storage type T (__nv_bfloat16, __half, float) and computes
- * in fp32. The dispatch switch at the bottom of each entry point maps pdbx_dtype to T.
+ * in fp32. CK_DISPATCH (cuda_kernel_util.cuh) maps pdbx_dtype to T in each entry point.
  */
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_attn_mask.h"
 #include "engine/backends/cuda/cuda_fill.h"
+#include "engine/backends/cuda/cuda_kernel_util.cuh"
 #include "engine/backends/cuda/cuda_rope.h"
-#include "engine/backends/cuda/cuda_rowsplit.h"
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <type_traits>
 
 namespace {
 
-constexpr int kWarp = 32;
-
-inline int64_t dtype_bytes(pdbx_dtype dt)
-{
-    return dt == PDBX_DTYPE_FP32 ? 4 : (dt == PDBX_DTYPE_BF16 || dt == PDBX_DTYPE_FP16) ? 2 : 0;
-}
-
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v)
-{
-    return __float2bfloat16_rn(v);
-}
-
-
-/* Grid for grid-stride loops: enough blocks to fill any current GPU, capped so the launch
- * stays small for small n. */
-inline unsigned grid_for(size_t n, unsigned block)
-{
-    size_t blocks = (n + block - 1) / block;
-    if (blocks > 65535u)
-        blocks = 65535u;
-    return blocks ? (unsigned)blocks : 1u;
-}
+using namespace ck;
 
 template <typename T>
 __global__ void fill_uniform_kernel(T *buf, size_t n, uint64_t seed, float lo, float span)
@@ -81,111 +49,6 @@ __global__ void embed_gather_kernel(const int32_t *ids, const V *table, int64_t 
     const V *src = table + id * row_vecs;
     for (int64_t j = threadIdx.x; j < row_vecs; j += blockDim.x)
         dst[j] = src[j];
-}
-
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = kWarp / 2; o > 0; o /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = kWarp / 2; o > 0; o /= 2)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-/* ---- row kernels: one warp per row, 16-byte vectors ----
- * A row of n elements is walked by the 32 lanes of its warp in three parts: a scalar head up to
- * the first 16-byte boundary of the row's first pointer, whole 16-byte vectors (8 bf16/fp16 or
- * 4 fp32 elements) while every pointer of the row is aligned at the same element, and a scalar
- * tail (a row length that is not a multiple of the vector, or the whole row when the pointers
- * disagree in alignment). Softmax rows of [s, s] matrices and RMSNorm rows of [rows, h] start
- * misaligned whenever s or h is not a multiple of the vector width; the head takes care of it.
- * The split itself is cuda_rowsplit.h (host-tested). */
-constexpr int kRowsPerBlock = 8;   /* 256 threads: 8 warps, 8 rows */
-
-template <typename T> __host__ __device__ constexpr int vec_elems() { return 16 / (int)sizeof(T); }
-
-__device__ __forceinline__ bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
-
-/* cuda_rowsplit.h's split for up to three arrays indexed alike. */
-template <typename T>
-__device__ __forceinline__ ck_row_split split_row(int64_t n, const T *p0, const T *p1 = nullptr,
-                                                  const T *p2 = nullptr)
-{
-    return ck_split_row(n, (uintptr_t)p0, (uintptr_t)p1, (uintptr_t)p2, (int64_t)sizeof(T));
-}
-
-/* f(j, std::integral_constant<int, C>) handles elements j..j+C-1 (C = 1 or the vector). */
-template <typename T, typename F>
-__device__ __forceinline__ void warp_walk(const ck_row_split &sp, int64_t n, F f)
-{
-    constexpr int W = vec_elems<T>();
-    const int lane = threadIdx.x % kWarp;
-    for (int64_t j = lane; j < sp.head; j += kWarp)
-        f(j, std::integral_constant<int, 1>{});
-    for (int64_t v = lane; v < sp.nvec; v += kWarp)
-        f(sp.head + v * W, std::integral_constant<int, W>{});
-    for (int64_t j = sp.body_end + lane; j < n; j += kWarp)
-        f(j, std::integral_constant<int, 1>{});
-}
-
-template <typename T, int C>
-__device__ __forceinline__ void load_c(const T *p, float (&out)[C])
-{
-    if constexpr (C == 1) {
-        out[0] = to_f32(p[0]);
-    } else {
-        static_assert(C == vec_elems<T>(), "a whole vector");
-        uint4 raw = *reinterpret_cast<const uint4 *>(p);
-        const T *e = reinterpret_cast<const T *>(&raw);
-#pragma unroll
-        for (int i = 0; i < C; i++)
-            out[i] = to_f32(e[i]);
-    }
-}
-
-/* As load_c for a pointer whose alignment at the vector's start is not known (the norm
- * weight, shared by rows of any misalignment): a vector when it is aligned, else scalars. */
-template <typename T, int C>
-__device__ __forceinline__ void load_c_any(const T *p, float (&out)[C])
-{
-    if constexpr (C == 1) {
-        out[0] = to_f32(p[0]);
-    } else {
-        if (aligned16(p)) {
-            load_c<T, C>(p, out);
-        } else {
-#pragma unroll
-            for (int i = 0; i < C; i++)
-                out[i] = to_f32(p[i]);
-        }
-    }
-}
-
-template <typename T, int C>
-__device__ __forceinline__ void store_c(T *p, const float (&in)[C])
-{
-    if constexpr (C == 1) {
-        p[0] = from_f32<T>(in[0]);
-    } else {
-        uint4 raw;
-        T *e = reinterpret_cast<T *>(&raw);
-#pragma unroll
-        for (int i = 0; i < C; i++)
-            e[i] = from_f32<T>(in[i]);
-        *reinterpret_cast<uint4 *>(p) = raw;
-    }
-}
-
-/* This thread's row (warp w of the block), or -1 past the last row. */
-__device__ __forceinline__ int64_t warp_row(int64_t rows)
-{
-    int64_t r = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-    return r < rows ? r : -1;
 }
 
 template <typename T>
@@ -248,20 +111,22 @@ __global__ void silu_mul_vec8_kernel(const uint4 *gate, const uint4 *up, uint4 *
     }
 }
 
-/* One warp per score row (row r of matrix r / s is query i = r % s). Pass 1: running (max, sum
- * of exp) per lane over j <= i, merged across the warp; pass 2: p = exp(x - max) / sum, and 0
- * above the diagonal (written without reading the scores there). */
+/* One warp per score row of a stack of [q_len, kv_len] matrices: row r sees keys
+ * 0 .. ck_keys_visible(r) - 1 (cuda_attn_mask.h: causal, after a cached prefix of
+ * kv_len - q_len keys). Pass 1: running (max, sum of exp) per lane over those keys, merged
+ * across the warp; pass 2: p = exp(x - max) / sum, and 0 for the keys the row does not see
+ * (written without reading the scores there). */
 template <typename T>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
-causal_softmax_kernel(T *scores, int64_t nrows, int64_t s)
+causal_softmax_kernel(T *scores, int64_t nrows, int64_t q_len, int64_t kv_len)
 {
     const int64_t r = warp_row(nrows);
     if (r < 0)
         return;
-    const int64_t i = r % s;
-    T *row = scores + r * s;
+    const int64_t keys = ck_keys_visible(r, q_len, kv_len);
+    T *row = scores + r * kv_len;
     float m = -INFINITY, l = 0.0f;
-    warp_walk<T>(split_row<T>(i + 1, row), i + 1, [&](int64_t j, auto cnt) {
+    warp_walk<T>(split_row<T>(keys, row), keys, [&](int64_t j, auto cnt) {
         constexpr int C = decltype(cnt)::value;
         float v[C];
         load_c<T, C>(row + j, v);
@@ -277,147 +142,17 @@ causal_softmax_kernel(T *scores, int64_t nrows, int64_t s)
     });
     const float gm = warp_max(m);
     const float gl = warp_sum(m == -INFINITY ? 0.0f : l * __expf(m - gm));
-    const float inv = 1.0f / gl;       /* gl >= 1: column j = i is always present */
-    warp_walk<T>(split_row<T>(s, row), s, [&](int64_t j, auto cnt) {
+    const float inv = 1.0f / gl;       /* gl >= 1: the row's own key is always present */
+    warp_walk<T>(split_row<T>(kv_len, row), kv_len, [&](int64_t j, auto cnt) {
         constexpr int C = decltype(cnt)::value;
         float v[C];
-        if (j <= i)
+        if (j < keys)
             load_c<T, C>(row + j, v);
 #pragma unroll
         for (int e = 0; e < C; e++)
-            v[e] = j + e <= i ? __expf(v[e] - gm) * inv : 0.0f;
+            v[e] = j + e < keys ? __expf(v[e] - gm) * inv : 0.0f;
         store_c<T, C>(row + j, v);
     });
-}
-
-/* ---- backward ---- */
-
-/* One warp per row: dx and the row's rstd (kept for the dweight kernel). */
-template <typename T>
-__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
-rmsnorm_bwd_dx_kernel(const T *x, const T *w, const T *dy, T *dx, float *rstd, int64_t rows,
-                      int64_t cols, float eps)
-{
-    const int64_t r = warp_row(rows);
-    if (r < 0)
-        return;
-    const T *xr = x + r * cols, *gr = dy + r * cols;
-    T *o = dx + r * cols;
-    const ck_row_split sp = split_row<T>(cols, xr, gr, static_cast<const T *>(o));
-    float ss = 0.0f, dot = 0.0f;
-    warp_walk<T>(sp, cols, [&](int64_t j, auto cnt) {
-        constexpr int C = decltype(cnt)::value;
-        float xv[C], gv[C], wv[C];
-        load_c<T, C>(xr + j, xv);
-        load_c<T, C>(gr + j, gv);
-        load_c_any<T, C>(w + j, wv);
-#pragma unroll
-        for (int e = 0; e < C; e++) {
-            ss += xv[e] * xv[e];
-            dot += wv[e] * gv[e] * xv[e];
-        }
-    });
-    ss = warp_sum(ss);
-    dot = warp_sum(dot);
-    const float inv = rsqrtf(ss / (float)cols + eps);
-    const float coef = dot * inv * inv * inv / (float)cols;
-    warp_walk<T>(sp, cols, [&](int64_t j, auto cnt) {
-        constexpr int C = decltype(cnt)::value;
-        float xv[C], gv[C], wv[C];
-        load_c<T, C>(xr + j, xv);
-        load_c<T, C>(gr + j, gv);
-        load_c_any<T, C>(w + j, wv);
-#pragma unroll
-        for (int e = 0; e < C; e++)
-            xv[e] = inv * wv[e] * gv[e] - coef * xv[e];
-        store_c<T, C>(o + j, xv);
-    });
-    if (threadIdx.x % kWarp == 0)
-        rstd[r] = inv;
-}
-
-/* dw[j] += sum_r dy[r,j] x[r,j] rstd[r]: 32 columns x 8 row lanes per block, the row range
- * split over gridDim.y blocks whose partial sums meet in one atomicAdd per column and block. */
-template <typename T>
-__global__ void rmsnorm_bwd_dw_kernel(const T *x, const T *dy, const float *rstd, float *dw,
-                                      int64_t rows, int64_t cols)
-{
-    __shared__ float part[8][kWarp + 1];
-    int64_t j = blockIdx.x * (int64_t)kWarp + threadIdx.x;
-    float acc = 0.0f;
-    if (j < cols)
-        for (int64_t r = blockIdx.y * 8 + threadIdx.y; r < rows; r += (int64_t)gridDim.y * 8)
-            acc += to_f32(dy[r * cols + j]) * to_f32(x[r * cols + j]) * rstd[r];
-    part[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    if (threadIdx.y == 0 && j < cols) {
-        float s = 0.0f;
-        for (int y = 0; y < 8; y++)
-            s += part[y][threadIdx.x];
-        atomicAdd(&dw[j], s);
-    }
-}
-
-template <typename T>
-__global__ void silu_mul_bwd_kernel(const T *gate, const T *up, const T *dout, T *dgate, T *dup,
-                                    int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        float g = to_f32(gate[i]), d = to_f32(dout[i]);
-        float s = 1.0f / (1.0f + __expf(-g));
-        dgate[i] = from_f32<T>(d * to_f32(up[i]) * s * (1.0f + g * (1.0f - s)));
-        dup[i] = from_f32<T>(d * g * s);
-    }
-}
-
-/* One warp per row, as the forward softmax. */
-template <typename T>
-__global__ void __launch_bounds__(kRowsPerBlock * kWarp)
-causal_softmax_bwd_kernel(const T *p, T *dp, int64_t nrows, int64_t s, float scale)
-{
-    const int64_t r = warp_row(nrows);
-    if (r < 0)
-        return;
-    const int64_t i = r % s;
-    const T *pr = p + r * s;
-    T *gr = dp + r * s;
-    float dot = 0.0f;
-    warp_walk<T>(split_row<T>(i + 1, pr, static_cast<const T *>(gr)), i + 1,
-                 [&](int64_t j, auto cnt) {
-        constexpr int C = decltype(cnt)::value;
-        float pv[C], gv[C];
-        load_c<T, C>(pr + j, pv);
-        load_c<T, C>(gr + j, gv);
-#pragma unroll
-        for (int e = 0; e < C; e++)
-            dot += pv[e] * gv[e];
-    });
-    dot = warp_sum(dot);
-    warp_walk<T>(split_row<T>(s, pr, static_cast<const T *>(gr)), s, [&](int64_t j, auto cnt) {
-        constexpr int C = decltype(cnt)::value;
-        float pv[C], gv[C];
-        if (j <= i) {
-            load_c<T, C>(pr + j, pv);
-            load_c<T, C>(gr + j, gv);
-        }
-#pragma unroll
-        for (int e = 0; e < C; e++)
-            gv[e] = j + e <= i ? scale * pv[e] * (gv[e] - dot) : 0.0f;
-        store_c<T, C>(gr + j, gv);
-    });
-}
-
-template <typename T>
-__global__ void embed_scatter_add_kernel(const int32_t *ids, const T *dy, int64_t vstart,
-                                         int64_t vrows, int64_t h, float *dtable)
-{
-    int64_t t = blockIdx.x;
-    int64_t id = (int64_t)ids[t] - vstart;
-    if (id < 0 || id >= vrows)
-        return;   /* another rank's shard */
-    for (int64_t j = threadIdx.x; j < h; j += blockDim.x)
-        atomicAdd(&dtable[id * h + j], to_f32(dy[t * h + j]));
 }
 
 template <typename T>
@@ -457,21 +192,6 @@ __global__ void spin_kernel(long long ns)
     const unsigned long long t0 = globaltimer_ns();
     while ((long long)(globaltimer_ns() - t0) < ns) {
     }
-}
-
-/* Blocks for one warp per row, kRowsPerBlock rows a block (rows <= 0x7fffffff: checked). */
-inline unsigned warp_rows_grid(int64_t rows)
-{
-    return (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-}
-
-/* Threads per block for a row of `cols` elements: a multiple of 32 between 32 and 1024. */
-inline unsigned row_block(int64_t cols)
-{
-    unsigned b = 32;
-    while (b < 1024 && (int64_t)b * 4 < cols)
-        b *= 2;
-    return b;
 }
 
 /* ---- rotary position embedding (ck_rope; cuda_rope.h walks x) ----
@@ -543,46 +263,14 @@ __global__ void bias_add_kernel(T *y, const T *b, int64_t rows, int64_t cols)
     }
 }
 
-/* db[c] += sum over rows of dy[r, c]: a block of kWarp columns x kBiasRowsY row lanes; each
- * lane sums a strided share of the rows of its column (coalesced across the warp), the
- * lanes are reduced in shared memory and one atomicAdd per column and block adds the part. */
-constexpr int kBiasRowsY = 8;
-template <typename T>
-__global__ void bias_grad_kernel(const T *dy, float *db, int64_t rows, int64_t cols)
-{
-    __shared__ float part[kBiasRowsY][kWarp + 1];
-    const int64_t c = blockIdx.x * (int64_t)kWarp + threadIdx.x;
-    float acc = 0.0f;
-    if (c < cols)
-        for (int64_t r = blockIdx.y * (int64_t)kBiasRowsY + threadIdx.y; r < rows;
-             r += (int64_t)gridDim.y * kBiasRowsY)
-            acc += to_f32(dy[r * cols + c]);
-    part[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < cols) {
-        float sum = 0.0f;
-        for (int i = 0; i < kBiasRowsY; i++)
-            sum += part[i][threadIdx.x];
-        atomicAdd(&db[c], sum);
-    }
-}
-
 } /* namespace */
-
-#define DISPATCH(dt, T, ...)                                                  \
-    switch (dt) {                                                             \
-    case PDBX_DTYPE_BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; break; }   \
-    case PDBX_DTYPE_FP16: { typedef __half T; __VA_ARGS__; break; }          \
-    case PDBX_DTYPE_FP32: { typedef float T; __VA_ARGS__; break; }           \
-    default: return cudaErrorInvalidValue;                                    \
-    }
 
 extern "C" cudaError_t ck_fill_uniform(void *buf, size_t n, pdbx_dtype dt, uint64_t seed, float lo,
                                        float hi, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    DISPATCH(dt, T, fill_uniform_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(
+    CK_DISPATCH(dt, T, fill_uniform_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(
                         static_cast<T *>(buf), n, seed, lo, hi - lo));
     return cudaGetLastError();
 }
@@ -630,7 +318,7 @@ extern "C" cudaError_t ck_rmsnorm(const void *x, const void *w, void *y, int64_t
 {
     if (rows <= 0 || rows > 0x7fffffff || cols <= 0)
         return cudaErrorInvalidValue;
-    DISPATCH(dt, T, rmsnorm_kernel<T><<<warp_rows_grid(rows), kRowsPerBlock * kWarp, 0, stream>>>(
+    CK_DISPATCH(dt, T, rmsnorm_kernel<T><<<warp_rows_grid(rows), kRowsPerBlock * kWarp, 0, stream>>>(
                         static_cast<const T *>(x), static_cast<const T *>(w), static_cast<T *>(y),
                         rows, cols, eps));
     return cudaGetLastError();
@@ -653,78 +341,27 @@ extern "C" cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, 
             silu_mul_vec8_kernel<__half><<<grid, 256, 0, stream>>>(g, u, o, nvec);
         return cudaGetLastError();
     }
-    DISPATCH(dt, T, silu_mul_kernel<T><<<grid_for((size_t)n, 256), 256, 0, stream>>>(
+    CK_DISPATCH(dt, T, silu_mul_kernel<T><<<grid_for((size_t)n, 256), 256, 0, stream>>>(
                         static_cast<const T *>(gate), static_cast<const T *>(up),
                         static_cast<T *>(out), n));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_prefix_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
+                                         pdbx_dtype dt, cudaStream_t stream)
+{
+    if (nmat <= 0 || q_len <= 0 || kv_len < q_len || nmat * q_len > 0x7fffffff)
+        return cudaErrorInvalidValue;
+    CK_DISPATCH(dt, T, causal_softmax_kernel<T><<<warp_rows_grid(nmat * q_len), kRowsPerBlock * kWarp,
+                                                  0, stream>>>(static_cast<T *>(scores), nmat * q_len,
+                                                               q_len, kv_len));
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,
                                          cudaStream_t stream)
 {
-    if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff)
-        return cudaErrorInvalidValue;
-    DISPATCH(dt, T, causal_softmax_kernel<T><<<warp_rows_grid(nmat * s), kRowsPerBlock * kWarp, 0,
-                                               stream>>>(static_cast<T *>(scores), nmat * s, s));
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t ck_rmsnorm_bwd(const void *x, const void *w, const void *dy, void *dx,
-                                      float *rstd, float *dw, int64_t rows, int64_t cols, float eps,
-                                      pdbx_dtype dt, cudaStream_t stream)
-{
-    if (rows <= 0 || rows > 0x7fffffff || cols <= 0)
-        return cudaErrorInvalidValue;
-    DISPATCH(dt, T, rmsnorm_bwd_dx_kernel<T><<<warp_rows_grid(rows), kRowsPerBlock * kWarp, 0,
-                                               stream>>>(
-                        static_cast<const T *>(x), static_cast<const T *>(w),
-                        static_cast<const T *>(dy), static_cast<T *>(dx), rstd, rows, cols, eps));
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess)
-        return e;
-    int64_t ysplit = (rows + 63) / 64;   /* about 64 rows per block */
-    if (ysplit > 1024)
-        ysplit = 1024;
-    dim3 grid((unsigned)((cols + kWarp - 1) / kWarp), (unsigned)ysplit), blk(kWarp, 8);
-    DISPATCH(dt, T, rmsnorm_bwd_dw_kernel<T><<<grid, blk, 0, stream>>>(
-                        static_cast<const T *>(x), static_cast<const T *>(dy), rstd, dw, rows, cols));
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t ck_silu_mul_bwd(const void *gate, const void *up, const void *dout,
-                                       void *dgate, void *dup, int64_t n, pdbx_dtype dt,
-                                       cudaStream_t stream)
-{
-    if (n <= 0)
-        return cudaErrorInvalidValue;
-    DISPATCH(dt, T, silu_mul_bwd_kernel<T><<<grid_for((size_t)n, 256), 256, 0, stream>>>(
-                        static_cast<const T *>(gate), static_cast<const T *>(up),
-                        static_cast<const T *>(dout), static_cast<T *>(dgate), static_cast<T *>(dup),
-                        n));
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nmat, int64_t s,
-                                             float scale, pdbx_dtype dt, cudaStream_t stream)
-{
-    if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff)
-        return cudaErrorInvalidValue;
-    DISPATCH(dt, T, causal_softmax_bwd_kernel<T><<<warp_rows_grid(nmat * s), kRowsPerBlock * kWarp,
-                                                   0, stream>>>(
-                        static_cast<const T *>(p), static_cast<T *>(dp), nmat * s, s, scale));
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void *dy,
-                                            int64_t vstart, int64_t vrows, int64_t h, float *dtable,
-                                            pdbx_dtype dt, cudaStream_t stream)
-{
-    if (tokens <= 0 || tokens > 0x7fffffff || h <= 0)
-        return cudaErrorInvalidValue;
-    unsigned block = row_block(h);
-    DISPATCH(dt, T, embed_scatter_add_kernel<T><<<(unsigned)tokens, block, 0, stream>>>(
-                        ids, static_cast<const T *>(dy), vstart, vrows, h, dtable));
-    return cudaGetLastError();
+    return ck_prefix_softmax(scores, nmat, s, s, dt, stream);
 }
 
 extern "C" cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt, double *acc,
@@ -735,7 +372,7 @@ extern "C" cudaError_t ck_accumulate_sum(const void *x, size_t n, pdbx_dtype dt,
     unsigned grid = grid_for(n, 256);
     if (grid > 1024)
         grid = 1024;
-    DISPATCH(dt, T, accumulate_sum_kernel<T><<<grid, 256, 0, stream>>>(static_cast<const T *>(x),
+    CK_DISPATCH(dt, T, accumulate_sum_kernel<T><<<grid, 256, 0, stream>>>(static_cast<const T *>(x),
                                                                         n, acc));
     return cudaGetLastError();
 }
@@ -786,7 +423,7 @@ extern "C" cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d
         return cudaErrorInvalidValue;
     const float sign = inverse ? -1.0f : 1.0f;
     cudaError_t rc = cudaErrorInvalidValue;
-    DISPATCH(dt, T, rc = rope_launch<T>(static_cast<T *>(x), tokens, heads, d, mbs, table, seq,
+    CK_DISPATCH(dt, T, rc = rope_launch<T>(static_cast<T *>(x), tokens, heads, d, mbs, table, seq,
                                         sign, stream));
     return rc;
 }
@@ -808,7 +445,7 @@ extern "C" cudaError_t ck_residual_add(void *y, const void *x, int64_t n, pdbx_d
     if (n <= 0)
         return cudaErrorInvalidValue;
     cudaError_t rc = cudaErrorInvalidValue;
-    DISPATCH(dt, T, rc = residual_add_launch<T>(static_cast<T *>(y), static_cast<const T *>(x), n,
+    CK_DISPATCH(dt, T, rc = residual_add_launch<T>(static_cast<T *>(y), static_cast<const T *>(x), n,
                                                 stream));
     return rc;
 }
@@ -820,31 +457,7 @@ extern "C" cudaError_t ck_bias_add(void *y, const void *bias, int64_t rows, int6
         return cudaErrorInvalidValue;
     const unsigned gx = grid_for((size_t)cols, 256) < 64u ? grid_for((size_t)cols, 256) : 64u;
     const unsigned gy = rows < 65535 ? (unsigned)rows : 65535u;
-    DISPATCH(dt, T, bias_add_kernel<T><<<dim3(gx, gy), 256, 0, stream>>>(
+    CK_DISPATCH(dt, T, bias_add_kernel<T><<<dim3(gx, gy), 256, 0, stream>>>(
                         static_cast<T *>(y), static_cast<const T *>(bias), rows, cols));
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t ck_bias_grad(const void *dy, float *db, int64_t rows, int64_t cols,
-                                    pdbx_dtype dt, cudaStream_t stream)
-{
-    if (rows <= 0 || cols <= 0)
-        return cudaErrorInvalidValue;
-    /* enough row splits to fill the GPU for narrow outputs (a few hundred blocks), each block
-     * still summing many rows so the atomics stay few */
-    int64_t colblocks = (cols + kWarp - 1) / kWarp;
-    int64_t ysplit = (512 + colblocks - 1) / colblocks;
-    int64_t ymax = (rows + 64 * kBiasRowsY - 1) / (64 * kBiasRowsY);
-    if (ysplit > ymax)
-        ysplit = ymax;
-    if (ysplit < 1)
-        ysplit = 1;
-    if (ysplit > 65535)
-        ysplit = 65535;
-    if (colblocks > 0x7fffffff)
-        return cudaErrorInvalidValue;
-    dim3 grid((unsigned)colblocks, (unsigned)ysplit), block(kWarp, kBiasRowsY);
-    DISPATCH(dt, T, bias_grad_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(dy), db,
-                                                                    rows, cols));
     return cudaGetLastError();
 }

@@ -1,4 +1,5 @@
-/* cuda_kernels.h: the own CUDA kernels of the cuda backend (cuda_kernels.cu), callable from C.
+/* cuda_kernels.h: the own CUDA kernels of the cuda backend (cuda_kernels.cu, the backward's in
+ * cuda_kernels_bwd.cu, the fused attention in cuda_flash.cu and cuda_flash_bwd.cu), callable from C.
  *
  * Contract:
  *  - Every function enqueues its kernel(s) on `stream` and returns the launch status
@@ -58,6 +59,12 @@ cudaError_t ck_residual_add(void *y, const void *x, int64_t n, pdbx_dtype dt, cu
  * 1/sqrt(d)): row i keeps columns j <= i (softmax in fp32), columns j > i become 0. */
 cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,
                               cudaStream_t stream);
+/* The same over `nmat` row-major [q_len, kv_len] matrices whose queries are the last q_len of
+ * the kv_len tokens (attention with a KV cache): row i keeps keys j <= kv_len - q_len + i
+ * (cuda_attn_mask.h), the others become 0. q_len <= kv_len; ck_causal_softmax is q_len =
+ * kv_len = s. */
+cudaError_t ck_prefix_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
+                              pdbx_dtype dt, cudaStream_t stream);
 
 /* Fused causal attention forward (cuda_flash.cu; docs/cuda.md, "Kernels and attention"):
  * out = softmax(scale Q K^T, causal) V with scale 1/sqrt(head_dim), in the layouts of
@@ -70,9 +77,36 @@ cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype 
 #define CK_FLASH_TILE 64
 int ck_flash_supported(int64_t head_dim, pdbx_dtype dt);   /* 1: head_dim 64 or 128 */
 size_t ck_flash_smem_bytes(int64_t head_dim, pdbx_dtype dt);   /* dynamic shared memory */
+/* lse: NULL, or fp32 [mbs, heads, seq] that receives each query row's log-sum-exp in base 2
+ * of the log2(e)-scaled scores, m + log2(l) (what the fused backward recomputes P from:
+ * P = exp2(scale log2(e) S - lse)). */
 cudaError_t ck_flash_attention(const void *q, const void *k, const void *v, void *out,
-                               int64_t mbs, int64_t seq, int64_t heads, int64_t kv_heads,
-                               int64_t head_dim, pdbx_dtype dt, cudaStream_t stream);
+                               float *lse, int64_t mbs, int64_t seq, int64_t heads,
+                               int64_t kv_heads, int64_t head_dim, pdbx_dtype dt,
+                               cudaStream_t stream);
+
+/* Fused causal attention backward (cuda_flash_bwd.cu; FlashAttention-2's algorithm, docs/cuda.md
+ * "Fused backward"): from q, k, v, the forward's out and lse (ck_flash_attention) and dout, the
+ * gradients dq (layout of q), dk and dv (layout of k: summed over each kv head's group of q
+ * heads), never materialising an s x s matrix:
+ *     delta_i = rowsum(dO_i o O_i)                                  (one warp per row)
+ *     per key tile j (a block per sequence, kv head and key tile; the group's q heads and the
+ *     query tiles i >= j in turn):  S = Q_i K_j^T,  P = exp2(scale log2e S - lse_i) (causal),
+ *     dV_j += P^T dO_i,  dP = dO_i V_j^T,  dS = P o (dP - delta_i),  dK_j += scale dS^T Q_i,
+ *     dQ_i += scale dS K_j (fp32 atomicAdd into dq_acc, then rounded into dq)
+ * Tiles CK_FLASH_BWD_TILE x CK_FLASH_BWD_TILE, whole tiles on and below the diagonal (plan.h,
+ * pdbx_attn_core_executed_flops). bf16/fp16 on tensor cores (wmma, P and dS rounded to the
+ * dtype for their products, as FlashAttention-2), fp32 with FMA. Scratch: delta fp32
+ * [mbs, heads, seq]; dq_acc fp32 [seq, mbs, heads, d] (for fp32 it may be dq itself). Both
+ * are written here (dq_acc zeroed first), so nothing carries over between executions. The
+ * same shapes, dtypes and alignment as ck_flash_attention. */
+#define CK_FLASH_BWD_TILE 32
+size_t ck_flash_bwd_smem_bytes(int64_t head_dim, pdbx_dtype dt);   /* 0 when not supported */
+cudaError_t ck_flash_attention_bwd(const void *q, const void *k, const void *v, const void *out,
+                                   const void *dout, const float *lse, float *delta,
+                                   float *dq_acc, void *dq, void *dk, void *dv, int64_t mbs,
+                                   int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                   pdbx_dtype dt, cudaStream_t stream);
 
 /* ---- backward (passes with bwd; docs/engine.md) ----
  * RMSNorm backward of y = x * rstd * w per row of [rows, cols] (rstd = rsqrt(mean(x^2)+eps)):
