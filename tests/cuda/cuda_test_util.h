@@ -59,7 +59,8 @@ void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int6
                        double *dq, double *dk, double *dv);
 
 /* The GPU part's set-up: 0 with stream and gemm ready, else prints "SKIP: no CUDA device
- * (<reason>)" and returns 77 (the suite's skip); ct_gpu_close undoes it. */
+ * (<reason>)" and returns 77 (the suite's skip); ct_gpu_close undoes it. With
+ * PDBX_TEST_FILTER set (e.g. "test_flash*") only the matching tests run. */
 int ct_gpu_open(void);
 void ct_gpu_close(void);
 
