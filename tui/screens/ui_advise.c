@@ -360,7 +360,7 @@ static void draw_notes(adv_state *s, ui_rect b)
     size_t x3 = x3_configs(s);
     size_t nnotes = s->have_res ? s->res.nnotes : 0;
     ui_put_text(y++, b.x, b.w, UI_C_HEADER, 0, "notes (%zu)%s", nnotes + (x3 > 0),
-                nnotes + (x3 > 0) ? ":" : ": every cell measured, bwd measured");
+                (nnotes + (x3 > 0)) ? ":" : ": every cell measured, bwd measured");
     if (x3 > 0 && y < end)
         ui_put_text(y++, b.x, b.w, UI_C_DIM, 0, "x3 rule (bwd = 2 x fwd, no backward cells) in %zu of %zu configs",
                     x3, s->res.nrows);
