@@ -67,12 +67,12 @@ int pdbx_host_rss_reset_peak(void)
 }
 
 #ifdef PDBX_HOST_ASAN
-/* ASan's layout (asan_mapping.h), from the shadow scale and offset it reports: an address a
- * has its shadow at (a >> scale) + offset; low memory [0, offset) has its shadow right above
- * it, high memory [S(top), top) has its shadow right below it, and the gap between the two
- * shadows (the shadow's own shadow) holds none. top, the end of user space, is what ASan's
- * GetMaxUserVirtualAddress finds: the power of two above a stack address. The gap is left out
- * because with protect_shadow_gap=0 (tests/e2e/cuda_gpu.sh) CUDA maps memory there. */
+/* ASan's layout (asan_mapping.h), from the shadow scale and offset it reports: address a has
+ * its shadow at S(a) = (a >> scale) + offset; low memory [0, offset) has its shadow right above
+ * it, [offset, S(offset)), high memory [S(top), top) right below it, [S(S(top)), S(top)), and
+ * the gap between the two (the shadow's own shadow) is no one's memory. top, the end of user
+ * space, is what ASan's GetMaxUserVirtualAddress finds: the power of two above a stack address.
+ * The gap is left out: with protect_shadow_gap=0 (tests/e2e/cuda_gpu.sh) CUDA maps memory there. */
 static void shadow_ranges(uintptr_t lo[2], uintptr_t hi[2])
 {
     size_t scale = 0, offset = 0;

@@ -428,9 +428,10 @@ static void mark_rss_base(pdbx_compute *c)
 /* The peak is what the point's buffers cost, the planner's list (plan.h): the shadow ASan's
  * checks faulted in since the baseline is the sanitizer's, not the point's, and is taken out
  * (host.h: 1/8 of the buffers on a kernel without the shared zero page, near 0 elsewhere; 0
- * without ASan). VmHWM has no parts, so the shadow taken out is the one resident now: exact
- * when nothing the point touched was freed before this call (its buffers live until
- * release()), and never below the shadow at the peak by more than what was faulted after it. */
+ * without ASan). VmHWM has no parts, so what is taken out is the shadow's growth up to now,
+ * not up to the peak: the same where it grew no further after the peak (the buffers' shadow
+ * is faulted in by their fills at prepare, and they stay until release()); else the peak is
+ * low by at most 1/8 of what the point first touched after it, or high by what ASan gave back. */
 int cpu_mem_peak(pdbx_compute *c, double *peak_bytes, double *base_bytes)
 {
     double rss = 0, hwm = 0, shadow = 0;
