@@ -17,6 +17,13 @@ int pdbx_host_rss(double *rss, double *hwm);
 /* Resets VmHWM to the current VmRSS (writes "5" to /proc/self/clear_refs, Linux >= 4.0), so
  * the next pdbx_host_rss() gives the peak since now; 0 on success, -1 when not permitted. */
 int pdbx_host_rss_reset_peak(void);
+/* Resident bytes of AddressSanitizer's shadow memory in this process (the Rss of
+ * /proc/self/smaps' mappings in the shadow range), which VmRSS and VmHWM include; 0 with
+ * *bytes 0 in a build without ASan, -1 when smaps is unreadable. A read of the shadow of
+ * fresh memory maps the kernel's shared zero page, resident for nobody, on most kernels; a
+ * kernel without it (a VM booted with pvm_no_zero_page=1) gives each read a real page, and
+ * the shadow then adds 1/8 of every buffer ASan's memcpy/memset checks read to the RSS. */
+int pdbx_host_shadow_rss(double *bytes);
 /* "model name" of /proc/cpuinfo into buf ("unknown cpu" when absent). */
 void pdbx_host_cpu_model(char *buf, size_t len);
 

@@ -21,9 +21,12 @@ FIX=$PDBX_SOURCE_DIR/tests/e2e/fixtures
 # largest MBS, where the memory is asserted; the sanitizer build's allocator adds a few MiB)
 # The sanitizer build runs the kernels several times slower: there only the largest point (the
 # one whose memory is asserted) runs.
-# The sanitizer's allocator (shadow memory, redzones) adds to the RSS peak what no plan lists:
-# 1.151 for a 1.07 plain-build ratio on the fresh-clone suite, so its upper bound is 1.25 there;
-# the plain build holds engine_memory.sh's 1.15.
+# The sanitizer's allocator (its 8 MiB quarantine of freed chunks, redzones) adds to the RSS
+# peak what no plan lists: 1.151 for a 1.07 plain-build ratio on the fresh-clone suite, 1.144 for
+# 1.04 on a 2-core VM whose kernel has no shared zero page (1.085 there with a 1 MiB
+# quarantine), so its upper bound is 1.25 there; the plain build holds engine_memory.sh's 1.15.
+# ASan's shadow is not in the peak (the engine takes it out, host.h): on that VM it added 1/8,
+# 1.263.
 QMBS='"2:4"' QPOINTS=2 MEM_HI=1.15
 [ -n "${ASAN_OPTIONS:-}" ] && QMBS='"4:4"' QPOINTS=1 MEM_HI=1.25
 tiny_spec "$TMP/q.json" "model=\"$FIX/engine-tiny-qwen2.json\"" 'passes="fwd,bwd"' 'seq_len=512' \

@@ -265,8 +265,9 @@ static void test_sbatch_script(void **state)
         "\n#SBATCH --ntasks-per-node=2\n", "\n#SBATCH --gpus-per-node=2\n",
         "\n#SBATCH --time=2:00:00\n", "\n#SBATCH --output=/s/logs/ID.log\n",
         "\n{\"name\": \"it's\"}\nPDBX_SPEC_END\n",
-        "\nsrun --mpi=pmi2 --nodes=1 --ntasks=2 --ntasks-per-node=2 --kill-on-bad-exit=1 "
-        "--cpu-bind=none /opt/pdbx/bin/pdbx-engine --spec /s/logs/ID.spec.json --store /s --run-id ID &\n",
+        /* one line split in two: parenthesised, so it reads (to clang too) as one element */
+        ("\nsrun --mpi=pmi2 --nodes=1 --ntasks=2 --ntasks-per-node=2 --kill-on-bad-exit=1 "
+         "--cpu-bind=none /opt/pdbx/bin/pdbx-engine --spec /s/logs/ID.spec.json --store /s --run-id ID &\n"),
         "\nsrun --mpi=pmi2 --nodes=2 --ntasks=4 --ntasks-per-node=2 ",
         "\nexport PDBX_LAUNCH_MODE=\"srun (pmi2) in sbatch job ${SLURM_JOB_ID:-?}\"\n",
     };

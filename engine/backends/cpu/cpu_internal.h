@@ -65,6 +65,7 @@ struct pdbx_compute {
     size_t planned;              /* bytes the next prepare() allocates */
     pdbx_profile_memory mem;     /* the planner's list of the point's buffers (allocated as listed) */
     double rss_base;             /* RSS before the point, kept weights not counted (mem_peak) */
+    double shadow_base;          /* ASan's resident shadow then (host.h; 0 without ASan) */
     int rss_measured;            /* 1 when the peak since prepare() can be read */
     int32_t *ids;
     void *emb_table, *emb_out;
