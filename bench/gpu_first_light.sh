@@ -515,7 +515,7 @@ environment_record() {
 need_core() {
     [ "$DRY" = 1 ] && return 0
     [ "$CORE_OK" = 1 ] && return 0
-    result "$CUR" "not run" "the carried programs do not start (step start)"
+    result "$CUR" "not run" "pdbx, pdbx-engine or mpirun does not start here (step start)"
     return 1
 }
 need_gpu() {
@@ -870,14 +870,24 @@ step_collectives() {
 }
 
 # ---- the summary --------------------------------------------------------------------------------
+# summary.txt (after every step, so a run killed from outside still leaves one) and, with
+# "json", summary.json
 write_summary() {
+    render_summary
+    [ "${1:-}" = json ] || return 0
+    "$PY" "$HELPER" summary-json "$W/summary.tsv" "$OUTDIR/summary.json" "device=${GPU_NAME:-none}" \
+        "no_gpu=${NO_GPU}" "budget_s=$BUDGET" "used_s=$(( $(now) - T0 ))" "exit=$(exit_code)" \
+        "recording=$([ -f "$OUTDIR/$RECORDING" ] && echo "$RECORDING")" 2>/dev/null
+    render_summary      # its file list now holds summary.json
+}
+render_summary() {
     local id n=0 st tsv=$W/summary.tsv used f
     used=$(( $(now) - T0 ))
+    [ -n "$GIT_DESC" ] || GIT_DESC=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || manifest_value git || echo n/a)
     : >"$tsv"
     {
         printf 'pdbx first light: %s\n' "${GPU_NAME:-${NO_GPU:+no CUDA device}}${GPU_NAME:+ ($NGPU GPU$([ "$NGPU" -gt 1 ] && echo s))}"
-        printf 'git %s, carry %s, %s, %d of %d s\n' \
-            "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || manifest_value git || echo n/a)" \
+        printf 'git %s, carry %s, %s, %d of %d s\n' "$GIT_DESC" \
             "$( [ -n "$P" ] && manifest_value git || echo none)" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$used" "$BUDGET"
         printf '%3s  %-12s %-8s %5s  %s\n' '#' step status secs result
         for id in "${STEP_IDS[@]}"; do
@@ -896,9 +906,6 @@ write_summary() {
             printf 'recording: %s (commit it: cp <files_at>/%s recordings/ && git add recordings/%s)\n' "$RECORDING" "$RECORDING" "$RECORDING"
         printf 'files in %s:' "$OUTDIR"; for f in "$OUTDIR"/*; do printf ' %s' "${f##*/}"; done; echo
     } >"$OUTDIR/summary.txt"
-    "$PY" "$HELPER" summary-json "$tsv" "$OUTDIR/summary.json" "device=${GPU_NAME:-none}" \
-        "no_gpu=${NO_GPU}" "budget_s=$BUDGET" "used_s=$used" "exit=$(exit_code)" \
-        "recording=$([ -f "$OUTDIR/$RECORDING" ] && echo "$RECORDING")" 2>/dev/null
 }
 exit_code() {
     local id
@@ -930,13 +937,14 @@ run_step() {   # N ID
 }
 
 ABORT_WHY=""
+GIT_DESC=""
 finish() {
     trap - INT TERM
     [ -n "$ABORT_WHY" ] && say "gpu_first_light: $ABORT_WHY"
     # one archive of every raw file: the GPU machine gives back few files
     tar czf "$OUTDIR/raw.tar.gz" -C "$W" raw specs store 2>/dev/null ||
         tar czf "$OUTDIR/raw.tar.gz" -C "$W" raw 2>/dev/null
-    write_summary
+    write_summary json
     echo
     cat "$OUTDIR/summary.txt"
     [ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$W"
