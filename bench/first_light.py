@@ -241,6 +241,13 @@ def cmd_run_figures(argv):
     return 0 if pts and ok == len(pts) and d.get("status") == "complete" else 1
 
 
+def size_text(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift:
+            return "%g %s" % (b / (1 << shift), unit)
+    return "%d B" % b
+
+
 def parse_nccl_tests(path):
     """{bytes: in-place busbw GB/s} of an nccl-tests *_perf output (columns: size count type
     redop root | out-of-place time algbw busbw #wrong | in-place time algbw busbw #wrong)."""
@@ -265,8 +272,8 @@ def cmd_nccl_compare(argv):
     if not argv[1:]:
         for coll, sizes in sorted(ours.items()):
             big = max(sizes)
-            print("%s: pdbx busbw %.1f GB/s at %d MiB (nccl-tests not run)"
-                  % (coll, sizes[big] or 0, big >> 20))
+            print("%s: pdbx busbw %.1f GB/s at %s (nccl-tests not run)"
+                  % (coll, sizes[big] or 0, size_text(big)))
         return 0
     for log in argv[1:]:
         coll = os.path.basename(log).split("_perf")[0].replace("nccl-", "")
@@ -278,9 +285,9 @@ def cmd_nccl_compare(argv):
             continue
         ratios = [mine[b] / theirs[b] for b in both if mine[b] and theirs[b]]
         big = both[-1]
-        print("%s: pdbx/nccl-tests busbw median %.2f over %d sizes; at %d MiB %.1f vs %.1f GB/s"
+        print("%s: pdbx/nccl-tests busbw median %.2f over %d sizes; at %s %.1f vs %.1f GB/s"
               % (coll, statistics.median(ratios) if ratios else float("nan"), len(both),
-                 big >> 20, mine[big] or 0, theirs[big]))
+                 size_text(big), mine[big] or 0, theirs[big]))
     return 0
 
 

@@ -222,7 +222,8 @@ P=""          # unpacked payload (carry mode)
 B=$BUILD      # build outputs the run executes
 LIBCUDA=""; CUDART=""
 CUDA_DIRS=""  # folders added to LD_LIBRARY_PATH for the CUDA libraries
-LIB_NOTES=()  # which file was used for each library looked up
+LIB_NOTES=()  # how the carried libraries are used (step start)
+CUDA_NOTES=() # which file was used for each CUDA library (step device)
 NO_GPU=""     # why there is no usable device ("" = there is one)
 NGPU=0; GPU_NAME=""; GPU_PRESET=H100-SXM; GPU_SLUG=gpu
 CORE_OK=0     # pdbx, pdbx-engine and mpirun start
@@ -257,12 +258,12 @@ find_cuda_lib() {
     shift
     FOUND=""
     if p=$(known_to_loader "$so"); then
-        LIB_NOTES+=("$so: $p (loader)")
+        CUDA_NOTES+=("$so: $p (found by the loader)")
     elif p=$(in_dirs "$so" "$@"); then
-        LIB_NOTES+=("$so: $p")
+        CUDA_NOTES+=("$so: $p")
         case ":$CUDA_DIRS:" in *":${p%/*}:"*) ;; *) CUDA_DIRS+="${CUDA_DIRS:+:}${p%/*}" ;; esac
     else
-        LIB_NOTES+=("$so: not found")
+        CUDA_NOTES+=("$so: not found")
         return 1
     fi
     FOUND=$p
@@ -423,7 +424,7 @@ step_start() {
         result start FAIL "${v:-pdbx} starts; CUDA libraries missing:$CUDA_MISSING"
         return
     fi
-    result start pass "${v:-pdbx}; glibc ${glibc:-?} (needs ${needs:-?}); $([ -n "$P" ] && echo 'OpenMPI and libraries from the carry' || echo "this machine's libraries")"
+    result start pass "${v:-pdbx}; glibc ${glibc:-?}${needs:+ (the carry needs $needs)}; $([ -n "$P" ] && echo 'OpenMPI and libraries from the carry' || echo "this machine's libraries")"
 }
 
 # the carry's other contents, its size and its freshness (dry run)
@@ -472,8 +473,9 @@ step_device() {
     local rc=$?
     [ "$DRY" = 1 ] && return
     environment_record
-    local line
+    local line n
     line=$(tail -n 1 "$RAW/device.txt" 2>/dev/null)
+    for n in "${CUDA_NOTES[@]}"; do fig device "$n"; done
     if [ -n "$smi" ] && [ -s "$RAW/nvidia-smi.csv" ]; then
         while read -r line2; do fig device "nvidia-smi: $line2"; done <"$RAW/nvidia-smi.csv"
     else
@@ -507,7 +509,7 @@ environment_record() {
         echo "compute-sanitizer: ${SANITIZER:-$(find_sanitizer || echo none)}"
         echo "git: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo 'n/a (no .git here)')"
         echo "carry: $(manifest_value git) built $(manifest_value made)"
-        printf 'lib: %s\n' "${LIB_NOTES[@]}"
+        printf 'lib: %s\n' "${LIB_NOTES[@]}" "${CUDA_NOTES[@]}"
         env | grep -E '^(PATH|LD_LIBRARY_PATH|(CUDA|NCCL|NVIDIA|OMPI|OPAL|PMIX|PDBX)_[A-Za-z0-9_]*)=' | sort
     } >"$RAW/env.txt" 2>&1
 }
@@ -556,15 +558,16 @@ write_spec() {
     fi
 }
 
-declare -A RUN_ID RUN_OK
+declare -A RUN_ID RUN_OK RUN_NOK
 # pdbx_run NAME LIMIT: pdbx run of $W/specs/NAME.json into the store; RUN_ID[NAME], RUN_OK[NAME]
-# (1 when every point is ok), a figure line; on a timeout the sweep is cancelled and awaited
+# (1 when every point is ok), RUN_NOK[NAME] (points ok), a figure line; on a timeout the sweep is
+# cancelled (the points done are kept) and awaited
 pdbx_run() {
     local name=$1 limit=$2 log=$RAW/run-$1.log out=$RAW/run-$1.id t0 rc id
     t0=$(now)
     x -i -o "$out" "$log" "$limit" "$B/bin/pdbx" run "$W/specs/$name.json" --store "$STORE"
     rc=$?
-    if [ "$DRY" = 1 ]; then RUN_ID[$name]="<$name>"; RUN_OK[$name]=1; return 0; fi
+    if [ "$DRY" = 1 ]; then RUN_ID[$name]="<$name>"; RUN_OK[$name]=1; RUN_NOK[$name]=1; return 0; fi
     id=$(grep -m1 -oE '^[0-9]{4}-[0-9]{2}-[0-9]{2}__[0-9-]+_[0-9a-f]+' "$out" 2>/dev/null)
     if [ -n "$id" ] && { [ "$rc" = 124 ] || [ "$rc" = 137 ]; }; then
         # the sweep may still be cancelling: nothing else may use the GPU meanwhile
@@ -573,6 +576,7 @@ pdbx_run() {
     fi
     RUN_ID[$name]=$id
     RUN_OK[$name]=0
+    RUN_NOK[$name]=0
     if [ -z "$id" ]; then
         fig "$CUR" "$name: pdbx run did not start (rc $rc): $(tail -n 1 "$log")"
         return 1
@@ -581,7 +585,13 @@ pdbx_run() {
     "$B/bin/pdbx" show "$id" --store "$STORE" --format json >"$RAW/show-$name.json" 2>>"$log"
     local figs
     figs=$("$PY" "$HELPER" run-figures "$RAW/show-$name.json" 2>&1) && RUN_OK[$name]=1
-    fig "$CUR" "$name: $figs in $(( $(now) - t0 )) s$([ "$rc" = 0 ] || echo " (pdbx run exit $rc)")"
+    case $figs in [0-9]*/*) RUN_NOK[$name]=${figs%%/*} ;; esac
+    case $rc in
+        0) ;;
+        124|137) figs+=" (timed out: cancelled, the points done kept)" ;;
+        *) figs+=" (pdbx run exit $rc)" ;;
+    esac
+    fig "$CUR" "$name: $figs in $(( $(now) - t0 )) s"
     [ "${RUN_OK[$name]}" = 1 ]
 }
 
@@ -694,7 +704,10 @@ step_torch() {
     need "$ROOT/bench/torch_compare_gpu.py" "tracked comparison script"
     local v args rc log bad=() done_=() nojs=()
     for v in "${SWEEPS[@]}"; do
-        [ "$DRY" = 1 ] || [ -n "${RUN_ID[sweep-$v]:-}" ] || continue
+        if [ "$DRY" = 0 ] && [ "${RUN_NOK[sweep-$v]:-0}" = 0 ]; then
+            [ -n "${RUN_ID[sweep-$v]:-}" ] && fig torch "$v: the run measured no point"
+            continue
+        fi
         log=$RAW/torch-$v.log
         args=(--store "$STORE" --pdbx "$W/bin/pdbx" --blas "${SW_API[$v]}" --warmup 5 --iters 30
               --json "$RAW/torch-$v.json")
@@ -727,7 +740,10 @@ step_torch() {
 step_record() {
     need_gpu || return
     local id=${RUN_ID[sweep-main]:-} log=$RAW/record.log
-    if [ "$DRY" = 0 ] && [ -z "$id" ]; then result record "not run" "no cuBLASLt sweep run"; return; fi
+    if [ "$DRY" = 0 ] && [ "${RUN_NOK[sweep-main]:-0}" = 0 ]; then
+        result record "not run" "the cuBLASLt sweep${id:+ $id} measured no point"
+        return
+    fi
     x "$log" 30 "$B/bin/pdbx" record "$id" "$OUTDIR/$RECORDING" --store "$STORE" || {
         [ "$DRY" = 1 ] || { result record FAIL "pdbx record: $(tail -n 1 "$log")"; return; }
     }
@@ -753,7 +769,7 @@ step_flash() {
             collectives=false predict_oom=false timeout_s=120
         if [ "$DRY" = 0 ] && [ "$(time_left)" -lt 20 ]; then fig flash "seq $s: not run: out of time"; continue; fi
         pdbx_run "$name" 90 || bad+=("seq $s run")
-        [ "$DRY" = 1 ] || [ -n "${RUN_ID[$name]}" ] || continue
+        [ "$DRY" = 1 ] || [ "${RUN_NOK[$name]}" != 0 ] || continue
         x "$RAW/torch-$name.log" 120 "${ORIG_ENV[@]}" "$TORCH_PY" "$ROOT/bench/torch_compare_gpu.py" "${RUN_ID[$name]}" \
             --store "$STORE" --pdbx "$W/bin/pdbx" --attention --warmup 5 --iters 20 \
             --json "$RAW/torch-$name.json"
@@ -786,7 +802,7 @@ SANITIZER=""
 
 # sanitize TOOL: the SAN_RUNS under compute-sanitizer --tool TOOL
 sanitize() {
-    local tool=$1 r bin filter log rc errs n_err=0 bad=() runs=0
+    local tool=$1 r bin filter log rc errs bad=() slow=() runs=0
     need_gpu || return
     SANITIZER=$(find_sanitizer)
     if [ -z "$SANITIZER" ] && [ "$DRY" = 0 ]; then
@@ -804,22 +820,25 @@ sanitize() {
         runs=$((runs + 1))
         # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
         errs=$(grep -oE 'ERROR SUMMARY: [0-9]+|\(([0-9]+) errors' "$log" | grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
-        n_err=$((n_err + errs))
         local counts
         counts=$(cmocka_counts "$log")
         fig "$tool" "$bin ($filter): $counts, $errs $tool errors$([ "$rc" = 124 ] && echo ', timed out')"
         case $rc in
             0) [ "${counts%% *}" = 0 ] && bad+=("$bin: the filter $filter ran no test") ;;
             86) bad+=("$bin: $errs errors") ;;
-            124|137) bad+=("$bin timed out") ;;
+            # too slow for the budget is no finding, unless it found something before
+            124|137) if [ "$errs" -gt 0 ]; then bad+=("$bin: $errs errors, then timed out"); else slow+=("$bin"); fi ;;
             *) bad+=("$bin rc $rc") ;;
         esac
     done
     [ "$DRY" = 1 ] && return
+    local finished=$((runs - ${#slow[@]}))
     if [ ${#bad[@]} -gt 0 ]; then
         result "$tool" FAIL "${bad[*]} (see raw/$tool-*.log)"
+    elif [ "$finished" = 0 ]; then
+        result "$tool" skip "every run timed out before it ended (${slow[*]}), no error reported before"
     else
-        result "$tool" pass "$runs runs under $SANITIZER --tool $tool: 0 errors"
+        result "$tool" pass "$finished runs under $SANITIZER --tool $tool: 0 errors$([ ${#slow[@]} = 0 ] || echo "; timed out with no error before: ${slow[*]}")"
     fi
 }
 step_memcheck() { sanitize memcheck; }
@@ -883,7 +902,7 @@ write_summary() {
 render_summary() {
     local id n=0 st tsv=$W/summary.tsv used f
     used=$(( $(now) - T0 ))
-    [ -n "$GIT_DESC" ] || GIT_DESC=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || manifest_value git || echo n/a)
+    [ -n "$GIT_DESC" ] || GIT_DESC=$(git -C "$ROOT" describe --always --dirty 2>/dev/null) || GIT_DESC="n/a (no .git)"
     : >"$tsv"
     {
         printf 'pdbx first light: %s\n' "${GPU_NAME:-${NO_GPU:+no CUDA device}}${GPU_NAME:+ ($NGPU GPU$([ "$NGPU" -gt 1 ] && echo s))}"
