@@ -29,8 +29,8 @@
 #    5 e2e          tests/e2e/cuda_gpu.sh
 #    6 sweep        Llama-3.1-8B, 2 layers, seq 1024, bf16, TP 1, MBS 1..8: cuBLASLt fwd+bwd
 #                   (recorded), then the GEMMs with cuBLAS, and both with the L2 flushed
-#    7 torch        bench/torch_compare_gpu.py on each sweep run (same BLAS, same flush)
-#    8 record       pdbx record of the cuBLASLt run into OUTDIR
+#    7 record       pdbx record of the cuBLASLt run into OUTDIR (what ships, first)
+#    8 torch        bench/torch_compare_gpu.py on each sweep run (same BLAS, same flush)
 #    9 flash        flash_attention fwd+bwd at seq 2048 and 8192 (MBS 1..4) vs SDPA
 #   10 memcheck     compute-sanitizer memcheck on a PDBX_TEST_FILTER subset of the kernel tests
 #   11 racecheck    compute-sanitizer racecheck on the same subset
@@ -38,7 +38,7 @@
 #
 # Expected times on one H100 (estimates made without a GPU: GEMM/attention FLOPs at ~600 and
 # ~300 TFLOP/s, about 3 s of MPI + CUDA start per launch, the adaptive loop's bounds per cell):
-# start 2, device 2, plumbing 5, unit 30, e2e 60, sweep 90, torch 60, record 1, flash 50,
+# start 2, device 2, plumbing 5, unit 30, e2e 60, sweep 90, record 1, torch 60, flash 50,
 # memcheck 45, racecheck 45, collectives 0: about 6.5 minutes; the deadline holds the rest.
 # Exit: 0 when every step that ran passed (skips included), 1 otherwise, 2 usage.
 set -u
@@ -87,7 +87,7 @@ TRACKED=(bench/first_light.py bench/torch_compare_gpu.py tests/e2e/cuda_gpu.sh
          configs/gpus/A40.json)
 
 # ---- steps --------------------------------------------------------------------------------------
-STEP_IDS=(start device plumbing unit e2e sweep torch record flash memcheck racecheck collectives)
+STEP_IDS=(start device plumbing unit e2e sweep record torch flash memcheck racecheck collectives)
 declare -A TITLE=(
     [start]="unpack, environment, binaries start"   [device]="driver and device"
     [plumbing]="2-rank cpu sweep via mpirun"         [unit]="GPU unit tests"
@@ -905,7 +905,11 @@ render_summary() {
     [ -n "$GIT_DESC" ] || GIT_DESC=$(git -C "$ROOT" describe --always --dirty 2>/dev/null) || GIT_DESC="n/a (no .git)"
     : >"$tsv"
     {
-        printf 'pdbx first light: %s\n' "${GPU_NAME:-${NO_GPU:+no CUDA device}}${GPU_NAME:+ ($NGPU GPU$([ "$NGPU" -gt 1 ] && echo s))}"
+        if [ -n "$GPU_NAME" ]; then
+            printf 'pdbx first light: %s (%d GPU%s)\n' "$GPU_NAME" "$NGPU" "$([ "$NGPU" -gt 1 ] && echo s)"
+        else
+            printf 'pdbx first light: %s\n' "$([ -n "$NO_GPU" ] && echo 'no CUDA device' || echo 'device not checked')"
+        fi
         printf 'git %s, carry %s, %s, %d of %d s\n' "$GIT_DESC" \
             "$( [ -n "$P" ] && manifest_value git || echo none)" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$used" "$BUDGET"
         printf '%3s  %-12s %-8s %5s  %s\n' '#' step status secs result

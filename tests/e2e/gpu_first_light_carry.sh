@@ -102,7 +102,7 @@ row plumbing | grep -q ' pass .*2 ranks through .*/payload/root/usr/bin/mpirun' 
     fail "step plumbing did not pass through the carried mpirun:
 $(cat "$sum")"
 row device | grep -q ' skip .*no CUDA device' || fail "step device: $(row device)"
-for s in unit e2e sweep torch record flash memcheck racecheck collectives; do
+for s in unit e2e sweep record torch flash memcheck racecheck collectives; do
     row "$s" | grep -qE ' skip +[0-9]+ .*(no CUDA device|SKIP)' || fail "step $s did not skip for want of a device: $(row "$s")"
 done
 [ "$(cd "$tmp/out" && echo *)" = "raw.tar.gz summary.json summary.txt" ] || fail "output folder holds: $(cd "$tmp/out" && echo *)"
