@@ -1045,25 +1045,37 @@ download_debs() {
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     say "downloading ${#missing[@]} packages into $DEBS"
-    local updated=0 spec
-    for spec in "${missing[@]}"; do
-        while :; do
-            # the installed version, else whatever version the archive has now
-            (cd "$DEBS" && apt-get download -q "$spec" >/dev/null 2>&1) && break
-            if (cd "$DEBS" && apt-get download -q "${spec%%=*}" >/dev/null 2>&1); then
-                [ "$spec" != "${spec%%=*}" ] && echo "${spec#*=}" >"$DEBS/${spec%%=*}.not-in-archive"
-                break
-            fi
-            if [ "$updated" = 0 ]; then
-                updated=1
-                say "apt-get download failed; apt-get update once"
-                apt-get update -q >/dev/null 2>&1 || true
-                continue
-            fi
-            die "cannot download ${spec%%=*} (apt-get download: no mirror reachable or no such package)" 3
-        done
+    local round specs
+    for round in 1 2; do
+        resolve_versions "${missing[@]}"
+        apt_get download "${SPECS[@]}" && return 0
+        [ "$round" = 1 ] || break
+        say "apt-get download failed: apt-get update once"
+        timeout 180 apt-get update -q >/dev/null 2>&1 ||
+            die "cannot download packages: apt-get update failed (no Debian mirror reachable?)" 3
+    done
+    specs=$(cd "$DEBS" && timeout 180 apt-get download "${SPECS[@]}" 2>&1 | grep -m1 '^E:')
+    die "cannot download the packages (${specs:-apt-get download failed}; no mirror reachable?)" 3
+}
+# resolve_versions NAME=VERSION...: SPECS, each as given where the archive has that version, else
+# the bare name (the archive's version: a stable update replaced the installed one; noted in
+# NAME.not-in-archive so the cache keeps it). One apt-cache call for all.
+SPECS=()
+resolve_versions() {
+    local spec avail
+    avail=$(apt-cache madison "${@%%=*}" 2>/dev/null | awk -F'|' '{ gsub(/ /, ""); print $1 "=" $2 }')
+    SPECS=()
+    for spec in "$@"; do
+        if [ "$spec" = "${spec%%=*}" ] || grep -qxF -- "$spec" <<<"$avail"; then
+            SPECS+=("$spec")
+        else
+            SPECS+=("${spec%%=*}")
+            echo "${spec#*=}" >"$DEBS/${spec%%=*}.not-in-archive"
+        fi
     done
 }
+# apt_get ARGS...: in the cache folder (apt-get download writes to the current one), bounded
+apt_get() { (cd "$DEBS" && timeout 180 apt-get -q "$@" >/dev/null 2>&1); }
 
 prune_stage() {
     local r=$1/root L=$1/root/usr/lib/x86_64-linux-gnu
@@ -1215,10 +1227,17 @@ prepare() {
     say "packages (Debian 12): $(sed -n 's/^package: //p' "$CARRY/manifest.txt" | tr '\n' ',' | sed 's/,$//; s/,/, /g')"
     [ "$size" -le "$CAP_BYTES" ] || die "the carry is $(human_mib "$size"), over the 60 MiB cap"
     say ""
-    say "on the GPU machine, through the device tool's run (${rel}: the carry folder):"
-    say "  command:   bash bench/gpu_first_light.sh \"\$OUT\""
+    if [ "$rel" = "$CARRY" ]; then
+        say "note: $CARRY is outside the tree, and the device tool carries only folders inside it:"
+        say "for the GPU machine, run --prepare without --carry (.first_light/) or with a folder in the tree"
+        return 0
+    fi
+    local opt=""
+    [ "$rel" = .first_light ] || opt="--carry $rel "
+    say "on the GPU machine, through the device tool's run:"
+    say "  command:   bash bench/gpu_first_light.sh $opt\"\$OUT\""
     say "  carry:     [\"$rel\"]"
-    say "  timeout_s: $DEVICE_TIMEOUT_S"
+    say "  timeout_s: $DEVICE_TIMEOUT_S   (the run's own deadline is $BUDGET s; the rest packs the results)"
 }
 
 # ---- arguments ----------------------------------------------------------------------------------

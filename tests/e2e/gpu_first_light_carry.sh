@@ -2,8 +2,8 @@
 # suite: plain build only: packs and runs the plain build's binaries; the sanitizer build's need the ASan runtime, which is not carried
 # bench/gpu_first_light.sh's carry as far as a machine without a GPU can try it:
 #  1. --prepare --no-build packs the build and the Debian 12 runtime packages into a carry folder
-#     (outside the tree here: .gitignore untouched) of at most 60 MiB, with a manifest, and
-#     prints the device call;
+#     (outside the tree here: .gitignore untouched, and it says such a folder cannot travel) of
+#     at most 60 MiB, with a manifest;
 #  2. --dry-run with that carry checks its contents and size;
 #  3. the device run, in a mount namespace where this machine's copies of every library the
 #     carry brings (OpenMPI, PMIx, hwloc, libevent, munge, cJSON, cmocka, OpenBLAS), OpenMPI's
@@ -16,7 +16,6 @@
 #     run", exit 1.
 # Skips (77) where unshare -m is not permitted, where apt-get download reaches no mirror, and on
 # a machine with a GPU (there: run bench/gpu_first_light.sh itself).
-# shellcheck disable=SC2016   # "$OUT" is literal: the device command --prepare prints
 set -u
 SRC=${PDBX_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${PDBX_BUILD:?PDBX_BUILD not set}
@@ -53,7 +52,10 @@ for p in libopenmpi3 openmpi-bin libpmix2 libcjson1 libcmocka0 libopenblas0-pthr
     grep -q "^package: $p " "$carry/manifest.txt" || fail "manifest lists no package $p"
 done
 grep -q '^glibc_needed: 2\.[0-9]*$' "$carry/manifest.txt" || fail "manifest has no glibc_needed"
-grep -q 'command:   bash bench/gpu_first_light.sh "$OUT"' <<<"$out" || fail "--prepare did not print the device command:
+grep -q "carry: $carry: payload.tar.gz + manifest.txt = [0-9.]* MiB (cap 60 MiB)" <<<"$out" || fail "--prepare did not print the carry's size:
+$out"
+grep -q "is outside the tree, and the device tool carries only folders inside it" <<<"$out" ||
+    fail "--prepare did not say that a carry outside the tree cannot travel:
 $out"
 [ "$(cat "$SRC/.gitignore" 2>/dev/null)" = "$gitignore" ] || fail "--prepare with a carry outside the tree changed .gitignore"
 
