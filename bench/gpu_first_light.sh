@@ -491,9 +491,10 @@ step_device() {
         return
     fi
     read -r NGPU GPU_NAME < <("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["devices"]), d["devices"][0]["name"])' "$RAW/device.json")
-    read -r GPU_PRESET GPU_SLUG _ < <("$PY" "$HELPER" gpu-preset "$GPU_NAME")
+    local exact
+    read -r GPU_PRESET GPU_SLUG exact < <("$PY" "$HELPER" gpu-preset "$GPU_NAME")
     fig device "backend probe: $("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("probe",""))' "$RAW/device.json")"
-    fig device "memory predictions and peaks use the $GPU_PRESET preset"
+    fig device "memory predictions and peaks use the $GPU_PRESET preset$([ "$exact" = exact ] || echo " (configs/gpus has no preset for this GPU)")"
     result device pass "$line"
 }
 
