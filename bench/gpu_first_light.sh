@@ -8,11 +8,12 @@
 #       build/first-light-debs/), unpacks them (dpkg -x), prunes them, and packs them with the
 #       build outputs into DIR (default .first_light/, git-ignored): payload.tar.gz + manifest.txt,
 #       at most 60 MiB. Prints the exact device call.
-#   bash bench/gpu_first_light.sh [--budget SECONDS] [--carry DIR] OUTDIR
+#   bash bench/gpu_first_light.sh [--budget SECONDS] [--carry DIR] [--steps A,B] OUTDIR
 #       on the GPU machine: unpacks the carry (without one: the build under $PDBX_BUILD or build/
 #       and this machine's libraries), runs the steps below in order under one deadline (default
 #       450 s) and writes OUTDIR/summary.txt, summary.json, raw.tar.gz (every log, spec, run
-#       file and comparison) and the recording llama31-8b-<gpu>-first-light.pdbx.
+#       file and comparison) and the recording llama31-8b-<gpu>-first-light.pdbx. --steps runs
+#       only those (start and device always run), e.g. a short second try: --steps sweep,record,torch
 #   bash bench/gpu_first_light.sh --dry-run [OUTDIR]
 #       anywhere: prints every step with its commands and timeouts, writes and validates the
 #       specs (pdbx plan), and checks that every file the device run needs exists (the carry's
@@ -117,10 +118,10 @@ SAN_RUNS=("test_cuda_kernels:test_flash*" "test_cuda_kernels_bwd:test_flash_atte
 
 # ---- small helpers ------------------------------------------------------------------------------
 say() { printf '%s\n' "$*"; }
-die() { printf 'gpu_first_light: %s\n' "$*" >&2; exit "${2:-1}"; }
+die() { printf 'gpu_first_light: %s\n' "$1" >&2; exit "${2:-1}"; }
 now() { date +%s; }
 usage() {
-    sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 # A command as a reader would type it: paths under the work folder as $WORK, the tree relative.
 show_cmd() {
@@ -946,7 +947,9 @@ run_step() {   # N ID
         return
     fi
     left=$(time_left)
-    if [ "$left" -lt "${MIN[$id]}" ]; then
+    if [ -n "$ONLY" ] && [ "$id" != start ] && [ "$id" != device ] && [[ ",$ONLY," != *",$id,"* ]]; then
+        result "$id" "not run" "not in --steps $ONLY"
+    elif [ "$left" -lt "${MIN[$id]}" ]; then
         result "$id" "not run" "out of time ($left s of the budget left, the step needs ~${MIN[$id]} s)"
     else
         STEP_END=$(( $(now) + LIMIT[$id] ))
@@ -1242,7 +1245,7 @@ prepare() {
 }
 
 # ---- arguments ----------------------------------------------------------------------------------
-MODE=device; DRY=0; NO_BUILD=0; OUTDIR=""; W=/nonexistent-work
+MODE=device; DRY=0; NO_BUILD=0; OUTDIR=""; W=/nonexistent-work; ONLY=""
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
@@ -1253,7 +1256,9 @@ while [ $# -gt 0 ]; do
         --carry=*) CARRY=${1#*=} ;;
         --budget) [ $# -ge 2 ] || die "--budget needs seconds" 2; BUDGET=$2; shift ;;
         --budget=*) BUDGET=${1#*=} ;;
-        -*) die "unknown option '$1' (allowed: --prepare, --dry-run, --carry DIR, --budget SECONDS, --no-build, --help)" 2 ;;
+        --steps) [ $# -ge 2 ] || die "--steps needs a list" 2; ONLY=$2; shift ;;
+        --steps=*) ONLY=${1#*=} ;;
+        -*) die "unknown option '$1' (allowed: --prepare, --dry-run, --carry DIR, --budget SECONDS, --steps A,B, --no-build, --help)" 2 ;;
         *) [ -z "$OUTDIR" ] || die "one output folder only (got '$OUTDIR' and '$1')" 2; OUTDIR=$1 ;;
     esac
     shift
@@ -1261,6 +1266,9 @@ done
 case $BUDGET in ''|*[!0-9]*) die "--budget: '$BUDGET' is not a number of seconds" 2 ;; esac
 [ "$BUDGET" -ge 60 ] || die "--budget: at least 60 seconds" 2
 case $CARRY in /*) ;; *) CARRY=$PWD/$CARRY ;; esac
+for f in ${ONLY//,/ }; do
+    [[ " ${STEP_IDS[*]} " == *" $f "* ]] || die "--steps: unknown step '$f' (allowed: ${STEP_IDS[*]})" 2
+done
 case $MODE in
     prepare) [ -z "$OUTDIR" ] || die "--prepare takes no output folder" 2; prepare ;;
     dry) dry_run ;;
