@@ -48,7 +48,7 @@ grep -q "^dry run: ok: 12 steps" <<<"$out" || fail "no 'dry run: ok' line"
 # 2. what is missing is named: a build output (PDBX_BUILD without one) and a tracked input (a
 # copy of the files the script reads, bench/torch_compare_gpu.py left out)
 mkdir -p "$tmp/tree/bench" "$tmp/tree/tests/e2e"
-cp "$SRC"/bench/gpu_first_light.sh "$SRC"/bench/first_light.py "$tmp/tree/bench/"
+cp "$SRC"/bench/gpu_first_light.sh "$SRC"/bench/first_light.py "$SRC"/bench/first_light_*.inc "$tmp/tree/bench/"
 cp "$SRC"/tests/e2e/cuda_gpu.sh "$SRC"/tests/e2e/cuda_gpu_check.py "$tmp/tree/tests/e2e/"
 cp -r "$SRC/configs" "$tmp/tree/"
 out=$(PDBX_BUILD=$tmp/nobuild bash "$tmp/tree/bench/gpu_first_light.sh" --dry-run --carry "$tmp/no-carry" 2>&1) &&
