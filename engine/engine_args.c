@@ -13,6 +13,7 @@ const char *pdbx_engine_usage(void)
 {
     return "usage: mpirun -np N pdbx-engine --spec FILE --store DIR [--run-id ID] "
            "[--backend auto|cpu|cuda]\n"
+           "       pdbx-engine --help | --version\n"
            "  Measures the sweep points of FILE whose tp*pp*dp equals N and appends the events to\n"
            "  DIR/runs/<ID>.pdbx (created when ID is new; a second launch with the same ID adds the\n"
            "  configs of another rank count). Usually started by `pdbx run`.\n"
@@ -49,6 +50,9 @@ int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *e
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             out->help = 1;
             return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            out->version = 1;
+            return 0;
         } else if (strcmp(a, "--spec") == 0) {
             slot = &out->spec_path;
         } else if (strcmp(a, "--store") == 0) {
@@ -71,7 +75,7 @@ int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *e
             slot = &out->v.out_path;
         } else {
             snprintf(err, errlen, "unknown argument '%s' (allowed: --spec, --store, --run-id, "
-                     "--backend, --validate, --mbs, --gbs, --layers, --iters, --out, --help)", a);
+                     "--backend, --validate, --mbs, --gbs, --layers, --iters, --out, --help, --version)", a);
             return -1;
         }
         if (i + 1 >= argc || argv[i + 1][0] == '\0') {

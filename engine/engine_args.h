@@ -17,6 +17,7 @@ typedef struct {
     const char *run_id;        /* NULL: a new run */
     const char *backend;       /* NULL: the spec's backend */
     int help;
+    int version;               /* --version: print "pdbx-engine VERSION (REV)" and exit 0 */
     /* validate mode (--validate given): the configuration, sizes and result file; --store and
      * --run-id are then optional and unused */
     int validate;

@@ -20,6 +20,7 @@
 #include "store/progress.h"
 #include "store/store.h"
 #include "store/util/clock.h"
+#include "store/version.h"
 
 #define ERR_LEN 1024
 
@@ -82,6 +83,11 @@ int pdbx_run_configure(pdbx_engine *e, int argc, char **argv, pdbx_engine_args *
     if (args->help) {
         if (e->rank == 0)
             fputs(pdbx_engine_usage(), stdout);
+        return 0;
+    }
+    if (args->version) {   /* what a carried binary prints to show it starts (gpu_first_light.sh) */
+        if (e->rank == 0)
+            printf("pdbx-engine %s (%s)\n", pdbx_version(), pdbx_git_rev());
         return 0;
     }
     int bad = e->rank == 0 ? load_spec(e, args) : 0;

@@ -27,7 +27,7 @@ $out"
 steps=$(sed -nE 's/^ ?[0-9]+\. ([a-z0-9]+) .*timeout [0-9]+ s$/\1/p' <<<"$out" | tr '\n' ' ')
 want="start device plumbing unit e2e sweep record torch flash memcheck racecheck collectives "
 [ "$steps" = "$want" ] || fail "steps listed: '$steps', want '$want'"
-for cmd in 'bin/pdbx-engine --help' 'mpirun --version' 'nvidia-smi -q' 'first_light.py device' \
+for cmd in 'bin/pdbx-engine --version' 'mpirun --version' 'nvidia-smi -q' 'first_light.py device' \
            'build/tests/test_cuda_kernels$' 'build/tests/test_cuda_kernels_bwd$' \
            'build/tests/test_cuda_attn_kv$' 'build/tests/test_cuda_backend$' 'tests/e2e/cuda_gpu.sh' \
            'pdbx run \$WORK/specs/sweep-main.json' 'pdbx run \$WORK/specs/sweep-cublas.json' \

@@ -40,6 +40,9 @@ static void test_args(void **state)
     char *help[] = { "pdbx-engine", "--help", NULL };
     assert_int_equal(pdbx_engine_args_parse(2, help, &a, err, sizeof err), 0);
     assert_true(a.help);
+    char *version[] = { "pdbx-engine", "--version", NULL };
+    assert_int_equal(pdbx_engine_args_parse(2, version, &a, err, sizeof err), 0);
+    assert_true(a.version && !a.help);
     struct { int argc; char *argv[8]; const char *msg; } bad[] = {
         { 3, { "e", "--store", "d" }, "--spec FILE is required" },
         { 3, { "e", "--spec", "s" }, "--store DIR is required" },
