@@ -116,17 +116,21 @@ run_tp() {   # tp
 }
 
 run_tp 1 || exit 1
-# the GEMM modes and fused projections (docs/cuda.md, "Math modes and GEMM API")
-mkdir -p "$tmp/modes/store"
-write_spec "$tmp/modes/spec.json" 1 '"fused_projections": true, "fp32_math": "tf32", "gemm_api": "cublas", "passes": "fwd,bwd",'
-sed -i 's/"dtype": "bf16"/"dtype": "fp32"/' "$tmp/modes/spec.json"
-if ! "${mpi[@]}" -np 1 "$engine" --spec "$tmp/modes/spec.json" --store "$tmp/modes/store" --backend cuda \
-        >"$tmp/modes/log" 2>&1; then
-    echo "FAIL: pdbx-engine with fused projections, tf32, cublas failed:"
-    tail -n 30 "$tmp/modes/log"
-    exit 1
-fi
-zstdcat "$(ls "$tmp"/modes/store/runs/*.pdbx | head -n 1)" 2>/dev/null | "$py" -c '
+# run_one NAME WHAT EXTRA: one more 1-rank run of the spec with EXTRA fields, in $tmp/NAME
+run_one() {
+    mkdir -p "$tmp/$1/store"
+    write_spec "$tmp/$1/spec.json" 1 "$3"
+    [ "$1" = modes ] && sed -i 's/"dtype": "bf16"/"dtype": "fp32"/' "$tmp/$1/spec.json"
+    if ! "${mpi[@]}" -np 1 "$engine" --spec "$tmp/$1/spec.json" --store "$tmp/$1/store" --backend cuda \
+            >"$tmp/$1/log" 2>&1; then
+        echo "FAIL: pdbx-engine with $2 failed:"
+        tail -n 30 "$tmp/$1/log"
+        exit 1
+    fi
+}
+# check_events NAME CODE: python CODE over the run's events as E (a list, in file order)
+check_events() {
+    zstdcat "$(ls "$tmp"/"$1"/store/runs/*.pdbx | head -n 1)" 2>/dev/null | "$py" -c '
 import json, sys
 dec = json.JSONDecoder(); s = sys.stdin.read(); i = 0; E = []
 while i < len(s):
@@ -134,9 +138,15 @@ while i < len(s):
     if i >= len(s): break
     o, i = dec.raw_decode(s, i); E.append(o)
 S = [e for e in E if e["type"] == "run_start"][0]
-assert S["env"]["fp32_math"] == "tf32" and S["env"]["gemm_api"] == "cublas", S["env"]
 ends = [e for e in E if e["type"] == "point_end"]
 assert ends and all(e["status"] == "ok" for e in ends), ends
+'"$2" || { echo "FAIL: $1 run checks"; exit 1; }
+}
+
+# the GEMM modes and fused projections (docs/cuda.md, "Math modes and GEMM API")
+run_one modes "fused projections, tf32, cublas" '"fused_projections": true, "fp32_math": "tf32", "gemm_api": "cublas", "passes": "fwd,bwd",'
+check_events modes '
+assert S["env"]["fp32_math"] == "tf32" and S["env"]["gemm_api"] == "cublas", S["env"]
 n = 0
 for e in E:
     if e["type"] == "op" and e["op"] in ("attn_q", "attn_k", "attn_v", "mlp_gate", "mlp_up"):
@@ -145,28 +155,12 @@ for e in E:
         n += 1
 assert n == 2 * 5 * len(ends), n   # five ops, fwd and bwd, at every point
 print("ok: fp32 tf32 cublas fused: %d fused cells over %d points" % (n, len(ends)))
-' || { echo "FAIL: modes run checks"; exit 1; }
+'
 # the fused attention forward and FlashAttention-2 backward, and the inference phase's attention
 # with a KV cache (prefill after a cached prefix, decode), docs/cuda.md
-mkdir -p "$tmp/flash/store"
-write_spec "$tmp/flash/spec.json" 1 '"flash_attention": true, "passes": "fwd,bwd", "kv_cache": {"prefill_chunks": [64], "prefill_kv": [0, 128], "decode_batch": [1, 4], "decode_kv": [256]},'
-if ! "${mpi[@]}" -np 1 "$engine" --spec "$tmp/flash/spec.json" --store "$tmp/flash/store" --backend cuda \
-        >"$tmp/flash/log" 2>&1; then
-    echo "FAIL: pdbx-engine with flash_attention, fwd+bwd and kv_cache failed:"
-    tail -n 30 "$tmp/flash/log"
-    exit 1
-fi
-zstdcat "$(ls "$tmp"/flash/store/runs/*.pdbx | head -n 1)" 2>/dev/null | "$py" -c '
-import json, sys
-dec = json.JSONDecoder(); s = sys.stdin.read(); i = 0; E = []
-while i < len(s):
-    while i < len(s) and s[i] in " \n\r\t": i += 1
-    if i >= len(s): break
-    o, i = dec.raw_decode(s, i); E.append(o)
-S = [e for e in E if e["type"] == "run_start"][0]
+run_one flash "flash_attention, fwd+bwd and kv_cache" '"flash_attention": true, "passes": "fwd,bwd", "kv_cache": {"prefill_chunks": [64], "prefill_kv": [0, 128], "decode_batch": [1, 4], "decode_kv": [256]},'
+check_events flash '
 assert S["env"]["gpu"]["attention_bwd_kernel"] == "flash", S["env"]["gpu"]
-ends = [e for e in E if e["type"] == "point_end"]
-assert ends and all(e["status"] == "ok" for e in ends), ends
 bwd = [e for e in E if e["type"] == "op" and e["op"] == "attn_core" and e.get("pass") == "bwd"]
 assert len(bwd) == len(ends) and all(e["stats"]["median"] > 0 for e in bwd), bwd
 kv = [e for e in E if e["type"] == "infer_attn"]
@@ -174,7 +168,7 @@ assert len(kv) == 4 and all(e["stats"]["median"] > 0 for e in kv), kv   # 2 pref
 assert sorted(e["phase"] for e in kv) == ["decode", "decode", "prefill", "prefill"], kv
 print("ok: flash fwd+bwd at %d points, %d kv rows (%s)" % (len(ends), len(kv),
       ", ".join("%s b%d c%d kv%d %.3f ms" % (e["phase"], e["batch"], e["chunk"], e["kv"], e["stats"]["median"]) for e in kv)))
-' || { echo "FAIL: flash and kv_cache run checks"; exit 1; }
+'
 if [ "${ngpu:-1}" -ge 2 ]; then
     run_tp 2 || exit 1
 else
