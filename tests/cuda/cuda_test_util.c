@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tests/cuda/cuda_test_util.h"
+#include "engine/backends/cuda/cuda_attn_mask.h"
 
 /* ASan reserves the address range CUDA maps device memory into unless told not to. */
 const char *__asan_default_options(void);
@@ -268,6 +269,20 @@ void expect_near(const char *what, const double *got, const double *want, size_t
     for (size_t i = 0; i < n; i++)
         if (!(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i]))))
             fail_msg("%s[%zu] = %g, want %g", what, i, got[i], want[i]);
+}
+
+void host_masked_softmax(double *scores, int64_t rows, int64_t q_len, int64_t kv_len)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double *row = scores + r * kv_len, mx = -INFINITY, sum = 0.0;
+        const int64_t keys = ck_keys_visible(r, q_len, kv_len);
+        for (int64_t j = 0; j < keys; j++)
+            mx = fmax(mx, row[j]);
+        for (int64_t j = 0; j < keys; j++)
+            sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < kv_len; j++)
+            row[j] = j < keys ? exp(row[j] - mx) / sum : 0.0;
+    }
 }
 
 int ct_gpu_open(void)

@@ -51,6 +51,9 @@ void emulate_gemm_beta(const cuda_gemm_shape *s, double alpha, double beta, cons
 void emulate_gemm(const cuda_gemm_shape *s, double alpha, const double *A, const double *B,
                   double *C);
 double *host_rand(size_t n);   /* n values in [-1, 1) */
+/* The softmax kernels' definition over `rows` stacked [q_len, kv_len] score rows (row r sees
+ * keys 0 .. ck_keys_visible(r) - 1, cuda_attn_mask.h; the others become 0), in place. */
+void host_masked_softmax(double *scores, int64_t rows, int64_t q_len, int64_t kv_len);
 
 /* Textbook gradients of L = sum dO * attention(q, k, v) (token row = pos * mbs + b; q head h
  * uses kv head h / group), in double; dq, dk, dv overwritten. */

@@ -108,16 +108,7 @@ static void check_host_kv(int batch, int q_len, int kv_len, int heads, int kv_he
     }
     const int64_t rows = (int64_t)ns / kv_len;
     assert_int_equal(rows, (int64_t)batch * heads * q_len);
-    for (int64_t r = 0; r < rows; r++) {
-        double *row = sc + r * kv_len, mx = -INFINITY, sum = 0.0;
-        const int64_t keys = ck_keys_visible(r, q_len, kv_len);
-        for (int64_t j = 0; j < keys; j++)
-            mx = fmax(mx, row[j]);
-        for (int64_t j = 0; j < keys; j++)
-            sum += exp(row[j] - mx);
-        for (int64_t j = 0; j < kv_len; j++)
-            row[j] = j < keys ? exp(row[j] - mx) / sum : 0.0;
-    }
+    host_masked_softmax(sc, rows, q_len, kv_len);   /* ck_prefix_softmax's definition */
     for (int64_t jj = 0; jj < group; jj++) {
         cuda_attention_kv_member(&s, jj, &q_off, &s_off);
         emulate_gemm(&pv, 1.0, v, sc + s_off, o + q_off);

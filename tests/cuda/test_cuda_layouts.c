@@ -144,16 +144,7 @@ static void check_host_attention_bwd(int64_t mbs, int64_t seq, int64_t heads, in
         cuda_attention_member(&dims, jj, &q_off, &s_off);
         emulate_gemm(&qk, cuda_attention_scale(&dims), k, q + q_off, P + s_off);
     }
-    for (int64_t r = 0; r < mbs * heads * seq; r++) {
-        double *row = P + r * seq, mx = -INFINITY, sum = 0.0;
-        int64_t i = r % seq;
-        for (int64_t j = 0; j <= i; j++)
-            mx = fmax(mx, row[j]);
-        for (int64_t j = 0; j <= i; j++)
-            sum += exp(row[j] - mx);
-        for (int64_t j = 0; j < seq; j++)
-            row[j] = j <= i ? exp(row[j] - mx) / sum : 0.0;
-    }
+    host_masked_softmax(P, mbs * heads * seq, seq, seq);
     /* cuda_attention_bwd_enqueue's sequence */
     for (int64_t jj = 0; jj < group; jj++) {
         cuda_attention_member(&dims, jj, &q_off, &s_off);
@@ -280,16 +271,7 @@ static void check_host_attention(int64_t mbs, int64_t seq, int64_t heads, int64_
         cuda_attention_member(&dims, jj, &q_off, &s_off);
         emulate_gemm(&qk, cuda_attention_scale(&dims), k, q + q_off, sc + s_off);
     }
-    for (int64_t r = 0; r < mbs * heads * seq; r++) {   /* ck_causal_softmax's definition */
-        double *row = sc + r * seq, mx = -INFINITY, sum = 0.0;
-        int64_t i = r % seq;
-        for (int64_t j = 0; j <= i; j++)
-            mx = fmax(mx, row[j]);
-        for (int64_t j = 0; j <= i; j++)
-            sum += exp(row[j] - mx);
-        for (int64_t j = 0; j < seq; j++)
-            row[j] = j <= i ? exp(row[j] - mx) / sum : 0.0;
-    }
+    host_masked_softmax(sc, mbs * heads * seq, seq, seq);   /* ck_causal_softmax's definition */
     for (int64_t jj = 0; jj < group; jj++) {
         cuda_attention_member(&dims, jj, &q_off, &s_off);
         emulate_gemm(&pv, 1.0, v, sc + s_off, o + q_off);
@@ -435,6 +417,38 @@ static void test_host_gemm_ex_args(void **state)
     assert_non_null(strstr(err, "n 2147483648"));
 }
 
+/* The GEMMs a point plans for both passes (cuda_point_gemms): the separate projections with
+ * their bias flags, or with fused_projections the fused QKV and fc1 GEMMs in their leaders'
+ * slots (q + k + v and gate + up wide) and no plan for the ops they replace. */
+static void test_host_point_gemms(void **state)
+{
+    (void)state;
+    pdbx_point_shapes p;
+    memset(&p, 0, sizeof p);
+    p.model = (pdbx_model){.hidden = 256, .intermediate = 512, .heads = 8, .kv_heads = 2,
+                           .head_dim = 32, .layers = 2, .vocab = 1000};
+    p.model.arch.bias.qkv = 1;
+    p.tp = 2, p.mbs = 1, p.seq_len = 16, p.layers = 1, p.ops = PDBX_OPS_ALL;
+    p.shape[PDBX_OP_ATTN_Q].bias = p.shape[PDBX_OP_ATTN_K].bias = p.shape[PDBX_OP_ATTN_V].bias = 1;
+    char err[256] = "";
+    cuda_dims d;
+    cuda_point_gemm g[CUDA_POINT_GEMMS];
+    assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), 0);
+    assert_int_equal(cuda_point_gemms(&d, g), 8);   /* q k v o gate up down lm_head */
+    assert_true(g[0].op == PDBX_OP_ATTN_Q && g[0].n == 128 && g[0].k == 256 && g[0].bias);
+    assert_true(g[1].op == PDBX_OP_ATTN_K && g[1].n == 32 && g[1].bias);
+    assert_true(g[3].op == PDBX_OP_ATTN_O && g[3].n == 256 && g[3].k == 128 && !g[3].bias);
+    assert_true(g[7].op == PDBX_OP_LM_HEAD && g[7].n == 500);
+    p.fused_projections = 1;
+    assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), 0);
+    const int n = cuda_point_gemms(&d, g);
+    assert_int_equal(n, 5);   /* o down lm_head, then the fused qkv and fc1 */
+    assert_true(g[3].op == PDBX_OP_ATTN_Q && g[3].n == 128 + 2 * 32 && g[3].k == 256 && g[3].bias);
+    assert_true(g[4].op == PDBX_OP_MLP_GATE && g[4].n == 2 * 256 && g[4].k == 256 && !g[4].bias);
+    for (int i = 0; i < n; i++)
+        assert_true(g[i].op != PDBX_OP_ATTN_K && g[i].op != PDBX_OP_ATTN_V && g[i].op != PDBX_OP_MLP_UP);
+}
+
 int main(void)
 {
     const struct CMUnitTest host_tests[] = {
@@ -446,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_host_linear_bias_layout),
         cmocka_unit_test(test_host_attention_bwd_layout),
         cmocka_unit_test(test_host_dims_match_plan),
+        cmocka_unit_test(test_host_point_gemms),
     };
     return cmocka_run_group_tests_name("cuda_layouts_host", host_tests, NULL, NULL);
 }

@@ -139,6 +139,16 @@ typedef struct {
     int64_t n, k;
 } cuda_linear_op;
 int cuda_linear_ops(const cuda_dims *d, cuda_linear_op out[CUDA_LINEAR_OPS]);
+/* The GEMMs a prepared point runs, for the plans of both passes: each prepared linear op, and
+ * each fused group prepared (fused_projections) in its leader's slot (attn_q: n = q + k + v;
+ * mlp_gate: n = gate + up; k = hidden); bias: the GEMM adds one (bias_ops). Returns the count. */
+typedef struct {
+    pdbx_op op;
+    int64_t n, k;
+    int bias;
+} cuda_point_gemm;
+#define CUDA_POINT_GEMMS (CUDA_LINEAR_OPS + 2)
+int cuda_point_gemms(const cuda_dims *d, cuda_point_gemm out[CUDA_POINT_GEMMS]);
 
 /* cuda_point.c: backend.h's prepare, checksum and mem_peak of the cuda backend. */
 int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);

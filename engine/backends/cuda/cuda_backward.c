@@ -158,36 +158,19 @@ fail:
     return rc;
 }
 
-/* dgrad and wgrad plans of every prepared linear op and the attention backward's plan. */
+/* dgrad and wgrad plans of every GEMM the point runs (the fused ones in their leaders' slots)
+ * and the attention backward's plan. */
 static int plan_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
 {
-    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
-                  kvd = pt->d.kv_heads * pt->d.head_dim;
-    cuda_linear_op lin[CUDA_LINEAR_OPS];
-    const int nlin = cuda_linear_ops(&pt->d, lin);
-    for (int i = 0; i < nlin; i++) {
-        if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
-            continue;
-        cuda_gemm_shape dg = cuda_gemm_dgrad_shape(c->dtype, T, lin[i].n, lin[i].k);
-        cuda_gemm_shape wg = cuda_gemm_wgrad_shape(c->dtype, T, lin[i].n, lin[i].k);
-        int rc = cuda_gemm_plan_get(c->gemm, &dg, &pt->dgrad[lin[i].op], err, errlen);
+    cuda_point_gemm gemms[CUDA_POINT_GEMMS];
+    const int n = cuda_point_gemms(&pt->d, gemms);
+    for (int i = 0; i < n; i++) {
+        const pdbx_op op = gemms[i].op;
+        cuda_gemm_shape dg = cuda_gemm_dgrad_shape(c->dtype, pt->d.tokens, gemms[i].n, gemms[i].k);
+        cuda_gemm_shape wg = cuda_gemm_wgrad_shape(c->dtype, pt->d.tokens, gemms[i].n, gemms[i].k);
+        int rc = cuda_gemm_plan_get(c->gemm, &dg, &pt->dgrad[op], err, errlen);
         if (rc == 0)
-            rc = cuda_gemm_plan_get(c->gemm, &wg, &pt->wgrad[lin[i].op], err, errlen);
-        if (rc)
-            return rc;
-    }
-    /* fused: the leader's slots hold the fused GEMM's dgrad and wgrad */
-    const struct { uint32_t bit; pdbx_op leader; int64_t n; } fused[] = {
-        {CUDA_FUSED_QKV, PDBX_OP_ATTN_Q, qd + 2 * kvd}, {CUDA_FUSED_FC1, PDBX_OP_MLP_GATE, 2 * pt->d.inter},
-    };
-    for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
-        if (!(pt->d.ops & fused[i].bit))
-            continue;
-        cuda_gemm_shape dg = cuda_gemm_dgrad_shape(c->dtype, T, fused[i].n, h);
-        cuda_gemm_shape wg = cuda_gemm_wgrad_shape(c->dtype, T, fused[i].n, h);
-        int rc = cuda_gemm_plan_get(c->gemm, &dg, &pt->dgrad[fused[i].leader], err, errlen);
-        if (rc == 0)
-            rc = cuda_gemm_plan_get(c->gemm, &wg, &pt->wgrad[fused[i].leader], err, errlen);
+            rc = cuda_gemm_plan_get(c->gemm, &wg, &pt->wgrad[op], err, errlen);
         if (rc)
             return rc;
     }

@@ -379,32 +379,33 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
     return rc;
 }
 
+int cuda_point_gemms(const cuda_dims *d, cuda_point_gemm out[CUDA_POINT_GEMMS])
+{
+    const int64_t h = d->hidden, qd = d->heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    cuda_linear_op lin[CUDA_LINEAR_OPS];
+    const int nlin = cuda_linear_ops(d, lin);
+    int n = 0;
+    for (int i = 0; i < nlin; i++)
+        if (d->ops & PDBX_OP_BIT(lin[i].op))
+            out[n++] = (cuda_point_gemm){lin[i].op, lin[i].n, lin[i].k,
+                                         (d->bias_ops & PDBX_OP_BIT(lin[i].op)) != 0};
+    /* fused: the leader's slot holds the fused GEMM (its own op is not prepared) */
+    if (d->ops & CUDA_FUSED_QKV)
+        out[n++] = (cuda_point_gemm){PDBX_OP_ATTN_Q, qd + 2 * kvd, h, (d->bias_ops & CUDA_FUSED_QKV) != 0};
+    if (d->ops & CUDA_FUSED_FC1)
+        out[n++] = (cuda_point_gemm){PDBX_OP_MLP_GATE, 2 * d->inter, h, (d->bias_ops & CUDA_FUSED_FC1) != 0};
+    return n;
+}
+
 /* GEMM plans now, so the heuristic never runs between the timing events. */
 static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
 {
-    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
-                  kvd = pt->d.kv_heads * pt->d.head_dim;
-    cuda_linear_op lin[CUDA_LINEAR_OPS];
-    const int nlin = cuda_linear_ops(&pt->d, lin);
-    for (int i = 0; i < nlin; i++) {
-        if (!(pt->d.ops & PDBX_OP_BIT(lin[i].op)))
-            continue;
-        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, lin[i].n, lin[i].k);
-        s.bias = (pt->d.bias_ops & PDBX_OP_BIT(lin[i].op)) != 0;   /* the bias epilogue */
-        int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[lin[i].op], err, errlen);
-        if (rc)
-            return rc;
-    }
-    /* fused: the leader's plan slot holds the fused GEMM (its own op is not prepared) */
-    const struct { uint32_t bit; pdbx_op leader; int64_t n; } fused[] = {
-        {CUDA_FUSED_QKV, PDBX_OP_ATTN_Q, qd + 2 * kvd}, {CUDA_FUSED_FC1, PDBX_OP_MLP_GATE, 2 * pt->d.inter},
-    };
-    for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
-        if (!(pt->d.ops & fused[i].bit))
-            continue;
-        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, T, fused[i].n, h);
-        s.bias = (pt->d.bias_ops & fused[i].bit) != 0;
-        int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[fused[i].leader], err, errlen);
+    cuda_point_gemm gemms[CUDA_POINT_GEMMS];
+    const int n = cuda_point_gemms(&pt->d, gemms);
+    for (int i = 0; i < n; i++) {
+        cuda_gemm_shape s = cuda_gemm_linear_shape(c->dtype, pt->d.tokens, gemms[i].n, gemms[i].k);
+        s.bias = gemms[i].bias;   /* the bias epilogue */
+        int rc = cuda_gemm_plan_get(c->gemm, &s, &pt->plan[gemms[i].op], err, errlen);
         if (rc)
             return rc;
     }
