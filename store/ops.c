@@ -92,7 +92,7 @@ const char *pdbx_fasop_col_name(int col)
  * attention all-reduce, its residual add and the post-attention norm to mlp_gate, the final
  * norm to lm_head. Every layer op is then in
  * exactly one column, so a row's layer columns sum to the layer's forward time. */
-uint32_t pdbx_fasop_col_ops(int col, int fasop)
+pdbx_opmask pdbx_fasop_col_ops(int col, int fasop)
 {
     static const pdbx_op own[PDBX_FASOP_COLS] = {
         PDBX_OP_EMBED, PDBX_OP_ATTN_Q, PDBX_OP_ATTN_K, PDBX_OP_ATTN_V, PDBX_OP_ATTN_O,
@@ -100,7 +100,7 @@ uint32_t pdbx_fasop_col_ops(int col, int fasop)
     };
     if (col < 0 || col >= PDBX_FASOP_COLS)
         return 0;
-    uint32_t mask = PDBX_OP_BIT(own[col]);
+    pdbx_opmask mask = PDBX_OP_BIT(own[col]);
     if (!fasop)
         return mask;
     switch (own[col]) {

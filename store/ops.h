@@ -40,8 +40,11 @@ typedef enum {
     PDBX_OP_COUNT
 } pdbx_op;
 
-#define PDBX_OP_BIT(op) (UINT32_C(1) << (op))
-#define PDBX_OPS_ALL ((UINT32_C(1) << PDBX_OP_COUNT) - 1u)
+/* A set of ops: bit PDBX_OP_BIT(op) for each op. 64 bits: the op list is meant to grow past 32
+ * (mixture-of-experts, MLA and the other families' ops). */
+typedef uint64_t pdbx_opmask;
+#define PDBX_OP_BIT(op) (UINT64_C(1) << (op))
+#define PDBX_OPS_ALL ((UINT64_C(1) << PDBX_OP_COUNT) - 1u)
 
 const char *pdbx_op_name(pdbx_op op);
 int pdbx_op_from_name(const char *name);      /* -1 when unknown */
@@ -63,6 +66,6 @@ int pdbx_pass_from_name(const char *name);    /* -1 when unknown */
 const char *pdbx_fasop_col_name(int col);
 /* The ops summed into FASOP column `col`: fasop=1 gives FASOP's attribution, fasop=0 the
  * pure per-op one. Returned as a PDBX_OP_BIT mask. */
-uint32_t pdbx_fasop_col_ops(int col, int fasop);
+pdbx_opmask pdbx_fasop_col_ops(int col, int fasop);
 
 #endif

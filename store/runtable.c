@@ -218,7 +218,7 @@ const char *pdbx_rt_comm_name(int kind)
 }
 
 /* ---- attribution -------------------------------------------------------------------------- */
-static void set_col(pdbx_rt_col *c, const char *name, uint32_t ops)
+static void set_col(pdbx_rt_col *c, const char *name, pdbx_opmask ops)
 {
     snprintf(c->name, sizeof c->name, "%s", name);
     c->ops = ops;

@@ -101,7 +101,7 @@ typedef enum { PDBX_ATTR_FASOP = 0, PDBX_ATTR_PURE } pdbx_attribution;
 
 typedef struct {
     char name[32];
-    uint32_t ops;              /* PDBX_OP_BIT mask */
+    pdbx_opmask ops;           /* PDBX_OP_BIT mask */
     int per_layer;             /* every op of the column runs once per layer */
 } pdbx_rt_col;
 

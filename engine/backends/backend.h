@@ -41,8 +41,9 @@
  *    would run the wrong kernel for an op number (and prepare sizes the rope table).
  * 9: compute ops gained attn_kv: attention with a KV cache (the inference phase's prefill and
  *    decode rows, spec kv_cache), which the training point's attn_core (q, k, v of the same
- *    T tokens, no cache) cannot time. */
-#define PDBX_BACKEND_ABI 9
+ *    T tokens, no cache) cannot time.
+ * 10: op masks are 64 bits (pdbx_opmask, store/ops.h): pdbx_point_shapes.ops changed type. */
+#define PDBX_BACKEND_ABI 10
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -67,7 +68,7 @@ typedef struct {
     pdbx_model model;
     int tp, mbs, seq_len;
     int layers;                   /* layers instantiated (spec->layers_profiled) */
-    uint32_t ops;                 /* PDBX_OP_BIT mask to prepare */
+    pdbx_opmask ops;              /* PDBX_OP_BIT mask to prepare */
     uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
     /* from pdbx_op_shape_for(); shape[op].bias: linear op `op` adds a bias vector of its n
      * (prepare allocates one per layer, filled with real values; run_op adds it to the GEMM's

@@ -128,7 +128,7 @@ typedef struct {
     int min_reps, max_reps;   /* adaptive: bounds on one cell's samples */
     double max_seconds_per_op;/* adaptive: bound on one cell's sampling time */
     uint32_t passes;          /* PDBX_PASS_BIT mask: fwd, or fwd and bwd */
-    uint32_t ops;             /* PDBX_OP_BIT mask of ops to measure */
+    pdbx_opmask ops;          /* PDBX_OP_BIT mask of ops to measure */
     int collectives;          /* run the collectives sweep */
     double coll_sizes[PDBX_MAX_COLL_SIZES];    /* bytes, powers of two, ascending */
     int ncoll_sizes;
@@ -159,7 +159,7 @@ size_t pdbx_kv_rows(const pdbx_spec *spec, pdbx_kv_row *out, size_t cap);
 int pdbx_kv_max(const pdbx_spec *spec);
 /* The ops of a tokens row: the spec's ops forward, without attn_core and the TP all-reduces
  * (PDBX_OP_BIT mask). */
-uint32_t pdbx_tokens_ops(const pdbx_spec *spec);
+pdbx_opmask pdbx_tokens_ops(const pdbx_spec *spec);
 
 /* Directory holding models/, gpus/, sweeps/: $PDBX_CONFIGS, else <exe dir>/../../configs
  * (build tree), else <exe dir>/../share/pdbx/configs. */
@@ -296,7 +296,7 @@ typedef struct {
     pdbx_model model;
     int tp, pp, dp, mbs, seq_len;
     int layers;                   /* layers instantiated (layers_profiled) */
-    uint32_t ops;                 /* PDBX_OP_BIT mask prepared */
+    pdbx_opmask ops;              /* PDBX_OP_BIT mask prepared */
     uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
     pdbx_dtype dtype;
     pdbx_backend_kind backend;    /* PDBX_BACKEND_CPU or PDBX_BACKEND_CUDA (auto: see below) */

@@ -97,7 +97,7 @@ int plan_read_int_list(const cJSON *v, const char *field, long long lo, long lon
 /* One MBS bound: 1..1024 and a power of two ("mbs_max: 100 is not a power of two ..."). */
 int plan_check_mbs_bound(const char *field, long long v, char *err, size_t errlen);
 int plan_read_mbs(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
-int plan_read_ops(const cJSON *v, uint32_t *out, char *err, size_t errlen);
+int plan_read_ops(const cJSON *v, pdbx_opmask *out, char *err, size_t errlen);
 int plan_read_coll_sizes(const cJSON *v, pdbx_spec *s, char *err, size_t errlen);
 
 /* ---- parallel configurations (plan_configs.c) -------------------------------------------- */

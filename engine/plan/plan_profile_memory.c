@@ -460,7 +460,7 @@ static void fused_list(const pdbx_profile_point *p, int sets, pdbx_profile_memor
     double (*sz)(double) = cpu ? lines : exact;
     const int bwd = (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0;
     const struct {
-        uint32_t ops;
+        pdbx_opmask ops;
         double n;
         pdbx_buf_role in, grad_in, outb, w, grad_out, grad_w, bias, grad_bias;
         int has_bias;
@@ -513,7 +513,7 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     const int sets = p->backend == PDBX_BACKEND_CPU ? p->layers : cuda_weight_sets(p);
     pdbx_profile_point sep = *p;
     if (p->fused_projections)
-        sep.ops &= ~(uint32_t)(QKV_OPS | FC1_OPS);
+        sep.ops &= ~(pdbx_opmask)(QKV_OPS | FC1_OPS);
     if (p->backend == PDBX_BACKEND_CPU) {
         if (m->vocab % p->tp)
             return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "

@@ -178,8 +178,8 @@ static int check_ops(const pdbx_spec *s, char *err, size_t errlen)
     if (check_fused_groups(s, err, errlen) != 0)
         return -1;
     if (s->ops & ~PDBX_OPS_ALL)
-        return pdbx_fail(err, errlen, "ops: unknown op bits 0x%x (allowed: mask 0x%x)", (unsigned)(s->ops & ~PDBX_OPS_ALL),
-                         (unsigned)PDBX_OPS_ALL);
+        return pdbx_fail(err, errlen, "ops: unknown op bits 0x%llx (allowed: mask 0x%llx)",
+                         (unsigned long long)(s->ops & ~PDBX_OPS_ALL), (unsigned long long)PDBX_OPS_ALL);
     if (check_bool("collectives", s->collectives, err, errlen) != 0)
         return -1;
     if (s->ncoll_sizes < 0 || s->ncoll_sizes > PDBX_MAX_COLL_SIZES)

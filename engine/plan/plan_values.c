@@ -108,7 +108,7 @@ int plan_read_repetition(const cJSON *v, pdbx_repetition *out, char *err, size_t
     return not_allowed("repetition", s, names, 2, err, errlen);
 }
 
-static int add_pass(const char *name, uint32_t *mask, char *err, size_t errlen)
+static int add_pass(const char *name, uint64_t *mask, char *err, size_t errlen)
 {
     int p = pdbx_pass_from_name(name);
     if (p < 0)
@@ -118,9 +118,9 @@ static int add_pass(const char *name, uint32_t *mask, char *err, size_t errlen)
 }
 
 /* A list of names as a JSON array or a "a,b" string into a mask, each name through add(). */
-typedef int (*name_adder)(const char *name, uint32_t *mask, char *err, size_t errlen);
+typedef int (*name_adder)(const char *name, uint64_t *mask, char *err, size_t errlen);
 
-static int read_name_list(const cJSON *v, const char *field, name_adder add, uint32_t *mask,
+static int read_name_list(const cJSON *v, const char *field, name_adder add, uint64_t *mask,
                           const char *expected, char *err, size_t errlen)
 {
     if (cJSON_IsArray(v)) {
@@ -153,13 +153,13 @@ static int read_name_list(const cJSON *v, const char *field, name_adder add, uin
 
 int plan_read_passes(const cJSON *v, uint32_t *out, char *err, size_t errlen)
 {
-    uint32_t mask = 0;
+    uint64_t mask = 0;
     if (read_name_list(v, "passes", add_pass, &mask, "[\"fwd\"] or [\"fwd\", \"bwd\"]", err, errlen) != 0)
         return -1;
     if (!(mask & PDBX_PASS_BIT(PDBX_PASS_FWD)))
         return pdbx_fail(err, errlen, "passes: the list must hold \"fwd\" (allowed: fwd or fwd,bwd; "
                          "the backward is measured after its forward)");
-    *out = mask;
+    *out = (uint32_t)mask;   /* PDBX_PASS_COUNT bits */
     return 0;
 }
 
@@ -359,7 +359,7 @@ int plan_read_mbs(const cJSON *v, pdbx_spec *s, char *err, size_t errlen)
     return 0;
 }
 
-static int add_op(const char *name, uint32_t *mask, char *err, size_t errlen)
+static int add_op(const char *name, uint64_t *mask, char *err, size_t errlen)
 {
     if (strcmp(name, "all") == 0) {
         *mask |= PDBX_OPS_ALL;
@@ -379,9 +379,9 @@ static int add_op(const char *name, uint32_t *mask, char *err, size_t errlen)
     return 0;
 }
 
-int plan_read_ops(const cJSON *v, uint32_t *out, char *err, size_t errlen)
+int plan_read_ops(const cJSON *v, pdbx_opmask *out, char *err, size_t errlen)
 {
-    uint32_t mask = 0;
+    uint64_t mask = 0;
     if (read_name_list(v, "ops", add_op, &mask, "a list of op names or \"all\"", err, errlen) != 0)
         return -1;
     if (mask == 0)

@@ -36,7 +36,7 @@ typedef struct {
     int tp, pp, dp;
     int rows;
     double values[FASOP_MAX_ROWS * PDBX_FASOP_COLS];
-    uint32_t not_measured;    /* folded ops measured in none of the rows (they add 0) */
+    pdbx_opmask not_measured;    /* folded ops measured in none of the rows (they add 0) */
     double layer[FASOP_MAX_ROWS], total[FASOP_MAX_ROWS];   /* measured cells, NaN = N/A */
 } fasop_matrix;
 
@@ -96,11 +96,11 @@ static int leading_rows(const pdbx_run *run, const pdbx_rt_config *c,
 /* Every op a column wants is measured in every row (added), in none (adds 0, listed in
  * meta.json), or the config cannot be exported: a column's own op missing, or a folded op
  * in some rows only. Returns the added mask, or 0 with err. */
-static uint32_t decide_ops(const pdbx_rt_point **rows, int nrows, pdbx_attribution attr,
-                           pdbx_stat_kind stat, const char *cfg, uint32_t *not_measured,
+static pdbx_opmask decide_ops(const pdbx_rt_point **rows, int nrows, pdbx_attribution attr,
+                           pdbx_stat_kind stat, const char *cfg, pdbx_opmask *not_measured,
                            char *err, size_t errlen)
 {
-    uint32_t wanted = 0, own = 0, added = 0;
+    pdbx_opmask wanted = 0, own = 0, added = 0;
     for (int col = 0; col < PDBX_FASOP_COLS; col++) {
         wanted |= pdbx_fasop_col_ops(col, attr == PDBX_ATTR_FASOP);
         own |= pdbx_fasop_col_ops(col, 0);
@@ -160,7 +160,7 @@ static int build_matrix(const pdbx_run *run, const pdbx_rt_config *c, pdbx_attri
     int nrows = leading_rows(run, c, rows, err, errlen);
     if (nrows < 0)
         return -1;
-    uint32_t added = decide_ops(rows, nrows, attr, stat, cfg, &m->not_measured, err, errlen);
+    pdbx_opmask added = decide_ops(rows, nrows, attr, stat, cfg, &m->not_measured, err, errlen);
     if (!added)
         return -1;
     /* The run table's columns over the ops measured in every row: the same values `pdbx show
@@ -225,7 +225,7 @@ static cJSON *ms_array(const double *v, int n)
     return arr;
 }
 
-static cJSON *string_array_of_ops(uint32_t mask)
+static cJSON *string_array_of_ops(pdbx_opmask mask)
 {
     int ok = 1;
     cJSON *arr = cJSON_CreateArray();
@@ -287,7 +287,7 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
     for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
         pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
-        uint32_t ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured;
+        pdbx_opmask ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured;
         pdbx_json_put(&ok, col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
     }
     pdbx_json_put(&ok, o, "columns", cols);

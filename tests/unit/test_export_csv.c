@@ -73,7 +73,7 @@ static int count_fields(const char *line)
 static void test_mlp_csv_fused_op_exact(void **state)
 {
     const char *dir = *state;
-    uint32_t qkv = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
+    pdbx_opmask qkv = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
     const tx_point pts[] = { { 1, 1, 1, 1, "ok", qkv }, { 1, 1, 1, 2, "oom", qkv } };
     pdbx_run run;
     tx_build_run(&run, pts, 2, csv_stats, 0);
@@ -257,7 +257,7 @@ static void irregular_stats(int point, int op, int mbs, int tp, int rank, pdbx_s
 static void test_numbers_round_trip(void **state)
 {
     const char *dir = *state;
-    uint32_t ops = PDBX_OP_BIT(PDBX_OP_EMBED) | PDBX_OP_BIT(PDBX_OP_MLP_ACT_FN);
+    pdbx_opmask ops = PDBX_OP_BIT(PDBX_OP_EMBED) | PDBX_OP_BIT(PDBX_OP_MLP_ACT_FN);
     const tx_point pts[] = { { 1, 1, 1, 1, "ok", ops }, { 1, 1, 1, 2, "ok", ops } };
     pdbx_run run;
     tx_build_run(&run, pts, 2, irregular_stats, 0);
@@ -309,7 +309,7 @@ static void test_no_ok_point_writes_nothing(void **state)
 static void test_zero_and_overflowing_degrees(void **state)
 {
     const char *dir = *state;
-    uint32_t ops = PDBX_OP_BIT(PDBX_OP_EMBED);
+    pdbx_opmask ops = PDBX_OP_BIT(PDBX_OP_EMBED);
     const tx_point pts[] = { { 1, 1, 2, 1, "ok", ops }, { 1, 2, 1, 1, "ok", ops } };
     pdbx_run run;
     tx_build_run(&run, pts, 2, csv_stats, 0);

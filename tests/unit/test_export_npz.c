@@ -48,7 +48,7 @@ static void expected_row(const tx_point *pts, int point, pdbx_attribution attr, 
                          double out[10])
 {
     const tx_point *p = &pts[point];
-    uint32_t measured = tx_point_ops(p);
+    pdbx_opmask measured = tx_point_ops(p);
     for (int c = 0; c < 10; c++) {
         out[c] = 0.0;
         if (attr == PDBX_ATTR_PURE) {
@@ -324,10 +324,10 @@ static void test_mbs1_not_ok_is_an_error(void **state)
 static void test_missing_cells(void **state)
 {
     const char *dir = *state;
-    uint32_t all2 = PDBX_OPS_ALL;
-    uint32_t no_k = all2 & ~PDBX_OP_BIT(PDBX_OP_ATTN_K);
-    uint32_t no_post_norm = all2 & ~PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
-    uint32_t no_input_norm = all2 & ~PDBX_OP_BIT(PDBX_OP_INPUT_NORM);
+    pdbx_opmask all2 = PDBX_OPS_ALL;
+    pdbx_opmask no_k = all2 & ~PDBX_OP_BIT(PDBX_OP_ATTN_K);
+    pdbx_opmask no_post_norm = all2 & ~PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
+    pdbx_opmask no_input_norm = all2 & ~PDBX_OP_BIT(PDBX_OP_INPUT_NORM);
     const tx_point pts[] = {
         { 2, 1, 1, 1, "ok", all2 }, { 2, 1, 1, 2, "ok", no_k },            /* GEMM missing */
         { 2, 2, 1, 1, "ok", all2 }, { 2, 2, 1, 2, "ok", no_post_norm },    /* folded op, mixed */

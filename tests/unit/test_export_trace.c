@@ -27,7 +27,7 @@ static const tx_point trace_pts[] = {
 static int ops_per_step(const tx_point *p)
 {
     int per_layer = 0;
-    uint32_t ops = tx_point_ops(p);
+    pdbx_opmask ops = tx_point_ops(p);
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         if ((ops & PDBX_OP_BIT(op)) && pdbx_op_is_per_layer((pdbx_op)op))
             per_layer++;

@@ -78,7 +78,7 @@ static inline void tx_apply(pdbx_run *run, const char *fmt, ...)
 typedef struct {
     int tp, pp, dp, mbs;
     const char *status;       /* "ok", "oom", "predicted_oom", "skipped", "error" */
-    uint32_t ops;             /* ops measured; 0: every op the point has (no TP all-reduce at TP 1) */
+    pdbx_opmask ops;          /* ops measured; 0: every op the point has (no TP all-reduce at TP 1) */
 } tx_point;
 
 typedef void (*tx_stats_fn)(int point, int op, int mbs, int tp, int rank, pdbx_stats *out);
@@ -97,11 +97,11 @@ static inline void tx_stats_default(int point, int op, int mbs, int tp, int rank
     s->std = 0.047 * v;
 }
 
-static inline uint32_t tx_point_ops(const tx_point *p)
+static inline pdbx_opmask tx_point_ops(const tx_point *p)
 {
     if (p->ops)
         return p->ops;
-    uint32_t ops = PDBX_OPS_ALL;
+    pdbx_opmask ops = PDBX_OPS_ALL;
     if (p->tp <= 1)
         ops &= ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
     return ops;
@@ -148,7 +148,7 @@ static inline void tx_build_run(pdbx_run *run, const tx_point *pts, int n, tx_st
         tx_apply(run, "{\"type\":\"point_start\",\"point\":%d,\"tp\":%d,\"pp\":%d,\"dp\":%d,\"mbs\":%d}",
                  i, p->tp, p->pp, p->dp, p->mbs);
         int ok = strcmp(p->status, "ok") == 0;
-        uint32_t ops = tx_point_ops(p);
+        pdbx_opmask ops = tx_point_ops(p);
         for (int op = 0; ok && op < PDBX_OP_COUNT; op++) {
             if (!(ops & PDBX_OP_BIT(op)))
                 continue;

@@ -163,7 +163,7 @@ static void test_tokens_ops(void **state)
     (void)state;
     pdbx_spec s;
     pdbx_spec_defaults(&s);
-    const uint32_t m = pdbx_tokens_ops(&s);
+    const pdbx_opmask m = pdbx_tokens_ops(&s);
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         const int want = op != PDBX_OP_ATTN_CORE && !pdbx_op_is_comm((pdbx_op)op);
         assert_int_equal((m & PDBX_OP_BIT(op)) != 0, want);

@@ -68,16 +68,16 @@ typedef struct {
     /* compute ops prepared (comm bits dropped); with fused_projections the Q/K/V and gate/up
      * bits are replaced by CUDA_FUSED_QKV / CUDA_FUSED_FC1 (the fused GEMMs run for attn_q and
      * mlp_gate; cuda_op_prepared) */
-    uint32_t ops;
+    pdbx_opmask ops;
     /* the ops of `ops` whose GEMM adds a bias (pdbx_op_shape.bias; the fused bits when the
      * group's leader has one): their per-layer bias vectors, bias epilogues and, with bwd,
      * bias gradients */
-    uint32_t bias_ops;
+    pdbx_opmask bias_ops;
 } cuda_dims;
 
 /* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
-#define CUDA_FUSED_QKV (UINT32_C(1) << 30)
-#define CUDA_FUSED_FC1 (UINT32_C(1) << 31)
+#define CUDA_FUSED_QKV (UINT64_C(1) << 62)
+#define CUDA_FUSED_FC1 (UINT64_C(1) << 63)
 /* Whether run_op may run op at the point of dims d: its bit, or the fused group it leads. */
 int cuda_op_prepared(const cuda_dims *d, pdbx_op op);
 

@@ -31,7 +31,7 @@ enum { GK_ACT, GK_F32_ZERO };   /* filled with values in the dtype / fp32 zeros 
 /* engine/plan/plan_profile_memory.c, cuda_grad_list, lists the same buffers for the same ops */
 static const struct {
     const char *name;
-    uint32_t ops;   /* the ops whose backward reads or writes it */
+    pdbx_opmask ops;   /* the ops whose backward reads or writes it */
     int kind;
 } grad_bufs[G_COUNT] = {
     [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
@@ -120,7 +120,7 @@ static size_t grad_elems(const struct cuda_point *pt, int b)
 
 static int grad_used(const struct cuda_point *pt, pdbx_dtype dt, int b)
 {
-    uint32_t uses = grad_bufs[b].ops;
+    pdbx_opmask uses = grad_bufs[b].ops;
     const int flash = pt->attn.dims.flash;
     if ((b == G_SCORES && flash) || ((b == G_DELTA || b == G_DQ_ACC) && !flash) ||
         (b == G_DQ_ACC && dt == PDBX_DTYPE_FP32))
@@ -129,7 +129,7 @@ static int grad_used(const struct cuda_point *pt, pdbx_dtype dt, int b)
         uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
     if (b == G_LM_W && pt->d.tied)
         uses = 0;
-    return (uses & pt->d.ops & (is_bias_grad(b) ? pt->d.bias_ops : ~UINT32_C(0))) != 0;
+    return (uses & pt->d.ops & (is_bias_grad(b) ? pt->d.bias_ops : ~UINT64_C(0))) != 0;
 }
 
 static int alloc_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)

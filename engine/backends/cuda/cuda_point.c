@@ -33,7 +33,7 @@ enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W, K_BIAS, K_ROPE, K_LSE };   /* how a buf
 #define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
 static const struct {
     const char *name;
-    uint32_t ops;   /* the ops that read or write it: allocated when any of them is prepared */
+    pdbx_opmask ops;   /* the ops that read or write it: allocated when any of them is prepared */
     int kind;
 } global_bufs[B_COUNT] = {
     [B_IDS] = {"token_ids", OB(EMBED), K_IDS},
@@ -67,7 +67,7 @@ static const struct {
 };
 static const struct {
     const char *name;
-    uint32_t ops;
+    pdbx_opmask ops;
     int kind;
 } layer_bufs[W_COUNT] = {
     [W_IN_NORM] = {"input_norm_weight", OB(INPUT_NORM), K_NORM_W},
@@ -97,7 +97,7 @@ static const struct {
  * has one). */
 static int layer_buf_used(const struct cuda_point *pt, int w)
 {
-    const uint32_t ops = layer_bufs[w].kind == K_BIAS ? pt->d.ops & pt->d.bias_ops : pt->d.ops;
+    const pdbx_opmask ops = layer_bufs[w].kind == K_BIAS ? pt->d.ops & pt->d.bias_ops : pt->d.ops;
     return (layer_bufs[w].ops & ops) != 0;
 }
 #undef OB
@@ -261,11 +261,11 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
         if ((d->ops & PDBX_OP_BIT(op)) && p->shape[op].bias)
             d->bias_ops |= PDBX_OP_BIT(op);
     if (p->fused_projections) {
-        const uint32_t qkv = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
-        const uint32_t fc1 = PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP);
+        const pdbx_opmask qkv = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
+        const pdbx_opmask fc1 = PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP);
         /* a fused GEMM has its group's bias (the group shares the flag: the leader's says) */
-        const uint32_t qkv_b = d->ops & qkv && p->shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0;
-        const uint32_t fc1_b = d->ops & fc1 && p->shape[PDBX_OP_MLP_GATE].bias ? CUDA_FUSED_FC1 : 0;
+        const pdbx_opmask qkv_b = d->ops & qkv && p->shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0;
+        const pdbx_opmask fc1_b = d->ops & fc1 && p->shape[PDBX_OP_MLP_GATE].bias ? CUDA_FUSED_FC1 : 0;
         d->ops = (d->ops & ~(qkv | fc1)) | (d->ops & qkv ? CUDA_FUSED_QKV : 0) | (d->ops & fc1 ? CUDA_FUSED_FC1 : 0);
         d->bias_ops = (d->bias_ops & ~(qkv | fc1)) | qkv_b | fc1_b;
     }
@@ -330,7 +330,7 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
     const size_t es = dtype_size(c->dtype);
     uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
     for (int b = 0; b < B_COUNT && rc == 0; b++) {
-        uint32_t uses = global_bufs[b].ops;
+        pdbx_opmask uses = global_bufs[b].ops;
         if (b == B_EMBED && pt->d.tied)
             uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
         if (b == B_LM_W && pt->d.tied)
