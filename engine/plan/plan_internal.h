@@ -41,6 +41,25 @@ int plan_json_number(const cJSON *v, const char *field, double lo, double hi, do
 int plan_json_bool(const cJSON *v, const char *field, int *out, char *err, size_t errlen);
 int plan_json_string(const cJSON *v, const char *field, const char **out, char *err, size_t errlen);
 
+/* plan_cfg.c: one optional key of a config.json object o (or of a spec's arch object): NULL /
+ * 1 when it is absent or null (the output keeps its value), 0 read, -1 error with one line
+ * naming "<org>: <prefix><key>" and what is allowed. plan_cfg_need_int: absent is an error. */
+const cJSON *plan_cfg_item(const cJSON *o, const char *key);
+int plan_cfg_int(const cJSON *o, const char *org, const char *prefix, const char *key, long long lo,
+                 long long hi, int *out, char *err, size_t errlen);
+int plan_cfg_need_int(const cJSON *o, const char *org, const char *prefix, const char *key, long long lo,
+                      long long hi, int *out, char *err, size_t errlen);
+int plan_cfg_bool(const cJSON *o, const char *org, const char *prefix, const char *key, int *out, char *err,
+                  size_t errlen);
+int plan_cfg_num(const cJSON *o, const char *org, const char *prefix, const char *key, double lo, double hi,
+                 double *out, char *err, size_t errlen);
+int plan_cfg_str(const cJSON *o, const char *org, const char *prefix, const char *key, char *out, size_t len,
+                 char *err, size_t errlen);
+
+/* plan_arch_out.c: reads back the arch object pdbx wrote into a spec (pdbx_arch_to_json's form)
+ * into m->arch, whose defaults (plan_arch_llama) the caller set. */
+int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err, size_t errlen);
+
 /* Range message: "<field>: <value> is out of range (allowed: lo..hi)". */
 int plan_range_fail(const char *field, long long v, long long lo, long long hi, char *err, size_t errlen);
 
