@@ -404,6 +404,11 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
 /* 1 when m's arch gives linear op `op` a bias (arch.bias.qkv for attn_q/k/v, attn_out for
  * attn_o, mlp for mlp_gate/up/down); 0 otherwise (pdbx_op_shape.bias). */
 int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op);
+/* The ops model m has, once per step and per layer: every op of a Llama layer; a plain
+ * (ungated) MLP has no mlp_gate (mlp_up is its first linear layer, fc1 / c_fc); learned
+ * absolute positions have no attn_rope (the position table is added inside embed). A point
+ * measures the spec's ops that the model has (pdbx_spec.ops & this). */
+pdbx_opmask pdbx_model_ops(const pdbx_model *m);
 
 /* The FLOPs the cuda backend's attention core executes (its GEMMs/tensor-core products; the
  * softmax's exponentials not counted) for `batch` = sequences x q heads on the rank, seq s,

@@ -31,12 +31,20 @@
 typedef enum { PDBX_ATTN_MHA = 0, PDBX_ATTN_GQA, PDBX_ATTN_MLA } pdbx_attn_kind;
 /* Which layers a sliding window applies to. */
 typedef enum { PDBX_SW_NONE = 0, PDBX_SW_ALL, PDBX_SW_ALTERNATING, PDBX_SW_SOME } pdbx_sw_layers;
+/* The norms of a layer (and the final norm): RMSNorm (Llama; Gemma's 1 + w form costs the same)
+ * or LayerNorm with a bias (gpt2, gpt-neox, gpt-j: torch.nn.LayerNorm). */
+typedef enum { PDBX_NORM_RMS = 0, PDBX_NORM_LAYER } pdbx_norm_kind;
+/* Where positions enter: rotary embeddings of q and k (the attn_rope op), or a learned absolute
+ * table added to the token embeddings (gpt2's wpe: part of the embed op, no attn_rope). */
+typedef enum { PDBX_POS_ROPE = 0, PDBX_POS_LEARNED } pdbx_position_kind;
 
 typedef struct {
     char model_type[32];      /* the config's model_type ("" in pdbx's minimal form) */
     char nested[16];          /* "text_config" when read from a multimodal config's text model */
     char activation[24];      /* hidden_act / hidden_activation / activation_function, as named */
     int mlp_gated;            /* act(gate) x up (Llama) rather than act(up) (gpt2, gpt-neox) */
+    pdbx_norm_kind norm;
+    pdbx_position_kind position;
     pdbx_attn_kind attention; /* mha: kv heads = heads; gqa: fewer; mla: DeepSeek latent */
     struct {                  /* attention == MLA (DeepSeek-V2/V3); q_lora_rank 0: no q low rank */
         int kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;

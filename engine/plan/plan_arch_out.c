@@ -24,6 +24,8 @@ static int pick(const char *org, const char *field, const char *s, const char *c
 static const char *const mlp_names[] = {"plain", "gated"};
 static const char *const attn_names[] = {"mha", "gqa", "mla"};
 static const char *const sw_names[] = {"none", "all", "alternating", "some"};
+static const char *const norm_names[] = {"rmsnorm", "layernorm"};
+static const char *const position_names[] = {"rope", "learned"};
 
 int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err, size_t errlen)
 {
@@ -40,6 +42,16 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
         if (pick(org, "mlp", buf, mlp_names, 2, &k, err, errlen) != 0)
             return -1;
         a->mlp_gated = k;
+    }
+    if (plan_cfg_str(o, org, "arch.", "norm", buf, sizeof buf, err, errlen) == 0) {
+        if (pick(org, "norm", buf, norm_names, 2, &k, err, errlen) != 0)
+            return -1;
+        a->norm = (pdbx_norm_kind)k;
+    }
+    if (plan_cfg_str(o, org, "arch.", "position", buf, sizeof buf, err, errlen) == 0) {
+        if (pick(org, "position", buf, position_names, 2, &k, err, errlen) != 0)
+            return -1;
+        a->position = (pdbx_position_kind)k;
     }
     if (plan_cfg_str(o, org, "arch.", "attention", buf, sizeof buf, err, errlen) == 0) {
         if (pick(org, "attention", buf, attn_names, 3, &k, err, errlen) != 0)
@@ -112,6 +124,8 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
     ok = ok && cJSON_AddStringToObject(o, "activation", a->activation);
     ok = ok && cJSON_AddStringToObject(o, "mlp", mlp_names[a->mlp_gated ? 1 : 0]);
     ok = ok && cJSON_AddStringToObject(o, "attention", attn_names[a->attention]);
+    ok = ok && cJSON_AddStringToObject(o, "norm", norm_names[a->norm]);
+    ok = ok && cJSON_AddStringToObject(o, "position", position_names[a->position]);
     if (ok && a->attention == PDBX_ATTN_MLA) {
         ok = (x = cJSON_AddObjectToObject(o, "mla")) != NULL &&
              cJSON_AddNumberToObject(x, "kv_lora_rank", a->mla.kv_lora_rank) &&
@@ -171,6 +185,10 @@ void pdbx_arch_summary(const pdbx_model *m, char *buf, size_t len)
     if (a->sliding_window.layers != PDBX_SW_NONE)
         PUT(", sliding window %d (%s, %d layers)", a->sliding_window.size, sw_names[a->sliding_window.layers],
             a->sliding_window.count);
+    if (a->norm != PDBX_NORM_RMS)   /* said only where it is not Llama's (the summaries stay as they were) */
+        PUT(", %s", norm_names[a->norm]);
+    if (a->position != PDBX_POS_ROPE)
+        PUT(", %s positions", position_names[a->position]);
     if (a->bias.qkv || a->bias.attn_out || a->bias.mlp)
         PUT(", bias%s%s%s", a->bias.qkv ? " qkv" : "", a->bias.attn_out ? " attn_out" : "", a->bias.mlp ? " mlp" : "");
     else

@@ -3,8 +3,11 @@
  * Choices (docs/spec.md, "Shapes"): GEMM FLOPs are 2mnk; the causal attention core counts
  * half of the full QK^T and PV matrices (the unmasked half: 2*b*heads*s*s*d), its bytes are
  * q, k, v read and the output written once (no score matrix: a fused kernel's minimum);
- * RMSNorm counts 4 FLOPs per element, SiLU(gate)*up 4 per element, RoPE 3 per element of q
- * and k (its fp32 cos/sin table read once), a residual add 1; the TP all-reduces carry
+ * RMSNorm counts 4 FLOPs per element, LayerNorm 7 (mean, centre, square, sum, scale, weight,
+ * bias), SiLU(gate)*up 4 per element, GELU 9 (tanh form: x^3, two multiplies, an add, tanh, an
+ * add, two multiplies) or 5 (erf form), times up 1 more, RoPE 3 per element of q and k (its
+ * fp32 cos/sin table read once), a residual add 1, embed's learned positions 1 per element
+ * (the table's rows read: seq_len x h); the TP all-reduces carry
  * their message size S = T*h*e as bytes and no FLOPs (nothing at TP 1). The fused QKV and fc1
  * GEMMs (fused_projections) are GEMMs of the summed widths; each op's share of one is its
  * FLOPs over the fused FLOPs. */
@@ -26,6 +29,25 @@ double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, i
     const int64_t t = pass == PDBX_PASS_BWD ? PDBX_FLASH_BWD_TILE : tile;
     const double nt = (double)((s + t - 1) / t);
     return per_tile * (double)batch * (double)d * (double)t * (double)t * nt * (nt + 1) / 2;
+}
+
+pdbx_opmask pdbx_model_ops(const pdbx_model *m)
+{
+    pdbx_opmask ops = PDBX_OPS_ALL;
+    if (!m->arch.mlp_gated)
+        ops &= ~PDBX_OP_BIT(PDBX_OP_MLP_GATE);
+    if (m->arch.position == PDBX_POS_LEARNED)
+        ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
+    return ops;
+}
+
+/* FLOPs per element of the MLP's activation op (docs/spec.md, "Shapes"). */
+static double act_flops(const pdbx_arch *a)
+{
+    const double act = strncmp(a->activation, "gelu", 4) != 0 ? 3   /* silu: a sigmoid */
+                       : strcmp(a->activation, "gelu") == 0 ? 5     /* erf form */
+                                                            : 9;    /* tanh forms */
+    return act + (a->mlp_gated ? 1 : 0);
 }
 
 static void gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)
@@ -86,13 +108,20 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     const double e = pdbx_dtype_bytes(spec->dtype);
 
     switch (op) {
-    case PDBX_OP_EMBED:            /* gather T rows of [V/TP, h]: rows read, [T,h] written */
-        elementwise(out, T, h, 0, 2.0 * e * (double)T * h);
+    case PDBX_OP_EMBED:            /* gather T rows of [V/TP, h]: rows read, [T,h] written; learned
+                                    * positions: their s rows read and added */
+        if (m->arch.position == PDBX_POS_LEARNED)
+            elementwise(out, T, h, 1, e * (3.0 * (double)T * h + (double)s * h));
+        else
+            elementwise(out, T, h, 0, 2.0 * e * (double)T * h);
         break;
     case PDBX_OP_INPUT_NORM:
     case PDBX_OP_POST_ATTN_NORM:
-    case PDBX_OP_FINAL_NORM:       /* x read, y written, weight read */
-        elementwise(out, T, h, 4, e * (2.0 * (double)T * h + (double)h));
+    case PDBX_OP_FINAL_NORM:       /* x read, y written, weight (and LayerNorm's bias) read */
+        if (m->arch.norm == PDBX_NORM_LAYER)
+            elementwise(out, T, h, 7, e * (2.0 * (double)T * h + 2.0 * (double)h));
+        else
+            elementwise(out, T, h, 4, e * (2.0 * (double)T * h + (double)h));
         break;
     case PDBX_OP_ATTN_Q:
         gemm(out, T, a_t * d, h, e);
@@ -130,8 +159,8 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_MLP_UP:
         gemm(out, T, I_t, h, e);
         break;
-    case PDBX_OP_MLP_ACT_FN:       /* gate and up read, product written */
-        elementwise(out, T, I_t, 4, 3.0 * e * (double)T * I_t);
+    case PDBX_OP_MLP_ACT_FN:       /* gate and up read, product written (plain: up alone read) */
+        elementwise(out, T, I_t, act_flops(&m->arch), (m->arch.mlp_gated ? 3.0 : 2.0) * e * (double)T * I_t);
         break;
     case PDBX_OP_MLP_DOWN:
         gemm(out, T, h, I_t, e);

@@ -1,0 +1,160 @@
+/* test_plan_families.c: what the planner knows of the dense families beyond Llama (issue 24,
+ * item 4): the norm and position kinds read from each family's config.json (gpt2: LayerNorm and
+ * a learned position table; gpt-neox and gpt-j: LayerNorm with rotary), the ops a model has
+ * (pdbx_model_ops: no mlp_gate for a plain MLP, no attn_rope for learned positions), and the
+ * shapes of the ops that change, by hand on gpt2's fixture (h 768, 12 heads, n_inner 3072,
+ * vocab 50257) at seq 1024, MBS 2, fp32:
+ *   T = 2048; embed: T h = 1572864 adds, bytes 4 (3 T h + s h) = 4 (4718592 + 786432) = 22020096
+ *   a LayerNorm: 7 T h = 11010048 FLOPs, bytes 4 (2 T h + 2 h) = 12589056
+ *   mlp_act_fn (gelu_new, plain): 9 T I = 9 x 2048 x 3072 = 56623104 FLOPs, bytes 4 x 2 T I =
+ *     50331648
+ *   mlp_up (c_fc): [2048 x 768] x [768 x 3072] with its bias: 2 T h I + T I = 9663676416 + 6291456
+ * and a Llama's stay what they were (SiLU x up 4 per element, RMSNorm 4). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/plan/plan.h"
+
+#define FIXTURES PDBX_SOURCE_DIR "/tests/fixtures/models/"
+
+static void load(const char *file, pdbx_spec *s)
+{
+    char path[1024], err[1024] = "";
+    pdbx_spec_defaults(s);
+    snprintf(path, sizeof path, FIXTURES "%s", file);
+    int rc = pdbx_model_load(path, &s->model, err, sizeof err);
+    if (rc != 0)
+        print_error("%s: %s\n", file, err);
+    assert_int_equal(rc, 0);
+    s->seq_len = 1024;
+    s->dtype = PDBX_DTYPE_FP32;
+}
+
+static void test_kinds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        pdbx_norm_kind norm;
+        pdbx_position_kind position;
+    } cases[] = {
+        {"gpt2.json", PDBX_NORM_LAYER, PDBX_POS_LEARNED},
+        {"pythia-160m.json", PDBX_NORM_LAYER, PDBX_POS_ROPE},
+        {"gpt-j-6b.json", PDBX_NORM_LAYER, PDBX_POS_ROPE},
+        {"gemma-2-9b.json", PDBX_NORM_RMS, PDBX_POS_ROPE},
+        {"Qwen2.5-7B.json", PDBX_NORM_RMS, PDBX_POS_ROPE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pdbx_spec s;
+        load(cases[i].file, &s);
+        assert_int_equal(s.model.arch.norm, cases[i].norm);
+        assert_int_equal(s.model.arch.position, cases[i].position);
+    }
+}
+
+static void test_model_ops(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    load("gpt2.json", &s);
+    const pdbx_opmask gpt2 = pdbx_model_ops(&s.model);
+    assert_true(!(gpt2 & PDBX_OP_BIT(PDBX_OP_MLP_GATE)) && !(gpt2 & PDBX_OP_BIT(PDBX_OP_ATTN_ROPE)));
+    assert_true(gpt2 == (PDBX_OPS_ALL & ~(PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_ATTN_ROPE))));
+    load("pythia-160m.json", &s);   /* plain MLP, rotary */
+    assert_true(pdbx_model_ops(&s.model) == (PDBX_OPS_ALL & ~PDBX_OP_BIT(PDBX_OP_MLP_GATE)));
+    load("Qwen2.5-7B.json", &s);    /* a Llama layer: every op */
+    assert_true(pdbx_model_ops(&s.model) == PDBX_OPS_ALL);
+}
+
+static void shape(const pdbx_spec *s, pdbx_op op, pdbx_op_shape *o)
+{
+    assert_int_equal(pdbx_op_shape_for(s, 1, 2, op, o), 0);
+}
+
+static void test_gpt2_shapes(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    load("gpt2.json", &s);
+    assert_int_equal(s.model.intermediate, 3072);
+    pdbx_op_shape o;
+    shape(&s, PDBX_OP_EMBED, &o);
+    assert_true(o.flops == 1572864.0 && o.bytes == 22020096.0);
+    shape(&s, PDBX_OP_INPUT_NORM, &o);
+    assert_true(o.flops == 11010048.0 && o.bytes == 12589056.0);
+    shape(&s, PDBX_OP_FINAL_NORM, &o);
+    assert_true(o.flops == 11010048.0);
+    shape(&s, PDBX_OP_MLP_ACT_FN, &o);
+    assert_true(o.flops == 56623104.0 && o.bytes == 50331648.0);
+    shape(&s, PDBX_OP_MLP_UP, &o);
+    assert_true(o.m == 2048 && o.n == 3072 && o.k == 768 && o.bias);
+    assert_true(o.flops == 9663676416.0 + 6291456.0);
+    /* gelu (erf, gpt-neox's "gelu") counts 5 per element */
+    load("pythia-160m.json", &s);
+    shape(&s, PDBX_OP_MLP_ACT_FN, &o);
+    assert_true(o.flops == 5.0 * 2048 * s.model.intermediate);
+}
+
+static void test_llama_unchanged(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    load("Qwen2.5-7B.json", &s);
+    const double T = 2048, h = s.model.hidden, I = s.model.intermediate;
+    pdbx_op_shape o;
+    shape(&s, PDBX_OP_MLP_ACT_FN, &o);
+    assert_true(o.flops == 4 * T * I && o.bytes == 4 * 3 * T * I);
+    shape(&s, PDBX_OP_INPUT_NORM, &o);
+    assert_true(o.flops == 4 * T * h && o.bytes == 4 * (2 * T * h + h));
+    shape(&s, PDBX_OP_EMBED, &o);
+    assert_true(o.flops == 0 && o.bytes == 4 * 2 * T * h);
+}
+
+/* The kinds travel with the spec (pdbx_arch_to_json's "norm" and "position") and come back from
+ * it as they were written; an unknown kind is refused naming the field. */
+static void test_round_trip(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    load("gpt2.json", &s);
+    cJSON *arch = pdbx_arch_to_json(&s.model);
+    assert_non_null(arch);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(arch, "norm")->valuestring, "layernorm");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(arch, "position")->valuestring, "learned");
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cfg, "hidden_size", 768);
+    cJSON_AddNumberToObject(cfg, "intermediate_size", 3072);
+    cJSON_AddNumberToObject(cfg, "num_attention_heads", 12);
+    cJSON_AddNumberToObject(cfg, "num_hidden_layers", 12);
+    cJSON_AddNumberToObject(cfg, "vocab_size", 50257);
+    cJSON_AddItemToObject(cfg, "arch", arch);
+    pdbx_model m;
+    memset(&m, 0, sizeof m);
+    char err[512] = "";
+    assert_int_equal(plan_arch_read(cfg, "spec", &m, err, sizeof err), 0);
+    assert_int_equal(m.arch.norm, PDBX_NORM_LAYER);
+    assert_int_equal(m.arch.position, PDBX_POS_LEARNED);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(cfg, "arch"), "norm",
+                              cJSON_CreateString("batchnorm"));
+    assert_int_equal(plan_arch_read(cfg, "spec", &m, err, sizeof err), -1);
+    assert_string_equal(err, "spec: arch.norm: 'batchnorm' is not known (allowed: rmsnorm, layernorm)");
+    cJSON_Delete(cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_model_ops),
+        cmocka_unit_test(test_gpt2_shapes),
+        cmocka_unit_test(test_llama_unchanged),
+        cmocka_unit_test(test_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
