@@ -194,7 +194,7 @@ pdbx_op pdbx_point_sample_op(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
                  : op == PDBX_OP_MLP_UP ? PDBX_OP_MLP_GATE
                  : op == PDBX_OP_MLP_RESIDUAL ? PDBX_OP_ATTN_RESIDUAL
                  : op == PDBX_OP_TP_ALLREDUCE_MLP ? PDBX_OP_TP_ALLREDUCE_ATTN : op;
-    if (with == op || !(spec->ops & PDBX_OP_BIT(with)))
+    if (with == op || !(pdbx_spec_ops(spec) & PDBX_OP_BIT(with)))
         return op;
     pdbx_op_shape a, b;
     memset(&a, 0, sizeof a);
@@ -227,7 +227,7 @@ static void push_fused(point_run *pr, pdbx_op leader, pdbx_pass pass, int layer,
 static void run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double step0, int trace)
 {
     pdbx_engine *e = pr->e;
-    if (!(e->spec.ops & PDBX_OP_BIT(op)))
+    if (!(pdbx_spec_ops(&e->spec) & PDBX_OP_BIT(op)))
         return;
     if (pr->fused_leader[op] != PDBX_OP_COUNT && pr->fused_leader[op] != op)
         return;   /* timed within its leader's fused GEMM */
@@ -468,7 +468,7 @@ static int run_cells(point_run *pr)
         if (!(sp->passes & PDBX_PASS_BIT(pass)))
             continue;
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
-            if (!(sp->ops & PDBX_OP_BIT(op)) || pr->sample_op[op] != (pdbx_op)op ||
+            if (!(pdbx_spec_ops(sp) & PDBX_OP_BIT(op)) || pr->sample_op[op] != (pdbx_op)op ||
                 (pr->fused_leader[op] != PDBX_OP_COUNT && pr->fused_leader[op] != (pdbx_op)op) ||
                 (pdbx_op_is_comm((pdbx_op)op) && (pass != PDBX_PASS_FWD || pr->cg->tp < 2)))
                 continue;
@@ -498,7 +498,7 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
     ps->mbs = pt->mbs;
     ps->seq_len = e->spec.seq_len;
     ps->layers = e->spec.layers_profiled;
-    ps->ops = e->spec.ops;
+    ps->ops = pdbx_spec_ops(&e->spec);
     ps->passes = e->spec.passes;
     ps->fused_projections = e->spec.fused_projections;
     for (int op = 0; op < PDBX_OP_COUNT; op++)

@@ -94,7 +94,7 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             pdbx_op from = pdbx_point_sample_op(&e->spec, pt->tp, pt->mbs, (pdbx_op)op);
             int row = PDBX_ROW_OP(pass, from);
-            if (!(e->spec.ops & PDBX_OP_BIT(op)) || !row_measured(res->compute, row))
+            if (!(pdbx_spec_ops(&e->spec) & PDBX_OP_BIT(op)) || !row_measured(res->compute, row))
                 continue;                   /* not measured (not in ops, TP 1 all-reduce, no bwd) */
             pdbx_cell c = row_cell(res->compute, row, g, 0);
             if (pdbx_op_is_comm((pdbx_op)op)) {

@@ -156,7 +156,7 @@ static void coll(vrun *r, pdbx_group *g, pdbx_coll c, pdbx_dtype dtype, double b
 static int op_runs(const vrun *r, pdbx_op op)
 {
     const pdbx_spec *sp = &r->e->spec;
-    if (!(sp->ops & PDBX_OP_BIT(op)))
+    if (!(pdbx_spec_ops(sp) & PDBX_OP_BIT(op)))
         return 0;
     if (sp->fused_projections) {
         pdbx_op leader = pdbx_fused_leader(op);
@@ -182,7 +182,7 @@ static void compute(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
 static void layer_op(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
 {
     if (pdbx_op_is_comm(op)) {
-        if (r->v->tp > 1 && (r->e->spec.ops & PDBX_OP_BIT(op)))
+        if (r->v->tp > 1 && (pdbx_spec_ops(&r->e->spec) & PDBX_OP_BIT(op)))
             coll(r, r->cg.g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, r->e->spec.dtype, r->act_bytes, PART_TP);
         return;
     }
@@ -322,7 +322,7 @@ static void fill_shapes(const vrun *r, pdbx_point_shapes *ps)
     ps->mbs = r->v->mbs;
     ps->seq_len = sp->seq_len;
     ps->layers = r->stage_layers;
-    ps->ops = sp->ops;
+    ps->ops = pdbx_spec_ops(sp);
     ps->passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
     ps->fused_projections = sp->fused_projections;
     for (int op = 0; op < PDBX_OP_COUNT; op++)

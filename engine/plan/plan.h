@@ -409,6 +409,9 @@ int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op);
  * absolute positions have no attn_rope (the position table is added inside embed). A point
  * measures the spec's ops that the model has (pdbx_spec.ops & this). */
 pdbx_opmask pdbx_model_ops(const pdbx_model *m);
+/* The ops a point of spec s measures: the spec's ops (`ops`, "all" by default) that its model
+ * has. */
+pdbx_opmask pdbx_spec_ops(const pdbx_spec *s);
 
 /* The FLOPs the cuda backend's attention core executes (its GEMMs/tensor-core products; the
  * softmax's exponentials not counted) for `batch` = sequences x q heads on the rank, seq s,

@@ -541,7 +541,7 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
     out->mbs = mbs;
     out->seq_len = spec->seq_len;
     out->layers = spec->layers_profiled;
-    out->ops = spec->ops;
+    out->ops = pdbx_spec_ops(spec);
     out->passes = spec->passes;
     out->dtype = spec->dtype;
     if (backend == PDBX_BACKEND_AUTO)

@@ -41,6 +41,11 @@ pdbx_opmask pdbx_model_ops(const pdbx_model *m)
     return ops;
 }
 
+pdbx_opmask pdbx_spec_ops(const pdbx_spec *s)
+{
+    return s->ops & pdbx_model_ops(&s->model);
+}
+
 /* FLOPs per element of the MLP's activation op (docs/spec.md, "Shapes"). */
 static double act_flops(const pdbx_arch *a)
 {
