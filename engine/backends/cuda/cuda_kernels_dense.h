@@ -34,7 +34,8 @@ extern "C" {
 
 /* torch.nn.LayerNorm over rows of [rows, cols]: y = (x - mean) * rstd * w + b (biased
  * variance, rstd = rsqrt(var + eps), statistics in fp32, b may be NULL); mean[rows], rstd[rows]
- * (fp32) written when not NULL (the backward's inputs). One warp per row, 8 rows per block. */
+ * (fp32) written when not NULL (the backward's inputs). One warp per row, 8 rows per block;
+ * cols <= 2^24 (the statistics count elements in fp32). */
 cudaError_t ck_layernorm(const void *x, const void *w, const void *b, void *y, float *mean,
                          float *rstd, int64_t rows, int64_t cols, float eps, pdbx_dtype dt,
                          cudaStream_t stream);
@@ -50,9 +51,9 @@ cudaError_t ck_layernorm_bwd(const void *x, const void *w, const float *mean, co
  * (x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))). */
 typedef enum { CK_GELU_ERF = 0, CK_GELU_TANH } ck_gelu_kind;
 
-/* Element-wise over n elements, 16-byte vectors where every array is aligned at the same
- * element (cuda_dense_walk.h, ck_split_flat), scalars otherwise:
- * out = gelu(x). */
+/* The four GELU functions are element-wise over n elements: 16-byte vectors where every array
+ * is 16-byte aligned at the same element (after a scalar head; cuda_dense_walk.h,
+ * ck_split_flat), one element per thread otherwise. out = gelu(x). */
 cudaError_t ck_gelu(const void *x, void *out, int64_t n, ck_gelu_kind kind, pdbx_dtype dt,
                     cudaStream_t stream);
 /* out = gelu(gate) * up (Gemma's gated GELU; gelu rounded to the dtype before the product, as
