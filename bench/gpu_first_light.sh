@@ -57,8 +57,9 @@ DEVICE_TIMEOUT_S=510                  # what to give the device tool's run: the 
 # ---- what is carried ---------------------------------------------------------------------------
 # Build outputs the device run executes (relative to the build directory).
 CARRIED_BUILD=(bin/pdbx bin/pdbx-engine lib/libpdbx_cuda.so tests/test_cuda_kernels
-               tests/test_cuda_kernels_bwd tests/test_cuda_attn_kv tests/test_cuda_backend)
-UNIT_BINS=(test_cuda_kernels test_cuda_kernels_bwd test_cuda_attn_kv test_cuda_backend)
+               tests/test_cuda_kernels_bwd tests/test_cuda_attn_kv tests/test_cuda_kernels_dense
+               tests/test_cuda_backend)
+UNIT_BINS=(test_cuda_kernels test_cuda_kernels_bwd test_cuda_attn_kv test_cuda_kernels_dense test_cuda_backend)
 # Debian 12 packages (ldd of the binaries above, of orterun and of the MCA plugins kept):
 #   openmpi-bin (orterun, orted), libopenmpi3 (libmpi, ORTE/OPAL, MCA plugins), openmpi-common
 #   (help texts), libpmix2 (PMIx server of orterun, ext3x plugin), libhwloc15 + libudev1
