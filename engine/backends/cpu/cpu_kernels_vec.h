@@ -114,32 +114,29 @@ PDBX_K_INLINE float pdbx_k_exp_sum(float a, float b)
  * xh^2/2, exact with xh = x cut to 12 significant bits, and (x - xh)(x + xh)/2, small, for
  * pdbx_k_exp_sum (needed where there is no FMA: in the baseline clone -xh^2/2 would otherwise
  * be rounded; the FMA clones fuse x^2 into the range reduction's subtraction exactly anyway).
- * Measured over every 13th float against double erfc: relative error of the value < 6e-7
- * wherever |gelu(x)| > 1e-30 (4.5e-7 with FMA, 5.5e-7 without), absolute below 5e-35
- * elsewhere; derivative Phi + x phi(x), absolute error < 2.7e-7 (it crosses zero near
+ * Measured over every 13th float against double erfc: relative error of the value < 6.5e-7
+ * wherever |gelu(x)| > 1e-30 (6.1e-7 with FMA, 5.7e-7 without), absolute below 5e-35
+ * elsewhere; derivative Phi + x phi(x), absolute error < 2.8e-7 (it crosses zero near
  * x = -0.75, so no relative bound there). x > 12.5: x and 1; x < -12.5: 0 and 0. */
 PDBX_K_INLINE float pdbx_k_gelu_erf(float x, float *d)
 {
-    float ax = x < 0.0f ? -x : x;
+    float ax = __builtin_fabsf(x);                      /* an and, not a libm call */
     ax = ax > PDBX_K_GELU_ERF_EDGE ? PDBX_K_GELU_ERF_EDGE : ax;
     const float t = 1.0f / (1.0f + 0.35355339059327376f * ax);   /* 1 / (1 + |x| / (2 sqrt2)) */
-    float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
+    /* P(t) - ln2 (the 1/2 of erfc/2 folded into the exponent) by Estrin's scheme: 4 levels of
+     * FMA instead of Horner's 9, which left the FMA units waiting on the chain (25% faster) */
+    const float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
+    const float q0 = 1.00002368f * t - 1.95865941f, q1 = 0.09678418f * t + 0.37409196f;
+    const float q2 = 0.27886807f * t - 0.18628806f, q3 = 1.48851587f * t - 1.13520398f;
+    const float q4 = 0.17087277f * t - 0.82215223f;
+    const float p = ((q0 + q1 * t2) + (q2 + q3 * t2) * t4) + q4 * t8;
     uint32_t bits;
     memcpy(&bits, &ax, sizeof bits);
     bits &= 0xfffff000u;                                /* 12 significant bits: xh^2 exact */
     float xh;
     memcpy(&xh, &bits, sizeof xh);
     const float a = -0.5f * xh * xh, b = -0.5f * (ax - xh) * (ax + xh);
-    const float h = 0.5f * t * pdbx_k_exp_sum(a, b + p);   /* erfc(|x| / sqrt2) / 2 */
+    const float h = t * pdbx_k_exp_sum(a, b + p);       /* erfc(|x| / sqrt2) / 2 */
     const float hc = 1.0f - h;
     float cdf = x < 0.0f ? h : hc;
     cdf = x < -PDBX_K_GELU_ERF_EDGE ? 0.0f : cdf;
