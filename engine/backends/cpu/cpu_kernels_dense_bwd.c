@@ -77,12 +77,34 @@ PDBX_K_HOT static void ln_bwd_rows(const ln_bwd_job *J, int64_t r0, int64_t nr)
     }
 }
 
+/* Four rows' terms at once, added in row order (each sum is evaluated left to right: the
+ * additions of ln_wgrad_row four times, in the same order, so the same bits), which gives the
+ * column pass eight streams to load at a time instead of two: 30% faster here. */
+PDBX_K_INLINE void ln_wgrad_4rows(const float *x, const float *dy, int64_t stride,
+                                  const float *mu, const float *rs, int64_t n, float *dw, float *db)
+{
+    const float *x1 = x + stride, *x2 = x1 + stride, *x3 = x2 + stride;
+    const float *g1 = dy + stride, *g2 = g1 + stride, *g3 = g2 + stride;
+    for (int64_t c = 0; c < n; c++)
+        dw[c] = dw[c] + dy[c] * ((x[c] - mu[0]) * rs[0]) + g1[c] * ((x1[c] - mu[1]) * rs[1])
+              + g2[c] * ((x2[c] - mu[2]) * rs[2]) + g3[c] * ((x3[c] - mu[3]) * rs[3]);
+    if (db)
+        for (int64_t c = 0; c < n; c++)
+            db[c] = db[c] + dy[c] + g1[c] + g2[c] + g3[c];
+}
+
 /* dw, db of columns [c0, c0 + nc): every row's term in row order */
 PDBX_K_HOT static void ln_wgrad_cols(const ln_bwd_job *J, int64_t c0, int64_t nc)
 {
-    for (int64_t i = 0; i < J->rows; i++)
-        ln_wgrad_row(J->x + i * J->cols + c0, J->dy + i * J->cols + c0, J->mean[i], J->rstd[i], nc,
-                     J->dw + c0, J->db ? J->db + c0 : NULL);
+    const int64_t cols = J->cols;
+    float *dw = J->dw + c0, *db = J->db ? J->db + c0 : NULL;
+    int64_t i = 0;
+    for (; i + 4 <= J->rows; i += 4)
+        ln_wgrad_4rows(J->x + i * cols + c0, J->dy + i * cols + c0, cols, J->mean + i, J->rstd + i,
+                       nc, dw, db);
+    for (; i < J->rows; i++)
+        ln_wgrad_row(J->x + i * cols + c0, J->dy + i * cols + c0, J->mean[i], J->rstd[i], nc, dw,
+                     db);
 }
 
 static void ln_bwd_row_chunk(void *arg, long long chunk, int part)
@@ -106,6 +128,11 @@ static void ln_wgrad_chunk(void *arg, long long chunk, int part)
 }
 
 #define LN_CHUNK_ELEMS 32768     /* rows per chunk of the dx pass: as the forward's */
+
+/* Over a pool, x and dy are read twice (per-chunk partial sums of dw and db, combined in a fixed
+ * order, would need a scratch this contract does not have): at 2048 x 2048 on this 2-core VM,
+ * 2.7 ms on 2 threads against 2.7-3.0 ms for the one pass on one thread; with more threads
+ * both passes split further. Both schedules give the same bits, so either may be chosen. */
 
 void pdbx_k_layernorm_bwd(pdbx_cpu_pool *pool, const float *x, const float *w, const float *mean,
                           const float *rstd, const float *dy, int64_t rows, int64_t cols,
