@@ -2,25 +2,7 @@
  * so gcc vectorizes the inner dimension (contiguous, no aliasing between in and out, constant
  * or simple trip counts), split over the backend's thread pool (cpu_threads.h). */
 #include "engine/backends/cpu/cpu_kernels.h"
-
-/* The build targets baseline x86-64 (SSE2). The hot kernels are compiled a second and third
- * time for x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512) and picked at load time by the CPU's
- * features (GCC target_clones, an ifunc; "arch=haswell" and "arch=skylake-avx512" would be
- * picked by CPU model, so an AMD EPYC with AVX-512 ran the SSE2 clone), with the cost model
- * that accepts runtime alias checks and with multiply-adds contracted to FMA (ISO C mode leaves
- * them separate): the same C, the host's vector units. PDBX_K_CLONES may be defined on the
- * command line to build one variant only (checking the baseline clone on an AVX-512 host). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#ifndef PDBX_K_CLONES
-#define PDBX_K_CLONES target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")
-#endif
-#define PDBX_K_OPT optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=fast")
-#define PDBX_K_HOT __attribute__((PDBX_K_CLONES, PDBX_K_OPT))
-#define PDBX_K_INLINE static inline __attribute__((always_inline, PDBX_K_OPT))
-#else
-#define PDBX_K_HOT
-#define PDBX_K_INLINE static inline
-#endif
+#include "engine/backends/cpu/cpu_kernels_vec.h"   /* PDBX_K_HOT, pdbx_k_exp */
 
 #include <math.h>
 #include <string.h>
@@ -40,33 +22,6 @@ void pdbx_k_embed_gather(const void *table, int64_t table_rows, int64_t vocab_st
         else
             memcpy(dst + (size_t)i * row_bytes, src + (size_t)local * row_bytes, row_bytes);
     }
-}
-
-/* exp(x) for x in [-87, 88] (clamped there: the results stay normal floats), relative error
- * below 2e-7: x = n ln2 + r with n = round(x / ln2) (the 1.5 * 2^23 trick rounds in the vector
- * unit; no libm call, so the loops around it vectorise), e^r by Cephes' expf polynomial, 2^n
- * built in the exponent bits. */
-PDBX_K_INLINE float k_exp(float x)
-{
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    const float t = x * 1.44269504088896341f + 12582912.0f;
-    const float n = t - 12582912.0f;
-    int32_t ni;
-    memcpy(&ni, &t, sizeof ni);
-    ni -= 0x4B400000;                                   /* the rounded n as an integer */
-    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
-    const int32_t bits = (ni + 127) << 23;
-    float pow2n;
-    memcpy(&pow2n, &bits, sizeof pow2n);
-    return p * pow2n;
 }
 
 /* ---- RMSNorm ------------------------------------------------------------------------------ */
@@ -263,7 +218,7 @@ PDBX_K_HOT static void silu_mul_range(const float *gate, const float *up, int64_
 {
     for (int64_t i = 0; i < n; i++) {
         const float g = gate[i];
-        out[i] = g / (1.0f + k_exp(-g)) * up[i];
+        out[i] = g / (1.0f + pdbx_k_exp(-g)) * up[i];
     }
 }
 
@@ -428,7 +383,7 @@ PDBX_K_HOT static float softmax_row(float *s, int64_t len, int64_t zero_to)
     for (int l = 0; l < 16; l++)
         m = mx[l] > m ? mx[l] : m;
     for (j = 0; j < len; j++)
-        s[j] = k_exp(s[j] - m);
+        s[j] = pdbx_k_exp(s[j] - m);
     float part[16] = { 0 };
     for (j = 0; j + 16 <= len; j += 16)
         for (int l = 0; l < 16; l++)
