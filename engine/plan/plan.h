@@ -278,6 +278,12 @@ typedef enum {
     /* cuda, flash_attention with bwd: the fused forward's log-sum-exp and the fused backward's
      * delta (fp32 [mbs, heads, seq] each) and, for bf16/fp16, its fp32 dQ accumulator */
     PDBX_BUF_ATTN_LSE, PDBX_BUF_ATTN_DELTA, PDBX_BUF_GRAD_Q_ACC,
+    /* LayerNorm (arch.norm layernorm): the bias shared by the norms as their weight is, each
+     * row's mean and rstd from the forward (fp32 [tokens] each; the backward reads them), their
+     * gradients; learned positions (arch.position learned): the position table's seq_len rows
+     * and its gradient */
+    PDBX_BUF_NORM_B, PDBX_BUF_NORM_MEAN, PDBX_BUF_NORM_STATS_RSTD, PDBX_BUF_GRAD_NORM_B,
+    PDBX_BUF_POS_TABLE, PDBX_BUF_GRAD_POS_TABLE,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -404,6 +410,13 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
 /* 1 when m's arch gives linear op `op` a bias (arch.bias.qkv for attn_q/k/v, attn_out for
  * attn_o, mlp for mlp_gate/up/down); 0 otherwise (pdbx_op_shape.bias). */
 int pdbx_op_has_bias(const pdbx_model *m, pdbx_op op);
+/* What an MLP's activation (arch.activation, a HuggingFace name) computes: SiLU ("silu",
+ * "swish"), GELU exact ("gelu", "gelu_python": erf) or tanh-approximated ("gelu_new",
+ * "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate": transformers' ACT2CLS), else OTHER. The
+ * backends' kernels take the same classification (cpu_kernels_dense.h, cuda_kernels_dense.h).
+ * NULL or "" (an arch built in code, zeroed: a Llama's) is SILU. */
+typedef enum { PDBX_ACT_SILU = 0, PDBX_ACT_GELU_ERF, PDBX_ACT_GELU_TANH, PDBX_ACT_OTHER } pdbx_activation;
+pdbx_activation pdbx_activation_of(const char *hf_name);
 /* The ops model m has, once per step and per layer: every op of a Llama layer; a plain
  * (ungated) MLP has no mlp_gate (mlp_up is its first linear layer, fc1 / c_fc); learned
  * absolute positions have no attn_rope (the position table is added inside embed). A point

@@ -310,7 +310,7 @@ static int read_family_arch(const cJSON *c, const char *org, const family *f, pd
                             size_t errlen)
 {
     pdbx_arch *a = &m->arch;
-    a->mlp_gated = f->gated;
+    a->mlp_plain = !f->gated;
     a->norm = f->norm;
     a->position = f->position;
     pdbx_strcopy(a->activation, sizeof a->activation, f->act_default);
@@ -391,7 +391,6 @@ void plan_arch_llama(pdbx_arch *a, int heads, int kv_heads)
     memset(a, 0, sizeof *a);
     pdbx_strcopy(a->model_type, sizeof a->model_type, "llama");
     pdbx_strcopy(a->activation, sizeof a->activation, "silu");
-    a->mlp_gated = 1;
     a->attention = kv_heads < heads ? PDBX_ATTN_GQA : PDBX_ATTN_MHA;
     a->rotary_fraction = 1.0;
 }

@@ -42,7 +42,8 @@ typedef struct {
     char model_type[32];      /* the config's model_type ("" in pdbx's minimal form) */
     char nested[16];          /* "text_config" when read from a multimodal config's text model */
     char activation[24];      /* hidden_act / hidden_activation / activation_function, as named */
-    int mlp_gated;            /* act(gate) x up (Llama) rather than act(up) (gpt2, gpt-neox) */
+    int mlp_plain;            /* act(up) (gpt2, gpt-neox) rather than act(gate) x up (Llama: 0, so
+                               * a zeroed arch is a Llama's) */
     pdbx_norm_kind norm;
     pdbx_position_kind position;
     pdbx_attn_kind attention; /* mha: kv heads = heads; gqa: fewer; mla: DeepSeek latent */

@@ -41,7 +41,7 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
     if (plan_cfg_str(o, org, "arch.", "mlp", buf, sizeof buf, err, errlen) == 0) {
         if (pick(org, "mlp", buf, mlp_names, 2, &k, err, errlen) != 0)
             return -1;
-        a->mlp_gated = k;
+        a->mlp_plain = k == 0;
     }
     if (plan_cfg_str(o, org, "arch.", "norm", buf, sizeof buf, err, errlen) == 0) {
         if (pick(org, "norm", buf, norm_names, 2, &k, err, errlen) != 0)
@@ -122,7 +122,7 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
     int ok = cJSON_AddStringToObject(o, "model_type", a->model_type) != NULL;
     ok = ok && (*a->nested ? cJSON_AddStringToObject(o, "nested", a->nested) : cJSON_AddNullToObject(o, "nested"));
     ok = ok && cJSON_AddStringToObject(o, "activation", a->activation);
-    ok = ok && cJSON_AddStringToObject(o, "mlp", mlp_names[a->mlp_gated ? 1 : 0]);
+    ok = ok && cJSON_AddStringToObject(o, "mlp", mlp_names[a->mlp_plain ? 0 : 1]);
     ok = ok && cJSON_AddStringToObject(o, "attention", attn_names[a->attention]);
     ok = ok && cJSON_AddStringToObject(o, "norm", norm_names[a->norm]);
     ok = ok && cJSON_AddStringToObject(o, "position", position_names[a->position]);
@@ -177,7 +177,7 @@ void pdbx_arch_summary(const pdbx_model *m, char *buf, size_t len)
     size_t u = 0;
 #define PUT(...) do { if (u < len) u += (size_t)snprintf(buf + u, len - u, __VA_ARGS__); } while (0)
     PUT("%s%s%s: %s %s MLP, %s", *a->model_type ? a->model_type : "llama", *a->nested ? " in " : "",
-        a->nested, a->activation, a->mlp_gated ? "gated" : "plain", attn_names[a->attention]);
+        a->nested, a->activation, a->mlp_plain ? "plain" : "gated", attn_names[a->attention]);
     if (a->moe.experts > 1)
         PUT(", MoE %d experts top %d (%d shared)", a->moe.experts, a->moe.top_k, a->moe.shared_experts);
     else
@@ -216,8 +216,8 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         snprintf(what, sizeof what, "multi-head latent attention (MLA, kv_lora_rank %d, qk_rope_head_dim %d)",
                  a->mla.kv_lora_rank, a->mla.qk_rope_head_dim);
         measures = "it measures MHA and GQA attention";
-    } else if (!a->mlp_gated || strcmp(a->activation, "silu") != 0) {
-        snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_gated ? "gated" : "plain (ungated)", a->activation);
+    } else if (a->mlp_plain || strcmp(a->activation, "silu") != 0) {
+        snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated", a->activation);
         measures = "it measures gated SiLU MLPs";
     /* biases on the linear layers are measured (pdbx_op_shape.bias: the backends add them and
      * their gradients within the projections' ops), so they are no reason to refuse */

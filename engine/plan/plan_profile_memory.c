@@ -1,7 +1,8 @@
 /* plan_profile_memory.c: the buffers pdbx-engine allocates for one point on one rank (plan.h,
  * "profile memory"; docs/spec.md, "Memory model").
  *
- * This list is the sizing rule itself, not a model of it: the cpu backend allocates exactly
+ * This list is the sizing rule itself, not a model of it (the backends' lists are
+ * plan_profile_memory_cpu.c and plan_profile_memory_cuda.c; what they share is here): the cpu backend allocates exactly
  * these buffers (engine/backends/cpu/cpu_memory.c walks the list and maps each role to its
  * pointer) and the engine asks for the comm buffer it names, so the prediction and the
  * allocation cannot disagree. The cuda rule mirrors engine/backends/cuda/cuda_backend.c
@@ -14,20 +15,11 @@
  * training (optimizer states, the micro-batches in flight) is allocated: that is the training
  * prediction of plan_memory.c. */
 #include "engine/plan/plan_comm.h"
-#include "engine/plan/plan_internal.h"
+#include "engine/plan/plan_profile_memory.h"
 
 #include <math.h>
 #include <string.h>
 
-/* cpu: take() in cpu_memory.c hands out whole 64-byte lines (posix_memalign(64)). */
-#define CPU_ALIGN 64.0
-/* cpu: the attention kernel's blocking (engine/backends/cpu/cpu_kernels.h, PDBX_K_ATTN_BLOCK
- * and PDBX_K_ATTN_KBLOCK): per thread a block of query-row scores against the sequence and a
- * transposed key block. A unit test holds the two in step. */
-#define CPU_ATTN_BLOCK 32
-#define CPU_ATTN_KBLOCK 64
-/* cuda: cuBLASLt workspace of the GEMM cache (cuda_gemm.h, CUDA_GEMM_WORKSPACE_BYTES). */
-#define CUDA_GEMM_WORKSPACE (32.0 * 1024 * 1024)
 
 static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_TOKEN_IDS] = "token_ids", [PDBX_BUF_EMBED_OUT] = "embed_out",
@@ -82,6 +74,9 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_ROPE_TABLE] = "rope cos/sin table",
     [PDBX_BUF_ATTN_LSE] = "attn lse (fp32)", [PDBX_BUF_ATTN_DELTA] = "attn delta (fp32)",
     [PDBX_BUF_GRAD_Q_ACC] = "d q accumulator (fp32)",
+    [PDBX_BUF_NORM_B] = "norm bias", [PDBX_BUF_NORM_MEAN] = "norm mean (fp32)",
+    [PDBX_BUF_NORM_STATS_RSTD] = "norm rstd (fp32, layernorm)", [PDBX_BUF_GRAD_NORM_B] = "d norm bias",
+    [PDBX_BUF_POS_TABLE] = "position table", [PDBX_BUF_GRAD_POS_TABLE] = "d position table",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -90,7 +85,7 @@ const char *pdbx_buf_role_name(pdbx_buf_role r)
     return (int)r >= 0 && r < PDBX_BUF_ROLES ? role_names[r] : "?";
 }
 
-static void add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind kind, double bytes,
+void plan_mem_add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind kind, double bytes,
                 int count)
 {
     if (out->nbufs >= PDBX_PROFILE_MAX_BUFS || count < 1)
@@ -101,17 +96,17 @@ static void add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind kind
 }
 
 /* The RoPE table's bytes: fp32 cos and sin of [seq_len, head_dim/2] (both backends). */
-static double rope_table_bytes(const pdbx_profile_point *p)
+double plan_mem_rope_table_bytes(const pdbx_profile_point *p)
 {
     return 2.0 * 4.0 * (double)p->seq_len * (double)(p->model.head_dim / 2);
 }
 
-static double lines(double bytes)
+double plan_mem_lines(double bytes)
 {
     return ceil(bytes / CPU_ALIGN) * CPU_ALIGN;
 }
 
-static double exact(double bytes)
+double plan_mem_exact(double bytes)
 {
     return bytes;   /* cudaMalloc: the size asked for */
 }
@@ -127,19 +122,12 @@ static void comm_messages(const pdbx_profile_point *p, pdbx_profile_memory *out)
     out->pp_bytes = pc.pp_bytes;
     out->dp_bytes = pc.dp_bytes;
     if (pc.buffer_bytes > 0)   /* a point without collectives asks for no buffer */
-        add(out, PDBX_BUF_COMM, PDBX_MEM_COMM, pc.buffer_bytes, 1);
+        plan_mem_add(out, PDBX_BUF_COMM, PDBX_MEM_COMM, pc.buffer_bytes, 1);
 }
-
-#define HAS(op) (p->ops & PDBX_OP_BIT(PDBX_OP_##op))
-/* the residual adds read and write hidden and attn_out (their gradients in the backward) */
-#define RESID(p) (((p)->ops & (PDBX_OP_BIT(PDBX_OP_ATTN_RESIDUAL) | PDBX_OP_BIT(PDBX_OP_MLP_RESIDUAL))) != 0)
 
 /* The per-layer bias vectors of the prepared projections that have one (arch.bias), each of
  * n elements of `e` bytes (cpu: fp32, as its GEMM outputs; cuda: the dtype), `sets` of each. */
-#define QKV_BIAS(p) ((p)->model.arch.bias.qkv != 0)
-#define O_BIAS(p) ((p)->model.arch.bias.attn_out != 0)
-#define MLP_BIAS(p) ((p)->model.arch.bias.mlp != 0)
-static void biases(const pdbx_profile_point *p, pdbx_profile_memory *out, double (*sz)(double),
+void plan_mem_biases(const pdbx_profile_point *p, pdbx_profile_memory *out, double (*sz)(double),
                    double e, int sets)
 {
     const double h = p->model.hidden;
@@ -148,71 +136,16 @@ static void biases(const pdbx_profile_point *p, pdbx_profile_memory *out, double
     const double I = p->model.intermediate / p->tp;
     const pdbx_mem_kind W = PDBX_MEM_WEIGHTS;
     if (QKV_BIAS(p)) {
-        if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q_BIAS, W, sz(qd * e), sets);
-        if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K_BIAS, W, sz(kvd * e), sets);
-        if (HAS(ATTN_V)) add(out, PDBX_BUF_L_V_BIAS, W, sz(kvd * e), sets);
+        if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_L_Q_BIAS, W, sz(qd * e), sets);
+        if (HAS(ATTN_K)) plan_mem_add(out, PDBX_BUF_L_K_BIAS, W, sz(kvd * e), sets);
+        if (HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_L_V_BIAS, W, sz(kvd * e), sets);
     }
-    if (O_BIAS(p) && HAS(ATTN_O)) add(out, PDBX_BUF_L_O_BIAS, W, sz(h * e), sets);
+    if (O_BIAS(p) && HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O_BIAS, W, sz(h * e), sets);
     if (MLP_BIAS(p)) {
-        if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE_BIAS, W, sz(I * e), sets);
-        if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP_BIAS, W, sz(I * e), sets);
-        if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN_BIAS, W, sz(h * e), sets);
+        if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE_BIAS, W, sz(I * e), sets);
+        if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP_BIAS, W, sz(I * e), sets);
+        if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN_BIAS, W, sz(h * e), sets);
     }
-}
-
-/* cpu_memory.c's buffers: fp32 activations (GEMM outputs and every elementwise op run in
- * fp32), with bf16 copies of the GEMM inputs when the GEMMs run in bf16; one RMSNorm weight
- * shared by every norm; the attention scratch per thread. */
-static void cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
-{
-    const double f = 4, e = p->dtype == PDBX_DTYPE_BF16 ? 2 : 4;
-    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
-    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
-    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
-    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
-    const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
-    add(out, PDBX_BUF_TOKEN_IDS, A, lines(T * 4), 1);
-    if (HAS(EMBED))
-        add(out, PDBX_BUF_EMBED_OUT, A, lines(T * h * e), 1);
-    add(out, PDBX_BUF_HIDDEN, A, lines(T * h * f), 1);
-    add(out, PDBX_BUF_NORM_OUT, A, lines(T * h * f), 1);
-    add(out, PDBX_BUF_Q, A, lines(T * qd * f), 1);
-    add(out, PDBX_BUF_K, A, lines(T * kvd * f), 1);
-    add(out, PDBX_BUF_V, A, lines(T * kvd * f), 1);
-    add(out, PDBX_BUF_CONTEXT, A, lines(T * qd * f), 1);
-    add(out, PDBX_BUF_ATTN_OUT, A, lines(T * h * f), 1);
-    add(out, PDBX_BUF_POST_NORM_OUT, A, lines(T * h * f), 1);
-    add(out, PDBX_BUF_GATE, A, lines(T * I * f), 1);
-    add(out, PDBX_BUF_UP, A, lines(T * I * f), 1);
-    add(out, PDBX_BUF_ACT, A, lines(T * I * f), 1);
-    double scratch = ((double)CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
-                     * (p->threads > 0 ? p->threads : 1);
-    add(out, PDBX_BUF_ATTN_SCRATCH, PDBX_MEM_WORKSPACE, lines(scratch * f), 1);
-    if (HAS(ATTN_ROPE))
-        add(out, PDBX_BUF_ROPE_TABLE, A, lines(rope_table_bytes(p)), 1);
-    if (e == 2) {
-        add(out, PDBX_BUF_NORM_OUT_LP, A, lines(T * h * e), 1);
-        add(out, PDBX_BUF_CONTEXT_LP, A, lines(T * qd * e), 1);
-        add(out, PDBX_BUF_POST_NORM_OUT_LP, A, lines(T * h * e), 1);
-        add(out, PDBX_BUF_ACT_LP, A, lines(T * I * e), 1);
-    }
-    if (HAS(LM_HEAD))
-        add(out, PDBX_BUF_LOGITS, A, lines(T * V * f), 1);
-    /* weights: kept across a config's MBS sweep, allocated after the activations */
-    if (HAS(EMBED))
-        add(out, PDBX_BUF_EMBED_TABLE, W, lines(V * h * e), 1);
-    add(out, PDBX_BUF_NORM_W, W, lines(h * f), 1);
-    if (HAS(LM_HEAD))
-        add(out, PDBX_BUF_LM_HEAD_W, W, lines(h * V * e), 1);
-    const int L = p->layers;
-    if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q, W, lines(h * qd * e), L);
-    if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K, W, lines(h * kvd * e), L);
-    if (HAS(ATTN_V)) add(out, PDBX_BUF_L_V, W, lines(h * kvd * e), L);
-    if (HAS(ATTN_O)) add(out, PDBX_BUF_L_O, W, lines(qd * h * e), L);
-    if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE, W, lines(h * I * e), L);
-    if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP, W, lines(h * I * e), L);
-    if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, lines(I * h * e), L);
-    biases(p, out, lines, f, L);
 }
 
 /* The weight gradients of the backward pass (both backends): fp32 (Megatron's main_grad, into
@@ -221,7 +154,7 @@ static void cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
  * its output, not on which buffer it is, and at a real model's sizes every weight gradient is
  * far larger than the caches, so layer l's wgrad finds nothing of layer l-1's in cache either
  * way; per-layer buffers would only multiply the memory. */
-static void weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out, int cpu)
+void plan_mem_weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out, int cpu)
 {
     const double f = 4, h = p->model.hidden;
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
@@ -230,209 +163,24 @@ static void weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out, 
     const double V = cpu ? p->model.vocab / p->tp : (p->model.vocab + p->tp - 1) / p->tp;
     const int tied = !cpu && p->model.tie_embeddings;   /* the cpu backend never ties */
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
-    double (*sz)(double) = cpu ? lines : exact;
-    if (HAS(EMBED) || (tied && HAS(LM_HEAD))) add(out, PDBX_BUF_GRAD_EMBED_TABLE, G, sz(V * h * f), 1);
+    double (*sz)(double) = cpu ? plan_mem_lines : plan_mem_exact;
+    if (HAS(EMBED) || (tied && HAS(LM_HEAD))) plan_mem_add(out, PDBX_BUF_GRAD_EMBED_TABLE, G, sz(V * h * f), 1);
     if (cpu || HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
-        add(out, PDBX_BUF_GRAD_NORM_W, G, sz(h * f), 1);
-    if (HAS(LM_HEAD) && !tied) add(out, PDBX_BUF_GRAD_LM_HEAD_W, G, sz(h * V * f), 1);
-    if (HAS(ATTN_Q)) add(out, PDBX_BUF_GRAD_W_Q, G, sz(h * qd * f), 1);
-    if (HAS(ATTN_K) || HAS(ATTN_V)) add(out, PDBX_BUF_GRAD_W_KV, G, sz(h * kvd * f), 1);
-    if (HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_W_O, G, sz(qd * h * f), 1);
-    if (HAS(MLP_GATE) || HAS(MLP_UP)) add(out, PDBX_BUF_GRAD_W_GATE_UP, G, sz(h * I * f), 1);
-    if (HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_W_DOWN, G, sz(I * h * f), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_NORM_W, G, sz(h * f), 1);
+    if (HAS(LM_HEAD) && !tied) plan_mem_add(out, PDBX_BUF_GRAD_LM_HEAD_W, G, sz(h * V * f), 1);
+    if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_GRAD_W_Q, G, sz(h * qd * f), 1);
+    if (HAS(ATTN_K) || HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_GRAD_W_KV, G, sz(h * kvd * f), 1);
+    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_W_O, G, sz(qd * h * f), 1);
+    if (HAS(MLP_GATE) || HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_GRAD_W_GATE_UP, G, sz(h * I * f), 1);
+    if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_GRAD_W_DOWN, G, sz(I * h * f), 1);
     /* the biases' gradients: fp32, one set, k and v (gate and up) sharing one as the weights' */
-    if (QKV_BIAS(p) && HAS(ATTN_Q)) add(out, PDBX_BUF_GRAD_B_Q, G, sz(qd * f), 1);
-    if (QKV_BIAS(p) && (HAS(ATTN_K) || HAS(ATTN_V))) add(out, PDBX_BUF_GRAD_B_KV, G, sz(kvd * f), 1);
-    if (O_BIAS(p) && HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_B_O, G, sz(h * f), 1);
-    if (MLP_BIAS(p) && (HAS(MLP_GATE) || HAS(MLP_UP))) add(out, PDBX_BUF_GRAD_B_GATE_UP, G, sz(I * f), 1);
-    if (MLP_BIAS(p) && HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_B_DOWN, G, sz(h * f), 1);
+    if (QKV_BIAS(p) && HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_GRAD_B_Q, G, sz(qd * f), 1);
+    if (QKV_BIAS(p) && (HAS(ATTN_K) || HAS(ATTN_V))) plan_mem_add(out, PDBX_BUF_GRAD_B_KV, G, sz(kvd * f), 1);
+    if (O_BIAS(p) && HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_B_O, G, sz(h * f), 1);
+    if (MLP_BIAS(p) && (HAS(MLP_GATE) || HAS(MLP_UP))) plan_mem_add(out, PDBX_BUF_GRAD_B_GATE_UP, G, sz(I * f), 1);
+    if (MLP_BIAS(p) && HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_GRAD_B_DOWN, G, sz(h * f), 1);
 }
 
-/* cpu_backward.c's buffers (passes with bwd): the gradient of every activation in fp32, as
- * the forward's activations (each backward kernel runs in fp32), with copies in bf16 of those
- * that a bf16 dgrad/wgrad GEMM reads (the output gradients dY of the GEMMs); the weight
- * gradients; the attention backward's scratch per thread (P and dS of a query block, one
- * transposed key block: cpu_kernels_bwd.h). lm_head's dgrad writes the gradient of its input,
- * the final norm's output, which the cpu forward keeps in input_norm_out: d input_norm_out. */
-static void cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
-{
-    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
-        return;
-    const double f = 4, e = p->dtype == PDBX_DTYPE_BF16 ? 2 : 4;
-    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
-    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
-    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
-    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
-    const pdbx_mem_kind G = PDBX_MEM_GRADS;
-    add(out, PDBX_BUF_GRAD_HIDDEN, G, lines(T * h * f), 1);
-    add(out, PDBX_BUF_GRAD_NORM_OUT, G, lines(T * h * f), 1);
-    add(out, PDBX_BUF_GRAD_Q, G, lines(T * qd * f), 1);
-    add(out, PDBX_BUF_GRAD_K, G, lines(T * kvd * f), 1);
-    add(out, PDBX_BUF_GRAD_V, G, lines(T * kvd * f), 1);
-    add(out, PDBX_BUF_GRAD_CONTEXT, G, lines(T * qd * f), 1);
-    add(out, PDBX_BUF_GRAD_ATTN_OUT, G, lines(T * h * f), 1);
-    add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, lines(T * h * f), 1);
-    add(out, PDBX_BUF_GRAD_GATE, G, lines(T * I * f), 1);
-    add(out, PDBX_BUF_GRAD_UP, G, lines(T * I * f), 1);
-    add(out, PDBX_BUF_GRAD_ACT, G, lines(T * I * f), 1);
-    if (HAS(LM_HEAD))
-        add(out, PDBX_BUF_GRAD_LOGITS, G, lines(T * V * f), 1);
-    double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
-                     * (p->threads > 0 ? p->threads : 1);
-    add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, lines(scratch * f), 1);
-    if (e == 2) {
-        add(out, PDBX_BUF_GRAD_HIDDEN_LP, G, lines(T * h * e), 1);
-        add(out, PDBX_BUF_GRAD_Q_LP, G, lines(T * qd * e), 1);
-        add(out, PDBX_BUF_GRAD_K_LP, G, lines(T * kvd * e), 1);
-        add(out, PDBX_BUF_GRAD_V_LP, G, lines(T * kvd * e), 1);
-        add(out, PDBX_BUF_GRAD_ATTN_OUT_LP, G, lines(T * h * e), 1);
-        add(out, PDBX_BUF_GRAD_GATE_LP, G, lines(T * I * e), 1);
-        add(out, PDBX_BUF_GRAD_UP_LP, G, lines(T * I * e), 1);
-        if (HAS(LM_HEAD))
-            add(out, PDBX_BUF_GRAD_LOGITS_LP, G, lines(T * V * e), 1);
-    }
-    weight_grads(p, out, 1);
-}
-
-/* cuda_point.c's buffers: everything in the dtype (token ids int32), a buffer allocated
- * when any op that reads or writes it is prepared; the full score matrix of the attention
- * core unless the fused kernels run it (flash_attention: cuda_attention_needs_scores), which
- * with a backward keep each row's fp32 log-sum-exp instead; per layer its two
- * RMSNorm weights too, in as many copies as the L2 rotation needs; the vocabulary split
- * rounded up; the lm_head reads the embedding table when tied. */
-#define QKV_OPS (PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V))
-#define FC1_OPS (PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP))
-
-/* The bytes of one layer's weights on a cuda rank as cuda_backend.c allocates them (the
- * RMSNorm weights, the projections prepared, or for fused_projections the fused QKV / fc1
- * weights in place of their groups'): what the L2 rotation's copy count is computed from. */
-static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
-{
-    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
-    const double h = p->model.hidden, I = p->model.intermediate / p->tp;
-    const double qd = (double)p->model.heads / p->tp * p->model.head_dim;
-    const double kvd = plan_kv_heads_per_rank(&p->model, p->tp) * p->model.head_dim;
-#define HAS_OP(o) ((p->ops & PDBX_OP_BIT(PDBX_OP_##o)) != 0)
-    const int fq = p->fused_projections && (p->ops & QKV_OPS);
-    const int ff = p->fused_projections && (p->ops & FC1_OPS);
-    double b = (HAS_OP(INPUT_NORM) + HAS_OP(POST_ATTN_NORM)) * h + HAS_OP(ATTN_O) * qd * h +
-               HAS_OP(MLP_DOWN) * I * h;
-    b += fq ? (qd + 2 * kvd) * h : (HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd) * h;
-    b += ff ? 2 * I * h : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I * h;
-    /* the biases rotate with their layer's weights (cuda_backend.c's layer_bufs) */
-    if (QKV_BIAS(p))
-        b += fq ? qd + 2 * kvd : HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd;
-    if (O_BIAS(p))
-        b += HAS_OP(ATTN_O) * h;
-    if (MLP_BIAS(p))
-        b += (ff ? 2 * I : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I) + HAS_OP(MLP_DOWN) * h;
-#undef HAS_OP
-    return b * es;
-}
-
-/* The per-layer weight sets a cuda rank allocates: layers x the rotating copies. */
-static int cuda_weight_sets(const pdbx_profile_point *p)
-{
-    return p->layers * pdbx_cuda_weight_copies(cuda_layer_weight_bytes(p), p->layers,
-                                               PDBX_CUDA_PLAN_L2_BYTES);
-}
-
-/* sets: the per-layer weight sets (cuda_weight_sets of the whole point). */
-static void cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out)
-{
-    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
-    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
-    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
-    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
-    const double I = p->model.intermediate / p->tp;
-    const double V = (p->model.vocab + p->tp - 1) / p->tp;
-    const int tied = p->model.tie_embeddings;
-    const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
-    if (HAS(EMBED)) add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
-    if (HAS(EMBED) || (tied && HAS(LM_HEAD))) add(out, PDBX_BUF_EMBED_TABLE, W, V * h * es, 1);
-    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
-        add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
-    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
-        add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
-    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_Q, A, T * qd * es, 1);
-    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_K, A, T * kvd * es, 1);
-    if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_V, A, T * kvd * es, 1);
-    if (HAS(ATTN_CORE) && !p->flash_attention)
-        add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
-    if (HAS(ATTN_CORE) && p->flash_attention && (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
-        add(out, PDBX_BUF_ATTN_LSE, A, (double)p->mbs * heads * p->seq_len * 4, 1);
-    if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
-    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
-    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
-        add(out, PDBX_BUF_POST_NORM_OUT, A, T * h * es, 1);
-    if (HAS(ATTN_ROPE)) add(out, PDBX_BUF_ROPE_TABLE, A, rope_table_bytes(p), 1);
-    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GATE, A, T * I * es, 1);
-    if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_UP, A, T * I * es, 1);
-    if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) add(out, PDBX_BUF_ACT, A, T * I * es, 1);
-    if (HAS(FINAL_NORM) || HAS(LM_HEAD)) add(out, PDBX_BUF_FINAL_NORM_OUT, A, T * h * es, 1);
-    if (HAS(FINAL_NORM)) add(out, PDBX_BUF_NORM_W, W, h * es, 1);
-    if (HAS(LM_HEAD)) add(out, PDBX_BUF_LOGITS, A, T * V * es, 1);
-    if (HAS(LM_HEAD) && !tied) add(out, PDBX_BUF_LM_HEAD_W, W, V * h * es, 1);
-    /* per-layer weights: layers x the rotating copies (pdbx_cuda_weight_copies) */
-    const int L = sets;
-    if (HAS(INPUT_NORM)) add(out, PDBX_BUF_L_IN_NORM, W, h * es, L);
-    if (HAS(ATTN_Q)) add(out, PDBX_BUF_L_Q, W, qd * h * es, L);
-    if (HAS(ATTN_K)) add(out, PDBX_BUF_L_K, W, kvd * h * es, L);
-    if (HAS(ATTN_V)) add(out, PDBX_BUF_L_V, W, kvd * h * es, L);
-    if (HAS(ATTN_O)) add(out, PDBX_BUF_L_O, W, qd * h * es, L);
-    if (HAS(POST_ATTN_NORM)) add(out, PDBX_BUF_L_POST_NORM, W, h * es, L);
-    if (HAS(MLP_GATE)) add(out, PDBX_BUF_L_GATE, W, I * h * es, L);
-    if (HAS(MLP_UP)) add(out, PDBX_BUF_L_UP, W, I * h * es, L);
-    if (HAS(MLP_DOWN)) add(out, PDBX_BUF_L_DOWN, W, I * h * es, L);
-    biases(p, out, exact, es, L);
-    add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
-}
-
-/* cuda_backward.c's gradient buffers (passes with bwd; its grad_bufs table): the gradient of an
- * activation in the dtype, allocated when an op whose backward reads or writes it is
- * prepared; the backward of the unfused attention core keeps the forward's probabilities (the
- * scores buffer) and needs dP/dS of the same size, the fused one (flash_attention) needs the
- * rows' delta and, for bf16/fp16, an fp32 dQ accumulator; the norms' backward keeps each row's rstd
- * (fp32) between its dx and dweight kernels; weight gradients fp32. */
-static void cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
-{
-    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
-        return;
-    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
-    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
-    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
-    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
-    const double I = p->model.intermediate / p->tp;
-    const double V = (p->model.vocab + p->tp - 1) / p->tp;
-    const pdbx_mem_kind G = PDBX_MEM_GRADS;
-    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
-        add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);
-    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
-        add(out, PDBX_BUF_GRAD_NORM_OUT, G, T * h * es, 1);
-    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
-    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
-    if (HAS(ATTN_V) || HAS(ATTN_CORE)) add(out, PDBX_BUF_GRAD_V, G, T * kvd * es, 1);
-    if (HAS(ATTN_CORE) && !p->flash_attention)
-        add(out, PDBX_BUF_GRAD_SCORES, G, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
-    if (HAS(ATTN_CORE) && p->flash_attention) {
-        add(out, PDBX_BUF_ATTN_DELTA, PDBX_MEM_WORKSPACE, (double)p->mbs * heads * p->seq_len * 4, 1);
-        if (es == 2)
-            add(out, PDBX_BUF_GRAD_Q_ACC, PDBX_MEM_WORKSPACE, T * qd * 4, 1);
-    }
-    if (HAS(ATTN_CORE) || HAS(ATTN_O)) add(out, PDBX_BUF_GRAD_CONTEXT, G, T * qd * es, 1);
-    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
-    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
-        add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
-    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);
-    if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) add(out, PDBX_BUF_GRAD_UP, G, T * I * es, 1);
-    if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) add(out, PDBX_BUF_GRAD_ACT, G, T * I * es, 1);
-    if (HAS(FINAL_NORM) || HAS(LM_HEAD)) add(out, PDBX_BUF_GRAD_FINAL_NORM_OUT, G, T * h * es, 1);
-    if (HAS(LM_HEAD)) add(out, PDBX_BUF_GRAD_LOGITS, G, T * V * es, 1);
-    if (HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
-        add(out, PDBX_BUF_NORM_RSTD, PDBX_MEM_WORKSPACE, T * 4, 1);
-    weight_grads(p, out, 0);
-}
-#undef HAS
 
 
 static int listed(const pdbx_profile_memory *out, pdbx_buf_role r)
@@ -457,7 +205,7 @@ static void fused_list(const pdbx_profile_point *p, int sets, pdbx_profile_memor
     const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
     const double d = p->model.head_dim, I = p->model.intermediate / p->tp;
-    double (*sz)(double) = cpu ? lines : exact;
+    double (*sz)(double) = cpu ? plan_mem_lines : plan_mem_exact;
     const int bwd = (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0;
     const struct {
         pdbx_opmask ops;
@@ -476,19 +224,19 @@ static void fused_list(const pdbx_profile_point *p, int sets, pdbx_profile_memor
         if (!(p->ops & groups[g].ops))
             continue;
         if (!listed(out, groups[g].in))
-            add(out, groups[g].in, PDBX_MEM_ACTIVATIONS, sz(T * h * e), 1);
-        add(out, groups[g].outb, PDBX_MEM_ACTIVATIONS, sz(T * groups[g].n * y), 1);
-        add(out, groups[g].w, PDBX_MEM_WEIGHTS, sz(h * groups[g].n * e), sets);
+            plan_mem_add(out, groups[g].in, PDBX_MEM_ACTIVATIONS, sz(T * h * e), 1);
+        plan_mem_add(out, groups[g].outb, PDBX_MEM_ACTIVATIONS, sz(T * groups[g].n * y), 1);
+        plan_mem_add(out, groups[g].w, PDBX_MEM_WEIGHTS, sz(h * groups[g].n * e), sets);
         if (groups[g].has_bias)   /* cpu: fp32 as its GEMM output; cuda: the dtype */
-            add(out, groups[g].bias, PDBX_MEM_WEIGHTS, sz(groups[g].n * y), sets);
+            plan_mem_add(out, groups[g].bias, PDBX_MEM_WEIGHTS, sz(groups[g].n * y), sets);
         if (!bwd)
             continue;
         if (groups[g].has_bias)
-            add(out, groups[g].grad_bias, PDBX_MEM_GRADS, sz(groups[g].n * f), 1);
+            plan_mem_add(out, groups[g].grad_bias, PDBX_MEM_GRADS, sz(groups[g].n * f), 1);
         if (!listed(out, groups[g].grad_in))
-            add(out, groups[g].grad_in, PDBX_MEM_GRADS, sz(T * h * e), 1);
-        add(out, groups[g].grad_out, PDBX_MEM_GRADS, sz(T * groups[g].n * e), 1);
-        add(out, groups[g].grad_w, PDBX_MEM_GRADS, sz(h * groups[g].n * f), 1);
+            plan_mem_add(out, groups[g].grad_in, PDBX_MEM_GRADS, sz(T * h * e), 1);
+        plan_mem_add(out, groups[g].grad_out, PDBX_MEM_GRADS, sz(T * groups[g].n * e), 1);
+        plan_mem_add(out, groups[g].grad_w, PDBX_MEM_GRADS, sz(h * groups[g].n * f), 1);
     }
 }
 
@@ -510,7 +258,7 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
      * fused buffers */
     /* per-layer weight sets: the cpu backend allocates each layer once; cuda rotates copies
      * of the whole layer (fused weights included) against L2 */
-    const int sets = p->backend == PDBX_BACKEND_CPU ? p->layers : cuda_weight_sets(p);
+    const int sets = p->backend == PDBX_BACKEND_CPU ? p->layers : plan_mem_cuda_weight_sets(p);
     pdbx_profile_point sep = *p;
     if (p->fused_projections)
         sep.ops &= ~(pdbx_opmask)(QKV_OPS | FC1_OPS);
@@ -518,11 +266,11 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         if (m->vocab % p->tp)
             return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "
                              "vocab_size %d", p->tp, m->vocab);
-        cpu_list(&sep, out);
-        cpu_grad_list(&sep, out);
+        plan_mem_cpu_list(&sep, out);
+        plan_mem_cpu_grad_list(&sep, out);
     } else {
-        cuda_list(&sep, sets, out);
-        cuda_grad_list(&sep, out);
+        plan_mem_cuda_list(&sep, sets, out);
+        plan_mem_cuda_grad_list(&sep, out);
     }
     if (p->fused_projections)
         fused_list(p, sets, out);

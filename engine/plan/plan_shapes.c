@@ -34,7 +34,7 @@ double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, i
 pdbx_opmask pdbx_model_ops(const pdbx_model *m)
 {
     pdbx_opmask ops = PDBX_OPS_ALL;
-    if (!m->arch.mlp_gated)
+    if (m->arch.mlp_plain)
         ops &= ~PDBX_OP_BIT(PDBX_OP_MLP_GATE);
     if (m->arch.position == PDBX_POS_LEARNED)
         ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
@@ -46,13 +46,31 @@ pdbx_opmask pdbx_spec_ops(const pdbx_spec *s)
     return s->ops & pdbx_model_ops(&s->model);
 }
 
+pdbx_activation pdbx_activation_of(const char *hf_name)
+{
+    static const struct {
+        const char *name;
+        pdbx_activation act;
+    } names[] = {
+        {"silu", PDBX_ACT_SILU},           {"swish", PDBX_ACT_SILU},
+        {"gelu", PDBX_ACT_GELU_ERF},       {"gelu_python", PDBX_ACT_GELU_ERF},
+        {"gelu_new", PDBX_ACT_GELU_TANH},  {"gelu_pytorch_tanh", PDBX_ACT_GELU_TANH},
+        {"gelu_fast", PDBX_ACT_GELU_TANH}, {"gelu_accurate", PDBX_ACT_GELU_TANH},
+    };
+    if (!hf_name || !*hf_name)
+        return PDBX_ACT_SILU;   /* a zeroed arch (a model built in code, not read): a Llama's */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(hf_name, names[i].name) == 0)
+            return names[i].act;
+    return PDBX_ACT_OTHER;
+}
+
 /* FLOPs per element of the MLP's activation op (docs/spec.md, "Shapes"). */
 static double act_flops(const pdbx_arch *a)
 {
-    const double act = strncmp(a->activation, "gelu", 4) != 0 ? 3   /* silu: a sigmoid */
-                       : strcmp(a->activation, "gelu") == 0 ? 5     /* erf form */
-                                                            : 9;    /* tanh forms */
-    return act + (a->mlp_gated ? 1 : 0);
+    const pdbx_activation k = pdbx_activation_of(a->activation);
+    const double act = k == PDBX_ACT_GELU_ERF ? 5 : k == PDBX_ACT_GELU_TANH ? 9 : 3;   /* silu: a sigmoid */
+    return act + (a->mlp_plain ? 0 : 1);
 }
 
 static void gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)
@@ -165,7 +183,7 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         gemm(out, T, I_t, h, e);
         break;
     case PDBX_OP_MLP_ACT_FN:       /* gate and up read, product written (plain: up alone read) */
-        elementwise(out, T, I_t, act_flops(&m->arch), (m->arch.mlp_gated ? 3.0 : 2.0) * e * (double)T * I_t);
+        elementwise(out, T, I_t, act_flops(&m->arch), (m->arch.mlp_plain ? 2.0 : 3.0) * e * (double)T * I_t);
         break;
     case PDBX_OP_MLP_DOWN:
         gemm(out, T, h, I_t, e);

@@ -80,7 +80,7 @@ static void test_fixture_arch(void **state)
         assert_string_equal(a->model_type, c->model_type);
         assert_string_equal(a->nested, c->nested);
         assert_string_equal(a->activation, c->activation);
-        assert_int_equal(a->mlp_gated, c->gated);
+        assert_int_equal(!a->mlp_plain, c->gated);
         assert_int_equal(a->attention, c->attention);
         assert_int_equal(a->sliding_window.size, c->sw_size);
         assert_int_equal(a->sliding_window.layers, c->sw_layers);

@@ -3,6 +3,7 @@
  * over a contiguous inner dimension that gcc vectorises (cpu_kernels_vec.h), split over the
  * backend's thread pool (cpu_threads.h) in chunks of whole rows or elements. */
 #include "engine/backends/cpu/cpu_kernels_dense.h"
+#include "engine/plan/plan.h"
 #include "engine/backends/cpu/cpu_kernels_vec.h"
 
 #include <math.h>
@@ -186,24 +187,13 @@ void pdbx_k_gelu_mul(pdbx_cpu_pool *pool, const float *gate, const float *up, in
 
 int pdbx_gelu_kind_of(const char *hf_name, pdbx_gelu_kind *kind)
 {
-    /* transformers' ACT2CLS: GELUActivation (nn.functional.gelu, or its erf formula in
-     * Python), NewGELUActivation, PytorchGELUTanh, FastGELUActivation, AccurateGELUActivation */
-    static const struct {
-        const char *name;
-        pdbx_gelu_kind kind;
-    } names[] = {
-        { "gelu", PDBX_GELU_ERF },          { "gelu_python", PDBX_GELU_ERF },
-        { "gelu_new", PDBX_GELU_TANH },     { "gelu_pytorch_tanh", PDBX_GELU_TANH },
-        { "gelu_fast", PDBX_GELU_TANH },    { "gelu_accurate", PDBX_GELU_TANH },
-    };
-    if (!hf_name)
-        return -1;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(hf_name, names[i].name) == 0) {
-            *kind = names[i].kind;
-            return 0;
-        }
-    return -1;
+    /* the planner's classification of transformers' names (plan.h, pdbx_activation_of), so
+     * the kernel the backend runs is the one the planner counted */
+    switch (pdbx_activation_of(hf_name)) {
+    case PDBX_ACT_GELU_ERF: *kind = PDBX_GELU_ERF; return 0;
+    case PDBX_ACT_GELU_TANH: *kind = PDBX_GELU_TANH; return 0;
+    default: return -1;
+    }
 }
 
 /* ---- learned absolute position embeddings ---------------------------------------------- */

@@ -1,0 +1,121 @@
+/* plan_profile_memory_cpu.c: the cpu backend's buffers of a point (plan_profile_memory.h):
+ * the list cpu_memory.c allocates as it is, and cpu_backward.c's gradients. */
+#include "engine/plan/plan_profile_memory.h"
+
+/* cpu_memory.c's buffers: fp32 activations (GEMM outputs and every elementwise op run in
+ * fp32), with bf16 copies of the GEMM inputs when the GEMMs run in bf16; one norm weight (and
+ * with LayerNorm one bias) shared by every norm, LayerNorm's per-row mean and rstd; the gate
+ * only in a gated MLP; learned positions' table of seq_len rows; the attention scratch per
+ * thread. */
+void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    const double f = 4, e = p->dtype == PDBX_DTYPE_BF16 ? 2 : 4;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
+    const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
+    plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, plan_mem_lines(T * 4), 1);
+    if (HAS(EMBED))
+        plan_mem_add(out, PDBX_BUF_EMBED_OUT, A, plan_mem_lines(T * h * e), 1);
+    plan_mem_add(out, PDBX_BUF_HIDDEN, A, plan_mem_lines(T * h * f), 1);
+    plan_mem_add(out, PDBX_BUF_NORM_OUT, A, plan_mem_lines(T * h * f), 1);
+    plan_mem_add(out, PDBX_BUF_Q, A, plan_mem_lines(T * qd * f), 1);
+    plan_mem_add(out, PDBX_BUF_K, A, plan_mem_lines(T * kvd * f), 1);
+    plan_mem_add(out, PDBX_BUF_V, A, plan_mem_lines(T * kvd * f), 1);
+    plan_mem_add(out, PDBX_BUF_CONTEXT, A, plan_mem_lines(T * qd * f), 1);
+    plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, plan_mem_lines(T * h * f), 1);
+    plan_mem_add(out, PDBX_BUF_POST_NORM_OUT, A, plan_mem_lines(T * h * f), 1);
+    if (GATED(p))
+        plan_mem_add(out, PDBX_BUF_GATE, A, plan_mem_lines(T * I * f), 1);
+    plan_mem_add(out, PDBX_BUF_UP, A, plan_mem_lines(T * I * f), 1);
+    plan_mem_add(out, PDBX_BUF_ACT, A, plan_mem_lines(T * I * f), 1);
+    if (LAYERNORM(p)) {
+        plan_mem_add(out, PDBX_BUF_NORM_MEAN, A, plan_mem_lines(T * f), 1);
+        plan_mem_add(out, PDBX_BUF_NORM_STATS_RSTD, A, plan_mem_lines(T * f), 1);
+    }
+    double scratch = ((double)CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
+                     * (p->threads > 0 ? p->threads : 1);
+    plan_mem_add(out, PDBX_BUF_ATTN_SCRATCH, PDBX_MEM_WORKSPACE, plan_mem_lines(scratch * f), 1);
+    if (HAS(ATTN_ROPE))
+        plan_mem_add(out, PDBX_BUF_ROPE_TABLE, A, plan_mem_lines(plan_mem_rope_table_bytes(p)), 1);
+    if (e == 2) {
+        plan_mem_add(out, PDBX_BUF_NORM_OUT_LP, A, plan_mem_lines(T * h * e), 1);
+        plan_mem_add(out, PDBX_BUF_CONTEXT_LP, A, plan_mem_lines(T * qd * e), 1);
+        plan_mem_add(out, PDBX_BUF_POST_NORM_OUT_LP, A, plan_mem_lines(T * h * e), 1);
+        plan_mem_add(out, PDBX_BUF_ACT_LP, A, plan_mem_lines(T * I * e), 1);
+    }
+    if (HAS(LM_HEAD))
+        plan_mem_add(out, PDBX_BUF_LOGITS, A, plan_mem_lines(T * V * f), 1);
+    /* weights: kept across a config's MBS sweep, allocated after the activations */
+    if (HAS(EMBED))
+        plan_mem_add(out, PDBX_BUF_EMBED_TABLE, W, plan_mem_lines(V * h * e), 1);
+    plan_mem_add(out, PDBX_BUF_NORM_W, W, plan_mem_lines(h * f), 1);
+    if (LAYERNORM(p))
+        plan_mem_add(out, PDBX_BUF_NORM_B, W, plan_mem_lines(h * f), 1);
+    if (LEARNED_POS(p) && HAS(EMBED))
+        plan_mem_add(out, PDBX_BUF_POS_TABLE, W, plan_mem_lines((double)p->seq_len * h * f), 1);
+    if (HAS(LM_HEAD))
+        plan_mem_add(out, PDBX_BUF_LM_HEAD_W, W, plan_mem_lines(h * V * e), 1);
+    const int L = p->layers;
+    if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_L_Q, W, plan_mem_lines(h * qd * e), L);
+    if (HAS(ATTN_K)) plan_mem_add(out, PDBX_BUF_L_K, W, plan_mem_lines(h * kvd * e), L);
+    if (HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_L_V, W, plan_mem_lines(h * kvd * e), L);
+    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, plan_mem_lines(qd * h * e), L);
+    if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE, W, plan_mem_lines(h * I * e), L);
+    if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP, W, plan_mem_lines(h * I * e), L);
+    if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, plan_mem_lines(I * h * e), L);
+    plan_mem_biases(p, out, plan_mem_lines, f, L);
+}
+
+/* cpu_backward.c's buffers (passes with bwd): the gradient of every activation in fp32, as
+ * the forward's activations (each backward kernel runs in fp32), with copies in bf16 of those
+ * that a bf16 dgrad/wgrad GEMM reads (the output gradients dY of the GEMMs); the weight
+ * gradients; the attention backward's scratch per thread (P and dS of a query block, one
+ * transposed key block: cpu_kernels_bwd.h). lm_head's dgrad writes the gradient of its input,
+ * the final norm's output, which the cpu forward keeps in input_norm_out: d input_norm_out. */
+void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+        return;
+    const double f = 4, e = p->dtype == PDBX_DTYPE_BF16 ? 2 : 4;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
+    const pdbx_mem_kind G = PDBX_MEM_GRADS;
+    plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, plan_mem_lines(T * h * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_NORM_OUT, G, plan_mem_lines(T * h * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_Q, G, plan_mem_lines(T * qd * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_K, G, plan_mem_lines(T * kvd * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_V, G, plan_mem_lines(T * kvd * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_CONTEXT, G, plan_mem_lines(T * qd * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT, G, plan_mem_lines(T * h * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, plan_mem_lines(T * h * f), 1);
+    if (GATED(p))
+        plan_mem_add(out, PDBX_BUF_GRAD_GATE, G, plan_mem_lines(T * I * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_UP, G, plan_mem_lines(T * I * f), 1);
+    plan_mem_add(out, PDBX_BUF_GRAD_ACT, G, plan_mem_lines(T * I * f), 1);
+    if (HAS(LM_HEAD))
+        plan_mem_add(out, PDBX_BUF_GRAD_LOGITS, G, plan_mem_lines(T * V * f), 1);
+    if (LAYERNORM(p))
+        plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, plan_mem_lines(h * f), 1);
+    if (LEARNED_POS(p) && HAS(EMBED))
+        plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, plan_mem_lines((double)p->seq_len * h * f), 1);
+    double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
+                     * (p->threads > 0 ? p->threads : 1);
+    plan_mem_add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, plan_mem_lines(scratch * f), 1);
+    if (e == 2) {
+        plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN_LP, G, plan_mem_lines(T * h * e), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_Q_LP, G, plan_mem_lines(T * qd * e), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_K_LP, G, plan_mem_lines(T * kvd * e), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_V_LP, G, plan_mem_lines(T * kvd * e), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT_LP, G, plan_mem_lines(T * h * e), 1);
+        if (GATED(p))
+            plan_mem_add(out, PDBX_BUF_GRAD_GATE_LP, G, plan_mem_lines(T * I * e), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_UP_LP, G, plan_mem_lines(T * I * e), 1);
+        if (HAS(LM_HEAD))
+            plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_LP, G, plan_mem_lines(T * V * e), 1);
+    }
+    plan_mem_weight_grads(p, out, 1);
+}

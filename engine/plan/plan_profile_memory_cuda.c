@@ -1,0 +1,141 @@
+/* plan_profile_memory_cuda.c: the cuda backend's buffers of a point (plan_profile_memory.h),
+ * mirroring cuda_point.c and cuda_backward.c, which size their own buffers (the .so links none
+ * of the planner): a change there must be made here too. */
+#include "engine/plan/plan_profile_memory.h"
+
+/* cuda_point.c's buffers: everything in the dtype (token ids int32), a buffer allocated
+ * when any op that reads or writes it is prepared; the full score matrix of the attention
+ * core unless the fused kernels run it (flash_attention: cuda_attention_needs_scores), which
+ * with a backward keep each row's fp32 log-sum-exp instead; per layer its two
+ * RMSNorm weights too, in as many copies as the L2 rotation needs; the vocabulary split
+ * rounded up; the lm_head reads the embedding table when tied. */
+
+/* The bytes of one layer's weights on a cuda rank as cuda_backend.c allocates them (the
+ * RMSNorm weights, the projections prepared, or for fused_projections the fused QKV / fc1
+ * weights in place of their groups'): what the L2 rotation's copy count is computed from. */
+static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
+{
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const double h = p->model.hidden, I = p->model.intermediate / p->tp;
+    const double qd = (double)p->model.heads / p->tp * p->model.head_dim;
+    const double kvd = plan_kv_heads_per_rank(&p->model, p->tp) * p->model.head_dim;
+#define HAS_OP(o) ((p->ops & PDBX_OP_BIT(PDBX_OP_##o)) != 0)
+    const int fq = p->fused_projections && (p->ops & QKV_OPS);
+    const int ff = p->fused_projections && (p->ops & FC1_OPS);
+    double b = (HAS_OP(INPUT_NORM) + HAS_OP(POST_ATTN_NORM)) * h + HAS_OP(ATTN_O) * qd * h +
+               HAS_OP(MLP_DOWN) * I * h;
+    b += fq ? (qd + 2 * kvd) * h : (HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd) * h;
+    b += ff ? 2 * I * h : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I * h;
+    /* the biases rotate with their layer's weights (cuda_backend.c's layer_bufs) */
+    if (QKV_BIAS(p))
+        b += fq ? qd + 2 * kvd : HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd;
+    if (O_BIAS(p))
+        b += HAS_OP(ATTN_O) * h;
+    if (MLP_BIAS(p))
+        b += (ff ? 2 * I : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I) + HAS_OP(MLP_DOWN) * h;
+#undef HAS_OP
+    return b * es;
+}
+
+/* The per-layer weight sets a cuda rank allocates: layers x the rotating copies. */
+int plan_mem_cuda_weight_sets(const pdbx_profile_point *p)
+{
+    return p->layers * pdbx_cuda_weight_copies(cuda_layer_weight_bytes(p), p->layers,
+                                               PDBX_CUDA_PLAN_L2_BYTES);
+}
+
+/* sets: the per-layer weight sets (cuda_weight_sets of the whole point). */
+void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out)
+{
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp;
+    const double V = (p->model.vocab + p->tp - 1) / p->tp;
+    const int tied = p->model.tie_embeddings;
+    const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
+    if (HAS(EMBED)) plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
+    if (HAS(EMBED) || (tied && HAS(LM_HEAD))) plan_mem_add(out, PDBX_BUF_EMBED_TABLE, W, V * h * es, 1);
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
+        plan_mem_add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
+    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
+        plan_mem_add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_Q, A, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_K, A, T * kvd * es, 1);
+    if (HAS(ATTN_V) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_V, A, T * kvd * es, 1);
+    if (HAS(ATTN_CORE) && !p->flash_attention)
+        plan_mem_add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
+    if (HAS(ATTN_CORE) && p->flash_attention && (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+        plan_mem_add(out, PDBX_BUF_ATTN_LSE, A, (double)p->mbs * heads * p->seq_len * 4, 1);
+    if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
+    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
+    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
+        plan_mem_add(out, PDBX_BUF_POST_NORM_OUT, A, T * h * es, 1);
+    if (HAS(ATTN_ROPE)) plan_mem_add(out, PDBX_BUF_ROPE_TABLE, A, plan_mem_rope_table_bytes(p), 1);
+    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GATE, A, T * I * es, 1);
+    if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_UP, A, T * I * es, 1);
+    if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_ACT, A, T * I * es, 1);
+    if (HAS(FINAL_NORM) || HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_FINAL_NORM_OUT, A, T * h * es, 1);
+    if (HAS(FINAL_NORM)) plan_mem_add(out, PDBX_BUF_NORM_W, W, h * es, 1);
+    if (HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_LOGITS, A, T * V * es, 1);
+    if (HAS(LM_HEAD) && !tied) plan_mem_add(out, PDBX_BUF_LM_HEAD_W, W, V * h * es, 1);
+    /* per-layer weights: layers x the rotating copies (pdbx_cuda_weight_copies) */
+    const int L = sets;
+    if (HAS(INPUT_NORM)) plan_mem_add(out, PDBX_BUF_L_IN_NORM, W, h * es, L);
+    if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_L_Q, W, qd * h * es, L);
+    if (HAS(ATTN_K)) plan_mem_add(out, PDBX_BUF_L_K, W, kvd * h * es, L);
+    if (HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_L_V, W, kvd * h * es, L);
+    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, qd * h * es, L);
+    if (HAS(POST_ATTN_NORM)) plan_mem_add(out, PDBX_BUF_L_POST_NORM, W, h * es, L);
+    if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE, W, I * h * es, L);
+    if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP, W, I * h * es, L);
+    if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, I * h * es, L);
+    plan_mem_biases(p, out, plan_mem_exact, es, L);
+    plan_mem_add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
+}
+
+/* cuda_backward.c's gradient buffers (passes with bwd; its grad_bufs table): the gradient of an
+ * activation in the dtype, allocated when an op whose backward reads or writes it is
+ * prepared; the backward of the unfused attention core keeps the forward's probabilities (the
+ * scores buffer) and needs dP/dS of the same size, the fused one (flash_attention) needs the
+ * rows' delta and, for bf16/fp16, an fp32 dQ accumulator; the norms' backward keeps each row's rstd
+ * (fp32) between its dx and dweight kernels; weight gradients fp32. */
+void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+        return;
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
+    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
+    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double I = p->model.intermediate / p->tp;
+    const double V = (p->model.vocab + p->tp - 1) / p->tp;
+    const pdbx_mem_kind G = PDBX_MEM_GRADS;
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
+        plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);
+    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
+        plan_mem_add(out, PDBX_BUF_GRAD_NORM_OUT, G, T * h * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
+    if (HAS(ATTN_V) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_GRAD_V, G, T * kvd * es, 1);
+    if (HAS(ATTN_CORE) && !p->flash_attention)
+        plan_mem_add(out, PDBX_BUF_GRAD_SCORES, G, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
+    if (HAS(ATTN_CORE) && p->flash_attention) {
+        plan_mem_add(out, PDBX_BUF_ATTN_DELTA, PDBX_MEM_WORKSPACE, (double)p->mbs * heads * p->seq_len * 4, 1);
+        if (es == 2)
+            plan_mem_add(out, PDBX_BUF_GRAD_Q_ACC, PDBX_MEM_WORKSPACE, T * qd * 4, 1);
+    }
+    if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_CONTEXT, G, T * qd * es, 1);
+    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
+    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
+        plan_mem_add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
+    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);
+    if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GRAD_UP, G, T * I * es, 1);
+    if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_GRAD_ACT, G, T * I * es, 1);
+    if (HAS(FINAL_NORM) || HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_GRAD_FINAL_NORM_OUT, G, T * h * es, 1);
+    if (HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_GRAD_LOGITS, G, T * V * es, 1);
+    if (HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
+        plan_mem_add(out, PDBX_BUF_NORM_RSTD, PDBX_MEM_WORKSPACE, T * 4, 1);
+    plan_mem_weight_grads(p, out, 0);
+}
