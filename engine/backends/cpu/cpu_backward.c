@@ -8,9 +8,12 @@
  *        GEMMs read bf16 operands through sbgemm and write fp32); a projection with a bias
  *       (pdbx_op_shape.bias) adds the bias gradient db += column sums of dY (fp32), as
  *       Megatron's wgrad does with the weight gradient;
- *   norms: RMSNorm backward (dx and dweight); mlp_act_fn: SiLU(g)*u backward (dg, du);
+ *   norms: RMSNorm backward (dx and dweight), or LayerNorm's (dx, dweight and dbias, from
+ *       the forward's row mean and rstd); mlp_act_fn: SiLU(g)*u backward (dg, du), GELU(g)*u's,
+ *       or a plain MLP's GELU(u) backward (du);
  *   attn_core: causal attention backward, FlashAttention-2's recomputation (dQ, dK, dV);
- *   embed: the scatter-add of dY's rows into the embedding gradient's rows of the ids.
+ *   embed: the scatter-add of dY's rows into the embedding gradient's rows of the ids, and
+ *       with learned positions the position table's gradient (each position's rows summed).
  * The data flow mirrors the forward's backwards (cpu_compute.c): each op reads the gradient its
  * successor in the forward would have written (lm_head: d logits -> d input_norm_out ->
  * final_norm -> d hidden -> mlp_down -> d act -> act_fn -> d gate, d up -> gate/up ->
@@ -19,6 +22,7 @@
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
+#include "engine/backends/cpu/cpu_kernels_dense.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,6 +73,8 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_B_DOWN: return (void **)&g->dbd;
     case PDBX_BUF_GRAD_B_QKV_FUSED: return (void **)&g->dbqkv;
     case PDBX_BUF_GRAD_B_GATE_UP_FUSED: return (void **)&g->dbfc1;
+    case PDBX_BUF_GRAD_NORM_B: return (void **)&g->dnorm_b;
+    case PDBX_BUF_GRAD_POS_TABLE: return (void **)&g->dpos;
     default: return NULL;
     }
 }
@@ -146,6 +152,8 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
     zero(g->dbd, h * 4);
     zero(g->dbqkv, (qd + 2 * kvd) * 4);
     zero(g->dbfc1, 2 * ni * 4);
+    zero(g->dnorm_b, h * 4);
+    zero(g->dpos, (size_t)c->p.seq_len * h * 4);
     return seed;
 }
 
@@ -178,6 +186,32 @@ static void bias_bwd(pdbx_compute *c, pdbx_op op, const void *dy, int dy_lp, flo
         pdbx_k_bias_grad(c->pool, dy, dy_lp && c->esz == 2, c->T, n, db);
 }
 
+/* A norm's backward of the model's kind (as run_norm in cpu_compute.c): dx from the norm's input
+ * x and output gradient dy; the weight's (and LayerNorm's bias') gradient accumulated. */
+static void norm_bwd(pdbx_compute *c, const float *x, const float *dy, float *dx)
+{
+    cpu_grads *g = &c->grad;
+    if (c->p.model.arch.norm == PDBX_NORM_LAYER)
+        pdbx_k_layernorm_bwd(c->pool, x, c->norm_w, c->norm_mean, c->norm_rstd, dy, c->T, c->h, dx,
+                             g->dnorm_w, g->dnorm_b);
+    else
+        pdbx_k_rmsnorm_bwd(x, c->norm_w, dy, c->T, c->h, RMS_EPS, dx, g->dnorm_w);
+}
+
+/* The MLP activation's backward (as run_act in cpu_compute.c). */
+static void act_bwd(pdbx_compute *c)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t n = c->T * c->inter;
+    pdbx_gelu_kind kind;
+    if (pdbx_gelu_kind_of(c->p.model.arch.activation, &kind) != 0)
+        pdbx_k_silu_mul_bwd(c->g, c->u, g->dact, n, g->dg, g->du);
+    else if (c->p.model.arch.mlp_plain)
+        pdbx_k_gelu_bwd(c->pool, c->u, g->dact, n, kind, g->du);
+    else
+        pdbx_k_gelu_mul_bwd(c->pool, c->g, c->u, g->dact, n, kind, g->dg, g->du);
+}
+
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     cpu_grads *g = &c->grad;
@@ -190,9 +224,11 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     switch (op) {
     case PDBX_OP_EMBED:
         pdbx_k_embed_scatter_add(g->dx, c->ids, T, h, c->vloc, 0, g->demb);
+        if (g->dpos)
+            pdbx_k_pos_embed_bwd(c->pool, g->dx, T, h, c->p.seq_len, g->dpos);
         break;
     case PDBX_OP_INPUT_NORM:
-        pdbx_k_rmsnorm_bwd(c->x, c->norm_w, g->dxn, T, h, RMS_EPS, g->dx, g->dnorm_w);
+        norm_bwd(c, c->x, g->dxn, g->dx);
         break;
     case PDBX_OP_ATTN_Q:
         if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
@@ -234,7 +270,7 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);
         break;
     case PDBX_OP_POST_ATTN_NORM:
-        pdbx_k_rmsnorm_bwd(c->y, c->norm_w, g->dyn, T, h, RMS_EPS, g->dy, g->dnorm_w);
+        norm_bwd(c, c->y, g->dyn, g->dy);
         break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
@@ -251,14 +287,14 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
         break;
     case PDBX_OP_MLP_ACT_FN:
-        pdbx_k_silu_mul_bwd(c->g, c->u, g->dact, T * c->inter, g->dg, g->du);
+        act_bwd(c);
         break;
     case PDBX_OP_MLP_DOWN:
         linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
         bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
         break;
     case PDBX_OP_FINAL_NORM:
-        pdbx_k_rmsnorm_bwd(c->x, c->norm_w, g->dxn, T, h, RMS_EPS, g->dx, g->dnorm_w);
+        norm_bwd(c, c->x, g->dxn, g->dx);
         break;
     case PDBX_OP_LM_HEAD:
         linear_bwd(c, LP(c->xn, c->xn_b), c->wlm, LP(g->dlogits, g->dlogits_b), g->dxn, g->dwlm, T,

@@ -12,6 +12,7 @@
 #include "engine/backends/cpu/cpu_compute.h"
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/cpu/cpu_kernels_dense.h"
 #include "engine/backends/host.h"
 #include "store/events.h"
 #include "store/util/clock.h"
@@ -160,6 +161,46 @@ static void linear(pdbx_compute *c, pdbx_op op, const void *x, const void *w, co
         pdbx_k_bias_add(c->pool, y, bias, m, n);
 }
 
+/* The norms' eps: rms_norm_eps of the Llama 3 and TinyLlama configs, layer_norm_epsilon of
+ * GPT-2's (the model's own value changes no work). */
+#define NORM_EPS 1e-5f
+
+/* A norm of the model's kind (arch.norm) over the point's [T, h] rows: RMSNorm, or LayerNorm
+ * with the shared bias, writing each row's mean and rstd for the backward. */
+static void run_norm(pdbx_compute *c, const float *in, float *out)
+{
+    if (c->p.model.arch.norm == PDBX_NORM_LAYER)
+        pdbx_k_layernorm(c->pool, in, c->norm_w, c->norm_b, c->T, c->h, NORM_EPS, out, c->norm_mean,
+                         c->norm_rstd);
+    else
+        pdbx_k_rmsnorm(c->pool, in, c->norm_w, c->T, c->h, NORM_EPS, out);
+}
+
+/* The MLP's activation (arch.activation, arch.mlp_plain): SiLU(gate) x up (a Llama's), GELU(gate)
+ * x up (Gemma's), or GELU(up) (gpt2, gpt-neox: a plain MLP reads no gate). */
+static void run_act(pdbx_compute *c)
+{
+    const int64_t n = c->T * c->inter;
+    pdbx_gelu_kind kind;
+    if (pdbx_gelu_kind_of(c->p.model.arch.activation, &kind) != 0)
+        pdbx_k_silu_mul(c->pool, c->g, c->u, n, c->act);
+    else if (c->p.model.arch.mlp_plain)
+        pdbx_k_gelu(c->pool, c->u, n, kind, c->act);
+    else
+        pdbx_k_gelu_mul(c->pool, c->g, c->u, n, kind, c->act);
+}
+
+/* embed: the vocab-parallel gather and, with learned positions (c->pos), the position rows
+ * added: into the gathered fp32 rows, or in bf16 into the fp32 hidden state (the bf16 rows are
+ * its input in a real model: the same reads and writes). */
+static void run_embed(pdbx_compute *c)
+{
+    pdbx_k_embed_gather(c->emb_table, c->vloc, 0, c->ids, c->T, (size_t)c->h * c->esz, c->emb_out);
+    if (c->pos)
+        pdbx_k_pos_embed_add(c->pool, c->esz == 4 ? (float *)c->emb_out : c->x, c->pos, c->T, c->h,
+                             c->p.seq_len);
+}
+
 static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
                       char *err, size_t errlen)
 {
@@ -194,7 +235,6 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     const int bf = c->esz == 2;
     /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
     cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-    const float eps = 1e-5f;
     double t0 = pdbx_mono_s() * 1e3;
     if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
         if (pdbx_cpu_run_bwd(c, op, layer, err, errlen) != 0)
@@ -204,10 +244,10 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     }
     switch (op) {
     case PDBX_OP_EMBED:
-        pdbx_k_embed_gather(c->emb_table, c->vloc, 0, c->ids, T, (size_t)h * c->esz, c->emb_out);
+        run_embed(c);
         break;
     case PDBX_OP_INPUT_NORM:
-        pdbx_k_rmsnorm(c->pool, c->x, c->norm_w, T, h, eps, c->xn);
+        run_norm(c, c->x, c->xn);
         break;
     case PDBX_OP_ATTN_Q:
         if (c->p.fused_projections)   /* Megatron's linear_qkv: one [T, qd + 2 kvd] GEMM */
@@ -241,7 +281,7 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;
     case PDBX_OP_POST_ATTN_NORM:
-        pdbx_k_rmsnorm(c->pool, c->y, c->norm_w, T, h, eps, c->yn);
+        run_norm(c, c->y, c->yn);
         break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
@@ -253,13 +293,13 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         linear(c, op, bf ? c->yn_b : c->yn, L->wu, L->bu, c->u, T, c->inter, h);
         break;
     case PDBX_OP_MLP_ACT_FN:
-        pdbx_k_silu_mul(c->pool, c->g, c->u, T * c->inter, c->act);
+        run_act(c);
         break;
     case PDBX_OP_MLP_DOWN:
         linear(c, op, bf ? c->act_b : c->act, L->wd, L->bd, c->x, T, h, c->inter);
         break;
     case PDBX_OP_FINAL_NORM:
-        pdbx_k_rmsnorm(c->pool, c->x, c->norm_w, T, h, eps, c->xn);
+        run_norm(c, c->x, c->xn);
         break;
     case PDBX_OP_LM_HEAD:
         gemm(c, bf ? c->xn_b : c->xn, c->wlm, c->logits, T, c->vloc, h);

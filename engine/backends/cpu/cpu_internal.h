@@ -45,6 +45,8 @@ typedef struct {
     float *dwqkv, *dwfc1;        /* and their weights' fp32 gradients */
     /* the biases' fp32 gradients (NULL where no bias): one set, k/v and gate/up sharing */
     float *dbq, *dbkv, *dbo, *dbgu, *dbd, *dbqkv, *dbfc1;
+    float *dnorm_b;              /* LayerNorm: the norms' shared bias gradient */
+    float *dpos;                 /* learned positions: the table's gradient [seq_len, h] */
 } cpu_grads;
 
 struct pdbx_compute {
@@ -72,6 +74,10 @@ struct pdbx_compute {
     float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
     float *qkv, *fc1;            /* fused_projections: the fused GEMMs' outputs (fp32) */
     float *rope;                 /* attn_rope: cos [seq_len, d/2] then sin (fp32; NULL without) */
+    /* the dense families (arch.norm, arch.position; NULL for a Llama): LayerNorm's bias shared
+     * by the norms as norm_w is, each row's mean and rstd written by the forward for the
+     * backward; learned positions' table [seq_len, h] */
+    float *norm_b, *norm_mean, *norm_rstd, *pos;
     void *xn_b, *ctx_b, *yn_b, *act_b;        /* bf16 GEMM inputs (NULL in fp32) */
     void *wlm;
     cpu_layer layer[MAX_LAYERS];

@@ -24,7 +24,7 @@ void cpu_release(pdbx_compute *c)
     c->ids = NULL;
     c->emb_out = NULL;
     c->x = c->xn = c->q = c->k = c->v = c->ctx = c->y = c->yn = c->g = c->u = c->act = NULL;
-    c->logits = c->attn_scratch = c->rope = NULL;
+    c->logits = c->attn_scratch = c->rope = c->norm_mean = c->norm_rstd = NULL;
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
     memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
     pdbx_cpu_free_kv(c);
@@ -37,7 +37,7 @@ void pdbx_cpu_free_weights(pdbx_compute *c)
     c->nw = 0;
     c->have_weights = 0;
     c->emb_table = c->wlm = NULL;
-    c->norm_w = NULL;
+    c->norm_w = c->norm_b = c->pos = NULL;
     memset(c->layer, 0, sizeof c->layer);
 }
 
@@ -223,6 +223,10 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_L_DOWN: return &L->wd;
     case PDBX_BUF_QKV_FUSED: return (void **)&c->qkv;
     case PDBX_BUF_ROPE_TABLE: return (void **)&c->rope;
+    case PDBX_BUF_NORM_B: return (void **)&c->norm_b;
+    case PDBX_BUF_NORM_MEAN: return (void **)&c->norm_mean;
+    case PDBX_BUF_NORM_STATS_RSTD: return (void **)&c->norm_rstd;
+    case PDBX_BUF_POS_TABLE: return (void **)&c->pos;
     case PDBX_BUF_GATE_UP_FUSED: return (void **)&c->fc1;
     case PDBX_BUF_L_QKV_FUSED: return &L->wqkv;
     case PDBX_BUF_L_GATE_UP_FUSED: return &L->wfc1;
@@ -374,6 +378,12 @@ static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
     seed++;
     if (c->rope)   /* the real table of the point's positions (plan.h, PDBX_ROPE_THETA) */
         pdbx_k_rope_table(c->p.seq_len, c->d, PDBX_ROPE_THETA, c->rope, c->rope + c->p.seq_len * (c->d / 2));
+    /* LayerNorm's row statistics: the forward writes them; until it has, a mean of O(1) and
+     * an rstd of 1, as a normalised row would have */
+    if (c->norm_mean)   /* (a Llama's seeds, and so its fills, stay as they were) */
+        fill_f32(pool, c->norm_mean, (size_t)T, 1.0f, seed++);
+    for (int64_t i = 0; c->norm_rstd && i < T; i++)
+        c->norm_rstd[i] = 1.0f;
     return seed;
 }
 
@@ -410,6 +420,10 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
         fill_elems(pool, L->bqkv, (size_t)(c->qd + 2 * c->kvd), 4, 0.1f, seed++);
         fill_elems(pool, L->bfc1, (size_t)(2 * c->inter), 4, 0.1f, seed++);
     }
+    /* the dense families' (NULL for a Llama): LayerNorm's bias as a trained one, O(0.1); GPT-2's
+     * position rows, O(0.1) as its trained wpe */
+    fill_elems(pool, c->norm_b, (size_t)h, 4, 0.1f, seed++);
+    fill_elems(pool, c->pos, (size_t)(c->p.seq_len * h), 4, 0.1f, seed++);
 }
 
 /* The measured peak starts here: what the previous point freed goes back to the system first
