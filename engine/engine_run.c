@@ -137,7 +137,8 @@ static int start_backends(pdbx_engine *e, char *notice, size_t nlen)
     };
     /* backend auto is resolved now: a mode the loaded backend cannot run is a usage error */
     if (pdbx_backend_modes_check(pdbx_engine_backend_kind(e), e->spec.fp32_math, e->spec.gemm_api,
-                                 err, sizeof err) != 0) {
+                                 err, sizeof err) != 0 ||
+        pdbx_backend_model_check(pdbx_engine_backend_kind(e), &e->spec.model, err, sizeof err) != 0) {
         if (e->rank == 0)
             fprintf(stderr, "pdbx-engine: %s\n", err);
         return 2;

@@ -338,6 +338,11 @@ int pdbx_point_cell_pass(const pdbx_point *p, pdbx_op op, pdbx_pass_sel sel, pdb
 /* 1 when the run measures backward cells: run_start's spec lists "bwd" in passes, or any
  * point holds a measured bwd cell (a recording without the spec). */
 int pdbx_run_has_bwd(const pdbx_run *run);
+/* The ops the run's model does not have, from run_start's spec.model.arch: mlp_gate for a
+ * plain MLP ("mlp": "plain", gpt2), attn_rope for learned positions ("position": "learned").
+ * 0 for a run without the arch (a Llama's: every op). Consumers that need a value per op
+ * (exports) take these as costing 0 rather than as missing measurements. */
+pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run);
 /* 0 when sel can be shown for run; -1 with "<what>: 'bwd' needs backward cells, run X has
  * forward only (allowed: fwd)" otherwise (what: "--pass", "pass" ...). */
 int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,

@@ -184,6 +184,24 @@ int pdbx_run_has_bwd(const pdbx_run *run)
     return 0;
 }
 
+static int arch_is(const cJSON *arch, const char *key, const char *value)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(arch, key);
+    return cJSON_IsString(v) && strcmp(v->valuestring, value) == 0;
+}
+
+pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run)
+{
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(run->spec, "model");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(model, "arch");
+    pdbx_opmask absent = 0;
+    if (arch_is(arch, "mlp", "plain"))
+        absent |= PDBX_OP_BIT(PDBX_OP_MLP_GATE);
+    if (arch_is(arch, "position", "learned"))
+        absent |= PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
+    return absent;
+}
+
 int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,
                         size_t errlen)
 {

@@ -206,6 +206,11 @@ int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
  * pdbx_spec_validate checks a named backend; pdbx-engine checks auto once resolved. */
 int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
                              char *err, size_t errlen);
+/* Whether a backend runs the model's layers: 0, or -1 with one line naming the backend, the
+ * model's feature and the backend that runs it (cuda: RMSNorm, RoPE and gated SiLU only, for
+ * now). Checked as pdbx_backend_modes_check is: a named backend by pdbx_spec_validate, auto by
+ * pdbx-engine once resolved. */
+int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
 
 /* ---- memory model (design.md section 4) --------------------------------------------- */

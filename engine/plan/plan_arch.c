@@ -313,6 +313,11 @@ static int read_family_arch(const cJSON *c, const char *org, const family *f, pd
     a->mlp_plain = !f->gated;
     a->norm = f->norm;
     a->position = f->position;
+    if (a->position == PDBX_POS_LEARNED) {   /* GPT2Config n_positions 1024 */
+        a->max_positions = 1024;
+        if (plan_cfg_int(c, org, "", "n_positions", 1, 1 << 20, &a->max_positions, err, errlen) < 0)
+            return -1;
+    }
     pdbx_strcopy(a->activation, sizeof a->activation, f->act_default);
     /* the activation under any of its names (gemma2 configs carry both hidden_act and
      * hidden_activation; the family's own key wins) */

@@ -46,6 +46,8 @@ typedef struct {
                                * a zeroed arch is a Llama's) */
     pdbx_norm_kind norm;
     pdbx_position_kind position;
+    int max_positions;        /* learned positions: the table's rows (gpt2 n_positions; 0 with RoPE),
+                               * so the longest seq_len the model takes */
     pdbx_attn_kind attention; /* mha: kv heads = heads; gqa: fewer; mla: DeepSeek latent */
     struct {                  /* attention == MLA (DeepSeek-V2/V3); q_lora_rank 0: no q low rank */
         int kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;

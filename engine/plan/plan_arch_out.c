@@ -53,6 +53,11 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
             return -1;
         a->position = (pdbx_position_kind)k;
     }
+    if (plan_cfg_int(o, org, "arch.", "max_positions", 1, 1 << 20, &a->max_positions, err, errlen) < 0)
+        return -1;
+    if (a->position == PDBX_POS_LEARNED && a->max_positions == 0)
+        return pdbx_fail(err, errlen, "%s: arch.max_positions: missing (allowed: 1..%d, the learned position "
+                         "table's rows)", org, 1 << 20);
     if (plan_cfg_str(o, org, "arch.", "attention", buf, sizeof buf, err, errlen) == 0) {
         if (pick(org, "attention", buf, attn_names, 3, &k, err, errlen) != 0)
             return -1;
@@ -126,6 +131,8 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
     ok = ok && cJSON_AddStringToObject(o, "attention", attn_names[a->attention]);
     ok = ok && cJSON_AddStringToObject(o, "norm", norm_names[a->norm]);
     ok = ok && cJSON_AddStringToObject(o, "position", position_names[a->position]);
+    ok = ok && (a->position == PDBX_POS_LEARNED ? cJSON_AddNumberToObject(o, "max_positions", a->max_positions)
+                                                : cJSON_AddNullToObject(o, "max_positions"));
     if (ok && a->attention == PDBX_ATTN_MLA) {
         ok = (x = cJSON_AddObjectToObject(o, "mla")) != NULL &&
              cJSON_AddNumberToObject(x, "kv_lora_rank", a->mla.kv_lora_rank) &&
@@ -216,9 +223,11 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         snprintf(what, sizeof what, "multi-head latent attention (MLA, kv_lora_rank %d, qk_rope_head_dim %d)",
                  a->mla.kv_lora_rank, a->mla.qk_rope_head_dim);
         measures = "it measures MHA and GQA attention";
-    } else if (a->mlp_plain || strcmp(a->activation, "silu") != 0) {
-        snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated", a->activation);
-        measures = "it measures gated SiLU MLPs";
+    } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
+               (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
+        snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",
+                 *a->activation ? a->activation : "silu");
+        measures = "it measures gated SiLU, gated GELU and plain GELU MLPs (erf or tanh GELU)";
     /* biases on the linear layers are measured (pdbx_op_shape.bias: the backends add them and
      * their gradients within the projections' ops), so they are no reason to refuse */
     } else if (a->sliding_window.layers != PDBX_SW_NONE && a->sliding_window.size < seq_len) {

@@ -94,6 +94,10 @@ void plan_default_gpu(pdbx_gpu *g);
 /* Attention heads held by one TP rank: query heads a/t, kv heads k/t or 1 when t > k
  * (replicated, as Megatron does for GQA). */
 int plan_kv_heads_per_rank(const pdbx_model *m, int tp);
+/* Rows of the vocab-parallel embedding and lm_head one TP rank holds: ceil(vocab / tp), the
+ * last shard padded, so any vocab_size takes any TP (Megatron pads the table to a multiple of
+ * make_vocab_size_divisible_by x TP, 128 x TP by default: at most 128 rows more per rank). */
+int plan_vocab_per_rank(const pdbx_model *m, int tp);
 /* Decoder layers on pipeline stage 0, the largest stage: ceil(layers / pp). */
 int plan_layers_per_stage(const pdbx_model *m, int pp);
 /* Parameters one rank of pipeline stage 0 holds: its layers' share under TP, the

@@ -11,11 +11,12 @@
 double plan_stage_params(const pdbx_model *m, int tp, int pp)
 {
     const double t = tp, h = m->hidden, a = m->heads, d = m->head_dim, I = m->intermediate,
-                 V = m->vocab, kv = plan_kv_heads_per_rank(m, tp), L = plan_layers_per_stage(m, pp);
+                 V = (double)plan_vocab_per_rank(m, tp) * tp, kv = plan_kv_heads_per_rank(m, tp), L = plan_layers_per_stage(m, pp);
     /* Parameters of one decoder layer on one TP rank: q and o are split over TP, k and v hold
-     * kv/TP heads (one replicated head when TP > kv heads), gate/up/down are split, the two
-     * RMSNorm weights are replicated. */
-    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + 3 * h * I / t + 2 * h;
+     * kv/TP heads (one replicated head when TP > kv heads), gate/up/down (fc1/fc2 in a plain
+     * MLP) are split, the two norms' weights (and LayerNorm's biases) are replicated. */
+    const double mlp_mats = m->arch.mlp_plain ? 2 : 3, norm = m->arch.norm == PDBX_NORM_LAYER ? 2 * h : h;
+    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + mlp_mats * h * I / t + 2 * norm;
     /* biases (arch.bias): q/k/v's and gate/up's are split as their weights' outputs; o_proj's
      * and down_proj's (row-parallel: added after the reduce) are whole on every rank */
     if (m->arch.bias.qkv)
@@ -23,10 +24,13 @@ double plan_stage_params(const pdbx_model *m, int tp, int pp)
     if (m->arch.bias.attn_out)
         layer_params += h;
     if (m->arch.bias.mlp)
-        layer_params += 2 * I / t + h;
+        layer_params += (mlp_mats - 1) * I / t + h;
     double params = L * layer_params + V * h / t;         /* + vocab-parallel embedding */
+    /* learned positions: Megatron's position_embeddings, a plain (replicated) table on stage 0 */
+    if (m->arch.position == PDBX_POS_LEARNED)
+        params += (double)m->arch.max_positions * h;
     if (pp == 1)                                          /* stage 0 is also the last stage */
-        params += h + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */
+        params += norm + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */
     return params;
 }
 
@@ -53,8 +57,11 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
      * rank q, k, v (GQA: kv heads per rank), the attn_o input, four [s,b,I/t] SwiGLU tensors
      * (gate out, up out, SiLU out, product) and the score terms softmax out + mask + dropout
      * out (2e+1 bytes per score) unless flash attention recomputes them. With e = 2, k = a,
-     * a*d = h and a 2-tensor GeLU MLP of 4h this is exactly s*b*h*(10 + 24/t + 5*a*s/(h*t)). */
-    double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + 4 * I / t));
+     * a*d = h and a 2-tensor GeLU MLP of 4h this is exactly s*b*h*(10 + 24/t + 5*a*s/(h*t)):
+     * a plain MLP (arch.mlp_plain: gpt2, gpt-neox) keeps those two [s,b,I/t] tensors (fc1 out,
+     * GELU out). LayerNorm's per-row mean and rstd are O(s*b) and left out. */
+    const double mlp_tensors = m->arch.mlp_plain ? 2 : 4;
+    double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + mlp_tensors * I / t));
     if (!spec->flash_attention)
         per_layer += (2 * e + 1) * (a / t) * s * s * b;
     if (spec->recompute == PDBX_RECOMPUTE_FULL)

@@ -160,7 +160,7 @@ void plan_mem_weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
     const double I = p->model.intermediate / p->tp;
-    const double V = cpu ? p->model.vocab / p->tp : (p->model.vocab + p->tp - 1) / p->tp;
+    const double V = plan_vocab_per_rank(&p->model, p->tp);
     const int tied = !cpu && p->model.tie_embeddings;   /* the cpu backend never ties */
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
     double (*sz)(double) = cpu ? plan_mem_lines : plan_mem_exact;
@@ -263,9 +263,6 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     if (p->fused_projections)
         sep.ops &= ~(pdbx_opmask)(QKV_OPS | FC1_OPS);
     if (p->backend == PDBX_BACKEND_CPU) {
-        if (m->vocab % p->tp)
-            return pdbx_fail(err, errlen, "profile memory: the cpu backend needs tp %d to divide "
-                             "vocab_size %d", p->tp, m->vocab);
         plan_mem_cpu_list(&sep, out);
         plan_mem_cpu_grad_list(&sep, out);
     } else {

@@ -13,7 +13,7 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
-    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
+    const double I = p->model.intermediate / p->tp, V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
     plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, plan_mem_lines(T * 4), 1);
     if (HAS(EMBED))
@@ -54,7 +54,7 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (LAYERNORM(p))
         plan_mem_add(out, PDBX_BUF_NORM_B, W, plan_mem_lines(h * f), 1);
     if (LEARNED_POS(p) && HAS(EMBED))
-        plan_mem_add(out, PDBX_BUF_POS_TABLE, W, plan_mem_lines((double)p->seq_len * h * f), 1);
+        plan_mem_add(out, PDBX_BUF_POS_TABLE, W, plan_mem_lines((double)p->model.arch.max_positions * h * f), 1);
     if (HAS(LM_HEAD))
         plan_mem_add(out, PDBX_BUF_LM_HEAD_W, W, plan_mem_lines(h * V * e), 1);
     const int L = p->layers;
@@ -82,7 +82,7 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
-    const double I = p->model.intermediate / p->tp, V = p->model.vocab / p->tp;
+    const double I = p->model.intermediate / p->tp, V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
     plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, plan_mem_lines(T * h * f), 1);
     plan_mem_add(out, PDBX_BUF_GRAD_NORM_OUT, G, plan_mem_lines(T * h * f), 1);
@@ -101,7 +101,7 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     if (LAYERNORM(p))
         plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, plan_mem_lines(h * f), 1);
     if (LEARNED_POS(p) && HAS(EMBED))
-        plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, plan_mem_lines((double)p->seq_len * h * f), 1);
+        plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, plan_mem_lines((double)p->model.arch.max_positions * h * f), 1);
     double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
                      * (p->threads > 0 ? p->threads : 1);
     plan_mem_add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, plan_mem_lines(scratch * f), 1);

@@ -52,7 +52,7 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
     const double I = p->model.intermediate / p->tp;
-    const double V = (p->model.vocab + p->tp - 1) / p->tp;
+    const double V = plan_vocab_per_rank(&p->model, p->tp);
     const int tied = p->model.tie_embeddings;
     const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
     if (HAS(EMBED)) plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
@@ -110,7 +110,7 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
     const double I = p->model.intermediate / p->tp;
-    const double V = (p->model.vocab + p->tp - 1) / p->tp;
+    const double V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
     if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
         plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);

@@ -123,11 +123,11 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     const pdbx_model *m = &spec->model;
     memset(out, 0, sizeof *out);
     if (tp < 1 || mbs < 1 || (int)op < 0 || op >= PDBX_OP_COUNT || spec->seq_len < 1 || m->heads % tp != 0 ||
-        m->intermediate % tp != 0 || m->vocab % tp != 0 || (m->kv_heads % tp != 0 && tp % m->kv_heads != 0))
+        m->intermediate % tp != 0 || (m->kv_heads % tp != 0 && tp % m->kv_heads != 0))
         return -1;
     const int64_t T = (int64_t)mbs * spec->seq_len, h = m->hidden, s = spec->seq_len, d = m->head_dim;
     const int64_t a_t = m->heads / tp, kv_t = plan_kv_heads_per_rank(m, tp);
-    const int64_t I_t = m->intermediate / tp, V_t = m->vocab / tp;
+    const int64_t I_t = m->intermediate / tp, V_t = plan_vocab_per_rank(m, tp);
     const double e = pdbx_dtype_bytes(spec->dtype);
 
     switch (op) {

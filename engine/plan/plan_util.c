@@ -272,6 +272,13 @@ int plan_kv_heads_per_rank(const pdbx_model *m, int tp)
     return tp <= m->kv_heads ? m->kv_heads / tp : 1;
 }
 
+int plan_vocab_per_rank(const pdbx_model *m, int tp)
+{
+    if (tp <= 0)
+        return m->vocab;
+    return (int)(((long long)m->vocab + tp - 1) / tp);
+}
+
 int plan_layers_per_stage(const pdbx_model *m, int pp)
 {
     if (pp <= 0)

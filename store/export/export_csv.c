@@ -202,6 +202,7 @@ static const csv_op mlp_ops[] = {
 typedef struct {
     const pdbx_infer_tokens *infer;
     const pdbx_rt_point *pt;
+    pdbx_opmask absent;      /* ops the model does not have (pdbx_run_absent_ops) */
 } mlp_src;
 
 /* The statistics of pdbx op `name` in a row, or NULL when it was not measured there. */
@@ -215,13 +216,19 @@ static const pdbx_stats *src_op(const mlp_src *r, const char *name)
     return r->pt->op[op].valid ? &r->pt->op[op].stats : NULL;
 }
 
-/* Fills the five statistics of a (possibly fused) op; 0 when some part was not measured. */
+/* Fills the five statistics of a (possibly fused) op; 0 when some part was not measured. A
+ * part the model does not have costs nothing: a plain MLP's mlp_up_proj is its one fc1 GEMM
+ * (mlp_up), a model with learned positions has an attn_rope of 0 (its position add is inside
+ * emb), so Vidur's forests, which need every column, fit. */
 static int csv_op_stats(const mlp_src *r, const csv_op *c, double out[5])
 {
     double var = 0.0;
     for (int i = 0; i < 5; i++)
         out[i] = 0.0;
     for (int k = 0; k < MAX_PARTS && c->parts[k]; k++) {
+        int op = pdbx_op_from_name(c->parts[k]);
+        if (op >= 0 && (r->absent & PDBX_OP_BIT(op)))
+            continue;
         const pdbx_stats *st = src_op(r, c->parts[k]);
         if (!st)
             return 0;
@@ -244,7 +251,8 @@ static void mlp_model_fields(const pdbx_run *run, long num_tokens, int tp, csv_b
         buf_int(b, v[i]);
         buf_put(b, ",", 1);
     }
-    buf_field(b, "True");                 /* the engine measures gated (SwiGLU) MLPs only */
+    /* Vidur's use_gated_mlp: SiLU-and-mul over a 2I up projection, or a plain GELU MLP */
+    buf_field(b, pdbx_run_absent_ops(run) & PDBX_OP_BIT(PDBX_OP_MLP_GATE) ? "False" : "True");
     buf_put(b, ",", 1);
     buf_int(b, num_tokens);
     buf_put(b, ",", 1);
@@ -281,9 +289,10 @@ static size_t mlp_rows(const pdbx_runtable *t, mlp_visit fn, void *ctx)
 {
     size_t n = 0;
     const pdbx_run *run = t->run;
+    const pdbx_opmask absent = pdbx_run_absent_ops(run);
     if (run->ninfer_tokens > 0) {
         for (size_t i = 0; i < run->ninfer_tokens; i++, n++) {
-            mlp_src r = { &run->infer_tokens[i], NULL };
+            mlp_src r = { &run->infer_tokens[i], NULL, absent };
             fn(&r, ctx);
         }
         return n;
@@ -292,7 +301,7 @@ static size_t mlp_rows(const pdbx_runtable *t, mlp_visit fn, void *ctx)
         for (size_t i = 0; i < t->configs[k].npoints; i++) {
             if (t->configs[k].points[i].status != PDBX_POINT_OK)
                 continue;
-            mlp_src r = { NULL, &t->configs[k].points[i] };
+            mlp_src r = { NULL, &t->configs[k].points[i], absent };
             fn(&r, ctx);
             n++;
         }

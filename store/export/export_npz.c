@@ -10,7 +10,9 @@
  * measured in every row, else the export fails naming the op and the MBS. An op that FASOP's
  * timing only folds into a column (norms, attention core, TP all-reduces, final norm) is
  * either measured in every row (added), or in none (adds 0, e.g. the all-reduces at TP 1 do
- * not exist; listed under "ops_not_measured" in meta.json), never in some rows only.
+ * not exist; listed under "ops_not_measured" in meta.json), never in some rows only. An op the
+ * model does not have (pdbx_run_absent_ops: gpt2's mlp_gate and attn_rope) adds 0 wherever it
+ * would go, its own column included (listed under "ops_not_in_model").
  */
 #include "store/util/err.h"
 #include "store/export/export.h"
@@ -37,6 +39,7 @@ typedef struct {
     int rows;
     double values[FASOP_MAX_ROWS * PDBX_FASOP_COLS];
     pdbx_opmask not_measured;    /* folded ops measured in none of the rows (they add 0) */
+    pdbx_opmask not_in_model;    /* ops the model does not have (they add 0) */
     double layer[FASOP_MAX_ROWS], total[FASOP_MAX_ROWS];   /* measured cells, NaN = N/A */
 } fasop_matrix;
 
@@ -97,7 +100,7 @@ static int leading_rows(const pdbx_run *run, const pdbx_rt_config *c,
  * meta.json), or the config cannot be exported: a column's own op missing, or a folded op
  * in some rows only. Returns the added mask, or 0 with err. */
 static pdbx_opmask decide_ops(const pdbx_rt_point **rows, int nrows, pdbx_attribution attr,
-                           pdbx_stat_kind stat, const char *cfg, pdbx_opmask *not_measured,
+                           pdbx_stat_kind stat, const char *cfg, fasop_matrix *m, pdbx_opmask absent,
                            char *err, size_t errlen)
 {
     pdbx_opmask wanted = 0, own = 0, added = 0;
@@ -105,8 +108,9 @@ static pdbx_opmask decide_ops(const pdbx_rt_point **rows, int nrows, pdbx_attrib
         wanted |= pdbx_fasop_col_ops(col, attr == PDBX_ATTR_FASOP);
         own |= pdbx_fasop_col_ops(col, 0);
     }
+    m->not_in_model = wanted & absent;
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        if (!(wanted & PDBX_OP_BIT(op)))
+        if (!(wanted & ~absent & PDBX_OP_BIT(op)))
             continue;
         int miss = -1, have = -1;
         for (int r = 0; r < nrows; r++) {
@@ -136,7 +140,7 @@ static pdbx_opmask decide_ops(const pdbx_rt_point **rows, int nrows, pdbx_attrib
                       pdbx_stat_name(stat), rows[have]->mbs, rows[miss]->mbs, cfg);
             return 0;
         }
-        *not_measured |= PDBX_OP_BIT(op);
+        m->not_measured |= PDBX_OP_BIT(op);
     }
     return added;
 }
@@ -160,7 +164,7 @@ static int build_matrix(const pdbx_run *run, const pdbx_rt_config *c, pdbx_attri
     int nrows = leading_rows(run, c, rows, err, errlen);
     if (nrows < 0)
         return -1;
-    pdbx_opmask added = decide_ops(rows, nrows, attr, stat, cfg, &m->not_measured, err, errlen);
+    pdbx_opmask added = decide_ops(rows, nrows, attr, stat, cfg, m, pdbx_run_absent_ops(run), err, errlen);
     if (!added)
         return -1;
     /* The run table's columns over the ops measured in every row: the same values `pdbx show
@@ -169,8 +173,9 @@ static int build_matrix(const pdbx_run *run, const pdbx_rt_config *c, pdbx_attri
     pdbx_rt_fasop_columns(attr, cols);
     for (int col = 0; col < PDBX_FASOP_COLS; col++) {
         cols[col].ops &= added;
+        /* a column left with no op (a plain MLP's mlp_gate under pure attribution) is 0 */
         for (int r = 0; r < nrows; r++)
-            m->values[r * PDBX_FASOP_COLS + col] = pdbx_rt_col_value(rows[r], &cols[col], stat);
+            m->values[r * PDBX_FASOP_COLS + col] = cols[col].ops ? pdbx_rt_col_value(rows[r], &cols[col], stat) : 0.0;
     }
     for (int r = 0; r < nrows; r++) {
         m->layer[r] = pdbx_rt_value(&rows[r]->layer, stat);
@@ -287,12 +292,13 @@ static char *meta_json(const pdbx_run *run, const fasop_matrix *m, const char *m
     cJSON *cols = cJSON_CreateArray(), *col_ops = cJSON_CreateObject();
     for (int c = 0; cols && col_ops && c < PDBX_FASOP_COLS; c++) {
         pdbx_json_put(&ok, cols, NULL, cJSON_CreateString(pdbx_fasop_col_name(c)));
-        pdbx_opmask ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured;
+        pdbx_opmask ops = pdbx_fasop_col_ops(c, attr == PDBX_ATTR_FASOP) & ~m->not_measured & ~m->not_in_model;
         pdbx_json_put(&ok, col_ops, pdbx_fasop_col_name(c), string_array_of_ops(ops));
     }
     pdbx_json_put(&ok, o, "columns", cols);
     pdbx_json_put(&ok, o, "column_ops", col_ops);
     pdbx_json_put(&ok, o, "ops_not_measured", string_array_of_ops(m->not_measured));
+    pdbx_json_put(&ok, o, "ops_not_in_model", string_array_of_ops(m->not_in_model));
     char source[128];
     snprintf(source, sizeof source, "pdbx %s (git %s)", pdbx_version(), pdbx_git_rev());
     pdbx_json_str(&ok, o, "source", source);

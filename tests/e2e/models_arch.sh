@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Models (issue 14): `pdbx plan --format json` reports model.arch for a real config.json of each
-# family (tests/fixtures/models/, SOURCES.md); what the engine does not measure (MoE, MLA, GELU
-# or plain MLPs, cross-attention, a window shorter than seq_len) is refused with one
+# Models (issues 14, 24): `pdbx plan --format json` reports model.arch for a real config.json of each
+# family (tests/fixtures/models/, SOURCES.md); gpt2 (LayerNorm, plain GELU MLP, learned
+# positions, biases) is measured, at the default TP 1 and 2 though 50257 is odd (the last
+# vocab shard padded); what the engine does not measure yet (MoE, MLA, parallel residual,
+# soft-capping, cross-attention, a window shorter than seq_len) is refused with one
 # line naming the feature and the model and exit 2, after the JSON of what was understood; the
 # same refusal stops `pdbx run` (no run is created) and pdbx-engine's own spec check.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
@@ -34,9 +36,9 @@ PYEOF
             "$TMP/err" || fail "$file: message: $(cat "$TMP/err")"
     fi
 done <<'EOF_CASES'
-gpt2.json|2|{'model_type': 'gpt2', 'activation': 'gelu_new', 'mlp': 'plain', 'attention': 'mha', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': True, 'moe': None}|plain (ungated) MLP with gelu_new
-pythia-160m.json|2|{'model_type': 'gpt_neox', 'activation': 'gelu', 'mlp': 'plain', 'parallel_residual': True, 'rotary_fraction': 0.25, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': False}|plain (ungated) MLP with gelu
-gpt-j-6b.json|2|{'model_type': 'gptj', 'activation': 'gelu_new', 'mlp': 'plain', 'rotary_fraction': 0.25, 'bias': {'qkv': False, 'attn_out': False, 'mlp': True}}|plain (ungated) MLP with gelu_new
+gpt2.json|0|{'model_type': 'gpt2', 'activation': 'gelu_new', 'mlp': 'plain', 'attention': 'mha', 'norm': 'layernorm', 'position': 'learned', 'max_positions': 1024, 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': True, 'moe': None}|
+pythia-160m.json|2|{'model_type': 'gpt_neox', 'activation': 'gelu', 'mlp': 'plain', 'norm': 'layernorm', 'position': 'rope', 'max_positions': None, 'parallel_residual': True, 'rotary_fraction': 0.25, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': False}|a parallel residual (attention and MLP from one input)
+gpt-j-6b.json|2|{'model_type': 'gptj', 'activation': 'gelu_new', 'mlp': 'plain', 'norm': 'layernorm', 'rotary_fraction': 0.25, 'bias': {'qkv': False, 'attn_out': False, 'mlp': True}}|a parallel residual
 Llama-3.2-11B-Vision.json|2|{'model_type': 'mllama_text_model', 'nested': 'text_config', 'attention': 'gqa', 'cross_attention_layers': 8}|cross-attention (8 of 40 layers
 Mixtral-8x7B-v0.1.json|2|{'model_type': 'mixtral', 'mlp': 'gated', 'attention': 'gqa', 'moe': {'experts': 8, 'top_k': 2, 'shared_experts': 0, 'expert_intermediate': 14336, 'shared_expert_intermediate': 0, 'first_dense_layers': 0}, 'sliding_window': None}|mixture of experts (8 experts, top 2)
 Qwen1.5-MoE-A2.7B.json|2|{'model_type': 'qwen2_moe', 'moe': {'experts': 60, 'top_k': 4, 'shared_experts': 1, 'expert_intermediate': 1408, 'shared_expert_intermediate': 5632, 'first_dense_layers': 0}, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}}|mixture of experts (60 experts, top 4, 1 shared)
@@ -44,7 +46,7 @@ Qwen3-30B-A3B.json|2|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': '
 DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|mixture of experts (64 experts, top 6, 2 shared)
 DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|mixture of experts (256 experts, top 8, 1 shared)
 Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
-gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}}|a gated MLP with gelu_pytorch_tanh
+gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}}|attn_logit_softcapping 50, final_logit_softcapping 30
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|
 EOF_CASES
@@ -58,6 +60,22 @@ grep -q "sliding-window attention (window 4096 on 32 of 32 layers, shorter than 
 grep -q "^arch llama: silu gated MLP, gqa, dense, no bias, tied embeddings$" "$TMP/out" \
     || fail "arch line: $(grep ^arch "$TMP/out")"
 
+# learned positions bound seq_len: gpt2's table has n_positions 1024 rows
+"$PDBX" plan --model "$FIX/gpt2.json" --seq-len 1024 >"$TMP/out" 2>"$TMP/err" || fail "gpt2 seq 1024: $(cat "$TMP/err")"
+grep -q "^arch gpt2: gelu_new plain MLP, mha, dense, layernorm, learned positions, bias qkv attn_out mlp, tied embeddings$" \
+    "$TMP/out" || fail "gpt2 arch line: $(grep ^arch "$TMP/out")"
+"$PDBX" plan --model "$FIX/gpt2.json" --seq-len 2048 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] || fail "gpt2 seq 2048: exit $rc"
+grep -qx "pdbx plan: seq_len: 2048 is longer than model gpt2's learned position table (allowed: 1..1024, its n_positions)" \
+    "$TMP/err" || fail "gpt2 seq message: $(cat "$TMP/err")"
+# what the cuda backend does not run yet is refused for it, with the backend that runs it
+"$PDBX" plan --model "$FIX/gpt2.json" --backend cuda --gpu A100 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] || fail "gpt2 on cuda: exit $rc"
+grep -qx "pdbx plan: backend: cuda does not run model gpt2's LayerNorm yet (allowed for this model: cpu; cuda runs RMSNorm, RoPE and gated SiLU layers)" \
+    "$TMP/err" || fail "gpt2 cuda message: $(cat "$TMP/err")"
+
 # pdbx run: refused before anything starts, no run in the store
 "$PDBX" run quick --model mixtral8x7b --store "$TMP/store" >"$TMP/out" 2>"$TMP/err"
 rc=$?
@@ -67,7 +85,7 @@ grep -q "model Mixtral-8x7B: mixture of experts (8 experts, top 2) is not measur
 [ -z "$(ls "$TMP/store" 2>/dev/null)" ] || fail "run left files: $(ls "$TMP/store")"
 
 # pdbx-engine's own spec check (a spec written by hand, the model inline)
-"$PY" - "$FIX/gpt2.json" "$TMP/spec.json" <<'PYEOF'
+"$PY" - "$FIX/pythia-160m.json" "$TMP/spec.json" <<'PYEOF'
 import json, sys
 json.dump({'model': json.load(open(sys.argv[1])), 'seq_len': 128}, open(sys.argv[2], 'w'))
 PYEOF
@@ -76,8 +94,8 @@ if command -v mpirun >/dev/null; then
     # leave process-lifetime allocations LSan cannot attribute
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    [ $rc -eq 2 ] || fail "engine gpt2: exit $rc: $(cat "$TMP/err")"
-    grep -q "^pdbx-engine: .*plain (ungated) MLP with gelu_new is not measured" "$TMP/err" \
+    [ $rc -eq 2 ] || fail "engine pythia: exit $rc: $(cat "$TMP/err")"
+    grep -q "^pdbx-engine: .*a parallel residual (attention and MLP from one input) is not measured" "$TMP/err" \
         || fail "engine message: $(cat "$TMP/err")"
 fi
 echo "PASS models_arch"

@@ -30,11 +30,11 @@ typedef struct {
 
 static const family_case cases[] = {
     {"gpt2.json", "gpt2", "", "gelu_new", 0, PDBX_ATTN_MHA, 0, PDBX_SW_NONE, 0, 1, 1, 1, 1, 0, 0, 0,
-     "model gpt2: a plain (ungated) MLP with gelu_new is not measured"},
+     NULL},   /* LayerNorm, plain GELU MLP, learned positions, biases: measured */
     {"pythia-160m.json", "gpt_neox", "", "gelu", 0, PDBX_ATTN_MHA, 0, PDBX_SW_NONE, 0, 1, 1, 1, 0, 0, 0, 0,
-     "plain (ungated) MLP with gelu is"},
+     "model pythia-160m: a parallel residual (attention and MLP from one input) is not measured"},
     {"gpt-j-6b.json", "gptj", "", "gelu_new", 0, PDBX_ATTN_MHA, 0, PDBX_SW_NONE, 0, 0, 0, 1, 0, 0, 0, 0,
-     "plain (ungated) MLP with gelu_new"},
+     "a parallel residual"},
     {"Llama-3.2-11B-Vision.json", "mllama_text_model", "text_config", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE,
      0, 0, 0, 0, 0, 0, 0, 0, "cross-attention (8 of 40 layers"},
     {"Mixtral-8x7B-v0.1.json", "mixtral", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 0, 0, 0, 0, 8, 2, 0,
@@ -51,7 +51,7 @@ static const family_case cases[] = {
     {"Qwen2.5-7B.json", "qwen2", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 1, 0, 0, 0, 0, 0, 0,
      NULL},   /* q/k/v biases are measured (pdbx_op_shape.bias) */
     {"gemma-2-9b.json", "gemma2", "", "gelu_pytorch_tanh", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALTERNATING, 21, 0, 0,
-     0, 1, 0, 0, 0, "a gated MLP with gelu_pytorch_tanh"},
+     0, 1, 0, 0, 0, "attn_logit_softcapping 50"},   /* its gated GELU MLP is measured */
     {"Mistral-7B-v0.1.json", "mistral", "", "silu", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0, 0,
      NULL},
     {"Phi-3.5-mini-instruct.json", "phi3", "", "silu", 1, PDBX_ATTN_MHA, 262144, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0,
@@ -207,7 +207,7 @@ static void test_new_presets(void **state)
     (void)state;
     static const struct { const char *tag, *name, *why; } p[] = {
         {"mixtral8x7b", "Mixtral-8x7B", "mixture of experts"},
-        {"gemma9b", "gemma-2-9b", "gelu_pytorch_tanh"},
+        {"gemma9b", "gemma-2-9b", "attn_logit_softcapping 50, final_logit_softcapping 30"},
         {"dsv2lite", "DeepSeek-V2-Lite", "mixture of experts (64 experts, top 6, 2 shared)"},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {

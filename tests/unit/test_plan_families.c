@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_internal.h"
 
 #define FIXTURES PDBX_SOURCE_DIR "/tests/fixtures/models/"
 
@@ -101,6 +102,73 @@ static void test_gpt2_shapes(void **state)
     assert_true(o.flops == 5.0 * 2048 * s.model.intermediate);
 }
 
+/* The gpt2-xl preset (configs/models/gpt2-xl.json) at TP 5 (25 heads, n_inner 6400), MBS 1, seq
+ * 1024, by hand: a rank holds 5 heads of 64 (q: n 320) and I/5 = 1280; the vocabulary 50257
+ * shards into ceil(50257 / 5) = 10052 rows (the last padded). Every projection has a bias: an
+ * add per output element (T n). Parameters of the full model at TP 1: per layer 12 h^2 + 13 h
+ * (q/k/v/o 4 h^2 + 4 h biases, fc1/fc2 8 h^2 + 4 h + h, two LayerNorms 4 h), token and
+ * position tables (50257 + 1024) h, the final LayerNorm 2 h, tied lm_head: 1557611200 at
+ * h 1600 x 48 layers, the count transformers reports for openai-community/gpt2-xl (its card
+ * rounds it to "1.5B"), and 124439808 for gpt2 ("124M"). */
+static void test_gpt2_xl(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[512] = "";
+    pdbx_spec_defaults(&s);
+    assert_int_equal(pdbx_model_load("gpt2xl", &s.model, err, sizeof err), 0);
+    s.seq_len = 1024;
+    s.dtype = PDBX_DTYPE_BF16;
+    const double T = 1024, h = 1600;
+    pdbx_op_shape o;
+    assert_int_equal(pdbx_op_shape_for(&s, 5, 1, PDBX_OP_ATTN_Q, &o), 0);
+    assert_true(o.m == 1024 && o.n == 320 && o.k == 1600 && o.bias);
+    assert_true(o.flops == 2 * T * h * 320 + T * 320);
+    assert_int_equal(pdbx_op_shape_for(&s, 5, 1, PDBX_OP_MLP_UP, &o), 0);
+    assert_true(o.n == 1280 && o.flops == 2 * T * h * 1280 + T * 1280);
+    assert_false(pdbx_model_ops(&s.model) & PDBX_OP_BIT(PDBX_OP_MLP_GATE));   /* a plain MLP */
+    assert_int_equal(pdbx_op_shape_for(&s, 5, 1, PDBX_OP_MLP_ACT_FN, &o), 0);
+    assert_true(o.flops == 9 * T * 1280);   /* gelu_new, plain */
+    assert_int_equal(pdbx_op_shape_for(&s, 5, 1, PDBX_OP_LM_HEAD, &o), 0);
+    assert_true(o.n == 10052 && o.k == 1600 && o.flops == 2 * T * h * 10052);
+    assert_int_equal(pdbx_op_shape_for(&s, 2, 1, PDBX_OP_ATTN_Q, &o), -1);   /* 25 heads */
+    assert_true(plan_stage_params(&s.model, 1, 1) == 1557611200.0);
+    pdbx_spec small;
+    load("gpt2.json", &small);
+    assert_true(plan_stage_params(&small.model, 1, 1) == 124439808.0);
+}
+
+/* gpt2 validates at the default TP 1 and 2 (50257 rows: the last shard padded); what it cannot
+ * be run with is refused naming the field: fused fc1 (no gate), a seq_len past its position
+ * table, backend cuda (LayerNorm not run there yet). */
+static void test_gpt2_validate(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[1024] = "";
+    load("gpt2.json", &s);
+    s.backend = PDBX_BACKEND_CPU;
+    assert_int_equal(pdbx_spec_set(&s, "configs", "1x1x1,2x1x1", err, sizeof err), 0);
+    if (pdbx_spec_validate(&s, err, sizeof err) != 0)
+        print_error("%s\n", err);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    s.fused_projections = 1;
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_string_equal(err, "fused_projections: true needs a gated MLP, model gpt2's is plain (allowed: false)");
+    s.fused_projections = 0;
+    s.seq_len = 1025;
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_string_equal(err, "seq_len: 1025 is longer than model gpt2's learned position table (allowed: 1..1024, "
+                             "its n_positions)");
+    s.seq_len = 1024;
+    assert_int_equal(pdbx_backend_model_check(PDBX_BACKEND_CUDA, &s.model, err, sizeof err), -1);
+    assert_string_equal(err, "backend: cuda does not run model gpt2's LayerNorm yet (allowed for this model: cpu; "
+                             "cuda runs RMSNorm, RoPE and gated SiLU layers)");
+    assert_int_equal(pdbx_backend_model_check(PDBX_BACKEND_CPU, &s.model, err, sizeof err), 0);
+    load("Qwen2.5-7B.json", &s);   /* a Llama layer runs on cuda */
+    assert_int_equal(pdbx_backend_model_check(PDBX_BACKEND_CUDA, &s.model, err, sizeof err), 0);
+}
+
 static void test_llama_unchanged(void **state)
 {
     (void)state;
@@ -153,6 +221,8 @@ int main(void)
         cmocka_unit_test(test_kinds),
         cmocka_unit_test(test_model_ops),
         cmocka_unit_test(test_gpt2_shapes),
+        cmocka_unit_test(test_gpt2_xl),
+        cmocka_unit_test(test_gpt2_validate),
         cmocka_unit_test(test_llama_unchanged),
         cmocka_unit_test(test_round_trip),
     };

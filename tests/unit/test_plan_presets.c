@@ -36,6 +36,8 @@ static const model_fact facts[] = {
     {"Qwen2.5-7B", "qwen7b", 3584, 18944, 28, 4, 28, 152064, 128, 0},
     {"gemma-2-9b", "gemma9b", 3584, 14336, 16, 8, 42, 256000, 256, 1},
     {"DeepSeek-V2-Lite", "dsv2lite", 2048, 10944, 16, 16, 27, 102400, 192, 0},   /* MLA: 128 + 64 */
+    /* issue 24: GPT-2 XL (n_inner null: 4 x 1600; FASOP's gpt2XL model type as its tag) */
+    {"gpt2-xl", "gpt2XL", 1600, 6400, 25, 25, 48, 50257, 64, 1},
 };
 
 static void expect_model(const pdbx_model *m, const model_fact *f)
@@ -78,11 +80,12 @@ static void test_model_presets(void **state)
     }
     char names[16][64];
     size_t n = pdbx_preset_names("models", names, 16);
-    assert_int_equal(n, 10);
+    assert_int_equal(n, 11);
     assert_string_equal(names[0], "DeepSeek-V2-Lite");   /* sorted, bytewise */
     assert_string_equal(names[1], "Llama-2-70b");
     assert_string_equal(names[8], "TinyLlama-1.1B");
     assert_string_equal(names[9], "gemma-2-9b");
+    assert_string_equal(names[10], "gpt2-xl");
 
     pdbx_model m;
     assert_int_equal(pdbx_model_load("llama-3.3-70b-instruct", &m, err, sizeof err), 0);
@@ -90,10 +93,12 @@ static void test_model_presets(void **state)
     assert_int_equal(pdbx_model_load("llama7b", &m, err, sizeof err), -1);
     assert_string_equal(err, "model: unknown preset 'llama7b' (did you mean 'llama1b', 'llama3b', 'llama70b' or 'llama8b'?)");
     assert_int_equal(pdbx_model_load("gpt2", &m, err, sizeof err), -1);
-    assert_string_equal(err, "model: unknown preset 'gpt2' (allowed: DeepSeek-V2-Lite, Llama-2-70b, Llama-3.1-8B, "
+    assert_string_equal(err, "model: unknown preset 'gpt2' (did you mean 'gpt2XL' or 'gpt2-xl'?)");
+    assert_int_equal(pdbx_model_load("bert", &m, err, sizeof err), -1);
+    assert_string_equal(err, "model: unknown preset 'bert' (allowed: DeepSeek-V2-Lite, Llama-2-70b, Llama-3.1-8B, "
                              "Llama-3.2-1B, Llama-3.2-3B, Llama-3.3-70B-Instruct, Mixtral-8x7B, Qwen2.5-7B, "
-                             "TinyLlama-1.1B, gemma-2-9b, dsv2lite, gemma9b, llama1b, llama2-70b, llama3b, llama70b, "
-                             "llama8b, mixtral8x7b, qwen7b, tinyllama)");
+                             "TinyLlama-1.1B, gemma-2-9b, gpt2-xl, dsv2lite, gemma9b, gpt2XL, llama1b, llama2-70b, "
+                             "llama3b, llama70b, llama8b, mixtral8x7b, qwen7b, tinyllama)");
 }
 
 static double meminfo_bytes(void)

@@ -337,10 +337,19 @@ static void test_refusals(void **state)
     char err[256] = "";
     pdbx_profile_memory m;
     pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
-    p.model.vocab = 255;   /* not divisible by TP 2: the cpu backend cannot shard it */
-    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), -1);
-    assert_string_equal(err, "profile memory: the cpu backend needs tp 2 to divide vocab_size 255");
-    p.backend = PDBX_BACKEND_CUDA;   /* cuda rounds the shard up */
+    /* a vocabulary TP does not divide: both backends hold ceil(V / TP) rows per rank, the
+     * last shard padded (255 at TP 2: the 256 of vocab 256's shard) */
+    pdbx_profile_memory odd, even;
+    p.model.vocab = 255;
+    assert_int_equal(pdbx_profile_memory_list(&p, &odd, err, sizeof err), 0);
+    p.model.vocab = 256;
+    assert_int_equal(pdbx_profile_memory_list(&p, &even, err, sizeof err), 0);
+    assert_true(odd.total == even.total);
+    p.model.vocab = 254;
+    assert_int_equal(pdbx_profile_memory_list(&p, &odd, err, sizeof err), 0);
+    assert_true(odd.total < even.total);
+    p.backend = PDBX_BACKEND_CUDA;
+    p.model.vocab = 255;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
     p.mbs = 0;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), -1);

@@ -78,9 +78,6 @@ static const bad_spec bad_specs[] = {
     {"{\"model\": {\"hidden_size\": 1024, \"intermediate_size\": 3000, \"num_attention_heads\": 16,"
      " \"num_hidden_layers\": 4, \"vocab_size\": 32000}, \"gpus_per_node\": 16, \"configs\": [{\"tp\": 16}]}",
      "tp: 16 does not divide intermediate_size 3000 (allowed: 1, 2, 4, 8)"},
-    {"{\"model\": {\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_attention_heads\": 16,"
-     " \"num_hidden_layers\": 4, \"vocab_size\": 32001}, \"configs\": [{\"tp\": 2}]}",
-     "tp: 2 does not divide vocab_size 32001 (allowed: 1)"},
     /* PP, GPU counts, configurations */
     {"{\"gpus_per_node\": 32, \"configs\": [{\"tp\": 1, \"pp\": 23, \"dp\": 1}]}",
      "pp: 23 is greater than num_hidden_layers 22 of TinyLlama-1.1B (allowed: 1..22)"},

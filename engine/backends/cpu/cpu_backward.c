@@ -153,7 +153,7 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
     zero(g->dbqkv, (qd + 2 * kvd) * 4);
     zero(g->dbfc1, 2 * ni * 4);
     zero(g->dnorm_b, h * 4);
-    zero(g->dpos, (size_t)c->p.seq_len * h * 4);
+    zero(g->dpos, (size_t)c->p.model.arch.max_positions * h * 4);
     return seed;
 }
 

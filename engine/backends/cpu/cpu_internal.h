@@ -46,7 +46,7 @@ typedef struct {
     /* the biases' fp32 gradients (NULL where no bias): one set, k/v and gate/up sharing */
     float *dbq, *dbkv, *dbo, *dbgu, *dbd, *dbqkv, *dbfc1;
     float *dnorm_b;              /* LayerNorm: the norms' shared bias gradient */
-    float *dpos;                 /* learned positions: the table's gradient [seq_len, h] */
+    float *dpos;                 /* learned positions: the table's gradient [max_positions, h] */
 } cpu_grads;
 
 struct pdbx_compute {
@@ -76,7 +76,7 @@ struct pdbx_compute {
     float *rope;                 /* attn_rope: cos [seq_len, d/2] then sin (fp32; NULL without) */
     /* the dense families (arch.norm, arch.position; NULL for a Llama): LayerNorm's bias shared
      * by the norms as norm_w is, each row's mean and rstd written by the forward for the
-     * backward; learned positions' table [seq_len, h] */
+     * backward; learned positions' table [max_positions, h] */
     float *norm_b, *norm_mean, *norm_rstd, *pos;
     void *xn_b, *ctx_b, *yn_b, *act_b;        /* bf16 GEMM inputs (NULL in fp32) */
     void *wlm;

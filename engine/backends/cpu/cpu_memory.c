@@ -269,8 +269,7 @@ static int point_dims(pdbx_compute *c, const pdbx_point_shapes *p, char *err, si
     const pdbx_model *m = &p->model;
     if (p->tp < 1 || p->mbs < 1 || p->seq_len < 1 || p->layers < 1 || p->layers > MAX_LAYERS ||
         m->hidden < 1 || m->heads < 1 || m->head_dim < 1 || m->kv_heads < 1 ||
-        m->intermediate < 1 || m->vocab < 1 || m->heads % p->tp || m->intermediate % p->tp ||
-        m->vocab % p->tp) {
+        m->intermediate < 1 || m->vocab < 1 || m->heads % p->tp || m->intermediate % p->tp) {
         snprintf(err, errlen, "cpu backend: unsupported point shape (tp %d, mbs %d, seq_len %d, "
                  "layers %d, allowed layers 1..%d)", p->tp, p->mbs, p->seq_len, p->layers, MAX_LAYERS);
         return -1;
@@ -283,7 +282,7 @@ static int point_dims(pdbx_compute *c, const pdbx_point_shapes *p, char *err, si
     c->qd = c->heads * c->d;
     c->kvd = c->kv_heads * c->d;
     c->inter = m->intermediate / p->tp;
-    c->vloc = m->vocab / p->tp;
+    c->vloc = (m->vocab + p->tp - 1) / p->tp;   /* the last shard padded, as the planner's */
     c->nlayers = p->layers;
     if (c->heads % c->kv_heads) {
         snprintf(err, errlen, "cpu backend: %lld local heads not a multiple of %lld kv heads",
@@ -423,7 +422,7 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
     /* the dense families' (NULL for a Llama): LayerNorm's bias as a trained one, O(0.1); GPT-2's
      * position rows, O(0.1) as its trained wpe */
     fill_elems(pool, c->norm_b, (size_t)h, 4, 0.1f, seed++);
-    fill_elems(pool, c->pos, (size_t)(c->p.seq_len * h), 4, 0.1f, seed++);
+    fill_elems(pool, c->pos, (size_t)c->p.model.arch.max_positions * h, 4, 0.1f, seed++);
 }
 
 /* The measured peak starts here: what the previous point freed goes back to the system first

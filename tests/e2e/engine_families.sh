@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The dense families through the real engine on the cpu backend (issue 24, item 4 and the gpt2
+# point of its Done-when): a scaled-down GPT-2 (tests/e2e/fixtures/engine-tiny-gpt2.json:
+# LayerNorm with bias, a plain gelu_new MLP, every projection biased, a learned position table,
+# tied embeddings, vocab 8191 so that TP 2 pads the last shard), 1 layer, seq 32, MBS 1..4,
+# passes fwd,bwd, 2 ranks at TP 2, through mpirun:
+#  - run_start's spec carries the arch (layernorm, learned, plain); every point ends ok;
+#  - every op the model has holds a measured cell in both passes, and the two it has not
+#    (mlp_gate, attn_rope) hold none;
+#  - every point's measured memory peak is within 15% of its predicted profile memory (which
+#    lists LayerNorm's bias and row statistics, the position table and their gradients);
+#  - the exports: Vidur's mlp.csv says use_gated_mlp False, attn_rope 0 and mlp_up_proj = the
+#    fc1 GEMM alone; FASOP's NPZ (numpy reads it) has mlp_gate = the ops FASOP folds into it
+#    (attention all-reduce, residual, post-attention norm) and lists the absent ops in
+#    meta.json's ops_not_in_model.
+# Only what a loaded 2-core machine cannot disturb is asserted (no timing comparison).
+source "$(dirname "$0")/engine_common.inc"
+[ -w /proc/self/clear_refs ] || { echo "SKIP: /proc/self/clear_refs is not writable: the RSS peak cannot be reset per point"; exit 77; }
+# Sanitizer build: a small quarantine keeps the RSS honest (engine_memory.sh says why); its
+# allocator adds what no plan lists, so its bound is engine_bias.sh's 1.25.
+MEM_HI=1.15
+if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=8"; MEM_HI=1.25; fi
+FIX=$PDBX_SOURCE_DIR/tests/e2e/fixtures
+
+tiny_spec "$TMP/g.json" "model=\"$FIX/engine-tiny-gpt2.json\"" 'layers=1' 'passes="fwd,bwd"' 'seq_len=32' \
+    'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:4"'
+phase "tiny gpt2: LayerNorm, plain GELU MLP, biases, learned positions; fwd+bwd, TP 2, MBS 1..4"
+mpirun_np 2 "$ENGINE" --spec "$TMP/g.json" --store "$TMP/st" >"$TMP/id" 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (gpt2)"; }
+ev_py "$(run_file "$TMP/st")" "HI = $MEM_HI"'
+S = [e for e in E if e["type"] == "run_start"][0]
+arch = S["spec"]["model"]["arch"]
+assert (arch["norm"], arch["position"], arch["mlp"], arch["max_positions"]) == ("layernorm", "learned", "plain", 1024), arch
+assert arch["bias"] == {"qkv": True, "attn_out": True, "mlp": True}, arch
+ends = [e for e in E if e["type"] == "point_end"]
+assert len(ends) == 3 and all(e["status"] == "ok" for e in ends), ends
+for e in ends:
+    ratio = e["mem_peak_bytes"] / e["profile_mem_bytes"]
+    print("point %d: profile memory %.2f MiB, measured peak %.2f MiB, measured/predicted %.3f"
+          % (e["point"], e["profile_mem_bytes"] / 2**20, e["mem_peak_bytes"] / 2**20, ratio))
+    assert 0.85 <= ratio <= HI, (e, ratio)
+cells = {(e["point"], e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
+compute = ["embed", "input_norm", "attn_q", "attn_k", "attn_v", "attn_core", "attn_o", "attn_residual",
+           "post_attn_norm", "mlp_up", "mlp_act_fn", "mlp_down", "mlp_residual", "final_norm", "lm_head"]
+for e in ends:
+    for op in compute:
+        for pas in ("fwd", "bwd"):
+            c = cells.get((e["point"], op, pas))
+            assert c and c["stats"]["count"] >= 1 and c["stats"]["mean"] > 0, (e["point"], op, pas, c)
+absent = sorted({op for (_, op, _) in cells} & {"mlp_gate", "attn_rope"})
+assert not absent, ("cells of ops gpt2 does not have", absent)
+' || fail "tiny gpt2 run"
+ID=$(cat "$TMP/id")
+
+phase "exports of the gpt2 run: Vidur CSV and FASOP NPZ"
+"$PDBX" export "$ID" --store "$TMP/st" --csv "$TMP/csv" --npz "$TMP/npz" --model-tag gpt2tiny >/dev/null 2>"$TMP/err" \
+    || { cat "$TMP/err"; fail "pdbx export"; }
+"$PDBX" export "$ID" --store "$TMP/st" --npz "$TMP/pure" --model-tag gpt2tiny --attribution pure >/dev/null 2>"$TMP/err" \
+    || { cat "$TMP/err"; fail "pdbx export --attribution pure"; }
+"$PY" - "$TMP" "$(run_file "$TMP/st")" <<'PYEOF' || fail "gpt2 exports"
+import csv, glob, json, sys, zipfile
+import numpy as np
+tmp = sys.argv[1]
+rows = list(csv.DictReader(open(tmp + "/csv/mlp.csv")))
+assert len(rows) == 3, len(rows)
+for r in rows:
+    assert r["use_gated_mlp"] == "False", r["use_gated_mlp"]
+    assert float(r["time_stats.attn_rope.median"]) == 0, r["time_stats.attn_rope.median"]
+    assert float(r["time_stats.mlp_up_proj.mean"]) > 0 and float(r["time_stats.mlp_act.median"]) > 0
+(npz,) = glob.glob(tmp + "/npz/gpt2tiny_*_2.npz")
+(pure,) = glob.glob(tmp + "/pure/gpt2tiny_*_2.npz")
+data, pdata = np.load(npz)["data"], np.load(pure)["data"]
+meta = json.loads(zipfile.ZipFile(npz).read("meta.json"))
+cols = meta["columns"]
+g = cols.index("mlp_gate")
+assert data.shape == (3, 10), data.shape
+assert sorted(meta["ops_not_in_model"]) == ["attn_rope", "mlp_gate"], meta["ops_not_in_model"]
+assert meta["column_ops"]["mlp_gate"] == ["tp_allreduce_attn", "attn_residual", "post_attn_norm"], meta["column_ops"]
+assert (data[:, g] > 0).all() and (pdata[:, g] == 0).all(), (data[:, g], pdata[:, g])
+assert (pdata[:, cols.index("mlp_up")] > 0).all()
+print("mlp.csv: use_gated_mlp False, attn_rope 0; NPZ mlp_gate (fasop) %s ms, (pure) 0" % data[:, g])
+PYEOF
+echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP"
