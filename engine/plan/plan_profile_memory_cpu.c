@@ -2,10 +2,43 @@
  * the list cpu_memory.c allocates as it is, and cpu_backward.c's gradients. */
 #include "engine/plan/plan_profile_memory.h"
 
+/* The fp32 [T, width] rows of one layer's forward (or their gradients, grad): the hidden state,
+ * the norm outputs, q, k, v, the context, the attention output, the MLP's gate (gated only), up
+ * and activation, in the order cpu_memory.c (cpu_backward.c) allocates them. */
+static void layer_rows(const pdbx_profile_point *p, pdbx_profile_memory *out, int grad)
+{
+    enum { W_H, W_QD, W_KVD, W_I };
+    static const struct {
+        pdbx_buf_role act, grad;
+        int width, gated_only;
+    } rows[] = {
+        {PDBX_BUF_HIDDEN, PDBX_BUF_GRAD_HIDDEN, W_H, 0},
+        {PDBX_BUF_NORM_OUT, PDBX_BUF_GRAD_NORM_OUT, W_H, 0},
+        {PDBX_BUF_Q, PDBX_BUF_GRAD_Q, W_QD, 0},
+        {PDBX_BUF_K, PDBX_BUF_GRAD_K, W_KVD, 0},
+        {PDBX_BUF_V, PDBX_BUF_GRAD_V, W_KVD, 0},
+        {PDBX_BUF_CONTEXT, PDBX_BUF_GRAD_CONTEXT, W_QD, 0},
+        {PDBX_BUF_ATTN_OUT, PDBX_BUF_GRAD_ATTN_OUT, W_H, 0},
+        {PDBX_BUF_POST_NORM_OUT, PDBX_BUF_GRAD_POST_NORM_OUT, W_H, 0},
+        {PDBX_BUF_GATE, PDBX_BUF_GRAD_GATE, W_I, 1},
+        {PDBX_BUF_UP, PDBX_BUF_GRAD_UP, W_I, 0},
+        {PDBX_BUF_ACT, PDBX_BUF_GRAD_ACT, W_I, 0},
+    };
+    const double T = (double)p->mbs * p->seq_len, d = p->model.head_dim;
+    const double width[] = {
+        [W_H] = p->model.hidden, [W_QD] = (double)(p->model.heads / p->tp) * d,
+        [W_KVD] = plan_kv_heads_per_rank(&p->model, p->tp) * d, [W_I] = p->model.intermediate / p->tp,
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!rows[i].gated_only || GATED(p))
+            plan_mem_add(out, grad ? rows[i].grad : rows[i].act, grad ? PDBX_MEM_GRADS : PDBX_MEM_ACTIVATIONS,
+                         plan_mem_lines(T * width[rows[i].width] * 4), 1);
+}
+
 /* cpu_memory.c's buffers: fp32 activations (GEMM outputs and every elementwise op run in
  * fp32), with bf16 copies of the GEMM inputs when the GEMMs run in bf16; one norm weight (and
  * with LayerNorm one bias) shared by every norm, LayerNorm's per-row mean and rstd; the gate
- * only in a gated MLP; learned positions' table of seq_len rows; the attention scratch per
+ * only in a gated MLP; learned positions' table of max_positions rows; the attention scratch per
  * thread. */
 void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
@@ -18,18 +51,7 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, plan_mem_lines(T * 4), 1);
     if (HAS(EMBED))
         plan_mem_add(out, PDBX_BUF_EMBED_OUT, A, plan_mem_lines(T * h * e), 1);
-    plan_mem_add(out, PDBX_BUF_HIDDEN, A, plan_mem_lines(T * h * f), 1);
-    plan_mem_add(out, PDBX_BUF_NORM_OUT, A, plan_mem_lines(T * h * f), 1);
-    plan_mem_add(out, PDBX_BUF_Q, A, plan_mem_lines(T * qd * f), 1);
-    plan_mem_add(out, PDBX_BUF_K, A, plan_mem_lines(T * kvd * f), 1);
-    plan_mem_add(out, PDBX_BUF_V, A, plan_mem_lines(T * kvd * f), 1);
-    plan_mem_add(out, PDBX_BUF_CONTEXT, A, plan_mem_lines(T * qd * f), 1);
-    plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, plan_mem_lines(T * h * f), 1);
-    plan_mem_add(out, PDBX_BUF_POST_NORM_OUT, A, plan_mem_lines(T * h * f), 1);
-    if (GATED(p))
-        plan_mem_add(out, PDBX_BUF_GATE, A, plan_mem_lines(T * I * f), 1);
-    plan_mem_add(out, PDBX_BUF_UP, A, plan_mem_lines(T * I * f), 1);
-    plan_mem_add(out, PDBX_BUF_ACT, A, plan_mem_lines(T * I * f), 1);
+    layer_rows(p, out, 0);
     if (LAYERNORM(p)) {
         plan_mem_add(out, PDBX_BUF_NORM_MEAN, A, plan_mem_lines(T * f), 1);
         plan_mem_add(out, PDBX_BUF_NORM_STATS_RSTD, A, plan_mem_lines(T * f), 1);
@@ -84,18 +106,7 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
     const double I = p->model.intermediate / p->tp, V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
-    plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, plan_mem_lines(T * h * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_NORM_OUT, G, plan_mem_lines(T * h * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_Q, G, plan_mem_lines(T * qd * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_K, G, plan_mem_lines(T * kvd * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_V, G, plan_mem_lines(T * kvd * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_CONTEXT, G, plan_mem_lines(T * qd * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT, G, plan_mem_lines(T * h * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, plan_mem_lines(T * h * f), 1);
-    if (GATED(p))
-        plan_mem_add(out, PDBX_BUF_GRAD_GATE, G, plan_mem_lines(T * I * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_UP, G, plan_mem_lines(T * I * f), 1);
-    plan_mem_add(out, PDBX_BUF_GRAD_ACT, G, plan_mem_lines(T * I * f), 1);
+    layer_rows(p, out, 1);
     if (HAS(LM_HEAD))
         plan_mem_add(out, PDBX_BUF_GRAD_LOGITS, G, plan_mem_lines(T * V * f), 1);
     if (LAYERNORM(p))
