@@ -207,8 +207,8 @@ int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
 int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
                              char *err, size_t errlen);
 /* Whether a backend runs the model's layers: 0, or -1 with one line naming the backend, the
- * model's feature and the backend that runs it (cuda: RMSNorm, RoPE and gated SiLU only, for
- * now). Checked as pdbx_backend_modes_check is: a named backend by pdbx_spec_validate, auto by
+ * model's feature and the backend that runs it (cuda: RMSNorm, whole-head RoPE, gated SiLU
+ * and sequential residuals only, for now). Checked as pdbx_backend_modes_check is: a named backend by pdbx_spec_validate, auto by
  * pdbx-engine once resolved. */
 int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
@@ -427,6 +427,10 @@ pdbx_activation pdbx_activation_of(const char *hf_name);
  * absolute positions have no attn_rope (the position table is added inside embed). A point
  * measures the spec's ops that the model has (pdbx_spec.ops & this). */
 pdbx_opmask pdbx_model_ops(const pdbx_model *m);
+/* The dims of each head RoPE rotates: head_dim x arch.rotary_fraction as GPT-NeoX computes its
+ * rotary_ndims (int(head_size * rotary_pct); gpt-j's rotary_dim), made even; the whole head
+ * for a fraction of 1 or of 0 (an arch built in code, zeroed: a Llama's). */
+int pdbx_rotary_dims(const pdbx_model *m);
 /* The ops a point of spec s measures: the spec's ops (`ops`, "all" by default) that its model
  * has. */
 pdbx_opmask pdbx_spec_ops(const pdbx_spec *s);

@@ -38,77 +38,78 @@ typedef struct {
     double rotary_default;   /* rotary_pct default (gpt_neox 0.25); 1 = all of the head */
     pdbx_norm_kind norm;     /* (left out: RMSNorm) */
     pdbx_position_kind position;   /* (left out: rotary) */
+    int shared_norm;         /* one norm before the parallel attention and MLP (gpt-j) */
 } family;
 
 static const family families[] = {
     /* llama/configuration_llama.py: hidden_act silu, attention_bias False (q,k,v,o), mlp_bias False,
      * tie_word_embeddings False; no sliding window */
     {"llama", "llama/configuration_llama.py", 0, "hidden_act", "silu", 1, -1, -1, 0, -1, 0, SW_NEVER, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* mistral/configuration_mistral.py: sliding_window 4096 on every layer; no biases */
     {"mistral", "mistral/configuration_mistral.py", 0, "hidden_act", "silu", 1, 0, 0, 0, 0, 0, SW_KEY, 4096, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* mixtral/configuration_mixtral.py: num_local_experts 8, num_experts_per_tok 2, each expert
      * intermediate_size wide; sliding_window None */
     {"mixtral", "mixtral/configuration_mixtral.py", 0, "hidden_act", "silu", 1, 0, 0, 0, 0, 0, SW_KEY, 0, 0,
-     1, 8, 2, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     1, 8, 2, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* qwen2/configuration_qwen2.py: q,k,v with bias, o without (Qwen2Attention); use_sliding_window
      * False, sliding_window 4096, max_window_layers 28 */
     {"qwen2", "qwen2/configuration_qwen2.py", 0, "hidden_act", "silu", 1, 1, 0, 0, 0, 0, SW_QWEN2, 4096, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* qwen2_moe/configuration_qwen2_moe.py: num_experts 60, num_experts_per_tok 4,
      * moe_intermediate_size 1408, shared_expert_intermediate_size 5632, qkv_bias True */
     {"qwen2_moe", "qwen2_moe/configuration_qwen2_moe.py", 0, "hidden_act", "silu", 1, 1, 0, 0, 0, 0,
-     SW_QWEN2_MOE, 4096, 0, 1, 60, 4, 1408, 5632, 1, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     SW_QWEN2_MOE, 4096, 0, 1, 60, 4, 1408, 5632, 1, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* qwen3/configuration_qwen3.py: attention_bias False, q_norm/k_norm per head (Qwen3Attention) */
     {"qwen3", "qwen3/configuration_qwen3.py", 0, "hidden_act", "silu", 1, -1, -1, 0, 0, 0, SW_QWEN2, 4096, 1,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* qwen3_moe/configuration_qwen3_moe.py: num_experts 128, num_experts_per_tok 8,
      * moe_intermediate_size 768, no shared expert */
     {"qwen3_moe", "qwen3_moe/configuration_qwen3_moe.py", 0, "hidden_act", "silu", 1, -1, -1, 0, 0, 0,
-     SW_QWEN2, 4096, 1, 1, 128, 8, 768, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     SW_QWEN2, 4096, 1, 1, 128, 8, 768, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* phi3/configuration_phi3.py: gate_up_proj (gated silu), no biases, sliding_window None */
     {"phi3", "phi3/configuration_phi3.py", 0, "hidden_act", "silu", 1, 0, 0, 0, 0, 0, SW_KEY, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* gemma/configuration_gemma.py: hidden_act gelu_pytorch_tanh (gated), tie_word_embeddings True */
     {"gemma", "gemma/configuration_gemma.py", 0, "hidden_act", "gelu_pytorch_tanh", 1, -1, -1, 0, 0, 1,
-     SW_NEVER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     SW_NEVER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* gemma2/configuration_gemma2.py: hidden_activation gelu_pytorch_tanh, tie_word_embeddings True,
      * sliding_window 4096 on layer_types "sliding_attention" if (i + 1) % 2, soft-capping 50/30 */
     {"gemma2", "gemma2/configuration_gemma2.py", 0, "hidden_activation", "gelu_pytorch_tanh", 1, -1, -1, 0, 0,
-     1, SW_GEMMA2, 4096, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     1, SW_GEMMA2, 4096, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* gpt2/configuration_gpt2.py: n_embd, n_head, n_layer, n_inner None (4 n_embd),
      * activation_function gelu_new; Conv1D c_attn/c_proj/c_fc with bias; PretrainedConfig ties */
     {"gpt2", "gpt2/configuration_gpt2.py", 1, "activation_function", "gelu_new", 0, 1, 1, 1, 1, 1, SW_NEVER, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_LAYER, PDBX_POS_LEARNED},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_LAYER, PDBX_POS_LEARNED, 0},
     /* gpt_neox/configuration_gpt_neox.py: hidden_act gelu, attention_bias True, use_parallel_residual
      * True, rotary_pct 0.25, tie_word_embeddings False; dense_h_to_4h/4h_to_h with bias */
     {"gpt_neox", "gpt_neox/configuration_gpt_neox.py", 0, "hidden_act", "gelu", 0, -1, -1, 1, 1, 0, SW_NEVER,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0.25, PDBX_NORM_LAYER, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0.25, PDBX_NORM_LAYER, PDBX_POS_ROPE, 0},
     /* gptj/configuration_gptj.py: n_embd, n_head, n_layer, rotary_dim 64, activation_function
      * gelu_new; q/k/v/out_proj without bias, fc_in/fc_out with; attention and MLP in parallel */
     {"gptj", "gptj/configuration_gptj.py", 1, "activation_function", "gelu_new", 0, 0, 0, 0, 1, 1, SW_NEVER, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1.0, PDBX_NORM_LAYER, PDBX_POS_ROPE},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1.0, PDBX_NORM_LAYER, PDBX_POS_ROPE, 1},
     /* deepseek_v2/configuration_deepseek_v2.py: kv_lora_rank 512, q_lora_rank 1536,
      * qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128; n_routed_experts 64,
      * n_shared_experts 2, moe_intermediate_size 1407, first_k_dense_replace 0 */
     {"deepseek_v2", "deepseek_v2/configuration_deepseek_v2.py", 0, "hidden_act", "silu", 1, -1, -1, 0, 0, 0,
-     SW_NEVER, 0, 0, 1, 64, 0, 1407, 0, 2, 0, 1, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     SW_NEVER, 0, 0, 1, 64, 0, 1407, 0, 2, 0, 1, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* deepseek_v3/configuration_deepseek_v3.py: n_routed_experts 256, num_experts_per_tok 8,
      * n_shared_experts 1, moe_intermediate_size 2048, first_k_dense_replace 3 */
     {"deepseek_v3", "deepseek_v3/configuration_deepseek_v3.py", 0, "hidden_act", "silu", 1, -1, -1, 0, 0, 0,
-     SW_NEVER, 0, 0, 1, 256, 8, 2048, 0, 1, 3, 1, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     SW_NEVER, 0, 0, 1, 256, 8, 2048, 0, 1, 3, 1, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
     /* mllama/configuration_mllama.py (MllamaTextConfig): a Llama text model whose
      * cross_attention_layers attend to the vision tower's output */
     {"mllama_text_model", "mllama/configuration_mllama.py", 0, "hidden_act", "silu", 1, 0, 0, 0, 0, 0,
-     SW_NEVER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE},
+     SW_NEVER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
 /* pdbx's minimal form (no model_type) and an unknown model_type with the Llama keys: a Llama
  * whose MoE, window, bias and activation keys are read by their usual names all the same. */
 static const family llama_like = {"", "llama/configuration_llama.py", 0, "hidden_act", "silu", 1, -1, -1, 0,
-                                  -1, 0, SW_KEY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE};
+                                  -1, 0, SW_KEY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0};
 
 /* Keys that change the architecture in ways pdbx does not model: present with a value other
  * than the one that leaves a Llama layer as it is, they are recorded as unsupported. */
@@ -347,6 +348,7 @@ static int read_family_arch(const cJSON *c, const char *org, const family *f, pd
     a->qk_norm = f->qk_norm;
 
     a->parallel_residual = f->parallel_residual > 0;
+    a->shared_norm = f->shared_norm;
     if (f->parallel_residual < 0) {
         a->parallel_residual = 1;
         if (plan_cfg_bool(c, org, "", "use_parallel_residual", &a->parallel_residual, err, errlen) < 0)

@@ -13,13 +13,16 @@
  *    MoE, sliding-window, bias and activation keys are still read, so nothing is taken silently.
  *    An object holding "arch" (what plan_arch_to_json writes: a spec pdbx wrote) is read back
  *    from that object, so a spec round-trips exactly.
- *  - Architecture-changing keys pdbx does not model (soft-capping, partial rotary, parallel
- *    residual, cross-attention layers, ...) are recorded in arch.unsupported, never dropped.
+ *  - Architecture-changing keys pdbx does not model (soft-capping, cross-attention layers, a
+ *    parallel residual in a family without one, ...) are recorded in arch.unsupported, never
+ *    dropped.
  *  - pdbx_arch_refusal() says whether the engine can measure the model as it is: it measures
- *    dense layers of a gated-SiLU MLP, MHA/GQA attention, with or without biases on the
- *    linear layers (arch.bias: the projections' ops add them, pdbx_op_shape.bias), full
- *    causal attention (a sliding window at least seq_len long is the same thing). Anything else is refused with
- *    one line naming the feature and the model; nothing is profiled as a dense Llama silently.
+ *    dense layers with RMSNorm or LayerNorm, a gated SiLU, gated GELU or plain GELU MLP,
+ *    MHA/GQA attention with full or partial RoPE or learned positions, sequential or parallel
+ *    residual, with or without biases on the linear layers (arch.bias: the projections' ops add
+ *    them, pdbx_op_shape.bias), full causal attention (a sliding window at least seq_len long
+ *    is the same thing). Anything else is refused with one line naming the feature and the
+ *    model; nothing is profiled as a dense Llama silently.
  *  - Errors are one line naming the file, the field, the value and what is allowed.
  */
 #ifndef PDBX_PLAN_ARCH_H
@@ -65,6 +68,8 @@ typedef struct {
         int first_dense_layers;         /* DeepSeek first_k_dense_replace */
     } moe;
     int parallel_residual;    /* attention and MLP from the same input (gpt-neox, gpt-j) */
+    int shared_norm;          /* with it, one norm feeds both (gpt-j's ln_1: no post_attn_norm);
+                               * gpt-neox has two */
     double rotary_fraction;   /* part of each head rotated (gpt-neox rotary_pct); 1 = all */
     int qk_norm;              /* per-head RMSNorm of q and k (qwen3) */
     int cross_attention_layers;   /* mllama's text model: layers attending to the image */

@@ -101,6 +101,7 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
                         errlen) < 0))
         return -1;
     if (plan_cfg_bool(o, org, "arch.", "parallel_residual", &a->parallel_residual, err, errlen) < 0 ||
+        plan_cfg_bool(o, org, "arch.", "shared_norm", &a->shared_norm, err, errlen) < 0 ||
         plan_cfg_num(o, org, "arch.", "rotary_fraction", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
         plan_cfg_bool(o, org, "arch.", "qk_norm", &a->qk_norm, err, errlen) < 0 ||
         plan_cfg_int(o, org, "arch.", "cross_attention_layers", 0, 4096, &a->cross_attention_layers, err, errlen) < 0 ||
@@ -166,6 +167,7 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
         ok = cJSON_AddNullToObject(o, "moe") != NULL;
     }
     ok = ok && cJSON_AddBoolToObject(o, "parallel_residual", a->parallel_residual) &&
+         cJSON_AddBoolToObject(o, "shared_norm", a->shared_norm) &&
          cJSON_AddNumberToObject(o, "rotary_fraction", a->rotary_fraction) &&
          cJSON_AddBoolToObject(o, "qk_norm", a->qk_norm) &&
          cJSON_AddNumberToObject(o, "cross_attention_layers", a->cross_attention_layers) &&
@@ -196,6 +198,10 @@ void pdbx_arch_summary(const pdbx_model *m, char *buf, size_t len)
         PUT(", %s", norm_names[a->norm]);
     if (a->position != PDBX_POS_ROPE)
         PUT(", %s positions", position_names[a->position]);
+    else if (a->rotary_fraction > 0 && a->rotary_fraction < 1)
+        PUT(", rotary %d of %d dims", pdbx_rotary_dims(m), m->head_dim);
+    if (a->parallel_residual)
+        PUT(", parallel residual%s", a->shared_norm ? " (one norm)" : "");
     if (a->bias.qkv || a->bias.attn_out || a->bias.mlp)
         PUT(", bias%s%s%s", a->bias.qkv ? " qkv" : "", a->bias.attn_out ? " attn_out" : "", a->bias.mlp ? " mlp" : "");
     else
@@ -234,12 +240,8 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         snprintf(what, sizeof what, "sliding-window attention (window %d on %d of %d layers, shorter than seq_len %d)",
                  a->sliding_window.size, a->sliding_window.count, m->layers, seq_len);
         measures = "it measures full causal attention, which a window of at least seq_len equals";
-    } else if (a->parallel_residual) {
-        snprintf(what, sizeof what, "a parallel residual (attention and MLP from one input)");
-        measures = "it measures sequential Llama layers";
-    } else if (a->rotary_fraction < 1.0) {
-        snprintf(what, sizeof what, "partial rotary embeddings (%.0f%% of each head)", a->rotary_fraction * 100);
-        measures = "it measures RoPE over the whole head";
+    /* a parallel residual (gpt-neox, gpt-j) runs the same ops on other inputs, partial rotary
+     * (rotary_pct) rotates fewer dims of each head: both measured */
     } else if (a->qk_norm) {
         snprintf(what, sizeof what, "a per-head q/k RMSNorm (qk_norm)");
         measures = "it measures Llama attention without it";

@@ -16,7 +16,8 @@ double plan_stage_params(const pdbx_model *m, int tp, int pp)
      * kv/TP heads (one replicated head when TP > kv heads), gate/up/down (fc1/fc2 in a plain
      * MLP) are split, the two norms' weights (and LayerNorm's biases) are replicated. */
     const double mlp_mats = m->arch.mlp_plain ? 2 : 3, norm = m->arch.norm == PDBX_NORM_LAYER ? 2 * h : h;
-    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + mlp_mats * h * I / t + 2 * norm;
+    const double norms = m->arch.shared_norm ? 1 : 2;   /* gpt-j: one ln_1 per layer */
+    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + mlp_mats * h * I / t + norms * norm;
     /* biases (arch.bias): q/k/v's and gate/up's are split as their weights' outputs; o_proj's
      * and down_proj's (row-parallel: added after the reduce) are whole on every rank */
     if (m->arch.bias.qkv)

@@ -95,10 +95,11 @@ void plan_mem_add(pdbx_profile_memory *out, pdbx_buf_role role, pdbx_mem_kind ki
     out->total += bytes * count;
 }
 
-/* The RoPE table's bytes: fp32 cos and sin of [seq_len, head_dim/2] (both backends). */
+/* The RoPE table's bytes: fp32 cos and sin of [seq_len, rot/2], rot the rotated dims of a head
+ * (pdbx_rotary_dims: head_dim for a Llama; both backends). */
 double plan_mem_rope_table_bytes(const pdbx_profile_point *p)
 {
-    return 2.0 * 4.0 * (double)p->seq_len * (double)(p->model.head_dim / 2);
+    return 2.0 * 4.0 * (double)p->seq_len * (double)(pdbx_rotary_dims(&p->model) / 2);
 }
 
 double plan_mem_lines(double bytes)

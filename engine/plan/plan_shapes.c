@@ -36,9 +36,20 @@ pdbx_opmask pdbx_model_ops(const pdbx_model *m)
     pdbx_opmask ops = PDBX_OPS_ALL;
     if (m->arch.mlp_plain)
         ops &= ~PDBX_OP_BIT(PDBX_OP_MLP_GATE);
-    if (m->arch.position == PDBX_POS_LEARNED)
+    if (m->arch.position == PDBX_POS_LEARNED || pdbx_rotary_dims(m) < 2)
         ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
+    if (m->arch.shared_norm)
+        ops &= ~PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
     return ops;
+}
+
+int pdbx_rotary_dims(const pdbx_model *m)
+{
+    const double f = m->arch.rotary_fraction;
+    if (!(f > 0 && f < 1))
+        return m->head_dim;
+    const int rot = (int)(m->head_dim * f);
+    return rot - rot % 2;
 }
 
 pdbx_opmask pdbx_spec_ops(const pdbx_spec *s)
@@ -153,12 +164,15 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_ATTN_V:
         gemm(out, T, kv_t * d, h, e);
         break;
-    case PDBX_OP_ATTN_ROPE:        /* q and k rotated in place: read and written once each, the
-                                    * fp32 cos/sin table [s, d/2] x 2 read; per element 2
-                                    * multiplies and an add */
-        elementwise(out, T, (a_t + kv_t) * d, 3,
-                    2.0 * e * (double)T * (double)((a_t + kv_t) * d) + 4.0 * (double)s * (double)d);
+    case PDBX_OP_ATTN_ROPE: {      /* q and k rotated in place: their rotated dims (rot of each
+                                    * head: all of it, or gpt-neox's rotary_pct) read and written
+                                    * once each, the fp32 cos/sin table [s, rot/2] x 2 read; per
+                                    * element 2 multiplies and an add */
+        const int64_t rot = pdbx_rotary_dims(m);
+        elementwise(out, T, (a_t + kv_t) * rot, 3,
+                    2.0 * e * (double)T * (double)((a_t + kv_t) * rot) + 4.0 * (double)s * (double)rot);
         break;
+    }
     case PDBX_OP_ATTN_CORE:
         out->m = s;
         out->n = s;

@@ -269,7 +269,9 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
     const char *what = a->norm != PDBX_NORM_RMS ? "LayerNorm"
                        : a->position != PDBX_POS_ROPE ? "learned positions"
                        : pdbx_activation_of(a->activation) != PDBX_ACT_SILU ? "a GELU MLP"
-                       : a->mlp_plain ? "a plain MLP" : NULL;
+                       : a->mlp_plain ? "a plain MLP"
+                       : a->parallel_residual ? "parallel residual"
+                       : pdbx_rotary_dims(m) != m->head_dim ? "partial rotary embeddings" : NULL;
     if (!what)
         return 0;
     return pdbx_fail(err, errlen, "backend: cuda does not run model %s's %s yet (allowed for this model: cpu; "

@@ -13,6 +13,9 @@
 #    fc1 GEMM alone; FASOP's NPZ (numpy reads it) has mlp_gate = the ops FASOP folds into it
 #    (attention all-reduce, residual, post-attention norm) and lists the absent ops in
 #    meta.json's ops_not_in_model.
+# Then a tiny gpt-neox (parallel residual, two LayerNorms, rotary_pct 0.25) and gpt-j (one shared
+# norm: no post_attn_norm op, rotary_dim 16 of 64), one rank, MBS 2: attn_rope and the residual
+# ops measured in both passes, memory within the same bound.
 # Only what a loaded 2-core machine cannot disturb is asserted (no timing comparison).
 source "$(dirname "$0")/engine_common.inc"
 [ -w /proc/self/clear_refs ] || { echo "SKIP: /proc/self/clear_refs is not writable: the RSS peak cannot be reset per point"; exit 77; }
@@ -79,4 +82,34 @@ assert (data[:, g] > 0).all() and (pdata[:, g] == 0).all(), (data[:, g], pdata[:
 assert (pdata[:, cols.index("mlp_up")] > 0).all()
 print("mlp.csv: use_gated_mlp False, attn_rope 0; NPZ mlp_gate (fasop) %s ms, (pure) 0" % data[:, g])
 PYEOF
-echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP"
+phase "tiny gpt-neox (parallel residual, rotary 16 of 64) and gpt-j (one shared norm, rotary 16 of 64): fwd+bwd, one rank"
+"$PY" - "$TMP" <<'PYEOF'
+import json, sys
+tmp = sys.argv[1]
+json.dump({"model_type": "gpt_neox", "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048,
+           "num_hidden_layers": 2, "vocab_size": 8192, "hidden_act": "gelu", "rotary_pct": 0.25},
+          open(tmp + "/neox.json", "w"))
+json.dump({"model_type": "gptj", "n_embd": 512, "n_head": 8, "n_layer": 2, "rotary_dim": 16, "vocab_size": 8192},
+          open(tmp + "/gptj.json", "w"))
+PYEOF
+for fam in neox gptj; do
+    tiny_spec "$TMP/$fam-spec.json" "model=\"$TMP/$fam.json\"" 'layers=1' 'passes="fwd,bwd"' 'mbs="2:2"'
+    mpirun_np 1 "$ENGINE" --spec "$TMP/$fam-spec.json" --store "$TMP/st-$fam" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run ($fam)"; }
+    ev_py "$(run_file "$TMP/st-$fam")" "FAM = '$fam'; HI = $MEM_HI"'
+S = [e for e in E if e["type"] == "run_start"][0]
+arch = S["spec"]["model"]["arch"]
+assert arch["parallel_residual"] and arch["rotary_fraction"] == 0.25 and arch["shared_norm"] == (FAM == "gptj"), arch
+(end,) = [e for e in E if e["type"] == "point_end"]
+assert end["status"] == "ok", end
+ratio = end["mem_peak_bytes"] / end["profile_mem_bytes"]
+print("%s: measured/predicted memory %.3f" % (FAM, ratio))
+assert 0.85 <= ratio <= HI, ratio
+ops = {(e["op"], e.get("pass", "fwd")) for e in E if e["type"] == "op" and e["stats"]["count"] >= 1}
+for op in ("attn_rope", "input_norm", "mlp_up", "mlp_act_fn", "attn_residual", "mlp_residual"):
+    assert (op, "fwd") in ops and (op, "bwd") in ops, op
+assert ("post_attn_norm", "fwd") in ops if FAM == "neox" else not any(o == "post_attn_norm" for o, _ in ops), ops
+assert not any(o == "mlp_gate" for o, _ in ops), ops
+' || fail "tiny $fam run"
+done
+
+echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary) measured"

@@ -2,7 +2,8 @@
 # Models (issues 14, 24): `pdbx plan --format json` reports model.arch for a real config.json of each
 # family (tests/fixtures/models/, SOURCES.md); gpt2 (LayerNorm, plain GELU MLP, learned
 # positions, biases) is measured, at the default TP 1 and 2 though 50257 is odd (the last
-# vocab shard padded); what the engine does not measure yet (MoE, MLA, parallel residual,
+# vocab shard padded), and so are pythia (parallel residual, rotary 16 of 64 dims) and gpt-j
+# (one shared norm, rotary 64 of 256); what the engine does not measure yet (MoE, MLA,
 # soft-capping, cross-attention, a window shorter than seq_len) is refused with one
 # line naming the feature and the model and exit 2, after the JSON of what was understood; the
 # same refusal stops `pdbx run` (no run is created) and pdbx-engine's own spec check.
@@ -37,8 +38,8 @@ PYEOF
     fi
 done <<'EOF_CASES'
 gpt2.json|0|{'model_type': 'gpt2', 'activation': 'gelu_new', 'mlp': 'plain', 'attention': 'mha', 'norm': 'layernorm', 'position': 'learned', 'max_positions': 1024, 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': True, 'moe': None}|
-pythia-160m.json|2|{'model_type': 'gpt_neox', 'activation': 'gelu', 'mlp': 'plain', 'norm': 'layernorm', 'position': 'rope', 'max_positions': None, 'parallel_residual': True, 'rotary_fraction': 0.25, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': False}|a parallel residual (attention and MLP from one input)
-gpt-j-6b.json|2|{'model_type': 'gptj', 'activation': 'gelu_new', 'mlp': 'plain', 'norm': 'layernorm', 'rotary_fraction': 0.25, 'bias': {'qkv': False, 'attn_out': False, 'mlp': True}}|a parallel residual
+pythia-160m.json|0|{'model_type': 'gpt_neox', 'activation': 'gelu', 'mlp': 'plain', 'norm': 'layernorm', 'position': 'rope', 'max_positions': None, 'parallel_residual': True, 'shared_norm': False, 'rotary_fraction': 0.25, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': False}|
+gpt-j-6b.json|0|{'model_type': 'gptj', 'activation': 'gelu_new', 'mlp': 'plain', 'norm': 'layernorm', 'parallel_residual': True, 'shared_norm': True, 'rotary_fraction': 0.25, 'bias': {'qkv': False, 'attn_out': False, 'mlp': True}}|
 Llama-3.2-11B-Vision.json|2|{'model_type': 'mllama_text_model', 'nested': 'text_config', 'attention': 'gqa', 'cross_attention_layers': 8}|cross-attention (8 of 40 layers
 Mixtral-8x7B-v0.1.json|2|{'model_type': 'mixtral', 'mlp': 'gated', 'attention': 'gqa', 'moe': {'experts': 8, 'top_k': 2, 'shared_experts': 0, 'expert_intermediate': 14336, 'shared_expert_intermediate': 0, 'first_dense_layers': 0}, 'sliding_window': None}|mixture of experts (8 experts, top 2)
 Qwen1.5-MoE-A2.7B.json|2|{'model_type': 'qwen2_moe', 'moe': {'experts': 60, 'top_k': 4, 'shared_experts': 1, 'expert_intermediate': 1408, 'shared_expert_intermediate': 5632, 'first_dense_layers': 0}, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}}|mixture of experts (60 experts, top 4, 1 shared)
@@ -85,7 +86,7 @@ grep -q "model Mixtral-8x7B: mixture of experts (8 experts, top 2) is not measur
 [ -z "$(ls "$TMP/store" 2>/dev/null)" ] || fail "run left files: $(ls "$TMP/store")"
 
 # pdbx-engine's own spec check (a spec written by hand, the model inline)
-"$PY" - "$FIX/pythia-160m.json" "$TMP/spec.json" <<'PYEOF'
+"$PY" - "$FIX/gemma-2-9b.json" "$TMP/spec.json" <<'PYEOF'
 import json, sys
 json.dump({'model': json.load(open(sys.argv[1])), 'seq_len': 128}, open(sys.argv[2], 'w'))
 PYEOF
@@ -94,8 +95,8 @@ if command -v mpirun >/dev/null; then
     # leave process-lifetime allocations LSan cannot attribute
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    [ $rc -eq 2 ] || fail "engine pythia: exit $rc: $(cat "$TMP/err")"
-    grep -q "^pdbx-engine: .*a parallel residual (attention and MLP from one input) is not measured" "$TMP/err" \
+    [ $rc -eq 2 ] || fail "engine gemma-2: exit $rc: $(cat "$TMP/err")"
+    grep -q "^pdbx-engine: .*attn_logit_softcapping 50, final_logit_softcapping 30 is not measured" "$TMP/err" \
         || fail "engine message: $(cat "$TMP/err")"
 fi
 echo "PASS models_arch"

@@ -129,36 +129,37 @@ static void check_silu_mul(int64_t n, float range)
 }
 
 /* RoPE against a naive double-precision rotate-half (HF's apply_rotary_pos_emb: position of
- * row r = r % seq_len, cos/sin of pos * 10000^(-2i/d) with cat(freqs, freqs)), on q-like
- * [seqs*seq, heads*d] with d even and odd (the last element of each head untouched), single-
- * threaded and on pools of 2 and 3 threads (identical bits), above the threading threshold;
- * the table against cos/sin; the inverse rotation gives x back. */
-static void check_rope(int64_t seqs, int64_t seq, int64_t heads, int64_t d)
+ * row r = r % seq_len, cos/sin of pos * 10000^(-2i/rot) with cat(freqs, freqs)), on q-like
+ * [seqs*seq, heads*d] rotating the first rot dims of each head (rot = d, even and odd: the last
+ * element of each head untouched; rot < d: GPT-NeoX's partial rotary, q[..., rot:] passed
+ * through), single-threaded and on pools of 2 and 3 threads (identical bits), above the
+ * threading threshold; the table against cos/sin; the inverse rotation gives x back. */
+static void check_rope(int64_t seqs, int64_t seq, int64_t heads, int64_t d, int64_t rot)
 {
-    const int64_t rows = seqs * seq, n = rows * heads * d, half = d / 2;
+    const int64_t rows = seqs * seq, n = rows * heads * d, half = rot / 2;
     float *cs = malloc((size_t)(seq * half + 1) * sizeof *cs), *sn = malloc((size_t)(seq * half + 1) * sizeof *sn);
     assert_non_null(cs);
     assert_non_null(sn);
-    pdbx_k_rope_table(seq, d, 10000.0, cs, sn);
+    pdbx_k_rope_table(seq, rot, 10000.0, cs, sn);
     for (int64_t p = 0; p < seq; p++)
         for (int64_t i = 0; i < half; i++) {
-            const double ang = (double)p * pow(10000.0, -2.0 * (double)i / (double)d);
+            const double ang = (double)p * pow(10000.0, -2.0 * (double)i / (double)rot);
             assert_true(fabs(cs[p * half + i] - cos(ang)) < 1e-6 && fabs(sn[p * half + i] - sin(ang)) < 1e-6);
         }
     float *x = randv((size_t)n, 11), *one = malloc((size_t)n * sizeof *one), *out = malloc((size_t)n * sizeof *out);
     assert_non_null(one);
     assert_non_null(out);
     memcpy(one, x, (size_t)n * sizeof *x);
-    pdbx_k_rope(NULL, one, rows, heads, d, seq, cs, sn, 0);
+    pdbx_k_rope(NULL, one, rows, heads, d, rot, seq, cs, sn, 0);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t h = 0; h < heads; h++)
             for (int64_t j = 0; j < d; j++) {
                 const int64_t at = (r * heads + h) * d, pos = r % seq;
-                double want = x[at + j];   /* odd d: the last element stays */
+                double want = x[at + j];   /* odd rot, j >= rot: the element stays */
                 if (j < 2 * half) {
                     /* rotate_half(x) = cat(-x2, x1); cos and sin repeat over both halves */
                     const int64_t i = j % half;
-                    const double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)d);
+                    const double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)rot);
                     const double rot = j < half ? -(double)x[at + j + half] : (double)x[at + j - half];
                     want = x[at + j] * cos(ang) + rot * sin(ang);
                 }
@@ -171,9 +172,9 @@ static void check_rope(int64_t seqs, int64_t seq, int64_t heads, int64_t d)
         pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
         assert_non_null(pool);
         memcpy(out, x, (size_t)n * sizeof *x);
-        pdbx_k_rope(pool, out, rows, heads, d, seq, cs, sn, 0);
+        pdbx_k_rope(pool, out, rows, heads, d, rot, seq, cs, sn, 0);
         assert_memory_equal(out, one, (size_t)n * sizeof *out);
-        pdbx_k_rope(pool, out, rows, heads, d, seq, cs, sn, 1);   /* the inverse: x back */
+        pdbx_k_rope(pool, out, rows, heads, d, rot, seq, cs, sn, 1);   /* the inverse: x back */
         for (int64_t i = 0; i < n; i++)
             assert_true(fabs(out[i] - x[i]) <= 1e-5);
         pdbx_cpu_pool_destroy(pool);
@@ -184,9 +185,11 @@ static void check_rope(int64_t seqs, int64_t seq, int64_t heads, int64_t d)
 static void test_rope(void **state)
 {
     (void)state;
-    check_rope(1, 5, 2, 16);
-    check_rope(3, 7, 3, 7);       /* odd head_dim */
-    check_rope(2, 300, 4, 64);    /* 153600 elements: the pool's chunks */
+    check_rope(1, 5, 2, 16, 16);
+    check_rope(3, 7, 3, 7, 7);        /* odd head_dim */
+    check_rope(2, 300, 4, 64, 64);    /* 153600 elements: the pool's chunks */
+    check_rope(2, 300, 4, 64, 16);    /* pythia's rotary_pct 0.25 of 64 */
+    check_rope(1, 9, 3, 256, 64);     /* gpt-j's rotary_dim 64 of 256 */
 }
 
 /* The residual add y += x against a plain loop, threaded (identical bits), at a size that is

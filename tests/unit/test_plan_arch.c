@@ -32,9 +32,9 @@ static const family_case cases[] = {
     {"gpt2.json", "gpt2", "", "gelu_new", 0, PDBX_ATTN_MHA, 0, PDBX_SW_NONE, 0, 1, 1, 1, 1, 0, 0, 0,
      NULL},   /* LayerNorm, plain GELU MLP, learned positions, biases: measured */
     {"pythia-160m.json", "gpt_neox", "", "gelu", 0, PDBX_ATTN_MHA, 0, PDBX_SW_NONE, 0, 1, 1, 1, 0, 0, 0, 0,
-     "model pythia-160m: a parallel residual (attention and MLP from one input) is not measured"},
+     NULL},   /* parallel residual, rotary 16 of 64 dims, LayerNorm, plain GELU: measured */
     {"gpt-j-6b.json", "gptj", "", "gelu_new", 0, PDBX_ATTN_MHA, 0, PDBX_SW_NONE, 0, 0, 0, 1, 0, 0, 0, 0,
-     "a parallel residual"},
+     NULL},   /* one shared LayerNorm, rotary_dim 64 of 256 */
     {"Llama-3.2-11B-Vision.json", "mllama_text_model", "text_config", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE,
      0, 0, 0, 0, 0, 0, 0, 0, "cross-attention (8 of 40 layers"},
     {"Mixtral-8x7B-v0.1.json", "mixtral", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 0, 0, 0, 0, 8, 2, 0,

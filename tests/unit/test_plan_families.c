@@ -169,6 +169,32 @@ static void test_gpt2_validate(void **state)
     assert_int_equal(pdbx_backend_model_check(PDBX_BACKEND_CUDA, &s.model, err, sizeof err), 0);
 }
 
+/* gpt-neox (pythia-160m: h 768, 12 heads of 64, rotary_pct 0.25, parallel residual with two
+ * LayerNorms, untied) and gpt-j (one shared ln_1, rotary_dim 64 of 256): RoPE rotates 16 (64)
+ * dims of each head, so attn_rope at MBS 2, seq 1024 (T 2048) is 3 FLOPs per rotated element
+ * of q and k: 3 x 2048 x 24 x 16 = 2359296, reading and writing them (fp32) and the table
+ * [1024, 8] x 2: 4 (2 x 2048 x 384 + 1024 x 16 x 4 / 4) = 6356992 bytes; gpt-j has no
+ * post_attn_norm op. pythia-160m's parameters: 12 x (4 h^2 + 2 h I + I + 9 h) + 2 V h + 2 h =
+ * 162322944 (V 50304, I 3072), the published count. */
+static void test_neox_gptj(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    load("pythia-160m.json", &s);
+    assert_int_equal(pdbx_rotary_dims(&s.model), 16);
+    assert_true(pdbx_model_ops(&s.model) == (PDBX_OPS_ALL & ~PDBX_OP_BIT(PDBX_OP_MLP_GATE)));
+    pdbx_op_shape o;
+    shape(&s, PDBX_OP_ATTN_ROPE, &o);
+    assert_true(o.flops == 2359296.0 && o.bytes == 4.0 * (2.0 * 2048 * 384) + 4.0 * 1024 * 16);
+    assert_true(plan_stage_params(&s.model, 1, 1) == 162322944.0);
+    load("gpt-j-6b.json", &s);
+    assert_int_equal(pdbx_rotary_dims(&s.model), 64);
+    assert_true(s.model.arch.shared_norm && s.model.arch.parallel_residual);
+    assert_false(pdbx_model_ops(&s.model) & PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM));
+    load("Qwen2.5-7B.json", &s);   /* the whole head */
+    assert_int_equal(pdbx_rotary_dims(&s.model), s.model.head_dim);
+}
+
 static void test_llama_unchanged(void **state)
 {
     (void)state;
@@ -223,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_gpt2_shapes),
         cmocka_unit_test(test_gpt2_xl),
         cmocka_unit_test(test_gpt2_validate),
+        cmocka_unit_test(test_neox_gptj),
         cmocka_unit_test(test_llama_unchanged),
         cmocka_unit_test(test_round_trip),
     };

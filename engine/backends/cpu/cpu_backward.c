@@ -254,10 +254,10 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
                                     g->dk, g->dv);
         break;
     case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
-        pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->d / 2), 1);
-        pdbx_k_rope(c->pool, g->dk, T, c->kv_heads, c->d, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->d / 2), 1);
+        pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 1);
+        pdbx_k_rope(c->pool, g->dk, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 1);
         break;
     case PDBX_OP_ATTN_RESIDUAL:   /* y = x + attn: dy flows on into the layer input's dx */
         pdbx_k_add(c->pool, g->dx, g->dy, T * h);
@@ -270,7 +270,10 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);
         break;
     case PDBX_OP_POST_ATTN_NORM:
-        norm_bwd(c, c->y, g->dyn, g->dy);
+        /* a parallel residual's norm read the layer's input x: its dx belongs to x's gradient,
+         * written here into dy, the same [T, h] rows (the sum with the attention branch's is
+         * the residual ops' add) */
+        norm_bwd(c, c->p.model.arch.parallel_residual ? c->x : c->y, g->dyn, g->dy);
         break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */

@@ -7,6 +7,11 @@
  *   input: y is then the hidden state);  post_attn_norm: y -> yn;  gate/up: yn -> g,u;
  *   act: g,u -> act;  mlp_down: act -> x;  mlp_residual: x += y (the next layer's input);
  *   final_norm: x -> xn;  lm_head: xn -> logits.
+ * A parallel residual (gpt-neox: x + attn(ln1 x) + mlp(ln2 x)) changes one read: post_attn_norm
+ * normalises x, the layer's input, which mlp_down overwrites only after it; mlp_residual's
+ * x += y then sums all three. gpt-j's one shared norm has no post_attn_norm op (the MLP reads
+ * yn, rows of the same shape as xn). Learned positions, LayerNorm and GELU MLPs are the
+ * arch's kinds of embed, the norms and act (run_embed, run_norm, run_act).
  * Each profiled layer has its own weights (as a real model: the next layer's weights are not in
  * cache); activations are shared between layers. */
 #include "engine/backends/cpu/cpu_compute.h"
@@ -262,10 +267,10 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         linear(c, op, bf ? c->xn_b : c->xn, L->wv, L->bv, c->v, T, c->kvd, h);
         break;
     case PDBX_OP_ATTN_ROPE:   /* q and k in place, the point's cos/sin table */
-        pdbx_k_rope(c->pool, c->q, T, c->heads, c->d, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->d / 2), 0);
-        pdbx_k_rope(c->pool, c->k, T, c->kv_heads, c->d, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->d / 2), 0);
+        pdbx_k_rope(c->pool, c->q, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 0);
+        pdbx_k_rope(c->pool, c->k, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 0);
         break;
     case PDBX_OP_ATTN_RESIDUAL:
         pdbx_k_add(c->pool, c->y, c->x, T * h);
@@ -280,8 +285,8 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     case PDBX_OP_ATTN_O:
         linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;
-    case PDBX_OP_POST_ATTN_NORM:
-        run_norm(c, c->y, c->yn);
+    case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
+        run_norm(c, c->p.model.arch.parallel_residual ? c->x : c->y, c->yn);
         break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */

@@ -73,7 +73,8 @@ struct pdbx_compute {
     void *emb_table, *emb_out;
     float *norm_w, *x, *xn, *q, *k, *v, *ctx, *y, *yn, *g, *u, *act, *logits, *attn_scratch;
     float *qkv, *fc1;            /* fused_projections: the fused GEMMs' outputs (fp32) */
-    float *rope;                 /* attn_rope: cos [seq_len, d/2] then sin (fp32; NULL without) */
+    float *rope;                 /* attn_rope: cos [seq_len, rot/2] then sin (fp32; NULL without) */
+    int64_t rot;                 /* the dims of each head RoPE rotates (pdbx_rotary_dims) */
     /* the dense families (arch.norm, arch.position; NULL for a Llama): LayerNorm's bias shared
      * by the norms as norm_w is, each row's mean and rstd written by the forward for the
      * backward; learned positions' table [max_positions, h] */

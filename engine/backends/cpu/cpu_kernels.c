@@ -118,9 +118,10 @@ void pdbx_k_bias_add(pdbx_cpu_pool *pool, float *y, const float *bias, int64_t r
 
 /* ---- rotary position embedding ------------------------------------------------------------ */
 PDBX_K_HOT static void rope_rows(float *x, int64_t row0, int64_t rows, int64_t heads, int64_t d,
-                                 int64_t seq_len, const float *cos_t, const float *sin_t, float sign)
+                                 int64_t rot, int64_t seq_len, const float *cos_t, const float *sin_t,
+                                 float sign)
 {
-    const int64_t half = d / 2;
+    const int64_t half = rot / 2;
     for (int64_t r = row0; r < row0 + rows; r++) {
         const float *c = cos_t + (r % seq_len) * half;
         const float *s = sin_t + (r % seq_len) * half;
@@ -139,7 +140,7 @@ PDBX_K_HOT static void rope_rows(float *x, int64_t row0, int64_t rows, int64_t h
 typedef struct {
     float *x;
     const float *cos_t, *sin_t;
-    int64_t rows, heads, d, seq_len, chunk_rows;
+    int64_t rows, heads, d, rot, seq_len, chunk_rows;
     float sign;
 } rope_job;
 
@@ -151,17 +152,17 @@ static void rope_chunk(void *arg, long long chunk, int part)
     const rope_job *J = arg;
     const int64_t r0 = chunk * J->chunk_rows;
     const int64_t nr = J->rows - r0 < J->chunk_rows ? J->rows - r0 : J->chunk_rows;
-    rope_rows(J->x, r0, nr, J->heads, J->d, J->seq_len, J->cos_t, J->sin_t, J->sign);
+    rope_rows(J->x, r0, nr, J->heads, J->d, J->rot, J->seq_len, J->cos_t, J->sin_t, J->sign);
 }
 
-void pdbx_k_rope(pdbx_cpu_pool *pool, float *x, int64_t rows, int64_t heads, int64_t d,
+void pdbx_k_rope(pdbx_cpu_pool *pool, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot,
                  int64_t seq_len, const float *cos_t, const float *sin_t, int inverse)
 {
-    if (rows < 1 || heads < 1 || d < 2 || seq_len < 1)
+    if (rows < 1 || heads < 1 || rot < 2 || rot > d || seq_len < 1)
         return;
-    const int64_t width = heads * d;
+    const int64_t width = heads * rot;   /* the elements touched per row */
     int64_t cr = ROPE_CHUNK_ELEMS / width;
-    rope_job J = { .x = x, .cos_t = cos_t, .sin_t = sin_t, .rows = rows, .heads = heads, .d = d,
+    rope_job J = { .x = x, .cos_t = cos_t, .sin_t = sin_t, .rows = rows, .heads = heads, .d = d, .rot = rot,
                    .seq_len = seq_len, .chunk_rows = cr < 1 ? 1 : cr, .sign = inverse ? -1.0f : 1.0f };
     if (rows * width < PAR_MIN_ELEMS)
         pool = NULL;

@@ -44,13 +44,17 @@ void pdbx_k_bias_add(pdbx_cpu_pool *pool, float *y, const float *bias, int64_t r
 
 /* Rotary position embedding (HF Llama / Megatron rotate-half convention), in place on x
  * [rows, heads*d]: row r is the token at position r % seq_len (rows = sequences x seq_len), and
- * for each head and i < d/2, with c = cos_t[pos, i], s = sin_t[pos, i]:
- *   x[i] <- x[i] c - x[i + d/2] s,   x[i + d/2] <- x[i + d/2] c + x[i] s
- * (an odd d leaves its last element alone). inverse != 0 rotates by -angle: the backward of the
- * forward rotation (R^T dy), which undoes it. Chunks of whole rows over the pool. */
-void pdbx_k_rope(pdbx_cpu_pool *pool, float *x, int64_t rows, int64_t heads, int64_t d,
+ * the first rot <= d elements of each head are rotated (rot = d: the whole head, a Llama's;
+ * less: GPT-NeoX's partial rotary, rotary_pct x d, the rest passes through): for i < rot/2,
+ * with c = cos_t[pos, i], s = sin_t[pos, i]:
+ *   x[i] <- x[i] c - x[i + rot/2] s,   x[i + rot/2] <- x[i + rot/2] c + x[i] s
+ * (an odd rot leaves its last element alone). inverse != 0 rotates by -angle: the backward of
+ * the forward rotation (R^T dy), which undoes it. Chunks of whole rows over the pool. The
+ * tables are pdbx_k_rope_table's of rot. */
+void pdbx_k_rope(pdbx_cpu_pool *pool, float *x, int64_t rows, int64_t heads, int64_t d, int64_t rot,
                  int64_t seq_len, const float *cos_t, const float *sin_t, int inverse);
-/* The rope tables [seq_len, d/2] each: angle pos * theta^(-2i/d), computed in double. */
+/* The rope tables [seq_len, d/2] each: angle pos * theta^(-2i/d), computed in double (d: the
+ * rotated dims, rot of pdbx_k_rope). */
 void pdbx_k_rope_table(int64_t seq_len, int64_t d, double theta, float *cos_t, float *sin_t);
 
 /* Residual add, in place: y[i] += x[i] for i < n (the forward's hidden += sublayer output and,

@@ -279,6 +279,7 @@ static int point_dims(pdbx_compute *c, const pdbx_point_shapes *p, char *err, si
     c->heads = m->heads / p->tp;
     c->kv_heads = max64(m->kv_heads / p->tp, 1);
     c->d = m->head_dim;
+    c->rot = pdbx_rotary_dims(m);
     c->qd = c->heads * c->d;
     c->kvd = c->kv_heads * c->d;
     c->inter = m->intermediate / p->tp;
@@ -376,7 +377,7 @@ static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
     fill_zero(pool, c->fc1, (size_t)(T * 2 * c->inter) * sizeof(float));
     seed++;
     if (c->rope)   /* the real table of the point's positions (plan.h, PDBX_ROPE_THETA) */
-        pdbx_k_rope_table(c->p.seq_len, c->d, PDBX_ROPE_THETA, c->rope, c->rope + c->p.seq_len * (c->d / 2));
+        pdbx_k_rope_table(c->p.seq_len, c->rot, PDBX_ROPE_THETA, c->rope, c->rope + c->p.seq_len * (c->rot / 2));
     /* LayerNorm's row statistics: the forward writes them; until it has, a mean of O(1) and
      * an rstd of 1, as a normalised row would have */
     if (c->norm_mean)   /* (a Llama's seeds, and so its fills, stay as they were) */
