@@ -289,6 +289,9 @@ typedef enum {
      * and its gradient */
     PDBX_BUF_NORM_B, PDBX_BUF_NORM_MEAN, PDBX_BUF_NORM_STATS_RSTD, PDBX_BUF_GRAD_NORM_B,
     PDBX_BUF_POS_TABLE, PDBX_BUF_GRAD_POS_TABLE,
+    /* qk_norm (attn_qk_norm): q's and k's per-head RMSNorm weights [2, head_dim] and their
+     * gradient */
+    PDBX_BUF_QK_NORM_W, PDBX_BUF_GRAD_QK_NORM_W,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -424,7 +427,8 @@ typedef enum { PDBX_ACT_SILU = 0, PDBX_ACT_GELU_ERF, PDBX_ACT_GELU_TANH, PDBX_AC
 pdbx_activation pdbx_activation_of(const char *hf_name);
 /* The ops model m has, once per step and per layer: every op of a Llama layer; a plain
  * (ungated) MLP has no mlp_gate (mlp_up is its first linear layer, fc1 / c_fc); learned
- * absolute positions have no attn_rope (the position table is added inside embed). A point
+ * absolute positions have no attn_rope (the position table is added inside embed); gpt-j's
+ * shared norm has no post_attn_norm; attn_qk_norm only with arch.qk_norm (qwen3). A point
  * measures the spec's ops that the model has (pdbx_spec.ops & this). */
 pdbx_opmask pdbx_model_ops(const pdbx_model *m);
 /* The dims of each head RoPE rotates: head_dim x arch.rotary_fraction as GPT-NeoX computes its

@@ -242,9 +242,7 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         measures = "it measures full causal attention, which a window of at least seq_len equals";
     /* a parallel residual (gpt-neox, gpt-j) runs the same ops on other inputs, partial rotary
      * (rotary_pct) rotates fewer dims of each head: both measured */
-    } else if (a->qk_norm) {
-        snprintf(what, sizeof what, "a per-head q/k RMSNorm (qk_norm)");
-        measures = "it measures Llama attention without it";
+    /* qk_norm is measured: its own op, attn_qk_norm */
     } else if (*a->unsupported) {
         snprintf(what, sizeof what, "%s", a->unsupported);
         measures = "it measures Llama layers";

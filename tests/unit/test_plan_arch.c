@@ -171,14 +171,14 @@ static void test_refusals(void **state)
     /* biases anywhere are measured: every biased projection's shape says so */
     assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
     assert_int_equal(m.arch.bias.qkv + m.arch.bias.attn_out + m.arch.bias.mlp, 3);
-    /* Qwen3 (dense): q/k RMSNorm per head, which the engine's attention does not run */
+    /* Qwen3 (dense): q/k RMSNorm per head, measured as its own op (attn_qk_norm) */
     assert_int_equal(model_from_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"intermediate_size\": 128, "
                                      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 32, "
                                      "\"num_hidden_layers\": 2, \"vocab_size\": 256, \"attention_bias\": false, "
                                      "\"use_sliding_window\": false, \"sliding_window\": null}", &m, err, sizeof err), 0);
     assert_int_equal(m.arch.sliding_window.layers, PDBX_SW_NONE);
-    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
-    assert_non_null(strstr(err, "a per-head q/k RMSNorm (qk_norm)"));
+    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
+    assert_true(m.arch.qk_norm && (pdbx_model_ops(&m) & PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM)));
     /* a multimodal config whose text model is a Llama: read from text_config, measured */
     assert_int_equal(model_from_text("{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", "
                                      "\"hidden_size\": 64, \"intermediate_size\": 128, \"num_attention_heads\": 4, "
