@@ -267,6 +267,9 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
      * what it has no kernel for is refused rather than run as something else. The arch check
      * (plan_arch_out.c) refuses such a model for every backend before this is reached. */
     const pdbx_arch *a = &m->arch;
+    if (a->qk_norm)   /* attn_qk_norm has a cpu kernel only, for now */
+        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's per-head q/k norm (attn_qk_norm) "
+                         "yet (allowed for this model: cpu)", m->name);
     const pdbx_activation act = pdbx_activation_of(a->activation);
     const char *what = act == PDBX_ACT_OTHER ? "MLP activation"
                        : a->mlp_plain && act == PDBX_ACT_SILU ? "plain (ungated) SiLU MLP" : NULL;
