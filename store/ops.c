@@ -7,8 +7,14 @@ static const char *const op_names[PDBX_OP_COUNT] = {
     [PDBX_OP_EMBED] = "embed",
     [PDBX_OP_INPUT_NORM] = "input_norm",
     [PDBX_OP_ATTN_Q] = "attn_q",
+    [PDBX_OP_ATTN_Q_A] = "attn_q_a",
+    [PDBX_OP_ATTN_Q_NORM] = "attn_q_norm",
+    [PDBX_OP_ATTN_Q_B] = "attn_q_b",
     [PDBX_OP_ATTN_K] = "attn_k",
     [PDBX_OP_ATTN_V] = "attn_v",
+    [PDBX_OP_ATTN_KV_A] = "attn_kv_a",
+    [PDBX_OP_ATTN_KV_NORM] = "attn_kv_norm",
+    [PDBX_OP_ATTN_KV_B] = "attn_kv_b",
     [PDBX_OP_ATTN_QK_NORM] = "attn_qk_norm",
     [PDBX_OP_ATTN_ROPE] = "attn_rope",
     [PDBX_OP_ATTN_CORE] = "attn_core",
@@ -20,6 +26,19 @@ static const char *const op_names[PDBX_OP_COUNT] = {
     [PDBX_OP_MLP_UP] = "mlp_up",
     [PDBX_OP_MLP_ACT_FN] = "mlp_act_fn",
     [PDBX_OP_MLP_DOWN] = "mlp_down",
+    [PDBX_OP_MOE_ROUTER] = "moe_router",
+    [PDBX_OP_MOE_PERMUTE] = "moe_permute",
+    [PDBX_OP_EP_DISPATCH] = "ep_dispatch",
+    [PDBX_OP_MOE_EXPERT_GATE] = "moe_expert_gate",
+    [PDBX_OP_MOE_EXPERT_UP] = "moe_expert_up",
+    [PDBX_OP_MOE_EXPERT_ACT] = "moe_expert_act",
+    [PDBX_OP_MOE_EXPERT_DOWN] = "moe_expert_down",
+    [PDBX_OP_EP_COMBINE] = "ep_combine",
+    [PDBX_OP_MOE_UNPERMUTE] = "moe_unpermute",
+    [PDBX_OP_MOE_SHARED_GATE] = "moe_shared_gate",
+    [PDBX_OP_MOE_SHARED_UP] = "moe_shared_up",
+    [PDBX_OP_MOE_SHARED_ACT] = "moe_shared_act",
+    [PDBX_OP_MOE_SHARED_DOWN] = "moe_shared_down",
     [PDBX_OP_TP_ALLREDUCE_MLP] = "tp_allreduce_mlp",
     [PDBX_OP_MLP_RESIDUAL] = "mlp_residual",
     [PDBX_OP_FINAL_NORM] = "final_norm",
@@ -64,6 +83,10 @@ int pdbx_op_is_gemm(pdbx_op op)
     switch (op) {
     case PDBX_OP_ATTN_Q: case PDBX_OP_ATTN_K: case PDBX_OP_ATTN_V: case PDBX_OP_ATTN_O:
     case PDBX_OP_MLP_GATE: case PDBX_OP_MLP_UP: case PDBX_OP_MLP_DOWN: case PDBX_OP_LM_HEAD:
+    case PDBX_OP_ATTN_Q_A: case PDBX_OP_ATTN_Q_B: case PDBX_OP_ATTN_KV_A: case PDBX_OP_ATTN_KV_B:
+    case PDBX_OP_MOE_ROUTER: case PDBX_OP_MOE_EXPERT_GATE: case PDBX_OP_MOE_EXPERT_UP:
+    case PDBX_OP_MOE_EXPERT_DOWN: case PDBX_OP_MOE_SHARED_GATE: case PDBX_OP_MOE_SHARED_UP:
+    case PDBX_OP_MOE_SHARED_DOWN:
         return 1;
     default:
         return 0;
@@ -72,7 +95,18 @@ int pdbx_op_is_gemm(pdbx_op op)
 
 int pdbx_op_is_comm(pdbx_op op)
 {
+    return op == PDBX_OP_TP_ALLREDUCE_ATTN || op == PDBX_OP_TP_ALLREDUCE_MLP ||
+           op == PDBX_OP_EP_DISPATCH || op == PDBX_OP_EP_COMBINE;
+}
+
+int pdbx_op_is_tp_allreduce(pdbx_op op)
+{
     return op == PDBX_OP_TP_ALLREDUCE_ATTN || op == PDBX_OP_TP_ALLREDUCE_MLP;
+}
+
+int pdbx_op_is_moe(pdbx_op op)
+{
+    return op >= PDBX_OP_MOE_ROUTER && op <= PDBX_OP_MOE_SHARED_DOWN;
 }
 
 static const char *const fasop_cols[PDBX_FASOP_COLS] = {

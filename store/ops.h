@@ -21,9 +21,17 @@
 typedef enum {
     PDBX_OP_EMBED = 0,          /* once per step: vocab-parallel gather of T rows */
     PDBX_OP_INPUT_NORM,         /* per layer: RMSNorm [T,h] */
-    PDBX_OP_ATTN_Q,             /* GEMM [T,h] x [h, a*d/TP] */
+    PDBX_OP_ATTN_Q,             /* GEMM [T,h] x [h, a*d/TP] (MLA without a q low rank: d = nope +
+                                 * rope head dim) */
+    PDBX_OP_ATTN_Q_A,           /* MLA (DeepSeek) with q_lora_rank r_q: GEMM [T,h] x [h, r_q] */
+    PDBX_OP_ATTN_Q_NORM,        /* MLA: RMSNorm [T, r_q] */
+    PDBX_OP_ATTN_Q_B,           /* MLA: GEMM [T, r_q] x [r_q, a/TP * (nope + rope)] */
     PDBX_OP_ATTN_K,             /* GEMM [T,h] x [h, max(k/TP,1)*d] */
     PDBX_OP_ATTN_V,
+    PDBX_OP_ATTN_KV_A,          /* MLA: GEMM [T,h] x [h, r_kv + rope] (the latent and k's shared
+                                 * rope part) */
+    PDBX_OP_ATTN_KV_NORM,       /* MLA: RMSNorm [T, r_kv] */
+    PDBX_OP_ATTN_KV_B,          /* MLA: GEMM [T, r_kv] x [r_kv, a/TP * (nope + v)] */
     PDBX_OP_ATTN_QK_NORM,       /* qk_norm models (qwen3): RMSNorm of each head of q [T, a/TP, d]
                                  * and k [T, max(k/TP,1), d] over its d, before RoPE */
     PDBX_OP_ATTN_ROPE,          /* rotary embedding of q [T, a/TP, d] and k [T, max(k/TP,1), d]
@@ -37,6 +45,22 @@ typedef enum {
     PDBX_OP_MLP_UP,             /* GEMM [T,h] x [h, I/TP] */
     PDBX_OP_MLP_ACT_FN,         /* SiLU(gate) * up over [T, I/TP] */
     PDBX_OP_MLP_DOWN,           /* GEMM [T, I/TP] x [I/TP, h] */
+    /* mixture of experts (a MoE layer's MLP; a dense layer of the same model keeps mlp_*):
+     * R = the rank's MoE rows (plan_moe.h), E_l its local experts, n_e the rows of expert e */
+    PDBX_OP_MOE_ROUTER,         /* GEMM [R,h] x [h,E], scores (softmax or sigmoid), top-k */
+    PDBX_OP_MOE_PERMUTE,        /* rows grouped by expert: [R*k, h] */
+    PDBX_OP_EP_DISPATCH,        /* EP all-to-all of the permuted rows (EP > 1 only) */
+    PDBX_OP_MOE_EXPERT_GATE,    /* per local expert: GEMM [n_e,h] x [h,I_e] */
+    PDBX_OP_MOE_EXPERT_UP,
+    PDBX_OP_MOE_EXPERT_ACT,     /* act(gate) * up over each expert's [n_e, I_e] */
+    PDBX_OP_MOE_EXPERT_DOWN,    /* per local expert: GEMM [n_e,I_e] x [I_e,h] */
+    PDBX_OP_EP_COMBINE,         /* EP all-to-all back to the tokens' ranks (EP > 1 only) */
+    PDBX_OP_MOE_UNPERMUTE,      /* the top-k outputs of each token, weighted and summed: [R,h] */
+    PDBX_OP_MOE_SHARED_GATE,    /* shared experts (DeepSeek, Qwen-MoE): a dense gated MLP of
+                                 * width I_s/TP over the layer's T rows */
+    PDBX_OP_MOE_SHARED_UP,
+    PDBX_OP_MOE_SHARED_ACT,
+    PDBX_OP_MOE_SHARED_DOWN,
     PDBX_OP_TP_ALLREDUCE_MLP,   /* TP all-reduce of [T,h] after mlp_down (TP > 1 only) */
     PDBX_OP_MLP_RESIDUAL,       /* hidden += MLP output, [T,h] */
     PDBX_OP_FINAL_NORM,         /* once per step: RMSNorm [T,h] */
@@ -49,12 +73,25 @@ typedef enum {
 typedef uint64_t pdbx_opmask;
 #define PDBX_OP_BIT(op) (UINT64_C(1) << (op))
 #define PDBX_OPS_ALL ((UINT64_C(1) << PDBX_OP_COUNT) - 1u)
+/* MLA's own ops (attn_q_a .. attn_kv_b, not attn_k/attn_v between them) */
+#define PDBX_OPS_MLA (PDBX_OP_BIT(PDBX_OP_ATTN_Q_A) | PDBX_OP_BIT(PDBX_OP_ATTN_Q_NORM) |              \
+                      PDBX_OP_BIT(PDBX_OP_ATTN_Q_B) | PDBX_OP_BIT(PDBX_OP_ATTN_KV_A) |               \
+                      PDBX_OP_BIT(PDBX_OP_ATTN_KV_NORM) | PDBX_OP_BIT(PDBX_OP_ATTN_KV_B))
+/* a MoE layer's ops (moe_router .. moe_shared_down, the EP all-to-alls among them), and its
+ * shared experts' */
+#define PDBX_OPS_MOE ((PDBX_OP_BIT(PDBX_OP_MOE_SHARED_DOWN + 1) - 1u) & ~(PDBX_OP_BIT(PDBX_OP_MOE_ROUTER) - 1u))
+#define PDBX_OPS_MOE_SHARED ((PDBX_OP_BIT(PDBX_OP_MOE_SHARED_DOWN + 1) - 1u) &                     \
+                             ~(PDBX_OP_BIT(PDBX_OP_MOE_SHARED_GATE) - 1u))
+/* a dense Llama layer's ops (and the once-per-step ones) */
+#define PDBX_OPS_LLAMA (PDBX_OPS_ALL & ~(PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM) | PDBX_OPS_MLA | PDBX_OPS_MOE))
 
 const char *pdbx_op_name(pdbx_op op);
 int pdbx_op_from_name(const char *name);      /* -1 when unknown */
 int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_head */
 int pdbx_op_is_gemm(pdbx_op op);
-int pdbx_op_is_comm(pdbx_op op);              /* the two TP all-reduces */
+int pdbx_op_is_comm(pdbx_op op);              /* the two TP all-reduces, the EP all-to-alls */
+int pdbx_op_is_moe(pdbx_op op);
+int pdbx_op_is_tp_allreduce(pdbx_op op);      /* tp_allreduce_attn, tp_allreduce_mlp */               /* moe_* and ep_*: a MoE layer's MLP */
 
 /* The passes of an op a sweep measures: forward, and backward (the gradients of its inputs
  * and weights: dgrad and wgrad GEMMs, norm/activation/attention backward, the embedding's

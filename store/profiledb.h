@@ -340,8 +340,11 @@ int pdbx_point_cell_pass(const pdbx_point *p, pdbx_op op, pdbx_pass_sel sel, pdb
 int pdbx_run_has_bwd(const pdbx_run *run);
 /* The ops the run's model does not have, from run_start's spec.model.arch: mlp_gate for a
  * plain MLP ("mlp": "plain", gpt2), attn_rope for learned positions ("position": "learned"),
- * attn_qk_norm unless "qk_norm" is true. A run without the arch is a Llama's: every op but
- * attn_qk_norm. Consumers that need a value per op
+ * attn_qk_norm unless "qk_norm" is true, MLA's ops unless "attention" is "mla" (with it
+ * attn_k and attn_v, and attn_q or q_a/q_norm/q_b by "mla"."q_lora_rank"), the MoE ops unless
+ * "moe" has experts (with it moe_shared_* without shared experts, mlp_* without
+ * first_dense_layers). A run without the arch is a Llama's: every op but attn_qk_norm, MLA's
+ * and the MoE ops. Consumers that need a value per op
  * (exports) take these as costing 0 rather than as missing measurements. */
 pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run);
 /* 0 when sel can be shown for run; -1 with "<what>: 'bwd' needs backward cells, run X has

@@ -190,6 +190,38 @@ static int arch_is(const cJSON *arch, const char *key, const char *value)
     return cJSON_IsString(v) && strcmp(v->valuestring, value) == 0;
 }
 
+static double arch_num(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* MLA replaces attn_k and attn_v by the latent's ops (and attn_q by q_a, q_norm, q_b with a q
+ * low rank); a MoE model's layers have moe_* (shared experts only when it has them) and keep
+ * mlp_* only for its first dense layers (the planner's pdbx_model_ops, from the stored arch). */
+static pdbx_opmask absent_mla_moe_ops(const cJSON *arch)
+{
+    pdbx_opmask absent = 0;
+    const pdbx_opmask q_low = PDBX_OP_BIT(PDBX_OP_ATTN_Q_A) | PDBX_OP_BIT(PDBX_OP_ATTN_Q_NORM) |
+                              PDBX_OP_BIT(PDBX_OP_ATTN_Q_B);
+    if (arch_is(arch, "attention", "mla")) {
+        absent |= PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V);
+        const cJSON *mla = cJSON_GetObjectItemCaseSensitive(arch, "mla");
+        absent |= arch_num(mla, "q_lora_rank") > 0 ? PDBX_OP_BIT(PDBX_OP_ATTN_Q) : q_low;
+    } else {
+        absent |= PDBX_OPS_MLA;
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(arch, "moe");
+    if (!cJSON_IsObject(m) || arch_num(m, "experts") <= 0)
+        return absent | PDBX_OPS_MOE;
+    if (arch_num(m, "shared_experts") <= 0 && arch_num(m, "shared_expert_intermediate") <= 0)
+        absent |= PDBX_OPS_MOE_SHARED;
+    if (arch_num(m, "first_dense_layers") <= 0)
+        absent |= PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP) | PDBX_OP_BIT(PDBX_OP_MLP_ACT_FN) |
+                  PDBX_OP_BIT(PDBX_OP_MLP_DOWN);
+    return absent;
+}
+
 pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run)
 {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(run->spec, "model");
@@ -201,7 +233,7 @@ pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run)
         absent |= PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(arch, "qk_norm")))
         absent |= PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM);
-    return absent;
+    return absent | absent_mla_moe_ops(arch);
 }
 
 int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,

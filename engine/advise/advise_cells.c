@@ -92,7 +92,7 @@ int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, pdbx_s
     memset(out, 0, sizeof *out);
     out->tp = tp;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
-        if (pdbx_op_is_comm((pdbx_op)op) && pdbx_op_is_per_layer((pdbx_op)op))
+        if (pdbx_op_is_tp_allreduce((pdbx_op)op))
             out->comm_ops_per_layer++;
     size_t cap = run->npoints ? run->npoints : 1;
     int (*cfgs)[3] = malloc(sizeof *cfgs * cap);

@@ -90,7 +90,7 @@ static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdb
         if (kind != PDBX_RT_COMM_TP || c->valid || p->tp != group)
             continue;
         for (int op = 0; op < PDBX_OP_COUNT; op++)
-            if (pdbx_op_is_comm((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
+            if (pdbx_op_is_tp_allreduce((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
                 set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat));
                 break;
             }

@@ -44,8 +44,10 @@
  *    T tokens, no cache) cannot time.
  * 10: op masks are 64 bits (pdbx_opmask, store/ops.h): pdbx_point_shapes.ops changed type.
  * 11: attn_qk_norm (qwen3's per-head q/k RMSNorm) after attn_v: every pdbx_op from attn_rope on
- *    has a new value; the buffer roles gained the q/k norm weights and their gradient. */
-#define PDBX_BACKEND_ABI 11
+ *    has a new value; the buffer roles gained the q/k norm weights and their gradient.
+ * 12: the MLA ops (attn_q_a .. attn_kv_b) and the mixture-of-experts ops (moe_*, ep_*): every
+ *    pdbx_op from attn_k on has a new value. */
+#define PDBX_BACKEND_ABI 12
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;

@@ -104,6 +104,28 @@ int plan_layers_per_stage(const pdbx_model *m, int pp);
  * vocab-parallel embedding, and with pp == 1 the final norm and lm_head (plan_memory.c). */
 double plan_stage_params(const pdbx_model *m, int tp, int pp);
 
+/* ---- mixture of experts and MLA (plan_shapes_moe.c, plan_params.c) ------------------------ */
+/* The shape helpers of plan_shapes.c: a GEMM [m,k] x [k,n] (2mnk FLOPs, the three matrices'
+ * bytes) and an elementwise op over rows x cols with its FLOPs per element and bytes. */
+void plan_shape_gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e);
+void plan_shape_elementwise(pdbx_op_shape *o, int64_t rows, int64_t cols, double flops_per_elem, double bytes);
+/* pdbx_op_shape_for's MLA ops (attn_q_a .. attn_kv_b) and MoE ops (moe_* and ep_*). */
+int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+/* 1 for a model with routed experts (arch.moe.experts > 0). */
+int plan_is_moe(const pdbx_model *m);
+/* Width of the shared experts' MLP (all of them as one: DeepSeek's n_shared x moe width,
+ * Qwen-MoE's shared_expert_intermediate_size); 0 without shared experts. */
+int plan_moe_shared_width(const pdbx_model *m);
+/* The MoE layers of a model: every layer after the first arch.moe.first_dense_layers. */
+int plan_moe_layers(const pdbx_model *m);
+/* v's head dim: MLA's v_head_dim, else head_dim. */
+int plan_v_head_dim(const pdbx_model *m);
+/* Parameters of one decoder layer on one rank: its attention (with its norm), its MLP (a
+ * dense MLP under TP, or a MoE layer's router, E / ep experts whole and shared experts under
+ * TP) and the post-attention norm (plan_params.c). */
+double plan_layer_attn_params(const pdbx_model *m, int tp);
+double plan_layer_mlp_params(const pdbx_model *m, int tp, int ep, int moe);
+
 /* ---- spec values (plan_values.c) -------------------------------------------------------- */
 int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
 int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);

@@ -8,35 +8,6 @@
 
 #include <string.h>
 
-double plan_stage_params(const pdbx_model *m, int tp, int pp)
-{
-    const double t = tp, h = m->hidden, a = m->heads, d = m->head_dim, I = m->intermediate,
-                 V = (double)plan_vocab_per_rank(m, tp) * tp, kv = plan_kv_heads_per_rank(m, tp), L = plan_layers_per_stage(m, pp);
-    /* Parameters of one decoder layer on one TP rank: q and o are split over TP, k and v hold
-     * kv/TP heads (one replicated head when TP > kv heads), gate/up/down (fc1/fc2 in a plain
-     * MLP) are split, the two norms' weights (and LayerNorm's biases) are replicated. */
-    const double mlp_mats = m->arch.mlp_plain ? 2 : 3, norm = m->arch.norm == PDBX_NORM_LAYER ? 2 * h : h;
-    const double norms = m->arch.shared_norm ? 1 : 2;   /* gpt-j: one ln_1 per layer */
-    double layer_params = 2 * h * a * d / t + 2 * h * kv * d + mlp_mats * h * I / t + norms * norm;
-    /* biases (arch.bias): q/k/v's and gate/up's are split as their weights' outputs; o_proj's
-     * and down_proj's (row-parallel: added after the reduce) are whole on every rank */
-    if (m->arch.qk_norm)                              /* q_norm, k_norm: [head_dim] each */
-        layer_params += 2 * d;
-    if (m->arch.bias.qkv)
-        layer_params += a * d / t + 2 * kv * d;
-    if (m->arch.bias.attn_out)
-        layer_params += h;
-    if (m->arch.bias.mlp)
-        layer_params += (mlp_mats - 1) * I / t + h;
-    double params = L * layer_params + V * h / t;         /* + vocab-parallel embedding */
-    /* learned positions: Megatron's position_embeddings, a plain (replicated) table on stage 0 */
-    if (m->arch.position == PDBX_POS_LEARNED)
-        params += (double)m->arch.max_positions * h;
-    if (pp == 1)                                          /* stage 0 is also the last stage */
-        params += norm + (m->tie_embeddings ? 0 : V * h / t);   /* final norm, lm_head */
-    return params;
-}
-
 void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mbs, pdbx_memory *out)
 {
     memset(out, 0, sizeof *out);

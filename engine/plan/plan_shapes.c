@@ -42,11 +42,32 @@ pdbx_opmask pdbx_model_ops(const pdbx_model *m)
         ops &= ~PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
     if (!m->arch.qk_norm)
         ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM);
+    if (m->arch.attention != PDBX_ATTN_MLA) {
+        ops &= ~PDBX_OPS_MLA;
+    } else {   /* k and v come out of the latent (attn_kv_*); q at full rank or through q_a/q_b */
+        ops &= ~(PDBX_OP_BIT(PDBX_OP_ATTN_K) | PDBX_OP_BIT(PDBX_OP_ATTN_V));
+        if (m->arch.mla.q_lora_rank > 0)
+            ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_Q);
+        else
+            ops &= ~(PDBX_OP_BIT(PDBX_OP_ATTN_Q_A) | PDBX_OP_BIT(PDBX_OP_ATTN_Q_NORM) | PDBX_OP_BIT(PDBX_OP_ATTN_Q_B));
+    }
+    if (!plan_is_moe(m)) {
+        ops &= ~PDBX_OPS_MOE;
+    } else {   /* dense layers (DeepSeek's first_k_dense_replace) keep mlp_*; a MoE layer has
+                * none of them */
+        if (!plan_moe_shared_width(m))
+            ops &= ~PDBX_OPS_MOE_SHARED;
+        if (m->arch.moe.first_dense_layers <= 0)
+            ops &= ~(PDBX_OP_BIT(PDBX_OP_MLP_GATE) | PDBX_OP_BIT(PDBX_OP_MLP_UP) |
+                     PDBX_OP_BIT(PDBX_OP_MLP_ACT_FN) | PDBX_OP_BIT(PDBX_OP_MLP_DOWN));
+    }
     return ops;
 }
 
 int pdbx_rotary_dims(const pdbx_model *m)
 {
+    if (m->arch.attention == PDBX_ATTN_MLA)   /* MLA rotates each head's rope part only */
+        return m->arch.mla.qk_rope_head_dim;
     const double f = m->arch.rotary_fraction;
     if (!(f > 0 && f < 1))
         return m->head_dim;
@@ -176,8 +197,10 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
                                     * once each, the fp32 cos/sin table [s, rot/2] x 2 read; per
                                     * element 2 multiplies and an add */
         const int64_t rot = pdbx_rotary_dims(m);
-        elementwise(out, T, (a_t + kv_t) * rot, 3,
-                    2.0 * e * (double)T * (double)((a_t + kv_t) * rot) + 4.0 * (double)s * (double)rot);
+        /* MLA: k's rope part is one head shared by all (attn_kv_a's k_pe) */
+        const int64_t k_heads = m->arch.attention == PDBX_ATTN_MLA ? 1 : kv_t;
+        elementwise(out, T, (a_t + k_heads) * rot, 3,
+                    2.0 * e * (double)T * (double)((a_t + k_heads) * rot) + 4.0 * (double)s * (double)rot);
         break;
     }
     case PDBX_OP_ATTN_CORE:
@@ -188,8 +211,8 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         out->flops = 2.0 * (double)mbs * (double)a_t * (double)s * (double)s * (double)d;
         out->bytes = e * (double)mbs * (double)s * (double)d * (double)(2 * a_t + 2 * kv_t);
         break;
-    case PDBX_OP_ATTN_O:
-        gemm(out, T, h, a_t * d, e);
+    case PDBX_OP_ATTN_O:           /* MLA: its heads' v (v_head_dim) in */
+        gemm(out, T, h, a_t * plan_v_head_dim(m), e);
         break;
     case PDBX_OP_TP_ALLREDUCE_ATTN:
     case PDBX_OP_TP_ALLREDUCE_MLP:
@@ -212,12 +235,29 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_LM_HEAD:
         gemm(out, T, V_t, h, e);
         break;
+    case PDBX_OP_ATTN_Q_A: case PDBX_OP_ATTN_Q_NORM: case PDBX_OP_ATTN_Q_B: case PDBX_OP_ATTN_KV_A:
+    case PDBX_OP_ATTN_KV_NORM: case PDBX_OP_ATTN_KV_B: case PDBX_OP_MOE_ROUTER: case PDBX_OP_MOE_PERMUTE:
+    case PDBX_OP_EP_DISPATCH: case PDBX_OP_MOE_EXPERT_GATE: case PDBX_OP_MOE_EXPERT_UP:
+    case PDBX_OP_MOE_EXPERT_ACT: case PDBX_OP_MOE_EXPERT_DOWN: case PDBX_OP_EP_COMBINE:
+    case PDBX_OP_MOE_UNPERMUTE: case PDBX_OP_MOE_SHARED_GATE: case PDBX_OP_MOE_SHARED_UP:
+    case PDBX_OP_MOE_SHARED_ACT: case PDBX_OP_MOE_SHARED_DOWN:
+        return plan_shape_moe_mla(spec, tp, mbs, op, out);
     case PDBX_OP_COUNT:
         return -1;
     }
     if (pdbx_op_has_bias(m, op))
         add_bias(out, e);
     return 0;
+}
+
+void plan_shape_gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e)
+{
+    gemm(o, m, n, k, e);
+}
+
+void plan_shape_elementwise(pdbx_op_shape *o, int64_t rows, int64_t cols, double flops_per_elem, double bytes)
+{
+    elementwise(o, rows, cols, flops_per_elem, bytes);
 }
 
 pdbx_op pdbx_fused_leader(pdbx_op op)

@@ -212,6 +212,8 @@ static void test_host_dims_match_plan(void **state)
             fail_msg("model %s: %s", names[i], err);
         spec.seq_len = 1024;
         const pdbx_model *m = &spec.model;
+        if (pdbx_backend_model_check(PDBX_BACKEND_CUDA, m, err, sizeof err) != 0)
+            continue;   /* refused on cuda before any point is prepared (MLA, MoE) */
         for (int tp = 1; tp <= 8; tp *= 2) {
             if (m->heads % tp || m->intermediate % tp || m->vocab % tp ||
                 (m->kv_heads % tp && tp % m->kv_heads))
@@ -222,8 +224,9 @@ static void test_host_dims_match_plan(void **state)
                 p.model = spec.model;
                 p.tp = tp, p.mbs = mbs, p.seq_len = spec.seq_len, p.layers = 2;
                 p.ops = pdbx_model_ops(m);   /* as a point measures: a plain MLP has no gate */
-                for (int op = 0; op < PDBX_OP_COUNT; op++)
-                    assert_int_equal(pdbx_op_shape_for(&spec, tp, mbs, (pdbx_op)op, &p.shape[op]), 0);
+                for (int op = 0; op < PDBX_OP_COUNT; op++)   /* only ops the model lacks have none */
+                    if (pdbx_op_shape_for(&spec, tp, mbs, (pdbx_op)op, &p.shape[op]) != 0)
+                        assert_false(p.ops & PDBX_OP_BIT(op));
                 cuda_dims d;
                 if (cuda_point_dims(&p, tp - 1, &d, err, sizeof err) != 0)
                     fail_msg("%s tp %d mbs %d: %s", names[i], tp, mbs, err);

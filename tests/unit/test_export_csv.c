@@ -92,11 +92,11 @@ static void test_mlp_csv_fused_op_exact(void **state)
     snprintf(path, sizeof path, "%s/mlp.csv", out);
     char *text = test_slurp(path, NULL);
     assert_non_null(text);
-    /* q, k, v at MBS 1, TP 1: means 1.25, 1.5, 1.75; std sqrt(0.375^2 + 0.5^2 + 0) = 0.625;
+    /* q, k, v (ops 2, 6, 7) at MBS 1, TP 1: means 1.25, 2.25, 2.5; std sqrt(0.375^2 + 0.5^2 + 0) = 0.625;
      * Vidur's other nine columns are written, empty (never an invented number) */
     assert_string_equal(text,
         VIDUR_COLS MODEL_COLS "\n"
-        E5 E5 "4.3125,7.5,4.5,4.875,0.625," E5 E5 E5 E5 E5 E5 E5 "8,4,256,688,1000,True,128,1\n");
+        E5 E5 "5.8125,9,6,6.375,0.625," E5 E5 E5 E5 E5 E5 E5 "8,4,256,688,1000,True,128,1\n");
     free(text);
     /* nothing measured: header lines only */
     snprintf(path, sizeof path, "%s/all_reduce.csv", out);

@@ -24,7 +24,7 @@
 
 #define FIXTURES PDBX_SOURCE_DIR "/tests/fixtures/models/"
 /* the ops of a Llama layer: all but qwen3's attn_qk_norm */
-#define LLAMA_OPS (PDBX_OPS_ALL & ~PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM))
+#define LLAMA_OPS PDBX_OPS_LLAMA
 
 static void load(const char *file, pdbx_spec *s)
 {
