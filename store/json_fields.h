@@ -1,5 +1,5 @@
 /* json_fields.h: typed reads and writes of JSON object members, for the store's own JSON
- * (the event schema in events.c, the index in store_index.c). Internal to store/.
+ * (the event schema in events*.c, the index in store_index.c). Internal to store/.
  *
  *  - Readers return 1 (or a value) when the member exists with the right type, else 0 (NULL)
  *    and leave *out alone: absent fields keep the caller's default.

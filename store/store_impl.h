@@ -6,7 +6,8 @@
  *   store_copy.c    record and import
  *   store_frames.c  frames (encoder, durable append); store_scan.c the scanner (bounded
  *                   memory, never opens a non-regular file); store_index.c the index file
- *   events.c        the event schema (events.h); json_fields.c the JSON member helpers
+ *   events*.c       the event schema (events.h, events_internal.h); json_fields.c the JSON
+ *                   member helpers
  *   layout.c        the paths of a store (layout.h)
  *   profiledb*.c    the fold (profiledb.c), statistics and names, queries
  */
