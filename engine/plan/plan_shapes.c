@@ -31,6 +31,42 @@ double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, i
     return per_tile * (double)batch * (double)d * (double)t * (double)t * nt * (nt + 1) / 2;
 }
 
+double pdbx_attn_window_model_flops(int64_t batch, int64_t s, int64_t d, int64_t window)
+{
+    if (batch <= 0 || s <= 0 || d <= 0 || window < 0)
+        return 0;
+    const double w = (double)(window == 0 || window > s ? s : window);
+    return 4.0 * (double)batch * (double)d * ((double)s * w - w * w / 2);
+}
+
+double pdbx_attn_window_visited_pairs(int64_t s, int64_t window, int64_t qtile, int64_t ktile)
+{
+    if (s <= 0 || window < 0 || qtile <= 0 || ktile <= 0)
+        return 0;
+    const int64_t w = window == 0 || window > s ? s : window;
+    double tiles = 0;
+    for (int64_t a = 0; a < s; a += qtile) {
+        /* rows [a, b] meet key tile [c, e] iff c <= b and e >= a - w + 1: the band of row a
+         * starts first, that of row b ends last (contiguous windows, monotone in the row) */
+        const int64_t b = (a + qtile < s ? a + qtile : s) - 1;
+        const int64_t first = a - w + 1 > 0 ? (a - w + 1) / ktile : 0;
+        tiles += (double)(b / ktile - first + 1);
+    }
+    return tiles * (double)qtile * (double)ktile;
+}
+
+double pdbx_attn_core_window_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
+                                            int64_t d, int64_t tile, int64_t window)
+{
+    if (!flash || window <= 0 || window >= s)
+        return window < 0 ? 0 : pdbx_attn_core_executed_flops(flash, pass, batch, s, d, tile);
+    if (batch <= 0 || s <= 0 || d <= 0 || tile <= 0)
+        return 0;
+    const double per_pair = pass == PDBX_PASS_BWD ? 10.0 : 4.0;   /* products x 2 FLOPs */
+    const int64_t t = pass == PDBX_PASS_BWD ? PDBX_FLASH_BWD_TILE : tile;
+    return per_pair * (double)batch * (double)d * pdbx_attn_window_visited_pairs(s, window, t, t);
+}
+
 pdbx_opmask pdbx_model_ops(const pdbx_model *m)
 {
     pdbx_opmask ops = PDBX_OPS_ALL;

@@ -1,9 +1,11 @@
-/* cpu_kernels_attn.c: the cpu backend's causal attention core, forward (declared in
- * cpu_kernels.h, pdbx_k_attention_causal; moved here from cpu_kernels.c unchanged). Register
- * tiles of GNU C vectors that gcc keeps in registers, compiled for three x86-64 levels
+/* cpu_kernels_attn.c: the cpu backend's causal attention core, forward: plain causal
+ * (cpu_kernels.h, pdbx_k_attention_causal) and with a sliding window and logit soft-capping
+ * (cpu_kernels_attn.h, pdbx_k_attention_causal_opts), and the final-logit soft-capping.
+ * Register tiles of GNU C vectors that gcc keeps in registers, compiled for three x86-64 levels
  * (cpu_kernels_vec.h), (sequence, head) pairs split over the backend's pool (cpu_threads.h). */
+#include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels.h"
-#include "engine/backends/cpu/cpu_kernels_vec.h"   /* PDBX_K_HOT, pdbx_k_exp */
+#include "engine/backends/cpu/cpu_kernels_vec.h"   /* PDBX_K_HOT, pdbx_k_exp, pdbx_k_tanh */
 
 #include <math.h>
 #include <string.h>
@@ -29,8 +31,24 @@ size_t pdbx_k_attention_scratch_floats(int64_t seq_len, int64_t d, int threads)
 typedef struct {
     const float *q, *k, *v;
     int64_t seqs, seq_len, heads, kv_heads, d;
+    int64_t window;     /* >= 1, or 0: full causal */
+    float softcap;      /* > 0, or 0: none */
     float *scratch, *out;
 } attn_job;
+
+/* The first key query i attends: i - window + 1, or 0 (window 0: the whole causal prefix). */
+static inline int64_t first_key(int64_t i, int64_t window)
+{
+    return window > 0 && i - window + 1 > 0 ? i - window + 1 : 0;
+}
+
+/* s[j] <- cap * tanh(s[j] / cap) for j < n (the scores' soft-capping; also the final logits') */
+PDBX_K_HOT static void softcap_range(float *s, int64_t n, float cap)
+{
+    const float inv = 1.0f / cap;
+    for (int64_t j = 0; j < n; j++)
+        s[j] = cap * pdbx_k_tanh(s[j] * inv);
+}
 
 /* kt[c][jj] = k_(j0 + jj)[c] for jj < nj, 0 for nj <= jj < KB (rows of kstride floats). Key
  * row by key row: the loads are contiguous and the stores stay inside kt (16 KiB at d = 64);
@@ -127,8 +145,8 @@ PDBX_K_HOT static void pv_block(const float *p, int64_t pstride, int nrows, cons
         }
 }
 
-/* Row r of the scores (length len, the causal prefix) becomes exp(s - max), zero from len to
- * zero_to; returns 1 / the sum of the exponentials. */
+/* A row of scores (length len: the keys the row attends, the causal prefix or its window)
+ * becomes exp(s - max), zero from len to zero_to; returns 1 / the sum of the exponentials. */
 PDBX_K_HOT static float softmax_row(float *s, int64_t len, int64_t zero_to)
 {
     float mx[16];
@@ -159,9 +177,27 @@ PDBX_K_HOT static float softmax_row(float *s, int64_t len, int64_t zero_to)
     return 1.0f / sum;
 }
 
+/* Scores of query rows [i0, i0 + nr) against keys [jlo, i1), in key blocks of KB from jlo
+ * (window 0: jlo = 0, the blocks of the plain causal kernel; the entries above the diagonal
+ * and left of a row's window are computed with their tile and zeroed by the softmax). */
+static void block_scores(const float *qh, int64_t qstride, const float *kh, int64_t kvstride,
+                         int64_t d, int64_t S, int64_t i0, int64_t nr, int64_t jlo, int64_t i1,
+                         float scale, float *kt, float *scores)
+{
+    for (int64_t j0 = jlo; j0 < i1; j0 += KB) {
+        const int64_t nj = j0 + KB < i1 ? KB : i1 - j0;
+        transpose_keys(kh + j0 * kvstride, kvstride, nj, d, kt);
+        for (int64_t r = 0; r < nr; r += QR) {
+            const int rows = nr - r < QR ? (int)(nr - r) : QR;
+            qk_block(qh + (i0 + r) * qstride, qstride, rows, kt, d, nj, scale,
+                     scores + r * S + j0, S);
+        }
+    }
+}
+
 static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
 {
-    const int64_t S = J->seq_len, d = J->d;
+    const int64_t S = J->seq_len, d = J->d, W = J->window;
     const int64_t qstride = J->heads * d, kvstride = J->kv_heads * d;
     const int64_t kvh = h / (J->heads / J->kv_heads);
     const int64_t base = s * S;
@@ -175,24 +211,24 @@ static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
     float inv[PDBX_K_ATTN_BLOCK];       /* 1 / each row's softmax sum */
     for (int64_t i0 = 0; i0 < S; i0 += PDBX_K_ATTN_BLOCK) {
         const int64_t i1 = i0 + PDBX_K_ATTN_BLOCK < S ? i0 + PDBX_K_ATTN_BLOCK : S;
-        const int64_t nr = i1 - i0;
-        /* scores of the block's rows against keys [0, i1) (above the diagonal: computed with
-         * their tile, then zeroed by the softmax) */
-        for (int64_t j0 = 0; j0 < i1; j0 += KB) {
-            const int64_t nj = j0 + KB < i1 ? KB : i1 - j0;
-            transpose_keys(kh + j0 * kvstride, kvstride, nj, d, kt);
-            for (int64_t r = 0; r < nr; r += QR) {
-                const int rows = nr - r < QR ? (int)(nr - r) : QR;
-                qk_block(qh + (i0 + r) * qstride, qstride, rows, kt, d, nj, scale,
-                         scores + r * S + j0, S);
-            }
+        const int64_t nr = i1 - i0, jlo = first_key(i0, W);   /* the block's first key */
+        block_scores(qh, qstride, kh, kvstride, d, S, i0, nr, jlo, i1, scale, kt, scores);
+        for (int64_t r = 0; r < nr; r++) {
+            /* row r's keys [lo, i0 + r], capped, softmax; zero left of lo and right of them */
+            float *row = scores + r * S;
+            const int64_t lo = first_key(i0 + r, W), len = i0 + r + 1 - lo;
+            if (J->softcap > 0.0f)
+                softcap_range(row + lo, len, J->softcap);
+            for (int64_t j = jlo; j < lo; j++)
+                row[j] = 0.0f;
+            inv[r] = softmax_row(row + lo, len, i1 - lo);
         }
-        for (int64_t r = 0; r < nr; r++)
-            inv[r] = softmax_row(scores + r * S, i0 + r + 1, i1);
         for (int64_t r = 0; r < nr; r += QR) {
+            /* from the tile's first row's first key: the rows below start later (zeros) */
             const int rows = nr - r < QR ? (int)(nr - r) : QR;
-            pv_block(scores + r * S, S, rows, vh, kvstride, i0 + r + rows, d, inv + r,
-                     oh + (i0 + r) * qstride, qstride);
+            const int64_t lo = first_key(i0 + r, W);
+            pv_block(scores + r * S + lo, S, rows, vh + lo * kvstride, kvstride,
+                     i0 + r + rows - lo, d, inv + r, oh + (i0 + r) * qstride, qstride);
         }
     }
 }
@@ -205,11 +241,77 @@ static void attn_chunk(void *arg, long long pair, int part)
     attn_pair(J, scratch, pair / J->heads, pair % J->heads);
 }
 
+void pdbx_k_attention_causal_opts(pdbx_cpu_pool *pool, const float *q, const float *k,
+                                  const float *v, int64_t seqs, int64_t seq_len, int64_t heads,
+                                  int64_t kv_heads, int64_t d, float *scratch, float *out,
+                                  const pdbx_attn_opts *opts)
+{
+    const int64_t w = opts ? opts->window : 0;
+    const float cap = opts ? opts->softcap : 0.0f;
+    attn_job J = { .q = q, .k = k, .v = v, .seqs = seqs, .seq_len = seq_len, .heads = heads,
+                   .kv_heads = kv_heads, .d = d, .window = w > 0 && w < seq_len ? w : 0,
+                   .softcap = cap > 0.0f && cap < INFINITY ? cap : 0.0f, .scratch = scratch, .out = out };
+    pdbx_cpu_pool_for(pool, seqs * heads, attn_chunk, &J);
+}
+
 void pdbx_k_attention_causal(pdbx_cpu_pool *pool, const float *q, const float *k, const float *v,
                              int64_t seqs, int64_t seq_len, int64_t heads, int64_t kv_heads,
                              int64_t d, float *scratch, float *out)
 {
-    attn_job J = { .q = q, .k = k, .v = v, .seqs = seqs, .seq_len = seq_len, .heads = heads,
-                   .kv_heads = kv_heads, .d = d, .scratch = scratch, .out = out };
-    pdbx_cpu_pool_for(pool, seqs * heads, attn_chunk, &J);
+    pdbx_k_attention_causal_opts(pool, q, k, v, seqs, seq_len, heads, kv_heads, d, scratch, out,
+                                 NULL);
+}
+
+/* ---- final-logit soft-capping ------------------------------------------------------------- */
+/* dy[i] *= (cap - y[i]) (cap + y[i]) / cap^2 = 1 - (y[i] / cap)^2 for i < n */
+PDBX_K_HOT static void softcap_bwd_range(const float *y, float *dy, int64_t n, float cap)
+{
+    const float inv2 = 1.0f / (cap * cap);
+    for (int64_t i = 0; i < n; i++)
+        dy[i] *= (cap - y[i]) * (cap + y[i]) * inv2;
+}
+
+typedef struct {
+    float *y;           /* the forward, in place; NULL: the backward */
+    const float *yc;    /* the backward's capped output */
+    float *dy;
+    int64_t n;
+    float cap;
+} softcap_job;
+
+#define SOFTCAP_CHUNK 16384     /* elements: 64 KiB of each stream, as the GELU's */
+#define PAR_MIN_ELEMS 32768     /* below, the caller alone (cpu_kernels.c's threshold) */
+
+static void softcap_chunk(void *arg, long long chunk, int part)
+{
+    (void)part;
+    const softcap_job *J = arg;
+    const int64_t i0 = chunk * SOFTCAP_CHUNK;
+    const int64_t n = J->n - i0 < SOFTCAP_CHUNK ? J->n - i0 : SOFTCAP_CHUNK;
+    if (J->y)
+        softcap_range(J->y + i0, n, J->cap);
+    else
+        softcap_bwd_range(J->yc + i0, J->dy + i0, n, J->cap);
+}
+
+static void softcap_run(pdbx_cpu_pool *pool, softcap_job J, int64_t rows, int64_t n)
+{
+    const int64_t total = rows * n;
+    if (rows < 1 || n < 1 || !(J.cap > 0.0f && J.cap < INFINITY))
+        return;
+    J.n = total;
+    if (total < PAR_MIN_ELEMS)
+        pool = NULL;
+    pdbx_cpu_pool_for(pool, (total + SOFTCAP_CHUNK - 1) / SOFTCAP_CHUNK, softcap_chunk, &J);
+}
+
+void pdbx_k_logit_softcap(pdbx_cpu_pool *pool, float *y, int64_t rows, int64_t n, float cap)
+{
+    softcap_run(pool, (softcap_job){ .y = y, .cap = cap }, rows, n);
+}
+
+void pdbx_k_logit_softcap_bwd(pdbx_cpu_pool *pool, const float *y, float *dy, int64_t rows,
+                              int64_t n, float cap)
+{
+    softcap_run(pool, (softcap_job){ .yc = y, .dy = dy, .cap = cap }, rows, n);
 }
