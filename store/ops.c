@@ -9,6 +9,7 @@ static const char *const op_names[PDBX_OP_COUNT] = {
     [PDBX_OP_ATTN_Q] = "attn_q",
     [PDBX_OP_ATTN_K] = "attn_k",
     [PDBX_OP_ATTN_V] = "attn_v",
+    [PDBX_OP_ATTN_QK_NORM] = "attn_qk_norm",
     [PDBX_OP_ATTN_ROPE] = "attn_rope",
     [PDBX_OP_ATTN_CORE] = "attn_core",
     [PDBX_OP_ATTN_O] = "attn_o",
@@ -85,10 +86,11 @@ const char *pdbx_fasop_col_name(int col)
 }
 
 /* FASOP times each module from the end of the previous one. In execution order
- *   [ar_mlp mlp_residual of the previous layer] input_norm q k v rope core o ar_attn
+ *   [ar_mlp mlp_residual of the previous layer] input_norm q k v [qk_norm] rope core o ar_attn
  *   attn_residual post_norm gate up act down
  * the unnamed work before a module lands in its column: the previous layer's MLP all-reduce,
- * its residual add and the input norm go to attn_q, RoPE and the attention core to attn_o, the
+ * its residual add and the input norm go to attn_q, qk_norm, RoPE and the attention core to
+ * attn_o, the
  * attention all-reduce, its residual add and the post-attention norm to mlp_gate, the final
  * norm to lm_head. Every layer op is then in
  * exactly one column, so a row's layer columns sum to the layer's forward time. */
@@ -108,7 +110,8 @@ pdbx_opmask pdbx_fasop_col_ops(int col, int fasop)
         return mask | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP) | PDBX_OP_BIT(PDBX_OP_MLP_RESIDUAL) |
                PDBX_OP_BIT(PDBX_OP_INPUT_NORM);
     case PDBX_OP_ATTN_O:
-        return mask | PDBX_OP_BIT(PDBX_OP_ATTN_ROPE) | PDBX_OP_BIT(PDBX_OP_ATTN_CORE);
+        return mask | PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM) | PDBX_OP_BIT(PDBX_OP_ATTN_ROPE) |
+               PDBX_OP_BIT(PDBX_OP_ATTN_CORE);
     case PDBX_OP_MLP_GATE:
         return mask | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_ATTN_RESIDUAL) |
                PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);

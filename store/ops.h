@@ -2,8 +2,10 @@
  * and the FASOP column mapping. Shared vocabulary of engine/, store/ and tui/.
  *
  * Contract:
- *  - pdbx_op values are in forward execution order of one Llama decoder layer, with the
- *    once-per-step ops (embed before, final_norm and lm_head after) around the layer ops.
+ *  - pdbx_op values are in forward execution order of one decoder layer, with the
+ *    once-per-step ops (embed before, final_norm and lm_head after) around the layer ops. Not
+ *    every model has every op (a Llama has no attn_qk_norm, a plain MLP no mlp_gate: the
+ *    planner's pdbx_model_ops says which).
  *  - pdbx_op_name() is the stable spelling used in events, CSV headers and JSON output;
  *    pdbx_op_from_name() is its inverse (-1 when unknown).
  *  - FASOP NPZ columns: PDBX_FASOP_COLS columns in FASOP's order. Under "fasop" attribution a
@@ -22,6 +24,8 @@ typedef enum {
     PDBX_OP_ATTN_Q,             /* GEMM [T,h] x [h, a*d/TP] */
     PDBX_OP_ATTN_K,             /* GEMM [T,h] x [h, max(k/TP,1)*d] */
     PDBX_OP_ATTN_V,
+    PDBX_OP_ATTN_QK_NORM,       /* qk_norm models (qwen3): RMSNorm of each head of q [T, a/TP, d]
+                                 * and k [T, max(k/TP,1), d] over its d, before RoPE */
     PDBX_OP_ATTN_ROPE,          /* rotary embedding of q [T, a/TP, d] and k [T, max(k/TP,1), d]
                                  * in place (rotate-half, a cos/sin table of seq_len positions) */
     PDBX_OP_ATTN_CORE,          /* causal softmax(QK^T)V over a/TP heads */

@@ -339,8 +339,9 @@ int pdbx_point_cell_pass(const pdbx_point *p, pdbx_op op, pdbx_pass_sel sel, pdb
  * point holds a measured bwd cell (a recording without the spec). */
 int pdbx_run_has_bwd(const pdbx_run *run);
 /* The ops the run's model does not have, from run_start's spec.model.arch: mlp_gate for a
- * plain MLP ("mlp": "plain", gpt2), attn_rope for learned positions ("position": "learned").
- * 0 for a run without the arch (a Llama's: every op). Consumers that need a value per op
+ * plain MLP ("mlp": "plain", gpt2), attn_rope for learned positions ("position": "learned"),
+ * attn_qk_norm unless "qk_norm" is true. A run without the arch is a Llama's: every op but
+ * attn_qk_norm. Consumers that need a value per op
  * (exports) take these as costing 0 rather than as missing measurements. */
 pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run);
 /* 0 when sel can be shown for run; -1 with "<what>: 'bwd' needs backward cells, run X has

@@ -199,6 +199,8 @@ pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run)
         absent |= PDBX_OP_BIT(PDBX_OP_MLP_GATE);
     if (arch_is(arch, "position", "learned"))
         absent |= PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(arch, "qk_norm")))
+        absent |= PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM);
     return absent;
 }
 

@@ -42,8 +42,10 @@
  * 9: compute ops gained attn_kv: attention with a KV cache (the inference phase's prefill and
  *    decode rows, spec kv_cache), which the training point's attn_core (q, k, v of the same
  *    T tokens, no cache) cannot time.
- * 10: op masks are 64 bits (pdbx_opmask, store/ops.h): pdbx_point_shapes.ops changed type. */
-#define PDBX_BACKEND_ABI 10
+ * 10: op masks are 64 bits (pdbx_opmask, store/ops.h): pdbx_point_shapes.ops changed type.
+ * 11: attn_qk_norm (qwen3's per-head q/k RMSNorm) after attn_v: every pdbx_op from attn_rope on
+ *    has a new value; the buffer roles gained the q/k norm weights and their gradient. */
+#define PDBX_BACKEND_ABI 11
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;

@@ -207,9 +207,12 @@ int pdbx_spec_validate(const pdbx_spec *spec, char *err, size_t errlen);
 int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math, pdbx_gemm_api gemm_api,
                              char *err, size_t errlen);
 /* Whether a backend runs the model's layers: 0, or -1 with one line naming the backend, the
- * model's feature and the backend that runs it (cuda: RMSNorm, whole-head RoPE, gated SiLU
- * and sequential residuals only, for now). Checked as pdbx_backend_modes_check is: a named backend by pdbx_spec_validate, auto by
- * pdbx-engine once resolved. */
+ * model's feature and what the backend allows. cpu and cuda run every family the arch check
+ * accepts (RMSNorm or LayerNorm, gated SiLU, gated or plain GELU MLPs, RoPE whole or partial
+ * or learned positions, sequential or parallel residuals); cuda refuses an MLP it has no
+ * kernel for (an activation other than SiLU and GELU, a plain SiLU MLP), which the arch
+ * check refuses first. Checked as pdbx_backend_modes_check is: a named backend by
+ * pdbx_spec_validate, auto by pdbx-engine once resolved. */
 int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);
 
@@ -289,6 +292,9 @@ typedef enum {
      * and its gradient */
     PDBX_BUF_NORM_B, PDBX_BUF_NORM_MEAN, PDBX_BUF_NORM_STATS_RSTD, PDBX_BUF_GRAD_NORM_B,
     PDBX_BUF_POS_TABLE, PDBX_BUF_GRAD_POS_TABLE,
+    /* qk_norm (attn_qk_norm): q's and k's per-head RMSNorm weights [2, head_dim] and their
+     * gradient */
+    PDBX_BUF_QK_NORM_W, PDBX_BUF_GRAD_QK_NORM_W,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -424,7 +430,8 @@ typedef enum { PDBX_ACT_SILU = 0, PDBX_ACT_GELU_ERF, PDBX_ACT_GELU_TANH, PDBX_AC
 pdbx_activation pdbx_activation_of(const char *hf_name);
 /* The ops model m has, once per step and per layer: every op of a Llama layer; a plain
  * (ungated) MLP has no mlp_gate (mlp_up is its first linear layer, fc1 / c_fc); learned
- * absolute positions have no attn_rope (the position table is added inside embed). A point
+ * absolute positions have no attn_rope (the position table is added inside embed); gpt-j's
+ * shared norm has no post_attn_norm; attn_qk_norm only with arch.qk_norm (qwen3). A point
  * measures the spec's ops that the model has (pdbx_spec.ops & this). */
 pdbx_opmask pdbx_model_ops(const pdbx_model *m);
 /* The dims of each head RoPE rotates: head_dim x arch.rotary_fraction as GPT-NeoX computes its

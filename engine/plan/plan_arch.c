@@ -5,6 +5,7 @@
 #include "engine/plan/plan_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -114,7 +115,7 @@ static const family llama_like = {"", "llama/configuration_llama.py", 0, "hidden
 /* Keys that change the architecture in ways pdbx does not model: present with a value other
  * than the one that leaves a Llama layer as it is, they are recorded as unsupported. */
 static const char *const foreign_keys[] = {
-    "attn_logit_softcapping", "final_logit_softcapping", "alibi", "parallel_attn", "multi_query",
+    "alibi", "parallel_attn", "multi_query",
     "new_decoder_architecture", "mlp_only_layers", "num_nextn_predict_layers", "use_bidirectional_attention",
 };
 
@@ -307,6 +308,25 @@ static int read_mla(const cJSON *c, const char *org, const family *f, pdbx_model
     return 0;
 }
 
+/* Soft-capping (Gemma2Config: attn_logit_softcapping 50.0, final_logit_softcapping 30.0 by
+ * default; null switches one off; any family may carry the keys). */
+static int read_softcaps(const cJSON *c, const char *org, const family *f, pdbx_arch *a, char *err,
+                         size_t errlen)
+{
+    static const struct { const char *key; size_t off; double gemma2; } caps[] = {
+        {"attn_logit_softcapping", offsetof(pdbx_arch, attn_softcap), 50.0},
+        {"final_logit_softcapping", offsetof(pdbx_arch, final_softcap), 30.0},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        double *v = (double *)((char *)a + caps[i].off);
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(c, caps[i].key);
+        *v = !item && strcmp(f->model_type, "gemma2") == 0 ? caps[i].gemma2 : 0.0;   /* null: off */
+        if (plan_cfg_num(c, org, "", caps[i].key, 0, 1e6, v, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int read_family_arch(const cJSON *c, const char *org, const family *f, pdbx_model *m, char *err,
                             size_t errlen)
 {
@@ -346,6 +366,8 @@ static int read_family_arch(const cJSON *c, const char *org, const family *f, pd
     if (plan_cfg_bool(c, org, "", "tie_word_embeddings", &m->tie_embeddings, err, errlen) < 0)
         return -1;
     a->qk_norm = f->qk_norm;
+    if (read_softcaps(c, org, f, a, err, errlen) != 0)
+        return -1;
 
     a->parallel_residual = f->parallel_residual > 0;
     a->shared_norm = f->shared_norm;

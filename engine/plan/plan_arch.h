@@ -72,6 +72,10 @@ typedef struct {
                                * gpt-neox has two */
     double rotary_fraction;   /* part of each head rotated (gpt-neox rotary_pct); 1 = all */
     int qk_norm;              /* per-head RMSNorm of q and k (qwen3) */
+    double attn_softcap;      /* attn_logit_softcapping: scores -> cap tanh(scores / cap) (gemma-2:
+                               * 50); 0: none */
+    double final_softcap;     /* final_logit_softcapping: the same on lm_head's logits (gemma-2:
+                               * 30); 0: none */
     int cross_attention_layers;   /* mllama's text model: layers attending to the image */
     char unsupported[192];    /* other architecture-changing keys found ("" when none) */
 } pdbx_arch;

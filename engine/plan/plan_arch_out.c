@@ -104,6 +104,8 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
         plan_cfg_bool(o, org, "arch.", "shared_norm", &a->shared_norm, err, errlen) < 0 ||
         plan_cfg_num(o, org, "arch.", "rotary_fraction", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
         plan_cfg_bool(o, org, "arch.", "qk_norm", &a->qk_norm, err, errlen) < 0 ||
+        plan_cfg_num(o, org, "arch.", "attn_softcap", 0, 1e6, &a->attn_softcap, err, errlen) < 0 ||
+        plan_cfg_num(o, org, "arch.", "final_softcap", 0, 1e6, &a->final_softcap, err, errlen) < 0 ||
         plan_cfg_int(o, org, "arch.", "cross_attention_layers", 0, 4096, &a->cross_attention_layers, err, errlen) < 0 ||
         plan_cfg_str(o, org, "arch.", "unsupported", a->unsupported, sizeof a->unsupported, err, errlen) < 0)
         return -1;
@@ -170,6 +172,10 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
          cJSON_AddBoolToObject(o, "shared_norm", a->shared_norm) &&
          cJSON_AddNumberToObject(o, "rotary_fraction", a->rotary_fraction) &&
          cJSON_AddBoolToObject(o, "qk_norm", a->qk_norm) &&
+         (a->attn_softcap > 0 ? cJSON_AddNumberToObject(o, "attn_softcap", a->attn_softcap)
+                              : cJSON_AddNullToObject(o, "attn_softcap")) &&
+         (a->final_softcap > 0 ? cJSON_AddNumberToObject(o, "final_softcap", a->final_softcap)
+                               : cJSON_AddNullToObject(o, "final_softcap")) &&
          cJSON_AddNumberToObject(o, "cross_attention_layers", a->cross_attention_layers) &&
          (*a->unsupported ? cJSON_AddStringToObject(o, "unsupported", a->unsupported)
                           : cJSON_AddNullToObject(o, "unsupported"));
@@ -202,6 +208,8 @@ void pdbx_arch_summary(const pdbx_model *m, char *buf, size_t len)
         PUT(", rotary %d of %d dims", pdbx_rotary_dims(m), m->head_dim);
     if (a->parallel_residual)
         PUT(", parallel residual%s", a->shared_norm ? " (one norm)" : "");
+    if (a->attn_softcap > 0 || a->final_softcap > 0)
+        PUT(", soft-capping %g/%g", a->attn_softcap, a->final_softcap);
     if (a->bias.qkv || a->bias.attn_out || a->bias.mlp)
         PUT(", bias%s%s%s", a->bias.qkv ? " qkv" : "", a->bias.attn_out ? " attn_out" : "", a->bias.mlp ? " mlp" : "");
     else
@@ -242,9 +250,10 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         measures = "it measures full causal attention, which a window of at least seq_len equals";
     /* a parallel residual (gpt-neox, gpt-j) runs the same ops on other inputs, partial rotary
      * (rotary_pct) rotates fewer dims of each head: both measured */
-    } else if (a->qk_norm) {
-        snprintf(what, sizeof what, "a per-head q/k RMSNorm (qk_norm)");
-        measures = "it measures Llama attention without it";
+    /* qk_norm is measured: its own op, attn_qk_norm */
+    } else if (a->attn_softcap > 0 || a->final_softcap > 0) {
+        snprintf(what, sizeof what, "logit soft-capping (attention %g, final %g)", a->attn_softcap, a->final_softcap);
+        measures = "it measures uncapped attention scores and logits";
     } else if (*a->unsupported) {
         snprintf(what, sizeof what, "%s", a->unsupported);
         measures = "it measures Llama layers";

@@ -20,6 +20,8 @@ double plan_stage_params(const pdbx_model *m, int tp, int pp)
     double layer_params = 2 * h * a * d / t + 2 * h * kv * d + mlp_mats * h * I / t + norms * norm;
     /* biases (arch.bias): q/k/v's and gate/up's are split as their weights' outputs; o_proj's
      * and down_proj's (row-parallel: added after the reduce) are whole on every rank */
+    if (m->arch.qk_norm)                              /* q_norm, k_norm: [head_dim] each */
+        layer_params += 2 * d;
     if (m->arch.bias.qkv)
         layer_params += a * d / t + 2 * kv * d;
     if (m->arch.bias.attn_out)
@@ -63,6 +65,8 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
      * GELU out). LayerNorm's per-row mean and rstd are O(s*b) and left out. */
     const double mlp_tensors = m->arch.mlp_plain ? 2 : 4;
     double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + mlp_tensors * I / t));
+    if (m->arch.qk_norm)   /* q and k before their norm, which its backward reads */
+        per_layer += s * b * e * (a * d / t + kv * d);
     if (!spec->flash_attention)
         per_layer += (2 * e + 1) * (a / t) * s * s * b;
     if (spec->recompute == PDBX_RECOMPUTE_FULL)

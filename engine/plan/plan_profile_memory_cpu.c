@@ -77,6 +77,8 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
         plan_mem_add(out, PDBX_BUF_NORM_B, W, plan_mem_lines(h * f), 1);
     if (LEARNED_POS(p) && HAS(EMBED))
         plan_mem_add(out, PDBX_BUF_POS_TABLE, W, plan_mem_lines((double)p->model.arch.max_positions * h * f), 1);
+    if (HAS(ATTN_QK_NORM) && p->model.arch.qk_norm)   /* one pair shared by the layers, as norm_w is */
+        plan_mem_add(out, PDBX_BUF_QK_NORM_W, W, plan_mem_lines(2.0 * p->model.head_dim * f), 1);
     if (HAS(LM_HEAD))
         plan_mem_add(out, PDBX_BUF_LM_HEAD_W, W, plan_mem_lines(h * V * e), 1);
     const int L = p->layers;
@@ -113,6 +115,8 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
         plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, plan_mem_lines(h * f), 1);
     if (LEARNED_POS(p) && HAS(EMBED))
         plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, plan_mem_lines((double)p->model.arch.max_positions * h * f), 1);
+    if (HAS(ATTN_QK_NORM) && p->model.arch.qk_norm)
+        plan_mem_add(out, PDBX_BUF_GRAD_QK_NORM_W, G, plan_mem_lines(2.0 * p->model.head_dim * f), 1);
     double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
                      * (p->threads > 0 ? p->threads : 1);
     plan_mem_add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, plan_mem_lines(scratch * f), 1);

@@ -3,16 +3,25 @@
  * of the planner): a change there must be made here too. */
 #include "engine/plan/plan_profile_memory.h"
 
-/* cuda_point.c's buffers: everything in the dtype (token ids int32), a buffer allocated
- * when any op that reads or writes it is prepared; the full score matrix of the attention
- * core unless the fused kernels run it (flash_attention: cuda_attention_needs_scores), which
- * with a backward keep each row's fp32 log-sum-exp instead; per layer its two
- * RMSNorm weights too, in as many copies as the L2 rotation needs; the vocabulary split
- * rounded up; the lm_head reads the embedding table when tied. */
+/* cuda_point.c's buffers (engine/backends/cuda/cuda_bufs.c decides them; the host test
+ * tests/cuda/test_cuda_dense_point.c holds this list equal to it): everything in the dtype
+ * (token ids int32), a buffer allocated when any op that reads or writes it is prepared; the
+ * full score matrix of the attention core unless the fused kernels run it (flash_attention:
+ * cuda_attention_needs_scores), which with a backward keep each row's fp32 log-sum-exp
+ * instead; per layer its two norm weights too (and with LayerNorm their biases), in as many
+ * copies as the L2 rotation needs; the vocabulary split rounded up; the lm_head reads the
+ * embedding table when tied. The dense families (as the cpu's data flow): LayerNorm's biases
+ * and each row's fp32 mean and rstd (written by every forward norm; its backward reads them
+ * and needs no rstd of its own); a plain MLP has no gate buffer; learned positions a table of
+ * max_positions rows (and no rope table: no attn_rope op); a parallel residual's
+ * post_attn_norm reads hidden, not attn_out. */
+#define PARALLEL(p) ((p)->model.arch.parallel_residual != 0)
+#define NORM_OPS(p) (HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
 
 /* The bytes of one layer's weights on a cuda rank as cuda_backend.c allocates them (the
- * RMSNorm weights, the projections prepared, or for fused_projections the fused QKV / fc1
- * weights in place of their groups'): what the L2 rotation's copy count is computed from. */
+ * norm weights and LayerNorm's biases, the projections prepared, or for fused_projections the
+ * fused QKV / fc1 weights in place of their groups'): what the L2 rotation's copy count is
+ * computed from. */
 static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
 {
     const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
@@ -22,8 +31,8 @@ static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
 #define HAS_OP(o) ((p->ops & PDBX_OP_BIT(PDBX_OP_##o)) != 0)
     const int fq = p->fused_projections && (p->ops & QKV_OPS);
     const int ff = p->fused_projections && (p->ops & FC1_OPS);
-    double b = (HAS_OP(INPUT_NORM) + HAS_OP(POST_ATTN_NORM)) * h + HAS_OP(ATTN_O) * qd * h +
-               HAS_OP(MLP_DOWN) * I * h;
+    double b = (HAS_OP(INPUT_NORM) + HAS_OP(POST_ATTN_NORM)) * h * (LAYERNORM(p) ? 2 : 1) +
+               HAS_OP(ATTN_O) * qd * h + HAS_OP(MLP_DOWN) * I * h;
     b += fq ? (qd + 2 * kvd) * h : (HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd) * h;
     b += ff ? 2 * I * h : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I * h;
     /* the biases rotate with their layer's weights (cuda_backend.c's layer_bufs) */
@@ -57,7 +66,8 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
     if (HAS(EMBED)) plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
     if (HAS(EMBED) || (tied && HAS(LM_HEAD))) plan_mem_add(out, PDBX_BUF_EMBED_TABLE, W, V * h * es, 1);
-    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p) ||
+        (PARALLEL(p) && HAS(POST_ATTN_NORM)))
         plan_mem_add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
     if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
         plan_mem_add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
@@ -69,17 +79,27 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(ATTN_CORE) && p->flash_attention && (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
         plan_mem_add(out, PDBX_BUF_ATTN_LSE, A, (double)p->mbs * heads * p->seq_len * 4, 1);
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
-    if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
+    if (HAS(ATTN_O) || (HAS(POST_ATTN_NORM) && !PARALLEL(p)) || RESID(p))
+        plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
         plan_mem_add(out, PDBX_BUF_POST_NORM_OUT, A, T * h * es, 1);
     if (HAS(ATTN_ROPE)) plan_mem_add(out, PDBX_BUF_ROPE_TABLE, A, plan_mem_rope_table_bytes(p), 1);
-    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GATE, A, T * I * es, 1);
+    if (HAS(MLP_GATE) || (GATED(p) && HAS(MLP_ACT_FN))) plan_mem_add(out, PDBX_BUF_GATE, A, T * I * es, 1);
     if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_UP, A, T * I * es, 1);
     if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_ACT, A, T * I * es, 1);
     if (HAS(FINAL_NORM) || HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_FINAL_NORM_OUT, A, T * h * es, 1);
     if (HAS(FINAL_NORM)) plan_mem_add(out, PDBX_BUF_NORM_W, W, h * es, 1);
     if (HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_LOGITS, A, T * V * es, 1);
     if (HAS(LM_HEAD) && !tied) plan_mem_add(out, PDBX_BUF_LM_HEAD_W, W, V * h * es, 1);
+    if (LEARNED_POS(p) && HAS(EMBED))
+        plan_mem_add(out, PDBX_BUF_POS_TABLE, W, (double)p->model.arch.max_positions * h * es, 1);
+    if (LAYERNORM(p) && NORM_OPS(p)) {
+        plan_mem_add(out, PDBX_BUF_NORM_MEAN, A, T * 4, 1);
+        plan_mem_add(out, PDBX_BUF_NORM_STATS_RSTD, A, T * 4, 1);
+        /* every norm's own bias, as its weight: per layer in each weight set, and the final's */
+        plan_mem_add(out, PDBX_BUF_NORM_B, W, h * es,
+                     sets * ((HAS(INPUT_NORM) != 0) + (HAS(POST_ATTN_NORM) != 0)) + (HAS(FINAL_NORM) != 0));
+    }
     /* per-layer weights: layers x the rotating copies (pdbx_cuda_weight_copies) */
     const int L = sets;
     if (HAS(INPUT_NORM)) plan_mem_add(out, PDBX_BUF_L_IN_NORM, W, h * es, L);
@@ -95,12 +115,13 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     plan_mem_add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
 }
 
-/* cuda_backward.c's gradient buffers (passes with bwd; its grad_bufs table): the gradient of an
- * activation in the dtype, allocated when an op whose backward reads or writes it is
+/* cuda_backward.c's gradient buffers (passes with bwd; cuda_bufs.c's grad table): the gradient
+ * of an activation in the dtype, allocated when an op whose backward reads or writes it is
  * prepared; the backward of the unfused attention core keeps the forward's probabilities (the
  * scores buffer) and needs dP/dS of the same size, the fused one (flash_attention) needs the
- * rows' delta and, for bf16/fp16, an fp32 dQ accumulator; the norms' backward keeps each row's rstd
- * (fp32) between its dx and dweight kernels; weight gradients fp32. */
+ * rows' delta and, for bf16/fp16, an fp32 dQ accumulator; RMSNorm's backward keeps each row's
+ * rstd (fp32) between its dx and dweight kernels (LayerNorm's reads the forward's mean and
+ * rstd); weight gradients fp32, LayerNorm's bias and the position table's too. */
 void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
     if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
@@ -130,12 +151,15 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
         plan_mem_add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
-    if (HAS(MLP_GATE) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);
+    if (HAS(MLP_GATE) || (GATED(p) && HAS(MLP_ACT_FN))) plan_mem_add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);
     if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GRAD_UP, G, T * I * es, 1);
     if (HAS(MLP_ACT_FN) || HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_GRAD_ACT, G, T * I * es, 1);
     if (HAS(FINAL_NORM) || HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_GRAD_FINAL_NORM_OUT, G, T * h * es, 1);
     if (HAS(LM_HEAD)) plan_mem_add(out, PDBX_BUF_GRAD_LOGITS, G, T * V * es, 1);
-    if (HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
+    if (NORM_OPS(p) && !LAYERNORM(p))   /* LayerNorm's backward reads the forward's */
         plan_mem_add(out, PDBX_BUF_NORM_RSTD, PDBX_MEM_WORKSPACE, T * 4, 1);
     plan_mem_weight_grads(p, out, 0);
+    if (NORM_OPS(p) && LAYERNORM(p)) plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, h * 4, 1);
+    if (LEARNED_POS(p) && HAS(EMBED))
+        plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, (double)p->model.arch.max_positions * h * 4, 1);
 }

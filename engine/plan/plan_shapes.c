@@ -76,6 +76,8 @@ pdbx_opmask pdbx_model_ops(const pdbx_model *m)
         ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_ROPE);
     if (m->arch.shared_norm)
         ops &= ~PDBX_OP_BIT(PDBX_OP_POST_ATTN_NORM);
+    if (!m->arch.qk_norm)
+        ops &= ~PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM);
     return ops;
 }
 
@@ -192,6 +194,11 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
             elementwise(out, T, h, 7, e * (2.0 * (double)T * h + 2.0 * (double)h));
         else
             elementwise(out, T, h, 4, e * (2.0 * (double)T * h + (double)h));
+        break;
+    case PDBX_OP_ATTN_QK_NORM:     /* RMSNorm of every head of q and k over its d: q and k read
+                                    * and written, the two weights [d] read */
+        elementwise(out, T, (a_t + kv_t) * d, 4,
+                    e * (2.0 * (double)T * (double)((a_t + kv_t) * d) + 2.0 * (double)d));
         break;
     case PDBX_OP_ATTN_Q:
         gemm(out, T, a_t * d, h, e);

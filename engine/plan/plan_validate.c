@@ -262,20 +262,21 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
 {
     if (backend != PDBX_BACKEND_CUDA)
         return 0;
-    /* the cuda kernels of the dense families exist (cuda_kernels_dense.cu, checked against
-     * the cpu's) but the cuda point does not run them yet: refused rather than measured as a
-     * Llama's RMSNorm, RoPE and SiLU */
+    /* the cuda backend runs the dense families as the cpu does (LayerNorm, gated or plain
+     * GELU MLPs, learned positions, partial rotary, a parallel residual, gpt-j's shared norm);
+     * what it has no kernel for is refused rather than run as something else. The arch check
+     * (plan_arch_out.c) refuses such a model for every backend before this is reached. */
     const pdbx_arch *a = &m->arch;
-    const char *what = a->norm != PDBX_NORM_RMS ? "LayerNorm"
-                       : a->position != PDBX_POS_ROPE ? "learned positions"
-                       : pdbx_activation_of(a->activation) != PDBX_ACT_SILU ? "a GELU MLP"
-                       : a->mlp_plain ? "a plain MLP"
-                       : a->parallel_residual ? "parallel residual"
-                       : pdbx_rotary_dims(m) != m->head_dim ? "partial rotary embeddings" : NULL;
+    if (a->qk_norm)   /* attn_qk_norm has a cpu kernel only, for now */
+        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's per-head q/k norm (attn_qk_norm) "
+                         "yet (allowed for this model: cpu)", m->name);
+    const pdbx_activation act = pdbx_activation_of(a->activation);
+    const char *what = act == PDBX_ACT_OTHER ? "MLP activation"
+                       : a->mlp_plain && act == PDBX_ACT_SILU ? "plain (ungated) SiLU MLP" : NULL;
     if (!what)
         return 0;
-    return pdbx_fail(err, errlen, "backend: cuda does not run model %s's %s yet (allowed for this model: cpu; "
-                     "cuda runs RMSNorm, RoPE and gated SiLU layers)", m->name, what);
+    return pdbx_fail(err, errlen, "backend: cuda does not run model %s's %s '%s' (allowed: silu gated, gelu "
+                     "or gelu tanh gated or plain)", m->name, what, *a->activation ? a->activation : "silu");
 }
 
 /* In the order a reader meets the fields: the first fault is the one reported. */

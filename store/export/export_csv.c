@@ -5,7 +5,7 @@
  *                  time_stats.<op>.{min,max,mean,median,std} for Vidur's ten ops (emb,
  *                  input_layernorm, attn_pre_proj, attn_rope, attn_post_proj,
  *                  post_attention_layernorm, mlp_up_proj, mlp_act, mlp_down_proj, add: always
- *                  written, empty where the op was not measured) and pdbx's attn_core,
+ *                  written, empty where the op was not measured) and pdbx's attn_qk_norm, attn_core,
  *                  final_norm, lm_head where measured, then n_head, n_kv_head, n_embd,
  *                  n_expanded_embd, vocab_size, use_gated_mlp, num_tokens,
  *                  num_tensor_parallel_workers (Vidur's MlpWrapper.profile() keys, in its order).
@@ -192,6 +192,7 @@ static const csv_op mlp_ops[] = {
     { "mlp_down_proj", { "mlp_down" }, 1 },
     /* Vidur's add is the residual add after the MLP only (its mlp_impl.py) */
     { "add", { "mlp_residual" }, 1 },
+    { "attn_qk_norm", { "attn_qk_norm" }, 0 },
     { "attn_core", { "attn_core" }, 0 },
     { "final_norm", { "final_norm" }, 0 },
     { "lm_head", { "lm_head" }, 0 },
@@ -223,6 +224,7 @@ static const pdbx_stats *src_op(const mlp_src *r, const char *name)
 static int csv_op_stats(const mlp_src *r, const csv_op *c, double out[5])
 {
     double var = 0.0;
+    int measured = 0;
     for (int i = 0; i < 5; i++)
         out[i] = 0.0;
     for (int k = 0; k < MAX_PARTS && c->parts[k]; k++) {
@@ -237,9 +239,11 @@ static int csv_op_stats(const mlp_src *r, const csv_op *c, double out[5])
         for (int i = 0; i < 4; i++)
             out[i] += v[i];
         var += v[4] * v[4];
+        measured++;
     }
     out[4] = sqrt(var);
-    return 1;
+    /* a column of ops the model lacks altogether: Vidur's get zeros, pdbx's own are not written */
+    return measured > 0 || c->vidur;
 }
 
 /* The model columns after the op statistics (Vidur's MlpWrapper.profile() keys). */

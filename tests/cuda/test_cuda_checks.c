@@ -69,8 +69,8 @@ static void test_placement(void **state)
 }
 
 /* The backend's tally of a point's cudaMalloc'd bytes: allocated buffers only (a NULL slot is
- * a buffer the point's ops do not use), every layer's weights, the gradients. Pointers are
- * placeholders: nothing is dereferenced. */
+ * a buffer the point's ops do not use), every layer's weights in every copy of the L2
+ * rotation, the gradients. Pointers are placeholders: nothing is dereferenced. */
 static void test_point_alloc_tally(void **state)
 {
     (void)state;
@@ -96,6 +96,13 @@ static void test_point_alloc_tally(void **state)
     pt.gbytes[G_X] = 4096;
     /* 4096 + 1048576 + 2 * 8192 + 100 + 4096 */
     assert_true(cuda_point_alloc_bytes(&pt) == 1073252.0);
+    /* the L2 rotation's copies are allocations too: a second copy of both layers' q_proj */
+    void *w2[2 * 2 * W_COUNT] = { 0 };
+    memcpy(w2, w, sizeof w);
+    w2[2 * W_COUNT + W_Q] = w2[3 * W_COUNT + W_Q] = p;
+    pt.w = w2;
+    pt.wcopies = 2;
+    assert_true(cuda_point_alloc_bytes(&pt) == 1073252.0 + 2 * 8192);
 }
 
 #ifndef PDBX_CUDA_NO_NCCL

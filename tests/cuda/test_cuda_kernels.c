@@ -238,58 +238,72 @@ static void test_silu_mul(void **state)
 
 /* ck_rope on [seq, mbs, heads, d] against a host rotate-half in double from the same rounded
  * inputs and ck_rope_table's values (checked against cos/sin here too); the inverse rotation
- * gives the input back; head_dim 128 (vector path) and 6 (scalar path, d/2 = 3). */
+ * gives the input back; head_dim 128 (vector path) and 6 (scalar path, d/2 = 3) whole, and
+ * partial rotary (the first rot dims of each head; the rest must come back untouched): 16 of
+ * 64 (pythia's rotary_pct 0.25, the vector path for bf16/fp16 and fp32) and 12 of 64 (rot/2 =
+ * 6: the scalar path). */
+static void check_rope(pdbx_dtype dt, int64_t d, int64_t rot)
+{
+    const int64_t mbs = 2, seq = 37, heads = 3;
+    const int64_t half = rot / 2, T = mbs * seq, n = T * heads * d;
+    float *table = NULL, *ht = malloc((size_t)(2 * seq * half) * sizeof *ht);
+    assert_non_null(ht);
+    assert_int_equal(cudaMalloc((void **)&table, (size_t)(2 * seq * half) * sizeof(float)), cudaSuccess);
+    assert_int_equal(ck_rope_table(table, seq, rot, 10000.0, stream), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+    assert_int_equal(cudaMemcpy(ht, table, (size_t)(2 * seq * half) * sizeof(float),
+                                cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t pos = 0; pos < seq; pos++)
+        for (int64_t i = 0; i < half; i++) {
+            double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)rot);
+            assert_true(fabs(ht[pos * half + i] - cos(ang)) < 1e-6);
+            assert_true(fabs(ht[seq * half + pos * half + i] - sin(ang)) < 1e-6);
+        }
+    tensor x = ct_make((size_t)n, dt, -2.0f, 2.0f);
+    float *in = malloc((size_t)n * sizeof *in), *ref = malloc((size_t)n * sizeof *ref);
+    assert_non_null(in);
+    assert_non_null(ref);
+    for (int64_t i = 0; i < n; i++)
+        in[i] = ref[i] = ct_at(&x, (size_t)i);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < half; i++) {
+                const int64_t pos = t / mbs, lo = (t * heads + h) * d + i;
+                const double c = ht[pos * half + i], s = ht[seq * half + pos * half + i];
+                ref[lo] = (float)(in[lo] * c - in[lo + half] * s);
+                ref[lo + half] = (float)(in[lo + half] * c + in[lo] * s);
+            }
+    assert_int_equal(ck_rope(x.dev, T, heads, d, rot, mbs, seq, table, 0, dt, stream), cudaSuccess);
+    ct_download(&x);
+    char what[64];
+    const float rtol = dt == PDBX_DTYPE_BF16 ? 1.0f / 128 : dt == PDBX_DTYPE_FP16 ? 2.0f / 1024 : 1e-5f;
+    snprintf(what, sizeof what, "rope dtype %d d %lld rot %lld", (int)dt, (long long)d, (long long)rot);
+    expect_close(what, &x, ref, (size_t)n, rtol, rtol);   /* values O(1): atol one rounding */
+    for (int64_t i = 0; i < n; i++)   /* the dims past rot: not written at all */
+        if (i % d >= 2 * half && ct_at(&x, (size_t)i) != in[i])
+            fail_msg("rope d %lld rot %lld: element %lld past the rotated dims changed",
+                     (long long)d, (long long)rot, (long long)i);
+    assert_int_equal(ck_rope(x.dev, T, heads, d, rot, mbs, seq, table, 1, dt, stream), cudaSuccess);
+    ct_download(&x);
+    snprintf(what, sizeof what, "rope inverse dtype %d d %lld rot %lld", (int)dt, (long long)d,
+             (long long)rot);
+    expect_close(what, &x, in, (size_t)n, 4 * rtol, 2 * rtol);   /* two roundings of |x| <= 2 */
+    free(in), free(ref), free(ht);
+    cudaFree(table);
+    ct_drop(&x);
+}
+
 static void test_rope(void **state)
 {
     (void)state;
     const pdbx_dtype dts[] = {PDBX_DTYPE_BF16, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32};
-    const int64_t dims[] = {128, 6};
-    const int64_t mbs = 2, seq = 37, heads = 3;
+    const int64_t shapes[][2] = {{128, 128}, {6, 6}, {64, 16}, {64, 12}};
     for (size_t di = 0; di < 3; di++)
-        for (size_t hi = 0; hi < 2; hi++) {
-            const pdbx_dtype dt = dts[di];
-            const int64_t d = dims[hi], half = d / 2, T = mbs * seq, n = T * heads * d;
-            float *table = NULL, *ht = malloc((size_t)(2 * seq * half) * sizeof *ht);
-            assert_non_null(ht);
-            assert_int_equal(cudaMalloc((void **)&table, (size_t)(2 * seq * half) * sizeof(float)), cudaSuccess);
-            assert_int_equal(ck_rope_table(table, seq, d, 10000.0, stream), cudaSuccess);
-            assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
-            assert_int_equal(cudaMemcpy(ht, table, (size_t)(2 * seq * half) * sizeof(float),
-                                        cudaMemcpyDeviceToHost), cudaSuccess);
-            for (int64_t pos = 0; pos < seq; pos++)
-                for (int64_t i = 0; i < half; i++) {
-                    double ang = (double)pos * pow(10000.0, -2.0 * (double)i / (double)d);
-                    assert_true(fabs(ht[pos * half + i] - cos(ang)) < 1e-6);
-                    assert_true(fabs(ht[seq * half + pos * half + i] - sin(ang)) < 1e-6);
-                }
-            tensor x = ct_make((size_t)n, dt, -2.0f, 2.0f);
-            float *in = malloc((size_t)n * sizeof *in), *ref = malloc((size_t)n * sizeof *ref);
-            assert_non_null(in);
-            assert_non_null(ref);
-            for (int64_t i = 0; i < n; i++)
-                in[i] = ref[i] = ct_at(&x, (size_t)i);
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t h = 0; h < heads; h++)
-                    for (int64_t i = 0; i < half; i++) {
-                        const int64_t pos = t / mbs, lo = (t * heads + h) * d + i;
-                        const double c = ht[pos * half + i], s = ht[seq * half + pos * half + i];
-                        ref[lo] = (float)(in[lo] * c - in[lo + half] * s);
-                        ref[lo + half] = (float)(in[lo + half] * c + in[lo] * s);
-                    }
-            assert_int_equal(ck_rope(x.dev, T, heads, d, mbs, seq, table, 0, dt, stream), cudaSuccess);
-            ct_download(&x);
-            char what[64];
-            const float rtol = dt == PDBX_DTYPE_BF16 ? 1.0f / 128 : dt == PDBX_DTYPE_FP16 ? 2.0f / 1024 : 1e-5f;
-            snprintf(what, sizeof what, "rope dtype %d d %lld", (int)dt, (long long)d);
-            expect_close(what, &x, ref, (size_t)n, rtol, rtol);   /* values O(1): atol one rounding */
-            assert_int_equal(ck_rope(x.dev, T, heads, d, mbs, seq, table, 1, dt, stream), cudaSuccess);
-            ct_download(&x);
-            snprintf(what, sizeof what, "rope inverse dtype %d d %lld", (int)dt, (long long)d);
-            expect_close(what, &x, in, (size_t)n, 4 * rtol, 2 * rtol);   /* two roundings of |x| <= 2 */
-            free(in), free(ref), free(ht);
-            cudaFree(table);
-            ct_drop(&x);
-        }
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            check_rope(dts[di], shapes[si][0], shapes[si][1]);
+    /* rot outside 2..d is refused before any launch */
+    assert_int_equal(ck_rope(NULL, 2, 1, 8, 10, 1, 2, NULL, 0, PDBX_DTYPE_FP32, stream), cudaErrorInvalidValue);
+    assert_int_equal(ck_rope(NULL, 2, 1, 8, 0, 1, 2, NULL, 0, PDBX_DTYPE_FP32, stream), cudaErrorInvalidValue);
 }
 
 /* ck_residual_add: y += x, vector (4096) and scalar (1001) paths. */

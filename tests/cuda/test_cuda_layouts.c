@@ -182,8 +182,22 @@ static void test_host_attention_bwd_layout(void **state)
     check_host_attention_bwd(4, 3, 2, 1, 2);    /* mbs > seq */
 }
 
+/* The model's kinds in the backend's dims are the planner's (cuda_arch.h repeats two of its
+ * functions). */
+static void expect_kinds(const cuda_dims *d, const pdbx_model *m)
+{
+    assert_int_equal(d->rot, pdbx_rotary_dims(m));
+    assert_int_equal(d->act, pdbx_activation_of(m->arch.activation));
+    assert_int_equal(d->layernorm, m->arch.norm == PDBX_NORM_LAYER);
+    assert_int_equal(d->mlp_plain, m->arch.mlp_plain != 0);
+    assert_int_equal(d->parallel_residual, m->arch.parallel_residual != 0);
+    assert_int_equal(d->pos_rows, m->arch.position == PDBX_POS_LEARNED ? m->arch.max_positions : 0);
+}
+
 /* The backend derives each point's dimensions itself and refuses a point whose planner GEMM
- * shapes disagree; here both derivations must agree for every model preset and valid TP. */
+ * shapes disagree; here both derivations must agree for every model preset and valid TP (the
+ * ops a point of the model measures), the model's kinds too (norm, activation, rotated dims,
+ * positions, residual); fused projections for the gated MLPs (a plain one has no gate). */
 static void test_host_dims_match_plan(void **state)
 {
     (void)state;
@@ -207,7 +221,7 @@ static void test_host_dims_match_plan(void **state)
                 memset(&p, 0, sizeof p);
                 p.model = spec.model;
                 p.tp = tp, p.mbs = mbs, p.seq_len = spec.seq_len, p.layers = 2;
-                p.ops = PDBX_OPS_ALL;
+                p.ops = pdbx_model_ops(m);   /* as a point measures: a plain MLP has no gate */
                 for (int op = 0; op < PDBX_OP_COUNT; op++)
                     assert_int_equal(pdbx_op_shape_for(&spec, tp, mbs, (pdbx_op)op, &p.shape[op]), 0);
                 cuda_dims d;
@@ -225,24 +239,32 @@ static void test_host_dims_match_plan(void **state)
                 assert_int_equal(fq.n, (d.heads + 2 * d.kv_heads) * d.head_dim);
                 assert_int_equal(ff.n, 2 * d.inter);
                 /* the bias bits are the shapes' (Qwen2.5: q, k, v; the others none) */
-                uint32_t want_bias = 0;
+                pdbx_opmask want_bias = 0;
                 for (int op = 0; op < PDBX_OP_COUNT; op++)
                     if (p.shape[op].bias)
                         want_bias |= PDBX_OP_BIT(op);
-                assert_int_equal(d.bias_ops, want_bias);
+                assert_int_equal(d.bias_ops, want_bias & p.ops);
                 if (strcmp(m->arch.model_type, "qwen2") == 0)
                     assert_int_equal(d.bias_ops, PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
                                                      PDBX_OP_BIT(PDBX_OP_ATTN_V));
-                p.fused_projections = 1;
-                cuda_dims fd;
-                assert_int_equal(cuda_point_dims(&p, 0, &fd, err, sizeof err), 0);
-                assert_int_equal(fd.bias_ops, p.shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0);
-                assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
-                assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
-                assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
-                             cuda_op_prepared(&fd, PDBX_OP_MLP_UP));
-                assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
-                p.fused_projections = 0;
+                expect_kinds(&d, m);
+                if (!m->arch.mlp_plain) {   /* fused_projections needs a gated MLP (validation) */
+                    const pdbx_opmask grouped = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
+                                                PDBX_OP_BIT(PDBX_OP_ATTN_V) | PDBX_OP_BIT(PDBX_OP_MLP_GATE) |
+                                                PDBX_OP_BIT(PDBX_OP_MLP_UP);
+                    p.fused_projections = 1;
+                    cuda_dims fd;
+                    assert_int_equal(cuda_point_dims(&p, 0, &fd, err, sizeof err), 0);
+                    assert_int_equal(fd.bias_ops, (want_bias & p.ops & ~grouped) |
+                                                      (p.shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0) |
+                                                      (p.shape[PDBX_OP_MLP_GATE].bias ? CUDA_FUSED_FC1 : 0));
+                    assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
+                    assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
+                    assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
+                                 cuda_op_prepared(&fd, PDBX_OP_MLP_UP));
+                    assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
+                    p.fused_projections = 0;
+                }
                 /* A shape the backend would compute differently is refused, naming the op. */
                 p.shape[PDBX_OP_MLP_DOWN].k += 1;
                 assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);

@@ -15,7 +15,9 @@
 #    meta.json's ops_not_in_model.
 # Then a tiny gpt-neox (parallel residual, two LayerNorms, rotary_pct 0.25) and gpt-j (one shared
 # norm: no post_attn_norm op, rotary_dim 16 of 64), one rank, MBS 2: attn_rope and the residual
-# ops measured in both passes, memory within the same bound.
+# ops measured in both passes, memory within the same bound. Last a tiny dense qwen3 at TP 2:
+# its attn_qk_norm op measured in both passes, in Vidur's CSV as a pdbx column and in FASOP's
+# attn_o column (whose module time holds it).
 # Only what a loaded 2-core machine cannot disturb is asserted (no timing comparison).
 source "$(dirname "$0")/engine_common.inc"
 [ -w /proc/self/clear_refs ] || { echo "SKIP: /proc/self/clear_refs is not writable: the RSS peak cannot be reset per point"; exit 77; }
@@ -76,7 +78,7 @@ meta = json.loads(zipfile.ZipFile(npz).read("meta.json"))
 cols = meta["columns"]
 g = cols.index("mlp_gate")
 assert data.shape == (3, 10), data.shape
-assert sorted(meta["ops_not_in_model"]) == ["attn_rope", "mlp_gate"], meta["ops_not_in_model"]
+assert sorted(meta["ops_not_in_model"]) == ["attn_qk_norm", "attn_rope", "mlp_gate"], meta["ops_not_in_model"]
 assert meta["column_ops"]["mlp_gate"] == ["tp_allreduce_attn", "attn_residual", "post_attn_norm"], meta["column_ops"]
 assert (data[:, g] > 0).all() and (pdata[:, g] == 0).all(), (data[:, g], pdata[:, g])
 assert (pdata[:, cols.index("mlp_up")] > 0).all()
@@ -112,4 +114,39 @@ assert not any(o == "mlp_gate" for o, _ in ops), ops
 ' || fail "tiny $fam run"
 done
 
-echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary) measured"
+phase "tiny qwen3 (per-head q/k RMSNorm: the attn_qk_norm op), TP 2, fwd+bwd; its exports"
+"$PY" - "$TMP/qwen3.json" <<'PYEOF'
+import json, sys
+json.dump({"model_type": "qwen3", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 4,
+           "head_dim": 64, "intermediate_size": 1024, "num_hidden_layers": 2, "vocab_size": 8192,
+           "attention_bias": False}, open(sys.argv[1], "w"))
+PYEOF
+tiny_spec "$TMP/q3-spec.json" "model=\"$TMP/qwen3.json\"" 'layers=1' 'passes="fwd,bwd"' 'mbs="1:1"' \
+    'configs=[{"tp":2,"pp":1,"dp":1}]'
+mpirun_np 2 "$ENGINE" --spec "$TMP/q3-spec.json" --store "$TMP/st-q3" >"$TMP/id-q3" 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (qwen3)"; }
+ev_py "$(run_file "$TMP/st-q3")" "HI = $MEM_HI"'
+S = [e for e in E if e["type"] == "run_start"][0]
+assert S["spec"]["model"]["arch"]["qk_norm"] is True
+(end,) = [e for e in E if e["type"] == "point_end"]
+assert end["status"] == "ok", end
+ratio = end["mem_peak_bytes"] / end["profile_mem_bytes"]
+print("qwen3: measured/predicted memory %.3f" % ratio)
+assert 0.85 <= ratio <= HI, ratio
+cells = {(e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
+for pas in ("fwd", "bwd"):
+    c = cells[("attn_qk_norm", pas)]
+    assert c["stats"]["mean"] > 0 and c["flops"] > 0, c
+' || fail "tiny qwen3 run"
+"$PDBX" export "$(cat "$TMP/id-q3")" --store "$TMP/st-q3" --csv "$TMP/csv-q3" --npz "$TMP/npz-q3" --model-tag q3 \
+    >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "pdbx export (qwen3)"; }
+"$PY" - "$TMP" <<'PYEOF' || fail "qwen3 exports"
+import csv, glob, json, sys, zipfile
+tmp = sys.argv[1]
+(row,) = list(csv.DictReader(open(tmp + "/csv-q3/mlp.csv")))
+assert float(row["time_stats.attn_qk_norm.mean"]) > 0, row
+(npz,) = glob.glob(tmp + "/npz-q3/q3_*_2.npz")
+meta = json.loads(zipfile.ZipFile(npz).read("meta.json"))
+assert "attn_qk_norm" in meta["column_ops"]["attn_o"] and meta["ops_not_in_model"] == [], meta
+PYEOF
+
+echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary) and qwen3 (attn_qk_norm) measured"

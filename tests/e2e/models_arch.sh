@@ -47,7 +47,7 @@ Qwen3-30B-A3B.json|2|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': '
 DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|mixture of experts (64 experts, top 6, 2 shared)
 DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|mixture of experts (256 experts, top 8, 1 shared)
 Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
-gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}}|attn_logit_softcapping 50, final_logit_softcapping 30
+gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|logit soft-capping (attention 50, final 30)
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|
 EOF_CASES
@@ -70,12 +70,10 @@ rc=$?
 [ $rc -eq 2 ] || fail "gpt2 seq 2048: exit $rc"
 grep -qx "pdbx plan: seq_len: 2048 is longer than model gpt2's learned position table (allowed: 1..1024, its n_positions)" \
     "$TMP/err" || fail "gpt2 seq message: $(cat "$TMP/err")"
-# what the cuda backend does not run yet is refused for it, with the backend that runs it
-"$PDBX" plan --model "$FIX/gpt2.json" --backend cuda --gpu A100 >"$TMP/out" 2>"$TMP/err"
-rc=$?
-[ $rc -eq 2 ] || fail "gpt2 on cuda: exit $rc"
-grep -qx "pdbx plan: backend: cuda does not run model gpt2's LayerNorm yet (allowed for this model: cpu; cuda runs RMSNorm, RoPE and gated SiLU layers)" \
-    "$TMP/err" || fail "gpt2 cuda message: $(cat "$TMP/err")"
+# the cuda backend runs it too (LayerNorm, plain GELU, learned positions): planned, not refused
+"$PDBX" plan --model "$FIX/gpt2.json" --backend cuda --gpu A100 >"$TMP/out" 2>"$TMP/err" \
+    || fail "gpt2 on cuda: $(cat "$TMP/err")"
+grep -q "^arch gpt2: gelu_new plain MLP" "$TMP/out" || fail "gpt2 cuda plan: $(head -3 "$TMP/out")"
 
 # pdbx run: refused before anything starts, no run in the store
 "$PDBX" run quick --model mixtral8x7b --store "$TMP/store" >"$TMP/out" 2>"$TMP/err"
@@ -96,7 +94,7 @@ if command -v mpirun >/dev/null; then
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     [ $rc -eq 2 ] || fail "engine gemma-2: exit $rc: $(cat "$TMP/err")"
-    grep -q "^pdbx-engine: .*attn_logit_softcapping 50, final_logit_softcapping 30 is not measured" "$TMP/err" \
+    grep -q "^pdbx-engine: .*logit soft-capping (attention 50, final 30) is not measured" "$TMP/err" \
         || fail "engine message: $(cat "$TMP/err")"
 fi
 echo "PASS models_arch"

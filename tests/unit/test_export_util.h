@@ -101,7 +101,7 @@ static inline pdbx_opmask tx_point_ops(const tx_point *p)
 {
     if (p->ops)
         return p->ops;
-    pdbx_opmask ops = PDBX_OPS_ALL;
+    pdbx_opmask ops = PDBX_OPS_ALL & ~PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM);   /* a Llama's ops */
     if (p->tp <= 1)
         ops &= ~(PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_ATTN) | PDBX_OP_BIT(PDBX_OP_TP_ALLREDUCE_MLP));
     return ops;

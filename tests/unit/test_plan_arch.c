@@ -51,7 +51,7 @@ static const family_case cases[] = {
     {"Qwen2.5-7B.json", "qwen2", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 1, 0, 0, 0, 0, 0, 0,
      NULL},   /* q/k/v biases are measured (pdbx_op_shape.bias) */
     {"gemma-2-9b.json", "gemma2", "", "gelu_pytorch_tanh", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALTERNATING, 21, 0, 0,
-     0, 1, 0, 0, 0, "attn_logit_softcapping 50"},   /* its gated GELU MLP is measured */
+     0, 1, 0, 0, 0, "logit soft-capping (attention 50, final 30)"},   /* its gated GELU MLP is measured */
     {"Mistral-7B-v0.1.json", "mistral", "", "silu", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0, 0,
      NULL},
     {"Phi-3.5-mini-instruct.json", "phi3", "", "silu", 1, PDBX_ATTN_MHA, 262144, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0,
@@ -136,8 +136,8 @@ static void test_family_sizes(void **state)
     assert_int_equal(m.arch.mla.qk_rope_head_dim, 64);
     assert_int_equal(m.arch.moe.expert_intermediate, 1408);
     assert_int_equal(m.arch.moe.first_dense_layers, 1);
-    load("gemma-2-9b.json", &m);   /* softcapping is recorded, never dropped */
-    assert_non_null(strstr(m.arch.unsupported, "attn_logit_softcapping 50"));
+    load("gemma-2-9b.json", &m);   /* soft-capping is read into the arch, never dropped */
+    assert_true(m.arch.attn_softcap == 50.0 && m.arch.final_softcap == 30.0 && !*m.arch.unsupported);
     load("Qwen3-30B-A3B.json", &m);
     assert_int_equal(m.arch.qk_norm, 1);
 }
@@ -171,14 +171,14 @@ static void test_refusals(void **state)
     /* biases anywhere are measured: every biased projection's shape says so */
     assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
     assert_int_equal(m.arch.bias.qkv + m.arch.bias.attn_out + m.arch.bias.mlp, 3);
-    /* Qwen3 (dense): q/k RMSNorm per head, which the engine's attention does not run */
+    /* Qwen3 (dense): q/k RMSNorm per head, measured as its own op (attn_qk_norm) */
     assert_int_equal(model_from_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"intermediate_size\": 128, "
                                      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 32, "
                                      "\"num_hidden_layers\": 2, \"vocab_size\": 256, \"attention_bias\": false, "
                                      "\"use_sliding_window\": false, \"sliding_window\": null}", &m, err, sizeof err), 0);
     assert_int_equal(m.arch.sliding_window.layers, PDBX_SW_NONE);
-    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
-    assert_non_null(strstr(err, "a per-head q/k RMSNorm (qk_norm)"));
+    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
+    assert_true(m.arch.qk_norm && (pdbx_model_ops(&m) & PDBX_OP_BIT(PDBX_OP_ATTN_QK_NORM)));
     /* a multimodal config whose text model is a Llama: read from text_config, measured */
     assert_int_equal(model_from_text("{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", "
                                      "\"hidden_size\": 64, \"intermediate_size\": 128, \"num_attention_heads\": 4, "
@@ -207,7 +207,7 @@ static void test_new_presets(void **state)
     (void)state;
     static const struct { const char *tag, *name, *why; } p[] = {
         {"mixtral8x7b", "Mixtral-8x7B", "mixture of experts"},
-        {"gemma9b", "gemma-2-9b", "attn_logit_softcapping 50, final_logit_softcapping 30"},
+        {"gemma9b", "gemma-2-9b", "logit soft-capping (attention 50, final 30)"},
         {"dsv2lite", "DeepSeek-V2-Lite", "mixture of experts (64 experts, top 6, 2 shared)"},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {

@@ -75,6 +75,7 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_B_GATE_UP_FUSED: return (void **)&g->dbfc1;
     case PDBX_BUF_GRAD_NORM_B: return (void **)&g->dnorm_b;
     case PDBX_BUF_GRAD_POS_TABLE: return (void **)&g->dpos;
+    case PDBX_BUF_GRAD_QK_NORM_W: return (void **)&g->dqk_norm_w;
     default: return NULL;
     }
 }
@@ -154,6 +155,7 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
     zero(g->dbfc1, 2 * ni * 4);
     zero(g->dnorm_b, h * 4);
     zero(g->dpos, (size_t)c->p.model.arch.max_positions * h * 4);
+    zero(g->dqk_norm_w, (size_t)(2 * c->d) * 4);
     return seed;
 }
 
@@ -252,6 +254,13 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         pdbx_k_attention_causal_bwd(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len, c->heads,
                                     c->kv_heads, c->d, c->cfg.blas_threads, g->scratch, g->dq,
                                     g->dk, g->dv);
+        break;
+    case PDBX_OP_ATTN_QK_NORM:   /* dq, dk through their per-head norms, in place (the kernel reads
+                                  * a row's dy before it writes its dx); q and k stand for the
+                                  * norms' inputs, the same rows */
+        pdbx_k_rmsnorm_bwd(c->q, c->qk_norm_w, g->dq, T * c->heads, c->d, RMS_EPS, g->dq, g->dqk_norm_w);
+        pdbx_k_rmsnorm_bwd(c->k, c->qk_norm_w + c->d, g->dk, T * c->kv_heads, c->d, RMS_EPS, g->dk,
+                           g->dqk_norm_w + c->d);
         break;
     case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
         pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,

@@ -227,6 +227,10 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: op %s not prepared for this point", pdbx_op_name(op));
         return -1;
     }
+    if (!(pdbx_model_ops(&c->p.model) & PDBX_OP_BIT(op))) {   /* its buffers were never listed */
+        snprintf(err, errlen, "cpu backend: op %s is not an op of model %s", pdbx_op_name(op), c->p.model.name);
+        return -1;
+    }
     if (c->p.fused_projections && pdbx_fused_leader(op) != PDBX_OP_COUNT && pdbx_fused_leader(op) != op) {
         snprintf(err, errlen, "cpu backend: %s is timed within %s's fused GEMM (fused_projections)",
                  pdbx_op_name(op), pdbx_op_name(pdbx_fused_leader(op)));
@@ -265,6 +269,10 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         break;
     case PDBX_OP_ATTN_V:
         linear(c, op, bf ? c->xn_b : c->xn, L->wv, L->bv, c->v, T, c->kvd, h);
+        break;
+    case PDBX_OP_ATTN_QK_NORM:   /* qwen3: each head of q and k RMS-normalised over d, in place */
+        pdbx_k_rmsnorm(c->pool, c->q, c->qk_norm_w, T * c->heads, c->d, NORM_EPS, c->q);
+        pdbx_k_rmsnorm(c->pool, c->k, c->qk_norm_w + c->d, T * c->kv_heads, c->d, NORM_EPS, c->k);
         break;
     case PDBX_OP_ATTN_ROPE:   /* q and k in place, the point's cos/sin table */
         pdbx_k_rope(c->pool, c->q, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,

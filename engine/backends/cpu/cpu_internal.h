@@ -47,6 +47,7 @@ typedef struct {
     float *dbq, *dbkv, *dbo, *dbgu, *dbd, *dbqkv, *dbfc1;
     float *dnorm_b;              /* LayerNorm: the norms' shared bias gradient */
     float *dpos;                 /* learned positions: the table's gradient [max_positions, h] */
+    float *dqk_norm_w;           /* qk_norm: the q and k norm weights' gradient [2, d] */
 } cpu_grads;
 
 struct pdbx_compute {
@@ -79,6 +80,7 @@ struct pdbx_compute {
      * by the norms as norm_w is, each row's mean and rstd written by the forward for the
      * backward; learned positions' table [max_positions, h] */
     float *norm_b, *norm_mean, *norm_rstd, *pos;
+    float *qk_norm_w;            /* qk_norm (qwen3): q's then k's per-head RMSNorm weight [2, d] */
     void *xn_b, *ctx_b, *yn_b, *act_b;        /* bf16 GEMM inputs (NULL in fp32) */
     void *wlm;
     cpu_layer layer[MAX_LAYERS];

@@ -37,7 +37,7 @@ void pdbx_cpu_free_weights(pdbx_compute *c)
     c->nw = 0;
     c->have_weights = 0;
     c->emb_table = c->wlm = NULL;
-    c->norm_w = c->norm_b = c->pos = NULL;
+    c->norm_w = c->norm_b = c->pos = c->qk_norm_w = NULL;
     memset(c->layer, 0, sizeof c->layer);
 }
 
@@ -227,6 +227,7 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_NORM_MEAN: return (void **)&c->norm_mean;
     case PDBX_BUF_NORM_STATS_RSTD: return (void **)&c->norm_rstd;
     case PDBX_BUF_POS_TABLE: return (void **)&c->pos;
+    case PDBX_BUF_QK_NORM_W: return (void **)&c->qk_norm_w;
     case PDBX_BUF_GATE_UP_FUSED: return (void **)&c->fc1;
     case PDBX_BUF_L_QKV_FUSED: return &L->wqkv;
     case PDBX_BUF_L_GATE_UP_FUSED: return &L->wfc1;
@@ -424,6 +425,8 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
      * position rows, O(0.1) as its trained wpe */
     fill_elems(pool, c->norm_b, (size_t)h, 4, 0.1f, seed++);
     fill_elems(pool, c->pos, (size_t)c->p.model.arch.max_positions * h, 4, 0.1f, seed++);
+    for (int64_t i = 0; c->qk_norm_w && i < 2 * c->d; i++)   /* as trained norm weights: ~1 */
+        c->qk_norm_w[i] = 1.0f;
 }
 
 /* The measured peak starts here: what the previous point freed goes back to the system first

@@ -11,6 +11,12 @@
  *   -> attn_out -> post_attn_norm -> xn2 -> mlp_gate/up -> gate,up -> mlp_act_fn -> act
  *   -> mlp_down -> x (the residual stream, next layer's input) -> final_norm -> xf -> lm_head
  *
+ * The dense families change kernels and one read, as the cpu backend does (cpu_compute.c):
+ * LayerNorm with its bias for the norms, GELU (gated, or plain on up alone) for the act,
+ * learned positions added in embed, RoPE over the first rot dims of each head, and a parallel
+ * residual's post_attn_norm reading x (the layer input, which mlp_down overwrites only after
+ * it) instead of attn_out; gpt-j's shared norm has no post_attn_norm op (the MLP reads xn2).
+ *
  * Weights are per layer (layers instantiated), activations are one set reused by every layer.
  * Tokens are ordered sequence-major (row = position * mbs + sequence, Megatron's [s, b, h]),
  * which makes every (sequence, head) of the attention core a constant-stride batch member of
@@ -29,8 +35,11 @@
 #include "engine/backends/cuda/cuda_memtally.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_kernels_dense.h"
 
-#define RMS_EPS 1e-5f                 /* rms_norm_eps of the Llama 3 and TinyLlama configs */
+/* The norms' eps: rms_norm_eps of the Llama 3 and TinyLlama configs, layer_norm_epsilon of
+ * GPT-2's (the cpu backend's; the model's own value changes no work). */
+#define NORM_EPS 1e-5f
 
 /* ---- errors --------------------------------------------------------------------------- */
 
@@ -60,6 +69,79 @@ static int enqueue_linear(pdbx_compute *c, pdbx_op op, const void *x, const void
     return cuda_gemm_exec(c->gemm, p, 1.0f, w, x, y, c->stream, err, errlen);
 }
 
+/* A norm of the model's kind over the point's [T, h] rows: RMSNorm (weight w), or LayerNorm
+ * with its bias b, writing each row's mean and rstd for the backward (as
+ * torch.nn.functional.layer_norm's CUDA kernel does, also without a backward). */
+static int run_norm(pdbx_compute *c, const void *x, const void *w, const void *b, void *y, char *err,
+                    size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    if (pt->d.layernorm)
+        CU_TRY("ck_layernorm", ck_layernorm(x, w, b, y, pt->buf[B_NORM_MEAN], pt->buf[B_NORM_RSTD],
+                                            pt->d.tokens, pt->d.hidden, NORM_EPS, c->dtype, c->stream));
+    else
+        CU_TRY("ck_rmsnorm", ck_rmsnorm(x, w, y, pt->d.tokens, pt->d.hidden, NORM_EPS, c->dtype,
+                                        c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* The MLP's activation (cuda_dims.act, mlp_plain): SiLU(gate) x up (a Llama's), GELU(gate) x up
+ * (Gemma's), or GELU(up) (gpt2, gpt-neox: a plain MLP has no gate); GELU erf or tanh. */
+static int run_act(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    void *const *B = pt->buf;
+    const int64_t n = pt->d.tokens * pt->d.inter;
+    const ck_gelu_kind kind = pt->d.act == PDBX_ACT_GELU_TANH ? CK_GELU_TANH : CK_GELU_ERF;
+    if (pt->d.act == PDBX_ACT_SILU)
+        CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], n, c->dtype, c->stream));
+    else if (pt->d.mlp_plain)
+        CU_TRY("ck_gelu", ck_gelu(B[B_UP], B[B_ACT], n, kind, c->dtype, c->stream));
+    else
+        CU_TRY("ck_gelu_mul", ck_gelu_mul(B[B_GATE], B[B_UP], B[B_ACT], n, kind, c->dtype, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* embed: the vocab-parallel gather into hidden and, with learned positions, the rows of the
+ * position table added in place (GPT-2's wte(ids) + wpe(pos): both within the timed op). */
+static int run_embed(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    void *const *B = pt->buf;
+    const int64_t T = pt->d.tokens, h = pt->d.hidden;
+    CU_TRY("ck_embed_gather", ck_embed_gather(B[B_IDS], T, B[B_EMBED], pt->d.vstart, pt->d.vocab, h,
+                                              B[B_X], c->dtype, c->stream));
+    if (pt->d.pos_rows)
+        CU_TRY("ck_pos_embed_add", ck_pos_embed_add(B[B_X], B[B_POS], T, h, pt->d.mbs, c->dtype,
+                                                    c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* attn_rope: q and k rotated in place over the first rot dims of each head (all of it for a
+ * Llama; partial rotary for gpt-neox and gpt-j), both between the same events. */
+static int run_rope(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    const cuda_dims *d = &pt->d;
+    CU_TRY("ck_rope(q)", ck_rope(pt->buf[B_Q], d->tokens, d->heads, d->head_dim, d->rot, d->mbs, d->seq,
+                                 pt->buf[B_ROPE], 0, c->dtype, c->stream));
+    CU_TRY("ck_rope(k)", ck_rope(pt->buf[B_K], d->tokens, d->kv_heads, d->head_dim, d->rot, d->mbs,
+                                 d->seq, pt->buf[B_ROPE], 0, c->dtype, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
 static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     int rc = -1;
@@ -68,25 +150,17 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     const int64_t T = pt->d.tokens, h = pt->d.hidden;
     switch (op) {
     case PDBX_OP_EMBED:
-        CU_TRY("ck_embed_gather", ck_embed_gather(B[B_IDS], T, B[B_EMBED], pt->d.vstart, pt->d.vocab, h,
-                                                  B[B_X], c->dtype, c->stream));
-        return 0;
+        return run_embed(c, err, errlen);
     case PDBX_OP_INPUT_NORM:
-        CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_X], W[W_IN_NORM], B[B_XN], T, h, RMS_EPS, c->dtype,
-                                        c->stream));
-        return 0;
+        return run_norm(c, B[B_X], W[W_IN_NORM], W[W_IN_NORM_B], B[B_XN], err, errlen);
     case PDBX_OP_ATTN_Q:
         if (pt->d.ops & CUDA_FUSED_QKV)   /* Megatron's linear_qkv: one [T, (a + 2 kv) d] GEMM */
             return enqueue_linear(c, op, B[B_XN], W[W_QKV], W[W_BQKV], B[B_QKV], err, errlen);
         return enqueue_linear(c, op, B[B_XN], W[W_Q], W[W_BQ], B[B_Q], err, errlen);
     case PDBX_OP_ATTN_K: return enqueue_linear(c, op, B[B_XN], W[W_K], W[W_BK], B[B_K], err, errlen);
     case PDBX_OP_ATTN_V: return enqueue_linear(c, op, B[B_XN], W[W_V], W[W_BV], B[B_V], err, errlen);
-    case PDBX_OP_ATTN_ROPE:   /* q and k in place, both on the stream between the same events */
-        CU_TRY("ck_rope(q)", ck_rope(B[B_Q], T, pt->d.heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
-                                     B[B_ROPE], 0, c->dtype, c->stream));
-        CU_TRY("ck_rope(k)", ck_rope(B[B_K], T, pt->d.kv_heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
-                                     B[B_ROPE], 0, c->dtype, c->stream));
-        return 0;
+    case PDBX_OP_ATTN_ROPE:
+        return run_rope(c, err, errlen);
     case PDBX_OP_ATTN_RESIDUAL:   /* hidden (attn_out) = attention output + the layer's input */
         CU_TRY("ck_residual_add", ck_residual_add(B[B_ATTN_OUT], B[B_X], T * h, c->dtype, c->stream));
         return 0;
@@ -97,24 +171,19 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
         return cuda_attention_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
                                       B[B_CTX], B[B_LSE], c->stream, err, errlen);
     case PDBX_OP_ATTN_O: return enqueue_linear(c, op, B[B_CTX], W[W_O], W[W_BO], B[B_ATTN_OUT], err, errlen);
-    case PDBX_OP_POST_ATTN_NORM:
-        CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_ATTN_OUT], W[W_POST_NORM], B[B_XN2], T, h, RMS_EPS,
-                                        c->dtype, c->stream));
-        return 0;
+    case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
+        return run_norm(c, pt->d.parallel_residual ? B[B_X] : B[B_ATTN_OUT], W[W_POST_NORM],
+                        W[W_POST_NORM_B], B[B_XN2], err, errlen);
     case PDBX_OP_MLP_GATE:
         if (pt->d.ops & CUDA_FUSED_FC1)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
             return enqueue_linear(c, op, B[B_XN2], W[W_FC1], W[W_BFC1], B[B_FC1], err, errlen);
         return enqueue_linear(c, op, B[B_XN2], W[W_GATE], W[W_BGATE], B[B_GATE], err, errlen);
     case PDBX_OP_MLP_UP: return enqueue_linear(c, op, B[B_XN2], W[W_UP], W[W_BUP], B[B_UP], err, errlen);
     case PDBX_OP_MLP_ACT_FN:
-        CU_TRY("ck_silu_mul", ck_silu_mul(B[B_GATE], B[B_UP], B[B_ACT], T * pt->d.inter, c->dtype,
-                                          c->stream));
-        return 0;
+        return run_act(c, err, errlen);
     case PDBX_OP_MLP_DOWN: return enqueue_linear(c, op, B[B_ACT], W[W_DOWN], W[W_BDOWN], B[B_X], err, errlen);
     case PDBX_OP_FINAL_NORM:
-        CU_TRY("ck_rmsnorm", ck_rmsnorm(B[B_X], B[B_FINAL_W], B[B_XF], T, h, RMS_EPS, c->dtype,
-                                        c->stream));
-        return 0;
+        return run_norm(c, B[B_X], B[B_FINAL_W], B[B_FINAL_B], B[B_XF], err, errlen);
     case PDBX_OP_LM_HEAD:
         return enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], NULL, B[B_LOGITS],
                               err, errlen);

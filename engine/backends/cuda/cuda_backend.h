@@ -73,6 +73,15 @@ typedef struct {
      * group's leader has one): their per-layer bias vectors, bias epilogues and, with bwd,
      * bias gradients */
     pdbx_opmask bias_ops;
+    /* the model's kinds (plan_arch.h, docs/models.md), run as the cpu backend runs them; all
+     * zero for a Llama, whose buffers and kernels they leave as they were */
+    int layernorm;                  /* arch.norm LayerNorm: a bias per norm, each row's mean and
+                                     * rstd kept by the forward for the backward; else RMSNorm */
+    pdbx_activation act;            /* the MLP's: SiLU, GELU erf or tanh (cuda_arch.h) */
+    int mlp_plain;                  /* act(up), no gate (gpt2, gpt-neox): no gate buffers */
+    int parallel_residual;          /* post_attn_norm normalises the layer input x (gpt-neox) */
+    int64_t rot;                    /* dims of each head attn_rope rotates (cuda_arch.h) */
+    int64_t pos_rows;               /* learned positions: the table's rows (max_positions); 0 */
 } cuda_dims;
 
 /* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
@@ -82,20 +91,27 @@ typedef struct {
 int cuda_op_prepared(const cuda_dims *d, pdbx_op op);
 
 /* A point's buffers (cuda_point.c allocates the forward's, cuda_backward.c the backward's;
- * engine/plan/plan_profile_memory.c's cuda rule lists the same). */
+ * cuda_bufs.h says which a point has and their sizes; engine/plan/plan_profile_memory_cuda.c
+ * lists the same). */
 enum {   /* one set per point, shared by all layers */
     B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
     B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1,
-    B_ROPE,   /* attn_rope: fp32 cos [seq, d/2] then sin (ck_rope_table), not in the dtype */
+    B_ROPE,   /* attn_rope: fp32 cos [seq, rot/2] then sin (ck_rope_table), not in the dtype */
     B_LSE,    /* flash_attention with bwd: the fused forward's log-sum-exp, fp32 [mbs, heads, seq] */
+    /* the dense families (cuda_bufs.c says when): the final LayerNorm's bias, the learned
+     * position table [max_positions, h] (dtype), LayerNorm's per-row mean and rstd (fp32 [T],
+     * written by every forward norm, read by the backward) */
+    B_FINAL_B, B_POS, B_NORM_MEAN, B_NORM_RSTD,
     B_COUNT
 };
 enum {   /* one set per instantiated layer */
     W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN, W_QKV, W_FC1,
     /* the projections' biases (dtype; where bias_ops has the op), rotated with the weights */
-    W_BQ, W_BK, W_BV, W_BO, W_BGATE, W_BUP, W_BDOWN, W_BQKV, W_BFC1, W_COUNT
+    W_BQ, W_BK, W_BV, W_BO, W_BGATE, W_BUP, W_BDOWN, W_BQKV, W_BFC1,
+    W_IN_NORM_B, W_POST_NORM_B,   /* LayerNorm: the norms' biases (dtype), rotated as well */
+    W_COUNT
 };
-enum {   /* passes with bwd: the gradient of each activation (dtype), the norms' rstd (fp32) and
+enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's rstd (fp32) and
           * one set of weight gradients (fp32) shared by the layers */
     G_X, G_XN, G_Q, G_K, G_V, G_SCORES, G_CTX, G_ATTN_OUT, G_XN2, G_GATE, G_UP, G_ACT, G_XF,
     G_LOGITS, G_RSTD, G_EMBED, G_NORM_W, G_LM_W, G_WQ, G_WKV, G_WO, G_WGU, G_WD,
@@ -105,6 +121,9 @@ enum {   /* passes with bwd: the gradient of each activation (dtype), the norms'
     /* flash_attention: the fused backward's delta (fp32 [mbs, heads, seq]) and, for bf16/fp16,
      * its fp32 dQ accumulator [tokens, heads, d] (fp32 accumulates into G_Q itself) */
     G_DELTA, G_DQ_ACC,
+    /* LayerNorm: the norms' bias gradient (fp32 [h], shared as G_NORM_W); learned positions:
+     * the table's gradient (fp32 [max_positions, h]) */
+    G_NORM_B, G_POS,
     G_COUNT
 };
 

@@ -6,13 +6,17 @@
  *       forward transposes it) and wgrad dW += dY^T X (the activation operand transposed, beta
  *       1 into an fp32 gradient with fp32 accumulation: gradient-accumulation fusion into
  *       main_grad); cuda_gemm.h, cuda_gemm_dgrad_shape/cuda_gemm_wgrad_shape;
- *   norms: RMSNorm backward (dx, and dweight accumulated in fp32); mlp_act_fn: SiLU x up
- *       backward; attn_core: the unfused core's backward keeping the forward's probabilities
+ *   norms: RMSNorm backward (dx, and dweight accumulated in fp32), or LayerNorm's (dx,
+ *       dweight and dbias, from the forward's row mean and rstd); mlp_act_fn: SiLU x up
+ *       backward, GELU x up's, or a plain MLP's GELU(up) (d up only); attn_core: the unfused
+ *       core's backward keeping the forward's probabilities
  *       (cuda_attention.h), or, with flash_attention, the fused FlashAttention-2 backward
  *       (cuda_flash_bwd.cu) from the forward's log-sum-exp; embed: the
- *       scatter-add of dY's rows into the fp32 embedding gradient (atomicAdd); attn_rope: the
- *       inverse rotation of dq and dk in place (ck_rope); the residual adds: the gradient added
- *       into the residual branch's (ck_residual_add).
+ *       scatter-add of dY's rows into the fp32 embedding gradient (atomicAdd) and, with learned
+ *       positions, the position table's gradient; attn_rope: the inverse rotation of dq and dk
+ *       in place (ck_rope, the rotated dims of each head); the residual adds: the gradient
+ *       added into the residual branch's (ck_residual_add). A parallel residual's
+ *       post_attn_norm reads the layer input x, as its forward does.
  * The data flow is the forward's reversed (the gradient an op reads is the one its successor's
  * backward writes), so every bwd reads and writes buffers of its real shapes. The weight
  * gradients are one set shared by the layers (plan_profile_memory.c says why). */
@@ -20,141 +24,29 @@
 
 #include <stdio.h>
 
+#include "engine/backends/cuda/cuda_bufs.h"
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_kernels_dense.h"
 
 #define RMS_EPS 1e-5f   /* the forward's (cuda_backend.c) */
 
-enum { GK_ACT, GK_F32_ZERO };   /* filled with values in the dtype / fp32 zeros */
-
-#define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
-#define NORMS (OB(INPUT_NORM) | OB(POST_ATTN_NORM) | OB(FINAL_NORM))
-/* engine/plan/plan_profile_memory.c, cuda_grad_list, lists the same buffers for the same ops */
-static const struct {
-    const char *name;
-    pdbx_opmask ops;   /* the ops whose backward reads or writes it */
-    int kind;
-} grad_bufs[G_COUNT] = {
-    [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
-             OB(MLP_RESIDUAL), GK_ACT},
-    [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
-              GK_ACT},
-    [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), GK_ACT},
-    [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), GK_ACT},
-    [G_V] = {"d v", OB(ATTN_V) | OB(ATTN_CORE), GK_ACT},
-    [G_SCORES] = {"d attn_scores", OB(ATTN_CORE), GK_ACT},   /* unfused only (grad_used) */
-    [G_CTX] = {"d attn_context", OB(ATTN_CORE) | OB(ATTN_O), GK_ACT},
-    [G_ATTN_OUT] = {"d attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
-                    GK_ACT},
-    [G_XN2] = {"d post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
-               GK_ACT},
-    [G_GATE] = {"d mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), GK_ACT},
-    [G_UP] = {"d mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), GK_ACT},
-    [G_ACT] = {"d mlp_act_out", OB(MLP_ACT_FN) | OB(MLP_DOWN), GK_ACT},
-    [G_XF] = {"d final_norm_out", OB(FINAL_NORM) | OB(LM_HEAD), GK_ACT},
-    [G_LOGITS] = {"d logits", OB(LM_HEAD), GK_ACT},
-    [G_RSTD] = {"norm rstd", NORMS, GK_F32_ZERO},
-    [G_EMBED] = {"d embed_table", OB(EMBED), GK_F32_ZERO},   /* + lm_head when tied */
-    [G_NORM_W] = {"d norm weight", NORMS, GK_F32_ZERO},
-    [G_LM_W] = {"d lm_head weight", OB(LM_HEAD), GK_F32_ZERO},   /* not when tied */
-    [G_WQ] = {"d q_proj", OB(ATTN_Q), GK_F32_ZERO},
-    [G_WKV] = {"d k_proj, v_proj", OB(ATTN_K) | OB(ATTN_V), GK_F32_ZERO},
-    [G_WO] = {"d o_proj", OB(ATTN_O), GK_F32_ZERO},
-    [G_WGU] = {"d gate_proj, up_proj", OB(MLP_GATE) | OB(MLP_UP), GK_F32_ZERO},
-    [G_WD] = {"d down_proj", OB(MLP_DOWN), GK_F32_ZERO},
-    [G_QKV] = {"d qkv (fused)", CUDA_FUSED_QKV, GK_ACT},
-    [G_FC1] = {"d mlp_fc1_out (fused)", CUDA_FUSED_FC1, GK_ACT},
-    [G_WQKV] = {"d qkv_proj (fused)", CUDA_FUSED_QKV, GK_F32_ZERO},
-    [G_WFC1] = {"d fc1 (fused)", CUDA_FUSED_FC1, GK_F32_ZERO},
-    /* the biases' gradients: where the op is prepared and has a bias (grad_used) */
-    [G_BQ] = {"d q_proj bias", OB(ATTN_Q), GK_F32_ZERO},
-    [G_BKV] = {"d k_proj, v_proj bias", OB(ATTN_K) | OB(ATTN_V), GK_F32_ZERO},
-    [G_BO] = {"d o_proj bias", OB(ATTN_O), GK_F32_ZERO},
-    [G_BGU] = {"d gate_proj, up_proj bias", OB(MLP_GATE) | OB(MLP_UP), GK_F32_ZERO},
-    [G_BD] = {"d down_proj bias", OB(MLP_DOWN), GK_F32_ZERO},
-    [G_BQKV] = {"d qkv_proj bias (fused)", CUDA_FUSED_QKV, GK_F32_ZERO},
-    [G_BFC1] = {"d fc1 bias (fused)", CUDA_FUSED_FC1, GK_F32_ZERO},
-    /* flash_attention only (grad_used): the fused backward's scratch */
-    [G_DELTA] = {"attn delta (fp32)", OB(ATTN_CORE), GK_F32_ZERO},
-    [G_DQ_ACC] = {"d q accumulator (fp32)", OB(ATTN_CORE), GK_F32_ZERO},
-};
-
-static int is_bias_grad(int b)
-{
-    return b >= G_BQ && b <= G_BFC1;
-}
-#undef NORMS
-
-/* Elements of gradient buffer b (in the dtype for GK_ACT, fp32 for the others). */
-static size_t grad_elems(const struct cuda_point *pt, int b)
-{
-    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
-                  kvd = pt->d.kv_heads * pt->d.head_dim, I = pt->d.inter, V = pt->d.vocab;
-    switch (b) {
-    case G_X: case G_XN: case G_ATTN_OUT: case G_XN2: case G_XF: return (size_t)(T * h);
-    case G_Q: case G_CTX: return (size_t)(T * qd);
-    case G_K: case G_V: return (size_t)(T * kvd);
-    case G_SCORES: return cuda_attention_scores_elems(&pt->attn.dims);
-    case G_GATE: case G_UP: case G_ACT: return (size_t)(T * I);
-    case G_LOGITS: return (size_t)(T * V);
-    case G_RSTD: return (size_t)T;
-    case G_EMBED: case G_LM_W: return (size_t)(V * h);
-    case G_NORM_W: return (size_t)h;
-    case G_WQ: case G_WO: return (size_t)(qd * h);
-    case G_WKV: return (size_t)(kvd * h);
-    case G_WGU: case G_WD: return (size_t)(I * h);
-    case G_QKV: return (size_t)(T * (qd + 2 * kvd));
-    case G_FC1: return (size_t)(T * 2 * I);
-    case G_WQKV: return (size_t)((qd + 2 * kvd) * h);
-    case G_WFC1: return (size_t)(2 * I * h);
-    case G_BQ: return (size_t)qd;
-    case G_BKV: return (size_t)kvd;
-    case G_BO: case G_BD: return (size_t)h;
-    case G_BGU: return (size_t)I;
-    case G_BQKV: return (size_t)(qd + 2 * kvd);
-    case G_BFC1: return (size_t)(2 * I);
-    case G_DELTA: return (size_t)(pt->d.mbs * pt->d.heads * pt->d.seq);
-    case G_DQ_ACC: return (size_t)(T * qd);
-    default: return 0;
-    }
-}
-
-static int grad_used(const struct cuda_point *pt, pdbx_dtype dt, int b)
-{
-    pdbx_opmask uses = grad_bufs[b].ops;
-    const int flash = pt->attn.dims.flash;
-    if ((b == G_SCORES && flash) || ((b == G_DELTA || b == G_DQ_ACC) && !flash) ||
-        (b == G_DQ_ACC && dt == PDBX_DTYPE_FP32))
-        uses = 0;   /* fp32 accumulates dQ in d q itself */
-    if (b == G_EMBED && pt->d.tied)
-        uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
-    if (b == G_LM_W && pt->d.tied)
-        uses = 0;
-    return (uses & pt->d.ops & (is_bias_grad(b) ? pt->d.bias_ops : ~UINT64_C(0))) != 0;
-}
-
+/* The gradient buffers (cuda_bufs.c says which a point has; the planner's cuda grad list
+ * lists the same), filled: activation gradients O(1), weight gradients zero, as main_grad at a
+ * step's start. */
 static int alloc_grads(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen)
 {
     int rc = 0;
-    const size_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
+    const cuda_buf_path path = {c->dtype, c->flash_attention, 1};
     const uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32) ^ UINT64_C(0x6b7761726467);
-    for (int b = 0; b < G_COUNT && rc == 0; b++) {
-        if (!grad_used(pt, c->dtype, b))
+    for (int g = 0; g < G_COUNT && rc == 0; g++) {
+        const cuda_buf buf = cuda_grad_buf(&pt->d, &path, g);
+        if (!buf.used)
             continue;
-        const size_t n = grad_elems(pt, b);
-        pt->gbytes[b] = n * (grad_bufs[b].kind == GK_ACT ? es : sizeof(float));
-        rc = cuda_alloc_buf(&pt->grad[b], pt->gbytes[b], grad_bufs[b].name, err, errlen);
-        if (rc)
-            break;
-        char call[96];
-        snprintf(call, sizeof call, "fill(%s)", grad_bufs[b].name);
-        /* activation gradients O(1); weight gradients zero, as main_grad at a step's start */
-        CU_TRY(call, grad_bufs[b].kind == GK_ACT
-                         ? ck_fill_uniform(pt->grad[b], n, c->dtype, seed + (uint64_t)b, -1.0f,
-                                           1.0f, c->stream)
-                         : cudaMemsetAsync(pt->grad[b], 0, pt->gbytes[b], c->stream));
+        pt->gbytes[g] = buf.bytes;
+        rc = cuda_alloc_buf(&pt->grad[g], buf.bytes, buf.name, err, errlen);
+        if (rc == 0)
+            rc = cuda_fill_buf(c, &pt->d, pt->grad[g], &buf, seed + (uint64_t)g, err, errlen);
     }
-    return rc;
-fail:
     return rc;
 }
 
@@ -224,14 +116,78 @@ fail:
     return rc;
 }
 
+/* A norm's backward of the model's kind (the forward's, cuda_backend.c's run_norm): dx from
+ * the norm's input x and output gradient dy; the weight's (and LayerNorm's bias') gradient
+ * accumulated into the one set the norms share. LayerNorm reads the row mean and rstd the
+ * forward kept; RMSNorm's first kernel recomputes rstd for its second (G_RSTD). */
 static int norm_bwd(pdbx_compute *c, const void *x, const void *w, const void *dy, void *dx,
                     char *err, size_t errlen)
 {
     int rc = -1;
     const struct cuda_point *pt = c->point;
-    CU_TRY("ck_rmsnorm_bwd", ck_rmsnorm_bwd(x, w, dy, dx, pt->grad[G_RSTD], pt->grad[G_NORM_W],
-                                            pt->d.tokens, pt->d.hidden, RMS_EPS, c->dtype,
-                                            c->stream));
+    void *const *B = pt->buf, *const *G = pt->grad;
+    if (pt->d.layernorm)
+        CU_TRY("ck_layernorm_bwd", ck_layernorm_bwd(x, w, B[B_NORM_MEAN], B[B_NORM_RSTD], dy, dx,
+                                                    G[G_NORM_W], G[G_NORM_B], pt->d.tokens,
+                                                    pt->d.hidden, c->dtype, c->stream));
+    else
+        CU_TRY("ck_rmsnorm_bwd", ck_rmsnorm_bwd(x, w, dy, dx, G[G_RSTD], G[G_NORM_W], pt->d.tokens,
+                                                pt->d.hidden, RMS_EPS, c->dtype, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* The MLP activation's backward (the forward's, cuda_backend.c's run_act): SiLU x up's, GELU x
+ * up's (both gradients), or a plain MLP's GELU(up) (d up only: there is no gate). */
+static int act_bwd(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    void *const *B = pt->buf, *const *G = pt->grad;
+    const int64_t n = pt->d.tokens * pt->d.inter;
+    const ck_gelu_kind kind = pt->d.act == PDBX_ACT_GELU_TANH ? CK_GELU_TANH : CK_GELU_ERF;
+    if (pt->d.act == PDBX_ACT_SILU)
+        CU_TRY("ck_silu_mul_bwd", ck_silu_mul_bwd(B[B_GATE], B[B_UP], G[G_ACT], G[G_GATE], G[G_UP], n,
+                                                  c->dtype, c->stream));
+    else if (pt->d.mlp_plain)
+        CU_TRY("ck_gelu_bwd", ck_gelu_bwd(B[B_UP], G[G_ACT], G[G_UP], n, kind, c->dtype, c->stream));
+    else
+        CU_TRY("ck_gelu_mul_bwd", ck_gelu_mul_bwd(B[B_GATE], B[B_UP], G[G_ACT], G[G_GATE], G[G_UP], n,
+                                                  kind, c->dtype, c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* embed's backward: the scatter-add of d hidden's rows into the embedding gradient, and with
+ * learned positions each position's mbs rows summed into the table's gradient. */
+static int embed_bwd(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    void *const *B = pt->buf, *const *G = pt->grad;
+    const int64_t T = pt->d.tokens, h = pt->d.hidden;
+    CU_TRY("ck_embed_scatter_add", ck_embed_scatter_add(B[B_IDS], T, G[G_X], pt->d.vstart, pt->d.vocab,
+                                                        h, G[G_EMBED], c->dtype, c->stream));
+    if (pt->d.pos_rows)
+        CU_TRY("ck_pos_embed_bwd", ck_pos_embed_bwd(G[G_X], G[G_POS], T, h, pt->d.mbs, c->dtype,
+                                                    c->stream));
+    return 0;
+fail:
+    return rc;
+}
+
+/* q and k's RoPE inverted on dq and dk in place (the rotated rot dims of each head). */
+static int rope_bwd(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    const struct cuda_point *pt = c->point;
+    const cuda_dims *d = &pt->d;
+    CU_TRY("ck_rope(dq)", ck_rope(pt->grad[G_Q], d->tokens, d->heads, d->head_dim, d->rot, d->mbs,
+                                  d->seq, pt->buf[B_ROPE], 1, c->dtype, c->stream));
+    CU_TRY("ck_rope(dk)", ck_rope(pt->grad[G_K], d->tokens, d->kv_heads, d->head_dim, d->rot, d->mbs,
+                                  d->seq, pt->buf[B_ROPE], 1, c->dtype, c->stream));
     return 0;
 fail:
     return rc;
@@ -245,10 +201,7 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     const int64_t T = pt->d.tokens, h = pt->d.hidden;
     switch (op) {
     case PDBX_OP_EMBED:
-        CU_TRY("ck_embed_scatter_add", ck_embed_scatter_add(B[B_IDS], T, G[G_X], pt->d.vstart,
-                                                            pt->d.vocab, h, G[G_EMBED], c->dtype,
-                                                            c->stream));
-        return 0;
+        return embed_bwd(c, err, errlen);
     case PDBX_OP_INPUT_NORM:
         return norm_bwd(c, B[B_X], W[W_IN_NORM], G[G_XN], G[G_X], err, errlen);
     case PDBX_OP_ATTN_Q:
@@ -260,11 +213,7 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_ATTN_V:
         return linear_bwd(c, op, B[B_XN], W[W_V], G[G_V], G[G_XN], G[G_WKV], G[G_BKV], err, errlen);
     case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
-        CU_TRY("ck_rope(dq)", ck_rope(G[G_Q], T, pt->d.heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
-                                      B[B_ROPE], 1, c->dtype, c->stream));
-        CU_TRY("ck_rope(dk)", ck_rope(G[G_K], T, pt->d.kv_heads, pt->d.head_dim, pt->d.mbs, pt->d.seq,
-                                      B[B_ROPE], 1, c->dtype, c->stream));
-        return 0;
+        return rope_bwd(c, err, errlen);
     case PDBX_OP_ATTN_RESIDUAL:   /* d hidden: the attention branch's gradient flows on into dx */
         CU_TRY("ck_residual_add", ck_residual_add(G[G_X], G[G_ATTN_OUT], T * h, c->dtype, c->stream));
         return 0;
@@ -283,7 +232,11 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_ATTN_O:
         return linear_bwd(c, op, B[B_CTX], W[W_O], G[G_ATTN_OUT], G[G_CTX], G[G_WO], G[G_BO], err, errlen);
     case PDBX_OP_POST_ATTN_NORM:
-        return norm_bwd(c, B[B_ATTN_OUT], W[W_POST_NORM], G[G_XN2], G[G_ATTN_OUT], err, errlen);
+        /* a parallel residual's norm read the layer's input: its dx is part of that input's
+         * gradient, written into d attn_out as the cpu does (the same [T, h] rows; the sum with
+         * the attention branch's is the residual ops' add) */
+        return norm_bwd(c, pt->d.parallel_residual ? B[B_X] : B[B_ATTN_OUT], W[W_POST_NORM], G[G_XN2],
+                        G[G_ATTN_OUT], err, errlen);
     case PDBX_OP_MLP_GATE:
         if (pt->d.ops & CUDA_FUSED_FC1)   /* the fused fc1 GEMM's dgrad and wgrad */
             return linear_bwd(c, op, B[B_XN2], W[W_FC1], G[G_FC1], G[G_XN2], G[G_WFC1], G[G_BFC1], err, errlen);
@@ -291,9 +244,7 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_MLP_UP:
         return linear_bwd(c, op, B[B_XN2], W[W_UP], G[G_UP], G[G_XN2], G[G_WGU], G[G_BGU], err, errlen);
     case PDBX_OP_MLP_ACT_FN:
-        CU_TRY("ck_silu_mul_bwd", ck_silu_mul_bwd(B[B_GATE], B[B_UP], G[G_ACT], G[G_GATE], G[G_UP],
-                                                  T * pt->d.inter, c->dtype, c->stream));
-        return 0;
+        return act_bwd(c, err, errlen);
     case PDBX_OP_MLP_DOWN:
         return linear_bwd(c, op, B[B_ACT], W[W_DOWN], G[G_X], G[G_ACT], G[G_WD], G[G_BD], err, errlen);
     case PDBX_OP_FINAL_NORM:

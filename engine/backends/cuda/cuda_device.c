@@ -212,8 +212,9 @@ int cuda_describe(pdbx_compute *c, cJSON *env)
     cJSON_AddStringToObject(gpu, "attention_bwd_kernel", c->flash_attention ? "flash" : "unfused");
     cJSON_AddStringToObject(gpu, "attention_kv", "unfused: cublaslt strided-batched QK^T over the "
                             "cache, softmax masked after the cached prefix, PV (GQA in place)");
-    cJSON_AddStringToObject(gpu, "rope", "ck_rope: rotate-half on q and k in place, fp32 cos/sin "
-                            "table of the point's positions (theta 10000; docs/cuda.md)");
+    cJSON_AddStringToObject(gpu, "rope", "ck_rope: rotate-half on q and k in place over each head's "
+                            "rotated dims (all, or rotary_pct's), fp32 cos/sin table of the point's "
+                            "positions (theta 10000; docs/cuda.md)");
     cJSON_AddStringToObject(gpu, "timer", c->flush_l2
                             ? "cuda events, L2 flushed, then a 100 us %globaltimer spin, before each execution"
                             : "cuda events after a 100 us %globaltimer spin kernel");

@@ -196,16 +196,16 @@ __global__ void spin_kernel(long long ns)
 
 /* ---- rotary position embedding (ck_rope; cuda_rope.h walks x) ----
  * Grid-stride over work items of W rotation pairs; x read and written as 16-byte vectors
- * when W is the vector (d/2 a multiple of it, x aligned), the fp32 table read per pair. The
- * rotation in fp32, rounded once to T. sign -1: the inverse rotation (the backward). */
+ * when W is the vector (rot/2 and d multiples of it, x aligned), the fp32 table read per pair.
+ * The rotation in fp32, rounded once to T. sign -1: the inverse rotation (the backward). */
 template <typename T, int W>
-__global__ void rope_kernel(T *x, int64_t items, int64_t heads, int64_t d, int64_t mbs,
+__global__ void rope_kernel(T *x, int64_t items, int64_t heads, int64_t d, int64_t rot, int64_t mbs,
                             const float *cos_t, const float *sin_t, float sign)
 {
-    const int64_t half = d / 2;
+    const int64_t half = rot / 2;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < items;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const ck_rope_at at = ck_rope_item(i, heads, d, mbs, W);
+        const ck_rope_at at = ck_rope_item(i, heads, d, rot, mbs, W);
         float a[W], b[W];
         load_c<T, W>(x + at.lo, a);
         load_c<T, W>(x + at.lo + half, b);
@@ -386,18 +386,19 @@ extern "C" cudaError_t ck_spin_ns(long long ns, cudaStream_t stream)
 }
 
 template <typename T>
-cudaError_t rope_launch(T *x, int64_t tokens, int64_t heads, int64_t d, int64_t mbs,
+cudaError_t rope_launch(T *x, int64_t tokens, int64_t heads, int64_t d, int64_t rot, int64_t mbs,
                         const float *table, int64_t seq, float sign, cudaStream_t stream)
 {
     constexpr int V = vec_elems<T>();
-    const float *cos_t = table, *sin_t = table + seq * (d / 2);
-    if ((d / 2) % V == 0 && (uintptr_t)x % 16 == 0) {
-        const int64_t items = ck_rope_items(tokens, heads, d, V);
-        rope_kernel<T, V><<<grid_for((size_t)items, 256), 256, 0, stream>>>(x, items, heads, d, mbs,
+    const float *cos_t = table, *sin_t = table + seq * (rot / 2);
+    /* rot = d: (d/2) % V == 0 implies d % V == 0, the whole-head condition as it was */
+    if ((rot / 2) % V == 0 && d % V == 0 && (uintptr_t)x % 16 == 0) {
+        const int64_t items = ck_rope_items(tokens, heads, rot, V);
+        rope_kernel<T, V><<<grid_for((size_t)items, 256), 256, 0, stream>>>(x, items, heads, d, rot, mbs,
                                                                             cos_t, sin_t, sign);
     } else {
-        const int64_t items = ck_rope_items(tokens, heads, d, 1);
-        rope_kernel<T, 1><<<grid_for((size_t)items, 256), 256, 0, stream>>>(x, items, heads, d, mbs,
+        const int64_t items = ck_rope_items(tokens, heads, rot, 1);
+        rope_kernel<T, 1><<<grid_for((size_t)items, 256), 256, 0, stream>>>(x, items, heads, d, rot, mbs,
                                                                             cos_t, sin_t, sign);
     }
     return cudaGetLastError();
@@ -415,15 +416,16 @@ cudaError_t residual_add_launch(T *y, const T *x, int64_t n, cudaStream_t stream
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d, int64_t mbs,
-                               int64_t seq, const float *table, int inverse, pdbx_dtype dt,
-                               cudaStream_t stream)
+extern "C" cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d, int64_t rot,
+                               int64_t mbs, int64_t seq, const float *table, int inverse,
+                               pdbx_dtype dt, cudaStream_t stream)
 {
-    if (tokens <= 0 || heads <= 0 || d < 2 || mbs <= 0 || seq <= 0 || tokens != mbs * seq)
+    if (tokens <= 0 || heads <= 0 || d < 2 || rot < 2 || rot > d || mbs <= 0 || seq <= 0 ||
+        tokens != mbs * seq)
         return cudaErrorInvalidValue;
     const float sign = inverse ? -1.0f : 1.0f;
     cudaError_t rc = cudaErrorInvalidValue;
-    CK_DISPATCH(dt, T, rc = rope_launch<T>(static_cast<T *>(x), tokens, heads, d, mbs, table, seq,
+    CK_DISPATCH(dt, T, rc = rope_launch<T>(static_cast<T *>(x), tokens, heads, d, rot, mbs, table, seq,
                                         sign, stream));
     return rc;
 }

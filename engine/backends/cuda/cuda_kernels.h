@@ -42,14 +42,18 @@ cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, int64_t n, 
                         cudaStream_t stream);
 
 /* Rotary position embedding (HF Llama / Megatron rotate-half), in place on x [seq, mbs, heads,
- * d] (tokens = mbs * seq, the sequence-major layout of cuda_attention.h; cuda_rope.h walks it):
- * for i < d/2 with c, s = table's cos and sin at [pos, i],
- *   x[i] <- x[i] c - x[i + d/2] s,   x[i + d/2] <- x[i + d/2] c + x[i] s
- * (inverse != 0: by -angle, the backward's R^T dy). table: fp32 cos [seq, d/2] then sin
- * [seq, d/2] (ck_rope_table). An odd d leaves its last element alone. */
-cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d, int64_t mbs, int64_t seq,
-                    const float *table, int inverse, pdbx_dtype dt, cudaStream_t stream);
-/* Fills table (2 * seq * (d/2) floats) with cos then sin of pos * theta^(-2i/d). */
+ * d] (tokens = mbs * seq, the sequence-major layout of cuda_attention.h; cuda_rope.h walks it),
+ * over the first rot dims of each head (2 <= rot <= d; rot = d for a Llama, fewer for partial
+ * rotary, as HF GPT-NeoX's rotary_ndims): for i < rot/2 with c, s = table's cos and sin at
+ * [pos, i],
+ *   x[i] <- x[i] c - x[i + rot/2] s,   x[i + rot/2] <- x[i + rot/2] c + x[i] s
+ * (inverse != 0: by -angle, the backward's R^T dy). table: fp32 cos [seq, rot/2] then sin
+ * [seq, rot/2] (ck_rope_table with d = rot). Dims rot.. d-1 stay (an odd rot = d leaves the
+ * head's last element alone). */
+cudaError_t ck_rope(void *x, int64_t tokens, int64_t heads, int64_t d, int64_t rot, int64_t mbs,
+                    int64_t seq, const float *table, int inverse, pdbx_dtype dt, cudaStream_t stream);
+/* Fills table (2 * seq * (d/2) floats) with cos then sin of pos * theta^(-2i/d) (d: the dims
+ * rotated, rot for partial rotary, as HF's inv_freq over rotary_ndims). */
 cudaError_t ck_rope_table(float *table, int64_t seq, int64_t d, double theta, cudaStream_t stream);
 /* Residual add in place: y[i] += x[i] for i < n (fp32 add, rounded once); the forward's
  * hidden += sublayer output and the backward's gradient into the residual branch's. */

@@ -10,9 +10,12 @@ double cuda_point_alloc_bytes(const struct cuda_point *pt)
     double sum = 0;
     for (int b = 0; b < B_COUNT; b++)
         sum += pt->buf[b] ? (double)pt->bytes[b] : 0;
+    /* every layer of every copy of the L2 rotation (at least one: a point torn down before
+     * the copies were counted has its first set) */
+    const size_t sets = (size_t)(pt->wcopies > 1 ? pt->wcopies : 1) * (size_t)(pt->d.layers > 0 ? pt->d.layers : 0);
     for (int w = 0; w < W_COUNT; w++)
-        for (int l = 0; pt->w && l < pt->d.layers; l++)
-            sum += pt->w[(size_t)l * W_COUNT + w] ? (double)pt->wbytes[w] : 0;
+        for (size_t s = 0; pt->w && s < sets; s++)
+            sum += pt->w[s * W_COUNT + w] ? (double)pt->wbytes[w] : 0;
     for (int g = 0; g < G_COUNT; g++)
         sum += pt->grad[g] ? (double)pt->gbytes[g] : 0;
     return sum;

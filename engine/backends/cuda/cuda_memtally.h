@@ -3,7 +3,8 @@
  * allocated; no CUDA call).
  *
  * cuda_point_alloc_bytes: the point's buffers (bytes[]), every instantiated layer's weights
- * (wbytes[] x layers) and, with bwd, the gradient buffers (gbytes[]); 0 for NULL. Not counted:
+ * in every copy of the L2 rotation (wbytes[] x layers x wcopies) and, with bwd, the gradient
+ * buffers (gbytes[]); 0 for NULL. Not counted:
  * what init allocated (cuBLASLt workspace, L2 flush buffer) and the comm buffer, which lie in
  * the baseline or come from comm_buffer(). mem_peak uses it as the floor of the point's peak.
  */

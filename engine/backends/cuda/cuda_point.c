@@ -16,96 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/backends/cuda/cuda_arch.h"
 #include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_bufs.h"
 #include "engine/backends/cuda/cuda_memtally.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 
 /* ---- point buffers -----------------------------------------------------------------------
- * The planner lists these same buffers (engine/plan/plan_profile_memory.c, cuda_list) to
- * predict a point's profile memory, which decides the OOM stop of an MBS sweep: a buffer added,
- * dropped or resized here must change there too. This backend does not allocate from that list
- * (as the cpu backend does) because libpdbx_cuda.so links none of the planner; the rewrite of
- * this sizing should take the list from the planner instead. */
-
-enum { K_IDS, K_ACT, K_WEIGHT, K_NORM_W, K_BIAS, K_ROPE, K_LSE };   /* how a buffer is filled */
-
-#define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
-static const struct {
-    const char *name;
-    pdbx_opmask ops;   /* the ops that read or write it: allocated when any of them is prepared */
-    int kind;
-} global_bufs[B_COUNT] = {
-    [B_IDS] = {"token_ids", OB(EMBED), K_IDS},
-    [B_EMBED] = {"embed_table", OB(EMBED), K_WEIGHT},   /* + lm_head when tied */
-    [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
-             OB(MLP_RESIDUAL), K_ACT},
-    [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
-              K_ACT},
-    [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), K_ACT},
-    [B_K] = {"k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), K_ACT},
-    [B_V] = {"v", OB(ATTN_V) | OB(ATTN_CORE), K_ACT},
-    [B_SCORES] = {"attn_scores", OB(ATTN_CORE), K_ACT},
-    [B_CTX] = {"attn_context", OB(ATTN_CORE) | OB(ATTN_O), K_ACT},
-    [B_ATTN_OUT] = {"attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
-                    K_ACT},
-    [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
-               K_ACT},
-    [B_GATE] = {"mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), K_ACT},
-    [B_UP] = {"mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), K_ACT},
-    [B_ACT] = {"mlp_act_out", OB(MLP_ACT_FN) | OB(MLP_DOWN), K_ACT},
-    [B_XF] = {"final_norm_out", OB(FINAL_NORM) | OB(LM_HEAD), K_ACT},
-    [B_FINAL_W] = {"final_norm_weight", OB(FINAL_NORM), K_NORM_W},
-    [B_LOGITS] = {"logits", OB(LM_HEAD), K_ACT},
-    [B_LM_W] = {"lm_head_weight", OB(LM_HEAD), K_WEIGHT},   /* not when tied */
-    [B_QKV] = {"qkv (fused)", CUDA_FUSED_QKV, K_ACT},
-    [B_FC1] = {"mlp_fc1_out (fused)", CUDA_FUSED_FC1, K_ACT},
-    [B_ROPE] = {"rope cos/sin table", OB(ATTN_ROPE), K_ROPE},
-    /* the fused forward's log-sum-exp for the fused backward (flash_attention with bwd only):
-     * computed by a forward at prepare (cuda_bwd_prepare), rewritten by each timed forward */
-    [B_LSE] = {"attn lse (fp32)", OB(ATTN_CORE), K_LSE},
-};
-static const struct {
-    const char *name;
-    pdbx_opmask ops;
-    int kind;
-} layer_bufs[W_COUNT] = {
-    [W_IN_NORM] = {"input_norm_weight", OB(INPUT_NORM), K_NORM_W},
-    [W_Q] = {"q_proj", OB(ATTN_Q), K_WEIGHT},
-    [W_K] = {"k_proj", OB(ATTN_K), K_WEIGHT},
-    [W_V] = {"v_proj", OB(ATTN_V), K_WEIGHT},
-    [W_O] = {"o_proj", OB(ATTN_O), K_WEIGHT},
-    [W_POST_NORM] = {"post_attn_norm_weight", OB(POST_ATTN_NORM), K_NORM_W},
-    [W_GATE] = {"gate_proj", OB(MLP_GATE), K_WEIGHT},
-    [W_UP] = {"up_proj", OB(MLP_UP), K_WEIGHT},
-    [W_DOWN] = {"down_proj", OB(MLP_DOWN), K_WEIGHT},
-    [W_QKV] = {"qkv_proj (fused)", CUDA_FUSED_QKV, K_WEIGHT},
-    [W_FC1] = {"fc1 (fused gate_proj, up_proj)", CUDA_FUSED_FC1, K_WEIGHT},
-    /* biases: allocated where the op is prepared AND has a bias (layer_buf_used) */
-    [W_BQ] = {"q_proj bias", OB(ATTN_Q), K_BIAS},
-    [W_BK] = {"k_proj bias", OB(ATTN_K), K_BIAS},
-    [W_BV] = {"v_proj bias", OB(ATTN_V), K_BIAS},
-    [W_BO] = {"o_proj bias", OB(ATTN_O), K_BIAS},
-    [W_BGATE] = {"gate_proj bias", OB(MLP_GATE), K_BIAS},
-    [W_BUP] = {"up_proj bias", OB(MLP_UP), K_BIAS},
-    [W_BDOWN] = {"down_proj bias", OB(MLP_DOWN), K_BIAS},
-    [W_BQKV] = {"qkv_proj bias (fused)", CUDA_FUSED_QKV, K_BIAS},
-    [W_BFC1] = {"fc1 bias (fused)", CUDA_FUSED_FC1, K_BIAS},
-};
-
-/* Whether layer buffer w is allocated at the point: its op prepared (and, for a bias, the op
- * has one). */
-static int layer_buf_used(const struct cuda_point *pt, int w)
-{
-    const pdbx_opmask ops = layer_bufs[w].kind == K_BIAS ? pt->d.ops & pt->d.bias_ops : pt->d.ops;
-    return (layer_bufs[w].ops & ops) != 0;
-}
-#undef OB
-
-static size_t dtype_size(pdbx_dtype dt)
-{
-    return dt == PDBX_DTYPE_FP32 ? 4 : 2;
-}
+ * Which buffers a point has and their sizes are cuda_bufs.c's; the planner lists the same
+ * (engine/plan/plan_profile_memory_cuda.c) to predict a point's profile memory, which decides
+ * the OOM stop of an MBS sweep: a buffer added, dropped or resized there must change in the
+ * planner too. This backend does not allocate from the planner's list (as the cpu backend
+ * does) because libpdbx_cuda.so links none of the planner; tests/cuda/test_cuda_dense_point.c
+ * holds the two equal. */
 
 static void point_free(struct cuda_point *pt)
 {
@@ -124,79 +48,36 @@ static void point_free(struct cuda_point *pt)
     free(pt);   /* gemm plans belong to the gemm cache */
 }
 
-static size_t global_elems(const struct cuda_point *pt, int b)
-{
-    const int64_t T = pt->d.tokens, h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim,
-                  kvd = pt->d.kv_heads * pt->d.head_dim;
-    switch (b) {
-    case B_IDS: return (size_t)T;
-    case B_EMBED: case B_LM_W: return (size_t)(pt->d.vocab * h);
-    case B_X: case B_XN: case B_ATTN_OUT: case B_XN2: case B_XF: return (size_t)(T * h);
-    case B_Q: case B_CTX: return (size_t)(T * qd);
-    case B_K: case B_V: return (size_t)(T * kvd);
-    case B_SCORES: {
-        cuda_attention_dims d = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads, pt->d.head_dim,
-                                 PDBX_DTYPE_BF16, 0};
-        return cuda_attention_scores_elems(&d);
-    }
-    case B_GATE: case B_UP: case B_ACT: return (size_t)(T * pt->d.inter);
-    case B_FINAL_W: return (size_t)h;
-    case B_LOGITS: return (size_t)(T * pt->d.vocab);
-    case B_QKV: return (size_t)(T * (qd + 2 * kvd));
-    case B_FC1: return (size_t)(T * 2 * pt->d.inter);
-    case B_ROPE: return (size_t)(2 * pt->d.seq * (pt->d.head_dim / 2));
-    case B_LSE: return (size_t)(pt->d.mbs * pt->d.heads * pt->d.seq);
-    default: return 0;
-    }
-}
-
-static size_t layer_elems(const struct cuda_point *pt, int w)
-{
-    const int64_t h = pt->d.hidden, qd = pt->d.heads * pt->d.head_dim, kvd = pt->d.kv_heads * pt->d.head_dim;
-    switch (w) {
-    case W_IN_NORM: case W_POST_NORM: return (size_t)h;
-    case W_Q: case W_O: return (size_t)(qd * h);
-    case W_K: case W_V: return (size_t)(kvd * h);
-    case W_GATE: case W_UP: case W_DOWN: return (size_t)(pt->d.inter * h);
-    case W_QKV: return (size_t)((qd + 2 * kvd) * h);
-    case W_FC1: return (size_t)(2 * pt->d.inter * h);
-    case W_BQ: return (size_t)qd;
-    case W_BK: case W_BV: return (size_t)kvd;
-    case W_BO: case W_BDOWN: return (size_t)h;
-    case W_BGATE: case W_BUP: return (size_t)pt->d.inter;
-    case W_BQKV: return (size_t)(qd + 2 * kvd);
-    case W_BFC1: return (size_t)(2 * pt->d.inter);
-    default: return 0;
-    }
-}
-
-static int fill(pdbx_compute *c, void *p, size_t elems, int kind, uint64_t seed,
-                const struct cuda_point *pt, const char *name, char *err, size_t errlen)
+int cuda_fill_buf(pdbx_compute *c, const cuda_dims *d, void *p, const cuda_buf *b, uint64_t seed,
+                  char *err, size_t errlen)
 {
     int rc = -1;
     char call[96];
-    snprintf(call, sizeof call, "fill(%s)", name);
-    switch (kind) {
-    case K_IDS:
-        CU_TRY(call, ck_fill_tokens(p, elems, (int32_t)pt->d.vocab_full, seed, c->stream));
+    snprintf(call, sizeof call, "fill(%s)", b->name);
+    switch (b->fill) {
+    case CUDA_FILL_IDS:
+        CU_TRY(call, ck_fill_tokens(p, b->elems, (int32_t)d->vocab_full, seed, c->stream));
         break;
-    case K_WEIGHT:   /* std 0.02, as HF initialises Llama linear layers */
-        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -0.0346f, 0.0346f, c->stream));
+    case CUDA_FILL_WEIGHT:   /* std 0.02, as HF initialises Llama linear layers */
+        CU_TRY(call, ck_fill_uniform(p, b->elems, c->dtype, seed, -0.0346f, 0.0346f, c->stream));
         break;
-    case K_NORM_W:
-        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, 0.9f, 1.1f, c->stream));
+    case CUDA_FILL_NORM_W:
+        CU_TRY(call, ck_fill_uniform(p, b->elems, c->dtype, seed, 0.9f, 1.1f, c->stream));
         break;
-    case K_BIAS:   /* O(0.1), a trained bias's size (the cpu backend's too) */
-        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -0.1f, 0.1f, c->stream));
+    case CUDA_FILL_BIAS:   /* O(0.1), a trained bias's (and wpe's) size, the cpu backend's too */
+        CU_TRY(call, ck_fill_uniform(p, b->elems, c->dtype, seed, -0.1f, 0.1f, c->stream));
         break;
-    case K_ROPE:   /* the real table of the point's positions (plan.h, PDBX_ROPE_THETA) */
-        CU_TRY(call, ck_rope_table(p, pt->d.seq, pt->d.head_dim, PDBX_ROPE_THETA, c->stream));
+    case CUDA_FILL_ROPE:   /* the real table of the rotated dims (plan.h, PDBX_ROPE_THETA) */
+        CU_TRY(call, ck_rope_table(p, d->seq, d->rot, PDBX_ROPE_THETA, c->stream));
         break;
-    case K_LSE:    /* written by the forward (cuda_bwd_prepare runs one) */
-        CU_TRY(call, cudaMemsetAsync(p, 0, elems * sizeof(float), c->stream));
+    case CUDA_FILL_STATS:   /* a forward's row mean and rstd, so a bwd timed first reads such */
+        CU_TRY(call, ck_fill_uniform(p, b->elems, PDBX_DTYPE_FP32, seed, 0.9f, 1.1f, c->stream));
         break;
-    default:
-        CU_TRY(call, ck_fill_uniform(p, elems, c->dtype, seed, -1.0f, 1.0f, c->stream));
+    case CUDA_FILL_ZERO32:   /* the lse (a forward writes it), weight gradients */
+        CU_TRY(call, cudaMemsetAsync(p, 0, b->bytes, c->stream));
+        break;
+    default:   /* activations and their gradients */
+        CU_TRY(call, ck_fill_uniform(p, b->elems, c->dtype, seed, -1.0f, 1.0f, c->stream));
         break;
     }
     return 0;
@@ -212,6 +93,37 @@ int cuda_alloc_buf(void **p, size_t bytes, const char *name, char *err, size_t e
         char call[128];
         snprintf(call, sizeof call, "cudaMalloc(%s, %.3f GiB)", name, (double)bytes / (1 << 30));
         return cuda_fail(err, errlen, call, e);
+    }
+    return 0;
+}
+
+/* The model's kinds the kernels and buffers follow (cuda_dims), and a refusal of what this
+ * backend has no kernel for (pdbx_backend_model_check refuses the same models earlier). */
+static int model_kinds(const pdbx_point_shapes *p, cuda_dims *d, char *err, size_t errlen)
+{
+    const pdbx_model *m = &p->model;
+    const pdbx_arch *a = &m->arch;
+    d->layernorm = a->norm == PDBX_NORM_LAYER;
+    d->act = cuda_activation_of(a->activation);
+    d->mlp_plain = a->mlp_plain != 0;
+    d->parallel_residual = a->parallel_residual != 0;
+    d->rot = cuda_rotary_dims(m->head_dim, a->rotary_fraction);
+    d->pos_rows = a->position == PDBX_POS_LEARNED ? a->max_positions : 0;
+    if (d->act == PDBX_ACT_OTHER || (d->mlp_plain && d->act == PDBX_ACT_SILU)) {
+        snprintf(err, errlen, "cuda prepare: model '%s': a %s MLP with activation '%s' has no kernel "
+                 "(allowed: silu gated, gelu gated or plain)", m->name, d->mlp_plain ? "plain" : "gated",
+                 a->activation);
+        return -1;
+    }
+    if (a->position == PDBX_POS_LEARNED && d->pos_rows < p->seq_len) {
+        snprintf(err, errlen, "cuda prepare: seq_len %d is longer than model '%s''s position table of "
+                 "%lld rows", p->seq_len, m->name, (long long)d->pos_rows);
+        return -1;
+    }
+    if ((d->ops & PDBX_OP_BIT(PDBX_OP_ATTN_ROPE)) && (d->rot < 2 || d->rot > m->head_dim)) {
+        snprintf(err, errlen, "cuda prepare: attn_rope rotates %lld dims of head_dim %d (allowed: "
+                 "2..head_dim)", (long long)d->rot, m->head_dim);
+        return -1;
     }
     return 0;
 }
@@ -269,6 +181,8 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
         d->ops = (d->ops & ~(qkv | fc1)) | (d->ops & qkv ? CUDA_FUSED_QKV : 0) | (d->ops & fc1 ? CUDA_FUSED_FC1 : 0);
         d->bias_ops = (d->bias_ops & ~(qkv | fc1)) | qkv_b | fc1_b;
     }
+    if (model_kinds(p, d, err, errlen) != 0)
+        return -1;
 
     const int64_t T = d->tokens;
     cuda_linear_op expect[CUDA_LINEAR_OPS];
@@ -324,36 +238,21 @@ void cuda_release(pdbx_compute *c)
 static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, char *err,
                             size_t errlen)
 {
-    const cuda_attention_dims path = {.flash = c->flash_attention};
-    const int fp32_buf[B_COUNT] = {[B_ROPE] = 1, [B_LSE] = 1};
+    const cuda_buf_path path = {c->dtype, c->flash_attention, bwd};
     int rc = 0;
-    const size_t es = dtype_size(c->dtype);
     uint64_t seed = FILL_SEED ^ ((uint64_t)c->world_rank << 32);
     for (int b = 0; b < B_COUNT && rc == 0; b++) {
-        pdbx_opmask uses = global_bufs[b].ops;
-        if (b == B_EMBED && pt->d.tied)
-            uses |= PDBX_OP_BIT(PDBX_OP_LM_HEAD);
-        if (b == B_LM_W && pt->d.tied)
-            uses = 0;
-        if (b == B_SCORES && !cuda_attention_needs_scores(&path))
-            uses = 0;   /* the fused kernels write no scores */
-        if (b == B_LSE && !(path.flash && bwd))
-            uses = 0;   /* only the fused backward reads it */
-        if (!(uses & pt->d.ops))
+        const cuda_buf buf = cuda_point_buf(&pt->d, &path, b);
+        if (!buf.used)
             continue;
-        size_t elems = global_elems(pt, b);
-        pt->bytes[b] = elems * (b == B_IDS ? sizeof(int32_t) : fp32_buf[b] ? sizeof(float) : es);
-        rc = cuda_alloc_buf(&pt->buf[b], pt->bytes[b], global_bufs[b].name, err, errlen);
+        pt->bytes[b] = buf.bytes;
+        rc = cuda_alloc_buf(&pt->buf[b], buf.bytes, buf.name, err, errlen);
         if (rc == 0)
-            rc = fill(c, pt->buf[b], elems, global_bufs[b].kind, seed + (uint64_t)b, pt,
-                      global_bufs[b].name, err, errlen);
+            rc = cuda_fill_buf(c, &pt->d, pt->buf[b], &buf, seed + (uint64_t)b, err, errlen);
     }
     /* copies of the layers' weights until they total >= 3x L2 (the planner counts the same) */
-    double layer_bytes = 0;
-    for (int w = 0; w < W_COUNT; w++)
-        if (layer_buf_used(pt, w))
-            layer_bytes += (double)(layer_elems(pt, w) * es);
-    pt->wcopies = pdbx_cuda_weight_copies(layer_bytes, pt->d.layers, (double)c->prop.l2CacheSize);
+    pt->wcopies = pdbx_cuda_weight_copies(cuda_layer_set_bytes(&pt->d, &path), pt->d.layers,
+                                          (double)c->prop.l2CacheSize);
     const size_t sets = (size_t)pt->wcopies * pt->d.layers;
     pt->w = calloc(sets * W_COUNT, sizeof *pt->w);
     pt->wnext = calloc((size_t)pt->d.layers * PDBX_OP_COUNT, sizeof *pt->wnext);
@@ -363,18 +262,19 @@ static int alloc_point_bufs(pdbx_compute *c, struct cuda_point *pt, int bwd, cha
     }
     for (size_t set = 0; set < sets && rc == 0; set++)
         for (int w = 0; w < W_COUNT && rc == 0; w++) {
-            if (!layer_buf_used(pt, w))
+            cuda_buf buf = cuda_layer_buf(&pt->d, &path, w);
+            if (!buf.used)
                 continue;
-            size_t elems = layer_elems(pt, w);
             void **slot = &pt->w[set * W_COUNT + w];
-            pt->wbytes[w] = elems * es;
+            pt->wbytes[w] = buf.bytes;
             char name[80];
             snprintf(name, sizeof name, "layer %d %s (copy %d)", (int)(set % (size_t)pt->d.layers),
-                     layer_bufs[w].name, (int)(set / (size_t)pt->d.layers));
-            rc = cuda_alloc_buf(slot, pt->wbytes[w], name, err, errlen);
+                     buf.name, (int)(set / (size_t)pt->d.layers));
+            buf.name = name;
+            rc = cuda_alloc_buf(slot, buf.bytes, name, err, errlen);
             if (rc == 0)
-                rc = fill(c, *slot, elems, layer_bufs[w].kind,
-                          seed + 0x1000u * (uint64_t)(set + 1) + (uint64_t)w, pt, name, err, errlen);
+                rc = cuda_fill_buf(c, &pt->d, *slot, &buf, seed + 0x1000u * (uint64_t)(set + 1) + (uint64_t)w,
+                                   err, errlen);
         }
     return rc;
 }
@@ -481,12 +381,14 @@ double cuda_checksum(pdbx_compute *c)
     double sum = 0.0;
     if (!pt)
         return 0.0;
+    const cuda_buf_path path = {c->dtype, c->flash_attention, pt->bwd};
     if (cudaMemsetAsync(c->checksum_dev, 0, sizeof(double), c->stream) != cudaSuccess)
         goto fail;
     for (int b = 0; b < B_COUNT; b++) {
-        if (!pt->buf[b] || global_bufs[b].kind != K_ACT)
+        const cuda_buf buf = cuda_point_buf(&pt->d, &path, b);
+        if (!pt->buf[b] || buf.fill != CUDA_FILL_ACT)
             continue;
-        if (ck_accumulate_sum(pt->buf[b], global_elems(pt, b), c->dtype, c->checksum_dev,
+        if (ck_accumulate_sum(pt->buf[b], buf.elems, c->dtype, c->checksum_dev,
                               c->stream) != cudaSuccess)
             goto fail;
     }
