@@ -1,7 +1,8 @@
 /* test_engine_kernels_attn_opts.c: the attention core's sliding window and logit soft-capping
  * (cpu_kernels_attn.h) forward and backward against a naive double-precision reference (the
- * whole score matrix, the band i - window < j <= i, cap tanh(s / cap), softmax, P V; dQ, dK,
- * dV by the analytic formulas, themselves checked against finite differences), and the
+ * whole score matrix, the band i - window < j <= i, cap tanh(s / cap), softmax, P V with v's
+ * head dim dv apart from q/k's d (MLA); dQ, dK, dV by the analytic formulas, themselves
+ * checked against finite differences), and the
  * final-logit soft-capping against double tanh.
  *
  * Tolerances, norm-wise: |got - want| <= tol x the largest |want| of the tensor (an output
@@ -11,10 +12,11 @@
  *    P's relative error is the scores' absolute error (plus pdbx_k_exp's 2e-7 and the capped
  *    scores' pdbx_k_tanh 1.5e-7 relative, up to 7.5e-6 absolute at cap 50). Measured (each
  *    clone): <= 5e-7 with ordinary scores (|s| <= 12), <= 4.9e-6 with cap 50 and scores to 62
- *    before the cap (ulp(50) = 3.8e-6 alone: the worst case of fp32 here, 2x inside).
+ *    before the cap (ulp(50) = 3.8e-6 alone: the worst case of fp32 here, 2x inside); <= 8.2e-6
+ *    with MLA's d 192 (q . k over 192 terms of up to 40 x 1: larger partial sums).
  *  - backward 1e-4: dS cancels where dP_ij is near its row's D, dK and dV sum up to 4 heads x
  *    300 rows; measured <= 2.5e-6 (cap 50), <= 6e-7 otherwise.
- * Bits: opts {0, 0}, NULL, a window >= seq_len and negative options give the bits of
+ * Bits: opts {0, 0, 0}, NULL, a window >= seq_len, dv = d and negative options give the bits of
  * pdbx_k_attention_causal and pdbx_k_attention_causal_bwd (the old entry points, now thin
  * wrappers; bench/attn_opts.sh with BASE=<commit> compares them with the kernels before the
  * options existed), and 1 and 3 threads give the same bits. */
@@ -39,10 +41,16 @@
 typedef struct {
     int64_t seqs, S, H, KV, d, window;
     float cap, qscale;   /* qscale: q's range, so the scores reach past the cap */
+    int64_t dv;          /* v's head dim; 0: d */
 } shape;
 
+static int64_t dv_of(const shape *x)
+{
+    return x->dv > 0 ? x->dv : x->d;
+}
+
 typedef struct {
-    size_t nq, nk;
+    size_t nq, nk, no, nv;           /* q/dq, k/dk, out/dO, v/dv elements */
     float *q, *k, *v, *dO;           /* inputs */
     float *out, *dq, *dk, *dv;       /* the kernels' */
     double *rout, *rdq, *rdk, *rdv;  /* the reference's */
@@ -68,13 +76,15 @@ static void bufs_init(bufs *b, const shape *x)
 {
     b->nq = (size_t)(x->seqs * x->S * x->H * x->d);
     b->nk = (size_t)(x->seqs * x->S * x->KV * x->d);
+    b->no = (size_t)(x->seqs * x->S * x->H * dv_of(x));
+    b->nv = (size_t)(x->seqs * x->S * x->KV * dv_of(x));
     b->q = randv(b->nq, x->qscale, 11);
     b->k = randv(b->nk, 1.0f, 12);
-    b->v = randv(b->nk, 1.0f, 13);
-    b->dO = randv(b->nq, 1.0f, 14);
-    b->out = nanv(b->nq), b->dq = nanv(b->nq), b->dk = nanv(b->nk), b->dv = nanv(b->nk);
-    b->rout = calloc(b->nq, sizeof(double)), b->rdq = calloc(b->nq, sizeof(double));
-    b->rdk = calloc(b->nk, sizeof(double)), b->rdv = calloc(b->nk, sizeof(double));
+    b->v = randv(b->nv, 1.0f, 13);
+    b->dO = randv(b->no, 1.0f, 14);
+    b->out = nanv(b->no), b->dq = nanv(b->nq), b->dk = nanv(b->nk), b->dv = nanv(b->nv);
+    b->rout = calloc(b->no, sizeof(double)), b->rdq = calloc(b->nq, sizeof(double));
+    b->rdk = calloc(b->nk, sizeof(double)), b->rdv = calloc(b->nv, sizeof(double));
     assert_true(b->rout && b->rdq && b->rdk && b->rdv);
 }
 
@@ -125,37 +135,39 @@ static int64_t ref_probs(const double *q, const double *k, const shape *x, int64
 
 /* out = P V; with dO: dV_j += P_ij dO_i, dP_ij = dO_i . V_j, D_i = sum_j P_ij dP_ij,
  * dS_ij = P_ij (dP_ij - D_i) g_ij, dQ_i = scale sum_j dS_ij K_j, dK_j += scale dS_ij Q_i
- * (dk, dv summed over the heads of a kv head). All in double. */
+ * (dk, dv summed over the heads of a kv head). q, k, dq, dk of head dim d; v, out, dO, dv of
+ * dv (MLA). All in double. */
 static void reference(const double *q, const double *k, const double *v, const double *dO,
                       const shape *x, double *out, double *dq, double *dk, double *dv)
 {
-    const int64_t S = x->S, d = x->d, qs = x->H * d, ks = x->KV * d;
+    const int64_t S = x->S, d = x->d, e = dv_of(x), qs = x->H * d, ks = x->KV * d;
+    const int64_t os = x->H * e, vs = x->KV * e;
     const double scale = 1 / sqrt((double)d);
     double *p = malloc((size_t)S * sizeof *p), *g = malloc((size_t)S * sizeof *g);
     double *dp = malloc((size_t)S * sizeof *dp);
     if (dk) {
         memset(dk, 0, (size_t)(x->seqs * S * ks) * sizeof *dk);
-        memset(dv, 0, (size_t)(x->seqs * S * ks) * sizeof *dv);
+        memset(dv, 0, (size_t)(x->seqs * S * vs) * sizeof *dv);
     }
     for (int64_t s = 0; s < x->seqs; s++)
         for (int64_t h = 0; h < x->H; h++)
             for (int64_t i = 0; i < S; i++) {
                 const int64_t kh = h / (x->H / x->KV), lo = ref_probs(q, k, x, s, h, i, p, g);
-                const int64_t qo = (s * S + i) * qs + h * d;
-                for (int64_t c = 0; c < d && out; c++) {
+                const int64_t qo = (s * S + i) * qs + h * d, oo = (s * S + i) * os + h * e;
+                for (int64_t c = 0; c < e && out; c++) {
                     double acc = 0;
                     for (int64_t j = lo; j <= i; j++)
-                        acc += p[j - lo] * v[(s * S + j) * ks + kh * d + c];
-                    out[qo + c] = acc;
+                        acc += p[j - lo] * v[(s * S + j) * vs + kh * e + c];
+                    out[oo + c] = acc;
                 }
                 if (!dO)
                     continue;
                 double D = 0;
                 for (int64_t j = lo; j <= i; j++) {
-                    const double *vj = v + (s * S + j) * ks + kh * d;
+                    const double *vj = v + (s * S + j) * vs + kh * e;
                     double a = 0;
-                    for (int64_t c = 0; c < d; c++)
-                        a += dO[qo + c] * vj[c];
+                    for (int64_t c = 0; c < e; c++)
+                        a += dO[oo + c] * vj[c];
                     dp[j - lo] = a;
                     D += p[j - lo] * a;
                 }
@@ -163,12 +175,13 @@ static void reference(const double *q, const double *k, const double *v, const d
                     dq[qo + c] = 0;
                 for (int64_t j = lo; j <= i; j++) {
                     const double ds = p[j - lo] * (dp[j - lo] - D) * g[j - lo] * scale;
-                    const int64_t ko = (s * S + j) * ks + kh * d;
+                    const int64_t ko = (s * S + j) * ks + kh * d, vo = (s * S + j) * vs + kh * e;
                     for (int64_t c = 0; c < d; c++) {
                         dq[qo + c] += ds * k[ko + c];
                         dk[ko + c] += ds * q[qo + c];
-                        dv[ko + c] += p[j - lo] * dO[qo + c];
                     }
+                    for (int64_t c = 0; c < e; c++)
+                        dv[vo + c] += p[j - lo] * dO[oo + c];
                 }
             }
     free(p), free(g), free(dp);
@@ -185,8 +198,8 @@ static double *to_double(const float *x, size_t n)
 
 static void run_reference(bufs *b, const shape *x)
 {
-    double *q = to_double(b->q, b->nq), *k = to_double(b->k, b->nk), *v = to_double(b->v, b->nk);
-    double *dO = to_double(b->dO, b->nq);
+    double *q = to_double(b->q, b->nq), *k = to_double(b->k, b->nk), *v = to_double(b->v, b->nv);
+    double *dO = to_double(b->dO, b->no);
     reference(q, k, v, dO, x, b->rout, b->rdq, b->rdk, b->rdv);
     free(q), free(k), free(v), free(dO);
 }
@@ -214,8 +227,9 @@ static double check(const float *got, const double *want, size_t n, double tol, 
 static void run_kernels(bufs *b, const shape *x, const pdbx_attn_opts *o, int threads)
 {
     pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
+    const int64_t wide = x->d > dv_of(x) ? x->d : dv_of(x);   /* the backward's block */
     float *fs = calloc(pdbx_k_attention_scratch_floats(x->S, x->d, threads), sizeof(float));
-    float *bs = calloc(pdbx_k_attention_bwd_scratch_floats(x->S, x->d, threads), sizeof(float));
+    float *bs = calloc(pdbx_k_attention_bwd_scratch_floats(x->S, wide, threads), sizeof(float));
     assert_true(fs && bs);
     pdbx_k_attention_causal_opts(pool, b->q, b->k, b->v, x->seqs, x->S, x->H, x->KV, x->d, fs,
                                  b->out, o);
@@ -231,24 +245,24 @@ static void check_case(const shape *x)
     bufs b, one;
     bufs_init(&b, x);
     bufs_init(&one, x);
-    const pdbx_attn_opts o = { .window = x->window, .softcap = x->cap };
+    const pdbx_attn_opts o = { .window = x->window, .softcap = x->cap, .dv = x->dv };
     run_kernels(&b, x, &o, 3);
     ref_smax = 0;
     run_reference(&b, x);
     char what[128];
-    snprintf(what, sizeof what, "S %lld d %lld window %lld cap %g", (long long)x->S,
-             (long long)x->d, (long long)x->window, x->cap);
-    const double ef = check(b.out, b.rout, b.nq, FWD_TOL, what);
+    snprintf(what, sizeof what, "S %lld d %lld dv %lld window %lld cap %g", (long long)x->S,
+             (long long)x->d, (long long)dv_of(x), (long long)x->window, x->cap);
+    const double ef = check(b.out, b.rout, b.no, FWD_TOL, what);
     double eb = check(b.dq, b.rdq, b.nq, BWD_TOL, what);
     eb = fmax(eb, check(b.dk, b.rdk, b.nk, BWD_TOL, what));
-    eb = fmax(eb, check(b.dv, b.rdv, b.nk, BWD_TOL, what));
+    eb = fmax(eb, check(b.dv, b.rdv, b.nv, BWD_TOL, what));
     print_message("%s: worst error fwd %.2g bwd %.2g, |scores| up to %.3g\n", what, ef, eb,
                   ref_smax);
     run_kernels(&one, x, &o, 1);
-    assert_memory_equal(b.out, one.out, b.nq * sizeof(float));
+    assert_memory_equal(b.out, one.out, b.no * sizeof(float));
     assert_memory_equal(b.dq, one.dq, b.nq * sizeof(float));
     assert_memory_equal(b.dk, one.dk, b.nk * sizeof(float));
-    assert_memory_equal(b.dv, one.dv, b.nk * sizeof(float));
+    assert_memory_equal(b.dv, one.dv, b.nv * sizeof(float));
     bufs_free(&b);
     bufs_free(&one);
 }
@@ -260,14 +274,14 @@ static void test_reference_gradient(void **state)
 {
     (void)state;
     const shape x = { .seqs = 1, .S = 12, .H = 2, .KV = 1, .d = 4, .window = 5, .cap = 1.5f,
-                      .qscale = 3.0f };
+                      .qscale = 3.0f, .dv = 3 };
     bufs b;
     bufs_init(&b, &x);
-    double *q = to_double(b.q, b.nq), *k = to_double(b.k, b.nk), *v = to_double(b.v, b.nk);
-    double *dO = to_double(b.dO, b.nq), *out = malloc(b.nq * sizeof *out);
+    double *q = to_double(b.q, b.nq), *k = to_double(b.k, b.nk), *v = to_double(b.v, b.nv);
+    double *dO = to_double(b.dO, b.no), *out = malloc(b.no * sizeof *out);
     run_reference(&b, &x);
     double *xs[3] = { q, k, v }, *gs[3] = { b.rdq, b.rdk, b.rdv };
-    const size_t ns[3] = { b.nq, b.nk, b.nk };
+    const size_t ns[3] = { b.nq, b.nk, b.nv };
     for (int t = 0; t < 3; t++)
         for (size_t i = 0; i < ns[t]; i++) {
             const double keep = xs[t][i], h = 1e-6;
@@ -276,7 +290,7 @@ static void test_reference_gradient(void **state)
                 xs[t][i] = keep + (sgn ? -h : h);
                 reference(q, k, v, NULL, &x, out, NULL, NULL, NULL);
                 l[sgn] = 0;
-                for (size_t e = 0; e < b.nq; e++)
+                for (size_t e = 0; e < b.no; e++)
                     l[sgn] += dO[e] * out[e];
             }
             xs[t][i] = keep;
@@ -286,12 +300,15 @@ static void test_reference_gradient(void **state)
     bufs_free(&b);
 }
 
-/* opts {0, 0}, NULL, window >= seq_len and negative options: the old entry points' bits. */
+/* opts {0, 0, 0}, NULL, window >= seq_len, dv = d and negative options: the old entry
+ * points' bits. */
 static void test_plain_bits(void **state)
 {
     (void)state;
     const shape x = { .seqs = 2, .S = 97, .H = 4, .KV = 2, .d = 64, .qscale = 3.0f };
-    const pdbx_attn_opts variants[] = { { 0, 0.0f }, { 97, 0.0f }, { 1000, 0.0f }, { -3, -1.0f } };
+    const pdbx_attn_opts variants[] = { { 0, 0.0f, 0 },     { 97, 0.0f, 0 },
+                                        { 1000, 0.0f, 0 },  { -3, -1.0f, -2 },
+                                        { 0, 0.0f, 64 } };
     bufs ref, b;
     bufs_init(&ref, &x);
     pdbx_cpu_pool *pool = pdbx_cpu_pool_create(2);
@@ -361,6 +378,24 @@ static void test_window_softcap(void **state)
                          .cap = 5.0f, .qscale = 8.0f });
 }
 
+/* MLA's head dims: q/k 192 (nope 128 + rope 64), v 128, alone and with a window and a cap;
+ * a small odd pair both ways round (dv < d and dv > d: the backward's column tails and its
+ * transposed block sized by the larger), GQA 4 heads over 2. */
+static void test_mla_dv(void **state)
+{
+    (void)state;
+    check_case(&(shape){ .seqs = 1, .S = 70, .H = 2, .KV = 2, .d = 192, .dv = 128,
+                         .qscale = 3.0f });
+    check_case(&(shape){ .seqs = 1, .S = 90, .H = 2, .KV = 1, .d = 192, .dv = 128,
+                         .window = 33, .cap = 50.0f, .qscale = 40.0f });
+    check_case(&(shape){ .seqs = 2, .S = 75, .H = 4, .KV = 2, .d = 40, .dv = 24, .window = 16,
+                         .cap = 5.0f, .qscale = 8.0f });
+    check_case(&(shape){ .seqs = 1, .S = 75, .H = 4, .KV = 2, .d = 24, .dv = 40, .window = 20,
+                         .cap = 5.0f, .qscale = 8.0f });
+    check_case(&(shape){ .seqs = 1, .S = 50, .H = 4, .KV = 2, .d = 16, .dv = 80,
+                         .qscale = 3.0f });
+}
+
 /* A window >= seq_len is full causal attention, with a cap too: the same bits. */
 static void test_window_ge_seq(void **state)
 {
@@ -369,10 +404,10 @@ static void test_window_ge_seq(void **state)
                       .qscale = 40.0f };
     bufs a, b;
     bufs_init(&a, &x);
-    run_kernels(&a, &x, &(pdbx_attn_opts){ 0, 50.0f }, 2);
+    run_kernels(&a, &x, &(pdbx_attn_opts){ 0, 50.0f, 0 }, 2);
     for (int64_t w = 150; w <= 151; w++) {
         bufs_init(&b, &x);
-        run_kernels(&b, &x, &(pdbx_attn_opts){ w, 50.0f }, 2);
+        run_kernels(&b, &x, &(pdbx_attn_opts){ w, 50.0f, 0 }, 2);
         assert_memory_equal(a.out, b.out, a.nq * sizeof(float));
         assert_memory_equal(a.dq, b.dq, a.nq * sizeof(float));
         assert_memory_equal(a.dk, b.dk, a.nk * sizeof(float));
@@ -471,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_window_softcap),
         cmocka_unit_test(test_window_ge_seq),
+        cmocka_unit_test(test_mla_dv),
         cmocka_unit_test(test_logit_softcap),
         cmocka_unit_test(test_tanh_accuracy),
     };

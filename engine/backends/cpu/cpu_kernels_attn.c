@@ -31,6 +31,7 @@ size_t pdbx_k_attention_scratch_floats(int64_t seq_len, int64_t d, int threads)
 typedef struct {
     const float *q, *k, *v;
     int64_t seqs, seq_len, heads, kv_heads, d;
+    int64_t dv;         /* v's and out's head dim (d unless MLA) */
     int64_t window;     /* >= 1, or 0: full causal */
     float softcap;      /* > 0, or 0: none */
     float *scratch, *out;
@@ -197,8 +198,9 @@ static void block_scores(const float *qh, int64_t qstride, const float *kh, int6
 
 static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
 {
-    const int64_t S = J->seq_len, d = J->d, W = J->window;
+    const int64_t S = J->seq_len, d = J->d, dv = J->dv, W = J->window;
     const int64_t qstride = J->heads * d, kvstride = J->kv_heads * d;
+    const int64_t vstride = J->kv_heads * dv, ostride = J->heads * dv;
     const int64_t kvh = h / (J->heads / J->kv_heads);
     const int64_t base = s * S;
     const float scale = 1.0f / sqrtf((float)d);
@@ -206,8 +208,8 @@ static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
     float *kt = scratch + (size_t)PDBX_K_ATTN_BLOCK * (size_t)S;       /* [d][KB] */
     const float *qh = J->q + base * qstride + h * d;
     const float *kh = J->k + base * kvstride + kvh * d;
-    const float *vh = J->v + base * kvstride + kvh * d;
-    float *oh = J->out + base * qstride + h * d;
+    const float *vh = J->v + base * vstride + kvh * dv;
+    float *oh = J->out + base * ostride + h * dv;
     float inv[PDBX_K_ATTN_BLOCK];       /* 1 / each row's softmax sum */
     for (int64_t i0 = 0; i0 < S; i0 += PDBX_K_ATTN_BLOCK) {
         const int64_t i1 = i0 + PDBX_K_ATTN_BLOCK < S ? i0 + PDBX_K_ATTN_BLOCK : S;
@@ -227,8 +229,8 @@ static void attn_pair(const attn_job *J, float *scratch, int64_t s, int64_t h)
             /* from the tile's first row's first key: the rows below start later (zeros) */
             const int rows = nr - r < QR ? (int)(nr - r) : QR;
             const int64_t lo = first_key(i0 + r, W);
-            pv_block(scores + r * S + lo, S, rows, vh + lo * kvstride, kvstride,
-                     i0 + r + rows - lo, d, inv + r, oh + (i0 + r) * qstride, qstride);
+            pv_block(scores + r * S + lo, S, rows, vh + lo * vstride, vstride,
+                     i0 + r + rows - lo, dv, inv + r, oh + (i0 + r) * ostride, ostride);
         }
     }
 }
@@ -249,8 +251,10 @@ void pdbx_k_attention_causal_opts(pdbx_cpu_pool *pool, const float *q, const flo
     const int64_t w = opts ? opts->window : 0;
     const float cap = opts ? opts->softcap : 0.0f;
     attn_job J = { .q = q, .k = k, .v = v, .seqs = seqs, .seq_len = seq_len, .heads = heads,
-                   .kv_heads = kv_heads, .d = d, .window = w > 0 && w < seq_len ? w : 0,
-                   .softcap = cap > 0.0f && cap < INFINITY ? cap : 0.0f, .scratch = scratch, .out = out };
+                   .kv_heads = kv_heads, .d = d, .dv = pdbx_attn_dv(opts, d),
+                   .window = w > 0 && w < seq_len ? w : 0,
+                   .softcap = cap > 0.0f && cap < INFINITY ? cap : 0.0f, .scratch = scratch,
+                   .out = out };
     pdbx_cpu_pool_for(pool, seqs * heads, attn_chunk, &J);
 }
 

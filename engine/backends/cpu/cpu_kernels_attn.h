@@ -7,7 +7,7 @@
  *  - Layouts, GQA head mapping, scale 1/sqrt(d), threads and scratch are those of
  *    pdbx_k_attention_causal and pdbx_k_attention_causal_bwd (the same scratch sizes,
  *    pdbx_k_attention_scratch_floats and pdbx_k_attention_bwd_scratch_floats, whatever the
- *    options); those two are these with opts {0, 0} and give the bits they gave before these
+ *    options); those two are these with opts {0, 0, 0} and give the bits they gave before these
  *    variants existed (tests/unit/test_engine_kernels_attn_opts.c).
  *  - Options, per (sequence, head), with s_ij = scale * (q_i . k_j):
  *      softcap > 0: s_ij <- softcap * tanh(s_ij / softcap) before the mask and the softmax
@@ -18,8 +18,15 @@
  *                   (window - 1, 0)). Key blocks wholly outside the band are not visited, in
  *                   the forward and the backward: the work per query row is about
  *                   window + PDBX_K_ATTN_BLOCK keys instead of the causal prefix.
+ *      dv > 0:      v's head dim differs from q's and k's d (DeepSeek-V2/V3's MLA: q/k 192 =
+ *                   nope 128 + rope 64, v 128): v, dv are [tokens, kv_heads, dv], out and
+ *                   dout [tokens, heads, dv]; q, k, dq, dk keep d, and so does the scale
+ *                   1/sqrt(d). The forward's scratch is unchanged
+ *                   (pdbx_k_attention_scratch_floats(seq_len, d, ..)); the backward's is
+ *                   pdbx_k_attention_bwd_scratch_floats(seq_len, max(d, dv), threads).
  *    window <= 0 or >= seq_len is full causal attention (window >= seq_len: the same bits as
- *    window 0); softcap <= 0, NaN or infinite is none. opts NULL is {0, 0}. s / cap is
+ *    window 0); softcap <= 0, NaN or infinite is none; dv <= 0 or dv = d is d. opts NULL is
+ *    {0, 0, 0}. s / cap is
  *    computed as s x (1 / cap) (within an ulp; tanh's own error is larger).
  *  - The result does not depend on the thread count (each (sequence, head) or (sequence, kv
  *    head) is computed by one thread, in a fixed order).
@@ -37,7 +44,14 @@
 typedef struct {
     int64_t window;   /* sliding window in tokens, itself included; <= 0: full causal */
     float softcap;    /* attention-logit soft-capping; <= 0: none */
+    int64_t dv;       /* v's head dim (MLA: 128 beside q/k's 192); <= 0: d */
 } pdbx_attn_opts;
+
+/* The head dim of v, out, dout and dv under opts for q/k head dim d. */
+static inline int64_t pdbx_attn_dv(const pdbx_attn_opts *opts, int64_t d)
+{
+    return opts && opts->dv > 0 ? opts->dv : d;
+}
 
 /* pdbx_k_attention_causal (cpu_kernels.h) with opts. */
 void pdbx_k_attention_causal_opts(pdbx_cpu_pool *pool, const float *q, const float *k,

@@ -33,6 +33,7 @@ typedef struct {
     const float *q, *k, *v, *dout;
     float *dq, *dk, *dv;
     int64_t seq_len, heads, kv_heads, d;
+    int64_t dvd;               /* v's, dout's and dv's head dim (d unless MLA) */
     int64_t window;            /* >= 1, or 0: full causal */
     float softcap;             /* > 0, or 0: none */
     int64_t first, last;       /* (sequence, kv head) pairs [first, last) */
@@ -138,6 +139,7 @@ typedef struct {
     const float *q, *dO, *k;
     float *dq, *dk, *dv;
     int64_t qstride, kvstride, d, S, W;
+    int64_t ostride, vstride, dvd;   /* dO's and dv's row strides, their head dim */
 } bwd_head;
 
 /* dV_j += sum_r P_rj dO_r and dK_j += sum_r dS_rj Q_r for the block's keys [jlo, i1): row j of
@@ -146,18 +148,22 @@ typedef struct {
 PDBX_KB_HOT static void dkv_block(const bwd_head *H, const float *P, const float *dS, int64_t i0,
                                   int64_t nr, int64_t jlo, int64_t i1)
 {
-    const int64_t S = H->S, d = H->d;
+    const int64_t S = H->S, d = H->d, dvd = H->dvd, both = d < dvd ? d : dvd;
     for (int64_t j = jlo; j < i1; j++) {
-        float *dvj = H->dv + j * H->kvstride, *dkj = H->dk + j * H->kvstride;
+        float *dvj = H->dv + j * H->vstride, *dkj = H->dk + j * H->kvstride;
         const int64_t r0 = j > i0 ? j - i0 : 0;
         const int64_t r1 = H->W > 0 && j + H->W - i0 < nr ? j + H->W - i0 : nr;
         for (int64_t r = r0; r < r1; r++) {
             const float p = P[r * S + j], g = dS[r * S + j];
-            const float *dor = H->dO + (i0 + r) * H->qstride, *qr = H->q + (i0 + r) * H->qstride;
-            for (int64_t c = 0; c < d; c++) {
+            const float *dor = H->dO + (i0 + r) * H->ostride, *qr = H->q + (i0 + r) * H->qstride;
+            for (int64_t c = 0; c < both; c++) {   /* one pass while both rows have columns */
                 dvj[c] += p * dor[c];
                 dkj[c] += g * qr[c];
             }
+            for (int64_t c = both; c < dvd; c++)    /* MLA: the longer of the two, alone */
+                dvj[c] += p * dor[c];
+            for (int64_t c = both; c < d; c++)
+                dkj[c] += g * qr[c];
         }
     }
 }
@@ -186,19 +192,22 @@ PDBX_KB_HOT static void dq_block(const bwd_head *H, const float *dS, int64_t i0,
  * take 3 x 16 rows of the scratch's 2 x 32 (the transposed block stays where it was). */
 static void attn_bwd_head(const attn_bwd_job *J, int64_t s, int64_t h, int64_t kvh)
 {
-    const int64_t S = J->seq_len, d = J->d, W = J->window;
+    const int64_t S = J->seq_len, d = J->d, W = J->window, dvd = J->dvd;
     const int64_t qstride = J->heads * d, kvstride = J->kv_heads * d, base = s * S;
+    const int64_t ostride = J->heads * dvd, vstride = J->kv_heads * dvd;
     const int64_t BR = J->softcap > 0.0f ? PDBX_K_ATTN_BLOCK / 2 : PDBX_K_ATTN_BLOCK;
     const float scale = 1.0f / sqrtf((float)d);
     float *P = J->scratch;                                            /* [BR][S] */
     float *dS = P + (size_t)BR * (size_t)S;                           /* [BR][S] */
     float *G = J->softcap > 0.0f ? dS + (size_t)BR * (size_t)S : NULL;   /* [BR][S] */
-    float *kt = J->scratch + 2 * (size_t)PDBX_K_ATTN_BLOCK * (size_t)S;  /* [d][KBLOCK] */
+    float *kt = J->scratch + 2 * (size_t)PDBX_K_ATTN_BLOCK * (size_t)S;  /* [max(d,dv)][KB] */
     const int64_t qo = base * qstride + h * d, ko = base * kvstride + kvh * d;   /* offsets */
-    const bwd_head H = { .q = J->q + qo, .dO = J->dout + qo, .k = J->k + ko, .dq = J->dq + qo,
-                         .dk = J->dk + ko, .dv = J->dv + ko, .qstride = qstride,
-                         .kvstride = kvstride, .d = d, .S = S, .W = W };
-    const float *v = J->v + ko;
+    const int64_t oo = base * ostride + h * dvd, vo = base * vstride + kvh * dvd;
+    const bwd_head H = { .q = J->q + qo, .dO = J->dout + oo, .k = J->k + ko, .dq = J->dq + qo,
+                         .dk = J->dk + ko, .dv = J->dv + vo, .qstride = qstride,
+                         .kvstride = kvstride, .d = d, .S = S, .W = W, .ostride = ostride,
+                         .vstride = vstride, .dvd = dvd };
+    const float *v = J->v + vo;
     for (int64_t i0 = 0; i0 < S; i0 += BR) {
         const int64_t i1 = i0 + BR < S ? i0 + BR : S;
         const int64_t nr = i1 - i0, jlo = first_key(i0, W);   /* the block's first key */
@@ -208,7 +217,7 @@ static void attn_bwd_head(const attn_bwd_job *J, int64_t s, int64_t h, int64_t k
             probs_row(P + r * S, G ? G + r * S : NULL, jlo, first_key(i0 + r, W), i0 + r + 1, i1,
                       J->softcap);
         /* dP = dO V^T, then dS in place */
-        block_dots(H.dO, qstride, v, kvstride, d, S, i0, nr, jlo, i1, 1.0f, kt, dS);
+        block_dots(H.dO, ostride, v, vstride, dvd, S, i0, nr, jlo, i1, 1.0f, kt, dS);
         for (int64_t r = 0; r < nr; r++)
             dscores_row(P + r * S, G ? G + r * S : NULL, dS + r * S, jlo, i1, scale);
         dkv_block(&H, P, dS, i0, nr, jlo, i1);
@@ -219,13 +228,13 @@ static void attn_bwd_head(const attn_bwd_job *J, int64_t s, int64_t h, int64_t k
 static void *attn_bwd_worker(void *arg)
 {
     const attn_bwd_job *J = arg;
-    const int64_t group = J->heads / J->kv_heads, S = J->seq_len, d = J->d;
-    const int64_t kvstride = J->kv_heads * d;
+    const int64_t group = J->heads / J->kv_heads, S = J->seq_len, d = J->d, dvd = J->dvd;
+    const int64_t kvstride = J->kv_heads * d, vstride = J->kv_heads * dvd;
     for (int64_t p = J->first; p < J->last; p++) {
         const int64_t s = p / J->kv_heads, kvh = p % J->kv_heads;
         for (int64_t t = 0; t < S; t++) {   /* dk, dv of this pair start from zero */
             memset(J->dk + (s * S + t) * kvstride + kvh * d, 0, (size_t)d * sizeof(float));
-            memset(J->dv + (s * S + t) * kvstride + kvh * d, 0, (size_t)d * sizeof(float));
+            memset(J->dv + (s * S + t) * vstride + kvh * dvd, 0, (size_t)dvd * sizeof(float));
         }
         for (int64_t jj = 0; jj < group; jj++)
             attn_bwd_head(J, s, kvh * group + jj, kvh);
@@ -249,14 +258,17 @@ void pdbx_k_attention_causal_bwd_opts(const float *q, const float *k, const floa
         threads = MAX_THREADS;
     if (threads > pairs)
         threads = (int)(pairs > 0 ? pairs : 1);
-    const size_t per = pdbx_k_attention_bwd_scratch_floats(seq_len, d, 1);
+    const int64_t dvd = pdbx_attn_dv(opts, d);
+    /* the transposed block holds keys (d) or values (dv): the caller's scratch is sized by the
+     * larger, and so is each thread's share */
+    const size_t per = pdbx_k_attention_bwd_scratch_floats(seq_len, d > dvd ? d : dvd, 1);
     attn_bwd_job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     int started[MAX_THREADS] = { 0 };
     for (int t = 0; t < threads; t++)
         jobs[t] = (attn_bwd_job){ .q = q, .k = k, .v = v, .dout = dout, .dq = dq, .dk = dk,
                                   .dv = dv, .seq_len = seq_len, .heads = heads,
-                                  .kv_heads = kv_heads, .d = d,
+                                  .kv_heads = kv_heads, .d = d, .dvd = dvd,
                                   .window = w > 0 && w < seq_len ? w : 0,
                                   .softcap = cap > 0.0f && cap < INFINITY ? cap : 0.0f,
                                   .first = pairs * t / threads,
