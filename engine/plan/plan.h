@@ -484,6 +484,26 @@ double pdbx_attn_window_visited_pairs(int64_t s, int64_t window, int64_t qtile, 
  * pdbx_attn_core_executed_flops. */
 double pdbx_attn_core_window_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
                                             int64_t d, int64_t tile, int64_t window);
+/* The attention core's options for profiled layer `layer` (0 .. layers_profiled - 1) of m at
+ * seq_len: *window, the sliding window in tokens (HF sliding_window: query i sees keys
+ * i - w < j <= i; 0: full causal, which a window >= seq_len equals), and *softcap, the score
+ * soft-capping (arch.attn_softcap; 0: none). Per arch.sliding_window.layers:
+ *   PDBX_SW_ALL          every layer windowed (Mistral);
+ *   PDBX_SW_ALTERNATING  gemma-2 (HF: layers with layer_idx % 2 == 0 are local): profiled layer
+ *                        l is local iff l % 2 == 0, so an even layers_profiled profiles local
+ *                        and global layers in the model's proportion (plan_validate.c asks for
+ *                        it when the window is shorter than seq_len);
+ *   PDBX_SW_SOME         qwen2's max_window_layers: no profiled subset keeps the model's
+ *                        proportion in general, so -1 with *window 0 when the window is shorter
+ *                        than seq_len (pdbx_arch_refusal refuses such a model); full otherwise.
+ * Returns 0, or -1 for a layer out of range or that PDBX_SW_SOME case. Pure. */
+int pdbx_attn_opts_for_layer(const pdbx_model *m, int layers_profiled, int layer, int seq_len,
+                             int64_t *window, double *softcap);
+/* The attention core's model FLOPs per pass over the profiled layers' mean (pdbx_op_shape's
+ * attn_core flops with each layer's window: pdbx_attn_window_model_flops, x 2.5 for bwd as the
+ * causal count), for batch = sequences x heads of head dim d. */
+double pdbx_attn_core_mean_flops(const pdbx_model *m, int layers_profiled, int seq_len,
+                                 int64_t batch, int64_t d);
 /* ---- fused projections (spec fused_projections; docs/spec.md, "Fused projections") -------
  * Megatron runs Q/K/V as one GEMM (linear_qkv) and gate/up as one (linear_fc1). With
  * fused_projections the backends run the fused GEMM when asked for the group's leader

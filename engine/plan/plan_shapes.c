@@ -67,6 +67,44 @@ double pdbx_attn_core_window_executed_flops(int flash, pdbx_pass pass, int64_t b
     return per_pair * (double)batch * (double)d * pdbx_attn_window_visited_pairs(s, window, t, t);
 }
 
+int pdbx_attn_opts_for_layer(const pdbx_model *m, int layers_profiled, int layer, int seq_len,
+                             int64_t *window, double *softcap)
+{
+    const pdbx_arch *a = &m->arch;
+    *window = 0;
+    *softcap = a->attn_softcap > 0 ? a->attn_softcap : 0;
+    if (layer < 0 || layer >= layers_profiled)
+        return -1;
+    const int w = a->sliding_window.size;
+    if (a->sliding_window.layers == PDBX_SW_NONE || w <= 0 || w >= seq_len)
+        return 0;   /* no window, or one that sees the whole causal prefix */
+    switch (a->sliding_window.layers) {
+    case PDBX_SW_ALL:
+        *window = w;
+        return 0;
+    case PDBX_SW_ALTERNATING:   /* gemma-2: even layers local, odd global */
+        *window = layer % 2 == 0 ? w : 0;
+        return 0;
+    default:                    /* PDBX_SW_SOME: no subset in the model's proportion */
+        return -1;
+    }
+}
+
+double pdbx_attn_core_mean_flops(const pdbx_model *m, int layers_profiled, int seq_len,
+                                 int64_t batch, int64_t d)
+{
+    if (layers_profiled < 1)
+        return 0;
+    double sum = 0;
+    for (int l = 0; l < layers_profiled; l++) {
+        int64_t w;
+        double cap;
+        pdbx_attn_opts_for_layer(m, layers_profiled, l, seq_len, &w, &cap);
+        sum += pdbx_attn_window_model_flops(batch, seq_len, d, w);
+    }
+    return sum / layers_profiled;
+}
+
 pdbx_opmask pdbx_model_ops(const pdbx_model *m)
 {
     pdbx_opmask ops = PDBX_OPS_ALL;

@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/plan/plan.h"
 
@@ -156,6 +158,63 @@ static void test_window_executed(void **state)
     assert_true(pdbx_attn_core_window_executed_flops(1, PDBX_PASS_FWD, 1, 256, 128, 64, -1) == 0);
 }
 
+/* Per-layer options: gemma-2 (alternating, caps 50/30) local on even profiled layers, every
+ * layer global at seq_len <= its window; Mistral windowed everywhere past 4096; a llama none.
+ * The attn_core mean FLOPs are the mean of the two kinds. */
+static void test_opts_for_layer(void **state)
+{
+    (void)state;
+    pdbx_model g, mi, ll;
+    char err[512] = "";
+    assert_int_equal(pdbx_model_load("gemma9b", &g, err, sizeof err), 0);
+    assert_int_equal(pdbx_model_load(PDBX_SOURCE_DIR "/tests/fixtures/models/Mistral-7B-v0.1.json", &mi, err,
+                                     sizeof err), 0);
+    assert_int_equal(pdbx_model_load("llama1b", &ll, err, sizeof err), 0);
+    int64_t w;
+    double cap;
+    for (int l = 0; l < 4; l++) {
+        assert_int_equal(pdbx_attn_opts_for_layer(&g, 4, l, 8192, &w, &cap), 0);
+        assert_int_equal(w, l % 2 == 0 ? 4096 : 0);
+        assert_true(cap == 50.0);
+        assert_int_equal(pdbx_attn_opts_for_layer(&g, 4, l, 4096, &w, &cap), 0);
+        assert_int_equal(w, 0);   /* a window of seq_len is full causal */
+        assert_int_equal(pdbx_attn_opts_for_layer(&mi, 4, l, 8192, &w, &cap), 0);
+        assert_true(w == 4096 && cap == 0);
+        assert_int_equal(pdbx_attn_opts_for_layer(&ll, 4, l, 8192, &w, &cap), 0);
+        assert_true(w == 0 && cap == 0);
+    }
+    assert_int_equal(pdbx_attn_opts_for_layer(&g, 4, 4, 8192, &w, &cap), -1);
+    const double full = pdbx_attn_window_model_flops(16, 8192, 256, 0);
+    const double local = pdbx_attn_window_model_flops(16, 8192, 256, 4096);
+    assert_true(fabs(pdbx_attn_core_mean_flops(&g, 4, 8192, 16, 256) - (full + local) / 2) < 1e-6 * full);
+    assert_true(fabs(pdbx_attn_core_mean_flops(&ll, 2, 8192, 16, 256) - full) < 1e-6 * full);
+}
+
+/* Validation: gemma-2 past its window needs an even layers >= 2; cuda refuses its caps and a
+ * window shorter than seq_len by name; cpu takes both. */
+static void test_validate_window(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[1024] = "";
+    pdbx_spec_defaults(&s);
+    assert_int_equal(pdbx_spec_set(&s, "model", "gemma9b", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "seq_len", "8192", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "layers: 1 profiled layers of gemma-2-9b"));
+    assert_non_null(strstr(err, "allowed: even and >= 2"));
+    assert_int_equal(pdbx_spec_set(&s, "layers", "2", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "seq_len", "2048", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
+    /* every layer global at 2048: any count */
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "backend", "cuda", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "logit soft-capping"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +224,8 @@ int main(void)
         cmocka_unit_test(test_window_model),
         cmocka_unit_test(test_window_visited),
         cmocka_unit_test(test_window_executed),
+        cmocka_unit_test(test_opts_for_layer),
+        cmocka_unit_test(test_validate_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
