@@ -190,8 +190,8 @@ static void test_opts_for_layer(void **state)
     assert_true(fabs(pdbx_attn_core_mean_flops(&ll, 2, 8192, 16, 256) - full) < 1e-6 * full);
 }
 
-/* Validation: gemma-2 past its window needs an even layers >= 2; cuda refuses its caps and a
- * window shorter than seq_len by name; cpu takes both. */
+/* Validation: gemma-2 (without its final cap, which lm_head does not run yet) past its window
+ * needs an even layers >= 2; cuda refuses its cap by name; cpu takes window and cap. */
 static void test_validate_window(void **state)
 {
     (void)state;
@@ -199,6 +199,9 @@ static void test_validate_window(void **state)
     char err[1024] = "";
     pdbx_spec_defaults(&s);
     assert_int_equal(pdbx_spec_set(&s, "model", "gemma9b", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);   /* lm_head's cap: not yet */
+    assert_non_null(strstr(err, "final-logit soft-capping"));
+    s.model.arch.final_softcap = 0;   /* the attention's window and cap alone */
     assert_int_equal(pdbx_spec_set(&s, "seq_len", "8192", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
