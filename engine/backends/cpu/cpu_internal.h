@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_threads.h"
 
 #define MAX_LAYERS 256
@@ -113,5 +114,8 @@ void pdbx_cpu_free_kv(pdbx_compute *c);
 void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r);
 uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed);
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen);
+/* cpu_compute.c: the attention core's options of profiled layer `layer` (its sliding window
+ * and score cap, pdbx_attn_opts_for_layer), the same in the forward and the backward. */
+pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer);
 
 #endif
