@@ -295,6 +295,17 @@ typedef enum {
     /* qk_norm (attn_qk_norm): q's and k's per-head RMSNorm weights [2, head_dim] and their
      * gradient */
     PDBX_BUF_QK_NORM_W, PDBX_BUF_GRAD_QK_NORM_W,
+    /* MLA (attn_q_a .. attn_kv_b; cpu, fp32): q_a's output [T, r_q] and its norm's, kv_a's
+     * [T, r_kv + rope] (the latent, then k's shared rope head) and its latent's norm [T, r_kv],
+     * kv_b's [T, a/TP * (nope + v)]; the q_a and kv_a norms' weights [r_q + r_kv] (one pair
+     * shared by the layers, as norm_w); per layer the weights of q_a [h, r_q], q_b
+     * [r_q, a/TP * (nope + rope)], kv_a [h, r_kv + rope] and kv_b [r_kv, a/TP * (nope + v)];
+     * with bwd the gradients of each (activations fp32, weights one fp32 set) */
+    PDBX_BUF_MLA_Q_A, PDBX_BUF_MLA_Q_A_NORM, PDBX_BUF_MLA_KV_A, PDBX_BUF_MLA_KV_NORM,
+    PDBX_BUF_MLA_KV_B, PDBX_BUF_MLA_NORM_W, PDBX_BUF_L_Q_A, PDBX_BUF_L_Q_B, PDBX_BUF_L_KV_A,
+    PDBX_BUF_L_KV_B, PDBX_BUF_GRAD_MLA_Q_A, PDBX_BUF_GRAD_MLA_Q_A_NORM, PDBX_BUF_GRAD_MLA_KV_A,
+    PDBX_BUF_GRAD_MLA_KV_NORM, PDBX_BUF_GRAD_MLA_KV_B, PDBX_BUF_GRAD_MLA_NORM_W,
+    PDBX_BUF_GRAD_W_Q_A, PDBX_BUF_GRAD_W_Q_B, PDBX_BUF_GRAD_W_KV_A, PDBX_BUF_GRAD_W_KV_B,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;

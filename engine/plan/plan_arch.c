@@ -250,9 +250,14 @@ static int read_moe(const cJSON *c, const char *org, const family *f, const pdbx
     int experts = f->moe ? f->moe_experts : 0;
     /* the expert count under each family's name; any of them in any config is read */
     static const char *const expert_keys[] = {"num_local_experts", "num_experts", "n_routed_experts"};
-    for (size_t i = 0; i < sizeof expert_keys / sizeof expert_keys[0]; i++)
-        if (plan_cfg_int(c, org, "", expert_keys[i], 0, 1 << 20, &experts, err, errlen) < 0)
+    for (size_t i = 0; i < sizeof expert_keys / sizeof expert_keys[0]; i++) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(c, expert_keys[i]);
+        if (k && cJSON_IsNull(k))   /* DeepSeek's n_routed_experts None: a dense MLP (HF
+                                     * DeepseekV2DecoderLayer), not the family's default */
+            experts = 0;
+        else if (plan_cfg_int(c, org, "", expert_keys[i], 0, 1 << 20, &experts, err, errlen) < 0)
             return -1;
+    }
     if (experts <= 1)
         return 0;   /* num_experts 0/1 or absent in a dense family: dense */
     a->moe.experts = experts;

@@ -233,10 +233,8 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
             snprintf(shared, sizeof shared, ", %d shared", a->moe.shared_experts);
         snprintf(what, sizeof what, "mixture of experts (%d experts, top %d%s)", a->moe.experts, a->moe.top_k, shared);
         measures = "it measures dense layers";
-    } else if (a->attention == PDBX_ATTN_MLA) {
-        snprintf(what, sizeof what, "multi-head latent attention (MLA, kv_lora_rank %d, qk_rope_head_dim %d)",
-                 a->mla.kv_lora_rank, a->mla.qk_rope_head_dim);
-        measures = "it measures MHA and GQA attention";
+    /* multi-head latent attention (DeepSeek) is measured on the cpu backend (attn_q_a ..
+     * attn_kv_b, cpu_mla.c); the cuda backend refuses it (pdbx_backend_model_check) */
     } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
                (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",

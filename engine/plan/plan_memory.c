@@ -36,6 +36,18 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
      * GELU out). LayerNorm's per-row mean and rstd are O(s*b) and left out. */
     const double mlp_tensors = m->arch.mlp_plain ? 2 : 4;
     double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + mlp_tensors * I / t));
+    if (m->arch.attention == PDBX_ATTN_MLA) {
+        /* MLA keeps, per token, instead of q, k, v and the context above: q [a/t, d] and k
+         * [a/t, d] (the rope'd core inputs, k with its broadcast k_pe), v and the context
+         * [a/t, v_head_dim] each; q_a's output and its norm's [q_lora_rank] each (q_norm's and
+         * q_b's inputs; none at q_lora_rank 0), kv_a's output [kv_lora_rank + rope] (kv_norm's
+         * input and k_pe) and kv_norm's [kv_lora_rank] (kv_b's input). kv_b's output is the
+         * k_nope and v it holds: v counted, k_nope within k. */
+        const double dv = m->arch.mla.v_head_dim, rq = m->arch.mla.q_lora_rank;
+        const double rkv = m->arch.mla.kv_lora_rank, rope = m->arch.mla.qk_rope_head_dim;
+        per_layer -= s * b * e * (2 * a * d / t + 2 * kv * d);
+        per_layer += s * b * e * (2 * a * d / t + 2 * a * dv / t + 2 * rq + 2 * rkv + rope);
+    }
     if (m->arch.qk_norm)   /* q and k before their norm, which its backward reads */
         per_layer += s * b * e * (a * d / t + kv * d);
     if (!spec->flash_attention)

@@ -78,6 +78,16 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_NORM_STATS_RSTD] = "norm rstd (fp32, layernorm)", [PDBX_BUF_GRAD_NORM_B] = "d norm bias",
     [PDBX_BUF_POS_TABLE] = "position table", [PDBX_BUF_GRAD_POS_TABLE] = "d position table",
     [PDBX_BUF_QK_NORM_W] = "q/k norm weights", [PDBX_BUF_GRAD_QK_NORM_W] = "d q/k norm weights",
+    [PDBX_BUF_MLA_Q_A] = "mla q_a_out", [PDBX_BUF_MLA_Q_A_NORM] = "mla q_norm_out",
+    [PDBX_BUF_MLA_KV_A] = "mla kv_a_out", [PDBX_BUF_MLA_KV_NORM] = "mla kv_norm_out",
+    [PDBX_BUF_MLA_KV_B] = "mla kv_b_out", [PDBX_BUF_MLA_NORM_W] = "mla q/kv norm weights",
+    [PDBX_BUF_L_Q_A] = "layer q_a_proj", [PDBX_BUF_L_Q_B] = "layer q_b_proj",
+    [PDBX_BUF_L_KV_A] = "layer kv_a_proj", [PDBX_BUF_L_KV_B] = "layer kv_b_proj",
+    [PDBX_BUF_GRAD_MLA_Q_A] = "d mla q_a_out", [PDBX_BUF_GRAD_MLA_Q_A_NORM] = "d mla q_norm_out",
+    [PDBX_BUF_GRAD_MLA_KV_A] = "d mla kv_a_out", [PDBX_BUF_GRAD_MLA_KV_NORM] = "d mla kv_norm_out",
+    [PDBX_BUF_GRAD_MLA_KV_B] = "d mla kv_b_out", [PDBX_BUF_GRAD_MLA_NORM_W] = "d mla q/kv norm weights",
+    [PDBX_BUF_GRAD_W_Q_A] = "d q_a_proj", [PDBX_BUF_GRAD_W_Q_B] = "d q_b_proj",
+    [PDBX_BUF_GRAD_W_KV_A] = "d kv_a_proj", [PDBX_BUF_GRAD_W_KV_B] = "d kv_b_proj",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -172,7 +182,9 @@ void plan_mem_weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out
     if (HAS(LM_HEAD) && !tied) plan_mem_add(out, PDBX_BUF_GRAD_LM_HEAD_W, G, sz(h * V * f), 1);
     if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_GRAD_W_Q, G, sz(h * qd * f), 1);
     if (HAS(ATTN_K) || HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_GRAD_W_KV, G, sz(h * kvd * f), 1);
-    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_W_O, G, sz(qd * h * f), 1);
+    double kd, vd, ctxd;   /* o's input: the context (MLA: heads x v_head_dim) */
+    plan_mem_attn_widths(p, &kd, &vd, &ctxd);
+    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_W_O, G, sz(ctxd * h * f), 1);
     if (HAS(MLP_GATE) || HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_GRAD_W_GATE_UP, G, sz(h * I * f), 1);
     if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_GRAD_W_DOWN, G, sz(I * h * f), 1);
     /* the biases' gradients: fp32, one set, k and v (gate and up) sharing one as the weights' */

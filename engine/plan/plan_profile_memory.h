@@ -46,6 +46,12 @@ void plan_mem_biases(const pdbx_profile_point *p, pdbx_profile_memory *out, doub
 void plan_mem_weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out, int cpu);
 
 void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+/* The widths per token of k, v and the attention context (a Llama's kv heads x d, kv heads x
+ * d, heads x d; MLA's heads x (nope + rope), heads x v_head_dim twice) and the cpu backend's
+ * MLA buffers, activations and weights (grad 0) or their gradients (grad 1), none for another
+ * model (plan_profile_memory_mla.c). */
+void plan_mem_attn_widths(const pdbx_profile_point *p, double *kd, double *vd, double *ctxd);
+void plan_mem_cpu_mla(const pdbx_profile_point *p, pdbx_profile_memory *out, int grad);
 void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
 /* cuda: the per-layer weight sets (layers x the L2 rotation's copies), the point's buffers
  * and, with bwd, the gradient buffers */

@@ -7,7 +7,7 @@
  * and activation, in the order cpu_memory.c (cpu_backward.c) allocates them. */
 static void layer_rows(const pdbx_profile_point *p, pdbx_profile_memory *out, int grad)
 {
-    enum { W_H, W_QD, W_KVD, W_I };
+    enum { W_H, W_QD, W_KD, W_VD, W_CTX, W_I };
     static const struct {
         pdbx_buf_role act, grad;
         int width, gated_only;
@@ -15,9 +15,9 @@ static void layer_rows(const pdbx_profile_point *p, pdbx_profile_memory *out, in
         {PDBX_BUF_HIDDEN, PDBX_BUF_GRAD_HIDDEN, W_H, 0},
         {PDBX_BUF_NORM_OUT, PDBX_BUF_GRAD_NORM_OUT, W_H, 0},
         {PDBX_BUF_Q, PDBX_BUF_GRAD_Q, W_QD, 0},
-        {PDBX_BUF_K, PDBX_BUF_GRAD_K, W_KVD, 0},
-        {PDBX_BUF_V, PDBX_BUF_GRAD_V, W_KVD, 0},
-        {PDBX_BUF_CONTEXT, PDBX_BUF_GRAD_CONTEXT, W_QD, 0},
+        {PDBX_BUF_K, PDBX_BUF_GRAD_K, W_KD, 0},
+        {PDBX_BUF_V, PDBX_BUF_GRAD_V, W_VD, 0},
+        {PDBX_BUF_CONTEXT, PDBX_BUF_GRAD_CONTEXT, W_CTX, 0},
         {PDBX_BUF_ATTN_OUT, PDBX_BUF_GRAD_ATTN_OUT, W_H, 0},
         {PDBX_BUF_POST_NORM_OUT, PDBX_BUF_GRAD_POST_NORM_OUT, W_H, 0},
         {PDBX_BUF_GATE, PDBX_BUF_GRAD_GATE, W_I, 1},
@@ -25,9 +25,11 @@ static void layer_rows(const pdbx_profile_point *p, pdbx_profile_memory *out, in
         {PDBX_BUF_ACT, PDBX_BUF_GRAD_ACT, W_I, 0},
     };
     const double T = (double)p->mbs * p->seq_len, d = p->model.head_dim;
+    double kd, vd, ctxd;   /* MLA: its own widths of k, v and the context */
+    plan_mem_attn_widths(p, &kd, &vd, &ctxd);
     const double width[] = {
-        [W_H] = p->model.hidden, [W_QD] = (double)(p->model.heads / p->tp) * d,
-        [W_KVD] = plan_kv_heads_per_rank(&p->model, p->tp) * d, [W_I] = p->model.intermediate / p->tp,
+        [W_H] = p->model.hidden, [W_QD] = (double)(p->model.heads / p->tp) * d, [W_KD] = kd, [W_VD] = vd,
+        [W_CTX] = ctxd, [W_I] = p->model.intermediate / p->tp,
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (!rows[i].gated_only || GATED(p))
@@ -48,6 +50,8 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
     const double I = p->model.intermediate / p->tp, V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind A = PDBX_MEM_ACTIVATIONS, W = PDBX_MEM_WEIGHTS;
+    double kd, vd, ctxd;   /* the context (attn_o's input): a Llama's qd, MLA's heads x v */
+    plan_mem_attn_widths(p, &kd, &vd, &ctxd);
     plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, plan_mem_lines(T * 4), 1);
     if (HAS(EMBED))
         plan_mem_add(out, PDBX_BUF_EMBED_OUT, A, plan_mem_lines(T * h * e), 1);
@@ -63,7 +67,7 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
         plan_mem_add(out, PDBX_BUF_ROPE_TABLE, A, plan_mem_lines(plan_mem_rope_table_bytes(p)), 1);
     if (e == 2) {
         plan_mem_add(out, PDBX_BUF_NORM_OUT_LP, A, plan_mem_lines(T * h * e), 1);
-        plan_mem_add(out, PDBX_BUF_CONTEXT_LP, A, plan_mem_lines(T * qd * e), 1);
+        plan_mem_add(out, PDBX_BUF_CONTEXT_LP, A, plan_mem_lines(T * ctxd * e), 1);
         plan_mem_add(out, PDBX_BUF_POST_NORM_OUT_LP, A, plan_mem_lines(T * h * e), 1);
         plan_mem_add(out, PDBX_BUF_ACT_LP, A, plan_mem_lines(T * I * e), 1);
     }
@@ -85,11 +89,12 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_L_Q, W, plan_mem_lines(h * qd * e), L);
     if (HAS(ATTN_K)) plan_mem_add(out, PDBX_BUF_L_K, W, plan_mem_lines(h * kvd * e), L);
     if (HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_L_V, W, plan_mem_lines(h * kvd * e), L);
-    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, plan_mem_lines(qd * h * e), L);
+    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, plan_mem_lines(ctxd * h * e), L);
     if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE, W, plan_mem_lines(h * I * e), L);
     if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP, W, plan_mem_lines(h * I * e), L);
     if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, plan_mem_lines(I * h * e), L);
     plan_mem_biases(p, out, plan_mem_lines, f, L);
+    plan_mem_cpu_mla(p, out, 0);
 }
 
 /* cpu_backward.c's buffers (passes with bwd): the gradient of every activation in fp32, as
@@ -117,7 +122,10 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
         plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, plan_mem_lines((double)p->model.arch.max_positions * h * f), 1);
     if (HAS(ATTN_QK_NORM) && p->model.arch.qk_norm)
         plan_mem_add(out, PDBX_BUF_GRAD_QK_NORM_W, G, plan_mem_lines(2.0 * p->model.head_dim * f), 1);
-    double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + (double)p->model.head_dim * CPU_ATTN_KBLOCK)
+    /* the key block is transposed at the larger of q/k's and v's head dims (MLA's v differs) */
+    const double dmax = p->model.head_dim > plan_v_head_dim(&p->model) ? p->model.head_dim
+                                                                      : plan_v_head_dim(&p->model);
+    double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + dmax * CPU_ATTN_KBLOCK)
                      * (p->threads > 0 ? p->threads : 1);
     plan_mem_add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, plan_mem_lines(scratch * f), 1);
     if (e == 2) {
@@ -133,4 +141,5 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
             plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_LP, G, plan_mem_lines(T * V * e), 1);
     }
     plan_mem_weight_grads(p, out, 1);
+    plan_mem_cpu_mla(p, out, 1);
 }

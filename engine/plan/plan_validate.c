@@ -247,6 +247,13 @@ static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
     if (s->fused_projections && s->model.arch.mlp_plain)
         return pdbx_fail(err, errlen, "fused_projections: true needs a gated MLP, model %s's is plain (allowed: "
                          "false)", s->model.name);
+    /* MLA computes k and v from its latent: there is no QKV GEMM to fuse; its cpu ops run fp32 */
+    if (s->fused_projections && s->model.arch.attention == PDBX_ATTN_MLA)
+        return pdbx_fail(err, errlen, "fused_projections: true fuses q, k and v into one GEMM, which model %s's "
+                         "multi-head latent attention does not have (allowed: false)", s->model.name);
+    if (s->model.arch.attention == PDBX_ATTN_MLA && s->backend == PDBX_BACKEND_CPU && s->dtype != PDBX_DTYPE_FP32)
+        return pdbx_fail(err, errlen, "dtype: %s: the cpu backend runs model %s's multi-head latent attention in "
+                         "fp32 only (allowed: fp32)", pdbx_dtype_name(s->dtype), s->model.name);
     if (pdbx_backend_model_check(s->backend, &s->model, err, errlen) != 0 ||
         cuda_attn_opts_check(s, err, errlen) != 0)
         return -1;

@@ -121,27 +121,28 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
     cpu_grads *g = &c->grad;
     const size_t T = (size_t)c->T, h = (size_t)c->h, qd = (size_t)c->qd, kvd = (size_t)c->kvd,
                  ni = (size_t)c->inter, V = (size_t)c->vloc, e = c->esz;
+    const size_t vd = (size_t)c->vd, ctxd = (size_t)c->ctxd;   /* MLA: heads x v_head_dim */
     /* activation gradients: O(1) values as a loss's gradient scaled by the loss scale would be */
     const struct { void *p; size_t n, esz; } act[] = {
         { g->dx, T * h, 4 }, { g->dxn, T * h, 4 }, { g->dq, T * qd, 4 }, { g->dk, T * kvd, 4 },
-        { g->dv, T * kvd, 4 }, { g->dctx, T * qd, 4 }, { g->dy, T * h, 4 }, { g->dyn, T * h, 4 },
+        { g->dv, T * vd, 4 }, { g->dctx, T * ctxd, 4 }, { g->dy, T * h, 4 }, { g->dyn, T * h, 4 },
         { g->dg, T * ni, 4 }, { g->du, T * ni, 4 }, { g->dact, T * ni, 4 }, { g->dlogits, T * V, 4 },
         { g->dx_b, T * h, e }, { g->dq_b, T * qd, e }, { g->dk_b, T * kvd, e },
-        { g->dv_b, T * kvd, e }, { g->dy_b, T * h, e }, { g->dg_b, T * ni, e },
+        { g->dv_b, T * vd, e }, { g->dy_b, T * h, e }, { g->dg_b, T * ni, e },
         { g->du_b, T * ni, e }, { g->dlogits_b, T * V, e },
         { g->dqkv, T * (qd + 2 * kvd), e }, { g->dfc1, T * 2 * ni, e },
     };
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
         fill(act[i].p, act[i].n, act[i].esz, 1.0f, seed++);
-    zero(g->scratch, pdbx_k_attention_bwd_scratch_floats(c->p.seq_len, c->d, c->cfg.blas_threads) *
-                         sizeof(float));
+    zero(g->scratch, pdbx_k_attention_bwd_scratch_floats(c->p.seq_len, c->d > c->dvh ? c->d : c->dvh,
+                                                         c->cfg.blas_threads) * sizeof(float));
     /* weight gradients start from zero, as main_grad at the start of a step */
     zero(g->demb, V * h * 4);
     zero(g->dnorm_w, h * 4);
     zero(g->dwlm, h * V * 4);
     zero(g->dwq, h * qd * 4);
     zero(g->dwkv, h * kvd * 4);
-    zero(g->dwo, qd * h * 4);
+    zero(g->dwo, ctxd * h * 4);
     zero(g->dwgu, h * ni * 4);
     zero(g->dwd, ni * h * 4);
     zero(g->dwqkv, h * (qd + 2 * kvd) * 4);
@@ -214,6 +215,75 @@ static void act_bwd(pdbx_compute *c)
         pdbx_k_gelu_mul_bwd(c->pool, c->g, c->u, g->dact, n, kind, g->dg, g->du);
 }
 
+void pdbx_cpu_linear_bwd(pdbx_compute *c, const void *x, const void *w, const void *dy, float *dx,
+                         float *dw, int64_t m, int64_t n, int64_t k)
+{
+    linear_bwd(c, x, w, dy, dx, dw, m, n, k);
+}
+
+/* The bwd pass of the attention block's ops, attn_q .. attn_o (MLA's own and its attn_rope in
+ * cpu_mla_bwd.c): 0, or 1 when op is not one of them. */
+static int run_bwd_attn(pdbx_compute *c, pdbx_op op, int layer)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+    cpu_layer *L = &c->layer[layer];
+    if (pdbx_cpu_mla_runs(c, op)) {
+        pdbx_cpu_mla_bwd(c, op, layer);
+        return 0;
+    }
+/* the GEMM dtype's copy of activation (or gradient) a: the bf16 one when the GEMMs run bf16 */
+#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
+    switch (op) {
+    case PDBX_OP_ATTN_Q:
+        if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
+        {
+            linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
+            bias_bwd(c, op, g->dqkv, 1, g->dbqkv, c->qd + 2 * c->kvd);
+        } else {
+            linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
+            bias_bwd(c, op, LP(g->dq, g->dq_b), 1, g->dbq, c->qd);
+        }
+        return 0;
+    case PDBX_OP_ATTN_K:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, LP(g->dk, g->dk_b), 1, g->dbkv, c->kvd);
+        return 0;
+    case PDBX_OP_ATTN_V:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, LP(g->dv, g->dv_b), 1, g->dbkv, c->kvd);
+        return 0;
+    case PDBX_OP_ATTN_CORE: {   /* the forward's window and cap of this layer */
+        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
+        pdbx_k_attention_causal_bwd_opts(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len,
+                                         c->heads, c->kv_heads, c->d, c->cfg.blas_threads,
+                                         g->scratch, g->dq, g->dk, g->dv, &o);
+        return 0;
+    }
+    case PDBX_OP_ATTN_QK_NORM:   /* dq, dk through their per-head norms, in place (the kernel reads
+                                  * a row's dy before it writes its dx); q and k stand for the
+                                  * norms' inputs, the same rows */
+        pdbx_k_rmsnorm_bwd(c->q, c->qk_norm_w, g->dq, T * c->heads, c->d, RMS_EPS, g->dq, g->dqk_norm_w);
+        pdbx_k_rmsnorm_bwd(c->k, c->qk_norm_w + c->d, g->dk, T * c->kv_heads, c->d, RMS_EPS, g->dk,
+                           g->dqk_norm_w + c->d);
+        return 0;
+    case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
+        pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 1);
+        pdbx_k_rope(c->pool, g->dk, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 1);
+        return 0;
+    case PDBX_OP_ATTN_O:
+        linear_bwd(c, LP(c->ctx, c->ctx_b), L->wo, LP(g->dy, g->dy_b), g->dctx, g->dwo, T, h, c->ctxd);
+        bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);
+        return 0;
+    default:
+        return 1;
+    }
+#undef LP
+}
+
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     cpu_grads *g = &c->grad;
@@ -221,7 +291,8 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     const int bf = c->esz == 2;
     /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
     cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-/* the GEMM dtype's copy of activation (or gradient) a: the bf16 one when the GEMMs run bf16 */
+    if (pdbx_op_is_per_layer(op) && run_bwd_attn(c, op, layer) == 0)
+        return 0;
 #define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
     switch (op) {
     case PDBX_OP_EMBED:
@@ -232,53 +303,11 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_INPUT_NORM:
         norm_bwd(c, c->x, g->dxn, g->dx);
         break;
-    case PDBX_OP_ATTN_Q:
-        if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
-        {
-            linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
-            bias_bwd(c, op, g->dqkv, 1, g->dbqkv, c->qd + 2 * c->kvd);
-        } else {
-            linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
-            bias_bwd(c, op, LP(g->dq, g->dq_b), 1, g->dbq, c->qd);
-        }
-        break;
-    case PDBX_OP_ATTN_K:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
-        bias_bwd(c, op, LP(g->dk, g->dk_b), 1, g->dbkv, c->kvd);
-        break;
-    case PDBX_OP_ATTN_V:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
-        bias_bwd(c, op, LP(g->dv, g->dv_b), 1, g->dbkv, c->kvd);
-        break;
-    case PDBX_OP_ATTN_CORE: {   /* the forward's window and cap of this layer */
-        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
-        pdbx_k_attention_causal_bwd_opts(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len,
-                                         c->heads, c->kv_heads, c->d, c->cfg.blas_threads,
-                                         g->scratch, g->dq, g->dk, g->dv, &o);
-        break;
-    }
-    case PDBX_OP_ATTN_QK_NORM:   /* dq, dk through their per-head norms, in place (the kernel reads
-                                  * a row's dy before it writes its dx); q and k stand for the
-                                  * norms' inputs, the same rows */
-        pdbx_k_rmsnorm_bwd(c->q, c->qk_norm_w, g->dq, T * c->heads, c->d, RMS_EPS, g->dq, g->dqk_norm_w);
-        pdbx_k_rmsnorm_bwd(c->k, c->qk_norm_w + c->d, g->dk, T * c->kv_heads, c->d, RMS_EPS, g->dk,
-                           g->dqk_norm_w + c->d);
-        break;
-    case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
-        pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->rot / 2), 1);
-        pdbx_k_rope(c->pool, g->dk, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->rot / 2), 1);
-        break;
     case PDBX_OP_ATTN_RESIDUAL:   /* y = x + attn: dy flows on into the layer input's dx */
         pdbx_k_add(c->pool, g->dx, g->dy, T * h);
         break;
     case PDBX_OP_MLP_RESIDUAL:    /* x' = y + mlp: dx' flows on into the hidden state's dy */
         pdbx_k_add(c->pool, g->dy, g->dx, T * h);
-        break;
-    case PDBX_OP_ATTN_O:
-        linear_bwd(c, LP(c->ctx, c->ctx_b), L->wo, LP(g->dy, g->dy_b), g->dctx, g->dwo, T, h, c->qd);
-        bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);
         break;
     case PDBX_OP_POST_ATTN_NORM:
         /* a parallel residual's norm read the layer's input x: its dx belongs to x's gradient,

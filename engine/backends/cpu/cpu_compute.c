@@ -213,11 +213,18 @@ pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer)
     /* validation refused what has no per-layer options (pdbx_arch_refusal): -1 cannot reach
      * here, and would leave plain causal attention */
     pdbx_attn_opts_for_layer(&c->p.model, c->nlayers, layer, c->p.seq_len, &w, &cap);
-    return (pdbx_attn_opts){ .window = w, .softcap = (float)cap, .dv = 0 };
+    /* v's head dim: d but MLA's v_head_dim (cpu_kernels_attn.h: dv = d is d) */
+    return (pdbx_attn_opts){ .window = w, .softcap = (float)cap, .dv = c->dvh };
 }
 
-static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
-                      char *err, size_t errlen)
+void pdbx_cpu_gemm(pdbx_compute *c, const void *a, const void *b, float *out, int64_t m, int64_t n,
+                   int64_t k)
+{
+    gemm(c, a, b, out, m, n, k);
+}
+
+/* Whether run_op may run pass of op at layer on this point (0, or -1 with a message). */
+static int check_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, char *err, size_t errlen)
 {
     if (!c->prepared) {
         snprintf(err, errlen, "cpu backend: run_op before prepare");
@@ -250,17 +257,66 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: layer %d out of range 0..%d", layer, c->nlayers - 1);
         return -1;
     }
+    return 0;
+}
+
+/* The fwd pass of the attention block's ops, attn_q .. attn_o (MLA's own and its attn_rope in
+ * cpu_mla.c): 0, or 1 when op is not one of them. */
+static int run_fwd_attn(pdbx_compute *c, pdbx_op op, int layer)
+{
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+    cpu_layer *L = &c->layer[layer];
+    if (pdbx_cpu_mla_runs(c, op)) {
+        pdbx_cpu_mla_fwd(c, op, layer);
+        return 0;
+    }
+    switch (op) {
+    case PDBX_OP_ATTN_Q:
+        if (c->p.fused_projections)   /* Megatron's linear_qkv: one [T, qd + 2 kvd] GEMM */
+            linear(c, op, bf ? c->xn_b : c->xn, L->wqkv, L->bqkv, c->qkv, T, c->qd + 2 * c->kvd, h);
+        else
+            linear(c, op, bf ? c->xn_b : c->xn, L->wq, L->bq, c->q, T, c->qd, h);
+        return 0;
+    case PDBX_OP_ATTN_K:
+        linear(c, op, bf ? c->xn_b : c->xn, L->wk, L->bk, c->k, T, c->kvd, h);
+        return 0;
+    case PDBX_OP_ATTN_V:
+        linear(c, op, bf ? c->xn_b : c->xn, L->wv, L->bv, c->v, T, c->kvd, h);
+        return 0;
+    case PDBX_OP_ATTN_QK_NORM:   /* qwen3: each head of q and k RMS-normalised over d, in place */
+        pdbx_k_rmsnorm(c->pool, c->q, c->qk_norm_w, T * c->heads, c->d, NORM_EPS, c->q);
+        pdbx_k_rmsnorm(c->pool, c->k, c->qk_norm_w + c->d, T * c->kv_heads, c->d, NORM_EPS, c->k);
+        return 0;
+    case PDBX_OP_ATTN_ROPE:   /* q and k in place, the point's cos/sin table */
+        pdbx_k_rope(c->pool, c->q, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 0);
+        pdbx_k_rope(c->pool, c->k, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
+                    c->rope + c->p.seq_len * (c->rot / 2), 0);
+        return 0;
+    case PDBX_OP_ATTN_CORE: {   /* this profiled layer's window and cap (plan.h) */
+        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
+        pdbx_k_attention_causal_opts(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
+                                     c->kv_heads, c->d, c->attn_scratch, c->ctx, &o);
+        return 0;
+    }
+    case PDBX_OP_ATTN_O:
+        linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->ctxd);
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* The timed body of run_op's fwd pass of op (0, or -1 with a message). */
+static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
     /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
     cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-    double t0 = pdbx_mono_s() * 1e3;
-    if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
-        if (pdbx_cpu_run_bwd(c, op, layer, err, errlen) != 0)
-            return -1;
-        *ms = pdbx_mono_s() * 1e3 - t0;
+    if (pdbx_op_is_per_layer(op) && run_fwd_attn(c, op, layer) == 0)
         return 0;
-    }
     switch (op) {
     case PDBX_OP_EMBED:
         run_embed(c);
@@ -268,42 +324,11 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     case PDBX_OP_INPUT_NORM:
         run_norm(c, c->x, c->xn);
         break;
-    case PDBX_OP_ATTN_Q:
-        if (c->p.fused_projections)   /* Megatron's linear_qkv: one [T, qd + 2 kvd] GEMM */
-            linear(c, op, bf ? c->xn_b : c->xn, L->wqkv, L->bqkv, c->qkv, T, c->qd + 2 * c->kvd, h);
-        else
-            linear(c, op, bf ? c->xn_b : c->xn, L->wq, L->bq, c->q, T, c->qd, h);
-        break;
-    case PDBX_OP_ATTN_K:
-        linear(c, op, bf ? c->xn_b : c->xn, L->wk, L->bk, c->k, T, c->kvd, h);
-        break;
-    case PDBX_OP_ATTN_V:
-        linear(c, op, bf ? c->xn_b : c->xn, L->wv, L->bv, c->v, T, c->kvd, h);
-        break;
-    case PDBX_OP_ATTN_QK_NORM:   /* qwen3: each head of q and k RMS-normalised over d, in place */
-        pdbx_k_rmsnorm(c->pool, c->q, c->qk_norm_w, T * c->heads, c->d, NORM_EPS, c->q);
-        pdbx_k_rmsnorm(c->pool, c->k, c->qk_norm_w + c->d, T * c->kv_heads, c->d, NORM_EPS, c->k);
-        break;
-    case PDBX_OP_ATTN_ROPE:   /* q and k in place, the point's cos/sin table */
-        pdbx_k_rope(c->pool, c->q, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->rot / 2), 0);
-        pdbx_k_rope(c->pool, c->k, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
-                    c->rope + c->p.seq_len * (c->rot / 2), 0);
-        break;
     case PDBX_OP_ATTN_RESIDUAL:
         pdbx_k_add(c->pool, c->y, c->x, T * h);
         break;
     case PDBX_OP_MLP_RESIDUAL:
         pdbx_k_add(c->pool, c->x, c->y, T * h);
-        break;
-    case PDBX_OP_ATTN_CORE: {   /* this profiled layer's window and cap (plan.h) */
-        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
-        pdbx_k_attention_causal_opts(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
-                                     c->kv_heads, c->d, c->attn_scratch, c->ctx, &o);
-        break;
-    }
-    case PDBX_OP_ATTN_O:
-        linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;
     case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
         run_norm(c, c->p.model.arch.parallel_residual ? c->x : c->y, c->yn);
@@ -333,8 +358,19 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }
-    *ms = pdbx_mono_s() * 1e3 - t0;
     return 0;
+}
+
+static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
+                      char *err, size_t errlen)
+{
+    if (check_run_op(c, op, pass, layer, err, errlen) != 0)
+        return -1;
+    double t0 = pdbx_mono_s() * 1e3;
+    int rc = pass == PDBX_PASS_BWD ? pdbx_cpu_run_bwd(c, op, layer, err, errlen)   /* cpu_backward.c */
+                                   : run_fwd(c, op, layer, err, errlen);
+    *ms = pdbx_mono_s() * 1e3 - t0;
+    return rc;
 }
 
 static int cpu_comm_buffer(pdbx_compute *c, size_t bytes, void **buf, char *err, size_t errlen)
@@ -396,7 +432,7 @@ static double cpu_checksum(pdbx_compute *c)
         return 0.0;
     const int64_t T = c->T;
     double s = sum_head(c->x, T * c->h) + sum_head(c->xn, T * c->h) + sum_head(c->q, T * c->qd) +
-               sum_head(c->k, T * c->kvd) + sum_head(c->v, T * c->kvd) + sum_head(c->ctx, T * c->qd) +
+               sum_head(c->k, T * c->kvd) + sum_head(c->v, T * c->vd) + sum_head(c->ctx, T * c->ctxd) +
                sum_head(c->y, T * c->h) + sum_head(c->yn, T * c->h) + sum_head(c->g, T * c->inter) +
                sum_head(c->u, T * c->inter) + sum_head(c->act, T * c->inter) +
                sum_head(c->logits, T * c->vloc) + sum_head(c->qkv, T * (c->qd + 2 * c->kvd)) +

@@ -7,7 +7,9 @@
  *                buffers, real values in every buffer; the weights kept across a config's MBS
  *                sweep, cpu_compute.h) and the measured memory peak of a point;
  * cpu_backward.c: the bwd pass of every op (dgrad/wgrad GEMMs, cpu_kernels_bwd.h) and its
- *                buffers' roles and values.
+ *                buffers' roles and values;
+ * cpu_mla.c, cpu_mla_bwd.c: multi-head latent attention's ops (DeepSeek), both passes, and
+ *                their buffers (cpu_mla).
  */
 #ifndef PDBX_CPU_INTERNAL_H
 #define PDBX_CPU_INTERNAL_H
@@ -17,6 +19,7 @@
 
 #include "engine/backends/backend.h"
 #include "engine/backends/cpu/cpu_kernels_attn.h"
+#include "engine/backends/cpu/cpu_kernels_mla.h"
 #include "engine/backends/cpu/cpu_threads.h"
 
 #define MAX_LAYERS 256
@@ -32,7 +35,22 @@ typedef struct {
     /* biases (pdbx_op_shape.bias; NULL where the projection has none): fp32 vectors of the
      * GEMM's n, added to its fp32 output */
     float *bq, *bk, *bv, *bo, *bg, *bu, *bd, *bqkv, *bfc1;
+    void *wqa, *wqb, *wkva, *wkvb;            /* MLA: q_a, q_b, kv_a, kv_b (cpu_mla) */
 } cpu_layer;
+
+/* Multi-head latent attention's state (cpu_mla.c; all NULL and on 0 for another model): its
+ * dims, its activations (fp32: q_a's output and its norm's [T, rq], kv_a's [T, rkv + rope],
+ * kv_norm's [T, rkv], kv_b's [T, H, nope + dv]), the two norms' weights [rq + rkv] (q_a's
+ * first; shared by the layers, as norm_w), and with bwd the gradients of each and the four
+ * projections' fp32 weight gradients (one set, as the other weights'). q, k, v and the context
+ * are the common buffers at MLA's widths (k [T, H, nope + rope], v and ctx [T, H, dv]). */
+typedef struct {
+    int on;
+    int64_t rq;                  /* q_lora_rank (0: q through attn_q at full rank) */
+    pdbx_mla_dims dims;
+    float *qa, *qan, *kva, *kvn, *kvb, *norm_w;
+    float *dqa, *dqan, *dkva, *dkvn, *dkvb, *dnorm_w, *dwqa, *dwqb, *dwkva, *dwkvb;
+} cpu_mla;
 
 /* The backward pass's buffers (allocated only when the point's passes include bwd; the
  * planner's list, plan_profile_memory.c, cpu_grad_list): d<activation> is the gradient of that
@@ -58,6 +76,7 @@ struct pdbx_compute {
     pdbx_point_shapes p;
     size_t esz;                  /* bytes per weight/GEMM-input element: 4 fp32, 2 bf16 */
     int64_t T, h, qd, kvd, inter, vloc, heads, kv_heads, d;
+    int64_t dvh, vd, ctxd;       /* v's head dim (d but MLA's), v's and the context's widths */
     /* activations of the point (freed by release()) and weights (kept while the next point has
      * the same weight shapes: a config's MBS sweep allocates and fills them once) */
     void *bufs[MAX_BUFS];
@@ -96,6 +115,7 @@ struct pdbx_compute {
      * kv_shape; freed by release() */
     float *kv_q, *kv_k, *kv_v, *kv_out, *kv_scratch;
     pdbx_attn_kv_shape kv_shape;
+    cpu_mla mla;
 };
 
 /* cblas_sbgemm of this process's OpenBLAS, NULL when it has none (looked up once). */
@@ -117,5 +137,23 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
 /* cpu_compute.c: the attention core's options of profiled layer `layer` (its sliding window
  * and score cap, pdbx_attn_opts_for_layer), the same in the forward and the backward. */
 pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer);
+/* The GEMMs of the forward (C[m,n] = A[m,k] B[k,n], cpu_compute.c) and of the backward
+ * (dgrad dX = dY W^T, wgrad dW += X^T dY; cpu_backward.c), for the ops of other files. */
+void pdbx_cpu_gemm(pdbx_compute *c, const void *a, const void *b, float *out, int64_t m, int64_t n,
+                   int64_t k);
+void pdbx_cpu_linear_bwd(pdbx_compute *c, const void *x, const void *w, const void *dy, float *dx,
+                         float *dw, int64_t m, int64_t n, int64_t k);
+/* cpu_mla.c: MLA's dims from the point (and its refusals: fp32 only, no fused projections;
+ * 0 or -1 with a message); where an MLA role lives (NULL for other roles); its buffers'
+ * pointers dropped (weights too when weights); real values in them after allocation (weights
+ * when new_weights; returns the next seed); whether run_op's pass of op is MLA's (its own ops,
+ * and attn_rope of an MLA model), and that pass's timed body (cpu_mla_bwd.c for bwd). */
+int pdbx_cpu_mla_dims(pdbx_compute *c, char *err, size_t errlen);
+void **pdbx_cpu_mla_slot(pdbx_compute *c, pdbx_buf_role r, int layer);
+void pdbx_cpu_mla_forget(pdbx_compute *c, int weights);
+uint64_t pdbx_cpu_mla_fill(pdbx_compute *c, uint64_t seed, int new_weights);
+int pdbx_cpu_mla_runs(const pdbx_compute *c, pdbx_op op);
+void pdbx_cpu_mla_fwd(pdbx_compute *c, pdbx_op op, int layer);
+void pdbx_cpu_mla_bwd(pdbx_compute *c, pdbx_op op, int layer);
 
 #endif

@@ -27,6 +27,7 @@ void cpu_release(pdbx_compute *c)
     c->logits = c->attn_scratch = c->rope = c->norm_mean = c->norm_rstd = NULL;
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
     memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
+    pdbx_cpu_mla_forget(c, 0);
     pdbx_cpu_free_kv(c);
 }
 
@@ -39,6 +40,7 @@ void pdbx_cpu_free_weights(pdbx_compute *c)
     c->emb_table = c->wlm = NULL;
     c->norm_w = c->norm_b = c->pos = c->qk_norm_w = NULL;
     memset(c->layer, 0, sizeof c->layer);
+    pdbx_cpu_mla_forget(c, 1);
 }
 
 /* Allocation accounting: the first pass adds sizes (alloc == 0), the second allocates. */
@@ -240,7 +242,10 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_L_DOWN_BIAS: return (void **)&L->bd;
     case PDBX_BUF_L_QKV_FUSED_BIAS: return (void **)&L->bqkv;
     case PDBX_BUF_L_GATE_UP_FUSED_BIAS: return (void **)&L->bfc1;
-    default: return pdbx_cpu_grad_slot(c, r);   /* the bwd buffers (cpu_backward.c) */
+    default: {   /* MLA's (cpu_mla.c), the bwd buffers (cpu_backward.c) */
+        void **mla = pdbx_cpu_mla_slot(c, r, layer);
+        return mla ? mla : pdbx_cpu_grad_slot(c, r);
+    }
     }
 }
 
@@ -278,11 +283,16 @@ static int point_dims(pdbx_compute *c, const pdbx_point_shapes *p, char *err, si
     c->T = (int64_t)p->mbs * p->seq_len;
     c->h = m->hidden;
     c->heads = m->heads / p->tp;
-    c->kv_heads = max64(m->kv_heads / p->tp, 1);
+    /* MLA: every head its own k and v (kv_b's per-head k_nope and v) */
+    const int mla = m->arch.attention == PDBX_ATTN_MLA;
+    c->kv_heads = mla ? c->heads : max64(m->kv_heads / p->tp, 1);
     c->d = m->head_dim;
+    c->dvh = mla ? m->arch.mla.v_head_dim : c->d;
     c->rot = pdbx_rotary_dims(m);
     c->qd = c->heads * c->d;
     c->kvd = c->kv_heads * c->d;
+    c->vd = c->kv_heads * c->dvh;
+    c->ctxd = c->heads * c->dvh;
     c->inter = m->intermediate / p->tp;
     c->vloc = (m->vocab + p->tp - 1) / p->tp;   /* the last shard padded, as the planner's */
     c->nlayers = p->layers;
@@ -358,8 +368,8 @@ static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
     fill_f32(pool, c->xn, (size_t)(T * h), 1.0f, seed++);
     fill_f32(pool, c->q, (size_t)(T * c->qd), 1.0f, seed++);
     fill_f32(pool, c->k, (size_t)(T * c->kvd), 1.0f, seed++);
-    fill_f32(pool, c->v, (size_t)(T * c->kvd), 1.0f, seed++);
-    fill_f32(pool, c->ctx, (size_t)(T * c->qd), 1.0f, seed++);
+    fill_f32(pool, c->v, (size_t)(T * c->vd), 1.0f, seed++);
+    fill_f32(pool, c->ctx, (size_t)(T * c->ctxd), 1.0f, seed++);
     fill_f32(pool, c->y, (size_t)(T * h), 1.0f, seed++);
     fill_f32(pool, c->yn, (size_t)(T * h), 1.0f, seed++);
     fill_f32(pool, c->g, (size_t)(T * c->inter), 1.0f, seed++);
@@ -369,7 +379,7 @@ static uint64_t fill_acts(pdbx_compute *c, int vocab, uint64_t seed)
                 pdbx_k_attention_scratch_floats(c->p.seq_len, c->d, c->cfg.blas_threads) * sizeof(float));
     seed++;
     fill_elems(pool, c->xn_b, (size_t)(T * h), e, 1.0f, seed++);
-    fill_elems(pool, c->ctx_b, (size_t)(T * c->qd), e, 1.0f, seed++);
+    fill_elems(pool, c->ctx_b, (size_t)(T * c->ctxd), e, 1.0f, seed++);
     fill_elems(pool, c->yn_b, (size_t)(T * h), e, 1.0f, seed++);
     fill_elems(pool, c->act_b, (size_t)(T * c->inter), e, 1.0f, seed++);
     fill_zero(pool, c->logits, (size_t)(T * c->vloc) * sizeof(float));
@@ -404,7 +414,7 @@ static void fill_weights(pdbx_compute *c, uint64_t seed)
         fill_elems(pool, L->wq, (size_t)(h * c->qd), e, sh, seed++);
         fill_elems(pool, L->wk, (size_t)(h * c->kvd), e, sh, seed++);
         fill_elems(pool, L->wv, (size_t)(h * c->kvd), e, sh, seed++);
-        fill_elems(pool, L->wo, (size_t)(c->qd * h), e, sq, seed++);
+        fill_elems(pool, L->wo, (size_t)(c->ctxd * h), e, sq, seed++);
         fill_elems(pool, L->wg, (size_t)(h * c->inter), e, sh, seed++);
         fill_elems(pool, L->wu, (size_t)(h * c->inter), e, sh, seed++);
         fill_elems(pool, L->wd, (size_t)(c->inter * h), e, si, seed++);
@@ -464,7 +474,7 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     cpu_release(c);
     c->p = *p;
     c->esz = c->cfg.dtype == PDBX_DTYPE_BF16 ? 2 : 4;
-    if (point_dims(c, p, err, errlen) != 0)
+    if (point_dims(c, p, err, errlen) != 0 || pdbx_cpu_mla_dims(c, err, errlen) != 0)
         return -1;
     /* the planner's list allocates a bias where the arch has one; run_op adds one where the
      * shape says so: the two must agree (a bias without its buffer, or one never added) */
@@ -503,7 +513,8 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     uint64_t seed = fill_acts(c, m->vocab, 1000u + (uint64_t)c->cfg.world_rank * 7919u);
     if (new_weights)
         fill_weights(c, seed);
-    pdbx_cpu_fill_grads(c, seed + 64);   /* bwd buffers, when listed (cpu_backward.c) */
+    seed = pdbx_cpu_fill_grads(c, seed + 64);   /* bwd buffers, when listed (cpu_backward.c) */
+    pdbx_cpu_mla_fill(c, seed + 64, new_weights);   /* MLA's, both kinds (cpu_mla.c) */
     c->prepared = 1;
     return 0;
 }
