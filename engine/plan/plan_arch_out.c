@@ -241,9 +241,7 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     } else if (a->attention == PDBX_ATTN_MLA) {
         snprintf(what, sizeof what, "multi-head latent attention (MLA, kv_lora_rank %d, qk_rope_head_dim %d)",
                  a->mla.kv_lora_rank, a->mla.qk_rope_head_dim);
-        snprintf(buf, len, "model %s: %s is not measured yet (it measures MHA and GQA attention); refused rather "
-                 "than profiled as a dense Llama", m->name, what);
-        return 1;
+        measures = "it measures MHA and GQA attention; MLA is not measured yet";
     } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
                (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",
