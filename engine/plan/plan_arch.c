@@ -350,6 +350,24 @@ static int read_softcaps(const cJSON *c, const char *org, const family *f, pdbx_
     return 0;
 }
 
+/* The rotated part of each head: rotary_pct / partial_rotary_factor, or gpt-j's rotary_dim. */
+static int read_rotary(const cJSON *c, const char *org, const family *f, const pdbx_model *m, pdbx_arch *a,
+                       char *err, size_t errlen)
+{
+    a->rotary_fraction = f->rotary_default;
+    if (plan_cfg_num(c, org, "", "rotary_pct", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
+        plan_cfg_num(c, org, "", "partial_rotary_factor", 0, 1, &a->rotary_fraction, err, errlen) < 0)
+        return -1;
+    int rotary_dim = 0;
+    if (plan_cfg_int(c, org, "", "rotary_dim", 1, 1 << 16, &rotary_dim, err, errlen) < 0)
+        return -1;
+    if (strcmp(f->model_type, "gptj") == 0 && rotary_dim == 0)
+        rotary_dim = 64;   /* GPTJConfig rotary_dim 64 */
+    if (rotary_dim > 0 && m->head_dim > 0)
+        a->rotary_fraction = rotary_dim >= m->head_dim ? 1.0 : (double)rotary_dim / m->head_dim;
+    return 0;
+}
+
 static int read_family_arch(const cJSON *c, const char *org, const family *f, pdbx_model *m, char *err,
                             size_t errlen)
 {
@@ -401,18 +419,8 @@ static int read_family_arch(const cJSON *c, const char *org, const family *f, pd
     } else if (f->parallel_residual == 0 && switched_on(plan_cfg_item(c, "use_parallel_residual"))) {
         add_unsupported(a, "%s %s", "use_parallel_residual", "true");
     }
-    a->rotary_fraction = f->rotary_default;
-    if (plan_cfg_num(c, org, "", "rotary_pct", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
-        plan_cfg_num(c, org, "", "partial_rotary_factor", 0, 1, &a->rotary_fraction, err, errlen) < 0)
+    if (read_rotary(c, org, f, m, a, err, errlen) != 0)
         return -1;
-    int rotary_dim = 0;
-    if (plan_cfg_int(c, org, "", "rotary_dim", 1, 1 << 16, &rotary_dim, err, errlen) < 0)
-        return -1;
-    if (strcmp(f->model_type, "gptj") == 0 && rotary_dim == 0)
-        rotary_dim = 64;   /* GPTJConfig rotary_dim 64 */
-    if (rotary_dim > 0 && m->head_dim > 0)
-        a->rotary_fraction = rotary_dim >= m->head_dim ? 1.0 : (double)rotary_dim / m->head_dim;
-
     const cJSON *xattn = plan_cfg_item(c, "cross_attention_layers");
     if (cJSON_IsArray(xattn))
         a->cross_attention_layers = cJSON_GetArraySize(xattn);

@@ -27,6 +27,29 @@ static const char *const sw_names[] = {"none", "all", "alternating", "some"};
 static const char *const norm_names[] = {"rmsnorm", "layernorm"};
 static const char *const position_names[] = {"rope", "learned"};
 
+/* arch.moe of a spec pdbx wrote (NULL: none); a spec written before the router's fields has
+ * routed_scale 1. */
+static int read_own_moe(const cJSON *moe, const char *org, pdbx_arch *a, char *err, size_t errlen)
+{
+    if (moe && (plan_cfg_need_int(moe, org, "arch.moe.", "experts", 2, 1 << 20, &a->moe.experts, err, errlen) < 0 ||
+                plan_cfg_need_int(moe, org, "arch.moe.", "top_k", 1, 1 << 20, &a->moe.top_k, err, errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "shared_experts", 0, 1 << 20, &a->moe.shared_experts, err, errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "expert_intermediate", 1, 1 << 22, &a->moe.expert_intermediate, err,
+                        errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "shared_expert_intermediate", 0, 1 << 22,
+                        &a->moe.shared_expert_intermediate, err, errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "first_dense_layers", 0, 1 << 20, &a->moe.first_dense_layers, err,
+                        errlen) < 0 ||
+                plan_cfg_bool(moe, org, "arch.moe.", "sigmoid", &a->moe.sigmoid, err, errlen) < 0 ||
+                plan_cfg_bool(moe, org, "arch.moe.", "norm_topk", &a->moe.norm_topk, err, errlen) < 0 ||
+                plan_cfg_num(moe, org, "arch.moe.", "routed_scale", 1e-6, 1e6, &a->moe.routed_scale, err,
+                        errlen) < 0))
+        return -1;
+    if (moe && !plan_cfg_item(moe, "routed_scale"))   /* a spec written before the router's fields */
+        a->moe.routed_scale = 1.0;
+    return 0;
+}
+
 int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err, size_t errlen)
 {
     pdbx_arch *a = &m->arch;
@@ -89,23 +112,8 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
               plan_cfg_bool(b, org, "arch.bias.", "attn_out", &a->bias.attn_out, err, errlen) < 0 ||
               plan_cfg_bool(b, org, "arch.bias.", "mlp", &a->bias.mlp, err, errlen) < 0))
         return -1;
-    const cJSON *moe = plan_cfg_item(o, "moe");
-    if (moe && (plan_cfg_need_int(moe, org, "arch.moe.", "experts", 2, 1 << 20, &a->moe.experts, err, errlen) < 0 ||
-                plan_cfg_need_int(moe, org, "arch.moe.", "top_k", 1, 1 << 20, &a->moe.top_k, err, errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "shared_experts", 0, 1 << 20, &a->moe.shared_experts, err, errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "expert_intermediate", 1, 1 << 22, &a->moe.expert_intermediate, err,
-                        errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "shared_expert_intermediate", 0, 1 << 22,
-                        &a->moe.shared_expert_intermediate, err, errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "first_dense_layers", 0, 1 << 20, &a->moe.first_dense_layers, err,
-                        errlen) < 0 ||
-                plan_cfg_bool(moe, org, "arch.moe.", "sigmoid", &a->moe.sigmoid, err, errlen) < 0 ||
-                plan_cfg_bool(moe, org, "arch.moe.", "norm_topk", &a->moe.norm_topk, err, errlen) < 0 ||
-                plan_cfg_num(moe, org, "arch.moe.", "routed_scale", 1e-6, 1e6, &a->moe.routed_scale, err,
-                        errlen) < 0))
+    if (read_own_moe(plan_cfg_item(o, "moe"), org, a, err, errlen) != 0)
         return -1;
-    if (moe && !plan_cfg_item(moe, "routed_scale"))   /* a spec written before the router's fields */
-        a->moe.routed_scale = 1.0;
     if (plan_cfg_bool(o, org, "arch.", "parallel_residual", &a->parallel_residual, err, errlen) < 0 ||
         plan_cfg_bool(o, org, "arch.", "shared_norm", &a->shared_norm, err, errlen) < 0 ||
         plan_cfg_num(o, org, "arch.", "rotary_fraction", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||

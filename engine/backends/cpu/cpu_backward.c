@@ -214,6 +214,73 @@ static void act_bwd(pdbx_compute *c)
         pdbx_k_gelu_mul_bwd(c->pool, c->g, c->u, g->dact, n, kind, g->dg, g->du);
 }
 
+/* attn_q (or the fused QKV GEMM), attn_k, attn_v: dgrad into d input_norm_out, wgrad, bias. */
+static void qkv_bwd(pdbx_compute *c, pdbx_op op, const cpu_layer *L)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
+    switch (op) {
+    case PDBX_OP_ATTN_Q:
+        if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
+        {
+            linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
+            bias_bwd(c, op, g->dqkv, 1, g->dbqkv, c->qd + 2 * c->kvd);
+        } else {
+            linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
+            bias_bwd(c, op, LP(g->dq, g->dq_b), 1, g->dbq, c->qd);
+        }
+        break;
+    case PDBX_OP_ATTN_K:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, LP(g->dk, g->dk_b), 1, g->dbkv, c->kvd);
+        break;
+    case PDBX_OP_ATTN_V:
+        linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, LP(g->dv, g->dv_b), 1, g->dbkv, c->kvd);
+        break;
+    default:
+        break;
+    }
+#undef LP
+}
+
+/* The dense MLP's ops (mlp_gate/up/act_fn/down): 0, or 1 when op is not one of them. */
+static int mlp_bwd(pdbx_compute *c, pdbx_op op, const cpu_layer *L)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
+    switch (op) {
+    case PDBX_OP_MLP_GATE:
+        if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
+        {
+            linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
+            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
+        } else {
+            linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
+            bias_bwd(c, op, LP(g->dg, g->dg_b), 1, g->dbgu, c->inter);
+        }
+        return 0;
+    case PDBX_OP_MLP_UP:
+        linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
+        bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
+        return 0;
+    case PDBX_OP_MLP_ACT_FN:
+        act_bwd(c);
+        return 0;
+    case PDBX_OP_MLP_DOWN:
+        linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
+        bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
+        return 0;
+    default:
+        return 1;
+    }
+#undef LP
+}
+
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     cpu_grads *g = &c->grad;
@@ -233,22 +300,9 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         norm_bwd(c, c->x, g->dxn, g->dx);
         break;
     case PDBX_OP_ATTN_Q:
-        if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
-        {
-            linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
-            bias_bwd(c, op, g->dqkv, 1, g->dbqkv, c->qd + 2 * c->kvd);
-        } else {
-            linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
-            bias_bwd(c, op, LP(g->dq, g->dq_b), 1, g->dbq, c->qd);
-        }
-        break;
     case PDBX_OP_ATTN_K:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
-        bias_bwd(c, op, LP(g->dk, g->dk_b), 1, g->dbkv, c->kvd);
-        break;
     case PDBX_OP_ATTN_V:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
-        bias_bwd(c, op, LP(g->dv, g->dv_b), 1, g->dbkv, c->kvd);
+        qkv_bwd(c, op, L);
         break;
     case PDBX_OP_ATTN_CORE:
         pdbx_k_attention_causal_bwd(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len, c->heads,
@@ -284,27 +338,6 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
          * the residual ops' add) */
         norm_bwd(c, c->p.model.arch.parallel_residual ? c->x : c->y, g->dyn, g->dy);
         break;
-    case PDBX_OP_MLP_GATE:
-        if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
-        {
-            linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
-            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
-        } else {
-            linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
-            bias_bwd(c, op, LP(g->dg, g->dg_b), 1, g->dbgu, c->inter);
-        }
-        break;
-    case PDBX_OP_MLP_UP:
-        linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
-        bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
-        break;
-    case PDBX_OP_MLP_ACT_FN:
-        act_bwd(c);
-        break;
-    case PDBX_OP_MLP_DOWN:
-        linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
-        bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
-        break;
     case PDBX_OP_FINAL_NORM:
         norm_bwd(c, c->x, g->dxn, g->dx);
         break;
@@ -313,7 +346,7 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
                    c->vloc, h);
         break;
     default:
-        if (pdbx_cpu_moe_bwd(c, op, layer) == 0)   /* a MoE layer's op (cpu_moe_bwd.c) */
+        if (mlp_bwd(c, op, L) == 0 || pdbx_cpu_moe_bwd(c, op, layer) == 0)   /* the MLP's, a MoE layer's */
             break;
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;

@@ -206,8 +206,9 @@ static void run_embed(pdbx_compute *c)
                              c->p.seq_len);
 }
 
-static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
-                      char *err, size_t errlen)
+/* What run_op refuses: before prepare, a pass or op the point was not prepared for, an op the
+ * model or the layer's kind does not run, a layer out of range. 0, or -1 with a message. */
+static int run_op_check(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, char *err, size_t errlen)
 {
     if (!c->prepared) {
         snprintf(err, errlen, "cpu backend: run_op before prepare");
@@ -246,17 +247,16 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
                  c->p.model.name);
         return -1;
     }
+    return 0;
+}
+
+/* The forward of op on layer (the data flow of the file comment). 0, or -1 with a message. */
+static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
     /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
     cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-    double t0 = pdbx_mono_s() * 1e3;
-    if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
-        if (pdbx_cpu_run_bwd(c, op, layer, err, errlen) != 0)
-            return -1;
-        *ms = pdbx_mono_s() * 1e3 - t0;
-        return 0;
-    }
     switch (op) {
     case PDBX_OP_EMBED:
         run_embed(c);
@@ -327,6 +327,21 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         if (pdbx_cpu_moe_fwd(c, op, layer) == 0)   /* a MoE layer's op (cpu_moe.c) */
             break;
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
+        return -1;
+    }
+    return 0;
+}
+
+static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
+                      char *err, size_t errlen)
+{
+    if (run_op_check(c, op, pass, layer, err, errlen) != 0)
+        return -1;
+    double t0 = pdbx_mono_s() * 1e3;
+    if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
+        if (pdbx_cpu_run_bwd(c, op, layer, err, errlen) != 0)
+            return -1;
+    } else if (run_fwd(c, op, layer, err, errlen) != 0) {
         return -1;
     }
     *ms = pdbx_mono_s() * 1e3 - t0;
