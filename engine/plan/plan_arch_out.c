@@ -249,7 +249,7 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     } else if (a->attention == PDBX_ATTN_MLA) {
         snprintf(what, sizeof what, "multi-head latent attention (MLA, kv_lora_rank %d, qk_rope_head_dim %d)",
                  a->mla.kv_lora_rank, a->mla.qk_rope_head_dim);
-        measures = "it measures MHA and GQA attention; MLA is not measured yet";
+        measures = "MLA is not measured yet";   /* short: the form shows it on one 200-column line */
     } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
                (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",

@@ -44,9 +44,9 @@ static const family_case cases[] = {
     {"Qwen3-30B-A3B.json", "qwen3_moe", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 0, 0, 0, 0, 128, 8, 0,
      NULL},
     {"DeepSeek-V2-Lite.json", "deepseek_v2", "", "silu", 1, PDBX_ATTN_MLA, 0, PDBX_SW_NONE, 0, 0, 0, 0, 0, 64, 6, 2,
-     "multi-head latent attention (MLA, kv_lora_rank 512, qk_rope_head_dim 64) is not measured by this pdbx (it measures MHA and GQA attention; MLA is not measured yet)"},
+     "multi-head latent attention (MLA, kv_lora_rank 512, qk_rope_head_dim 64) is not measured by this pdbx (MLA is not measured yet)"},
     {"DeepSeek-V3.json", "deepseek_v3", "", "silu", 1, PDBX_ATTN_MLA, 0, PDBX_SW_NONE, 0, 0, 0, 0, 0, 256, 8, 1,
-     "multi-head latent attention (MLA, kv_lora_rank 512, qk_rope_head_dim 64) is not measured by this pdbx (it measures MHA and GQA attention; MLA is not measured yet)"},
+     "multi-head latent attention (MLA, kv_lora_rank 512, qk_rope_head_dim 64) is not measured by this pdbx (MLA is not measured yet)"},
     {"Qwen2.5-7B.json", "qwen2", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 1, 0, 0, 0, 0, 0, 0,
      NULL},   /* q/k/v biases are measured (pdbx_op_shape.bias) */
     {"gemma-2-9b.json", "gemma2", "", "gelu_pytorch_tanh", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALTERNATING, 21, 0, 0,
