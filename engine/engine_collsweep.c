@@ -109,7 +109,7 @@ static void coll_one(coll_group *cg, pdbx_coll c, size_t bytes, int out_of_place
 }
 
 /* all_gather and reduce_scatter are measured in place and out of place (nccl-tests' two
- * columns); the others in place only. */
+ * columns); all_to_all out of place only, the others in place only. */
 static int coll_placements(pdbx_coll c)
 {
     return c == PDBX_COLL_ALL_GATHER || c == PDBX_COLL_REDUCE_SCATTER ? 2 : 1;
@@ -128,7 +128,7 @@ static void coll_group_run(coll_group *cg)
             for (int oop = 0; oop < coll_placements((pdbx_coll)c); oop++) {
                 if (e->ev)
                     pdbx_events_progress_op(e->ev, pdbx_coll_name((pdbx_coll)c));
-                coll_one(cg, (pdbx_coll)c, bytes, oop);
+                coll_one(cg, (pdbx_coll)c, bytes, oop || c == PDBX_COLL_ALL_TO_ALL);   /* never in place */
                 if (e->ev)
                     pdbx_events_progress_coll_done(e->ev);
             }
@@ -187,13 +187,13 @@ static void coll_group_close(coll_group *cg)
     MPI_Comm_free(&cg->sub);
 }
 
-/* The comm buffer of the largest size, agreed: 0, or -1 when some rank has none (warned). Out
- * of place needs the separate part after S (S / n bytes, n >= 2): S + S/2 in all. */
+/* The comm buffer of the largest size, agreed: 0, or -1 when some rank has none (warned).
+ * all_to_all receives S more after the S it sends (out of place gather/scatter need S / n
+ * there, n >= 2): 2 S in all. */
 static int coll_buffer(pdbx_engine *e, void **buf)
 {
     const pdbx_spec *sp = &e->spec;
-    size_t maxb = (size_t)sp->coll_sizes[sp->ncoll_sizes - 1];
-    maxb += maxb / 2;
+    size_t maxb = 2 * (size_t)sp->coll_sizes[sp->ncoll_sizes - 1];
     char err[MSG_LEN] = "";
     int st = e->be.compute->comm_buffer(e->compute, maxb, buf, err, sizeof err) == 0 ? PDBX_ST_OK
                                                                                        : PDBX_ST_OOM;

@@ -1,8 +1,8 @@
 /* engine_collsweep.h: the collectives sweep (spec `collectives`, sizes `coll_sizes`).
  *
  * For every power-of-two group of the first g ranks, g = 2..world: all_reduce, all_gather,
- * reduce_scatter and send_recv at every size (all_gather and reduce_scatter in place and out
- * of place), warmup executions, one calibration execution that sets how many executions back
+ * reduce_scatter, send_recv and all_to_all at every size (all_gather and reduce_scatter in
+ * place and out of place, all_to_all out of place), warmup executions, one calibration execution that sets how many executions back
  * to back make a sample (the group's slowest, so every member runs the same count), then the
  * measured samples, each after a barrier of the group, each the mean per execution; the max
  * over the group's ranks per statistic goes to rank 0, which writes one `coll` event per

@@ -166,7 +166,7 @@ typedef struct {
 
 /* One entry of the collectives sweep. */
 typedef struct {
-    char coll[16];           /* all_reduce, all_gather, reduce_scatter, send_recv */
+    char coll[16];           /* all_reduce, all_gather, reduce_scatter, send_recv, all_to_all */
     double bytes;
     int nranks, ranks_per_node;
     /* The distinct hosts of the group's ranks (their real host names) and whether that is

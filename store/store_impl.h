@@ -9,7 +9,7 @@
  *   events*.c       the event schema (events.h, events_internal.h); json_fields.c the JSON
  *                   member helpers
  *   layout.c        the paths of a store (layout.h)
- *   profiledb*.c    the fold (profiledb.c), statistics and names, queries
+ *   profiledb*.c    the fold (profiledb.c, profiledb_fold_*.c), statistics and names, queries
  */
 #ifndef PDBX_STORE_IMPL_H
 #define PDBX_STORE_IMPL_H

@@ -46,7 +46,9 @@
  * 11: attn_qk_norm (qwen3's per-head q/k RMSNorm) after attn_v: every pdbx_op from attn_rope on
  *    has a new value; the buffer roles gained the q/k norm weights and their gradient.
  * 12: the MLA ops (attn_q_a .. attn_kv_b) and the mixture-of-experts ops (moe_*, ep_*): every
- *    pdbx_op from attn_k on has a new value. */
+ *    pdbx_op from attn_k on has a new value; the all_to_all collective (pdbx_coll).
+ * 13: pdbx_point_shapes.moe_imbalance (the spec's moe_routing: the backends run a MoE layer's
+ *    experts on plan_moe.h's assignment at that imbalance). */
 #define PDBX_BACKEND_ABI 13
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
@@ -191,11 +193,12 @@ typedef struct {
 
 typedef enum {
     PDBX_COLL_ALL_REDUCE = 0, PDBX_COLL_ALL_GATHER, PDBX_COLL_REDUCE_SCATTER, PDBX_COLL_SEND_RECV,
+    PDBX_COLL_ALL_TO_ALL,     /* expert parallelism's dispatch and combine */
     PDBX_COLL_COUNT
 } pdbx_coll;
 const char *pdbx_coll_name(pdbx_coll c);
 /* nccl-tests bus bandwidth factor for n ranks: all_reduce 2(n-1)/n; all_gather,
- * reduce_scatter (n-1)/n; send_recv 1. */
+ * reduce_scatter, all_to_all (n-1)/n; send_recv 1. */
 double pdbx_coll_busbw_factor(pdbx_coll c, int n);
 
 /* One timed collective (pdbx_comm_ops.run). */
@@ -207,7 +210,9 @@ typedef struct {
     size_t bytes;       /* S as nccl-tests defines it (all_gather: the gathered output) */
     int iters;          /* >= 1 executions back to back, timed as one span */
     /* all_gather / reduce_scatter: the output is a separate region (buf holds S bytes of
-     * input/output, then the other side); 0: in place, as Megatron's TP/SP buffers. */
+     * input/output, then the other side); 0: in place, as Megatron's TP/SP buffers.
+     * all_to_all is always out of place: S bytes sent (block k, S / n bytes, to group rank k)
+     * at buf, S received at buf + S (nccl-tests' alltoall). */
     int out_of_place;
 } pdbx_coll_call;
 

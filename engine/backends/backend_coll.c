@@ -10,6 +10,7 @@ const char *pdbx_coll_name(pdbx_coll c)
         [PDBX_COLL_ALL_GATHER] = "all_gather",
         [PDBX_COLL_REDUCE_SCATTER] = "reduce_scatter",
         [PDBX_COLL_SEND_RECV] = "send_recv",
+        [PDBX_COLL_ALL_TO_ALL] = "all_to_all",
     };
     return (c >= 0 && c < PDBX_COLL_COUNT) ? names[c] : "?";
 }
@@ -25,6 +26,7 @@ double pdbx_coll_busbw_factor(pdbx_coll c, int n)
         return 2.0 * (n - 1) / n;
     case PDBX_COLL_ALL_GATHER:
     case PDBX_COLL_REDUCE_SCATTER:
+    case PDBX_COLL_ALL_TO_ALL:   /* each rank keeps its own block: (n-1)/n of S crosses links */
         return (double)(n - 1) / n;
     case PDBX_COLL_SEND_RECV:
         return 1.0;

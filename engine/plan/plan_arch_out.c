@@ -257,16 +257,23 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         measures = "it measures gated SiLU, gated GELU and plain GELU MLPs (erf or tanh GELU)";
     /* biases on the linear layers are measured (pdbx_op_shape.bias: the backends add them and
      * their gradients within the projections' ops), so they are no reason to refuse */
-    } else if (a->sliding_window.layers != PDBX_SW_NONE && a->sliding_window.size < seq_len) {
-        snprintf(what, sizeof what, "sliding-window attention (window %d on %d of %d layers, shorter than seq_len %d)",
-                 a->sliding_window.size, a->sliding_window.count, m->layers, seq_len);
-        measures = "it measures full causal attention, which a window of at least seq_len equals";
+    /* a window on every layer (Mistral) or on alternate layers (gemma-2) is measured
+     * (pdbx_attn_opts_for_layer); qwen2's max_window_layers picks a subset no profiled prefix
+     * keeps in proportion */
+    } else if (a->sliding_window.layers == PDBX_SW_SOME && a->sliding_window.size < seq_len) {
+        snprintf(what, sizeof what, "sliding-window attention on some layers (window %d on %d of %d layers, "
+                 "shorter than seq_len %d)", a->sliding_window.size, a->sliding_window.count, m->layers, seq_len);
+        measures = "it measures a window on every layer or on alternate layers (gemma-2), and full causal "
+                   "attention, which a window of at least seq_len equals";
     /* a parallel residual (gpt-neox, gpt-j) runs the same ops on other inputs, partial rotary
      * (rotary_pct) rotates fewer dims of each head: both measured */
     /* qk_norm is measured: its own op, attn_qk_norm */
-    } else if (a->attn_softcap > 0 || a->final_softcap > 0) {
-        snprintf(what, sizeof what, "logit soft-capping (attention %g, final %g)", a->attn_softcap, a->final_softcap);
-        measures = "it measures uncapped attention scores and logits";
+    /* attention soft-capping (gemma-2's 50) is measured: the attention core applies it
+     * (cpu_kernels_attn.h); the final cap on lm_head's logits has kernels (pdbx_k_logit_softcap,
+     * ck_logit_softcap) but the backends' lm_head does not run them yet */
+    } else if (a->final_softcap > 0) {
+        snprintf(what, sizeof what, "final-logit soft-capping (%g on lm_head's logits)", a->final_softcap);
+        measures = "it measures attention soft-capping and uncapped logits";
     } else if (*a->unsupported) {
         snprintf(what, sizeof what, "%s", a->unsupported);
         measures = "it measures Llama layers";

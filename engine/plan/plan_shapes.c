@@ -31,6 +31,80 @@ double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, i
     return per_tile * (double)batch * (double)d * (double)t * (double)t * nt * (nt + 1) / 2;
 }
 
+double pdbx_attn_window_model_flops(int64_t batch, int64_t s, int64_t d, int64_t window)
+{
+    if (batch <= 0 || s <= 0 || d <= 0 || window < 0)
+        return 0;
+    const double w = (double)(window == 0 || window > s ? s : window);
+    return 4.0 * (double)batch * (double)d * ((double)s * w - w * w / 2);
+}
+
+double pdbx_attn_window_visited_pairs(int64_t s, int64_t window, int64_t qtile, int64_t ktile)
+{
+    if (s <= 0 || window < 0 || qtile <= 0 || ktile <= 0)
+        return 0;
+    const int64_t w = window == 0 || window > s ? s : window;
+    double tiles = 0;
+    for (int64_t a = 0; a < s; a += qtile) {
+        /* rows [a, b] meet key tile [c, e] iff c <= b and e >= a - w + 1: the band of row a
+         * starts first, that of row b ends last (contiguous windows, monotone in the row) */
+        const int64_t b = (a + qtile < s ? a + qtile : s) - 1;
+        const int64_t first = a - w + 1 > 0 ? (a - w + 1) / ktile : 0;
+        tiles += (double)(b / ktile - first + 1);
+    }
+    return tiles * (double)qtile * (double)ktile;
+}
+
+double pdbx_attn_core_window_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
+                                            int64_t d, int64_t tile, int64_t window)
+{
+    if (!flash || window <= 0 || window >= s)
+        return window < 0 ? 0 : pdbx_attn_core_executed_flops(flash, pass, batch, s, d, tile);
+    if (batch <= 0 || s <= 0 || d <= 0 || tile <= 0)
+        return 0;
+    const double per_pair = pass == PDBX_PASS_BWD ? 10.0 : 4.0;   /* products x 2 FLOPs */
+    const int64_t t = pass == PDBX_PASS_BWD ? PDBX_FLASH_BWD_TILE : tile;
+    return per_pair * (double)batch * (double)d * pdbx_attn_window_visited_pairs(s, window, t, t);
+}
+
+int pdbx_attn_opts_for_layer(const pdbx_model *m, int layers_profiled, int layer, int seq_len,
+                             int64_t *window, double *softcap)
+{
+    const pdbx_arch *a = &m->arch;
+    *window = 0;
+    *softcap = a->attn_softcap > 0 ? a->attn_softcap : 0;
+    if (layer < 0 || layer >= layers_profiled)
+        return -1;
+    const int w = a->sliding_window.size;
+    if (a->sliding_window.layers == PDBX_SW_NONE || w <= 0 || w >= seq_len)
+        return 0;   /* no window, or one that sees the whole causal prefix */
+    switch (a->sliding_window.layers) {
+    case PDBX_SW_ALL:
+        *window = w;
+        return 0;
+    case PDBX_SW_ALTERNATING:   /* gemma-2: even layers local, odd global */
+        *window = layer % 2 == 0 ? w : 0;
+        return 0;
+    default:                    /* PDBX_SW_SOME: no subset in the model's proportion */
+        return -1;
+    }
+}
+
+double pdbx_attn_core_mean_flops(const pdbx_model *m, int layers_profiled, int seq_len,
+                                 int64_t batch, int64_t d)
+{
+    if (layers_profiled < 1)
+        return 0;
+    double sum = 0;
+    for (int l = 0; l < layers_profiled; l++) {
+        int64_t w;
+        double cap;
+        pdbx_attn_opts_for_layer(m, layers_profiled, l, seq_len, &w, &cap);
+        sum += pdbx_attn_window_model_flops(batch, seq_len, d, w);
+    }
+    return sum / layers_profiled;
+}
+
 pdbx_opmask pdbx_model_ops(const pdbx_model *m)
 {
     pdbx_opmask ops = PDBX_OPS_ALL;

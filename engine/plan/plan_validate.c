@@ -52,6 +52,25 @@ static int check_bool(const char *field, int v, char *err, size_t errlen)
     return 0;
 }
 
+/* The cuda backend has the kernels of a sliding window and of soft-capping (cuda_attention.h,
+ * unfused path; cuda_kernels.h ck_logit_softcap) but its points do not run them yet: a window
+ * shorter than seq_len or a cap is refused by name rather than measured as plain attention. */
+static int cuda_attn_opts_check(const pdbx_spec *s, char *err, size_t errlen)
+{
+    const pdbx_arch *a = &s->model.arch;
+    if (s->backend != PDBX_BACKEND_CUDA)
+        return 0;
+    if (a->sliding_window.layers != PDBX_SW_NONE && a->sliding_window.size < s->seq_len)
+        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's sliding window of %d tokens "
+                         "(shorter than seq_len %d) yet (allowed for this model: cpu, or seq_len <= %d)",
+                         s->model.name, a->sliding_window.size, s->seq_len, a->sliding_window.size);
+    if (a->attn_softcap > 0 || a->final_softcap > 0)
+        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's logit soft-capping (attention %g, "
+                         "final %g) yet (allowed for this model: cpu)", s->model.name, a->attn_softcap,
+                         a->final_softcap);
+    return 0;
+}
+
 /* The model, the layer count and the scalar run settings. */
 static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
 {
@@ -76,6 +95,12 @@ static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
     char why[768];
     if (pdbx_arch_refusal(m, s->seq_len, why, sizeof why))
         return pdbx_fail(err, errlen, "%s", why);
+    const pdbx_arch *a = &m->arch;
+    if (a->sliding_window.layers == PDBX_SW_ALTERNATING && a->sliding_window.size < s->seq_len &&
+        (s->layers_profiled < 2 || s->layers_profiled % 2 != 0))
+        return pdbx_fail(err, errlen, "layers: %d profiled layers of %s, whose window of %d alternates "
+                         "with full attention (allowed: even and >= 2, so that its local and global "
+                         "layers are profiled alike)", s->layers_profiled, m->name, a->sliding_window.size);
     if ((int)s->recompute < PDBX_RECOMPUTE_NONE || (int)s->recompute > PDBX_RECOMPUTE_FULL)
         return pdbx_fail(err, errlen, "recompute: %d is out of range (allowed: none, full)", (int)s->recompute);
     if ((int)s->launcher < PDBX_LAUNCHER_AUTO || (int)s->launcher > PDBX_LAUNCHER_SRUN)
@@ -222,7 +247,8 @@ static int check_memory_and_gpu(const pdbx_spec *s, char *err, size_t errlen)
     if (s->fused_projections && s->model.arch.mlp_plain)
         return pdbx_fail(err, errlen, "fused_projections: true needs a gated MLP, model %s's is plain (allowed: "
                          "false)", s->model.name);
-    if (pdbx_backend_model_check(s->backend, &s->model, err, errlen) != 0)
+    if (pdbx_backend_model_check(s->backend, &s->model, err, errlen) != 0 ||
+        cuda_attn_opts_check(s, err, errlen) != 0)
         return -1;
     if (s->backend == PDBX_BACKEND_CUDA && strcmp(s->gpu.name, "cpu") == 0) {
         char names[32][64];

@@ -248,6 +248,44 @@ static void test_send_recv_odd_rank_aligns(void **state)
     fixture_close(&f);
 }
 
+/* all_to_all as nccl-tests' alltoall, in a group of 4 on rank 1: per execution one NCCL group
+ * of a send of block k (S / 4) at buf + k S/4 to rank k and a receive from rank k into
+ * buf + S + k S/4, every peer itself included; a buffer without room for the S received is
+ * refused before anything is enqueued. */
+static void test_all_to_all_blocks(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f, 1, 4, 1 << 16);
+    char err[256] = "";
+    double ms = -1;
+    fake_cuda.elapsed_ms = 4.0f;
+    const size_t S = 8192, blk = S / 4;   /* bf16: 1024 elements per block */
+    pdbx_coll_call call = { PDBX_COLL_ALL_TO_ALL, PDBX_DTYPE_BF16, S, 2, 0 };
+    char *buf = f.c.comm_buf;
+    assert_int_equal(cuda_nccl_comm_ops.run(f.m, f.g, &call, buf, &ms, err, sizeof err), 0);
+    int i = expect_aligned_start();
+    for (int it = 0; it < 2; it++) {
+        expect_at(i++, "ncclGroupStart");
+        for (int k = 0; k < 4; k++) {
+            expect_at(i, "ncclSend");
+            assert_true(fake_cuda.log[i].send == buf + (size_t)k * blk);
+            assert_int_equal(fake_cuda.log[i].count, blk / 2);
+            assert_int_equal(fake_cuda.log[i++].peer, k);
+            expect_at(i, "ncclRecv");
+            assert_true(fake_cuda.log[i].recv == buf + S + (size_t)k * blk);
+            assert_int_equal(fake_cuda.log[i++].peer, k);
+        }
+        expect_at(i++, "ncclGroupEnd");
+    }
+    expect_stop(i);
+    assert_true(ms == 2.0);   /* the 4 ms span over 2 executions */
+    call.bytes = (1 << 16) / 2 + 4096;   /* S + S > the 64 KiB buffer */
+    assert_int_equal(cuda_nccl_comm_ops.run(f.m, f.g, &call, buf, &ms, err, sizeof err), -1);
+    assert_non_null(strstr(err, "do not lie in comm_buffer()"));
+    fixture_close(&f);
+}
+
 /* An op's start: with flush_l2 the memset, then the spin anyway, then the start event. */
 static void test_timer_start_spins_after_flush(void **state)
 {
@@ -332,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_run_iterations_back_to_back),
         cmocka_unit_test(test_run_in_and_out_of_place),
         cmocka_unit_test(test_send_recv_odd_rank_aligns),
+        cmocka_unit_test(test_all_to_all_blocks),
         cmocka_unit_test(test_timer_start_spins_after_flush),
         cmocka_unit_test(test_barrier_times_out),
         cmocka_unit_test(test_barrier_async_error),

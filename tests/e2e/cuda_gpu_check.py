@@ -62,10 +62,11 @@ if tp > 1:
         fail("TP=%d: no positive tp_allreduce comm events: %r" % (tp, comm))
     print("  tp_allreduce busbw: %s GB/s" % ", ".join("%.1f" % c["busbw"] for c in comm))
     # the collectives sweep through NCCL (docs/cuda.md "Timing protocol"): all_gather and
-    # reduce_scatter in place and out of place, every entry with a positive bandwidth
+    # reduce_scatter in place and out of place, all_to_all out of place, every entry with a
+    # positive bandwidth
     coll = [e for e in ev if e.get("type") == "coll"]
     want = {(c, b, True) for c in ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
-            for b in (65536, 8388608)} | {(c, b, False) for c in ("all_gather", "reduce_scatter")
+            for b in (65536, 8388608)} | {(c, b, False) for c in ("all_gather", "reduce_scatter", "all_to_all")
                                           for b in (65536, 8388608)}
     got = {(e["coll"], e["bytes"], e.get("in_place", True)) for e in coll if e["nranks"] == 2}
     if got != want or any(e["busbw"] <= 0 or e["stats"]["min"] <= 0 for e in coll):

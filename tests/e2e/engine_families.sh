@@ -149,4 +149,27 @@ meta = json.loads(zipfile.ZipFile(npz).read("meta.json"))
 assert "attn_qk_norm" in meta["column_ops"]["attn_o"] and meta["ops_not_in_model"] == [], meta
 PYEOF
 
-echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary) and qwen3 (attn_qk_norm) measured"
+phase "tiny mistral (sliding window 64 on every layer, shorter than seq_len 256), TP 2, fwd+bwd"
+"$PY" - "$TMP/mistral.json" <<'PYEOF'
+import json, sys
+json.dump({"model_type": "mistral", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 4,
+           "intermediate_size": 1024, "num_hidden_layers": 2, "vocab_size": 8192, "sliding_window": 64},
+          open(sys.argv[1], "w"))
+PYEOF
+tiny_spec "$TMP/mi-spec.json" "model=\"$TMP/mistral.json\"" 'layers=2' 'seq_len=256' 'passes="fwd,bwd"' \
+    'mbs="1:1"' 'configs=[{"tp":2,"pp":1,"dp":1}]'
+mpirun_np 2 "$ENGINE" --spec "$TMP/mi-spec.json" --store "$TMP/st-mi" >"$TMP/id-mi" 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (mistral)"; }
+ev_py "$(run_file "$TMP/st-mi")" "HI = $MEM_HI"'
+S = [e for e in E if e["type"] == "run_start"][0]
+assert S["spec"]["model"]["arch"]["sliding_window"]["size"] == 64, S["spec"]["model"]["arch"]
+(end,) = [e for e in E if e["type"] == "point_end"]
+assert end["status"] == "ok", end
+ratio = end["mem_peak_bytes"] / end["profile_mem_bytes"]
+print("mistral (window 64 of 256): measured/predicted memory %.3f" % ratio)
+assert 0.85 <= ratio <= HI, ratio
+cells = {(e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
+for pas in ("fwd", "bwd"):
+    assert cells[("attn_core", pas)]["stats"]["mean"] > 0, cells[("attn_core", pas)]
+' || fail "tiny mistral run"
+
+echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary), qwen3 (attn_qk_norm) and a mistral with a window shorter than seq_len measured"

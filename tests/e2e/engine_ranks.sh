@@ -74,14 +74,15 @@ assert comm(t1, "tp_allreduce") is None and comm(t2, "dp_allreduce") is None
 # the element type each moved: the run dtype (fp32) for TP and PP, fp32 gradients for DP
 assert (c["dtype"], p["dtype"], d["dtype"]) == ("fp32", "fp32", "fp32"), (c, p, d)
 co = [e for e in E if e["type"] == "coll"]
-# all_gather and reduce_scatter in place and out of place; the others in place
-assert len(co) == 12 and {(e["coll"], e["bytes"], e["nranks"], e["in_place"]) for e in co} == \
+# all_gather and reduce_scatter in place and out of place; all_to_all out of place; the others
+# in place
+assert len(co) == 14 and {(e["coll"], e["bytes"], e["nranks"], e["in_place"]) for e in co} == \
        {(c, b, 2, True) for c in ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
-        for b in (4096, 65536)} | {(c, b, 2, False) for c in ("all_gather", "reduce_scatter")
+        for b in (4096, 65536)} | {(c, b, 2, False) for c in ("all_gather", "reduce_scatter", "all_to_all")
                                    for b in (4096, 65536)}, co
 for e in co:
     assert e["stats"]["count"] == 2 and e["algbw"] > 0 and e["ranks_per_node"] == 2
-    f = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "send_recv": 1.0}[e["coll"]]
+    f = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "send_recv": 1.0, "all_to_all": 0.5}[e["coll"]]
     assert abs(e["busbw"] - f * e["algbw"]) < 1e-9 * e["algbw"], e
 assert len([e for e in E if e["type"] == "trace" and e["point"] == t2]) == 2   # one per rank
 ' || fail "2 rank events"
@@ -97,7 +98,7 @@ assert E[-1]["type"] == "run_end" and E[-1]["status"] == "complete", E[-1]
 assert [e["status"] for e in E if e["type"] == "point_end"] == ["ok"] * 3
 assert {e["kind"] for e in E if e["type"] == "comm"} == {"tp_allreduce", "dp_allreduce", "pp_sendrecv"}
 co = [e for e in E if e["type"] == "coll"]
-assert len(co) == 12 and all(e["stats"]["count"] == 1 and e["algbw"] > 0 for e in co), co
+assert len(co) == 14 and all(e["stats"]["count"] == 1 and e["algbw"] > 0 for e in co), co
 ' || fail "split messages events"
 
 # ---- 4 ranks: TP2 x PP2, TP2 x DP2, TP4; collectives at 2 and 4 ranks ----

@@ -48,15 +48,15 @@ Qwen3-30B-A3B.json|0|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': '
 DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|multi-head latent attention (MLA, kv_lora_rank 512
 DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|multi-head latent attention (MLA, kv_lora_rank 512
 Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
-gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|logit soft-capping (attention 50, final 30)
+gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|final-logit soft-capping (30 on lm_head's logits)
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|
 EOF_CASES
 
-# Mistral-7B-v0.1's 4096-token window equals full attention up to seq_len 4096, not beyond.
-"$PDBX" plan --model "$FIX/Mistral-7B-v0.1.json" --seq-len 8192 >"$TMP/out" 2>"$TMP/err" && fail "seq 8192 accepted"
-grep -q "sliding-window attention (window 4096 on 32 of 32 layers, shorter than seq_len 8192)" "$TMP/err" \
-    || fail "window message: $(cat "$TMP/err")"
+# Mistral-7B-v0.1's 4096-token window is measured past seq_len 4096 too (the core runs it); on
+# cuda it is refused by name until the cuda points run it.
+"$PDBX" plan --model "$FIX/Mistral-7B-v0.1.json" --seq-len 8192 >"$TMP/out" 2>"$TMP/err" \
+    || fail "seq 8192 refused: $(cat "$TMP/err")"
 # text output: the one-line arch summary
 "$PDBX" plan --model llama1b >"$TMP/out" 2>"$TMP/err" || fail "llama1b: $(cat "$TMP/err")"
 grep -q "^arch llama: silu gated MLP, gqa, dense, no bias, tied embeddings$" "$TMP/out" \
@@ -95,7 +95,7 @@ if command -v mpirun >/dev/null; then
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     [ $rc -eq 2 ] || fail "engine gemma-2: exit $rc: $(cat "$TMP/err")"
-    grep -q "^pdbx-engine: .*logit soft-capping (attention 50, final 30) is not measured" "$TMP/err" \
+    grep -q "^pdbx-engine: .*final-logit soft-capping (30 on lm_head's logits) is not measured" "$TMP/err" \
         || fail "engine message: $(cat "$TMP/err")"
 fi
 echo "PASS models_arch"

@@ -86,7 +86,7 @@ assert len(pts) == 2 and all(p["status"] == "ok" for p in pts), pts
 # the collectives sweep's groups, marked from the real host names: the TP group {0,1} on one
 # host, the one-rank-per-node group {0,2} and the world {0..3} across both
 C = d["collectives"]
-want = {"all_reduce", "all_gather", "reduce_scatter", "send_recv"}
+want = {"all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"}
 groups = {}
 for c in C:
     groups.setdefault((c["nranks"], c["nodes"], c["spans_nodes"]), set()).add(c["coll"])

@@ -144,6 +144,26 @@ resize "${COLS}x${ROWS}" "view: table (ms)"
 keys Tab; wait_for "tp_allreduce_attn"
 screen | grep -A1 -E '^ tp_allreduce_attn ' | grep -qE '^ attn_residual ' || fail "attn_residual not after the TP all-reduce"
 quit_and_check
+# a mixture-of-experts run (--moe, Mixtral-shaped): the MoE layer's ops in forward order where a
+# dense layer has mlp_* (none of those), their shares of the measured layer and the bars per
+# MBS, goldens at 80x24 and 200x50; the fixture's moe_expert_gate at TP1 is 2.0 + 1.4 (MBS - 1)
+rm -rf "$STORE"
+make_run 2026-11-20__13-00-00_aaaa0004 --moe
+start
+wait_for "1 run"
+keys Enter; wait_for "view: table (ms)"
+screen | grep -E '^ moe_expert_gate +2\.00 +3\.40 +6\.20 +11\.8' >/dev/null || fail "moe_expert_gate row"
+screen | grep -A1 -E '^ post_attn_norm ' | grep -qE '^ moe_router ' || fail "moe_router not after post_attn_norm"
+screen | grep -A1 -E '^ moe_expert_down ' | grep -qE '^ moe_unpermute ' || fail "moe_unpermute not after the experts"
+screen | grep -qE '^ mlp_(gate|up|down|act_fn) ' && fail "a MoE run shows dense MLP rows"
+golden_sizes tui_runview_moe "view: table (ms)"
+keys v; wait_for "table (share of total)"
+wait_for "layer (ms)"
+golden_sizes tui_runview_moe_shares "table (share of total)"
+keys v; wait_for "op shares per MBS"
+wait_for "MBS 8"
+golden_sizes tui_runview_moe_bars "op shares per MBS"
+quit_and_check
 # the point's DP gradient all-reduce shows under the total of a DP config (the shipped CPU
 # recording: 25.81, 25.74, 24.72, 24.15 ms mean at MBS 1, 2, 4, 8, as `pdbx show` prints), and
 # the recording's measured layer and total (129.7 .. 915.6 and 309.3 .. 2181 ms)

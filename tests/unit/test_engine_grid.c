@@ -80,6 +80,8 @@ static void test_busbw_factors(void **state)
     assert_true(pdbx_coll_busbw_factor(PDBX_COLL_ALL_GATHER, 4) == 0.75);
     assert_true(pdbx_coll_busbw_factor(PDBX_COLL_REDUCE_SCATTER, 2) == 0.5);
     assert_true(pdbx_coll_busbw_factor(PDBX_COLL_SEND_RECV, 2) == 1.0);
+    assert_true(pdbx_coll_busbw_factor(PDBX_COLL_ALL_TO_ALL, 8) == 0.875);   /* (n-1)/n */
+    assert_string_equal(pdbx_coll_name(PDBX_COLL_ALL_TO_ALL), "all_to_all");
     assert_string_equal(pdbx_coll_name(PDBX_COLL_ALL_REDUCE), "all_reduce");
     assert_string_equal(pdbx_coll_name(PDBX_COLL_SEND_RECV), "send_recv");
     assert_string_equal(pdbx_coll_name(PDBX_COLL_COUNT), "?");

@@ -454,7 +454,7 @@ static void test_progress_counts_collectives(void **state)
     sp->coll_sizes[0] = 4;          /* below 4 bytes per rank of every group: skipped */
     sp->coll_sizes[1] = 8;          /* a group of 2 only */
     sp->coll_sizes[2] = 4096;
-    /* per size: the 4 collectives, all_gather and reduce_scatter also out of place */
+    /* per size: the 5 collectives, all_gather and reduce_scatter also out of place */
     const int per_size = PDBX_COLL_COUNT + 2;
     assert_int_equal(pdbx_coll_sweep_count(sp, 1, 1), 0);
     assert_int_equal(pdbx_coll_sweep_count(sp, 2, 1), 2 * per_size);

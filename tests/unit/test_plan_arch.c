@@ -50,7 +50,7 @@ static const family_case cases[] = {
     {"Qwen2.5-7B.json", "qwen2", "", "silu", 1, PDBX_ATTN_GQA, 0, PDBX_SW_NONE, 0, 1, 0, 0, 0, 0, 0, 0,
      NULL},   /* q/k/v biases are measured (pdbx_op_shape.bias) */
     {"gemma-2-9b.json", "gemma2", "", "gelu_pytorch_tanh", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALTERNATING, 21, 0, 0,
-     0, 1, 0, 0, 0, "logit soft-capping (attention 50, final 30)"},   /* its gated GELU MLP is measured */
+     0, 1, 0, 0, 0, "final-logit soft-capping (30 on lm_head's logits)"},   /* the rest is measured */
     {"Mistral-7B-v0.1.json", "mistral", "", "silu", 1, PDBX_ATTN_GQA, 4096, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0, 0,
      NULL},
     {"Phi-3.5-mini-instruct.json", "phi3", "", "silu", 1, PDBX_ATTN_MHA, 262144, PDBX_SW_ALL, 32, 0, 0, 0, 0, 0, 0,
@@ -198,10 +198,20 @@ static void test_refusals(void **state)
     assert_string_equal(m.arch.nested, "text_config");
     assert_int_equal(m.hidden, 64);
     assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
-    load("Mistral-7B-v0.1.json", &m);
+    load("Mistral-7B-v0.1.json", &m);   /* a window on every layer is measured, shorter or not */
     assert_int_equal(pdbx_arch_refusal(&m, 4096, err, sizeof err), 0);
-    assert_int_equal(pdbx_arch_refusal(&m, 8192, err, sizeof err), 1);
-    assert_non_null(strstr(err, "sliding-window attention (window 4096 on 32 of 32 layers, shorter than seq_len 8192)"));
+    assert_int_equal(pdbx_arch_refusal(&m, 8192, err, sizeof err), 0);
+    /* qwen2's max_window_layers windows a subset of layers no profiled prefix keeps in
+     * proportion: refused while the window is shorter than seq_len */
+    assert_int_equal(model_from_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"intermediate_size\": 128, "
+                                     "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                                     "\"num_hidden_layers\": 4, \"vocab_size\": 256, \"use_sliding_window\": true, "
+                                     "\"sliding_window\": 64, \"max_window_layers\": 3}", &m, err, sizeof err), 0);
+    assert_int_equal(m.arch.sliding_window.layers, PDBX_SW_SOME);
+    assert_int_equal(pdbx_arch_refusal(&m, 64, err, sizeof err), 0);
+    assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 1);
+    assert_non_null(strstr(err, "sliding-window attention on some layers (window 64 on 1 of 4 layers, shorter than "
+                            "seq_len 128)"));
     /* pdbx_spec_validate refuses too (pdbx run, the form, pdbx-engine) */
     pdbx_spec s;
     pdbx_spec_defaults(&s);
@@ -219,8 +229,8 @@ static void test_new_presets(void **state)
     static const struct { const char *tag, *name, *why; } p[] = {
         {"mixtral8x7b", "Mixtral-8x7B", NULL},   /* measured since MoE layers are */
         {"qwen30b-a3b", "Qwen3-30B-A3B", NULL},
-        {"gemma9b", "gemma-2-9b", "logit soft-capping (attention 50, final 30)"},
         {"dsv2lite", "DeepSeek-V2-Lite", "multi-head latent attention"},
+        {"gemma9b", "gemma-2-9b", "final-logit soft-capping (30 on lm_head's logits)"},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         pdbx_model m;

@@ -1,10 +1,15 @@
 /* test_plan_attn_flops.c: pdbx_attn_core_executed_flops (plan.h) on hand-computed cases,
- * against the model FLOPs pdbx_op_shape_for gives attn_core (the causal half). */
+ * against the model FLOPs pdbx_op_shape_for gives attn_core (the causal half); the
+ * sliding-window counts (pdbx_attn_window_*) on hand-computed cases and against brute force. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "engine/plan/plan.h"
 
@@ -62,12 +67,168 @@ static void test_model_half(void **state)
                 2 * sh.flops);
 }
 
+/* ---- sliding window ---------------------------------------------------------------------- */
+/* Model FLOPs, 4 b d (s w - w^2/2): s 8, d 4, b 1: w 3 -> 16 x 19.5 = 312; w 0, 8 and 100 ->
+ * 16 x 32 = 512 = 2 b s^2 d (the causal count), which pdbx_op_shape_for gives attn_core. */
+static void test_window_model(void **state)
+{
+    (void)state;
+    assert_true(pdbx_attn_window_model_flops(1, 8, 4, 3) == 312);
+    assert_true(pdbx_attn_window_model_flops(1, 8, 4, 0) == 512);
+    assert_true(pdbx_attn_window_model_flops(1, 8, 4, 8) == 512);
+    assert_true(pdbx_attn_window_model_flops(1, 8, 4, 100) == 512);
+    assert_true(pdbx_attn_window_model_flops(3, 8, 4, 1) == 3 * 16 * (8 - 0.5));
+    assert_true(pdbx_attn_window_model_flops(1, 8, 4, -1) == 0);
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    spec.model.hidden = 2048;
+    spec.model.heads = 16;
+    spec.model.kv_heads = 4;
+    spec.model.head_dim = 128;
+    spec.seq_len = 4096;
+    pdbx_op_shape sh;
+    assert_int_equal(pdbx_op_shape_for(&spec, 2, 3, PDBX_OP_ATTN_CORE, &sh), 0);
+    assert_true(pdbx_attn_window_model_flops(sh.batch, sh.m, sh.k, 0) == sh.flops);
+    /* Mistral's 4096 window over 8192 tokens: s w - w^2/2 = 3/4 of the causal s^2/2 */
+    assert_true(pdbx_attn_window_model_flops(1, 8192, 128, 4096) ==
+                4.0 * 128 * (8192.0 * 4096 - 4096.0 * 4096 / 2));
+}
+
+/* Whole tiles that hold a band pair, brute force: every (query, key) pair of the band marks
+ * its tile; the count of marked tiles x qtile x ktile. */
+static double visited_brute(int64_t s, int64_t w, int64_t qt, int64_t kt)
+{
+    const int64_t nq = (s + qt - 1) / qt, nk = (s + kt - 1) / kt;
+    char *mark = calloc((size_t)(nq * nk), 1);
+    for (int64_t i = 0; i < s; i++)
+        for (int64_t j = 0; j <= i; j++)
+            if (w == 0 || j > i - w)
+                mark[(i / qt) * nk + j / kt] = 1;
+    double n = 0;
+    for (int64_t t = 0; t < nq * nk; t++)
+        n += mark[t];
+    free(mark);
+    return n * (double)qt * (double)kt;
+}
+
+/* Visited pairs: the band's own (tiles 1 x 1: s 8, w 3 -> 1 + 2 + 6 x 3 = 21; w 0 -> 36), the
+ * cpu kernels' 32-row blocks (s 100, w 16: 32 x (32 + 47 + 47 + 19) = 4640), the flash tiles,
+ * against brute force over sequence lengths, windows and tiles. */
+static void test_window_visited(void **state)
+{
+    (void)state;
+    assert_true(pdbx_attn_window_visited_pairs(8, 3, 1, 1) == 21);
+    assert_true(pdbx_attn_window_visited_pairs(8, 0, 1, 1) == 36);
+    assert_true(pdbx_attn_window_visited_pairs(8, 9, 1, 1) == 36);
+    assert_true(pdbx_attn_window_visited_pairs(100, 16, 32, 1) == 4640);
+    assert_true(pdbx_attn_window_visited_pairs(8, -1, 1, 1) == 0);
+    assert_true(pdbx_attn_window_visited_pairs(8, 3, 0, 1) == 0);
+    const int64_t seqs[] = { 1, 7, 64, 100, 257 }, wins[] = { 0, 1, 5, 16, 63, 64, 65, 100, 300 };
+    const int64_t tiles[][2] = { { 1, 1 }, { 32, 1 }, { 16, 1 }, { 64, 64 }, { 32, 32 }, { 4, 16 },
+                                 { 16, 64 } };
+    for (size_t a = 0; a < sizeof seqs / sizeof seqs[0]; a++)
+        for (size_t b = 0; b < sizeof wins / sizeof wins[0]; b++)
+            for (size_t c = 0; c < sizeof tiles / sizeof tiles[0]; c++)
+                assert_true(pdbx_attn_window_visited_pairs(seqs[a], wins[b], tiles[c][0],
+                                                           tiles[c][1]) ==
+                            visited_brute(seqs[a], wins[b], tiles[c][0], tiles[c][1]));
+}
+
+/* Executed FLOPs with a window: window 0 or >= s and unfused give the causal function's;
+ * flash fwd s 256, tile 64, w 64: tiles 1 + 2 + 2 + 2 = 7 (of 10), 4 x 128 x 7 x 64^2 =
+ * 14680064; bwd, tile 32: tiles 1 + 2 + 6 x 3 = 21 (from the third on, a tile's first row
+ * reaches 63 keys back: the diagonal tile and two to its left), 10 x 128 x 21 x 32^2 =
+ * 27525120. */
+static void test_window_executed(void **state)
+{
+    (void)state;
+    const int64_t full[] = { 0, 256, 1000 };   /* no window, windows of all of s */
+    for (int flash = 0; flash < 2; flash++)
+        for (int pass = 0; pass < 2; pass++)
+            for (int w = 0; w < 3; w++)
+                assert_true(pdbx_attn_core_window_executed_flops(flash, (pdbx_pass)pass, 2, 256,
+                                                                 128, 64, full[w]) ==
+                            pdbx_attn_core_executed_flops(flash, (pdbx_pass)pass, 2, 256, 128, 64));
+    assert_true(pdbx_attn_core_window_executed_flops(0, PDBX_PASS_FWD, 1, 256, 128, 64, 64) ==
+                pdbx_attn_core_executed_flops(0, PDBX_PASS_FWD, 1, 256, 128, 64));
+    assert_true(pdbx_attn_core_window_executed_flops(1, PDBX_PASS_FWD, 1, 256, 128, 64, 64) ==
+                14680064);
+    assert_true(pdbx_attn_core_window_executed_flops(1, PDBX_PASS_BWD, 1, 256, 128, 64, 64) ==
+                27525120);
+    assert_true(pdbx_attn_core_window_executed_flops(1, PDBX_PASS_FWD, 1, 256, 128, 64, -1) == 0);
+}
+
+/* Per-layer options: gemma-2 (alternating, caps 50/30) local on even profiled layers, every
+ * layer global at seq_len <= its window; Mistral windowed everywhere past 4096; a llama none.
+ * The attn_core mean FLOPs are the mean of the two kinds. */
+static void test_opts_for_layer(void **state)
+{
+    (void)state;
+    pdbx_model g, mi, ll;
+    char err[512] = "";
+    assert_int_equal(pdbx_model_load("gemma9b", &g, err, sizeof err), 0);
+    assert_int_equal(pdbx_model_load(PDBX_SOURCE_DIR "/tests/fixtures/models/Mistral-7B-v0.1.json", &mi, err,
+                                     sizeof err), 0);
+    assert_int_equal(pdbx_model_load("llama1b", &ll, err, sizeof err), 0);
+    int64_t w;
+    double cap;
+    for (int l = 0; l < 4; l++) {
+        assert_int_equal(pdbx_attn_opts_for_layer(&g, 4, l, 8192, &w, &cap), 0);
+        assert_int_equal(w, l % 2 == 0 ? 4096 : 0);
+        assert_true(cap == 50.0);
+        assert_int_equal(pdbx_attn_opts_for_layer(&g, 4, l, 4096, &w, &cap), 0);
+        assert_int_equal(w, 0);   /* a window of seq_len is full causal */
+        assert_int_equal(pdbx_attn_opts_for_layer(&mi, 4, l, 8192, &w, &cap), 0);
+        assert_true(w == 4096 && cap == 0);
+        assert_int_equal(pdbx_attn_opts_for_layer(&ll, 4, l, 8192, &w, &cap), 0);
+        assert_true(w == 0 && cap == 0);
+    }
+    assert_int_equal(pdbx_attn_opts_for_layer(&g, 4, 4, 8192, &w, &cap), -1);
+    const double full = pdbx_attn_window_model_flops(16, 8192, 256, 0);
+    const double local = pdbx_attn_window_model_flops(16, 8192, 256, 4096);
+    assert_true(fabs(pdbx_attn_core_mean_flops(&g, 4, 8192, 16, 256) - (full + local) / 2) < 1e-6 * full);
+    assert_true(fabs(pdbx_attn_core_mean_flops(&ll, 2, 8192, 16, 256) - full) < 1e-6 * full);
+}
+
+/* Validation: gemma-2 (without its final cap, which lm_head does not run yet) past its window
+ * needs an even layers >= 2; cuda refuses its cap by name; cpu takes window and cap. */
+static void test_validate_window(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[1024] = "";
+    pdbx_spec_defaults(&s);
+    assert_int_equal(pdbx_spec_set(&s, "model", "gemma9b", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);   /* lm_head's cap: not yet */
+    assert_non_null(strstr(err, "final-logit soft-capping"));
+    s.model.arch.final_softcap = 0;   /* the attention's window and cap alone */
+    assert_int_equal(pdbx_spec_set(&s, "seq_len", "8192", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "layers: 1 profiled layers of gemma-2-9b"));
+    assert_non_null(strstr(err, "allowed: even and >= 2"));
+    assert_int_equal(pdbx_spec_set(&s, "layers", "2", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "seq_len", "2048", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
+    /* every layer global at 2048: any count */
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "backend", "cuda", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "logit soft-capping"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unfused_and_bwd),
         cmocka_unit_test(test_flash_tiles),
         cmocka_unit_test(test_model_half),
+        cmocka_unit_test(test_window_model),
+        cmocka_unit_test(test_window_visited),
+        cmocka_unit_test(test_window_executed),
+        cmocka_unit_test(test_opts_for_layer),
+        cmocka_unit_test(test_validate_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,5 +230,5 @@ void rv_draw_collectives(ui_app *app, rv_state *v, ui_rect b)
         ui_put_text(b.y + b.h - 2, 1, b.w - 2, UI_C_DIM, 0,
                     "busbw chart: no room under the table at this size; v shows it alone");
     }
-    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw (nccl-tests): all_reduce x 2(n-1)/n, all_gather/reduce_scatter x (n-1)/n");
+    ui_put(b.y + b.h - 1, 1, b.w - 2, UI_C_DIM, 0, "busbw = algbw x 2(n-1)/n (all_reduce), 1 (send_recv), (n-1)/n (others)");
 }

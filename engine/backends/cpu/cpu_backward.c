@@ -304,11 +304,13 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_ATTN_V:
         qkv_bwd(c, op, L);
         break;
-    case PDBX_OP_ATTN_CORE:
-        pdbx_k_attention_causal_bwd(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len, c->heads,
-                                    c->kv_heads, c->d, c->cfg.blas_threads, g->scratch, g->dq,
-                                    g->dk, g->dv);
+    case PDBX_OP_ATTN_CORE: {   /* the forward's window and cap of this layer */
+        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
+        pdbx_k_attention_causal_bwd_opts(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len,
+                                         c->heads, c->kv_heads, c->d, c->cfg.blas_threads,
+                                         g->scratch, g->dq, g->dk, g->dv, &o);
         break;
+    }
     case PDBX_OP_ATTN_QK_NORM:   /* dq, dk through their per-head norms, in place (the kernel reads
                                   * a row's dy before it writes its dx); q and k stand for the
                                   * norms' inputs, the same rows */

@@ -206,6 +206,16 @@ static void run_embed(pdbx_compute *c)
                              c->p.seq_len);
 }
 
+pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer)
+{
+    int64_t w = 0;
+    double cap = 0;
+    /* validation refused what has no per-layer options (pdbx_arch_refusal): -1 cannot reach
+     * here, and would leave plain causal attention */
+    pdbx_attn_opts_for_layer(&c->p.model, c->nlayers, layer, c->p.seq_len, &w, &cap);
+    return (pdbx_attn_opts){ .window = w, .softcap = (float)cap, .dv = 0 };
+}
+
 /* What run_op refuses: before prepare, a pass or op the point was not prepared for, an op the
  * model or the layer's kind does not run, a layer out of range. 0, or -1 with a message. */
 static int run_op_check(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, char *err, size_t errlen)
@@ -292,10 +302,12 @@ static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t err
     case PDBX_OP_MLP_RESIDUAL:
         pdbx_k_add(c->pool, c->x, c->y, T * h);
         break;
-    case PDBX_OP_ATTN_CORE:
-        pdbx_k_attention_causal(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
-                                c->kv_heads, c->d, c->attn_scratch, c->ctx);
+    case PDBX_OP_ATTN_CORE: {   /* this profiled layer's window and cap (plan.h) */
+        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
+        pdbx_k_attention_causal_opts(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
+                                     c->kv_heads, c->d, c->attn_scratch, c->ctx, &o);
         break;
+    }
     case PDBX_OP_ATTN_O:
         linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_threads.h"
 
 #define MAX_LAYERS 256
@@ -152,5 +153,8 @@ void pdbx_cpu_moe_release(pdbx_compute *c);
 int pdbx_cpu_moe_fwd(pdbx_compute *c, pdbx_op op, int layer);
 /* cpu_moe_bwd.c: run_op's backward of a MoE op on layer (1 when op is not one). */
 int pdbx_cpu_moe_bwd(pdbx_compute *c, pdbx_op op, int layer);
+/* cpu_compute.c: the attention core's options of profiled layer `layer` (its sliding window
+ * and score cap, pdbx_attn_opts_for_layer), the same in the forward and the backward. */
+pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer);
 
 #endif

@@ -61,7 +61,7 @@ void pdbx_k_rope_table(int64_t seq_len, int64_t d, double theta, float *cos_t, f
  * backward, the gradient passed through into the residual branch's). */
 void pdbx_k_add(pdbx_cpu_pool *pool, float *y, const float *x, int64_t n);
 
-/* Causal attention core for `seqs` sequences of `seq_len` tokens:
+/* Causal attention core (cpu_kernels_attn.c) for `seqs` sequences of `seq_len` tokens:
  *   q   [seqs*seq_len, heads*d]   (row = token, head h at columns h*d)
  *   k,v [seqs*seq_len, kv_heads*d]
  *   out [seqs*seq_len, heads*d]

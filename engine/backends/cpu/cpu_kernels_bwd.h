@@ -38,9 +38,9 @@ void pdbx_k_silu_mul_bwd(const float *gate, const float *up, const float *dout, 
 void pdbx_k_bias_grad(pdbx_cpu_pool *pool, const void *dy, int dy_bf16, int64_t rows,
                       int64_t cols, float *db);
 
-/* Causal attention backward, FlashAttention-2's algorithm on the forward's layouts
- * (cpu_kernels.h, pdbx_k_attention_causal): the probabilities P are recomputed block by block
- * from q and k (nothing of the forward is kept), then per query block
+/* Causal attention backward (cpu_kernels_attn_bwd.c), FlashAttention-2's algorithm on the
+ * forward's layouts (cpu_kernels.h, pdbx_k_attention_causal): the probabilities P are
+ * recomputed block by block from q and k (nothing of the forward is kept), then per query block
  *   dV_j += sum_i P_ij dO_i,  dP_ij = dO_i . V_j,  D_i = sum_j P_ij dP_ij,
  *   dS_ij = P_ij (dP_ij - D_i),  dQ_i = scale sum_j dS_ij K_j,  dK_j += scale sum_i dS_ij Q_i.
  * dq is [seqs*seq_len, heads*d], dk and dv [seqs*seq_len, kv_heads*d], all overwritten; under

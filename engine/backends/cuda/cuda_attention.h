@@ -35,10 +35,26 @@ typedef struct {
     int flash;                    /* forward by ck_flash_attention (cuda_attention_flash_ok) */
 } cuda_attention_dims;
 
+/* The core's options (cuda_attn_mask.h; the cpu backend's pdbx_attn_opts): a sliding window
+ * (query i sees keys i - window < j <= i; <= 0 or >= seq: full causal), soft-capping of the
+ * scores (cap tanh(s / cap) before the mask; <= 0: none) and v's head dim (MLA: v, out, dout,
+ * dv are [.., v_dim] while q, k keep head_dim and the scale 1/sqrt(head_dim); <= 0: head_dim).
+ * Unfused path only: the fused kernel refuses them (cuda_attention_opts_flash_ok). With a cap
+ * the unfused forward also writes each row's log-sum-exp (fp32 [mbs, heads, seq], the lse
+ * buffer the fused path uses), from which the backward recovers the capped scores. */
+typedef struct {
+    int64_t window;
+    float softcap;
+    int64_t v_dim;
+} cuda_attention_opts;
+
 typedef struct {
     cuda_attention_dims dims;
+    cuda_attention_opts opts;     /* normalised: window 0 or < seq, cap 0 or finite, v_dim set */
     cuda_gemm_plan *qk, *pv;
-    cuda_gemm_plan *pt;           /* bwd only (cuda_attention_plan_bwd): dV and dK */
+    /* bwd only (cuda_attention_plan_bwd): dK (pt), dV (ptv), dP (dp), dQ (dq); with
+     * v_dim = head_dim ptv is pt, dp qk's shape and dq pv's (the same cached plans) */
+    cuda_gemm_plan *pt, *ptv, *dp, *dq;
 } cuda_attention;
 
 size_t cuda_attention_scores_elems(const cuda_attention_dims *d);
@@ -78,12 +94,33 @@ float cuda_attention_scale(const cuda_attention_dims *d);   /* 1/sqrt(head_dim) 
  * group's q heads with beta 1 after the first: GQA's dK and dV are sums over the group. */
 int cuda_attention_shape_bwd(const cuda_attention_dims *d, cuda_gemm_shape *pt);
 
-/* Builds (or finds in g's cache) the two GEMM plans; -1 with a message on bad dimensions. */
+/* Builds (or finds in g's cache) the two GEMM plans; -1 with a message on bad dimensions.
+ * cuda_attention_plan is cuda_attention_plan_opts with o NULL (plain causal, v_dim head_dim);
+ * with d->flash and an option the fused kernel lacks, -1 with cuda_attention_opts_flash_ok's
+ * message. */
 int cuda_attention_plan(cuda_gemm *g, const cuda_attention_dims *d, cuda_attention *out,
                         char *err, size_t errlen);
+int cuda_attention_plan_opts(cuda_gemm *g, const cuda_attention_dims *d,
+                             const cuda_attention_opts *o, cuda_attention *out, char *err,
+                             size_t errlen);
+/* 1 when the fused kernel runs options o (none of them set), else 0 with a one-line message
+ * naming the feature (a sliding window, attention soft-capping, a v head dim). Pure. */
+int cuda_attention_opts_flash_ok(const cuda_attention_dims *d, const cuda_attention_opts *o,
+                                 char *err, size_t errlen);
+/* v's head dim under o (o NULL or v_dim <= 0: head_dim). */
+int64_t cuda_attention_v_dim(const cuda_attention_dims *d, const cuda_attention_opts *o);
+/* Pure shapes with options: forward qk (over head_dim) and pv (over v_dim); the backward's
+ * four GEMMs, out[0] dV = P^T dO and out[1] dP = dO V^T over v_dim, out[2] dQ = dS K and
+ * out[3] dK = dS^T Q over head_dim (cuda_attention_shape_bwd is out[3] with o NULL). Group
+ * member jj's out/dout columns start at jj * v_dim (q's at jj * head_dim). */
+int cuda_attention_shapes_opts(const cuda_attention_dims *d, const cuda_attention_opts *o,
+                               cuda_gemm_shape *qk, cuda_gemm_shape *pv);
+int cuda_attention_shapes_bwd_opts(const cuda_attention_dims *d, const cuda_attention_opts *o,
+                                   cuda_gemm_shape out[4]);
 
-/* Enqueues the forward on stream: unfused, the 2 * group GEMMs and the softmax into scores;
- * fused, ck_flash_attention (scores unused, may be NULL), which writes the rows' log-sum-exp
+/* Enqueues the forward on stream: unfused, the 2 * group GEMMs and the softmax into scores
+ * (with soft-capping: the rows' natural log-sum-exp into lse, required then); fused,
+ * ck_flash_attention (scores unused, may be NULL), which writes the rows' log-sum-exp (base 2)
  * into lse when it is not NULL (the backward will run). Pointers from cudaMalloc. */
 int cuda_attention_enqueue(cuda_gemm *g, const cuda_attention *a, const void *q, const void *k,
                            const void *v, void *scores, void *out, float *lse,
@@ -101,7 +138,8 @@ int cuda_attention_kv_enqueue(cuda_gemm *g, const cuda_gemm_plan *qk, const cuda
 int cuda_attention_plan_bwd(cuda_gemm *g, cuda_attention *a, char *err, size_t errlen);
 
 /* The buffers of one backward (cudaMalloc'd). Unfused: probs is the forward's probabilities
- * (the scores buffer after the forward), dscores a scores-sized buffer for dP/dS. Fused: out
+ * (the scores buffer after the forward), dscores a scores-sized buffer for dP/dS, lse the
+ * forward's when soft-capping (else unused). Fused: out
  * and lse are the forward's output and log-sum-exp, delta and dq_acc ck_flash_attention_bwd's
  * scratch (dq_acc may be dq for fp32). The others are read (q, k, v, dout) or written (dq, dk,
  * dv) by both. */
@@ -116,7 +154,7 @@ typedef struct {
 /* Enqueues the backward. Unfused, as PyTorch's eager attention runs it, keeping the forward's
  * probabilities:
  *     dV = P^T dO,  dP = dO V^T,  dS = scale * P (dP - rowsum(P dP)),  dQ = dS K,  dK = dS^T Q
- * (4 * group GEMMs and ck_causal_softmax_bwd). Fused (dims.flash): ck_flash_attention_bwd. */
+ * (4 * group GEMMs and ck_attn_softmax_bwd, with the window and the cap's derivative). Fused (dims.flash): ck_flash_attention_bwd. */
 int cuda_attention_bwd_enqueue(cuda_gemm *g, const cuda_attention *a,
                                const cuda_attention_bwd_bufs *b, cudaStream_t stream, char *err,
                                size_t errlen);

@@ -111,27 +111,45 @@ __global__ void silu_mul_vec8_kernel(const uint4 *gate, const uint4 *up, uint4 *
     }
 }
 
+/* warp_walk, or with Vec false one element per lane at a time (the capped softmax: eight
+ * inlined tanhf of a 16-byte vector of bf16 spill registers). */
+template <typename T, bool Vec, typename F>
+__device__ __forceinline__ void walk_row(const ck_row_split &sp, int64_t n, F f)
+{
+    if constexpr (Vec)
+        warp_walk<T>(sp, n, f);
+    else
+        for (int64_t j = threadIdx.x % kWarp; j < n; j += kWarp)
+            f(j, std::integral_constant<int, 1>{});
+}
+
 /* One warp per score row of a stack of [q_len, kv_len] matrices: row r sees keys
- * 0 .. ck_keys_visible(r) - 1 (cuda_attn_mask.h: causal, after a cached prefix of
- * kv_len - q_len keys). Pass 1: running (max, sum of exp) per lane over those keys, merged
+ * lo .. ck_keys_visible(r) - 1 (cuda_attn_mask.h: causal, after a cached prefix of
+ * kv_len - q_len keys; lo = ck_first_key, 0 without a window), each soft-capped first when
+ * cap > 0 (ck_softcap). Pass 1: running (max, sum of exp) per lane over those keys, merged
  * across the warp; pass 2: p = exp(x - max) / sum, and 0 for the keys the row does not see
- * (written without reading the scores there). */
-template <typename T>
+ * (written without reading the scores there). lse (NULL: none) gets the row's natural
+ * log-sum-exp of the capped scores, from which the backward recovers them (c = log p + lse). */
+template <typename T, bool Cap>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
-causal_softmax_kernel(T *scores, int64_t nrows, int64_t q_len, int64_t kv_len)
+causal_softmax_kernel(T *scores, int64_t nrows, int64_t q_len, int64_t kv_len, int64_t window,
+                      float cap, float *lse)
 {
     const int64_t r = warp_row(nrows);
     if (r < 0)
         return;
     const int64_t keys = ck_keys_visible(r, q_len, kv_len);
+    const int64_t lo = ck_first_key(r, q_len, kv_len, window);
     T *row = scores + r * kv_len;
     float m = -INFINITY, l = 0.0f;
-    warp_walk<T>(split_row<T>(keys, row), keys, [&](int64_t j, auto cnt) {
+    walk_row<T, !Cap>(split_row<T>(keys - lo, row + lo), keys - lo, [&](int64_t j, auto cnt) {
         constexpr int C = decltype(cnt)::value;
         float v[C];
-        load_c<T, C>(row + j, v);
+        load_c<T, C>(row + lo + j, v);
 #pragma unroll
         for (int e = 0; e < C; e++) {
+            if constexpr (Cap)
+                v[e] = ck_softcap(v[e], cap);
             if (v[e] > m) {
                 l = l * __expf(m - v[e]) + 1.0f;
                 m = v[e];
@@ -143,14 +161,17 @@ causal_softmax_kernel(T *scores, int64_t nrows, int64_t q_len, int64_t kv_len)
     const float gm = warp_max(m);
     const float gl = warp_sum(m == -INFINITY ? 0.0f : l * __expf(m - gm));
     const float inv = 1.0f / gl;       /* gl >= 1: the row's own key is always present */
-    warp_walk<T>(split_row<T>(kv_len, row), kv_len, [&](int64_t j, auto cnt) {
+    if (lse && threadIdx.x % kWarp == 0)
+        lse[r] = gm + logf(gl);
+    walk_row<T, !Cap>(split_row<T>(kv_len, row), kv_len, [&](int64_t j, auto cnt) {
         constexpr int C = decltype(cnt)::value;
         float v[C];
-        if (j < keys)
+        if (j + C > lo && j < keys)
             load_c<T, C>(row + j, v);
 #pragma unroll
         for (int e = 0; e < C; e++)
-            v[e] = j + e < keys ? __expf(v[e] - gm) * inv : 0.0f;
+            v[e] = j + e >= lo && j + e < keys ? __expf((Cap ? ck_softcap(v[e], cap) : v[e]) - gm) * inv
+                                               : 0.0f;
         store_c<T, C>(row + j, v);
     });
 }
@@ -347,15 +368,29 @@ extern "C" cudaError_t ck_silu_mul(const void *gate, const void *up, void *out, 
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t ck_prefix_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
-                                         pdbx_dtype dt, cudaStream_t stream)
+extern "C" cudaError_t ck_attn_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
+                                       int64_t window, float softcap, float *lse, pdbx_dtype dt,
+                                       cudaStream_t stream)
 {
     if (nmat <= 0 || q_len <= 0 || kv_len < q_len || nmat * q_len > 0x7fffffff)
         return cudaErrorInvalidValue;
-    CK_DISPATCH(dt, T, causal_softmax_kernel<T><<<warp_rows_grid(nmat * q_len), kRowsPerBlock * kWarp,
-                                                  0, stream>>>(static_cast<T *>(scores), nmat * q_len,
-                                                               q_len, kv_len));
+    const float cap = softcap > 0.0f && softcap < INFINITY ? softcap : 0.0f;
+    /* the cap's tanh in its own instantiation: the plain kernel keeps its registers */
+    const unsigned grid = warp_rows_grid(nmat * q_len), block = kRowsPerBlock * kWarp;
+    if (cap > 0.0f) {
+        CK_DISPATCH(dt, T, causal_softmax_kernel<T, true><<<grid, block, 0, stream>>>(
+                            static_cast<T *>(scores), nmat * q_len, q_len, kv_len, window, cap, lse));
+    } else {
+        CK_DISPATCH(dt, T, causal_softmax_kernel<T, false><<<grid, block, 0, stream>>>(
+                            static_cast<T *>(scores), nmat * q_len, q_len, kv_len, window, cap, lse));
+    }
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_prefix_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
+                                         pdbx_dtype dt, cudaStream_t stream)
+{
+    return ck_attn_softmax(scores, nmat, q_len, kv_len, 0, 0.0f, NULL, dt, stream);
 }
 
 extern "C" cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype dt,

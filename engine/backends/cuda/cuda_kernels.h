@@ -69,6 +69,22 @@ cudaError_t ck_causal_softmax(void *scores, int64_t nmat, int64_t s, pdbx_dtype 
  * kv_len = s. */
 cudaError_t ck_prefix_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
                               pdbx_dtype dt, cudaStream_t stream);
+/* ck_prefix_softmax with the attention core's options (cuda_attn_mask.h): row r keeps keys
+ * ck_first_key(r, .., window) .. ck_keys_visible(r) - 1 (window <= 0: from 0), each score
+ * soft-capped first, cap tanh(s / cap), when softcap > 0 (NaN, infinite or <= 0: none). lse:
+ * NULL, or fp32 [nmat * q_len] that receives each row's natural log-sum-exp of its capped
+ * scores (the backward's cap derivative needs it). window 0, softcap 0, lse NULL is
+ * ck_prefix_softmax. */
+cudaError_t ck_attn_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t kv_len,
+                            int64_t window, float softcap, float *lse, pdbx_dtype dt,
+                            cudaStream_t stream);
+/* Final-logit soft-capping (Gemma-2, on lm_head's output y of n elements, in place):
+ * y <- cap tanh(y / cap); its backward from the capped y: dy <- dy (cap - y)(cap + y) / cap^2
+ * (cuda_attn_mask.h's ck_softcap, ck_softcap_grad; cuda_softcap.cu). cap <= 0, NaN or
+ * infinite: nothing is done. */
+cudaError_t ck_logit_softcap(void *y, int64_t n, float cap, pdbx_dtype dt, cudaStream_t stream);
+cudaError_t ck_logit_softcap_bwd(const void *y, void *dy, int64_t n, float cap, pdbx_dtype dt,
+                                 cudaStream_t stream);
 
 /* Fused causal attention forward (cuda_flash.cu; docs/cuda.md, "Kernels and attention"):
  * out = softmax(scale Q K^T, causal) V with scale 1/sqrt(head_dim), in the layouts of
@@ -129,6 +145,13 @@ cudaError_t ck_silu_mul_bwd(const void *gate, const void *up, const void *dout, 
  * where p is 0); scale folds the scores' 1/sqrt(d) in. */
 cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nmat, int64_t s, float scale,
                                   pdbx_dtype dt, cudaStream_t stream);
+/* The same for ck_attn_softmax's output over square [s, s] matrices with its window and cap:
+ * dS is 0 outside each row's keys [ck_first_key, ck_keys_visible); with softcap > 0 it also
+ * takes the cap's derivative at the capped score c = log p + lse (ck_softcap_grad; lse the
+ * forward's, required then; p = 0 gives 0). window 0, softcap 0 is ck_causal_softmax_bwd. */
+cudaError_t ck_attn_softmax_bwd(const void *p, void *dp, const float *lse, int64_t nmat,
+                                int64_t s, float scale, int64_t window, float softcap,
+                                pdbx_dtype dt, cudaStream_t stream);
 /* Vocab-parallel embedding gradient: dtable[ids[t]-vstart, :] += dy[t, :] (atomicAdd in fp32)
  * for the tokens whose id lies in this rank's shard [vstart, vstart+vrows); dtable fp32. */
 cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void *dy, int64_t vstart,

@@ -90,24 +90,30 @@ __global__ void silu_mul_bwd_kernel(const T *gate, const T *up, const T *dout, T
     }
 }
 
-/* One warp per row, as the forward softmax. */
+/* One warp per row, as the forward softmax, over the keys [lo, keys) the row saw (P is 0
+ * elsewhere, so is dS). With cap > 0 the scores were capped: dS takes the cap's derivative at
+ * the capped score c = log p + lse (ck_softcap_grad; lse the forward's natural log-sum-exp);
+ * p = 0 (underflow) gives dS = 0 whatever the factor. */
 template <typename T>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
-causal_softmax_bwd_kernel(const T *p, T *dp, int64_t nrows, int64_t s, float scale)
+causal_softmax_bwd_kernel(const T *p, T *dp, int64_t nrows, int64_t s, float scale,
+                          int64_t window, float cap, const float *lse)
 {
     const int64_t r = warp_row(nrows);
     if (r < 0)
         return;
     const int64_t keys = ck_keys_visible(r, s, s);   /* cuda_attn_mask.h: j <= i */
+    const int64_t lo = ck_first_key(r, s, s, window);
+    const float rl = cap > 0.0f ? lse[r] : 0.0f;
     const T *pr = p + r * s;
     T *gr = dp + r * s;
     float dot = 0.0f;
-    warp_walk<T>(split_row<T>(keys, pr, static_cast<const T *>(gr)), keys,
+    warp_walk<T>(split_row<T>(keys - lo, pr + lo, static_cast<const T *>(gr + lo)), keys - lo,
                  [&](int64_t j, auto cnt) {
         constexpr int C = decltype(cnt)::value;
         float pv[C], gv[C];
-        load_c<T, C>(pr + j, pv);
-        load_c<T, C>(gr + j, gv);
+        load_c<T, C>(pr + lo + j, pv);
+        load_c<T, C>(gr + lo + j, gv);
 #pragma unroll
         for (int e = 0; e < C; e++)
             dot += pv[e] * gv[e];
@@ -116,13 +122,18 @@ causal_softmax_bwd_kernel(const T *p, T *dp, int64_t nrows, int64_t s, float sca
     warp_walk<T>(split_row<T>(s, pr, static_cast<const T *>(gr)), s, [&](int64_t j, auto cnt) {
         constexpr int C = decltype(cnt)::value;
         float pv[C], gv[C];
-        if (j < keys) {
+        if (j + C > lo && j < keys) {
             load_c<T, C>(pr + j, pv);
             load_c<T, C>(gr + j, gv);
         }
 #pragma unroll
-        for (int e = 0; e < C; e++)
-            gv[e] = j + e < keys ? scale * pv[e] * (gv[e] - dot) : 0.0f;
+        for (int e = 0; e < C; e++) {
+            const bool in = j + e >= lo && j + e < keys;
+            float g = in ? scale * pv[e] * (gv[e] - dot) : 0.0f;
+            if (cap > 0.0f && in)
+                g = pv[e] > 0.0f ? g * ck_softcap_grad(logf(pv[e]) + rl, cap) : 0.0f;
+            gv[e] = g;
+        }
         store_c<T, C>(gr + j, gv);
     });
 }
@@ -200,15 +211,24 @@ extern "C" cudaError_t ck_silu_mul_bwd(const void *gate, const void *up, const v
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nmat, int64_t s,
-                                             float scale, pdbx_dtype dt, cudaStream_t stream)
+extern "C" cudaError_t ck_attn_softmax_bwd(const void *p, void *dp, const float *lse, int64_t nmat,
+                                           int64_t s, float scale, int64_t window, float softcap,
+                                           pdbx_dtype dt, cudaStream_t stream)
 {
-    if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff)
+    const float cap = softcap > 0.0f && softcap < INFINITY ? softcap : 0.0f;
+    if (nmat <= 0 || s <= 0 || nmat * s > 0x7fffffff || (cap > 0.0f && !lse))
         return cudaErrorInvalidValue;
     CK_DISPATCH(dt, T, causal_softmax_bwd_kernel<T><<<warp_rows_grid(nmat * s), kRowsPerBlock * kWarp,
                                                    0, stream>>>(
-                        static_cast<const T *>(p), static_cast<T *>(dp), nmat * s, s, scale));
+                        static_cast<const T *>(p), static_cast<T *>(dp), nmat * s, s, scale,
+                        window, cap, lse));
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t ck_causal_softmax_bwd(const void *p, void *dp, int64_t nmat, int64_t s,
+                                             float scale, pdbx_dtype dt, cudaStream_t stream)
+{
+    return ck_attn_softmax_bwd(p, dp, NULL, nmat, s, scale, 0, 0.0f, dt, stream);
 }
 
 extern "C" cudaError_t ck_embed_scatter_add(const int32_t *ids, int64_t tokens, const void *dy,

@@ -102,12 +102,44 @@ static size_t max_count(void)
     return cached;
 }
 
+/* all_to_all from f (n blocks of S / n bytes, block k to group rank k) to out, in pieces of
+ * at most max_count() elements per block: each piece is one element of a datatype of `count`
+ * floats whose extent is a whole block, so block k's piece sits at k blocks from the piece's
+ * base (the extent is an MPI_Aint: no int overflow however large S), and a split message moves
+ * the same bytes between the same ranks. */
+static int mpi_all_to_all(pdbx_group *g, const pdbx_coll_call *c, float *f, float *out)
+{
+    const size_t block = c->bytes / sizeof(float) / (size_t)g->size, cap = max_count();
+    int rc = MPI_SUCCESS;
+    size_t off = 0;
+    do {                                   /* one call even for an empty message */
+        const size_t left = block - off;
+        const int count = (int)(left < cap ? left : cap);
+        MPI_Datatype piece, strided;
+        rc = MPI_Type_contiguous(count, MPI_FLOAT, &piece);
+        if (rc != MPI_SUCCESS)
+            break;
+        rc = MPI_Type_create_resized(piece, 0, (MPI_Aint)(block * sizeof(float)), &strided);
+        MPI_Type_free(&piece);
+        if (rc != MPI_SUCCESS)
+            break;
+        rc = MPI_Type_commit(&strided);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Alltoall(f + off, 1, strided, out + off, 1, strided, g->comm);
+        MPI_Type_free(&strided);
+        off += (size_t)count;
+    } while (rc == MPI_SUCCESS && off < block);
+    return rc;
+}
+
 /* One execution of c->coll on f (in place) or from f to out (out_of_place gather/scatter),
  * split into calls of at most max_count() elements. */
 static int mpi_once(pdbx_group *g, const pdbx_coll_call *c, float *f, float *out)
 {
     const size_t n = (size_t)g->size, cap = max_count();
     const pdbx_coll coll = c->coll;
+    if (coll == PDBX_COLL_ALL_TO_ALL)
+        return mpi_all_to_all(g, c, f, out);
     /* elements per call: the whole array (all_reduce, send_recv) or each rank's block */
     const size_t total = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER
                              ? c->bytes / sizeof(float) / n : c->bytes / sizeof(float);
@@ -165,8 +197,9 @@ static int mpi_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, void
         snprintf(err, errlen, "mpi comm: iters %d (allowed: 1 or more)", call->iters);
         return -1;
     }
-    const int oop = call->out_of_place && (call->coll == PDBX_COLL_ALL_GATHER ||
-                                           call->coll == PDBX_COLL_REDUCE_SCATTER);
+    const int oop = call->coll == PDBX_COLL_ALL_TO_ALL ||   /* always out of place: S received at buf + S */
+                    (call->out_of_place && (call->coll == PDBX_COLL_ALL_GATHER ||
+                                            call->coll == PDBX_COLL_REDUCE_SCATTER));
     float *f = buf, *out = oop ? (float *)((char *)buf + call->bytes) : NULL;
     int rc = MPI_SUCCESS;
     double t0 = pdbx_mono_s() * 1e3;

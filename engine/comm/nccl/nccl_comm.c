@@ -321,9 +321,20 @@ static int enqueue_once(pdbx_group *g, pdbx_compute *c, const pdbx_coll_call *ca
         else
             NCCL_TRY("ncclRecv", g->comm, ncclRecv(b, count, t, peer, g->comm, c->stream));
         break;
+    case PDBX_COLL_ALL_TO_ALL:   /* nccl-tests' alltoall: one grouped send and recv per peer,
+                                  * block k of the S bytes at b to rank k, from rank k into
+                                  * block k of the S bytes at b + S */
+        NCCL_TRY("ncclGroupStart", g->comm, ncclGroupStart());
+        for (int k = 0; k < g->size; k++) {
+            NCCL_TRY("ncclSend", g->comm, ncclSend(b + (size_t)k * chunk * es, chunk, t, k, g->comm, c->stream));
+            NCCL_TRY("ncclRecv", g->comm,
+                     ncclRecv(b + call->bytes + (size_t)k * chunk * es, chunk, t, k, g->comm, c->stream));
+        }
+        NCCL_TRY("ncclGroupEnd", g->comm, ncclGroupEnd());
+        break;
     default:
         snprintf(err, errlen, "nccl run: collective %d (allowed: all_reduce, all_gather, "
-                 "reduce_scatter, send_recv)", (int)coll);
+                 "reduce_scatter, send_recv, all_to_all)", (int)coll);
         goto fail;
     }
     return 0;
@@ -352,8 +363,9 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, voi
     }
     const size_t es = call->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
     const size_t n = (size_t)g->size;
-    const int split = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER;
-    const int oop = split && call->out_of_place;
+    const int a2a = coll == PDBX_COLL_ALL_TO_ALL;   /* always out of place: S more at buf + S */
+    const int split = coll == PDBX_COLL_ALL_GATHER || coll == PDBX_COLL_REDUCE_SCATTER || a2a;
+    const int oop = (split && call->out_of_place) || a2a;
     size_t count = bytes / es;                 /* elements of S */
     if (bytes == 0 || bytes % es != 0 || (split && count % n != 0)) {
         snprintf(err, errlen, "nccl %s: %zu bytes is not a positive multiple of %zu (%zu-byte "
@@ -361,7 +373,7 @@ static int nccl_run(pdbx_comm *m, pdbx_group *g, const pdbx_coll_call *call, voi
         return -1;
     }
     /* buf must lie in the device buffer comm_buffer() handed out (NCCL needs device memory). */
-    const size_t need = bytes + (oop ? bytes / n : 0);
+    const size_t need = bytes + (a2a ? bytes : oop ? bytes / n : 0);
     const char *lo = c->comm_buf, *hi = lo ? lo + c->comm_bytes : NULL;
     if (!lo || (const char *)buf < lo || (const char *)buf > hi || need > (size_t)(hi - (const char *)buf)) {
         snprintf(err, errlen, "nccl %s: %zu bytes at %p do not lie in comm_buffer() (%zu bytes "
