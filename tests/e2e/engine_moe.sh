@@ -6,7 +6,7 @@
 #  - every point ends ok; every MoE op the model has (router, permute, expert gate/up/act/down,
 #    unpermute) holds a measured cell in both passes; the dense mlp_* and the shared experts
 #    (Mixtral has none) hold none, nor do the EP all-to-alls (EP 1: never run);
-#  - the expert GEMM cells grow with the tokens (MBS 4 over MBS 1, forward);
+#  - the expert GEMM cells grow with the tokens (MBS 4 over MBS 1, forward, each cell's minimum);
 #  - every point's measured memory peak is within 15% of its predicted profile memory;
 #  - pdbx show lists the moe_* columns and the routing; Vidur's CSV has the moe_* columns;
 #    FASOP's NPZ is refused in one line.
@@ -21,7 +21,7 @@ MEM_HI=1.15
 if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=8"; MEM_HI=1.25; fi
 FIX=$PDBX_SOURCE_DIR/tests/e2e/fixtures
 COMMON=("model=\"$FIX/engine-tiny-mixtral.json\"" 'layers=1' 'passes="fwd,bwd"' 'seq_len=32'
-        'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:4"')
+        'configs=[{"tp":2,"pp":1,"dp":1}]' 'mbs="1:4"' 'steps=4')
 
 tiny_spec "$TMP/b.json" "${COMMON[@]}"
 phase "tiny mixtral: 8 experts top 2, fwd+bwd, TP 2, MBS 1..4, balanced routing"
@@ -54,9 +54,11 @@ assert not absent, ("cells of ops a Mixtral layer does not run at EP 1", absent)
 mbs = {e["point"]: p["mbs"] for e in ends for p in [x for x in E if x["type"] == "point_start" and x["point"] == e["point"]]}
 p1 = [p for p, m in mbs.items() if m == 1][0]
 p4 = [p for p, m in mbs.items() if m == 4][0]
+# the minimum of the samples of each cell: a busy 2-core host slows single samples many-fold, never
+# speeds one up
 for op in ("moe_expert_gate", "moe_expert_up", "moe_expert_down"):
-    a, b = cells[(p1, op, "fwd")]["stats"]["median"], cells[(p4, op, "fwd")]["stats"]["median"]
-    print("%s fwd median: MBS 1 %.4f ms, MBS 4 %.4f ms (x%.2f)" % (op, a, b, b / a))
+    a, b = cells[(p1, op, "fwd")]["stats"]["min"], cells[(p4, op, "fwd")]["stats"]["min"]
+    print("%s fwd min: MBS 1 %.4f ms, MBS 4 %.4f ms (x%.2f)" % (op, a, b, b / a))
     assert b > a, (op, a, b)
 ' || fail "tiny mixtral run"
 

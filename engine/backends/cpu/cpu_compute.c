@@ -260,6 +260,14 @@ static int run_op_check(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, 
     return 0;
 }
 
+/* attn_core with this profiled layer's window and cap (plan.h). */
+static void run_core(pdbx_compute *c, int layer)
+{
+    const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
+    pdbx_k_attention_causal_opts(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads, c->kv_heads, c->d,
+                                 c->attn_scratch, c->ctx, &o);
+}
+
 /* The forward of op on layer (the data flow of the file comment). 0, or -1 with a message. */
 static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
@@ -302,12 +310,9 @@ static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t err
     case PDBX_OP_MLP_RESIDUAL:
         pdbx_k_add(c->pool, c->x, c->y, T * h);
         break;
-    case PDBX_OP_ATTN_CORE: {   /* this profiled layer's window and cap (plan.h) */
-        const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
-        pdbx_k_attention_causal_opts(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
-                                     c->kv_heads, c->d, c->attn_scratch, c->ctx, &o);
+    case PDBX_OP_ATTN_CORE:
+        run_core(c, layer);
         break;
-    }
     case PDBX_OP_ATTN_O:
         linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;
