@@ -347,6 +347,10 @@ int pdbx_run_has_bwd(const pdbx_run *run);
  * and the MoE ops. Consumers that need a value per op
  * (exports) take these as costing 0 rather than as missing measurements. */
 pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run);
+/* 0 when run's model has FASOP's Llama-shaped layer (the NPZ and .npy exports' columns); else -1
+ * with one line in err: a mixture-of-experts run has router and expert ops no FASOP column
+ * holds, so those exports refuse it and name what to export instead. `what` names the export. */
+int pdbx_run_fasop_shaped(const pdbx_run *run, const char *what, char *err, size_t errlen);
 /* 0 when sel can be shown for run; -1 with "<what>: 'bwd' needs backward cells, run X has
  * forward only (allowed: fwd)" otherwise (what: "--pass", "pass" ...). */
 int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,

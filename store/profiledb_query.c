@@ -236,6 +236,18 @@ pdbx_opmask pdbx_run_absent_ops(const pdbx_run *run)
     return absent | absent_mla_moe_ops(arch);
 }
 
+int pdbx_run_fasop_shaped(const pdbx_run *run, const char *what, char *err, size_t errlen)
+{
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(run->spec, "model");
+    const cJSON *moe = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "arch"), "moe");
+    if (!cJSON_IsObject(moe) || arch_num(moe, "experts") <= 0)
+        return 0;
+    return pdbx_fail(err, errlen, "run %s's model is a mixture of experts and FASOP's profile is Llama-shaped "
+                     "(embed, attn_q .. mlp_down, lm_head: no router or expert columns), so %s makes none (allowed "
+                     "for this run: --csv, Vidur's mlp.csv with the moe_* ops as pdbx columns; pdbx show --format "
+                     "json or csv)", run->id[0] ? run->id : "?", what);
+}
+
 int pdbx_pass_sel_check(const pdbx_run *run, pdbx_pass_sel sel, const char *what, char *err,
                         size_t errlen)
 {

@@ -113,10 +113,14 @@ static const family llama_like = {"", "llama/configuration_llama.py", 0, "hidden
                                   -1, 0, SW_KEY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, PDBX_NORM_RMS, PDBX_POS_ROPE, 0};
 
 /* Keys that change the architecture in ways pdbx does not model: present with a value other
- * than the one that leaves a Llama layer as it is, they are recorded as unsupported. */
+ * than the one that leaves a Llama layer as it is, they are recorded as unsupported.
+ * DeepSeek-V3's num_nextn_predict_layers is not among them: its multi-token-prediction module
+ * is a training head after the decoder stack (one more layer and a projection on the last
+ * stage), which leaves the profiled layers as they are; pdbx does not profile it
+ * (docs/models.md). */
 static const char *const foreign_keys[] = {
     "alibi", "parallel_attn", "multi_query",
-    "new_decoder_architecture", "mlp_only_layers", "num_nextn_predict_layers", "use_bidirectional_attention",
+    "new_decoder_architecture", "mlp_only_layers", "use_bidirectional_attention",
 };
 
 static void add_unsupported(pdbx_arch *a, const char *fmt, const char *key, const char *value)
@@ -244,6 +248,29 @@ static int read_sliding_window(const cJSON *c, const char *org, const family *f,
     return 0;
 }
 
+/* The router's scoring and weights, each family's defaults: Mixtral (MixtralSparseMoeBlock)
+ * always renormalises its top-k softmax weights and has no key for it; qwen2_moe, qwen3_moe and
+ * deepseek_v2 default norm_topk_prob False (their configs may set it), deepseek_v3 True with
+ * scoring_func "sigmoid" and routed_scaling_factor 2.5 (configuration_deepseek_v3.py). */
+static int read_router(const cJSON *c, const char *org, const char *type, pdbx_arch *a, char *err,
+                       size_t errlen)
+{
+    const int v3 = strcmp(type, "deepseek_v3") == 0;
+    a->moe.norm_topk = strcmp(type, "mixtral") == 0 || v3;
+    a->moe.sigmoid = v3;
+    a->moe.routed_scale = v3 ? 2.5 : 1.0;
+    char scoring[16] = "";
+    if (plan_cfg_bool(c, org, "", "norm_topk_prob", &a->moe.norm_topk, err, errlen) < 0 ||
+        plan_cfg_num(c, org, "", "routed_scaling_factor", 1e-6, 1e6, &a->moe.routed_scale, err, errlen) < 0 ||
+        plan_cfg_str(c, org, "", "scoring_func", scoring, sizeof scoring, err, errlen) < 0)
+        return -1;
+    if (*scoring && strcmp(scoring, "softmax") != 0 && strcmp(scoring, "sigmoid") != 0)
+        return pdbx_fail(err, errlen, "%s: scoring_func \"%s\" (allowed: softmax, sigmoid)", org, scoring);
+    if (*scoring)
+        a->moe.sigmoid = strcmp(scoring, "sigmoid") == 0;
+    return 0;
+}
+
 static int read_moe(const cJSON *c, const char *org, const family *f, const pdbx_model *m, pdbx_arch *a,
                     char *err, size_t errlen)
 {
@@ -281,7 +308,7 @@ static int read_moe(const cJSON *c, const char *org, const family *f, const pdbx
     a->moe.first_dense_layers = f->moe ? f->moe_first_dense : 0;
     if (plan_cfg_int(c, org, "", "first_k_dense_replace", 0, 1 << 20, &a->moe.first_dense_layers, err, errlen) < 0)
         return -1;
-    return 0;
+    return read_router(c, org, f->model_type, a, err, errlen);
 }
 
 static int read_mla(const cJSON *c, const char *org, const family *f, pdbx_model *m, pdbx_arch *a, char *err,
@@ -329,6 +356,24 @@ static int read_softcaps(const cJSON *c, const char *org, const family *f, pdbx_
         if (plan_cfg_num(c, org, "", caps[i].key, 0, 1e6, v, err, errlen) < 0)
             return -1;
     }
+    return 0;
+}
+
+/* The rotated part of each head: rotary_pct / partial_rotary_factor, or gpt-j's rotary_dim. */
+static int read_rotary(const cJSON *c, const char *org, const family *f, const pdbx_model *m, pdbx_arch *a,
+                       char *err, size_t errlen)
+{
+    a->rotary_fraction = f->rotary_default;
+    if (plan_cfg_num(c, org, "", "rotary_pct", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
+        plan_cfg_num(c, org, "", "partial_rotary_factor", 0, 1, &a->rotary_fraction, err, errlen) < 0)
+        return -1;
+    int rotary_dim = 0;
+    if (plan_cfg_int(c, org, "", "rotary_dim", 1, 1 << 16, &rotary_dim, err, errlen) < 0)
+        return -1;
+    if (strcmp(f->model_type, "gptj") == 0 && rotary_dim == 0)
+        rotary_dim = 64;   /* GPTJConfig rotary_dim 64 */
+    if (rotary_dim > 0 && m->head_dim > 0)
+        a->rotary_fraction = rotary_dim >= m->head_dim ? 1.0 : (double)rotary_dim / m->head_dim;
     return 0;
 }
 
@@ -383,18 +428,8 @@ static int read_family_arch(const cJSON *c, const char *org, const family *f, pd
     } else if (f->parallel_residual == 0 && switched_on(plan_cfg_item(c, "use_parallel_residual"))) {
         add_unsupported(a, "%s %s", "use_parallel_residual", "true");
     }
-    a->rotary_fraction = f->rotary_default;
-    if (plan_cfg_num(c, org, "", "rotary_pct", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
-        plan_cfg_num(c, org, "", "partial_rotary_factor", 0, 1, &a->rotary_fraction, err, errlen) < 0)
+    if (read_rotary(c, org, f, m, a, err, errlen) != 0)
         return -1;
-    int rotary_dim = 0;
-    if (plan_cfg_int(c, org, "", "rotary_dim", 1, 1 << 16, &rotary_dim, err, errlen) < 0)
-        return -1;
-    if (strcmp(f->model_type, "gptj") == 0 && rotary_dim == 0)
-        rotary_dim = 64;   /* GPTJConfig rotary_dim 64 */
-    if (rotary_dim > 0 && m->head_dim > 0)
-        a->rotary_fraction = rotary_dim >= m->head_dim ? 1.0 : (double)rotary_dim / m->head_dim;
-
     const cJSON *xattn = plan_cfg_item(c, "cross_attention_layers");
     if (cJSON_IsArray(xattn))
         a->cross_attention_layers = cJSON_GetArraySize(xattn);

@@ -27,6 +27,29 @@ static const char *const sw_names[] = {"none", "all", "alternating", "some"};
 static const char *const norm_names[] = {"rmsnorm", "layernorm"};
 static const char *const position_names[] = {"rope", "learned"};
 
+/* arch.moe of a spec pdbx wrote (NULL: none); a spec written before the router's fields has
+ * routed_scale 1. */
+static int read_own_moe(const cJSON *moe, const char *org, pdbx_arch *a, char *err, size_t errlen)
+{
+    if (moe && (plan_cfg_need_int(moe, org, "arch.moe.", "experts", 2, 1 << 20, &a->moe.experts, err, errlen) < 0 ||
+                plan_cfg_need_int(moe, org, "arch.moe.", "top_k", 1, 1 << 20, &a->moe.top_k, err, errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "shared_experts", 0, 1 << 20, &a->moe.shared_experts, err, errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "expert_intermediate", 1, 1 << 22, &a->moe.expert_intermediate, err,
+                        errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "shared_expert_intermediate", 0, 1 << 22,
+                        &a->moe.shared_expert_intermediate, err, errlen) < 0 ||
+                plan_cfg_int(moe, org, "arch.moe.", "first_dense_layers", 0, 1 << 20, &a->moe.first_dense_layers, err,
+                        errlen) < 0 ||
+                plan_cfg_bool(moe, org, "arch.moe.", "sigmoid", &a->moe.sigmoid, err, errlen) < 0 ||
+                plan_cfg_bool(moe, org, "arch.moe.", "norm_topk", &a->moe.norm_topk, err, errlen) < 0 ||
+                plan_cfg_num(moe, org, "arch.moe.", "routed_scale", 1e-6, 1e6, &a->moe.routed_scale, err,
+                        errlen) < 0))
+        return -1;
+    if (moe && !plan_cfg_item(moe, "routed_scale"))   /* a spec written before the router's fields */
+        a->moe.routed_scale = 1.0;
+    return 0;
+}
+
 int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err, size_t errlen)
 {
     pdbx_arch *a = &m->arch;
@@ -89,16 +112,7 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
               plan_cfg_bool(b, org, "arch.bias.", "attn_out", &a->bias.attn_out, err, errlen) < 0 ||
               plan_cfg_bool(b, org, "arch.bias.", "mlp", &a->bias.mlp, err, errlen) < 0))
         return -1;
-    const cJSON *moe = plan_cfg_item(o, "moe");
-    if (moe && (plan_cfg_need_int(moe, org, "arch.moe.", "experts", 2, 1 << 20, &a->moe.experts, err, errlen) < 0 ||
-                plan_cfg_need_int(moe, org, "arch.moe.", "top_k", 1, 1 << 20, &a->moe.top_k, err, errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "shared_experts", 0, 1 << 20, &a->moe.shared_experts, err, errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "expert_intermediate", 1, 1 << 22, &a->moe.expert_intermediate, err,
-                        errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "shared_expert_intermediate", 0, 1 << 22,
-                        &a->moe.shared_expert_intermediate, err, errlen) < 0 ||
-                plan_cfg_int(moe, org, "arch.moe.", "first_dense_layers", 0, 1 << 20, &a->moe.first_dense_layers, err,
-                        errlen) < 0))
+    if (read_own_moe(plan_cfg_item(o, "moe"), org, a, err, errlen) != 0)
         return -1;
     if (plan_cfg_bool(o, org, "arch.", "parallel_residual", &a->parallel_residual, err, errlen) < 0 ||
         plan_cfg_bool(o, org, "arch.", "shared_norm", &a->shared_norm, err, errlen) < 0 ||
@@ -164,7 +178,10 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
              cJSON_AddNumberToObject(x, "shared_experts", a->moe.shared_experts) &&
              cJSON_AddNumberToObject(x, "expert_intermediate", a->moe.expert_intermediate) &&
              cJSON_AddNumberToObject(x, "shared_expert_intermediate", a->moe.shared_expert_intermediate) &&
-             cJSON_AddNumberToObject(x, "first_dense_layers", a->moe.first_dense_layers);
+             cJSON_AddNumberToObject(x, "first_dense_layers", a->moe.first_dense_layers) &&
+             cJSON_AddBoolToObject(x, "sigmoid", a->moe.sigmoid) &&
+             cJSON_AddBoolToObject(x, "norm_topk", a->moe.norm_topk) &&
+             cJSON_AddNumberToObject(x, "routed_scale", a->moe.routed_scale);
     } else if (ok) {
         ok = cJSON_AddNullToObject(o, "moe") != NULL;
     }
@@ -224,17 +241,13 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     char what[320];
     const char *measures = "";
     if (a->cross_attention_layers > 0) {
-        snprintf(what, sizeof what, "cross-attention (%d of %d layers attend to the vision model)",
+        snprintf(what, sizeof what, "cross-attention (%d of %d layers attend to the image)",
                  a->cross_attention_layers, m->layers);
-        measures = "it measures self-attention decoder layers";
-    } else if (a->moe.experts > 1) {
-        char shared[48] = "";
-        if (a->moe.shared_experts)
-            snprintf(shared, sizeof shared, ", %d shared", a->moe.shared_experts);
-        snprintf(what, sizeof what, "mixture of experts (%d experts, top %d%s)", a->moe.experts, a->moe.top_k, shared);
-        measures = "it measures dense layers";
-    /* multi-head latent attention (DeepSeek) is measured on the cpu backend (attn_q_a ..
-     * attn_kv_b, cpu_mla.c); the cuda backend refuses it (pdbx_backend_model_check) */
+        measures = "it measures self-attention layers";
+    /* a mixture of experts is measured (cpu: router, permute, grouped experts, unpermute and
+     * shared experts; docs/engine.md, "Mixture of experts"), and so is multi-head latent
+     * attention (DeepSeek; cpu: attn_q_a .. attn_kv_b, cpu_mla.c); the cuda backend refuses both
+     * (pdbx_backend_model_check) */
     } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
                (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",

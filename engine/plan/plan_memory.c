@@ -6,7 +6,25 @@
  * it is the fullest stage. With uneven splits it is given ceil(layers / PP) layers. */
 #include "engine/plan/plan_internal.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+/* The MLP part of a MoE layer's activations kept for backward per micro-batch (docs/spec.md,
+ * "Memory model"), in place of the dense MLP's SwiGLU tensors. Under TP a rank routes
+ * R = ceil(s b / t) rows (sequence parallelism, plan_shapes_moe.c), X = R top_k copies (at EP 1
+ * all of them stay on the rank, whatever the routing imbalance): the router's logits (dtype) and
+ * probabilities (fp32) [R, E], the top-k ids and weights (int64 + fp32) [X], the permuted rows
+ * [X, h] the expert GEMMs read, the experts' four SwiGLU tensors [X, I_e] (gate out, up out,
+ * SiLU out, product, as the dense MLP's) and their output [X, h] that unpermute weighs; the
+ * shared experts as a dense MLP of width I_s / t over all s b rows. */
+static double moe_mlp_act(const pdbx_model *m, double t, double s, double b, double e)
+{
+    const double R = (double)(((int64_t)(s * b) + (int64_t)t - 1) / (int64_t)t);
+    const double E = m->arch.moe.experts, X = R * m->arch.moe.top_k, Ie = m->arch.moe.expert_intermediate;
+    const double Is = plan_moe_shared_width(m) / t;
+    return R * E * (e + 4) + X * 12 + 2 * X * m->hidden * e + 4 * X * Ie * e + s * b * e * 4 * Is;
+}
 
 void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mbs, pdbx_memory *out)
 {
@@ -35,7 +53,7 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
      * a plain MLP (arch.mlp_plain: gpt2, gpt-neox) keeps those two [s,b,I/t] tensors (fc1 out,
      * GELU out). LayerNorm's per-row mean and rstd are O(s*b) and left out. */
     const double mlp_tensors = m->arch.mlp_plain ? 2 : 4;
-    double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d + mlp_tensors * I / t));
+    double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d));
     if (m->arch.attention == PDBX_ATTN_MLA) {
         /* MLA keeps, per token, instead of q, k, v and the context above: q [a/t, d] and k
          * [a/t, d] (the rope'd core inputs, k with its broadcast k_pe), v and the context
@@ -52,11 +70,15 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
         per_layer += s * b * e * (a * d / t + kv * d);
     if (!spec->flash_attention)
         per_layer += (2 * e + 1) * (a / t) * s * s * b;
+    /* stage 0's layers: a MoE model's first_dense_layers dense (DeepSeek), the rest MoE */
+    const double moe_layers = plan_is_moe(m) ? L - fmin(L, fmax(0, m->arch.moe.first_dense_layers)) : 0;
+    const double dense_mlp = s * b * e * mlp_tensors * I / t, moe_mlp = moe_layers > 0 ? moe_mlp_act(m, t, s, b, e) : 0;
+    const double layers_act = per_layer * L + dense_mlp * (L - moe_layers) + moe_mlp * moe_layers;
     if (spec->recompute == PDBX_RECOMPUTE_FULL)
         /* only each layer's input [s,b,h] is kept per micro-batch in flight; during the
          * backward one layer at a time is recomputed and holds its full activations */
-        out->activations = s * b * h * e * L * par->pp + per_layer;
+        out->activations = s * b * h * e * L * par->pp + per_layer + fmax(moe_layers < L ? dense_mlp : 0, moe_mlp);
     else
-        out->activations = per_layer * L * par->pp;       /* 1F1B: PP micro-batches in flight */
+        out->activations = layers_act * par->pp;       /* 1F1B: PP micro-batches in flight */
     out->total = out->weights + out->grads + out->optimizer + out->activations;
 }

@@ -196,6 +196,18 @@ static const csv_op mlp_ops[] = {
     { "attn_core", { "attn_core" }, 0 },
     { "final_norm", { "final_norm" }, 0 },
     { "lm_head", { "lm_head" }, 0 },
+    /* a mixture-of-experts layer's ops (Vidur has no columns for them): pdbx's names */
+    { "moe_router", { "moe_router" }, 0 },
+    { "moe_permute", { "moe_permute" }, 0 },
+    { "moe_expert_gate", { "moe_expert_gate" }, 0 },
+    { "moe_expert_up", { "moe_expert_up" }, 0 },
+    { "moe_expert_act", { "moe_expert_act" }, 0 },
+    { "moe_expert_down", { "moe_expert_down" }, 0 },
+    { "moe_unpermute", { "moe_unpermute" }, 0 },
+    { "moe_shared_gate", { "moe_shared_gate" }, 0 },
+    { "moe_shared_up", { "moe_shared_up" }, 0 },
+    { "moe_shared_act", { "moe_shared_act" }, 0 },
+    { "moe_shared_down", { "moe_shared_down" }, 0 },
 };
 #define N_MLP_OPS (sizeof mlp_ops / sizeof mlp_ops[0])
 

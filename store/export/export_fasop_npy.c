@@ -151,6 +151,8 @@ int pdbx_export_fasop_npy(const pdbx_run *run, const char *dir, const char *mode
         return -1;
     if (strlen(dir) > 3000)
         return pdbx_fail(err, errlen, "%.60s...: path too long", dir);
+    if (pdbx_run_fasop_shaped(run, "--fasop-npy", err, errlen) != 0)
+        return -1;
     pdbx_runtable t;
     if (pdbx_runtable_build_pass(run, 0, PDBX_PASS_SEL_FWD, &t) != 0)
         return pdbx_fail(err, errlen, "out of memory exporting run %s", run->id);

@@ -410,7 +410,8 @@ int pdbx_export_npz(const pdbx_run *run, const char *dir, const pdbx_npz_options
     if (opt->pass == PDBX_PASS_SEL_BWD)
         return pdbx_fail(err, errlen, "pass: 'bwd' makes no FASOP profile (FASOP reads forward "
                          "times and multiplies them by 3; allowed: fwd, or both for fwd + bwd per cell)");
-    if (pdbx_pass_sel_check(run, opt->pass, "pass", err, errlen) != 0)
+    if (pdbx_pass_sel_check(run, opt->pass, "pass", err, errlen) != 0 ||
+        pdbx_run_fasop_shaped(run, "--npz", err, errlen) != 0)
         return -1;
 
     int rc = -1;

@@ -44,7 +44,8 @@ static const char *op_category(pdbx_op op)
     switch (op) {
     case PDBX_OP_EMBED: return "embedding";
     case PDBX_OP_ATTN_CORE: return "attention";
-    case PDBX_OP_MLP_ACT_FN: return "activation";
+    case PDBX_OP_MLP_ACT_FN: case PDBX_OP_MOE_EXPERT_ACT: case PDBX_OP_MOE_SHARED_ACT: return "activation";
+    case PDBX_OP_MOE_PERMUTE: case PDBX_OP_MOE_UNPERMUTE: return "moe";   /* the routed rows' moves */
     default: return "norm";
     }
 }

@@ -76,10 +76,8 @@ static void test_read_and_refusals(void **state)
     t = s;
     t.backend = PDBX_BACKEND_CUDA;
     expect_refused(&t, "multi-head latent attention");
-    load(PDBX_SOURCE_DIR "/tests/fixtures/models/DeepSeek-V2-Lite.json", &t);
-    assert_int_equal(pdbx_arch_refusal(&t.model, t.seq_len, err, sizeof err), 1);
-    assert_non_null(strstr(err, "mixture of experts"));
-    assert_null(strstr(err, "latent"));
+    load(PDBX_SOURCE_DIR "/tests/fixtures/models/DeepSeek-V2-Lite.json", &t);   /* MLA and MoE */
+    assert_int_equal(pdbx_arch_refusal(&t.model, t.seq_len, err, sizeof err), 0);
 }
 
 static double bytes_of(const pdbx_profile_memory *m, pdbx_buf_role r, int *count)

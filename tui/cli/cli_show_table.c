@@ -51,6 +51,22 @@ static void print_gemm_modes(const pdbx_run *run, FILE *out)
                   cJSON_IsTrue(fused) ? "fused (QKV, fc1; times split by FLOP share)" : "separate");
 }
 
+/* A mixture-of-experts run's routing (spec moe_routing); nothing for a dense model's run. */
+static void print_moe_routing(const pdbx_run *run, FILE *out)
+{
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(run->spec, "model");
+    const cJSON *moe = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "arch"), "moe");
+    if (!cJSON_IsObject(moe))
+        return;
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(run->spec, "moe_routing");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(r, "imbalance");
+    if (cJSON_IsNumber(f))
+        pdbx_cli_line(out, "moe routing: imbalance %g (the busiest expert gets %g x its balanced rows; EP 1)",
+                      f->valuedouble, f->valuedouble);
+    else
+        pdbx_cli_line(out, "moe routing: %s (EP 1)", cJSON_IsString(r) ? r->valuestring : "balanced");
+}
+
 void show_print_header(const pdbx_run *run, const show_args *a, FILE *out)
 {
     char created[32];
@@ -71,6 +87,7 @@ void show_print_header(const pdbx_run *run, const show_args *a, FILE *out)
                   run->ranks_per_node);
     pdbx_cli_line(out, "repetition %s", rep);
     print_gemm_modes(run, out);
+    print_moe_routing(run, out);
     if (run->launcher[0])
         pdbx_cli_line(out, "launched %s: %s", run->launcher, run->command[0] ? run->command : PDBX_NA);
     print_placement(run, out);

@@ -11,7 +11,6 @@
  * preset are text fields with presets, cycled with ^N/^P, and the text last typed in a field
  * stays one step of its cycle, so a typed path is never lost. */
 #include <curses.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +204,8 @@ static void recompute(form_state *f)
         }
         if (pdbx_spec_set(&s, x->field, x->value, x->error, sizeof(x->error)) != 0)
             bad = 1;
+        else if (!strcmp(x->field, "model") && s.layers_profiled > 1 && !strcmp(field_named(f, "layers")->value, "1"))
+            setv(f, "layers", "%d", s.layers_profiled);   /* one layer of each kind (pdbx_model_layer_kinds) */
         else if (strcmp(x->field, "gpus") == 0)
             gpus = atoi(x->value);
     }

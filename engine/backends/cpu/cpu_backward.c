@@ -284,6 +284,41 @@ static int run_bwd_attn(pdbx_compute *c, pdbx_op op, int layer)
 #undef LP
 }
 
+/* The dense MLP's ops (mlp_gate/up/act_fn/down): 0, or 1 when op is not one of them. */
+static int mlp_bwd(pdbx_compute *c, pdbx_op op, const cpu_layer *L)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
+    switch (op) {
+    case PDBX_OP_MLP_GATE:
+        if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
+        {
+            linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
+            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
+        } else {
+            linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
+            bias_bwd(c, op, LP(g->dg, g->dg_b), 1, g->dbgu, c->inter);
+        }
+        return 0;
+    case PDBX_OP_MLP_UP:
+        linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
+        bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
+        return 0;
+    case PDBX_OP_MLP_ACT_FN:
+        act_bwd(c);
+        return 0;
+    case PDBX_OP_MLP_DOWN:
+        linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
+        bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
+        return 0;
+    default:
+        return 1;
+    }
+#undef LP
+}
+
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     cpu_grads *g = &c->grad;
@@ -315,27 +350,6 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
          * the residual ops' add) */
         norm_bwd(c, c->p.model.arch.parallel_residual ? c->x : c->y, g->dyn, g->dy);
         break;
-    case PDBX_OP_MLP_GATE:
-        if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
-        {
-            linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
-            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
-        } else {
-            linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
-            bias_bwd(c, op, LP(g->dg, g->dg_b), 1, g->dbgu, c->inter);
-        }
-        break;
-    case PDBX_OP_MLP_UP:
-        linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
-        bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
-        break;
-    case PDBX_OP_MLP_ACT_FN:
-        act_bwd(c);
-        break;
-    case PDBX_OP_MLP_DOWN:
-        linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
-        bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
-        break;
     case PDBX_OP_FINAL_NORM:
         norm_bwd(c, c->x, g->dxn, g->dx);
         break;
@@ -344,6 +358,8 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
                    c->vloc, h);
         break;
     default:
+        if (mlp_bwd(c, op, L) == 0 || pdbx_cpu_moe_bwd(c, op, layer) == 0)   /* the MLP's, a MoE layer's */
+            break;
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }

@@ -223,7 +223,8 @@ void pdbx_cpu_gemm(pdbx_compute *c, const void *a, const void *b, float *out, in
     gemm(c, a, b, out, m, n, k);
 }
 
-/* Whether run_op may run pass of op at layer on this point (0, or -1 with a message). */
+/* What run_op refuses: before prepare, a pass or op the point was not prepared for, an op the
+ * model or the layer's kind does not run, a layer out of range. 0, or -1 with a message. */
 static int check_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, char *err, size_t errlen)
 {
     if (!c->prepared) {
@@ -255,6 +256,12 @@ static int check_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, 
     }
     if (pdbx_op_is_per_layer(op) && (layer < 0 || layer >= c->nlayers)) {
         snprintf(err, errlen, "cpu backend: layer %d out of range 0..%d", layer, c->nlayers - 1);
+        return -1;
+    }
+    if (pdbx_op_is_per_layer(op) && !pdbx_layer_has_op(&c->p.model, c->nlayers, layer, op)) {
+        snprintf(err, errlen, "cpu backend: op %s does not run on layer %d, a %s layer of model %s", pdbx_op_name(op),
+                 layer, pdbx_layer_is_moe(&c->p.model, c->nlayers, layer) ? "mixture-of-experts" : "dense",
+                 c->p.model.name);
         return -1;
     }
     return 0;
@@ -355,6 +362,8 @@ static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t err
         gemm(c, bf ? c->xn_b : c->xn, c->wlm, c->logits, T, c->vloc, h);
         break;
     default:
+        if (pdbx_cpu_moe_fwd(c, op, layer) == 0)   /* a MoE layer's op (cpu_moe.c) */
+            break;
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }
