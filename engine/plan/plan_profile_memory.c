@@ -78,6 +78,7 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_NORM_STATS_RSTD] = "norm rstd (fp32, layernorm)", [PDBX_BUF_GRAD_NORM_B] = "d norm bias",
     [PDBX_BUF_POS_TABLE] = "position table", [PDBX_BUF_GRAD_POS_TABLE] = "d position table",
     [PDBX_BUF_QK_NORM_W] = "q/k norm weights", [PDBX_BUF_GRAD_QK_NORM_W] = "d q/k norm weights",
+    [PDBX_BUF_GRAD_LOGITS_CAPPED] = "d logits (capped, gemm dtype)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 

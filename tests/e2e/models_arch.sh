@@ -47,7 +47,7 @@ Qwen3-30B-A3B.json|2|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': '
 DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|mixture of experts (64 experts, top 6, 2 shared)
 DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|mixture of experts (256 experts, top 8, 1 shared)
 Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
-gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|final-logit soft-capping (30 on lm_head's logits)
+gemma-2-9b.json|0|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|
 EOF_CASES
@@ -84,7 +84,7 @@ grep -q "model Mixtral-8x7B: mixture of experts (8 experts, top 2) is not measur
 [ -z "$(ls "$TMP/store" 2>/dev/null)" ] || fail "run left files: $(ls "$TMP/store")"
 
 # pdbx-engine's own spec check (a spec written by hand, the model inline)
-"$PY" - "$FIX/gemma-2-9b.json" "$TMP/spec.json" <<'PYEOF'
+"$PY" - "$FIX/Mixtral-8x7B-v0.1.json" "$TMP/spec.json" <<'PYEOF'
 import json, sys
 json.dump({'model': json.load(open(sys.argv[1])), 'seq_len': 128}, open(sys.argv[2], 'w'))
 PYEOF
@@ -93,8 +93,8 @@ if command -v mpirun >/dev/null; then
     # leave process-lifetime allocations LSan cannot attribute
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    [ $rc -eq 2 ] || fail "engine gemma-2: exit $rc: $(cat "$TMP/err")"
-    grep -q "^pdbx-engine: .*final-logit soft-capping (30 on lm_head's logits) is not measured" "$TMP/err" \
+    [ $rc -eq 2 ] || fail "engine mixtral: exit $rc: $(cat "$TMP/err")"
+    grep -q "^pdbx-engine: .*mixture of experts (8 experts, top 2) is not measured" "$TMP/err" \
         || fail "engine message: $(cat "$TMP/err")"
 fi
 echo "PASS models_arch"

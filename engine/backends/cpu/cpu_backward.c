@@ -12,6 +12,10 @@
  *       the forward's row mean and rstd); mlp_act_fn: SiLU(g)*u backward (dg, du), GELU(g)*u's,
  *       or a plain MLP's GELU(u) backward (du);
  *   attn_core: causal attention backward, FlashAttention-2's recomputation (dQ, dK, dV);
+ *   lm_head with final-logit soft-capping: d logits x (1 - (logits / cap)^2) from the
+ *       forward's capped logits into a buffer of its own in the GEMM dtype, which the dgrad
+ *       and wgrad then read (d logits itself, filled once, is never modified: a product in
+ *       place would shrink it step after step);
  *   embed: the scatter-add of dY's rows into the embedding gradient's rows of the ids, and
  *       with learned positions the position table's gradient (each position's rows summed).
  * The data flow mirrors the forward's backwards (cpu_compute.c): each op reads the gradient its
@@ -54,6 +58,7 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_GATE_LP: return &g->dg_b;
     case PDBX_BUF_GRAD_UP_LP: return &g->du_b;
     case PDBX_BUF_GRAD_LOGITS_LP: return &g->dlogits_b;
+    case PDBX_BUF_GRAD_LOGITS_CAPPED: return &g->dlogits_capped;
     case PDBX_BUF_GRAD_EMBED_TABLE: return (void **)&g->demb;
     case PDBX_BUF_GRAD_NORM_W: return (void **)&g->dnorm_w;
     case PDBX_BUF_GRAD_LM_HEAD_W: return (void **)&g->dwlm;
@@ -130,6 +135,7 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
         { g->dv_b, T * kvd, e }, { g->dy_b, T * h, e }, { g->dg_b, T * ni, e },
         { g->du_b, T * ni, e }, { g->dlogits_b, T * V, e },
         { g->dqkv, T * (qd + 2 * kvd), e }, { g->dfc1, T * 2 * ni, e },
+        { g->dlogits_capped, T * V, e },   /* lm_head's bwd writes it before reading it */
     };
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
         fill(act[i].p, act[i].n, act[i].esz, 1.0f, seed++);
@@ -214,42 +220,46 @@ static void act_bwd(pdbx_compute *c)
         pdbx_k_gelu_mul_bwd(c->pool, c->g, c->u, g->dact, n, kind, g->dg, g->du);
 }
 
-int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+/* The GEMM dtype's copy of activation (or gradient) a: the bf16 one a_b when the GEMMs run
+ * bf16. */
+static const void *lp(const pdbx_compute *c, const void *a, const void *a_b)
+{
+    return c->esz == 2 ? a_b : a;
+}
+
+/* q, k, v projections (attn_q: the fused QKV GEMM with fused_projections). */
+static void qkv_bwd(pdbx_compute *c, pdbx_op op, const cpu_layer *L)
 {
     cpu_grads *g = &c->grad;
     const int64_t T = c->T, h = c->h;
-    const int bf = c->esz == 2;
-    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
-    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-/* the GEMM dtype's copy of activation (or gradient) a: the bf16 one when the GEMMs run bf16 */
-#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
+    const void *xn = lp(c, c->xn, c->xn_b);
     switch (op) {
-    case PDBX_OP_EMBED:
-        pdbx_k_embed_scatter_add(g->dx, c->ids, T, h, c->vloc, 0, g->demb);
-        if (g->dpos)
-            pdbx_k_pos_embed_bwd(c->pool, g->dx, T, h, c->p.seq_len, g->dpos);
-        break;
-    case PDBX_OP_INPUT_NORM:
-        norm_bwd(c, c->x, g->dxn, g->dx);
-        break;
     case PDBX_OP_ATTN_Q:
-        if (c->p.fused_projections)   /* the fused QKV GEMM's dgrad and wgrad */
-        {
-            linear_bwd(c, LP(c->xn, c->xn_b), L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
+        if (c->p.fused_projections) {   /* the fused QKV GEMM's dgrad and wgrad */
+            linear_bwd(c, xn, L->wqkv, g->dqkv, g->dxn, g->dwqkv, T, c->qd + 2 * c->kvd, h);
             bias_bwd(c, op, g->dqkv, 1, g->dbqkv, c->qd + 2 * c->kvd);
         } else {
-            linear_bwd(c, LP(c->xn, c->xn_b), L->wq, LP(g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
-            bias_bwd(c, op, LP(g->dq, g->dq_b), 1, g->dbq, c->qd);
+            linear_bwd(c, xn, L->wq, lp(c, g->dq, g->dq_b), g->dxn, g->dwq, T, c->qd, h);
+            bias_bwd(c, op, lp(c, g->dq, g->dq_b), 1, g->dbq, c->qd);
         }
         break;
     case PDBX_OP_ATTN_K:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wk, LP(g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
-        bias_bwd(c, op, LP(g->dk, g->dk_b), 1, g->dbkv, c->kvd);
+        linear_bwd(c, xn, L->wk, lp(c, g->dk, g->dk_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, lp(c, g->dk, g->dk_b), 1, g->dbkv, c->kvd);
         break;
-    case PDBX_OP_ATTN_V:
-        linear_bwd(c, LP(c->xn, c->xn_b), L->wv, LP(g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
-        bias_bwd(c, op, LP(g->dv, g->dv_b), 1, g->dbkv, c->kvd);
+    default:   /* PDBX_OP_ATTN_V */
+        linear_bwd(c, xn, L->wv, lp(c, g->dv, g->dv_b), g->dxn, g->dwkv, T, c->kvd, h);
+        bias_bwd(c, op, lp(c, g->dv, g->dv_b), 1, g->dbkv, c->kvd);
         break;
+    }
+}
+
+/* The attention's own ops between the projections: core, qk_norm, rope. */
+static void attn_bwd(pdbx_compute *c, pdbx_op op, int layer)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T;
+    switch (op) {
     case PDBX_OP_ATTN_CORE: {   /* the forward's window and cap of this layer */
         const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
         pdbx_k_attention_causal_bwd_opts(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len,
@@ -264,11 +274,87 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         pdbx_k_rmsnorm_bwd(c->k, c->qk_norm_w + c->d, g->dk, T * c->kv_heads, c->d, RMS_EPS, g->dk,
                            g->dqk_norm_w + c->d);
         break;
-    case PDBX_OP_ATTN_ROPE:   /* the inverse rotation of the core's dq and dk, in place */
+    default:                  /* PDBX_OP_ATTN_ROPE: the inverse rotation of dq and dk, in place */
         pdbx_k_rope(c->pool, g->dq, T, c->heads, c->d, c->rot, c->p.seq_len, c->rope,
                     c->rope + c->p.seq_len * (c->rot / 2), 1);
         pdbx_k_rope(c->pool, g->dk, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
                     c->rope + c->p.seq_len * (c->rot / 2), 1);
+        break;
+    }
+}
+
+/* The MLP's projections and activation. */
+static void mlp_bwd(pdbx_compute *c, pdbx_op op, const cpu_layer *L)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    const void *yn = lp(c, c->yn, c->yn_b);
+    switch (op) {
+    case PDBX_OP_MLP_GATE:
+        if (c->p.fused_projections) {   /* the fused fc1 GEMM's dgrad and wgrad */
+            linear_bwd(c, yn, L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
+            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
+        } else {
+            linear_bwd(c, yn, L->wg, lp(c, g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
+            bias_bwd(c, op, lp(c, g->dg, g->dg_b), 1, g->dbgu, c->inter);
+        }
+        break;
+    case PDBX_OP_MLP_UP:
+        linear_bwd(c, yn, L->wu, lp(c, g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
+        bias_bwd(c, op, lp(c, g->du, g->du_b), 1, g->dbgu, c->inter);
+        break;
+    case PDBX_OP_MLP_ACT_FN:
+        act_bwd(c);
+        break;
+    default:   /* PDBX_OP_MLP_DOWN */
+        linear_bwd(c, lp(c, c->act, c->act_b), L->wd, lp(c, g->dx, g->dx_b), g->dact, g->dwd, T, h,
+                   c->inter);
+        bias_bwd(c, op, lp(c, g->dx, g->dx_b), 1, g->dbd, h);
+        break;
+    }
+}
+
+/* lm_head: with final-logit soft-capping the dY of its GEMMs is d logits through the cap's
+ * derivative, written from the forward's capped logits into its own buffer (d logits is left
+ * as filled); without, d logits itself. */
+static void lm_head_bwd(pdbx_compute *c)
+{
+    cpu_grads *g = &c->grad;
+    const float cap = (float)c->p.model.arch.final_softcap;
+    const void *dy = lp(c, g->dlogits, g->dlogits_b);
+    if (cap > 0.0f && g->dlogits_capped) {
+        pdbx_k_logit_softcap_bwd(c->pool, c->logits, g->dlogits, g->dlogits_capped, c->esz == 2,
+                                 c->T, c->vloc, cap);
+        dy = g->dlogits_capped;
+    }
+    linear_bwd(c, lp(c, c->xn, c->xn_b), c->wlm, dy, g->dxn, g->dwlm, c->T, c->vloc, c->h);
+}
+
+int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
+    cpu_grads *g = &c->grad;
+    const int64_t T = c->T, h = c->h;
+    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
+    const cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
+    switch (op) {
+    case PDBX_OP_EMBED:
+        pdbx_k_embed_scatter_add(g->dx, c->ids, T, h, c->vloc, 0, g->demb);
+        if (g->dpos)
+            pdbx_k_pos_embed_bwd(c->pool, g->dx, T, h, c->p.seq_len, g->dpos);
+        break;
+    case PDBX_OP_INPUT_NORM:
+    case PDBX_OP_FINAL_NORM:
+        norm_bwd(c, c->x, g->dxn, g->dx);
+        break;
+    case PDBX_OP_ATTN_Q:
+    case PDBX_OP_ATTN_K:
+    case PDBX_OP_ATTN_V:
+        qkv_bwd(c, op, L);
+        break;
+    case PDBX_OP_ATTN_CORE:
+    case PDBX_OP_ATTN_QK_NORM:
+    case PDBX_OP_ATTN_ROPE:
+        attn_bwd(c, op, layer);
         break;
     case PDBX_OP_ATTN_RESIDUAL:   /* y = x + attn: dy flows on into the layer input's dx */
         pdbx_k_add(c->pool, g->dx, g->dy, T * h);
@@ -277,8 +363,9 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         pdbx_k_add(c->pool, g->dy, g->dx, T * h);
         break;
     case PDBX_OP_ATTN_O:
-        linear_bwd(c, LP(c->ctx, c->ctx_b), L->wo, LP(g->dy, g->dy_b), g->dctx, g->dwo, T, h, c->qd);
-        bias_bwd(c, op, LP(g->dy, g->dy_b), 1, g->dbo, h);
+        linear_bwd(c, lp(c, c->ctx, c->ctx_b), L->wo, lp(c, g->dy, g->dy_b), g->dctx, g->dwo, T, h,
+                   c->qd);
+        bias_bwd(c, op, lp(c, g->dy, g->dy_b), 1, g->dbo, h);
         break;
     case PDBX_OP_POST_ATTN_NORM:
         /* a parallel residual's norm read the layer's input x: its dx belongs to x's gradient,
@@ -287,37 +374,17 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         norm_bwd(c, c->p.model.arch.parallel_residual ? c->x : c->y, g->dyn, g->dy);
         break;
     case PDBX_OP_MLP_GATE:
-        if (c->p.fused_projections)   /* the fused fc1 GEMM's dgrad and wgrad */
-        {
-            linear_bwd(c, LP(c->yn, c->yn_b), L->wfc1, g->dfc1, g->dyn, g->dwfc1, T, 2 * c->inter, h);
-            bias_bwd(c, op, g->dfc1, 1, g->dbfc1, 2 * c->inter);
-        } else {
-            linear_bwd(c, LP(c->yn, c->yn_b), L->wg, LP(g->dg, g->dg_b), g->dyn, g->dwgu, T, c->inter, h);
-            bias_bwd(c, op, LP(g->dg, g->dg_b), 1, g->dbgu, c->inter);
-        }
-        break;
     case PDBX_OP_MLP_UP:
-        linear_bwd(c, LP(c->yn, c->yn_b), L->wu, LP(g->du, g->du_b), g->dyn, g->dwgu, T, c->inter, h);
-        bias_bwd(c, op, LP(g->du, g->du_b), 1, g->dbgu, c->inter);
-        break;
     case PDBX_OP_MLP_ACT_FN:
-        act_bwd(c);
-        break;
     case PDBX_OP_MLP_DOWN:
-        linear_bwd(c, LP(c->act, c->act_b), L->wd, LP(g->dx, g->dx_b), g->dact, g->dwd, T, h, c->inter);
-        bias_bwd(c, op, LP(g->dx, g->dx_b), 1, g->dbd, h);
-        break;
-    case PDBX_OP_FINAL_NORM:
-        norm_bwd(c, c->x, g->dxn, g->dx);
+        mlp_bwd(c, op, L);
         break;
     case PDBX_OP_LM_HEAD:
-        linear_bwd(c, LP(c->xn, c->xn_b), c->wlm, LP(g->dlogits, g->dlogits_b), g->dxn, g->dwlm, T,
-                   c->vloc, h);
+        lm_head_bwd(c);
         break;
     default:
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }
-#undef LP
     return 0;
 }

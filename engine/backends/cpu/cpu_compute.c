@@ -6,7 +6,8 @@
  *   place;  attn_core: q,k,v -> ctx;  attn_o: ctx -> y;  attn_residual: y += x (the layer's
  *   input: y is then the hidden state);  post_attn_norm: y -> yn;  gate/up: yn -> g,u;
  *   act: g,u -> act;  mlp_down: act -> x;  mlp_residual: x += y (the next layer's input);
- *   final_norm: x -> xn;  lm_head: xn -> logits.
+ *   final_norm: x -> xn;  lm_head: xn -> logits (capped in place with gemma-2's final-logit
+ *   soft-capping).
  * A parallel residual (gpt-neox: x + attn(ln1 x) + mlp(ln2 x)) changes one read: post_attn_norm
  * normalises x, the layer's input, which mlp_down overwrites only after it; mlp_residual's
  * x += y then sums all three. gpt-j's one shared norm has no post_attn_norm op (the MLP reads
@@ -17,6 +18,7 @@
 #include "engine/backends/cpu/cpu_compute.h"
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels_dense.h"
 #include "engine/backends/host.h"
 #include "store/events.h"
@@ -216,8 +218,9 @@ pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer)
     return (pdbx_attn_opts){ .window = w, .softcap = (float)cap, .dv = 0 };
 }
 
-static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
-                      char *err, size_t errlen)
+/* run_op's checks of its arguments against the prepared point: 0, or -1 with a message. */
+static int run_op_check(const pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, char *err,
+                        size_t errlen)
 {
     if (!c->prepared) {
         snprintf(err, errlen, "cpu backend: run_op before prepare");
@@ -250,24 +253,16 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: layer %d out of range 0..%d", layer, c->nlayers - 1);
         return -1;
     }
+    return 0;
+}
+
+/* The attention's forward ops: the projections, qk_norm, rope, the core, the output. */
+static void run_attn(pdbx_compute *c, pdbx_op op, int layer)
+{
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
-    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
-    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-    double t0 = pdbx_mono_s() * 1e3;
-    if (pass == PDBX_PASS_BWD) {   /* cpu_backward.c */
-        if (pdbx_cpu_run_bwd(c, op, layer, err, errlen) != 0)
-            return -1;
-        *ms = pdbx_mono_s() * 1e3 - t0;
-        return 0;
-    }
+    const cpu_layer *L = &c->layer[layer];
     switch (op) {
-    case PDBX_OP_EMBED:
-        run_embed(c);
-        break;
-    case PDBX_OP_INPUT_NORM:
-        run_norm(c, c->x, c->xn);
-        break;
     case PDBX_OP_ATTN_Q:
         if (c->p.fused_projections)   /* Megatron's linear_qkv: one [T, qd + 2 kvd] GEMM */
             linear(c, op, bf ? c->xn_b : c->xn, L->wqkv, L->bqkv, c->qkv, T, c->qd + 2 * c->kvd, h);
@@ -290,24 +285,25 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         pdbx_k_rope(c->pool, c->k, T, c->kv_heads, c->d, c->rot, c->p.seq_len, c->rope,
                     c->rope + c->p.seq_len * (c->rot / 2), 0);
         break;
-    case PDBX_OP_ATTN_RESIDUAL:
-        pdbx_k_add(c->pool, c->y, c->x, T * h);
-        break;
-    case PDBX_OP_MLP_RESIDUAL:
-        pdbx_k_add(c->pool, c->x, c->y, T * h);
-        break;
     case PDBX_OP_ATTN_CORE: {   /* this profiled layer's window and cap (plan.h) */
         const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
         pdbx_k_attention_causal_opts(c->pool, c->q, c->k, c->v, c->p.mbs, c->p.seq_len, c->heads,
                                      c->kv_heads, c->d, c->attn_scratch, c->ctx, &o);
         break;
     }
-    case PDBX_OP_ATTN_O:
+    default:   /* PDBX_OP_ATTN_O */
         linear(c, op, bf ? c->ctx_b : c->ctx, L->wo, L->bo, c->y, T, h, c->qd);
         break;
-    case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
-        run_norm(c, c->p.model.arch.parallel_residual ? c->x : c->y, c->yn);
-        break;
+    }
+}
+
+/* The MLP's forward ops. */
+static void run_mlp(pdbx_compute *c, pdbx_op op, int layer)
+{
+    const int64_t T = c->T, h = c->h;
+    const int bf = c->esz == 2;
+    const cpu_layer *L = &c->layer[layer];
+    switch (op) {
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
             linear(c, op, bf ? c->yn_b : c->yn, L->wfc1, L->bfc1, c->fc1, T, 2 * c->inter, h);
@@ -320,19 +316,72 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
     case PDBX_OP_MLP_ACT_FN:
         run_act(c);
         break;
-    case PDBX_OP_MLP_DOWN:
+    default:   /* PDBX_OP_MLP_DOWN */
         linear(c, op, bf ? c->act_b : c->act, L->wd, L->bd, c->x, T, h, c->inter);
         break;
+    }
+}
+
+/* lm_head: the logits GEMM and, with final-logit soft-capping (gemma-2's 30), the cap applied
+ * in place, as HF Gemma2's forward does after its lm_head (the backward reads these capped
+ * logits for the cap's derivative, cpu_backward.c). */
+static void run_lm_head(pdbx_compute *c)
+{
+    gemm(c, c->esz == 2 ? c->xn_b : c->xn, c->wlm, c->logits, c->T, c->vloc, c->h);
+    if (c->p.model.arch.final_softcap > 0)
+        pdbx_k_logit_softcap(c->pool, c->logits, c->T, c->vloc, (float)c->p.model.arch.final_softcap);
+}
+
+/* The timed body of op's forward: 0, or -1 with a message. */
+static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
+    const int64_t T = c->T, h = c->h;
+    /* layer ops only read their layer; the others get layer 0 */
+    const int l = pdbx_op_is_per_layer(op) ? layer : 0;
+    switch (op) {
+    case PDBX_OP_EMBED:
+        run_embed(c);
+        break;
+    case PDBX_OP_INPUT_NORM:
     case PDBX_OP_FINAL_NORM:
         run_norm(c, c->x, c->xn);
         break;
+    case PDBX_OP_ATTN_Q: case PDBX_OP_ATTN_K: case PDBX_OP_ATTN_V: case PDBX_OP_ATTN_QK_NORM:
+    case PDBX_OP_ATTN_ROPE: case PDBX_OP_ATTN_CORE: case PDBX_OP_ATTN_O:
+        run_attn(c, op, l);
+        break;
+    case PDBX_OP_ATTN_RESIDUAL:
+        pdbx_k_add(c->pool, c->y, c->x, T * h);
+        break;
+    case PDBX_OP_MLP_RESIDUAL:
+        pdbx_k_add(c->pool, c->x, c->y, T * h);
+        break;
+    case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
+        run_norm(c, c->p.model.arch.parallel_residual ? c->x : c->y, c->yn);
+        break;
+    case PDBX_OP_MLP_GATE: case PDBX_OP_MLP_UP: case PDBX_OP_MLP_ACT_FN: case PDBX_OP_MLP_DOWN:
+        run_mlp(c, op, l);
+        break;
     case PDBX_OP_LM_HEAD:
-        gemm(c, bf ? c->xn_b : c->xn, c->wlm, c->logits, T, c->vloc, h);
+        run_lm_head(c);
         break;
     default:
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }
+    return 0;
+}
+
+static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, double *ms,
+                      char *err, size_t errlen)
+{
+    if (run_op_check(c, op, pass, layer, err, errlen) != 0)
+        return -1;
+    const double t0 = pdbx_mono_s() * 1e3;
+    const int rc = pass == PDBX_PASS_BWD ? pdbx_cpu_run_bwd(c, op, layer, err, errlen)   /* cpu_backward.c */
+                                         : run_fwd(c, op, layer, err, errlen);
+    if (rc != 0)
+        return -1;
     *ms = pdbx_mono_s() * 1e3 - t0;
     return 0;
 }
