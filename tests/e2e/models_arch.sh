@@ -3,8 +3,9 @@
 # family (tests/fixtures/models/, SOURCES.md); gpt2 (LayerNorm, plain GELU MLP, learned
 # positions, biases) is measured, at the default TP 1 and 2 though 50257 is odd (the last
 # vocab shard padded), and so are pythia (parallel residual, rotary 16 of 64 dims) and gpt-j
-# (one shared norm, rotary 64 of 256); what the engine does not measure yet (MoE, MLA,
-# soft-capping, cross-attention, a window shorter than seq_len) is refused with one
+# (one shared norm, rotary 64 of 256), gemma-2 (window on even layers, both soft-caps) too;
+# what the engine does not measure yet (MoE, MLA, cross-attention, qwen2's window on some
+# layers shorter than seq_len) is refused with one
 # line naming the feature and the model and exit 2, after the JSON of what was understood; the
 # same refusal stops `pdbx run` (no run is created) and pdbx-engine's own spec check.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
@@ -52,10 +53,19 @@ Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'g
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|
 EOF_CASES
 
-# Mistral-7B-v0.1's 4096-token window is measured past seq_len 4096 too (the core runs it); on
-# cuda it is refused by name until the cuda points run it.
+# Mistral-7B-v0.1's 4096-token window is measured past seq_len 4096 too (the core runs it), on
+# cuda as well on its unfused path; gemma-2 on cuda past its window, unfused; the fused kernel
+# (flash_attention) refuses its window and then its attention cap, one line each.
 "$PDBX" plan --model "$FIX/Mistral-7B-v0.1.json" --seq-len 8192 >"$TMP/out" 2>"$TMP/err" \
     || fail "seq 8192 refused: $(cat "$TMP/err")"
+CUDA_G=(--model gemma9b --backend cuda --gpu H100-SXM --dtype bf16 --layers 2)
+"$PDBX" plan "${CUDA_G[@]}" --seq-len 8192 >"$TMP/out" 2>"$TMP/err" || fail "gemma-2 cuda refused: $(cat "$TMP/err")"
+"$PDBX" plan "${CUDA_G[@]}" --seq-len 8192 --flash-attention true >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && [ "$(cat "$TMP/err")" = "pdbx plan: flash_attention: the fused kernel does not run model gemma-2-9b's sliding window of 4096 tokens (shorter than seq_len 8192) (allowed for this model: flash_attention false, or seq_len <= 4096)" ] \
+    || fail "gemma-2 flash window: $(cat "$TMP/err")"
+"$PDBX" plan "${CUDA_G[@]}" --seq-len 4096 --flash-attention true >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && grep -qx "pdbx plan: flash_attention: the fused kernel does not run model gemma-2-9b's attention soft-capping (50) (allowed for this model: flash_attention false)" "$TMP/err" \
+    || fail "gemma-2 flash cap: $(cat "$TMP/err")"
 # text output: the one-line arch summary
 "$PDBX" plan --model llama1b >"$TMP/out" 2>"$TMP/err" || fail "llama1b: $(cat "$TMP/err")"
 grep -q "^arch llama: silu gated MLP, gqa, dense, no bias, tied embeddings$" "$TMP/out" \

@@ -237,7 +237,8 @@ static void test_shape_window_and_caps(void **state)
 }
 
 /* Validation: gemma-2 past its window needs an even layers >= 2; cpu takes its window and both
- * caps. */
+ * caps, cuda too on its unfused core; flash_attention refuses the window and the score cap by
+ * name. */
 static void test_validate_window(void **state)
 {
     (void)state;
@@ -257,9 +258,21 @@ static void test_validate_window(void **state)
     assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
     /* every layer global at 2048: any count */
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    /* cuda: its unfused core runs the window and the cap, the fused kernel neither */
     assert_int_equal(pdbx_spec_set(&s, "backend", "cuda", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "gpu", "h100", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "flash_attention", "true", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
-    assert_non_null(strstr(err, "logit soft-capping"));
+    assert_string_equal(err, "flash_attention: the fused kernel does not run model gemma-2-9b's attention "
+                             "soft-capping (50) (allowed for this model: flash_attention false)");
+    assert_int_equal(pdbx_spec_set(&s, "seq_len", "8192", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "layers", "2", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "flash_attention: the fused kernel does not run model gemma-2-9b's sliding "
+                                "window of 4096 tokens (shorter than seq_len 8192)"));
+    assert_int_equal(pdbx_spec_set(&s, "flash_attention", "false", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
 }
 
 int main(void)
