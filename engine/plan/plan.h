@@ -327,6 +327,12 @@ typedef enum {
     PDBX_BUF_GRAD_MOE_SH_UP, PDBX_BUF_GRAD_MOE_SH_ACT, PDBX_BUF_GRAD_W_ROUTER,
     PDBX_BUF_GRAD_W_EXPERT_GATE_UP, PDBX_BUF_GRAD_W_EXPERT_DOWN, PDBX_BUF_GRAD_W_SHARED_GATE_UP,
     PDBX_BUF_GRAD_W_SHARED_DOWN,
+    /* final-logit soft-capping (arch.final_softcap > 0) with bwd: lm_head's d logits through
+     * the cap's derivative, d logits (1 - (logits / cap)^2), in the GEMM dtype: what its
+     * dgrad/wgrad read. A buffer apart from d logits, which the backends fill once and reuse
+     * every step (a product in place would shrink it step after step); the capped logits the
+     * derivative reads are the forward's logits buffer */
+    PDBX_BUF_GRAD_LOGITS_CAPPED,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -514,8 +520,8 @@ pdbx_opmask pdbx_spec_ops(const pdbx_spec *s);
 double pdbx_attn_core_executed_flops(int flash, pdbx_pass pass, int64_t batch, int64_t s,
                                      int64_t d, int64_t tile);
 /* ---- sliding-window attention (HF sliding_window: query i attends keys i - w < j <= i, the
- * last w tokens itself included; w 0 or >= s: the causal core). Nothing calls these yet: the
- * planner's attn_core counts are those of the causal core whatever the model.
+ * last w tokens itself included; w 0 or >= s: the causal core). pdbx_op_shape_for's attn_core
+ * FLOPs are pdbx_attn_core_mean_flops for a model with a window shorter than seq_len.
  * pdbx_attn_window_model_flops: the model's FLOPs of the banded core, 4 b d x the band's area
  * in the s x s square, s w - w^2 / 2 (QK^T and PV, 2 d each per pair), for batch b =
  * sequences x heads: at w 0 or >= s the causal half's s^2 / 2, so it equals

@@ -266,12 +266,9 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     /* a parallel residual (gpt-neox, gpt-j) runs the same ops on other inputs, partial rotary
      * (rotary_pct) rotates fewer dims of each head: both measured */
     /* qk_norm is measured: its own op, attn_qk_norm */
-    /* attention soft-capping (gemma-2's 50) is measured: the attention core applies it
-     * (cpu_kernels_attn.h); the final cap on lm_head's logits has kernels (pdbx_k_logit_softcap,
-     * ck_logit_softcap) but the backends' lm_head does not run them yet */
-    } else if (a->final_softcap > 0) {
-        snprintf(what, sizeof what, "final-logit soft-capping (%g on lm_head's logits)", a->final_softcap);
-        measures = "it measures attention soft-capping and uncapped logits";
+    /* soft-capping is measured: the attention core caps the scores (gemma-2's 50,
+     * cpu_kernels_attn.h) and lm_head its logits (gemma-2's 30, the cap's derivative into a
+     * buffer of its own in the backward) */
     } else if (*a->unsupported) {
         snprintf(what, sizeof what, "%s", a->unsupported);
         measures = "it measures Llama layers";

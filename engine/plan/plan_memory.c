@@ -51,7 +51,13 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
      * out (2e+1 bytes per score) unless flash attention recomputes them. With e = 2, k = a,
      * a*d = h and a 2-tensor GeLU MLP of 4h this is exactly s*b*h*(10 + 24/t + 5*a*s/(h*t)):
      * a plain MLP (arch.mlp_plain: gpt2, gpt-neox) keeps those two [s,b,I/t] tensors (fc1 out,
-     * GELU out). LayerNorm's per-row mean and rstd are O(s*b) and left out. */
+     * GELU out). LayerNorm's per-row mean and rstd are O(s*b) and left out. The output
+     * layer's logits are not per-layer activations and are left out, as Korthikanti's count
+     * leaves them: with final-logit soft-capping (gemma-2) the cap's saved output for its
+     * backward is one more tensor of that kind (the logits' [s,b,V/t], on the last stage) and
+     * is left out with them. gemma-2's sandwich norms (post-attention, post-MLP) would keep two
+     * more [s,b,h] inputs per layer; pdbx has no ops for them (docs/models.md), so they are
+     * not counted either. */
     const double mlp_tensors = m->arch.mlp_plain ? 2 : 4;
     double per_layer = s * b * (h * (4 * e + 2) + e * (2 * a * d / t + 2 * kv * d));
     if (m->arch.attention == PDBX_ATTN_MLA) {

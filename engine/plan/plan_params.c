@@ -5,16 +5,28 @@
  * of the full models (tests/unit/test_plan_moe_params.c, test_plan_families.c). */
 #include "engine/plan/plan_internal.h"
 
+#include <string.h>
+
 static double norm_params(const pdbx_model *m)
 {
     return m->arch.norm == PDBX_NORM_LAYER ? 2.0 * m->hidden : m->hidden;   /* LayerNorm's bias */
+}
+
+/* gemma-2's sandwich norms (HF Gemma2DecoderLayer): post_attention_layernorm on the attention's
+ * output and post_feedforward_layernorm on the MLP's, each before its residual add, beside
+ * input_layernorm and pre_feedforward_layernorm (pdbx's input_norm and post_attn_norm). Their
+ * weights are counted here, one per side; pdbx has no ops for them, so their two RMSNorms per
+ * layer are not measured (docs/models.md). 0 for every other family. */
+static double sandwich_norm_params(const pdbx_model *m)
+{
+    return strcmp(m->arch.model_type, "gemma2") == 0 ? norm_params(m) : 0;
 }
 
 double plan_layer_attn_params(const pdbx_model *m, int tp)
 {
     const pdbx_arch *ar = &m->arch;
     const double t = tp, h = m->hidden, a = m->heads, d = m->head_dim, kv = plan_kv_heads_per_rank(m, tp);
-    double p = norm_params(m);                                   /* input_norm */
+    double p = norm_params(m) + sandwich_norm_params(m);         /* input_norm (gemma-2: and post) */
     if (ar->attention == PDBX_ATTN_MLA) {
         const double rq = ar->mla.q_lora_rank, rkv = ar->mla.kv_lora_rank, rope = ar->mla.qk_rope_head_dim,
                      nope = ar->mla.qk_nope_head_dim, dv = ar->mla.v_head_dim;
@@ -40,6 +52,7 @@ double plan_layer_mlp_params(const pdbx_model *m, int tp, int ep, int moe)
     const pdbx_arch *ar = &m->arch;
     const double t = tp, h = m->hidden;
     double p = ar->shared_norm ? 0 : norm_params(m);             /* post_attn_norm (gpt-j: none) */
+    p += sandwich_norm_params(m);                                /* gemma-2's post-MLP norm */
     if (!moe) {
         const double I = m->intermediate, mats = ar->mlp_plain ? 2 : 3;   /* fc1, fc2 */
         p += mats * h * I / t;

@@ -108,6 +108,7 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_W_EXPERT_DOWN] = "d experts down_proj",
     [PDBX_BUF_GRAD_W_SHARED_GATE_UP] = "d shared gate_proj, up_proj",
     [PDBX_BUF_GRAD_W_SHARED_DOWN] = "d shared down_proj",
+    [PDBX_BUF_GRAD_LOGITS_CAPPED] = "d logits (capped, gemm dtype)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 

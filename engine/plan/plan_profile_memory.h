@@ -23,6 +23,8 @@
  * statistics; learned positions a table */
 #define GATED(p) (!(p)->model.arch.mlp_plain)
 #define LAYERNORM(p) ((p)->model.arch.norm == PDBX_NORM_LAYER)
+/* final-logit soft-capping: lm_head's bwd reads its capped gradient from a buffer of its own */
+#define FINAL_CAP(p) ((p)->model.arch.final_softcap > 0)
 #define LEARNED_POS(p) ((p)->model.arch.position == PDBX_POS_LEARNED)
 /* the residual adds read and write hidden and attn_out (their gradients in the backward) */
 #define RESID(p) (((p)->ops & (PDBX_OP_BIT(PDBX_OP_ATTN_RESIDUAL) | PDBX_OP_BIT(PDBX_OP_MLP_RESIDUAL))) != 0)

@@ -102,7 +102,10 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
  * that a bf16 dgrad/wgrad GEMM reads (the output gradients dY of the GEMMs); the weight
  * gradients; the attention backward's scratch per thread (P and dS of a query block, one
  * transposed key block: cpu_kernels_bwd.h). lm_head's dgrad writes the gradient of its input,
- * the final norm's output, which the cpu forward keeps in input_norm_out: d input_norm_out. */
+ * the final norm's output, which the cpu forward keeps in input_norm_out: d input_norm_out.
+ * With final-logit soft-capping lm_head's dgrad/wgrad read d logits through the cap in a
+ * buffer of their own, in the GEMM dtype (cpu_backward.c); in bf16 it takes the place of the
+ * bf16 copy of d logits, which nothing then reads. */
 void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
     if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
@@ -116,6 +119,8 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     layer_rows(p, out, 1);
     if (HAS(LM_HEAD))
         plan_mem_add(out, PDBX_BUF_GRAD_LOGITS, G, plan_mem_lines(T * V * f), 1);
+    if (HAS(LM_HEAD) && FINAL_CAP(p))
+        plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_CAPPED, G, plan_mem_lines(T * V * e), 1);
     if (LAYERNORM(p))
         plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, plan_mem_lines(h * f), 1);
     if (LEARNED_POS(p) && HAS(EMBED))
@@ -137,7 +142,7 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
         if (GATED(p))
             plan_mem_add(out, PDBX_BUF_GRAD_GATE_LP, G, plan_mem_lines(T * I * e), 1);
         plan_mem_add(out, PDBX_BUF_GRAD_UP_LP, G, plan_mem_lines(T * I * e), 1);
-        if (HAS(LM_HEAD))
+        if (HAS(LM_HEAD) && !FINAL_CAP(p))
             plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_LP, G, plan_mem_lines(T * V * e), 1);
     }
     plan_mem_weight_grads(p, out, 1);

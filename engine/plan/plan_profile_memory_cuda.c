@@ -8,7 +8,8 @@
  * (token ids int32), a buffer allocated when any op that reads or writes it is prepared; the
  * full score matrix of the attention core unless the fused kernels run it (flash_attention:
  * cuda_attention_needs_scores), which with a backward keep each row's fp32 log-sum-exp
- * instead; per layer its two norm weights too (and with LayerNorm their biases), in as many
+ * instead (the unfused core with an attention cap keeps them beside the scores: its
+ * backward's cap derivative reads them); per layer its two norm weights too (and with LayerNorm their biases), in as many
  * copies as the L2 rotation needs; the vocabulary split rounded up; the lm_head reads the
  * embedding table when tied. The dense families (as the cpu's data flow): LayerNorm's biases
  * and each row's fp32 mean and rstd (written by every forward norm; its backward reads them
@@ -76,7 +77,10 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(ATTN_V) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_V, A, T * kvd * es, 1);
     if (HAS(ATTN_CORE) && !p->flash_attention)
         plan_mem_add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
-    if (HAS(ATTN_CORE) && p->flash_attention && (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
+    /* the rows' lse: the fused forward's for its backward; the capped unfused forward's always
+     * (it writes them, its backward reads them for the cap's derivative) */
+    if (HAS(ATTN_CORE) && (p->flash_attention ? (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0
+                                              : p->model.arch.attn_softcap > 0))
         plan_mem_add(out, PDBX_BUF_ATTN_LSE, A, (double)p->mbs * heads * p->seq_len * 4, 1);
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
     if (HAS(ATTN_O) || (HAS(POST_ATTN_NORM) && !PARALLEL(p)) || RESID(p))
@@ -121,7 +125,8 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
  * scores buffer) and needs dP/dS of the same size, the fused one (flash_attention) needs the
  * rows' delta and, for bf16/fp16, an fp32 dQ accumulator; RMSNorm's backward keeps each row's
  * rstd (fp32) between its dx and dweight kernels (LayerNorm's reads the forward's mean and
- * rstd); weight gradients fp32, LayerNorm's bias and the position table's too. */
+ * rstd); weight gradients fp32, LayerNorm's bias and the position table's too; with
+ * final-logit soft-capping, lm_head's d logits through the cap in a buffer of its own. */
 void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
     if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)))
@@ -162,4 +167,6 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     if (NORM_OPS(p) && LAYERNORM(p)) plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, h * 4, 1);
     if (LEARNED_POS(p) && HAS(EMBED))
         plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, (double)p->model.arch.max_positions * h * 4, 1);
+    if (HAS(LM_HEAD) && FINAL_CAP(p))   /* d logits through the final cap, lm_head's dY */
+        plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_CAPPED, G, T * V * es, 1);
 }

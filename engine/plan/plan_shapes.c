@@ -2,7 +2,17 @@
  * one execution and the minimal bytes read + written (the roofline's memory traffic).
  * Choices (docs/spec.md, "Shapes"): GEMM FLOPs are 2mnk; the causal attention core counts
  * half of the full QK^T and PV matrices (the unmasked half: 2*b*heads*s*s*d), its bytes are
- * q, k, v read and the output written once (no score matrix: a fused kernel's minimum);
+ * q, k, v read and the output written once (no score matrix: a fused kernel's minimum); with a
+ * sliding window shorter than seq_len (Mistral's every layer, gemma-2's even layers) its FLOPs
+ * are the mean over the profiled layers of each layer's band, 4*b*heads*d*(s*w - w*w/2) for a
+ * windowed layer and the causal half for a global one (pdbx_attn_core_mean_flops: the op's
+ * time is the mean over the same layers), bytes unchanged (q, k, v still read whole); the
+ * attention-logit cap (gemma-2's 50) adds no FLOPs, as the softmax's exponentials and sums are
+ * not counted either: the core's count is its two products (the cap's 3 per score would be
+ * 3/(4d) of them, 0.3% at d 256); lm_head with final-logit soft-capping (gemma-2's 30) adds
+ * 3 FLOPs per logit (a multiply by 1/cap, tanh, a multiply by cap) and the logits read and
+ * written once more (2*T*V/TP*e: both backends run the cap as a pass after the GEMM, cuBLASLt
+ * having no tanh epilogue);
  * RMSNorm counts 4 FLOPs per element, LayerNorm 7 (mean, centre, square, sum, scale, weight,
  * bias), SiLU(gate)*up 4 per element, GELU 9 (tanh form: x^3, two multiplies, an add, tanh, an
  * add, two multiplies) or 5 (erf form), times up 1 more, RoPE 3 per element of q and k (its
@@ -226,6 +236,60 @@ static void elementwise(pdbx_op_shape *o, int64_t rows, int64_t cols, double flo
     o->bytes = bytes;
 }
 
+/* attn_qk_norm, attn_rope and attn_core on one TP rank (pdbx_op_shape_for's arguments,
+ * checked there). */
+static void shape_attn(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out)
+{
+    const pdbx_model *m = &spec->model;
+    const int64_t T = (int64_t)mbs * spec->seq_len, s = spec->seq_len, d = m->head_dim;
+    const int64_t a_t = m->heads / tp, kv_t = plan_kv_heads_per_rank(m, tp);
+    const double e = pdbx_dtype_bytes(spec->dtype);
+    const int w = m->arch.sliding_window.size;
+    const int windowed = m->arch.sliding_window.layers != PDBX_SW_NONE && w > 0 && w < s;
+    switch (op) {
+    case PDBX_OP_ATTN_QK_NORM:     /* RMSNorm of every head of q and k over its d: q and k read
+                                    * and written, the two weights [d] read */
+        elementwise(out, T, (a_t + kv_t) * d, 4,
+                    e * (2.0 * (double)T * (double)((a_t + kv_t) * d) + 2.0 * (double)d));
+        break;
+    case PDBX_OP_ATTN_ROPE: {      /* q and k rotated in place: their rotated dims (rot of each
+                                    * head: all of it, or gpt-neox's rotary_pct) read and written
+                                    * once each, the fp32 cos/sin table [s, rot/2] x 2 read; per
+                                    * element 2 multiplies and an add */
+        const int64_t rot = pdbx_rotary_dims(m);
+        /* MLA: k's rope part is one head shared by all (attn_kv_a's k_pe) */
+        const int64_t k_heads = m->arch.attention == PDBX_ATTN_MLA ? 1 : kv_t;
+        elementwise(out, T, (a_t + k_heads) * rot, 3,
+                    2.0 * e * (double)T * (double)((a_t + k_heads) * rot) + 4.0 * (double)s * (double)rot);
+        break;
+    }
+    case PDBX_OP_ATTN_CORE:
+        out->m = s;
+        out->n = s;
+        out->k = d;
+        out->batch = (int64_t)mbs * a_t;
+        out->flops = 2.0 * (double)mbs * (double)a_t * (double)s * (double)s * (double)d;
+        if (windowed && spec->layers_profiled >= 1)   /* the profiled layers' mean band */
+            out->flops = pdbx_attn_core_mean_flops(m, spec->layers_profiled, spec->seq_len,
+                                                   out->batch, d);
+        out->bytes = e * (double)mbs * (double)s * (double)d * (double)(2 * a_t + 2 * kv_t);
+        break;
+    default:
+        break;
+    }
+}
+
+/* lm_head's GEMM and, with final-logit soft-capping, the cap's pass over the logits (the
+ * header comment's counts). */
+static void shape_lm_head(const pdbx_model *m, int64_t T, int64_t V_t, double e, pdbx_op_shape *out)
+{
+    gemm(out, T, V_t, m->hidden, e);
+    if (m->arch.final_softcap > 0) {
+        out->flops += 3.0 * (double)T * (double)V_t;
+        out->bytes += 2.0 * e * (double)T * (double)V_t;
+    }
+}
+
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out)
 {
     const pdbx_model *m = &spec->model;
@@ -254,11 +318,6 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         else
             elementwise(out, T, h, 4, e * (2.0 * (double)T * h + (double)h));
         break;
-    case PDBX_OP_ATTN_QK_NORM:     /* RMSNorm of every head of q and k over its d: q and k read
-                                    * and written, the two weights [d] read */
-        elementwise(out, T, (a_t + kv_t) * d, 4,
-                    e * (2.0 * (double)T * (double)((a_t + kv_t) * d) + 2.0 * (double)d));
-        break;
     case PDBX_OP_ATTN_Q:
         gemm(out, T, a_t * d, h, e);
         break;
@@ -266,24 +325,10 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_ATTN_V:
         gemm(out, T, kv_t * d, h, e);
         break;
-    case PDBX_OP_ATTN_ROPE: {      /* q and k rotated in place: their rotated dims (rot of each
-                                    * head: all of it, or gpt-neox's rotary_pct) read and written
-                                    * once each, the fp32 cos/sin table [s, rot/2] x 2 read; per
-                                    * element 2 multiplies and an add */
-        const int64_t rot = pdbx_rotary_dims(m);
-        /* MLA: k's rope part is one head shared by all (attn_kv_a's k_pe) */
-        const int64_t k_heads = m->arch.attention == PDBX_ATTN_MLA ? 1 : kv_t;
-        elementwise(out, T, (a_t + k_heads) * rot, 3,
-                    2.0 * e * (double)T * (double)((a_t + k_heads) * rot) + 4.0 * (double)s * (double)rot);
-        break;
-    }
+    case PDBX_OP_ATTN_QK_NORM:
+    case PDBX_OP_ATTN_ROPE:
     case PDBX_OP_ATTN_CORE:
-        out->m = s;
-        out->n = s;
-        out->k = d;
-        out->batch = (int64_t)mbs * a_t;
-        out->flops = 2.0 * (double)mbs * (double)a_t * (double)s * (double)s * (double)d;
-        out->bytes = e * (double)mbs * (double)s * (double)d * (double)(2 * a_t + 2 * kv_t);
+        shape_attn(spec, tp, mbs, op, out);
         break;
     case PDBX_OP_ATTN_O:           /* MLA: its heads' v (v_head_dim) in */
         gemm(out, T, h, a_t * plan_v_head_dim(m), e);
@@ -307,7 +352,7 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         gemm(out, T, h, I_t, e);
         break;
     case PDBX_OP_LM_HEAD:
-        gemm(out, T, V_t, h, e);
+        shape_lm_head(m, T, V_t, e, out);
         break;
     case PDBX_OP_ATTN_Q_A: case PDBX_OP_ATTN_Q_NORM: case PDBX_OP_ATTN_Q_B: case PDBX_OP_ATTN_KV_A:
     case PDBX_OP_ATTN_KV_NORM: case PDBX_OP_ATTN_KV_B: case PDBX_OP_MOE_ROUTER: case PDBX_OP_MOE_PERMUTE:

@@ -52,22 +52,24 @@ static int check_bool(const char *field, int v, char *err, size_t errlen)
     return 0;
 }
 
-/* The cuda backend has the kernels of a sliding window and of soft-capping (cuda_attention.h,
- * unfused path; cuda_kernels.h ck_logit_softcap) but its points do not run them yet: a window
- * shorter than seq_len or a cap is refused by name rather than measured as plain attention. */
+/* The cuda backend runs a window and both soft-caps on its unfused attention path and in
+ * lm_head (cuda_point.c, per profiled layer); the fused kernel (flash_attention) runs plain
+ * causal attention only, so a window shorter than seq_len or an attention cap with it is
+ * refused by name rather than measured as plain attention. */
 static int cuda_attn_opts_check(const pdbx_spec *s, char *err, size_t errlen)
 {
     const pdbx_arch *a = &s->model.arch;
-    if (s->backend != PDBX_BACKEND_CUDA)
+    if (s->backend != PDBX_BACKEND_CUDA || !s->flash_attention)
         return 0;
     if (a->sliding_window.layers != PDBX_SW_NONE && a->sliding_window.size < s->seq_len)
-        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's sliding window of %d tokens "
-                         "(shorter than seq_len %d) yet (allowed for this model: cpu, or seq_len <= %d)",
-                         s->model.name, a->sliding_window.size, s->seq_len, a->sliding_window.size);
-    if (a->attn_softcap > 0 || a->final_softcap > 0)
-        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's logit soft-capping (attention %g, "
-                         "final %g) yet (allowed for this model: cpu)", s->model.name, a->attn_softcap,
-                         a->final_softcap);
+        return pdbx_fail(err, errlen, "flash_attention: the fused kernel does not run model %s's sliding "
+                         "window of %d tokens (shorter than seq_len %d) (allowed for this model: "
+                         "flash_attention false, or seq_len <= %d)", s->model.name, a->sliding_window.size,
+                         s->seq_len, a->sliding_window.size);
+    if (a->attn_softcap > 0)
+        return pdbx_fail(err, errlen, "flash_attention: the fused kernel does not run model %s's attention "
+                         "soft-capping (%g) (allowed for this model: flash_attention false)", s->model.name,
+                         a->attn_softcap);
     return 0;
 }
 

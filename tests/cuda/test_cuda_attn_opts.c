@@ -329,7 +329,8 @@ static void test_attention_opts(void **state)
 }
 
 /* ck_logit_softcap and its backward against double tanh on the rounded inputs (cap 30,
- * logits to +-300: both tails saturated), bf16 and fp32. */
+ * logits to +-300: both tails saturated), bf16 and fp32; the backward writes its own dx and
+ * leaves dy as it was. */
 static void test_logit_softcap(void **state)
 {
     (void)state;
@@ -338,6 +339,7 @@ static void test_logit_softcap(void **state)
     const float cap = 30.0f;
     for (int t = 0; t < 2; t++) {
         tensor y = ct_make(n, dts[t], -300, 300), dy = ct_make(n, dts[t], -1, 1);
+        tensor dx = ct_make(n, dts[t], 0, 0);
         float *want = malloc(n * sizeof *want), *gw = malloc(n * sizeof *gw);
         for (size_t i = 0; i < n; i++)
             want[i] = (float)(cap * tanh(ct_at(&y, i) / cap));
@@ -348,12 +350,17 @@ static void test_logit_softcap(void **state)
             const double c = ct_at(&y, i) / cap;
             gw[i] = (float)(ct_at(&dy, i) * (1 - c * c));
         }
-        assert_int_equal(ck_logit_softcap_bwd(y.dev, dy.dev, (int64_t)n, cap, dts[t], stream),
-                         cudaSuccess);
         ct_download(&dy);
-        expect_close("logit softcap bwd", &dy, gw, n, 1e-6f, dts[t] == PDBX_DTYPE_FP32 ? 1e-5f : 1e-2f);
+        for (size_t i = 0; i < n; i++)   /* the source gradient, to hold it unchanged */
+            want[i] = ct_at(&dy, i);
+        assert_int_equal(ck_logit_softcap_bwd(y.dev, dy.dev, dx.dev, (int64_t)n, cap, dts[t], stream),
+                         cudaSuccess);
+        ct_download(&dx);
+        expect_close("logit softcap bwd", &dx, gw, n, 1e-6f, dts[t] == PDBX_DTYPE_FP32 ? 1e-5f : 1e-2f);
+        ct_download(&dy);
+        expect_close("logit softcap bwd leaves dy", &dy, want, n, 0.0f, 0.0f);
         free(want), free(gw);
-        ct_drop(&y), ct_drop(&dy);
+        ct_drop(&y), ct_drop(&dy), ct_drop(&dx);
     }
 }
 

@@ -5,9 +5,11 @@
  * answers cuda_point.c and cuda_backward.c allocate from) is, byte for byte, the planner's
  * cuda list (engine/plan/plan_profile_memory_cuda.c) less what prepare does not allocate (the
  * cuBLASLt workspace of init, the comm buffer): for a Llama, a biased Llama, gpt2, gpt-neox,
- * gpt-j and gemma, bf16 and fp32, fwd and fwd+bwd, unfused and flash attention, fused
- * projections (gated MLPs), TP 1 and 2, the model's ops together and each op alone. And the two
- * planner functions cuda_arch.h repeats agree with the planner's.
+ * gpt-j, gemma and gemma-2 (window on even layers, caps 50/30: the unfused core's lse, lm_head's
+ * capped d logits), bf16 and fp32, fwd and fwd+bwd, unfused and flash attention, fused
+ * projections (gated MLPs), TP 1 and 2, the model's ops together and each op alone. And the
+ * planner functions the backend repeats (cuda_arch.h's two, cuda_layer_attn_opts) agree with
+ * the planner's.
  *
  * GPU part (exits 0 after the host part without a device, the reason printed): a tiny gpt2
  * (LayerNorm, plain GELU tanh, biases, learned positions, tied), gpt-neox (partial rotary,
@@ -38,8 +40,9 @@
 #include "tests/cuda/cuda_dense_ref.h"
 #include "tests/cuda/cuda_test_util.h"
 
-enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_COUNT };
-static const char *const family_name[F_COUNT] = {"llama", "llama+bias", "gpt2", "gpt-neox", "gpt-j", "gemma"};
+enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_GEMMA2, F_COUNT };
+static const char *const family_name[F_COUNT] = {"llama", "llama+bias", "gpt2", "gpt-neox", "gpt-j", "gemma",
+                                                 "gemma-2"};
 
 /* A tiny model of family f: h 128, 2 heads of 64 (flash-capable), I 256, V 300. */
 static pdbx_model tiny_model(int f)
@@ -52,8 +55,17 @@ static pdbx_model tiny_model(int f)
     pdbx_arch *a = &m.arch;
     if (f == F_LLAMA_BIAS)
         a->bias.qkv = 1;
-    if (f == F_GEMMA)
+    if (f == F_GEMMA || f == F_GEMMA2)
         snprintf(a->activation, sizeof a->activation, "gelu_pytorch_tanh");
+    if (f == F_GEMMA2) {   /* a window of 16 on even layers (shorter than the points' seq), caps 50/30 */
+        snprintf(a->model_type, sizeof a->model_type, "gemma2");
+        a->sliding_window.size = 16;
+        a->sliding_window.layers = PDBX_SW_ALTERNATING;
+        a->sliding_window.count = 2;
+        a->attn_softcap = 50;
+        a->final_softcap = 30;
+        m.tie_embeddings = 1;
+    }
     if (f == F_GPT2 || f == F_NEOX || f == F_GPTJ) {
         a->norm = PDBX_NORM_LAYER;
         a->mlp_plain = 1;
@@ -204,6 +216,52 @@ static void test_host_arch_mirror(void **state)
         }
 }
 
+/* cuda_layer_attn_opts is the planner's pdbx_attn_opts_for_layer: gemma-2's window on even
+ * layers, a window on every layer (Mistral's kind), none, each at a seq_len past the window and
+ * within it; and the point's dims carry the caps and the window as prepare reads them. */
+static void test_host_attn_opts_mirror(void **state)
+{
+    (void)state;
+    pdbx_model ms[3] = {tiny_model(F_GEMMA2), tiny_model(F_GEMMA2), tiny_model(F_LLAMA)};
+    ms[1].arch.sliding_window.layers = PDBX_SW_ALL;
+    ms[1].arch.attn_softcap = 0;
+    static const int seqs[] = {8, 16, 17, 24, 64};
+    for (int i = 0; i < 3; i++)
+        for (size_t si = 0; si < sizeof seqs / sizeof seqs[0]; si++)
+            for (int layers = 2; layers <= 4; layers += 2) {
+                pdbx_point_shapes p;
+                point_of(&ms[i], 1, 1, seqs[si], pdbx_model_ops(&ms[i]), PDBX_PASS_BIT(PDBX_PASS_FWD), 0, &p);
+                p.layers = layers;
+                cuda_dims d;
+                char err[512] = "";
+                if (cuda_point_dims(&p, 0, &d, err, sizeof err) != 0)
+                    fail_msg("%s", err);
+                for (int l = 0; l < layers; l++) {
+                    int64_t w;
+                    double cap;
+                    assert_int_equal(pdbx_attn_opts_for_layer(&ms[i], layers, l, seqs[si], &w, &cap), 0);
+                    const cuda_attention_opts o = cuda_layer_attn_opts(&d, l);
+                    if (o.window != w || o.softcap != (float)cap || o.v_dim != 0)
+                        fail_msg("model %d seq %d layer %d: cuda window %lld cap %g, planner %lld %g", i,
+                                 seqs[si], l, (long long)o.window, o.softcap, (long long)w, cap);
+                }
+                assert_true(d.final_softcap == (i == 2 ? 0.0f : 30.0f));
+            }
+    /* gemma-2 at MBS 2, seq 24, bf16: the capped unfused core's lse, fp32 [2, 2 heads, 24] = 384
+     * bytes, fwd only too; lm_head's capped d logits [48, 300] = 28800 bytes with bwd; the
+     * flash path's forward alone keeps no lse */
+    pdbx_point_shapes p;
+    point_of(&ms[0], 1, 2, 24, pdbx_model_ops(&ms[0]), PDBX_PASS_BIT(PDBX_PASS_FWD), 0, &p);
+    cuda_dims d;
+    char err[512] = "";
+    assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), 0);
+    const cuda_buf_path fwd = {PDBX_DTYPE_BF16, 0, 0}, bwd = {PDBX_DTYPE_BF16, 0, 1}, flash = {PDBX_DTYPE_BF16, 1, 0};
+    assert_true(cuda_point_buf(&d, &fwd, B_LSE).bytes == 384);
+    assert_true(cuda_point_buf(&d, &flash, B_LSE).bytes == 0);
+    assert_true(cuda_grad_buf(&d, &bwd, G_LOGITS_CAPPED).bytes == 28800);
+    assert_true(cuda_grad_buf(&d, &bwd, G_LOGITS).bytes == 28800);   /* the source, kept */
+}
+
 /* ---- GPU ------------------------------------------------------------------------------- */
 
 const pdbx_backend_entry *pdbx_backend_entry_v1(void);   /* cuda_backend.c, linked in */
@@ -268,7 +326,7 @@ static void run_family(int f, pdbx_dtype dt)
 static void test_family_points(void **state)
 {
     (void)state;
-    for (int f = F_GPT2; f <= F_GEMMA; f++) {
+    for (int f = F_GPT2; f <= F_GEMMA2; f++) {
         run_family(f, PDBX_DTYPE_BF16);
         run_family(f, PDBX_DTYPE_FP32);
     }
@@ -376,6 +434,7 @@ int main(void)
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_host_bufs_match_planner),
         cmocka_unit_test(test_host_arch_mirror),
+        cmocka_unit_test(test_host_attn_opts_mirror),
     };
     int rc = cmocka_run_group_tests_name("cuda_dense_point_host", host, NULL, NULL);
     if (rc != 0)

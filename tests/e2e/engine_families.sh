@@ -17,7 +17,10 @@
 # norm: no post_attn_norm op, rotary_dim 16 of 64), one rank, MBS 2: attn_rope and the residual
 # ops measured in both passes, memory within the same bound. Last a tiny dense qwen3 at TP 2:
 # its attn_qk_norm op measured in both passes, in Vidur's CSV as a pdbx column and in FASOP's
-# attn_o column (whose module time holds it).
+# attn_o column (whose module time holds it). Then a tiny mistral (window on every layer) and a
+# tiny gemma-2 (tests/e2e/fixtures/engine-tiny-gemma2.json: window on even layers, soft-caps
+# 50/30, gated GELU-tanh) at TP 2: attn_core and lm_head in both passes with the planner's
+# windowed and capped FLOPs, memory within the same bound.
 # Only what a loaded 2-core machine cannot disturb is asserted (no timing comparison).
 source "$(dirname "$0")/engine_common.inc"
 [ -w /proc/self/clear_refs ] || { echo "SKIP: /proc/self/clear_refs is not writable: the RSS peak cannot be reset per point"; exit 77; }
@@ -172,4 +175,31 @@ for pas in ("fwd", "bwd"):
     assert cells[("attn_core", pas)]["stats"]["mean"] > 0, cells[("attn_core", pas)]
 ' || fail "tiny mistral run"
 
-echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary), qwen3 (attn_qk_norm) and a mistral with a window shorter than seq_len measured"
+phase "tiny gemma-2 (window 64 on even layers of seq_len 256, soft-caps 50/30, gated GELU-tanh), TP 2, fwd+bwd"
+tiny_spec "$TMP/ge-spec.json" "model=\"$FIX/engine-tiny-gemma2.json\"" 'layers=2' 'seq_len=256' 'passes="fwd,bwd"' \
+    'mbs="1:1"' 'configs=[{"tp":2,"pp":1,"dp":1}]'
+mpirun_np 2 "$ENGINE" --spec "$TMP/ge-spec.json" --store "$TMP/st-ge" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (gemma-2)"; }
+ev_py "$(run_file "$TMP/st-ge")" "HI = $MEM_HI"'
+S = [e for e in E if e["type"] == "run_start"][0]
+arch = S["spec"]["model"]["arch"]
+assert arch["sliding_window"]["layers"] == "alternating" and arch["sliding_window"]["size"] == 64, arch
+assert (arch["attn_softcap"], arch["final_softcap"], arch["activation"]) == (50, 30, "gelu_pytorch_tanh"), arch
+(end,) = [e for e in E if e["type"] == "point_end"]
+assert end["status"] == "ok", end
+ratio = end["mem_peak_bytes"] / end["profile_mem_bytes"]
+print("gemma-2 (window 64 of 256 on even layers, caps 50/30): measured/predicted memory %.3f" % ratio)
+assert 0.85 <= ratio <= HI, ratio
+cells = {(e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
+# TP 2, MBS 1: 4 heads of d 64, s 256. attn_core: the mean of the local layer, 4 b d (s w - w^2/2)
+# = 4*4*64*(16384 - 2048) = 14680064, and the global one, 2 b s^2 d = 33554432: 24117248 (bwd
+# 2.5x). lm_head: 2 T (V/2) h = 2*256*4096*384 = 805306368 and the final cap 3 T V/2 = 3145728
+# (bwd 2x).
+want = {"attn_core": (24117248, 2.5), "lm_head": (805306368 + 3145728, 2)}
+for op, (f, k) in want.items():
+    for pas in ("fwd", "bwd"):
+        c = cells[(op, pas)]
+        assert c["stats"]["count"] >= 1 and c["stats"]["mean"] > 0, c
+        assert c["flops"] == f * (k if pas == "bwd" else 1), (op, pas, c["flops"])
+' || fail "tiny gemma-2 run"
+
+echo "PASS: a scaled-down gpt2 measured on the cpu backend at TP 2 (fwd and bwd, every op it has, none it has not), memory as planned, exported to Vidur and FASOP; gpt-neox and gpt-j (parallel residual, partial rotary), qwen3 (attn_qk_norm), a mistral with a window shorter than seq_len and a gemma-2 (alternating window, both soft-caps) measured"

@@ -3,9 +3,9 @@
 # family (tests/fixtures/models/, SOURCES.md); gpt2 (LayerNorm, plain GELU MLP, learned
 # positions, biases) is measured, at the default TP 1 and 2 though 50257 is odd (the last
 # vocab shard padded), and so are pythia (parallel residual, rotary 16 of 64 dims) and gpt-j
-# (one shared norm, rotary 64 of 256), and the mixtures of experts (Mixtral, Qwen-MoE); what the
-# engine does not measure yet (MLA,
-# soft-capping, cross-attention, a window shorter than seq_len) is refused with one
+# (one shared norm, rotary 64 of 256), the mixtures of experts (Mixtral, Qwen-MoE, DeepSeek with
+# MLA), gemma-2 (window on even layers, both soft-caps) too; what the engine does not measure
+# (cross-attention, qwen2's window on some layers shorter than seq_len) is refused with one
 # line naming the feature and the model and exit 2, after the JSON of what was understood; the
 # same refusal stops `pdbx run` (no run is created) and pdbx-engine's own spec check.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
@@ -48,15 +48,24 @@ Qwen3-30B-A3B.json|0|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': '
 DeepSeek-V2-Lite.json|0|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|
 DeepSeek-V3.json|0|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': None}|
 Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
-gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|final-logit soft-capping (30 on lm_head's logits)
+gemma-2-9b.json|0|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
 Phi-3.5-mini-instruct.json|0|{'model_type': 'phi3', 'attention': 'mha', 'sliding_window': {'size': 262144, 'layers': 'all', 'count': 32}, 'tied_embeddings': False}|
 EOF_CASES
 
-# Mistral-7B-v0.1's 4096-token window is measured past seq_len 4096 too (the core runs it); on
-# cuda it is refused by name until the cuda points run it.
+# Mistral-7B-v0.1's 4096-token window is measured past seq_len 4096 too (the core runs it), on
+# cuda as well on its unfused path; gemma-2 on cuda past its window, unfused; the fused kernel
+# (flash_attention) refuses its window and then its attention cap, one line each.
 "$PDBX" plan --model "$FIX/Mistral-7B-v0.1.json" --seq-len 8192 >"$TMP/out" 2>"$TMP/err" \
     || fail "seq 8192 refused: $(cat "$TMP/err")"
+CUDA_G=(--model gemma9b --backend cuda --gpu H100-SXM --dtype bf16 --layers 2)
+"$PDBX" plan "${CUDA_G[@]}" --seq-len 8192 >"$TMP/out" 2>"$TMP/err" || fail "gemma-2 cuda refused: $(cat "$TMP/err")"
+"$PDBX" plan "${CUDA_G[@]}" --seq-len 8192 --flash-attention true >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && [ "$(cat "$TMP/err")" = "pdbx plan: flash_attention: the fused kernel does not run model gemma-2-9b's sliding window of 4096 tokens (shorter than seq_len 8192) (allowed for this model: flash_attention false, or seq_len <= 4096)" ] \
+    || fail "gemma-2 flash window: $(cat "$TMP/err")"
+"$PDBX" plan "${CUDA_G[@]}" --seq-len 4096 --flash-attention true >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && grep -qx "pdbx plan: flash_attention: the fused kernel does not run model gemma-2-9b's attention soft-capping (50) (allowed for this model: flash_attention false)" "$TMP/err" \
+    || fail "gemma-2 flash cap: $(cat "$TMP/err")"
 # text output: the one-line arch summary
 "$PDBX" plan --model llama1b >"$TMP/out" 2>"$TMP/err" || fail "llama1b: $(cat "$TMP/err")"
 grep -q "^arch llama: silu gated MLP, gqa, dense, no bias, tied embeddings$" "$TMP/out" \
@@ -85,7 +94,7 @@ grep -q "model Llama-3.2-11B-Vision: cross-attention (8 of 40 layers attend to t
 [ -z "$(ls "$TMP/store" 2>/dev/null)" ] || fail "run left files: $(ls "$TMP/store")"
 
 # pdbx-engine's own spec check (a spec written by hand, the model inline)
-"$PY" - "$FIX/gemma-2-9b.json" "$TMP/spec.json" <<'PYEOF'
+"$PY" - "$FIX/Llama-3.2-11B-Vision.json" "$TMP/spec.json" <<'PYEOF'
 import json, sys
 json.dump({'model': json.load(open(sys.argv[1])), 'seq_len': 128}, open(sys.argv[2], 'w'))
 PYEOF
@@ -94,8 +103,8 @@ if command -v mpirun >/dev/null; then
     # leave process-lifetime allocations LSan cannot attribute
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$PDBX_BUILD/bin/pdbx-engine" --spec "$TMP/spec.json" --store "$TMP/store2" >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    [ $rc -eq 2 ] || fail "engine gemma-2: exit $rc: $(cat "$TMP/err")"
-    grep -q "^pdbx-engine: .*final-logit soft-capping (30 on lm_head's logits) is not measured" "$TMP/err" \
+    [ $rc -eq 2 ] || fail "engine mllama: exit $rc: $(cat "$TMP/err")"
+    grep -q "^pdbx-engine: .*cross-attention (8 of 40 layers attend to the image) is not measured" "$TMP/err" \
         || fail "engine message: $(cat "$TMP/err")"
 fi
 echo "PASS models_arch"

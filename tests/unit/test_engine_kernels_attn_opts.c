@@ -419,9 +419,10 @@ static void test_window_ge_seq(void **state)
 
 /* ---- final-logit soft-capping ------------------------------------------------------------- */
 /* Gemma-2's cap 30 over logits from -300 to 300 (saturated tails, the linear middle), rows x n
- * above the pool's threshold; the bits on 1 and 3 threads; cap 0 leaves y and dy alone. The
- * backward's factor is checked against 1 - (y/cap)^2 of the capped float y, as the kernel
- * sees it. */
+ * above the pool's threshold; the bits on 1 and 3 threads; cap 0 leaves y alone and copies dy.
+ * The backward writes a separate dx and leaves dy as it was (the backends reuse d logits every
+ * step); its factor is checked against 1 - (y/cap)^2 of the capped float y, as the kernel sees
+ * it; the bf16 dx is the fp32 one rounded to nearest even. */
 static void test_logit_softcap(void **state)
 {
     (void)state;
@@ -429,13 +430,14 @@ static void test_logit_softcap(void **state)
     const size_t N = (size_t)(rows * n);
     const float cap = 30.0f;
     float *y = randv(N, 300.0f, 21), *y1 = malloc(N * sizeof *y1), *x = malloc(N * sizeof *x);
-    float *dy = randv(N, 1.0f, 22), *dy1 = malloc(N * sizeof *dy1), *g0 = malloc(N * sizeof *g0);
+    float *dy = randv(N, 1.0f, 22), *dx = malloc(N * sizeof *dx), *dx1 = malloc(N * sizeof *dx1);
+    float *g0 = malloc(N * sizeof *g0);
+    uint16_t *db = malloc(N * sizeof *db);
     for (size_t i = 0; i < N / 8; i++)
         y[i] *= 0.01f;   /* an eighth near zero: tanh's polynomial side */
     memcpy(x, y, N * sizeof *x);
     memcpy(y1, y, N * sizeof *y1);
     memcpy(g0, dy, N * sizeof *g0);
-    memcpy(dy1, dy, N * sizeof *dy1);
     pdbx_cpu_pool *pool = pdbx_cpu_pool_create(3);
     pdbx_k_logit_softcap(pool, y, rows, n, cap);
     pdbx_k_logit_softcap(NULL, y1, rows, n, cap);
@@ -448,24 +450,33 @@ static void test_logit_softcap(void **state)
         worst = fmax(worst, fabs(y[i] - want[i]) / fabs(want[i]));
     print_message("logit softcap fwd: worst relative error %.2g\n", worst);
     assert_true(worst < 2.5e-7);   /* tanh's 1.5e-7, the division by cap, the product */
-    pdbx_k_logit_softcap_bwd(pool, y, dy, rows, n, cap);
-    pdbx_k_logit_softcap_bwd(NULL, y, dy1, rows, n, cap);
-    assert_memory_equal(dy, dy1, N * sizeof *dy);
+    pdbx_k_logit_softcap_bwd(pool, y, dy, dx, 0, rows, n, cap);
+    pdbx_k_logit_softcap_bwd(NULL, y, dy, dx1, 0, rows, n, cap);
+    assert_memory_equal(dx, dx1, N * sizeof *dx);
+    assert_memory_equal(dy, g0, N * sizeof *dy);   /* the source gradient untouched */
+    /* twice: the same dx (nothing decays step after step) */
+    pdbx_k_logit_softcap_bwd(pool, y, dy, dx1, 0, rows, n, cap);
+    assert_memory_equal(dx, dx1, N * sizeof *dx);
     worst = 0;
     for (size_t i = 0; i < N; i++) {
         const double t = (double)y[i] / cap, w = g0[i] * (1 - t * t);
-        worst = fmax(worst, w == 0 ? fabs(dy[i]) : fabs(dy[i] - w) / fabs(w));
+        worst = fmax(worst, w == 0 ? fabs(dx[i]) : fabs(dx[i] - w) / fabs(w));
     }
     print_message("logit softcap bwd: worst relative error %.2g\n", worst);
     assert_true(worst < 1e-6);   /* cap - y exact near saturation: a few roundings */
+    pdbx_k_logit_softcap_bwd(pool, y, dy, db, 1, rows, n, cap);
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(db[i], pdbx_k_f32_to_bf16(dx[i]));
     memcpy(y1, y, N * sizeof *y1);
-    memcpy(dy1, dy, N * sizeof *dy1);
     pdbx_k_logit_softcap(pool, y, rows, n, 0.0f);
-    pdbx_k_logit_softcap_bwd(pool, y, dy, rows, n, 0.0f);
+    pdbx_k_logit_softcap_bwd(pool, y, dy, dx, 0, rows, n, 0.0f);
     assert_memory_equal(y, y1, N * sizeof *y);
-    assert_memory_equal(dy, dy1, N * sizeof *dy);
+    assert_memory_equal(dx, dy, N * sizeof *dy);
+    pdbx_k_logit_softcap_bwd(pool, y, dy, db, 1, rows, n, NAN);
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(db[i], pdbx_k_f32_to_bf16(dy[i]));
     pdbx_cpu_pool_destroy(pool);
-    free(y), free(y1), free(x), free(dy), free(dy1), free(g0), free(want);
+    free(y), free(y1), free(x), free(dy), free(dx), free(dx1), free(g0), free(want), free(db);
 }
 
 /* pdbx_k_tanh in the clone the CPU picks (through the soft-capping kernel with cap 1: y / 1 and

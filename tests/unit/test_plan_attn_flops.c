@@ -1,6 +1,7 @@
 /* test_plan_attn_flops.c: pdbx_attn_core_executed_flops (plan.h) on hand-computed cases,
  * against the model FLOPs pdbx_op_shape_for gives attn_core (the causal half); the
- * sliding-window counts (pdbx_attn_window_*) on hand-computed cases and against brute force. */
+ * sliding-window counts (pdbx_attn_window_*) on hand-computed cases and against brute force;
+ * pdbx_op_shape_for's windowed attn_core and soft-capped lm_head by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,8 +191,54 @@ static void test_opts_for_layer(void **state)
     assert_true(fabs(pdbx_attn_core_mean_flops(&ll, 2, 8192, 16, 256) - full) < 1e-6 * full);
 }
 
-/* Validation: gemma-2 (without its final cap, which lm_head does not run yet) past its window
- * needs an even layers >= 2; cuda refuses its cap by name; cpu takes window and cap. */
+/* pdbx_op_shape_for's attn_core and lm_head for a gemma-2-like model by hand: h 64, 4 heads of
+ * d 16 (2 kv heads), s 8, mbs 1, window 3 on alternate layers, caps 50/30, V 100, bf16.
+ *   attn_core, batch b = 4 heads: global (causal half) 2 b s^2 d = 2*4*64*16 = 8192; local
+ *     4 b d (s w - w^2/2) = 4*4*16*(24 - 4.5) = 4992; mean over 2 (or 4) profiled layers, one
+ *     local per global: (4992 + 8192) / 2 = 6592; TP 2 halves b: 3296; the window on every
+ *     layer (Mistral's kind): 4992; a window of seq_len or more: 8192. The attention cap adds
+ *     nothing (the softmax is not counted either). Bytes stay q, k, v read and out written:
+ *     2 * 1*8*16 * (2*4 + 2*2) = 3072.
+ *   lm_head, T 8: the GEMM 2*8*100*64 = 102400 FLOPs, bytes 2 * (8*64 + 64*100 + 8*100) =
+ *     15424; the final cap adds 3 FLOPs per logit, 3*800 = 2400 -> 104800, and the logits read
+ *     and written once more, 2*2*800 = 3200 -> 18624; without the cap the GEMM's alone. */
+static void test_shape_window_and_caps(void **state)
+{
+    (void)state;
+    pdbx_spec spec;
+    pdbx_spec_defaults(&spec);
+    pdbx_model *m = &spec.model;
+    m->hidden = 64, m->heads = 4, m->kv_heads = 2, m->head_dim = 16, m->intermediate = 128;
+    m->vocab = 100, m->layers = 4;
+    m->arch.sliding_window.size = 3;
+    m->arch.sliding_window.layers = PDBX_SW_ALTERNATING;
+    m->arch.sliding_window.count = 2;
+    m->arch.attn_softcap = 50, m->arch.final_softcap = 30;
+    spec.seq_len = 8, spec.layers_profiled = 2, spec.dtype = PDBX_DTYPE_BF16;
+    pdbx_op_shape sh;
+    assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, PDBX_OP_ATTN_CORE, &sh), 0);
+    assert_true(sh.flops == 6592 && sh.bytes == 3072 && sh.batch == 4);
+    spec.layers_profiled = 4;
+    assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, PDBX_OP_ATTN_CORE, &sh), 0);
+    assert_true(sh.flops == 6592);
+    assert_int_equal(pdbx_op_shape_for(&spec, 2, 1, PDBX_OP_ATTN_CORE, &sh), 0);
+    assert_true(sh.flops == 3296);
+    m->arch.sliding_window.layers = PDBX_SW_ALL;
+    assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, PDBX_OP_ATTN_CORE, &sh), 0);
+    assert_true(sh.flops == 4992);
+    m->arch.sliding_window.size = 8;
+    assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, PDBX_OP_ATTN_CORE, &sh), 0);
+    assert_true(sh.flops == 8192);
+    assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, PDBX_OP_LM_HEAD, &sh), 0);
+    assert_true(sh.flops == 104800 && sh.bytes == 18624);
+    m->arch.final_softcap = 0;
+    assert_int_equal(pdbx_op_shape_for(&spec, 1, 1, PDBX_OP_LM_HEAD, &sh), 0);
+    assert_true(sh.flops == 102400 && sh.bytes == 15424);
+}
+
+/* Validation: gemma-2 past its window needs an even layers >= 2; cpu takes its window and both
+ * caps, cuda too on its unfused core; flash_attention refuses the window and the score cap by
+ * name. */
 static void test_validate_window(void **state)
 {
     (void)state;
@@ -199,9 +246,7 @@ static void test_validate_window(void **state)
     char err[1024] = "";
     pdbx_spec_defaults(&s);
     assert_int_equal(pdbx_spec_set(&s, "model", "gemma9b", err, sizeof err), 0);
-    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);   /* lm_head's cap: not yet */
-    assert_non_null(strstr(err, "final-logit soft-capping"));
-    s.model.arch.final_softcap = 0;   /* the attention's window and cap alone */
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);   /* seq 2048: inside the window */
     assert_int_equal(pdbx_spec_set(&s, "seq_len", "8192", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
@@ -213,9 +258,21 @@ static void test_validate_window(void **state)
     assert_int_equal(pdbx_spec_set(&s, "layers", "1", err, sizeof err), 0);
     /* every layer global at 2048: any count */
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    /* cuda: its unfused core runs the window and the cap, the fused kernel neither */
     assert_int_equal(pdbx_spec_set(&s, "backend", "cuda", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "gpu", "h100", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "flash_attention", "true", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
-    assert_non_null(strstr(err, "logit soft-capping"));
+    assert_string_equal(err, "flash_attention: the fused kernel does not run model gemma-2-9b's attention "
+                             "soft-capping (50) (allowed for this model: flash_attention false)");
+    assert_int_equal(pdbx_spec_set(&s, "seq_len", "8192", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_set(&s, "layers", "2", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "flash_attention: the fused kernel does not run model gemma-2-9b's sliding "
+                                "window of 4096 tokens (shorter than seq_len 8192)"));
+    assert_int_equal(pdbx_spec_set(&s, "flash_attention", "false", err, sizeof err), 0);
+    assert_int_equal(pdbx_spec_validate(&s, err, sizeof err), 0);
 }
 
 int main(void)
@@ -228,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_window_visited),
         cmocka_unit_test(test_window_executed),
         cmocka_unit_test(test_opts_for_layer),
+        cmocka_unit_test(test_shape_window_and_caps),
         cmocka_unit_test(test_validate_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

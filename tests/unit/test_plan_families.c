@@ -9,13 +9,15 @@
  *   mlp_act_fn (gelu_new, plain): 9 T I = 9 x 2048 x 3072 = 56623104 FLOPs, bytes 4 x 2 T I =
  *     50331648
  *   mlp_up (c_fc): [2048 x 768] x [768 x 3072] with its bias: 2 T h I + T I = 9663676416 + 6291456
- * and a Llama's stay what they were (SiLU x up 4 per element, RMSNorm 4). */
+ * and a Llama's stay what they were (SiLU x up 4 per element, RMSNorm 4); gemma-2-9b's
+ * parameter count with its four norms per layer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -236,6 +238,37 @@ static void test_llama_unchanged(void **state)
     assert_true(o.flops == 0 && o.bytes == 4 * 2 * T * h);
 }
 
+/* gemma-2-9b's parameters by hand (its config: h 3584, 42 layers, 16 heads of 256, 8 kv heads,
+ * I 14336, V 256000, tied embeddings), through the preset's tag and the fixture:
+ *   attention q, o 16 x 256 x 3584 = 14680064 each, k, v 8 x 256 x 3584 = 7340032 each:
+ *     44040192; gated MLP 3 x 3584 x 14336 = 154140672; four RMSNorms of h per layer
+ *     (Gemma2DecoderLayer: input, post_attention, pre_feedforward, post_feedforward) 14336;
+ *     a layer 198195200, 42 layers 8324198400;
+ *   embedding 256000 x 3584 = 917504000 (lm_head tied to it), final norm 3584;
+ *   total 9241705984, published 9.24B. pdbx measures two of the four norms (input_norm,
+ *   post_attn_norm as the pre-MLP norm) and counts the weights of all four; without the two
+ *   sandwich norms the count would be 301056 short (42 x 2 x 3584). */
+static void test_gemma2_params(void **state)
+{
+    (void)state;
+    const double layer = 2.0 * 16 * 256 * 3584 + 2.0 * 8 * 256 * 3584 + 3.0 * 3584 * 14336 + 4.0 * 3584;
+    const double by_hand = 42 * layer + 256000.0 * 3584 + 3584;
+    assert_true(layer == 198195200.0 && by_hand == 9241705984.0);
+    pdbx_spec s;
+    load("gemma-2-9b.json", &s);
+    assert_true(plan_stage_params(&s.model, 1, 1) == by_hand);
+    assert_true(fabs(by_hand / 9.24e9 - 1) < 0.01);
+    pdbx_model tag;
+    char err[512] = "";
+    assert_int_equal(pdbx_model_load("gemma9b", &tag, err, sizeof err), 0);
+    assert_true(plan_stage_params(&tag, 1, 1) == by_hand);
+    /* the sandwich norms are gemma-2's: gemma (v1) and Llama keep two per layer */
+    load("Qwen2.5-7B.json", &s);
+    const double h = s.model.hidden;
+    assert_true(plan_layer_attn_params(&s.model, 1) ==
+                h + 2 * h * 28 * 128 + 2 * h * 4 * 128 + 28 * 128 + 2 * 4 * 128);
+}
+
 /* The kinds travel with the spec (pdbx_arch_to_json's "norm" and "position") and come back from
  * it as they were written; an unknown kind is refused naming the field. */
 static void test_round_trip(void **state)
@@ -277,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_gpt2_validate),
         cmocka_unit_test(test_neox_gptj),
         cmocka_unit_test(test_llama_unchanged),
+        cmocka_unit_test(test_gemma2_params),
         cmocka_unit_test(test_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -310,6 +310,51 @@ static void test_bwd_buffers_by_hand(void **state)
     assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 2048 + 4096 + 32768);   /* d xf, d logits, dW */
 }
 
+/* Final-logit soft-capping (gemma-2's 30) with bwd: lm_head's capped d logits in a buffer of
+ * their own in the GEMM dtype, T x V/t = 16 x 128 elements (cpu and cuda). cpu fp32: 8192 bytes more than
+ * test_bwd_buffers_by_hand's 162048 -> 170240; cpu bf16: 4096 bytes in place of the bf16 copy
+ * of d logits (which nothing reads then): 176384 still; fwd only: nothing. */
+static void test_final_cap_buffer(void **state)
+{
+    (void)state;
+    const uint32_t both = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    pdbx_profile_point p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_FP32);
+    p.model.arch.final_softcap = 30;
+    pdbx_profile_memory m;
+    char err[256] = "";
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS_CAPPED) == -1);
+    p.passes = both;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS_CAPPED) == 8192);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS) == 8192);   /* the source, kept */
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 170240);
+    assert_string_equal(pdbx_buf_role_name(PDBX_BUF_GRAD_LOGITS_CAPPED), "d logits (capped, gemm dtype)");
+    p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
+    p.model.arch.final_softcap = 30;
+    p.passes = both;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS_CAPPED) == 4096);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS_LP) == -1);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 176384);
+    /* cuda bf16 with both caps: the unfused core's rows' lse, fp32 [2, 2 heads, 8] = 128 bytes
+     * (fwd only too: the capped forward writes it), lm_head's capped d logits in the dtype
+     * 16 x 128 x 2 = 4096 with bwd; flash_attention's lse only with bwd */
+    p = small_point(PDBX_BACKEND_CUDA, PDBX_DTYPE_BF16);
+    p.model.arch.final_softcap = 30;
+    p.model.arch.attn_softcap = 50;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_ATTN_LSE) == 128);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS_CAPPED) == -1);
+    p.passes = both;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_GRAD_LOGITS_CAPPED) == 4096);
+    p.passes = PDBX_PASS_BIT(PDBX_PASS_FWD);
+    p.flash_attention = 1;
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_ATTN_LSE) == -1);
+}
+
 /* The spec's passes reach the planned point (pdbx plan predicts the bwd memory). */
 static void test_bwd_from_spec(void **state)
 {
@@ -515,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_cuda_flash_drops_scores),
         cmocka_unit_test(test_cuda_weight_copies),
         cmocka_unit_test(test_bwd_buffers_by_hand),
+        cmocka_unit_test(test_final_cap_buffer),
         cmocka_unit_test(test_bwd_from_spec),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fasop_a40),

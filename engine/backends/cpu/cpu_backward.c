@@ -12,6 +12,10 @@
  *       the forward's row mean and rstd); mlp_act_fn: SiLU(g)*u backward (dg, du), GELU(g)*u's,
  *       or a plain MLP's GELU(u) backward (du);
  *   attn_core: causal attention backward, FlashAttention-2's recomputation (dQ, dK, dV);
+ *   lm_head with final-logit soft-capping: d logits x (1 - (logits / cap)^2) from the
+ *       forward's capped logits into a buffer of its own in the GEMM dtype, which the dgrad
+ *       and wgrad then read (d logits itself, filled once, is never modified: a product in
+ *       place would shrink it step after step);
  *   embed: the scatter-add of dY's rows into the embedding gradient's rows of the ids, and
  *       with learned positions the position table's gradient (each position's rows summed).
  * The data flow mirrors the forward's backwards (cpu_compute.c): each op reads the gradient its
@@ -54,6 +58,7 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_GATE_LP: return &g->dg_b;
     case PDBX_BUF_GRAD_UP_LP: return &g->du_b;
     case PDBX_BUF_GRAD_LOGITS_LP: return &g->dlogits_b;
+    case PDBX_BUF_GRAD_LOGITS_CAPPED: return &g->dlogits_capped;
     case PDBX_BUF_GRAD_EMBED_TABLE: return (void **)&g->demb;
     case PDBX_BUF_GRAD_NORM_W: return (void **)&g->dnorm_w;
     case PDBX_BUF_GRAD_LM_HEAD_W: return (void **)&g->dwlm;
@@ -131,6 +136,7 @@ uint64_t pdbx_cpu_fill_grads(pdbx_compute *c, uint64_t seed)
         { g->dv_b, T * vd, e }, { g->dy_b, T * h, e }, { g->dg_b, T * ni, e },
         { g->du_b, T * ni, e }, { g->dlogits_b, T * V, e },
         { g->dqkv, T * (qd + 2 * kvd), e }, { g->dfc1, T * 2 * ni, e },
+        { g->dlogits_capped, T * V, e },   /* lm_head's bwd writes it before reading it */
     };
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
         fill(act[i].p, act[i].n, act[i].esz, 1.0f, seed++);
@@ -319,16 +325,31 @@ static int mlp_bwd(pdbx_compute *c, pdbx_op op, const cpu_layer *L)
 #undef LP
 }
 
+/* lm_head: with final-logit soft-capping the dY of its GEMMs is d logits through the cap's
+ * derivative, written from the forward's capped logits into its own buffer (d logits is left
+ * as filled); without, d logits itself. */
+static void lm_head_bwd(pdbx_compute *c)
+{
+    cpu_grads *g = &c->grad;
+    const int bf = c->esz == 2;
+    const float cap = (float)c->p.model.arch.final_softcap;
+    const void *dy = bf ? (const void *)g->dlogits_b : (const void *)g->dlogits;
+    if (cap > 0.0f && g->dlogits_capped) {
+        pdbx_k_logit_softcap_bwd(c->pool, c->logits, g->dlogits, g->dlogits_capped, bf, c->T, c->vloc, cap);
+        dy = g->dlogits_capped;
+    }
+    linear_bwd(c, bf ? (const void *)c->xn_b : (const void *)c->xn, c->wlm, dy, g->dxn, g->dwlm, c->T, c->vloc,
+               c->h);
+}
+
 int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     cpu_grads *g = &c->grad;
     const int64_t T = c->T, h = c->h;
-    const int bf = c->esz == 2;
     /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
     cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
     if (pdbx_op_is_per_layer(op) && run_bwd_attn(c, op, layer) == 0)
         return 0;
-#define LP(a, a_b) (bf ? (const void *)(a_b) : (const void *)(a))
     switch (op) {
     case PDBX_OP_EMBED:
         pdbx_k_embed_scatter_add(g->dx, c->ids, T, h, c->vloc, 0, g->demb);
@@ -354,8 +375,7 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         norm_bwd(c, c->x, g->dxn, g->dx);
         break;
     case PDBX_OP_LM_HEAD:
-        linear_bwd(c, LP(c->xn, c->xn_b), c->wlm, LP(g->dlogits, g->dlogits_b), g->dxn, g->dwlm, T,
-                   c->vloc, h);
+        lm_head_bwd(c);
         break;
     default:
         if (mlp_bwd(c, op, L) == 0 || pdbx_cpu_moe_bwd(c, op, layer) == 0)   /* the MLP's, a MoE layer's */
@@ -363,6 +383,5 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }
-#undef LP
     return 0;
 }

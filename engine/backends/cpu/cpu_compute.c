@@ -6,7 +6,8 @@
  *   place;  attn_core: q,k,v -> ctx;  attn_o: ctx -> y;  attn_residual: y += x (the layer's
  *   input: y is then the hidden state);  post_attn_norm: y -> yn;  gate/up: yn -> g,u;
  *   act: g,u -> act;  mlp_down: act -> x;  mlp_residual: x += y (the next layer's input);
- *   final_norm: x -> xn;  lm_head: xn -> logits.
+ *   final_norm: x -> xn;  lm_head: xn -> logits (capped in place with gemma-2's final-logit
+ *   soft-capping).
  * A parallel residual (gpt-neox: x + attn(ln1 x) + mlp(ln2 x)) changes one read: post_attn_norm
  * normalises x, the layer's input, which mlp_down overwrites only after it; mlp_residual's
  * x += y then sums all three. gpt-j's one shared norm has no post_attn_norm op (the MLP reads
@@ -17,6 +18,7 @@
 #include "engine/backends/cpu/cpu_compute.h"
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
+#include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels_dense.h"
 #include "engine/backends/host.h"
 #include "store/events.h"
@@ -315,31 +317,13 @@ static int run_fwd_attn(pdbx_compute *c, pdbx_op op, int layer)
     }
 }
 
-/* The timed body of run_op's fwd pass of op (0, or -1 with a message). */
-static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+/* The dense MLP's forward ops (mlp_gate or the fused fc1, mlp_up, mlp_act_fn, mlp_down). */
+static void run_mlp(pdbx_compute *c, pdbx_op op, int layer)
 {
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
-    /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
-    cpu_layer *L = &c->layer[pdbx_op_is_per_layer(op) ? layer : 0];
-    if (pdbx_op_is_per_layer(op) && run_fwd_attn(c, op, layer) == 0)
-        return 0;
+    const cpu_layer *L = &c->layer[layer];
     switch (op) {
-    case PDBX_OP_EMBED:
-        run_embed(c);
-        break;
-    case PDBX_OP_INPUT_NORM:
-        run_norm(c, c->x, c->xn);
-        break;
-    case PDBX_OP_ATTN_RESIDUAL:
-        pdbx_k_add(c->pool, c->y, c->x, T * h);
-        break;
-    case PDBX_OP_MLP_RESIDUAL:
-        pdbx_k_add(c->pool, c->x, c->y, T * h);
-        break;
-    case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
-        run_norm(c, c->p.model.arch.parallel_residual ? c->x : c->y, c->yn);
-        break;
     case PDBX_OP_MLP_GATE:
         if (c->p.fused_projections)   /* Megatron's linear_fc1: one [T, 2 I] GEMM */
             linear(c, op, bf ? c->yn_b : c->yn, L->wfc1, L->bfc1, c->fc1, T, 2 * c->inter, h);
@@ -352,14 +336,54 @@ static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t err
     case PDBX_OP_MLP_ACT_FN:
         run_act(c);
         break;
-    case PDBX_OP_MLP_DOWN:
+    default:   /* PDBX_OP_MLP_DOWN */
         linear(c, op, bf ? c->act_b : c->act, L->wd, L->bd, c->x, T, h, c->inter);
         break;
+    }
+}
+
+/* lm_head: the logits GEMM and, with final-logit soft-capping (gemma-2's 30), the cap applied
+ * in place, as HF Gemma2's forward does after its lm_head (the backward reads these capped
+ * logits for the cap's derivative, cpu_backward.c). */
+static void run_lm_head(pdbx_compute *c)
+{
+    gemm(c, c->esz == 2 ? c->xn_b : c->xn, c->wlm, c->logits, c->T, c->vloc, c->h);
+    if (c->p.model.arch.final_softcap > 0)
+        pdbx_k_logit_softcap(c->pool, c->logits, c->T, c->vloc, (float)c->p.model.arch.final_softcap);
+}
+
+/* The timed body of op's forward: 0, or -1 with a message. */
+static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
+{
+    const int64_t T = c->T, h = c->h;
+    /* layer ops only read their layer; the others get layer 0 */
+    const int l = pdbx_op_is_per_layer(op) ? layer : 0;
+    /* the attention block's ops, MLA's among them (run_fwd_attn) */
+    if (pdbx_op_is_per_layer(op) && run_fwd_attn(c, op, l) == 0)
+        return 0;
+    switch (op) {
+    case PDBX_OP_EMBED:
+        run_embed(c);
+        break;
+    case PDBX_OP_INPUT_NORM:
     case PDBX_OP_FINAL_NORM:
         run_norm(c, c->x, c->xn);
         break;
+
+    case PDBX_OP_ATTN_RESIDUAL:
+        pdbx_k_add(c->pool, c->y, c->x, T * h);
+        break;
+    case PDBX_OP_MLP_RESIDUAL:
+        pdbx_k_add(c->pool, c->x, c->y, T * h);
+        break;
+    case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
+        run_norm(c, c->p.model.arch.parallel_residual ? c->x : c->y, c->yn);
+        break;
+    case PDBX_OP_MLP_GATE: case PDBX_OP_MLP_UP: case PDBX_OP_MLP_ACT_FN: case PDBX_OP_MLP_DOWN:
+        run_mlp(c, op, l);
+        break;
     case PDBX_OP_LM_HEAD:
-        gemm(c, bf ? c->xn_b : c->xn, c->wlm, c->logits, T, c->vloc, h);
+        run_lm_head(c);
         break;
     default:
         if (pdbx_cpu_moe_fwd(c, op, layer) == 0)   /* a MoE layer's op (cpu_moe.c) */

@@ -81,6 +81,7 @@ typedef struct {
 typedef struct {
     float *dx, *dxn, *dq, *dk, *dv, *dctx, *dy, *dyn, *dg, *du, *dact, *dlogits, *scratch;
     void *dx_b, *dq_b, *dk_b, *dv_b, *dy_b, *dg_b, *du_b, *dlogits_b;
+    void *dlogits_capped;        /* final-logit cap: d logits through the cap (GEMM dtype) */
     float *demb, *dnorm_w, *dwlm, *dwq, *dwkv, *dwo, *dwgu, *dwd;
     void *dqkv, *dfc1;           /* fused_projections: the fused GEMMs' dY (GEMM dtype) */
     float *dwqkv, *dwfc1;        /* and their weights' fp32 gradients */

@@ -5,7 +5,7 @@
  * (cpu_kernels_vec.h), (sequence, head) pairs split over the backend's pool (cpu_threads.h). */
 #include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels.h"
-#include "engine/backends/cpu/cpu_kernels_vec.h"   /* PDBX_K_HOT, pdbx_k_exp, pdbx_k_tanh */
+#include "engine/backends/cpu/cpu_kernels_vec.h"   /* PDBX_K_HOT, pdbx_k_exp, pdbx_k_tanh, bf16 */
 
 #include <math.h>
 #include <string.h>
@@ -267,24 +267,48 @@ void pdbx_k_attention_causal(pdbx_cpu_pool *pool, const float *q, const float *k
 }
 
 /* ---- final-logit soft-capping ------------------------------------------------------------- */
-/* dy[i] *= (cap - y[i]) (cap + y[i]) / cap^2 = 1 - (y[i] / cap)^2 for i < n */
-PDBX_K_HOT static void softcap_bwd_range(const float *y, float *dy, int64_t n, float cap)
+/* dx[i] = dy[i] (cap - y[i]) (cap + y[i]) / cap^2 = dy[i] (1 - (y[i] / cap)^2) for i < n, in
+ * fp32 or rounded to bf16 (the GEMM dtype of lm_head's dgrad/wgrad) */
+PDBX_K_HOT static void softcap_bwd_range(const float *y, const float *dy, void *dx, int dx_bf16,
+                                         int64_t n, float cap)
 {
     const float inv2 = 1.0f / (cap * cap);
+    if (!dx_bf16) {
+        float *o = dx;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = dy[i] * ((cap - y[i]) * (cap + y[i]) * inv2);
+        return;
+    }
+    uint16_t *o = dx;
     for (int64_t i = 0; i < n; i++)
-        dy[i] *= (cap - y[i]) * (cap + y[i]) * inv2;
+        o[i] = pdbx_k_bf16_rne(dy[i] * ((cap - y[i]) * (cap + y[i]) * inv2));
 }
 
 typedef struct {
     float *y;           /* the forward, in place; NULL: the backward */
     const float *yc;    /* the backward's capped output */
-    float *dy;
+    const float *dy;
+    void *dx;
+    int dx_bf16;
     int64_t n;
-    float cap;
+    float cap;          /* the backward: 0 copies dy (factor 1) */
 } softcap_job;
 
 #define SOFTCAP_CHUNK 16384     /* elements: 64 KiB of each stream, as the GELU's */
 #define PAR_MIN_ELEMS 32768     /* below, the caller alone (cpu_kernels.c's threshold) */
+
+/* dx = dy, converted to bf16 when dx_bf16 (the backward without a cap) */
+PDBX_K_HOT static void softcap_copy_range(const float *dy, void *dx, int dx_bf16, int64_t n)
+{
+    if (!dx_bf16) {
+        if ((const void *)dy != dx)
+            memmove(dx, dy, (size_t)n * sizeof *dy);
+        return;
+    }
+    uint16_t *o = dx;
+    for (int64_t i = 0; i < n; i++)
+        o[i] = pdbx_k_bf16_rne(dy[i]);
+}
 
 static void softcap_chunk(void *arg, long long chunk, int part)
 {
@@ -292,16 +316,22 @@ static void softcap_chunk(void *arg, long long chunk, int part)
     const softcap_job *J = arg;
     const int64_t i0 = chunk * SOFTCAP_CHUNK;
     const int64_t n = J->n - i0 < SOFTCAP_CHUNK ? J->n - i0 : SOFTCAP_CHUNK;
+    const size_t osz = J->dx_bf16 ? 2 : 4;
     if (J->y)
         softcap_range(J->y + i0, n, J->cap);
+    else if (J->cap > 0.0f)
+        softcap_bwd_range(J->yc + i0, J->dy + i0, (char *)J->dx + (size_t)i0 * osz, J->dx_bf16, n,
+                          J->cap);
     else
-        softcap_bwd_range(J->yc + i0, J->dy + i0, n, J->cap);
+        softcap_copy_range(J->dy + i0, (char *)J->dx + (size_t)i0 * osz, J->dx_bf16, n);
 }
 
 static void softcap_run(pdbx_cpu_pool *pool, softcap_job J, int64_t rows, int64_t n)
 {
     const int64_t total = rows * n;
-    if (rows < 1 || n < 1 || !(J.cap > 0.0f && J.cap < INFINITY))
+    if (!(J.cap > 0.0f && J.cap < INFINITY))
+        J.cap = 0.0f;
+    if (rows < 1 || n < 1 || (J.y && J.cap == 0.0f))
         return;
     J.n = total;
     if (total < PAR_MIN_ELEMS)
@@ -314,8 +344,9 @@ void pdbx_k_logit_softcap(pdbx_cpu_pool *pool, float *y, int64_t rows, int64_t n
     softcap_run(pool, (softcap_job){ .y = y, .cap = cap }, rows, n);
 }
 
-void pdbx_k_logit_softcap_bwd(pdbx_cpu_pool *pool, const float *y, float *dy, int64_t rows,
-                              int64_t n, float cap)
+void pdbx_k_logit_softcap_bwd(pdbx_cpu_pool *pool, const float *y, const float *dy, void *dx,
+                              int dx_bf16, int64_t rows, int64_t n, float cap)
 {
-    softcap_run(pool, (softcap_job){ .yc = y, .dy = dy, .cap = cap }, rows, n);
+    softcap_run(pool, (softcap_job){ .yc = y, .dy = dy, .dx = dx, .dx_bf16 = dx_bf16, .cap = cap },
+                rows, n);
 }

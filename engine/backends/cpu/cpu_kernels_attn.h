@@ -69,16 +69,19 @@ void pdbx_k_attention_causal_bwd_opts(const float *q, const float *k, const floa
                                       const pdbx_attn_opts *opts);
 
 /* Final-logit soft-capping (HF Gemma2's final_logit_softcapping, on lm_head's fp32 output),
- * in place over [rows, n]: y <- cap * tanh(y / cap). Its backward from the capped output y:
- * dy <- dy * (1 - (y / cap)^2), computed as dy (cap - y)(cap + y) / cap^2 (cap - y is exact
- * near saturation, where 1 - (y/cap)^2 would cancel). cap <= 0, NaN or infinite: nothing is
- * done.
+ * in place over [rows, n]: y <- cap * tanh(y / cap). cap <= 0, NaN or infinite: nothing done.
+ * Its backward, out of place: dx = dy * (1 - (y / cap)^2) from the capped output y, computed
+ * as dy (cap - y)(cap + y) / cap^2 (cap - y is exact near saturation, where 1 - (y/cap)^2
+ * would cancel); dx fp32 (dx_bf16 0; dx may be dy) or bf16 rounded to nearest even
+ * (dx_bf16 1: the dY that lm_head's bf16 dgrad/wgrad GEMMs read). Out of place because the
+ * backends fill d logits once and reuse it every step: an in-place product would shrink it
+ * step after step. cap <= 0, NaN or infinite: dx = dy (converted).
  * Chunks of elements over the pool as the GELU's (cpu_kernels_dense.c); inputs below 32768
  * elements run on the caller; every element by one chunk, so the bits do not depend on the
  * pool. Relative error of the forward < 2e-7 (pdbx_k_tanh's and two roundings), of the
- * backward's factor a few ulp. */
+ * backward's factor a few ulp (then bf16's rounding). */
 void pdbx_k_logit_softcap(pdbx_cpu_pool *pool, float *y, int64_t rows, int64_t n, float cap);
-void pdbx_k_logit_softcap_bwd(pdbx_cpu_pool *pool, const float *y, float *dy, int64_t rows,
-                              int64_t n, float cap);
+void pdbx_k_logit_softcap_bwd(pdbx_cpu_pool *pool, const float *y, const float *dy, void *dx,
+                              int dx_bf16, int64_t rows, int64_t n, float cap);
 
 #endif

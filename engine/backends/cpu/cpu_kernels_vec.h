@@ -21,6 +21,8 @@
  *    denormal comes out for |x| >= 2^-125 (below, the value x/2 is itself denormal).
  *  - pdbx_k_tanh(x): tanh with relative error < 1.5e-7, odd (in each clone), exactly +-1 from
  *    |x| = 9.1 on; NaN gives NaN (the soft-capping of attention scores and logits).
+ *  - pdbx_k_bf16_rne(f): f rounded to bf16, nearest even, NaN kept quiet: the bits of
+ *    pdbx_k_f32_to_bf16 (cpu_kernels.h), inlined into a kernel's loop.
  */
 #ifndef PDBX_CPU_KERNELS_VEC_H
 #define PDBX_CPU_KERNELS_VEC_H
@@ -210,6 +212,15 @@ PDBX_K_INLINE float pdbx_k_tanh(float x)
     const float big = (1.0f - e) / (1.0f + e);
     const float sbig = x < 0.0f ? -big : big;
     return ax < PDBX_K_TANH_EDGE ? small : sbig;
+}
+
+PDBX_K_INLINE uint16_t pdbx_k_bf16_rne(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t nan = (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu);
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)(nan ? (u >> 16) | 0x0040u : r);
 }
 
 #endif

@@ -167,9 +167,11 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     case PDBX_OP_MLP_RESIDUAL:    /* the next layer's input = MLP output + hidden */
         CU_TRY("ck_residual_add", ck_residual_add(B[B_X], B[B_ATTN_OUT], T * h, c->dtype, c->stream));
         return 0;
-    case PDBX_OP_ATTN_CORE:   /* B_LSE: only when the fused backward will read it */
-        return cuda_attention_enqueue(c->gemm, &pt->attn, B[B_Q], B[B_K], B[B_V], B[B_SCORES],
-                                      B[B_CTX], B[B_LSE], c->stream, err, errlen);
+    case PDBX_OP_ATTN_CORE: {   /* this layer's window and cap; B_LSE where a backward reads it */
+        const cuda_attention a = cuda_point_attn(pt, layer);
+        return cuda_attention_enqueue(c->gemm, &a, B[B_Q], B[B_K], B[B_V], B[B_SCORES], B[B_CTX],
+                                      B[B_LSE], c->stream, err, errlen);
+    }
     case PDBX_OP_ATTN_O: return enqueue_linear(c, op, B[B_CTX], W[W_O], W[W_BO], B[B_ATTN_OUT], err, errlen);
     case PDBX_OP_POST_ATTN_NORM:   /* a parallel residual (gpt-neox) normalises the layer's input */
         return run_norm(c, pt->d.parallel_residual ? B[B_X] : B[B_ATTN_OUT], W[W_POST_NORM],
@@ -184,9 +186,13 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     case PDBX_OP_MLP_DOWN: return enqueue_linear(c, op, B[B_ACT], W[W_DOWN], W[W_BDOWN], B[B_X], err, errlen);
     case PDBX_OP_FINAL_NORM:
         return run_norm(c, B[B_X], B[B_FINAL_W], B[B_FINAL_B], B[B_XF], err, errlen);
-    case PDBX_OP_LM_HEAD:
-        return enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], NULL, B[B_LOGITS],
-                              err, errlen);
+    case PDBX_OP_LM_HEAD:   /* with gemma-2's final cap, applied in place after the GEMM */
+        rc = enqueue_linear(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], NULL, B[B_LOGITS],
+                            err, errlen);
+        if (rc == 0 && pt->d.final_softcap > 0.0f)
+            CU_TRY("ck_logit_softcap", ck_logit_softcap(B[B_LOGITS], T * pt->d.vocab, pt->d.final_softcap,
+                                                        c->dtype, c->stream));
+        return rc;
     default:
         snprintf(err, errlen, "cuda run_op: op %d has no kernel", (int)op);
         return -1;

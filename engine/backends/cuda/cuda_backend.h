@@ -82,6 +82,13 @@ typedef struct {
     int parallel_residual;          /* post_attn_norm normalises the layer input x (gpt-neox) */
     int64_t rot;                    /* dims of each head attn_rope rotates (cuda_arch.h) */
     int64_t pos_rows;               /* learned positions: the table's rows (max_positions); 0 */
+    /* the attention core's options (per profiled layer: cuda_layer_attn_opts) and lm_head's
+     * final-logit cap, as the cpu backend runs them; 0 for a Llama */
+    int64_t window;                 /* a sliding window shorter than seq (0: none or >= seq) */
+    int window_alternating;         /* gemma-2: the window on even profiled layers only */
+    float attn_softcap;             /* the scores' cap (the unfused path; needs B_LSE) */
+    float final_softcap;            /* the logits' cap: lm_head's forward applies it, its
+                                     * backward reads G_LOGITS through it into G_LOGITS_CAPPED */
 } cuda_dims;
 
 /* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
@@ -97,7 +104,9 @@ enum {   /* one set per point, shared by all layers */
     B_IDS, B_EMBED, B_X, B_XN, B_Q, B_K, B_V, B_SCORES, B_CTX, B_ATTN_OUT, B_XN2, B_GATE, B_UP,
     B_ACT, B_XF, B_FINAL_W, B_LOGITS, B_LM_W, B_QKV, B_FC1,
     B_ROPE,   /* attn_rope: fp32 cos [seq, rot/2] then sin (ck_rope_table), not in the dtype */
-    B_LSE,    /* flash_attention with bwd: the fused forward's log-sum-exp, fp32 [mbs, heads, seq] */
+    B_LSE,    /* fp32 [mbs, heads, seq]: flash_attention with bwd, the fused forward's log-sum-exp;
+               * the unfused path with an attention cap, its capped rows' (the backward's cap
+               * derivative reads it) */
     /* the dense families (cuda_bufs.c says when): the final LayerNorm's bias, the learned
      * position table [max_positions, h] (dtype), LayerNorm's per-row mean and rstd (fp32 [T],
      * written by every forward norm, read by the backward) */
@@ -124,6 +133,9 @@ enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's 
     /* LayerNorm: the norms' bias gradient (fp32 [h], shared as G_NORM_W); learned positions:
      * the table's gradient (fp32 [max_positions, h]) */
     G_NORM_B, G_POS,
+    /* final-logit cap: d logits through the cap (dtype [T, vocab]), lm_head's dgrad/wgrad dY;
+     * G_LOGITS, filled once, is never modified */
+    G_LOGITS_CAPPED,
     G_COUNT
 };
 
@@ -168,6 +180,14 @@ typedef struct {
 } cuda_point_gemm;
 #define CUDA_POINT_GEMMS (CUDA_LINEAR_OPS + 2)
 int cuda_point_gemms(const cuda_dims *d, cuda_point_gemm out[CUDA_POINT_GEMMS]);
+
+/* The attention core's options of profiled layer `layer` at d (pdbx_attn_opts_for_layer of
+ * the planner written again, as cuda_arch.h's: the window on every layer, or gemma-2's on even
+ * layers only; the scores' cap; v_dim 0, head_dim). Pure. */
+cuda_attention_opts cuda_layer_attn_opts(const cuda_dims *d, int layer);
+/* The point's attention (pt->attn, planned once: its GEMMs do not depend on the window or the
+ * cap) with layer `layer`'s options, for one forward or backward of that layer. */
+cuda_attention cuda_point_attn(const struct cuda_point *pt, int layer);
 
 /* cuda_point.c: backend.h's prepare, checksum and mem_peak of the cuda backend. */
 int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t errlen);

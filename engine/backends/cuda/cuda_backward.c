@@ -77,11 +77,14 @@ int cuda_bwd_prepare(pdbx_compute *c, struct cuda_point *pt, char *err, size_t e
     int rc = alloc_grads(c, pt, err, errlen);
     if (rc)
         return rc;
-    if (pt->attn.dims.flash && pt->buf[B_LSE]) {
-        /* the fused backward reads the forward's log-sum-exp: one forward now, so a bwd timed
-         * before any forward of the point still reads real values */
-        rc = cuda_attention_enqueue(c->gemm, &pt->attn, pt->buf[B_Q], pt->buf[B_K], pt->buf[B_V],
-                                    NULL, pt->buf[B_CTX], pt->buf[B_LSE], c->stream, err, errlen);
+    if (pt->buf[B_LSE]) {
+        /* the fused backward, and the capped unfused one, read the forward's log-sum-exp (the
+         * latter its probabilities too): one forward now, layer 0's, so a bwd timed before any
+         * forward of the point still reads real values */
+        const cuda_attention a = cuda_point_attn(pt, 0);
+        rc = cuda_attention_enqueue(c->gemm, &a, pt->buf[B_Q], pt->buf[B_K], pt->buf[B_V],
+                                    pt->buf[B_SCORES], pt->buf[B_CTX], pt->buf[B_LSE], c->stream, err,
+                                    errlen);
         if (rc)
             return rc;
     }
@@ -193,6 +196,27 @@ fail:
     return rc;
 }
 
+/* lm_head: with gemma-2's final cap its GEMMs' dY is d logits through the cap's derivative,
+ * written from the forward's capped logits into G_LOGITS_CAPPED (G_LOGITS, filled once, is
+ * left as it is); without, d logits itself. */
+static int lm_head_bwd(pdbx_compute *c, char *err, size_t errlen)
+{
+    int rc = -1;
+    struct cuda_point *pt = c->point;
+    void **B = pt->buf, **G = pt->grad;
+    const void *dy = G[G_LOGITS];
+    if (pt->d.final_softcap > 0.0f && G[G_LOGITS_CAPPED]) {
+        CU_TRY("ck_logit_softcap_bwd", ck_logit_softcap_bwd(B[B_LOGITS], G[G_LOGITS], G[G_LOGITS_CAPPED],
+                                                            pt->d.tokens * pt->d.vocab, pt->d.final_softcap,
+                                                            c->dtype, c->stream));
+        dy = G[G_LOGITS_CAPPED];
+    }
+    return linear_bwd(c, PDBX_OP_LM_HEAD, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], dy, G[G_XF],
+                      pt->d.tied ? G[G_EMBED] : G[G_LM_W], NULL, err, errlen);
+fail:
+    return rc;
+}
+
 int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen)
 {
     int rc = -1;
@@ -227,7 +251,8 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
             .dq_acc = c->dtype == PDBX_DTYPE_FP32 ? G[G_Q] : G[G_DQ_ACC],
             .dq = G[G_Q], .dk = G[G_K], .dv = G[G_V],
         };
-        return cuda_attention_bwd_enqueue(c->gemm, &pt->attn, &ab, c->stream, err, errlen);
+        const cuda_attention a = cuda_point_attn(pt, layer);   /* the forward's window and cap */
+        return cuda_attention_bwd_enqueue(c->gemm, &a, &ab, c->stream, err, errlen);
     }
     case PDBX_OP_ATTN_O:
         return linear_bwd(c, op, B[B_CTX], W[W_O], G[G_ATTN_OUT], G[G_CTX], G[G_WO], G[G_BO], err, errlen);
@@ -250,8 +275,7 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_FINAL_NORM:
         return norm_bwd(c, B[B_X], B[B_FINAL_W], G[G_XF], G[G_X], err, errlen);
     case PDBX_OP_LM_HEAD:
-        return linear_bwd(c, op, B[B_XF], pt->d.tied ? B[B_EMBED] : B[B_LM_W], G[G_LOGITS], G[G_XF],
-                          pt->d.tied ? G[G_EMBED] : G[G_LM_W], NULL, err, errlen);
+        return lm_head_bwd(c, err, errlen);
     default:
         snprintf(err, errlen, "cuda run_op: op %d has no backward", (int)op);
         return -1;

@@ -124,6 +124,7 @@ static const buf_desc grad_bufs[G_COUNT] = {
     [G_DQ_ACC] = {"d q accumulator (fp32)", OB(ATTN_CORE), CUDA_FILL_ZERO32},
     [G_NORM_B] = {"d norm bias", NORMS, CUDA_FILL_ZERO32},   /* LayerNorm only */
     [G_POS] = {"d position table", OB(EMBED), CUDA_FILL_ZERO32},   /* learned positions only */
+    [G_LOGITS_CAPPED] = {"d logits (capped)", OB(LM_HEAD), CUDA_FILL_ACT},   /* final cap only */
 };
 
 /* ---- which slots a point has ------------------------------------------------------------ */
@@ -139,7 +140,8 @@ static pdbx_opmask global_uses(const cuda_dims *d, const cuda_buf_path *p, int b
     case B_EMBED: return d->tied ? uses | OB(LM_HEAD) : uses;
     case B_LM_W: return d->tied ? 0 : uses;
     case B_SCORES: return cuda_attention_needs_scores(&path) ? uses : 0;   /* fused: no scores */
-    case B_LSE: return p->flash && p->bwd ? uses : 0;   /* only the fused backward reads it */
+    /* the fused backward reads it; the capped unfused forward writes it (its backward reads) */
+    case B_LSE: return (p->flash && p->bwd) || (!p->flash && d->attn_softcap > 0.0f) ? uses : 0;
     /* a parallel residual's post_attn_norm reads the layer input, not the attention output */
     case B_X: return d->parallel_residual ? uses | OB(POST_ATTN_NORM) : uses;
     case B_ATTN_OUT: return d->parallel_residual ? uses & ~OB(POST_ATTN_NORM) : uses;
@@ -170,6 +172,7 @@ static pdbx_opmask grad_uses(const cuda_dims *d, const cuda_buf_path *p, int g, 
     case G_RSTD: return d->layernorm ? 0 : uses;   /* LayerNorm's backward reads the forward's */
     case G_NORM_B: return d->layernorm ? uses : 0;
     case G_POS: return d->pos_rows > 0 ? uses : 0;
+    case G_LOGITS_CAPPED: return d->final_softcap > 0.0f ? uses : 0;
     default: return g >= G_BQ && g <= G_BFC1 ? uses & d->bias_ops : uses;
     }
 }
@@ -232,7 +235,7 @@ static size_t grad_elems(const cuda_dims *d, int g)
     case G_K: case G_V: return (size_t)(T * kvd);
     case G_SCORES: return global_elems(d, B_SCORES);
     case G_GATE: case G_UP: case G_ACT: return (size_t)(T * I);
-    case G_LOGITS: return (size_t)(T * V);
+    case G_LOGITS: case G_LOGITS_CAPPED: return (size_t)(T * V);
     case G_RSTD: return (size_t)T;
     case G_EMBED: case G_LM_W: return (size_t)(V * h);
     case G_NORM_W: case G_NORM_B: case G_BO: case G_BD: return (size_t)h;

@@ -16,7 +16,9 @@
  *  - learned positions: the table [max_positions, h] (embed adds rows 0..seq-1) and its fp32
  *    gradient; no rope table (no attn_rope op);
  *  - a parallel residual: post_attn_norm reads hidden (the layer's input), not attn_out;
- *  - partial rotary: the rope table has rot/2 columns.
+ *  - partial rotary: the rope table has rot/2 columns;
+ *  - the attention cap on the unfused path: the rows' lse (B_LSE), written by every forward
+ *    and read by the backward; the final-logit cap with bwd: G_LOGITS_CAPPED.
  * Everything is in the dtype except the token ids (int32), the rope table, the lse, the row
  * statistics and every weight or bias gradient (fp32). */
 #ifndef PDBX_CUDA_BUFS_H

@@ -79,12 +79,14 @@ cudaError_t ck_attn_softmax(void *scores, int64_t nmat, int64_t q_len, int64_t k
                             int64_t window, float softcap, float *lse, pdbx_dtype dt,
                             cudaStream_t stream);
 /* Final-logit soft-capping (Gemma-2, on lm_head's output y of n elements, in place):
- * y <- cap tanh(y / cap); its backward from the capped y: dy <- dy (cap - y)(cap + y) / cap^2
- * (cuda_attn_mask.h's ck_softcap, ck_softcap_grad; cuda_softcap.cu). cap <= 0, NaN or
- * infinite: nothing is done. */
+ * y <- cap tanh(y / cap), nothing done for cap <= 0, NaN or infinite. Its backward from the
+ * capped y, out of place: dx = dy (cap - y)(cap + y) / cap^2 (cuda_attn_mask.h's ck_softcap,
+ * ck_softcap_grad; cuda_softcap.cu), dx may be dy; out of place because the backend fills
+ * d logits once and reuses it every step (a product in place would shrink it step after
+ * step). No cap: dx = dy (copied unless dx is dy). */
 cudaError_t ck_logit_softcap(void *y, int64_t n, float cap, pdbx_dtype dt, cudaStream_t stream);
-cudaError_t ck_logit_softcap_bwd(const void *y, void *dy, int64_t n, float cap, pdbx_dtype dt,
-                                 cudaStream_t stream);
+cudaError_t ck_logit_softcap_bwd(const void *y, const void *dy, void *dx, int64_t n, float cap,
+                                 pdbx_dtype dt, cudaStream_t stream);
 
 /* Fused causal attention forward (cuda_flash.cu; docs/cuda.md, "Kernels and attention"):
  * out = softmax(scale Q K^T, causal) V with scale 1/sqrt(head_dim), in the layouts of

@@ -120,6 +120,16 @@ static int model_kinds(const pdbx_point_shapes *p, cuda_dims *d, char *err, size
                  "%lld rows", p->seq_len, m->name, (long long)d->pos_rows);
         return -1;
     }
+    const int w = a->sliding_window.size;
+    d->window = a->sliding_window.layers != PDBX_SW_NONE && w > 0 && w < p->seq_len ? w : 0;
+    d->window_alternating = a->sliding_window.layers == PDBX_SW_ALTERNATING;
+    d->attn_softcap = a->attn_softcap > 0 && a->attn_softcap < INFINITY ? (float)a->attn_softcap : 0.0f;
+    d->final_softcap = a->final_softcap > 0 && a->final_softcap < INFINITY ? (float)a->final_softcap : 0.0f;
+    if (d->window && a->sliding_window.layers == PDBX_SW_SOME) {   /* no layer subset to profile */
+        snprintf(err, errlen, "cuda prepare: model '%s': a sliding window of %d on some layers, shorter "
+                 "than seq_len %d (allowed: on every layer or on alternate layers)", m->name, w, p->seq_len);
+        return -1;
+    }
     if ((d->ops & PDBX_OP_BIT(PDBX_OP_ATTN_ROPE)) && (d->rot < 2 || d->rot > m->head_dim)) {
         snprintf(err, errlen, "cuda prepare: attn_rope rotates %lld dims of head_dim %d (allowed: "
                  "2..head_dim)", (long long)d->rot, m->head_dim);
@@ -313,7 +323,25 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
         return 0;
     const cuda_attention_dims attn_dims = {pt->d.mbs, pt->d.seq, pt->d.heads, pt->d.kv_heads,
                                            pt->d.head_dim, c->dtype, c->flash_attention};
-    return cuda_attention_plan(c->gemm, &attn_dims, &pt->attn, err, errlen);
+    /* the model's window and cap: the plans are every layer's; with flash_attention either is
+     * refused by name (the fused kernel runs plain causal attention only) */
+    const cuda_attention_opts o = {pt->d.window, pt->d.attn_softcap, 0};
+    return cuda_attention_plan_opts(c->gemm, &attn_dims, &o, &pt->attn, err, errlen);
+}
+
+cuda_attention_opts cuda_layer_attn_opts(const cuda_dims *d, int layer)
+{
+    const int local = !d->window_alternating || layer % 2 == 0;   /* gemma-2: even layers */
+    return (cuda_attention_opts){.window = local ? d->window : 0, .softcap = d->attn_softcap, .v_dim = 0};
+}
+
+cuda_attention cuda_point_attn(const struct cuda_point *pt, int layer)
+{
+    cuda_attention a = pt->attn;
+    const cuda_attention_opts o = cuda_layer_attn_opts(&pt->d, layer);
+    a.opts.window = o.window;     /* 0 or < seq: normalised as cuda_attention_plan_opts does */
+    a.opts.softcap = o.softcap;
+    return a;
 }
 
 /* Device memory in use now (every process's, the CUDA context and NCCL's buffers included). */
