@@ -52,6 +52,7 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
     ps->ops = pdbx_spec_ops(&e->spec);
     ps->passes = e->spec.passes;
     ps->fused_projections = e->spec.fused_projections;
+    ps->moe_imbalance = e->spec.moe_imbalance;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }

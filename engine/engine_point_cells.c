@@ -44,13 +44,16 @@ static void adaptive_cell(point_run *pr, int row, cell_exec exec, int arg, doubl
     }
 }
 
-/* Executions of the op phase: a compute op's pass (arg = op | pass << 8) on the layers in
- * turn; the TP all-reduce; PP and DP. */
+/* Executions of the op phase: a compute op's pass (arg = op | pass << 8) on the layers that run
+ * it in turn (a MoE model's dense layers run mlp_*, its MoE layers moe_*: pdbx_layer_for_rep);
+ * the TP all-reduce; PP and DP. */
 static void exec_op(point_run *pr, int arg, int rep)
 {
     pdbx_op op = (pdbx_op)(arg & 0xff);
     pdbx_pass pass = (pdbx_pass)(arg >> 8);
-    pt_run_one(pr, op, pass, pdbx_op_is_per_layer(op) ? rep % pr->e->spec.layers_profiled : -1, 0, 0);
+    const pdbx_spec *sp = &pr->e->spec;
+    pt_run_one(pr, op, pass, pdbx_op_is_per_layer(op) ? pdbx_layer_for_rep(&sp->model, sp->layers_profiled, op, rep)
+                                                      : -1, 0, 0);
 }
 
 static void exec_comm(point_run *pr, int row, int rep)
@@ -71,7 +74,8 @@ int pt_run_cells(point_run *pr)
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             if (!(pdbx_spec_ops(sp) & PDBX_OP_BIT(op)) || pr->sample_op[op] != (pdbx_op)op ||
                 (pr->fused_leader[op] != PDBX_OP_COUNT && pr->fused_leader[op] != (pdbx_op)op) ||
-                (pdbx_op_is_comm((pdbx_op)op) && (pass != PDBX_PASS_FWD || pr->cg->tp < 2)))
+                (pdbx_op_is_comm((pdbx_op)op) && (!pdbx_op_is_tp_allreduce((pdbx_op)op) ||
+                                                  pass != PDBX_PASS_FWD || pr->cg->tp < 2)))
                 continue;
             if (pdbx_agree_cancel(e, pr->pt->index))
                 return 1;

@@ -97,7 +97,7 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
             if (!(pdbx_spec_ops(&e->spec) & PDBX_OP_BIT(op)) || !row_measured(res->compute, row))
                 continue;                   /* not measured (not in ops, TP 1 all-reduce, no bwd) */
             pdbx_cell c = row_cell(res->compute, row, g, 0);
-            if (pdbx_op_is_comm((pdbx_op)op)) {
+            if (pdbx_op_is_tp_allreduce((pdbx_op)op)) {   /* (the EP all-to-alls never run at EP 1) */
                 c.flops = 0;
                 c.bytes = b->tp;
             } else {

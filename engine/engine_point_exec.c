@@ -99,7 +99,9 @@ void pt_run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double ste
         pdbx_events_progress_op(e->ev, pdbx_op_name(op));
     double start = pdbx_mono_s() * 1e3, ms = 0;
     if (pdbx_op_is_comm(op)) {
-        if (pr->cg->tp < 2 || pass != PDBX_PASS_FWD)
+        /* the TP all-reduces at TP > 1; the EP all-to-alls (ep_dispatch, ep_combine) move
+         * nothing at EP 1, the only EP this engine runs, and are never timed as a TP one */
+        if (!pdbx_op_is_tp_allreduce(op) || pr->cg->tp < 2 || pass != PDBX_PASS_FWD)
             return;
         coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, e->spec.dtype, pr->bytes.tp,
                    pdbx_op_name(op), &ms);

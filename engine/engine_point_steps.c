@@ -32,8 +32,9 @@ static double run_forward(point_run *pr, double step0)
     pt_run_one(pr, PDBX_OP_EMBED, PDBX_PASS_FWD, -1, step0, 1);
     for (int l = 0; l < sp->layers_profiled; l++) {
         pt_span(pr, PDBX_SPAN_LAYER, 0, &ms);
-        for (size_t i = 0; i < NLAYER_OPS; i++)
-            pt_run_one(pr, layer_ops[i], PDBX_PASS_FWD, l, step0, 1);
+        for (size_t i = 0; i < NLAYER_OPS; i++)   /* the ops of the layer's kind (dense or MoE) */
+            if (pdbx_layer_has_op(&sp->model, sp->layers_profiled, l, layer_ops[i]))
+                pt_run_one(pr, layer_ops[i], PDBX_PASS_FWD, l, step0, 1);
         pt_span(pr, PDBX_SPAN_LAYER, 1, &ms);
         if (ms >= 0)
             pt_push(&pr->sm, PDBX_ROW_LAYER, ms);
@@ -54,7 +55,8 @@ static void run_backward(point_run *pr)
     pt_run_one(pr, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1, 0, 0);
     for (int l = sp->layers_profiled - 1; l >= 0; l--)
         for (size_t i = NLAYER_OPS; i-- > 0;)
-            if (!pdbx_op_is_comm(layer_ops[i]))
+            if (!pdbx_op_is_comm(layer_ops[i]) &&
+                pdbx_layer_has_op(&sp->model, sp->layers_profiled, l, layer_ops[i]))
                 pt_run_one(pr, layer_ops[i], PDBX_PASS_BWD, l, 0, 0);
     pt_run_one(pr, PDBX_OP_EMBED, PDBX_PASS_BWD, -1, 0, 0);
 }

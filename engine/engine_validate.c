@@ -178,14 +178,19 @@ static void compute(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
     r->part[pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
 }
 
-/* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike). */
+/* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike); the EP
+ * all-to-alls (ep_dispatch, ep_combine) move nothing at EP 1, the only EP this engine runs; a
+ * MoE model's layer runs its kind's ops (pdbx_layer_has_op: mlp_* on dense layers, moe_* on
+ * MoE layers). */
 static void layer_op(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
 {
     if (pdbx_op_is_comm(op)) {
-        if (r->v->tp > 1 && (pdbx_spec_ops(&r->e->spec) & PDBX_OP_BIT(op)))
+        if (pdbx_op_is_tp_allreduce(op) && r->v->tp > 1 && (pdbx_spec_ops(&r->e->spec) & PDBX_OP_BIT(op)))
             coll(r, r->cg.g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, r->e->spec.dtype, r->act_bytes, PART_TP);
         return;
     }
+    if (!pdbx_layer_has_op(&r->e->spec.model, r->stage_layers, layer, op))
+        return;
     compute(r, op, pass, layer);
 }
 

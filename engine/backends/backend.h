@@ -46,8 +46,10 @@
  * 11: attn_qk_norm (qwen3's per-head q/k RMSNorm) after attn_v: every pdbx_op from attn_rope on
  *    has a new value; the buffer roles gained the q/k norm weights and their gradient.
  * 12: the MLA ops (attn_q_a .. attn_kv_b) and the mixture-of-experts ops (moe_*, ep_*): every
- *    pdbx_op from attn_k on has a new value; the all_to_all collective (pdbx_coll). */
-#define PDBX_BACKEND_ABI 12
+ *    pdbx_op from attn_k on has a new value; the all_to_all collective (pdbx_coll).
+ * 13: pdbx_point_shapes gained moe_imbalance (the spec's moe_routing): a MoE point's measured
+ *    assignment. */
+#define PDBX_BACKEND_ABI 13
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -86,6 +88,9 @@ typedef struct {
      * to them by FLOP share). prepare allocates the fused weights and outputs
      * (pdbx_fused_shape_for, profile memory's PDBX_BUF_*_FUSED). */
     int fused_projections;
+    /* the spec's moe_routing (1: balanced): the backend runs a MoE layer's permute, experts and
+     * unpermute on plan_moe.h's assignment at this imbalance (docs/engine.md) */
+    double moe_imbalance;
 } pdbx_point_shapes;
 
 /* The spans the engine measures as a whole (store/profiledb.h, pdbx_point's layer and total):

@@ -137,6 +137,9 @@ typedef struct {
     int zero1;                /* ZeRO-1: optimizer states divided by DP */
     int flash_attention;      /* drop the 5as/h term from activation memory */
     pdbx_recompute recompute; /* training memory keeps only layer inputs (full) or all (none) */
+    /* moe_routing: the routing the MoE layers are measured under (plan_moe.h's imbalance f):
+     * 1 "balanced", else {"imbalance": f}, 1 < f <= PDBX_MOE_MAX_IMBALANCE */
+    double moe_imbalance;
     double timeout_s;         /* a collective not done within this fails the run */
     int flush_l2;             /* cuda: flush L2 between repetitions */
     /* Q/K/V as one fused QKV GEMM and gate/up as one fused fc1 GEMM (Megatron's shapes); each
@@ -295,6 +298,24 @@ typedef enum {
     /* qk_norm (attn_qk_norm): q's and k's per-head RMSNorm weights [2, head_dim] and their
      * gradient */
     PDBX_BUF_QK_NORM_W, PDBX_BUF_GRAD_QK_NORM_W,
+    /* a MoE layer (cpu, fp32; R the layer's rows on the rank, X = R top_k the routed copies,
+     * E experts, I_e an expert's width, I_s the shared experts' width / TP): the router's
+     * logits [R, E], its top-k ids (int32) and weights [R, k]; the measured assignment (int32
+     * [R, k], plan_moe.h), the permute's offsets (int64 [E + 1]) and positions (int64 [X]); the
+     * permuted rows [X, h], the experts' gate, up, act [X, I_e] and output [X, h]; the shared
+     * experts' gate, up, act [T, I_s]; per MoE layer the router [h, E], the experts' gate, up
+     * [E, h, I_e] and down [E, I_e, h], the shared gate, up [h, I_s] and down [I_s, h]; with bwd
+     * the gradients of these activations and one set of weight gradients (gate/up sharing) */
+    PDBX_BUF_MOE_LOGITS, PDBX_BUF_MOE_TOPK_IDX, PDBX_BUF_MOE_TOPK_W, PDBX_BUF_MOE_ASSIGN,
+    PDBX_BUF_MOE_OFFSETS, PDBX_BUF_MOE_POS, PDBX_BUF_MOE_ROWS, PDBX_BUF_MOE_GATE, PDBX_BUF_MOE_UP,
+    PDBX_BUF_MOE_ACT, PDBX_BUF_MOE_OUT, PDBX_BUF_MOE_SH_GATE, PDBX_BUF_MOE_SH_UP, PDBX_BUF_MOE_SH_ACT,
+    PDBX_BUF_L_ROUTER, PDBX_BUF_L_EXPERT_GATE, PDBX_BUF_L_EXPERT_UP, PDBX_BUF_L_EXPERT_DOWN,
+    PDBX_BUF_L_SHARED_GATE, PDBX_BUF_L_SHARED_UP, PDBX_BUF_L_SHARED_DOWN,
+    PDBX_BUF_GRAD_MOE_LOGITS, PDBX_BUF_GRAD_MOE_TOPK_W, PDBX_BUF_GRAD_MOE_ROWS, PDBX_BUF_GRAD_MOE_GATE,
+    PDBX_BUF_GRAD_MOE_UP, PDBX_BUF_GRAD_MOE_ACT, PDBX_BUF_GRAD_MOE_OUT, PDBX_BUF_GRAD_MOE_SH_GATE,
+    PDBX_BUF_GRAD_MOE_SH_UP, PDBX_BUF_GRAD_MOE_SH_ACT, PDBX_BUF_GRAD_W_ROUTER,
+    PDBX_BUF_GRAD_W_EXPERT_GATE_UP, PDBX_BUF_GRAD_W_EXPERT_DOWN, PDBX_BUF_GRAD_W_SHARED_GATE_UP,
+    PDBX_BUF_GRAD_W_SHARED_DOWN,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -434,6 +455,25 @@ pdbx_activation pdbx_activation_of(const char *hf_name);
  * shared norm has no post_attn_norm; attn_qk_norm only with arch.qk_norm (qwen3). A point
  * measures the spec's ops that the model has (pdbx_spec.ops & this). */
 pdbx_opmask pdbx_model_ops(const pdbx_model *m);
+/* ---- layer kinds of a mixture-of-experts model (docs/engine.md, "Mixture of experts") -----
+ * A MoE model with arch.moe.first_dense_layers = k dense layers first (DeepSeek) has both kinds;
+ * the profiled layers keep that order: with k < the model's layers, profiled layers
+ * 0 .. min(k, layers_profiled - 1) - 1 are dense and the rest MoE, so that a profile of two or
+ * more layers measures at least one of each. Every layer of a dense model is dense; every layer
+ * of a MoE model without dense layers (Mixtral, Qwen-MoE) is MoE. */
+#define PDBX_MOE_MAX_IMBALANCE 64.0
+int pdbx_layer_is_moe(const pdbx_model *m, int layers_profiled, int l);
+/* The profiled layers that are MoE layers (the rest are dense). */
+int pdbx_profiled_moe_layers(const pdbx_model *m, int layers_profiled);
+/* The shared experts' MLP width of a MoE layer (all of them as one; 0 without), before TP. */
+int pdbx_moe_shared_width(const pdbx_model *m);
+/* 1 when profiled layer l runs op: mlp_* only on dense layers, moe_* and ep_* only on MoE
+ * layers, every other per-layer op on every layer. */
+int pdbx_layer_has_op(const pdbx_model *m, int layers_profiled, int l, pdbx_op op);
+/* The profiled layers that run op (pdbx_layer_has_op), and the rep-th of them in turn (rep % that
+ * count; -1 when none does): the layer an op-phase repetition runs on. */
+int pdbx_layers_with_op(const pdbx_model *m, int layers_profiled, pdbx_op op);
+int pdbx_layer_for_rep(const pdbx_model *m, int layers_profiled, pdbx_op op, long rep);
 /* The dims of each head RoPE rotates: head_dim x arch.rotary_fraction as GPT-NeoX computes its
  * rotary_ndims (int(head_size * rotary_pct); gpt-j's rotary_dim), made even; the whole head
  * for a fraction of 1 or of 0 (an arch built in code, zeroed: a Llama's). */

@@ -244,6 +244,29 @@ static int read_sliding_window(const cJSON *c, const char *org, const family *f,
     return 0;
 }
 
+/* The router's scoring and weights, each family's defaults: Mixtral (MixtralSparseMoeBlock)
+ * always renormalises its top-k softmax weights and has no key for it; qwen2_moe, qwen3_moe and
+ * deepseek_v2 default norm_topk_prob False (their configs may set it), deepseek_v3 True with
+ * scoring_func "sigmoid" and routed_scaling_factor 2.5 (configuration_deepseek_v3.py). */
+static int read_router(const cJSON *c, const char *org, const char *type, pdbx_arch *a, char *err,
+                       size_t errlen)
+{
+    const int v3 = strcmp(type, "deepseek_v3") == 0;
+    a->moe.norm_topk = strcmp(type, "mixtral") == 0 || v3;
+    a->moe.sigmoid = v3;
+    a->moe.routed_scale = v3 ? 2.5 : 1.0;
+    char scoring[16] = "";
+    if (plan_cfg_bool(c, org, "", "norm_topk_prob", &a->moe.norm_topk, err, errlen) < 0 ||
+        plan_cfg_num(c, org, "", "routed_scaling_factor", 1e-6, 1e6, &a->moe.routed_scale, err, errlen) < 0 ||
+        plan_cfg_str(c, org, "", "scoring_func", scoring, sizeof scoring, err, errlen) < 0)
+        return -1;
+    if (*scoring && strcmp(scoring, "softmax") != 0 && strcmp(scoring, "sigmoid") != 0)
+        return pdbx_fail(err, errlen, "%s: scoring_func \"%s\" (allowed: softmax, sigmoid)", org, scoring);
+    if (*scoring)
+        a->moe.sigmoid = strcmp(scoring, "sigmoid") == 0;
+    return 0;
+}
+
 static int read_moe(const cJSON *c, const char *org, const family *f, const pdbx_model *m, pdbx_arch *a,
                     char *err, size_t errlen)
 {
@@ -276,7 +299,7 @@ static int read_moe(const cJSON *c, const char *org, const family *f, const pdbx
     a->moe.first_dense_layers = f->moe ? f->moe_first_dense : 0;
     if (plan_cfg_int(c, org, "", "first_k_dense_replace", 0, 1 << 20, &a->moe.first_dense_layers, err, errlen) < 0)
         return -1;
-    return 0;
+    return read_router(c, org, f->model_type, a, err, errlen);
 }
 
 static int read_mla(const cJSON *c, const char *org, const family *f, pdbx_model *m, pdbx_arch *a, char *err,

@@ -66,6 +66,11 @@ typedef struct {
         int expert_intermediate;        /* each routed expert's MLP width */
         int shared_expert_intermediate; /* Qwen2-MoE's shared expert width (0: as routed) */
         int first_dense_layers;         /* DeepSeek first_k_dense_replace */
+        /* the router (cpu_kernels_moe.h's pdbx_moe_router_cfg): sigmoid scores (DeepSeek-V3
+         * scoring_func "sigmoid") or softmax (every other family); the top-k weights divided by
+         * their sum (norm_topk_prob; Mixtral always); times routed_scaling_factor (1 else) */
+        int sigmoid, norm_topk;
+        double routed_scale;
     } moe;
     int parallel_residual;    /* attention and MLP from the same input (gpt-neox, gpt-j) */
     int shared_norm;          /* with it, one norm feeds both (gpt-j's ln_1: no post_attn_norm);

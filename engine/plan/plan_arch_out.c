@@ -98,8 +98,14 @@ int plan_arch_read_own(const cJSON *o, const char *org, pdbx_model *m, char *err
                 plan_cfg_int(moe, org, "arch.moe.", "shared_expert_intermediate", 0, 1 << 22,
                         &a->moe.shared_expert_intermediate, err, errlen) < 0 ||
                 plan_cfg_int(moe, org, "arch.moe.", "first_dense_layers", 0, 1 << 20, &a->moe.first_dense_layers, err,
+                        errlen) < 0 ||
+                plan_cfg_bool(moe, org, "arch.moe.", "sigmoid", &a->moe.sigmoid, err, errlen) < 0 ||
+                plan_cfg_bool(moe, org, "arch.moe.", "norm_topk", &a->moe.norm_topk, err, errlen) < 0 ||
+                plan_cfg_num(moe, org, "arch.moe.", "routed_scale", 1e-6, 1e6, &a->moe.routed_scale, err,
                         errlen) < 0))
         return -1;
+    if (moe && !plan_cfg_item(moe, "routed_scale"))   /* a spec written before the router's fields */
+        a->moe.routed_scale = 1.0;
     if (plan_cfg_bool(o, org, "arch.", "parallel_residual", &a->parallel_residual, err, errlen) < 0 ||
         plan_cfg_bool(o, org, "arch.", "shared_norm", &a->shared_norm, err, errlen) < 0 ||
         plan_cfg_num(o, org, "arch.", "rotary_fraction", 0, 1, &a->rotary_fraction, err, errlen) < 0 ||
@@ -164,7 +170,10 @@ cJSON *pdbx_arch_to_json(const pdbx_model *m)
              cJSON_AddNumberToObject(x, "shared_experts", a->moe.shared_experts) &&
              cJSON_AddNumberToObject(x, "expert_intermediate", a->moe.expert_intermediate) &&
              cJSON_AddNumberToObject(x, "shared_expert_intermediate", a->moe.shared_expert_intermediate) &&
-             cJSON_AddNumberToObject(x, "first_dense_layers", a->moe.first_dense_layers);
+             cJSON_AddNumberToObject(x, "first_dense_layers", a->moe.first_dense_layers) &&
+             cJSON_AddBoolToObject(x, "sigmoid", a->moe.sigmoid) &&
+             cJSON_AddBoolToObject(x, "norm_topk", a->moe.norm_topk) &&
+             cJSON_AddNumberToObject(x, "routed_scale", a->moe.routed_scale);
     } else if (ok) {
         ok = cJSON_AddNullToObject(o, "moe") != NULL;
     }
@@ -227,16 +236,12 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
         snprintf(what, sizeof what, "cross-attention (%d of %d layers attend to the vision model)",
                  a->cross_attention_layers, m->layers);
         measures = "it measures self-attention decoder layers";
-    } else if (a->moe.experts > 1) {
-        char shared[48] = "";
-        if (a->moe.shared_experts)
-            snprintf(shared, sizeof shared, ", %d shared", a->moe.shared_experts);
-        snprintf(what, sizeof what, "mixture of experts (%d experts, top %d%s)", a->moe.experts, a->moe.top_k, shared);
-        measures = "it measures dense layers";
+    /* a mixture of experts is measured (cpu: router, permute, grouped experts, unpermute and
+     * shared experts; docs/engine.md, "Mixture of experts"); DeepSeek's MLA is not yet */
     } else if (a->attention == PDBX_ATTN_MLA) {
         snprintf(what, sizeof what, "multi-head latent attention (MLA, kv_lora_rank %d, qk_rope_head_dim %d)",
                  a->mla.kv_lora_rank, a->mla.qk_rope_head_dim);
-        measures = "it measures MHA and GQA attention";
+        measures = "it measures MHA and GQA attention; MLA is not measured yet";
     } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
                (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",

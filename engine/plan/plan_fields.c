@@ -74,6 +74,9 @@ const plan_field_def plan_fields[] = {
      "drop the attention scores from the memory model", NULL},
     {"recompute", PLAN_F_STR, NO_RANGE, "MODE", "none, full",
      "activation recomputation of the training memory (full: layer inputs only)", NULL},
+    {"moe_routing", PLAN_F_STR, NO_RANGE, "ROUTING", "balanced, or {\"imbalance\": F} with 1 <= F <= 64 "
+     "(mixture-of-experts models only)", "routing the MoE layers are measured under: the busiest expert "
+     "gets F x its balanced share (docs/engine.md)", NULL},
     {"timeout_s", PLAN_F_NUM, 1, 86400, "SECONDS", NULL, "a collective not done within this fails "
      "the run", NULL},
     {"flush_l2", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false", "cuda: flush L2 between repetitions",
@@ -189,6 +192,8 @@ int pdbx_spec_field_text(const pdbx_spec *s, const char *field, char *buf, size_
         snprintf(buf, len, "%s", pdbx_backend_name(s->backend));
     else if (strcmp(field, "recompute") == 0)
         snprintf(buf, len, "%s", pdbx_recompute_name(s->recompute));
+    else if (strcmp(field, "moe_routing") == 0)
+        plan_moe_routing_text(s->moe_imbalance, buf, len);
     else if (strcmp(field, "fp32_math") == 0)
         snprintf(buf, len, "%s", pdbx_fp32_math_name(s->fp32_math));
     else if (strcmp(field, "gemm_api") == 0)

@@ -129,6 +129,13 @@ double plan_layer_mlp_params(const pdbx_model *m, int tp, int ep, int moe);
 /* ---- spec values (plan_values.c) -------------------------------------------------------- */
 int plan_read_dtype(const cJSON *v, pdbx_dtype *out, char *err, size_t errlen);
 int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t errlen);
+/* moe_routing (plan_moe_layers.c): read ("balanced", {"imbalance": f}, or either as the text
+ * of pdbx_spec_set) into the imbalance f (1: balanced); written as JSON and as override text;
+ * checked (range; an imbalance needs a MoE model). */
+int plan_read_moe_routing(const cJSON *v, double *out, char *err, size_t errlen);
+cJSON *plan_moe_routing_to_json(double imbalance);
+void plan_moe_routing_text(double imbalance, char *buf, size_t len);
+int plan_check_moe_routing(const pdbx_spec *s, char *err, size_t errlen);
 int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t errlen);
 int plan_read_fp32_math(const cJSON *v, pdbx_fp32_math *out, char *err, size_t errlen);
 int plan_read_gemm_api(const cJSON *v, pdbx_gemm_api *out, char *err, size_t errlen);

@@ -78,6 +78,26 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_NORM_STATS_RSTD] = "norm rstd (fp32, layernorm)", [PDBX_BUF_GRAD_NORM_B] = "d norm bias",
     [PDBX_BUF_POS_TABLE] = "position table", [PDBX_BUF_GRAD_POS_TABLE] = "d position table",
     [PDBX_BUF_QK_NORM_W] = "q/k norm weights", [PDBX_BUF_GRAD_QK_NORM_W] = "d q/k norm weights",
+    [PDBX_BUF_MOE_LOGITS] = "moe router logits", [PDBX_BUF_MOE_TOPK_IDX] = "moe top-k ids",
+    [PDBX_BUF_MOE_TOPK_W] = "moe top-k weights", [PDBX_BUF_MOE_ASSIGN] = "moe assignment",
+    [PDBX_BUF_MOE_OFFSETS] = "moe expert offsets", [PDBX_BUF_MOE_POS] = "moe copy positions",
+    [PDBX_BUF_MOE_ROWS] = "moe permuted rows", [PDBX_BUF_MOE_GATE] = "moe expert gate_out",
+    [PDBX_BUF_MOE_UP] = "moe expert up_out", [PDBX_BUF_MOE_ACT] = "moe expert act_out",
+    [PDBX_BUF_MOE_OUT] = "moe expert out", [PDBX_BUF_MOE_SH_GATE] = "moe shared gate_out",
+    [PDBX_BUF_MOE_SH_UP] = "moe shared up_out", [PDBX_BUF_MOE_SH_ACT] = "moe shared act_out",
+    [PDBX_BUF_L_ROUTER] = "layer router", [PDBX_BUF_L_EXPERT_GATE] = "layer experts gate_proj",
+    [PDBX_BUF_L_EXPERT_UP] = "layer experts up_proj", [PDBX_BUF_L_EXPERT_DOWN] = "layer experts down_proj",
+    [PDBX_BUF_L_SHARED_GATE] = "layer shared gate_proj", [PDBX_BUF_L_SHARED_UP] = "layer shared up_proj",
+    [PDBX_BUF_L_SHARED_DOWN] = "layer shared down_proj",
+    [PDBX_BUF_GRAD_MOE_LOGITS] = "d moe router logits", [PDBX_BUF_GRAD_MOE_TOPK_W] = "d moe top-k weights",
+    [PDBX_BUF_GRAD_MOE_ROWS] = "d moe permuted rows", [PDBX_BUF_GRAD_MOE_GATE] = "d moe expert gate_out",
+    [PDBX_BUF_GRAD_MOE_UP] = "d moe expert up_out", [PDBX_BUF_GRAD_MOE_ACT] = "d moe expert act_out",
+    [PDBX_BUF_GRAD_MOE_OUT] = "d moe expert out", [PDBX_BUF_GRAD_MOE_SH_GATE] = "d moe shared gate_out",
+    [PDBX_BUF_GRAD_MOE_SH_UP] = "d moe shared up_out", [PDBX_BUF_GRAD_MOE_SH_ACT] = "d moe shared act_out",
+    [PDBX_BUF_GRAD_W_ROUTER] = "d router", [PDBX_BUF_GRAD_W_EXPERT_GATE_UP] = "d experts gate_proj, up_proj",
+    [PDBX_BUF_GRAD_W_EXPERT_DOWN] = "d experts down_proj",
+    [PDBX_BUF_GRAD_W_SHARED_GATE_UP] = "d shared gate_proj, up_proj",
+    [PDBX_BUF_GRAD_W_SHARED_DOWN] = "d shared down_proj",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 
@@ -266,7 +286,9 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         sep.ops &= ~(pdbx_opmask)(QKV_OPS | FC1_OPS);
     if (p->backend == PDBX_BACKEND_CPU) {
         plan_mem_cpu_list(&sep, out);
+        plan_mem_cpu_moe_list(&sep, out);
         plan_mem_cpu_grad_list(&sep, out);
+        plan_mem_cpu_moe_grad_list(&sep, out);
     } else {
         plan_mem_cuda_list(&sep, sets, out);
         plan_mem_cuda_grad_list(&sep, out);

@@ -47,6 +47,12 @@ void plan_mem_weight_grads(const pdbx_profile_point *p, pdbx_profile_memory *out
 
 void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
 void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+/* cpu: a MoE layer's buffers and, with bwd, their gradients (plan_profile_memory_moe.c) */
+void plan_mem_cpu_moe_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+void plan_mem_cpu_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+/* 1 when the model has dense MLP layers (mlp_*: every dense model, a MoE model's first dense
+ * layers): their gate/up/act rows and weights are listed only then */
+#define DENSE_MLP(p) ((pdbx_model_ops(&(p)->model) & PDBX_OP_BIT(PDBX_OP_MLP_UP)) != 0)
 /* cuda: the per-layer weight sets (layers x the L2 rotation's copies), the point's buffers
  * and, with bwd, the gradient buffers */
 int plan_mem_cuda_weight_sets(const pdbx_profile_point *p);

@@ -30,7 +30,7 @@ static void layer_rows(const pdbx_profile_point *p, pdbx_profile_memory *out, in
         [W_KVD] = plan_kv_heads_per_rank(&p->model, p->tp) * d, [W_I] = p->model.intermediate / p->tp,
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (!rows[i].gated_only || GATED(p))
+        if ((!rows[i].gated_only || GATED(p)) && (rows[i].width != W_I || DENSE_MLP(p)))
             plan_mem_add(out, grad ? rows[i].grad : rows[i].act, grad ? PDBX_MEM_GRADS : PDBX_MEM_ACTIVATIONS,
                          plan_mem_lines(T * width[rows[i].width] * 4), 1);
 }
@@ -81,14 +81,14 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
         plan_mem_add(out, PDBX_BUF_QK_NORM_W, W, plan_mem_lines(2.0 * p->model.head_dim * f), 1);
     if (HAS(LM_HEAD))
         plan_mem_add(out, PDBX_BUF_LM_HEAD_W, W, plan_mem_lines(h * V * e), 1);
-    const int L = p->layers;
+    const int L = p->layers, Ld = L - pdbx_profiled_moe_layers(&p->model, L);   /* dense MLP layers */
     if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_L_Q, W, plan_mem_lines(h * qd * e), L);
     if (HAS(ATTN_K)) plan_mem_add(out, PDBX_BUF_L_K, W, plan_mem_lines(h * kvd * e), L);
     if (HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_L_V, W, plan_mem_lines(h * kvd * e), L);
     if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, plan_mem_lines(qd * h * e), L);
-    if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE, W, plan_mem_lines(h * I * e), L);
-    if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP, W, plan_mem_lines(h * I * e), L);
-    if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, plan_mem_lines(I * h * e), L);
+    if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE, W, plan_mem_lines(h * I * e), Ld);
+    if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP, W, plan_mem_lines(h * I * e), Ld);
+    if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, plan_mem_lines(I * h * e), Ld);
     plan_mem_biases(p, out, plan_mem_lines, f, L);
 }
 

@@ -11,9 +11,11 @@
  * sequence parallelism with MoE and TP > 1), so a rank routes R = ceil(T / TP) rows; each is
  * sent to top_k experts, whole on the EP rank that holds them (E / EP each); with balanced
  * routing every expert receives R x top_k / E rows from each of the EP ranks, so a rank's
- * experts process R x top_k rows whatever EP. Shared experts are a dense MLP of their summed
- * width split over TP like mlp_*, over all T rows. */
+ * experts process R x top_k rows whatever EP; the spec's moe_routing skews that by plan_moe.h's
+ * model (the rows of the measured rank's experts and of its busiest one). Shared experts are a
+ * dense MLP of their summed width split over TP like mlp_*, over all T rows. */
 #include "engine/plan/plan_internal.h"
+#include "engine/plan/plan_moe.h"
 
 #include <string.h>
 
@@ -80,20 +82,35 @@ static int mla_shape(const pdbx_model *m, int tp, int64_t T, pdbx_op op, double 
     }
 }
 
-/* The rows of one rank's MoE layer: R routed, and its experts' rows (balanced routing). */
-static void moe_rows(int tp, int64_t T, const pdbx_arch *a, int64_t *routed, int64_t *expert_rows)
+/* The rows of one rank's MoE layer: R routed, the rows its experts process in all and the
+ * busiest expert's, from plan_moe.h's routing model at the spec's imbalance (EP 1: the rank
+ * holds every expert, so the total is R x top_k whatever the imbalance; the busiest expert's
+ * rows grow with it). */
+static void moe_rows(const pdbx_spec *spec, int tp, int64_t T, int64_t *routed, int64_t *expert_rows,
+                     int64_t *busiest)
 {
+    const pdbx_arch *a = &spec->model.arch;
     *routed = (T + tp - 1) / tp;
     *expert_rows = *routed * a->moe.top_k;
+    *busiest = (*expert_rows + a->moe.experts - 1) / a->moe.experts;
+    const pdbx_moe_route r = { *routed, a->moe.top_k, a->moe.experts, 1,
+                               spec->moe_imbalance >= 1 ? spec->moe_imbalance : 1 };
+    pdbx_moe_load load;
+    char err[160];
+    if (pdbx_moe_rank_load(&r, PDBX_MOE_MEASURED_RANK, &load, NULL, NULL, NULL, NULL, err, sizeof err) == 0) {
+        *expert_rows = load.received;
+        *busiest = load.busiest;
+    }
 }
 
-static int moe_shape(const pdbx_model *m, int tp, int64_t T, pdbx_op op, double e, pdbx_op_shape *out)
+static int moe_shape(const pdbx_spec *spec, int tp, int64_t T, pdbx_op op, double e, pdbx_op_shape *out)
 {
+    const pdbx_model *m = &spec->model;
     const pdbx_arch *a = &m->arch;
     const int64_t h = m->hidden, E = a->moe.experts, k = a->moe.top_k, Ie = a->moe.expert_intermediate;
     const int64_t Is_t = plan_moe_shared_width(m) / tp;
-    int64_t R, X;
-    moe_rows(tp, T, a, &R, &X);
+    int64_t R, X, busiest;
+    moe_rows(spec, tp, T, &R, &X, &busiest);
     const double gated_act = 4;   /* SiLU(gate) x up: MoE families are gated SiLU (plan_arch.c) */
     switch (op) {
     case PDBX_OP_MOE_ROUTER: {  /* logits, scores over E and the top-k pick: ~E x 5 per row */
@@ -115,7 +132,7 @@ static int moe_shape(const pdbx_model *m, int tp, int64_t T, pdbx_op op, double 
         const int down = op == PDBX_OP_MOE_EXPERT_DOWN;
         plan_shape_gemm(out, X, down ? h : Ie, down ? Ie : h, e);
         out->batch = E;                               /* one GEMM per local expert */
-        out->m = (X + E - 1) / E;                     /* rows of each (balanced) */
+        out->m = busiest;                             /* rows of the busiest expert */
         out->bytes = e * ((double)X * (double)(h + Ie) + (double)E * (double)h * (double)Ie);
         return 0;
     }
@@ -154,5 +171,5 @@ int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_
     }
     if (!pdbx_op_is_moe(op) || !plan_is_moe(m))
         return -1;
-    return moe_shape(m, tp, T, op, e, out);
+    return moe_shape(spec, tp, T, op, e, out);
 }

@@ -121,6 +121,7 @@ void pdbx_spec_defaults(pdbx_spec *s)
     s->zero1 = 0;
     s->flash_attention = 0;
     s->recompute = PDBX_RECOMPUTE_NONE;
+    s->moe_imbalance = 1.0;
     s->timeout_s = 300;
     s->flush_l2 = 0;
     s->fused_projections = 0;
@@ -217,6 +218,8 @@ static int apply_structured(pdbx_spec *s, const char *name, const cJSON *v, char
         return plan_read_backend(v, &s->backend, err, errlen);
     if (strcmp(name, "recompute") == 0)
         return plan_read_recompute(v, &s->recompute, err, errlen);
+    if (strcmp(name, "moe_routing") == 0)
+        return plan_read_moe_routing(v, &s->moe_imbalance, err, errlen);
     if (strcmp(name, "fp32_math") == 0)
         return plan_read_fp32_math(v, &s->fp32_math, err, errlen);
     if (strcmp(name, "gemm_api") == 0)
@@ -560,6 +563,7 @@ cJSON *pdbx_spec_to_json(const pdbx_spec *s)
         !cJSON_AddBoolToObject(o, "zero1", s->zero1) ||
         !cJSON_AddBoolToObject(o, "flash_attention", s->flash_attention) ||
         !cJSON_AddStringToObject(o, "recompute", pdbx_recompute_name(s->recompute)) ||
+        add_item(o, "moe_routing", plan_moe_routing_to_json(s->moe_imbalance)) != 0 ||
         !cJSON_AddNumberToObject(o, "timeout_s", s->timeout_s) ||
         !cJSON_AddBoolToObject(o, "flush_l2", s->flush_l2) ||
         !cJSON_AddBoolToObject(o, "fused_projections", s->fused_projections) ||

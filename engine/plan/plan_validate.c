@@ -311,10 +311,37 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
                      "or gelu tanh gated or plain)", m->name, what, *a->activation ? a->activation : "silu");
 }
 
+/* A mixture-of-experts model: moe_routing; a model with dense and MoE layers profiles at least
+ * one of each (pdbx_layer_is_moe); the cpu backend's MoE kernels are fp32 (cpu_kernels_moe.h);
+ * the shared experts' width splits over every TP degree. */
+static int check_moe(const pdbx_spec *s, char *err, size_t errlen)
+{
+    const pdbx_model *m = &s->model;
+    if (plan_check_moe_routing(s, err, errlen) != 0)
+        return -1;
+    if (!plan_is_moe(m))
+        return 0;
+    const int dense = m->arch.moe.first_dense_layers;
+    if (dense > 0 && dense < m->layers && s->layers_profiled < 2)
+        return pdbx_fail(err, errlen, "layers: %d would profile only a dense layer of model %s (its first %d of %d "
+                         "layers are dense, the rest mixture of experts; allowed: 2..%d, one of each kind at least)",
+                         s->layers_profiled, m->name, dense, m->layers, m->layers);
+    const int cpu = s->backend == PDBX_BACKEND_CPU || (s->backend == PDBX_BACKEND_AUTO && strcmp(s->gpu.name, "cpu") == 0);
+    if (cpu && s->dtype != PDBX_DTYPE_FP32)
+        return pdbx_fail(err, errlen, "dtype: %s: the cpu backend runs model %s's mixture-of-experts ops in fp32 "
+                         "only (allowed for this model on cpu: fp32)", pdbx_dtype_name(s->dtype), m->name);
+    const int shared = plan_moe_shared_width(m);
+    for (int i = 0; i < s->nconfigs && i < PDBX_MAX_CONFIGS; i++)
+        if (s->configs[i].tp >= 1 && shared % s->configs[i].tp)
+            return pdbx_fail(err, errlen, "configs: tp %d does not divide model %s's shared-expert width %d "
+                             "(allowed: a TP that divides it)", s->configs[i].tp, m->name, shared);
+    return 0;
+}
+
 /* In the order a reader meets the fields: the first fault is the one reported. */
 int pdbx_spec_validate(const pdbx_spec *s, char *err, size_t errlen)
 {
-    if (check_model_and_run(s, err, errlen) != 0)
+    if (check_model_and_run(s, err, errlen) != 0 || check_moe(s, err, errlen) != 0)
         return -1;
     if (s->nconfigs < 1 || s->nconfigs > PDBX_MAX_CONFIGS)
         return pdbx_fail(err, errlen, "configs: %d configurations (allowed: 1..%d)", s->nconfigs, PDBX_MAX_CONFIGS);

@@ -3,7 +3,8 @@
 # family (tests/fixtures/models/, SOURCES.md); gpt2 (LayerNorm, plain GELU MLP, learned
 # positions, biases) is measured, at the default TP 1 and 2 though 50257 is odd (the last
 # vocab shard padded), and so are pythia (parallel residual, rotary 16 of 64 dims) and gpt-j
-# (one shared norm, rotary 64 of 256); what the engine does not measure yet (MoE, MLA,
+# (one shared norm, rotary 64 of 256), and the mixtures of experts (Mixtral, Qwen-MoE); what the
+# engine does not measure yet (MLA,
 # soft-capping, cross-attention, a window shorter than seq_len) is refused with one
 # line naming the feature and the model and exit 2, after the JSON of what was understood; the
 # same refusal stops `pdbx run` (no run is created) and pdbx-engine's own spec check.
@@ -41,11 +42,11 @@ gpt2.json|0|{'model_type': 'gpt2', 'activation': 'gelu_new', 'mlp': 'plain', 'at
 pythia-160m.json|0|{'model_type': 'gpt_neox', 'activation': 'gelu', 'mlp': 'plain', 'norm': 'layernorm', 'position': 'rope', 'max_positions': None, 'parallel_residual': True, 'shared_norm': False, 'rotary_fraction': 0.25, 'bias': {'qkv': True, 'attn_out': True, 'mlp': True}, 'tied_embeddings': False}|
 gpt-j-6b.json|0|{'model_type': 'gptj', 'activation': 'gelu_new', 'mlp': 'plain', 'norm': 'layernorm', 'parallel_residual': True, 'shared_norm': True, 'rotary_fraction': 0.25, 'bias': {'qkv': False, 'attn_out': False, 'mlp': True}}|
 Llama-3.2-11B-Vision.json|2|{'model_type': 'mllama_text_model', 'nested': 'text_config', 'attention': 'gqa', 'cross_attention_layers': 8}|cross-attention (8 of 40 layers
-Mixtral-8x7B-v0.1.json|2|{'model_type': 'mixtral', 'mlp': 'gated', 'attention': 'gqa', 'moe': {'experts': 8, 'top_k': 2, 'shared_experts': 0, 'expert_intermediate': 14336, 'shared_expert_intermediate': 0, 'first_dense_layers': 0}, 'sliding_window': None}|mixture of experts (8 experts, top 2)
-Qwen1.5-MoE-A2.7B.json|2|{'model_type': 'qwen2_moe', 'moe': {'experts': 60, 'top_k': 4, 'shared_experts': 1, 'expert_intermediate': 1408, 'shared_expert_intermediate': 5632, 'first_dense_layers': 0}, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}}|mixture of experts (60 experts, top 4, 1 shared)
-Qwen3-30B-A3B.json|2|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': 'gqa'}|mixture of experts (128 experts, top 8)
-DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|mixture of experts (64 experts, top 6, 2 shared)
-DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|mixture of experts (256 experts, top 8, 1 shared)
+Mixtral-8x7B-v0.1.json|0|{'model_type': 'mixtral', 'mlp': 'gated', 'attention': 'gqa', 'moe': {'experts': 8, 'top_k': 2, 'shared_experts': 0, 'expert_intermediate': 14336, 'shared_expert_intermediate': 0, 'first_dense_layers': 0, 'sigmoid': False, 'norm_topk': True, 'routed_scale': 1}, 'sliding_window': None}|
+Qwen1.5-MoE-A2.7B.json|0|{'model_type': 'qwen2_moe', 'moe': {'experts': 60, 'top_k': 4, 'shared_experts': 1, 'expert_intermediate': 1408, 'shared_expert_intermediate': 5632, 'first_dense_layers': 0, 'sigmoid': False, 'norm_topk': False, 'routed_scale': 1}, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}}|
+Qwen3-30B-A3B.json|0|{'model_type': 'qwen3_moe', 'qk_norm': True, 'attention': 'gqa'}|
+DeepSeek-V2-Lite.json|2|{'model_type': 'deepseek_v2', 'attention': 'mla', 'mla': {'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_nope_head_dim': 128, 'qk_rope_head_dim': 64, 'v_head_dim': 128}}|multi-head latent attention (MLA, kv_lora_rank 512
+DeepSeek-V3.json|2|{'model_type': 'deepseek_v3', 'attention': 'mla', 'unsupported': 'num_nextn_predict_layers 1'}|multi-head latent attention (MLA, kv_lora_rank 512
 Qwen2.5-7B.json|0|{'model_type': 'qwen2', 'sliding_window': None, 'bias': {'qkv': True, 'attn_out': False, 'mlp': False}, 'tied_embeddings': False}|
 gemma-2-9b.json|2|{'model_type': 'gemma2', 'activation': 'gelu_pytorch_tanh', 'mlp': 'gated', 'tied_embeddings': True, 'norm': 'rmsnorm', 'sliding_window': {'size': 4096, 'layers': 'alternating', 'count': 21}, 'attn_softcap': 50, 'final_softcap': 30, 'unsupported': None}|final-logit soft-capping (30 on lm_head's logits)
 Mistral-7B-v0.1.json|0|{'model_type': 'mistral', 'activation': 'silu', 'mlp': 'gated', 'attention': 'gqa', 'sliding_window': {'size': 4096, 'layers': 'all', 'count': 32}, 'moe': None, 'bias': {'qkv': False, 'attn_out': False, 'mlp': False}}|
@@ -76,10 +77,10 @@ grep -qx "pdbx plan: seq_len: 2048 is longer than model gpt2's learned position 
 grep -q "^arch gpt2: gelu_new plain MLP" "$TMP/out" || fail "gpt2 cuda plan: $(head -3 "$TMP/out")"
 
 # pdbx run: refused before anything starts, no run in the store
-"$PDBX" run quick --model mixtral8x7b --store "$TMP/store" >"$TMP/out" 2>"$TMP/err"
+"$PDBX" run quick --model dsv2lite --store "$TMP/store" >"$TMP/out" 2>"$TMP/err"
 rc=$?
-[ $rc -eq 2 ] || fail "run mixtral: exit $rc: $(cat "$TMP/err")"
-grep -q "model Mixtral-8x7B: mixture of experts (8 experts, top 2) is not measured" "$TMP/err" \
+[ $rc -eq 2 ] || fail "run dsv2lite: exit $rc: $(cat "$TMP/err")"
+grep -q "model DeepSeek-V2-Lite: multi-head latent attention (MLA, kv_lora_rank 512, qk_rope_head_dim 64) is not measured" "$TMP/err" \
     || fail "run message: $(cat "$TMP/err")"
 [ -z "$(ls "$TMP/store" 2>/dev/null)" ] || fail "run left files: $(ls "$TMP/store")"
 

@@ -30,9 +30,10 @@ static const model_fact facts[] = {
     {"Llama-3.2-1B", "llama1b", 2048, 8192, 32, 8, 16, 128256, 64, 1},
     {"TinyLlama-1.1B", "tinyllama", 2048, 5632, 32, 4, 22, 32000, 64, 0},
     {"Llama-2-70b", "llama2-70b", 8192, 28672, 64, 8, 80, 32000, 128, 0},
-    /* issue 14's presets (read, and refused at validation: test_plan_arch); gemma-2 ties its
-     * embeddings by its family's default, the file does not say so */
+    /* issue 14's presets (read; gemma-2 and DeepSeek refused at validation: test_plan_arch);
+     * gemma-2 ties its embeddings by its family's default, the file does not say so */
     {"Mixtral-8x7B", "mixtral8x7b", 4096, 14336, 32, 8, 32, 32000, 128, 0},
+    {"Qwen3-30B-A3B", "qwen30b-a3b", 2048, 6144, 32, 4, 48, 151936, 128, 0},   /* MoE: 128 experts of 768 */
     {"Qwen2.5-7B", "qwen7b", 3584, 18944, 28, 4, 28, 152064, 128, 0},
     {"gemma-2-9b", "gemma9b", 3584, 14336, 16, 8, 42, 256000, 256, 1},
     {"DeepSeek-V2-Lite", "dsv2lite", 2048, 10944, 16, 16, 27, 102400, 192, 0},   /* MLA: 128 + 64 */
@@ -80,12 +81,13 @@ static void test_model_presets(void **state)
     }
     char names[16][64];
     size_t n = pdbx_preset_names("models", names, 16);
-    assert_int_equal(n, 11);
+    assert_int_equal(n, 12);
     assert_string_equal(names[0], "DeepSeek-V2-Lite");   /* sorted, bytewise */
     assert_string_equal(names[1], "Llama-2-70b");
-    assert_string_equal(names[8], "TinyLlama-1.1B");
-    assert_string_equal(names[9], "gemma-2-9b");
-    assert_string_equal(names[10], "gpt2-xl");
+    assert_string_equal(names[8], "Qwen3-30B-A3B");
+    assert_string_equal(names[9], "TinyLlama-1.1B");
+    assert_string_equal(names[10], "gemma-2-9b");
+    assert_string_equal(names[11], "gpt2-xl");
 
     pdbx_model m;
     assert_int_equal(pdbx_model_load("llama-3.3-70b-instruct", &m, err, sizeof err), 0);
@@ -97,8 +99,8 @@ static void test_model_presets(void **state)
     assert_int_equal(pdbx_model_load("bert", &m, err, sizeof err), -1);
     assert_string_equal(err, "model: unknown preset 'bert' (allowed: DeepSeek-V2-Lite, Llama-2-70b, Llama-3.1-8B, "
                              "Llama-3.2-1B, Llama-3.2-3B, Llama-3.3-70B-Instruct, Mixtral-8x7B, Qwen2.5-7B, "
-                             "TinyLlama-1.1B, gemma-2-9b, gpt2-xl, dsv2lite, gemma9b, gpt2XL, llama1b, llama2-70b, "
-                             "llama3b, llama70b, llama8b, mixtral8x7b, qwen7b, tinyllama)");
+                             "Qwen3-30B-A3B, TinyLlama-1.1B, gemma-2-9b, gpt2-xl, dsv2lite, gemma9b, gpt2XL, llama1b, "
+                             "llama2-70b, llama3b, llama70b, llama8b, mixtral8x7b, qwen30b-a3b, qwen7b, tinyllama)");
 }
 
 static double meminfo_bytes(void)

@@ -315,6 +315,8 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
                    c->vloc, h);
         break;
     default:
+        if (pdbx_cpu_moe_bwd(c, op, layer) == 0)   /* a MoE layer's op (cpu_moe_bwd.c) */
+            break;
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }

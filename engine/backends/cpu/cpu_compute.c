@@ -250,6 +250,12 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         snprintf(err, errlen, "cpu backend: layer %d out of range 0..%d", layer, c->nlayers - 1);
         return -1;
     }
+    if (pdbx_op_is_per_layer(op) && !pdbx_layer_has_op(&c->p.model, c->nlayers, layer, op)) {
+        snprintf(err, errlen, "cpu backend: op %s does not run on layer %d, a %s layer of model %s", pdbx_op_name(op),
+                 layer, pdbx_layer_is_moe(&c->p.model, c->nlayers, layer) ? "mixture-of-experts" : "dense",
+                 c->p.model.name);
+        return -1;
+    }
     const int64_t T = c->T, h = c->h;
     const int bf = c->esz == 2;
     /* layer ops only read L; the others get layer 0 (never a NULL the analyzer must follow) */
@@ -330,6 +336,8 @@ static int cpu_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, do
         gemm(c, bf ? c->xn_b : c->xn, c->wlm, c->logits, T, c->vloc, h);
         break;
     default:
+        if (pdbx_cpu_moe_fwd(c, op, layer) == 0)   /* a MoE layer's op (cpu_moe.c) */
+            break;
         snprintf(err, errlen, "cpu backend: op %s is not a compute op", pdbx_op_name(op));
         return -1;
     }

@@ -20,7 +20,10 @@
 #include "engine/backends/cpu/cpu_threads.h"
 
 #define MAX_LAYERS 256
-#define MAX_BUFS (32 + 9 * MAX_LAYERS)
+/* every listed buffer of a point: the global ones (with a MoE layer's and their gradients,
+ * about 100) and at most 16 weights per layer (a MoE layer's 7 with the attention's and its
+ * biases) */
+#define MAX_BUFS (128 + 16 * MAX_LAYERS)
 
 typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
                           blasint, blasint, float, const bfloat16 *, blasint, const bfloat16 *,
@@ -32,7 +35,26 @@ typedef struct {
     /* biases (pdbx_op_shape.bias; NULL where the projection has none): fp32 vectors of the
      * GEMM's n, added to its fp32 output */
     float *bq, *bk, *bv, *bo, *bg, *bu, *bd, *bqkv, *bfc1;
+    /* a MoE layer's (fp32; NULL in a dense layer): router [h, E], experts' gate/up [E, h, I_e]
+     * and down [E, I_e, h], shared experts' gate/up [h, I_s] and down [I_s, h] */
+    float *wr, *weg, *weu, *wed, *wsg, *wsu, *wsd;
 } cpu_layer;
+
+/* The MoE layers' activations (one set shared by them, as the dense layers' are), with bwd
+ * their gradients and one set of weight gradients (cpu_moe.c, cpu_moe_bwd.c; plan.h's
+ * PDBX_BUF_MOE_* roles). All fp32. NULL when the model has no MoE layer. */
+typedef struct {
+    float *logits, *tw, *rows, *eg, *eu, *ea, *eo, *sg, *su, *sa;
+    int32_t *tidx;               /* the router's own top-k (its backward reads it) */
+    int32_t *assign;             /* the measured token -> expert map (pdbx_moe_assign) */
+    int64_t *offsets, *pos;      /* the permute's (pdbx_k_moe_route_index of assign) */
+    float *dlogits, *dtw, *drows, *deg, *deu, *dea, *deo, *dsg, *dsu, *dsa;
+    float *dwr, *dwe_gu, *dwe_d, *dws_gu, *dws_d;
+    int64_t R, X, E, k, Ie, Is;  /* rows, copies, experts, top_k, expert width, shared width/TP */
+    int router_sigmoid, norm_topk;
+    float scale;
+    int act;                     /* pdbx_moe_act */
+} cpu_moe;
 
 /* The backward pass's buffers (allocated only when the point's passes include bwd; the
  * planner's list, plan_profile_memory.c, cpu_grad_list): d<activation> is the gradient of that
@@ -90,6 +112,7 @@ struct pdbx_compute {
     size_t comm_bytes;
     sbgemm_fn sbgemm;
     cpu_grads grad;              /* bwd buffers (cpu_backward.c); all NULL without bwd */
+    cpu_moe moe;                 /* MoE layers' buffers (cpu_moe.c); NULL for a dense model */
     pdbx_cpu_pool *pool;         /* the own kernels' threads (cfg.blas_threads; NULL: one) */
     double span_t0[PDBX_SPAN_COUNT];   /* pdbx_mono_s() in ms at each span's begin */
     /* attn_kv's buffers (cpu_attn_kv.c): fp32 q, k/v cache, output and scores scratch for
@@ -117,5 +140,21 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
 /* cpu_compute.c: the attention core's options of profiled layer `layer` (its sliding window
  * and score cap, pdbx_attn_opts_for_layer), the same in the forward and the backward. */
 pdbx_attn_opts pdbx_cpu_attn_opts(const pdbx_compute *c, int layer);
+/* cpu_memory.c's fills, for the other files' buffers: real values in [-scale, scale] (a block
+ * generated, then tiled over the pool), or zeros. */
+void pdbx_cpu_fill_f32(pdbx_compute *c, float *x, size_t n, float scale, uint64_t seed);
+void pdbx_cpu_fill_zero(pdbx_compute *c, void *x, size_t bytes);
+/* cpu_moe.c: the MoE dims of the point (before allocation); where a MoE role of the planner's
+ * list lives (layer: the index among the listed copies, the profiled MoE layers in order; NULL
+ * for other roles); after allocation, real values in its buffers, the measured assignment and
+ * (new_weights) its weights: 0, or -1 with a message; the pointers dropped at release; run_op's
+ * forward of a MoE op on layer (1 when op is not one). */
+void pdbx_cpu_moe_dims(pdbx_compute *c);
+void **pdbx_cpu_moe_slot(pdbx_compute *c, pdbx_buf_role r, int layer);
+int pdbx_cpu_moe_fill(pdbx_compute *c, int new_weights, uint64_t seed, char *err, size_t errlen);
+void pdbx_cpu_moe_release(pdbx_compute *c);
+int pdbx_cpu_moe_fwd(pdbx_compute *c, pdbx_op op, int layer);
+/* cpu_moe_bwd.c: run_op's backward of a MoE op on layer (1 when op is not one). */
+int pdbx_cpu_moe_bwd(pdbx_compute *c, pdbx_op op, int layer);
 
 #endif

@@ -27,6 +27,7 @@ void cpu_release(pdbx_compute *c)
     c->logits = c->attn_scratch = c->rope = c->norm_mean = c->norm_rstd = NULL;
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
     memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
+    pdbx_cpu_moe_release(c);
     pdbx_cpu_free_kv(c);
 }
 
@@ -185,6 +186,16 @@ static void fill_elems(pdbx_cpu_pool *pool, void *x, size_t n, size_t esz, float
     tile(pool, x, n, esz);
 }
 
+void pdbx_cpu_fill_f32(pdbx_compute *c, float *x, size_t n, float scale, uint64_t seed)
+{
+    fill_f32(c->pool, x, n, scale, seed);
+}
+
+void pdbx_cpu_fill_zero(pdbx_compute *c, void *x, size_t bytes)
+{
+    fill_zero(c->pool, x, bytes);
+}
+
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Where the buffer of a listed role lives (layer: the per-layer weights' layer). */
@@ -240,7 +251,10 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     case PDBX_BUF_L_DOWN_BIAS: return (void **)&L->bd;
     case PDBX_BUF_L_QKV_FUSED_BIAS: return (void **)&L->bqkv;
     case PDBX_BUF_L_GATE_UP_FUSED_BIAS: return (void **)&L->bfc1;
-    default: return pdbx_cpu_grad_slot(c, r);   /* the bwd buffers (cpu_backward.c) */
+    default: {
+        void **moe = pdbx_cpu_moe_slot(c, r, layer);   /* a MoE layer's (cpu_moe.c) */
+        return moe ? moe : pdbx_cpu_grad_slot(c, r);   /* the bwd buffers (cpu_backward.c) */
+    }
     }
 }
 
@@ -286,6 +300,12 @@ static int point_dims(pdbx_compute *c, const pdbx_point_shapes *p, char *err, si
     c->inter = m->intermediate / p->tp;
     c->vloc = (m->vocab + p->tp - 1) / p->tp;   /* the last shard padded, as the planner's */
     c->nlayers = p->layers;
+    pdbx_cpu_moe_dims(c);
+    if (c->moe.E > 0 && c->esz != 4) {   /* cpu_kernels_moe.h: fp32 kernels (the planner refuses it too) */
+        snprintf(err, errlen, "dtype: bf16: the cpu backend runs model %s's mixture-of-experts ops in fp32 only "
+                 "(allowed: fp32)", m->name);
+        return -1;
+    }
     if (c->heads % c->kv_heads) {
         snprintf(err, errlen, "cpu backend: %lld local heads not a multiple of %lld kv heads",
                  (long long)c->heads, (long long)c->kv_heads);
@@ -504,6 +524,11 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     if (new_weights)
         fill_weights(c, seed);
     pdbx_cpu_fill_grads(c, seed + 64);   /* bwd buffers, when listed (cpu_backward.c) */
+    rc = pdbx_cpu_moe_fill(c, new_weights, seed + 128, err, errlen);   /* MoE layers (cpu_moe.c) */
+    if (rc != 0) {
+        cpu_release(c);
+        return rc;
+    }
     c->prepared = 1;
     return 0;
 }
