@@ -224,9 +224,9 @@ void pdbx_point_results_events(pdbx_engine *e, const pdbx_plan_point *pt,
     }
     rank0_groups g = { .tp = members, .pp = members + e->size, .dp = members + 2 * e->size,
                        .rank_stats = { stats, stats + e->size } };
-    g.ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_TP, g.tp, NULL);
-    g.npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_PP, g.pp, NULL);
-    g.ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_DP, g.dp, NULL);
+    g.ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, 1, PDBX_GRID_TP, g.tp, NULL);
+    g.npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, 1, PDBX_GRID_PP, g.pp, NULL);
+    g.ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, 1, PDBX_GRID_DP, g.dp, NULL);
     op_events(e, pt, bytes, res, &g);
     step_event(e, pt->index, res->compute, &g);
     comm_events(e, pt, bytes, res, &g);

@@ -203,7 +203,7 @@ static int measure_config(pdbx_engine *e, int config, measured_table *measured, 
     char err[MSG_LEN] = "";
     /* a communicator that cannot get its buffers (nccl: warmed at creation) is an OOM of the
      * config's points; an unusable device ends the run */
-    int rc = pdbx_groups_build(e, &cg, par->tp, par->pp, par->dp, err, sizeof err);
+    int rc = pdbx_groups_build(e, &cg, par, err, sizeof err);
     int st = rc == 0 ? PDBX_ST_OK : rc == PDBX_EOOM ? PDBX_ST_OOM
            : rc == PDBX_EFATAL ? PDBX_ST_FATAL : PDBX_ST_ERROR;
     /* a rank whose groups failed must not leave the others waiting in the first point */
