@@ -141,6 +141,7 @@ typedef struct {
     int index;               /* position in the planned point list */
     int tp, pp, dp, mbs;
     int seq_len;
+    int ep;                  /* expert-parallel degree, 1 unless the run says more */
     pdbx_point_status status;
     char *message;           /* owned; reason for oom/error/skipped, else NULL */
     double predicted_mem_bytes;   /* run_start's prediction: training memory of the full model */
@@ -162,6 +163,7 @@ typedef struct {
      * valid == 0 for runs recorded before the engine measured them: views print N/A. */
     pdbx_cell layer, total;
     pdbx_comm_cell tp_allreduce, pp_sendrecv, dp_allreduce;
+    pdbx_comm_cell ep_alltoall;   /* EP > 1: the MoE layers' all-to-all (events.h) */
 } pdbx_point;
 
 /* One entry of the collectives sweep. */
