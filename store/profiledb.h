@@ -312,13 +312,14 @@ void pdbx_run_warn(pdbx_run *run, const char *fmt, ...) __attribute__((format(pr
  * (every folded run), a scan for a run whose points[] a caller filled itself. */
 const pdbx_point *pdbx_run_point(const pdbx_run *run, int index);
 
-/* Points of one parallel config (tp, pp, dp) in MBS order; returns the count written. */
+/* Points of one parallel config (tp, pp, dp) at EP 1 in MBS order; returns the count written
+ * (a run's EP > 1 configs are pdbx_runtable's, which groups by (tp, pp, dp, ep)). */
 size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
                               const pdbx_point **out, size_t cap);
 /* Distinct (tp, pp, dp) configs in plan order; returns the count written (3 ints each), 0 when
  * out of memory. */
 size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap);
-/* Sorts pointers into one run's points[] by (tp, pp, dp, mbs), ties in plan order: the
+/* Sorts pointers into one run's points[] by (tp, pp, dp, ep, mbs), ties in plan order: the
  * O(n log n) grouping every per-config view is built on. */
 void pdbx_run_sort_by_config(const pdbx_point **pts, size_t n);
 size_t pdbx_run_points_done(const pdbx_run *run);   /* points no longer pending/running */

@@ -84,6 +84,18 @@ for m in (1, 4):
         cells[(i, "ep_combine", "fwd")]["stats"]["median"], cells[(i, "moe_expert_gate", "fwd")]["stats"]["median"],
         cells[(by[(1, m)], "moe_expert_gate", "fwd")]["stats"]["median"]))
 ' || fail "run A"
+# pdbx show: the EP 2 config is its own table, labelled with EP; EP 1's label is unchanged
+if [ -x "$PDBX" ]; then
+    ida=$(basename "$(run_file "$TMP/sa")" .pdbx)
+    "$PDBX" show --store "$TMP/sa" "$ida" >"$TMP/show" 2>"$TMP/err" || { cat "$TMP/err"; fail "pdbx show"; }
+    grep -qx "TP 1  PP 1  DP 2" "$TMP/show" || fail "pdbx show: no EP 1 table"
+    grep -qx "TP 1  PP 1  DP 2  EP 2" "$TMP/show" || fail "pdbx show: no EP 2 table"
+    "$PDBX" show --store "$TMP/sa" "$ida" --format json | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [(c["dp"], c.get("ep", 1), len(c["points"])) for c in d["configs"]] == [(2, 1, 3), (2, 2, 3)], d["configs"]
+' || fail "pdbx show --format json: configs by ep"
+fi
 
 # ---- B. TP 2, EP 1 and EP 2: the profile memory against the measured peak ----
 ep_spec "$TMP/b.json" 'configs=[{"tp":2,"pp":1,"dp":1},{"tp":2,"pp":1,"dp":1,"ep":2}]' 'warmup=0'
