@@ -1,5 +1,8 @@
-/* engine_grid.c: rank -> (tp, dp, pp) coordinates and groups, Megatron order (engine_grid.h). */
+/* engine_grid.c: rank -> (tp, dp, pp) coordinates and the TP, DP, PP and EP groups, Megatron
+ * order (engine_grid.h). */
 #include "engine/engine_grid.h"
+
+#include <stddef.h>
 
 int pdbx_grid_coords_of(int world_rank, int tp, int pp, int dp, pdbx_grid_coords *out)
 {
@@ -20,14 +23,38 @@ int pdbx_grid_rank_of(int tp, int pp, int dp, int tp_rank, int dp_rank, int pp_r
     return tp_rank + tp * (dp_rank + dp * pp_rank);
 }
 
-int pdbx_grid_group(int world_rank, int tp, int pp, int dp, pdbx_grid_kind kind, int *out,
+/* The first world rank of world_rank's EP group and its EP rank: ep consecutive ranks of the
+ * stage (engine_grid.h). -1 when ep does not divide the stage's tp * dp ranks. */
+static int ep_first(const pdbx_grid_coords *c, int ep, int *ep_rank)
+{
+    const int stage = c->tp * c->dp;
+    if (ep < 1 || stage % ep != 0)
+        return -1;
+    const int i = c->tp_rank + c->tp * c->dp_rank;
+    if (ep_rank)
+        *ep_rank = i % ep;
+    return c->pp_rank * stage + i / ep * ep;
+}
+
+int pdbx_grid_group(int world_rank, int tp, int pp, int dp, int ep, pdbx_grid_kind kind, int *out,
                     int *my_index)
 {
     pdbx_grid_coords c;
-    if (pdbx_grid_coords_of(world_rank, tp, pp, dp, &c) != 0)
+    if (ep < 1 || pdbx_grid_coords_of(world_rank, tp, pp, dp, &c) != 0)
         return -1;
     int n = 0;
     switch (kind) {
+    case PDBX_GRID_EP: {
+        int me = 0;
+        const int first = ep_first(&c, ep, &me);
+        if (first < 0)
+            return -1;
+        for (int i = 0; i < ep; i++)
+            out[n++] = first + i;
+        if (my_index)
+            *my_index = me;
+        break;
+    }
     case PDBX_GRID_TP:
         for (int i = 0; i < tp; i++)
             out[n++] = pdbx_grid_rank_of(tp, pp, dp, i, c.dp_rank, c.pp_rank);
@@ -52,13 +79,15 @@ int pdbx_grid_group(int world_rank, int tp, int pp, int dp, pdbx_grid_kind kind,
     return n;
 }
 
-int pdbx_grid_color(int world_rank, int tp, int pp, int dp, pdbx_grid_kind kind)
+int pdbx_grid_color(int world_rank, int tp, int pp, int dp, int ep, pdbx_grid_kind kind)
 {
     pdbx_grid_coords c;
-    if (pdbx_grid_coords_of(world_rank, tp, pp, dp, &c) != 0)
+    if (ep < 1 || pdbx_grid_coords_of(world_rank, tp, pp, dp, &c) != 0)
         return -1;
     /* the group's lowest world rank identifies it */
     switch (kind) {
+    case PDBX_GRID_EP:
+        return ep_first(&c, ep, NULL);
     case PDBX_GRID_TP:
         return pdbx_grid_rank_of(tp, pp, dp, 0, c.dp_rank, c.pp_rank);
     case PDBX_GRID_DP:
@@ -76,6 +105,7 @@ const char *pdbx_grid_kind_name(pdbx_grid_kind k)
     case PDBX_GRID_TP: return "tp";
     case PDBX_GRID_DP: return "dp";
     case PDBX_GRID_PP: return "pp";
+    case PDBX_GRID_EP: return "ep";
     default: return "?";
     }
 }

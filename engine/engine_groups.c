@@ -27,7 +27,7 @@ int pdbx_group_open(pdbx_engine *e, MPI_Comm *mc, int me, int n, pdbx_group **ou
 
 void pdbx_groups_free(pdbx_engine *e, pdbx_cfg_groups *cg)
 {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < PDBX_GRID_KINDS; k++) {
         if (cg->g[k])
             e->be.comm->group_destroy(e->comm, cg->g[k]);
         cg->g[k] = NULL;
@@ -41,12 +41,12 @@ void pdbx_groups_free(pdbx_engine *e, pdbx_cfg_groups *cg)
 static int build_one(pdbx_engine *e, pdbx_cfg_groups *cg, pdbx_grid_kind k, int *members,
                      char *err, size_t errlen)
 {
-    int color = pdbx_grid_color(e->rank, cg->tp, cg->pp, cg->dp, k);
+    int color = pdbx_grid_color(e->rank, cg->tp, cg->pp, cg->dp, cg->ep, k);
     int me = 0;
-    int n = pdbx_grid_group(e->rank, cg->tp, cg->pp, cg->dp, k, members, &me);
+    int n = pdbx_grid_group(e->rank, cg->tp, cg->pp, cg->dp, cg->ep, k, members, &me);
     if (color < 0 || n < 1) {
-        snprintf(err, errlen, "config tp %d pp %d dp %d does not fit %d ranks", cg->tp, cg->pp,
-                 cg->dp, e->size);
+        snprintf(err, errlen, "config tp %d pp %d dp %d ep %d does not fit %d ranks", cg->tp, cg->pp,
+                 cg->dp, cg->ep, e->size);
         return -1;
     }
     pdbx_watch_begin("comm_split", -1);
@@ -59,13 +59,14 @@ static int build_one(pdbx_engine *e, pdbx_cfg_groups *cg, pdbx_grid_kind k, int 
     return pdbx_group_open(e, &cg->mpi[k], me, n, &cg->g[k], err, errlen);
 }
 
-int pdbx_groups_build(pdbx_engine *e, pdbx_cfg_groups *cg, int tp, int pp, int dp, char *err,
+int pdbx_groups_build(pdbx_engine *e, pdbx_cfg_groups *cg, const pdbx_parallel *par, char *err,
                       size_t errlen)
 {
-    cg->tp = tp;
-    cg->pp = pp;
-    cg->dp = dp;
-    for (int k = 0; k < 3; k++) {
+    cg->tp = par->tp;
+    cg->pp = par->pp;
+    cg->dp = par->dp;
+    cg->ep = pdbx_par_ep(par);
+    for (int k = 0; k < PDBX_GRID_KINDS; k++) {
         cg->mpi[k] = MPI_COMM_NULL;
         cg->g[k] = NULL;
     }
@@ -76,8 +77,10 @@ int pdbx_groups_build(pdbx_engine *e, pdbx_cfg_groups *cg, int tp, int pp, int d
         return -1;
     }
     int rc = 0;
-    for (int k = 0; k < 3 && rc == 0; k++)
-        rc = build_one(e, cg, (pdbx_grid_kind)k, members, err, errlen);
+    /* the EP group only at ep > 1 (every rank splits alike: ep is the config's) */
+    for (int k = 0; k < PDBX_GRID_KINDS && rc == 0; k++)
+        if (k != PDBX_GRID_EP || cg->ep > 1)
+            rc = build_one(e, cg, (pdbx_grid_kind)k, members, err, errlen);
     free(members);
     if (rc != 0)
         pdbx_groups_free(e, cg);

@@ -1,8 +1,9 @@
 /* engine_groups.h: the communicators of the rank grid, as MPI communicators and as the comm
  * backend's groups.
  *
- * A config (tp, pp, dp) gets three groups per rank, TP, PP and DP, in Megatron's order
- * (engine_grid.h says which ranks share each). A collectives-sweep group is any MPI
+ * A config (tp, pp, dp, ep) gets three groups per rank, TP, PP and DP, in Megatron's order, and
+ * at ep > 1 a fourth, its EP group (engine_grid.h says which ranks share each; at ep 1 the EP
+ * slot stays empty: nothing crosses ranks). A collectives-sweep group is any MPI
  * communicator the caller split. Group creation is collective within the group (the backend
  * may exchange ids through the bcast callback over the MPI communicator); on failure what was
  * built is freed and err holds one line.
@@ -14,13 +15,14 @@
 #include "engine/engine_grid.h"
 
 typedef struct {
-    int tp, pp, dp;
-    MPI_Comm mpi[3];               /* indexed by pdbx_grid_kind */
-    pdbx_group *g[3];
+    int tp, pp, dp, ep;
+    MPI_Comm mpi[PDBX_GRID_KINDS]; /* indexed by pdbx_grid_kind */
+    pdbx_group *g[PDBX_GRID_KINDS];   /* g[PDBX_GRID_EP] NULL at ep 1 */
 } pdbx_cfg_groups;
 
-/* Builds the TP, PP and DP groups of config (tp, pp, dp) for this rank. 0 or -1. */
-int pdbx_groups_build(pdbx_engine *e, pdbx_cfg_groups *cg, int tp, int pp, int dp, char *err,
+/* Builds the TP, PP and DP groups of config par for this rank, and its EP group when
+ * par's ep > 1. 0 or -1. */
+int pdbx_groups_build(pdbx_engine *e, pdbx_cfg_groups *cg, const pdbx_parallel *par, char *err,
                       size_t errlen);
 void pdbx_groups_free(pdbx_engine *e, pdbx_cfg_groups *cg);
 

@@ -53,8 +53,9 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
     ps->passes = e->spec.passes;
     ps->fused_projections = e->spec.fused_projections;
     ps->moe_imbalance = e->spec.moe_imbalance;
+    ps->ep = pt->ep > 1 ? pt->ep : 1;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
-        pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &ps->shape[op]);
+        pdbx_op_shape_ep(&e->spec, pt->tp, ps->ep, pt->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
 /* The comm buffer the point's collectives share (0: none runs) and their messages: the
@@ -63,12 +64,14 @@ static void fill_shapes(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_sh
 static double point_comm(const pdbx_engine *e, const pdbx_plan_point *pt, pdbx_point_bytes *b)
 {
     pdbx_plan_comm pc;
-    pdbx_plan_comm_bytes(&e->spec.model, pt->tp, pt->pp, pt->dp, pt->mbs, e->spec.seq_len,
-                         e->spec.dtype, pdbx_engine_backend_kind(e), &pc);
+    const pdbx_parallel par = { pt->tp, pt->pp, pt->dp, pt->ep };
+    pdbx_plan_comm_point(&e->spec.model, &par, pt->mbs, e->spec.seq_len, e->spec.dtype,
+                         pdbx_engine_backend_kind(e), e->spec.moe_imbalance, &pc);
     memset(b, 0, sizeof *b);
     b->tp = pc.tp_bytes;
     b->pp = pc.pp_bytes;
     b->dp = pc.dp_bytes;
+    b->ep = pc.ep_bytes;
     b->dp_dtype = pc.dp_dtype;
     return pc.buffer_bytes;
 }

@@ -17,10 +17,17 @@
  * the last step, to rank 0, which writes the point's events (engine_point_events.h). Ranks
  * agree on cancellation before every step and every cell.
  *
- * Measure once, use everywhere: a point given a source (an ok point of the same TP and MBS:
+ * Measure once, use everywhere: a point given a source (an ok point of the same TP, EP and MBS:
  * its compute ops have the same shapes, PP and DP do not change them) prepares only the comm
  * buffer, measures only its PP and DP collectives, and takes its op and span cells from the
- * source's rows, marked reused.
+ * source's rows, marked reused (the EP all-to-alls, run inside the layers as the TP
+ * all-reduces are, come with them).
+ *
+ * Expert parallelism (ep > 1): ep_dispatch and ep_combine are the comm backend's all_to_all
+ * on the config's EP group, S = pdbx_point_bytes.ep, in the forward where the layer runs them;
+ * their backward cells time the same all-to-all again in the backward's order (Megatron's
+ * backward of the dispatch is a combine-sized all-to-all and vice versa; with the uniform
+ * message of plan_comm.h both have the same S, so each op's bwd cell is that all-to-all).
  *
  * Rows: PDBX_ROW_OP(pass, op) per pass and op, then the rows below; each row is PDBX_ESTAT
  * doubles (engine_stats.h). A row with count 0 was not measured.
@@ -46,6 +53,7 @@
  * the DP all-reduce's element type (fp32: gradients are reduced in fp32). */
 typedef struct {
     double tp, pp, dp;
+    double ep;                 /* the EP all-to-all's S (plan_comm.h, pdbx_plan_ep_bytes); 0 at EP 1 */
     pdbx_dtype dp_dtype;
 } pdbx_point_bytes;
 

@@ -25,7 +25,7 @@ typedef struct {
 void pdbx_point_start_event(pdbx_engine *e, const pdbx_plan_point *pt)
 {
     if (e->rank == 0)
-        pdbx_events_emit(e->ev, pdbx_event_point_start(pt->index, pt->tp, pt->pp, pt->dp, pt->mbs));
+        pdbx_events_emit(e->ev, pdbx_event_point_start(pt->index, pt->tp, pt->pp, pt->dp, pt->ep, pt->mbs));
 }
 
 void pdbx_point_end_event(pdbx_engine *e, int point, pdbx_point_status status, const char *msg)
@@ -97,13 +97,16 @@ static void op_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_poin
             if (!(pdbx_spec_ops(&e->spec) & PDBX_OP_BIT(op)) || !row_measured(res->compute, row))
                 continue;                   /* not measured (not in ops, TP 1 all-reduce, no bwd) */
             pdbx_cell c = row_cell(res->compute, row, g, 0);
-            if (pdbx_op_is_tp_allreduce((pdbx_op)op)) {   /* (the EP all-to-alls never run at EP 1) */
+            if (pdbx_op_is_tp_allreduce((pdbx_op)op)) {
                 c.flops = 0;
                 c.bytes = b->tp;
+            } else if (pdbx_op_is_comm((pdbx_op)op)) {   /* the EP all-to-alls (EP > 1 only) */
+                c.flops = 0;
+                c.bytes = b->ep;
             } else {
                 pdbx_op_shape shape;
                 memset(&shape, 0, sizeof shape);
-                pdbx_op_shape_for(&e->spec, pt->tp, pt->mbs, (pdbx_op)op, &shape);
+                pdbx_op_shape_ep(&e->spec, pt->tp, pt->ep, pt->mbs, (pdbx_op)op, &shape);
                 c.flops = pass_flops((pdbx_op)op, (pdbx_pass)pass, shape.flops);
                 c.bytes = pass == PDBX_PASS_FWD || bwd_repeats_fwd((pdbx_op)op) ? shape.bytes
                                                                                 : 2 * shape.bytes;
@@ -183,6 +186,13 @@ static void comm_events(pdbx_engine *e, const pdbx_plan_point *pt, const pdbx_po
     if (pt->dp > 1 && row_measured(all, PDBX_ROW_DP))
         comm_event(e, pt->index, PDBX_COMM_DP_ALLREDUCE, b->dp, b->dp_dtype, pt->dp, PDBX_COLL_ALL_REDUCE, all,
                    g->dp, g->ndp, PDBX_ROW_DP);
+    /* the EP all-to-all as a collective: ep_dispatch's forward cell (ep_combine's is the same
+     * message the other way), max over rank 0's TP group as its op cell; it runs inside the
+     * layers, so a reused point's comes with its compute rows */
+    const int dispatch = PDBX_ROW_OP(PDBX_PASS_FWD, PDBX_OP_EP_DISPATCH);
+    if (pt->ep > 1 && row_measured(tp_rows, dispatch))
+        comm_event(e, pt->index, PDBX_COMM_EP_ALLTOALL, b->ep, e->spec.dtype, pt->ep, PDBX_COLL_ALL_TO_ALL, tp_rows,
+                   g->tp, g->ntp, dispatch);
 }
 
 static void trace_events(pdbx_engine *e, int point, const pdbx_point_results *res)
@@ -224,9 +234,9 @@ void pdbx_point_results_events(pdbx_engine *e, const pdbx_plan_point *pt,
     }
     rank0_groups g = { .tp = members, .pp = members + e->size, .dp = members + 2 * e->size,
                        .rank_stats = { stats, stats + e->size } };
-    g.ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_TP, g.tp, NULL);
-    g.npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_PP, g.pp, NULL);
-    g.ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, PDBX_GRID_DP, g.dp, NULL);
+    g.ntp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, 1, PDBX_GRID_TP, g.tp, NULL);
+    g.npp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, 1, PDBX_GRID_PP, g.pp, NULL);
+    g.ndp = pdbx_grid_group(0, pt->tp, pt->pp, pt->dp, 1, PDBX_GRID_DP, g.dp, NULL);
     op_events(e, pt, bytes, res, &g);
     step_event(e, pt->index, res->compute, &g);
     comm_events(e, pt, bytes, res, &g);

@@ -86,6 +86,11 @@ static void push_fused(point_run *pr, pdbx_op leader, pdbx_pass pass, int layer,
     }
 }
 
+int pt_ep_alltoall(pdbx_op op)
+{
+    return op == PDBX_OP_EP_DISPATCH || op == PDBX_OP_EP_COMBINE;
+}
+
 /* Runs one execution of pass `pass` of op (a compute op, or a TP all-reduce) and adds its
  * sample; the trace keeps the step's forward (trace != 0). */
 void pt_run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double step0, int trace)
@@ -99,8 +104,20 @@ void pt_run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double ste
         pdbx_events_progress_op(e->ev, pdbx_op_name(op));
     double start = pdbx_mono_s() * 1e3, ms = 0;
     if (pdbx_op_is_comm(op)) {
-        /* the TP all-reduces at TP > 1; the EP all-to-alls (ep_dispatch, ep_combine) move
-         * nothing at EP 1, the only EP this engine runs, and are never timed as a TP one */
+        if (pt_ep_alltoall(op)) {
+            /* the EP all-to-alls at EP > 1, forward and backward, in the op's own cell (at EP 1
+             * they move nothing and are not run) */
+            if (pr->cg->ep < 2)
+                return;
+            if (coll_timed(pr, pr->cg->g[PDBX_GRID_EP], PDBX_COLL_ALL_TO_ALL, e->spec.dtype, pr->bytes.ep,
+                           pdbx_op_name(op), &ms) != 0)
+                return;
+            pt_push(&pr->sm, PDBX_ROW_OP(pass, op), ms);
+            if (trace)
+                pt_push_trace(&pr->sm, op, layer, start - step0, ms);
+            return;
+        }
+        /* the TP all-reduces at TP > 1, forward only */
         if (!pdbx_op_is_tp_allreduce(op) || pr->cg->tp < 2 || pass != PDBX_PASS_FWD)
             return;
         coll_timed(pr, pr->cg->g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, e->spec.dtype, pr->bytes.tp,

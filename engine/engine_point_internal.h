@@ -74,6 +74,8 @@ double pt_mean_of(const samples *sm, int row);
  * *ms < 0 when nothing was measured); step_comm: one PP or DP collective of a step (step0 >= 0:
  * in the step's trace too). */
 void pt_fail_with(point_run *pr, const char *err);
+/* 1 for the EP all-to-alls (ep_dispatch, ep_combine): run at EP > 1, forward and backward. */
+int pt_ep_alltoall(pdbx_op op);
 void pt_run_one(point_run *pr, pdbx_op op, pdbx_pass pass, int layer, double step0, int trace);
 void pt_span(point_run *pr, pdbx_span s, int end, double *ms);
 void pt_step_comm(point_run *pr, pdbx_grid_kind kind, double step0);

@@ -47,7 +47,8 @@ static double run_forward(point_run *pr, double step0)
     return total;
 }
 
-/* One step's backward: each op's bwd in reverse order of the forward (comm ops have none). */
+/* One step's backward: each op's bwd in reverse order of the forward (the TP all-reduces have
+ * none here; the EP all-to-alls run again, combine's before dispatch's). */
 static void run_backward(point_run *pr)
 {
     const pdbx_spec *sp = &pr->e->spec;
@@ -55,7 +56,7 @@ static void run_backward(point_run *pr)
     pt_run_one(pr, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1, 0, 0);
     for (int l = sp->layers_profiled - 1; l >= 0; l--)
         for (size_t i = NLAYER_OPS; i-- > 0;)
-            if (!pdbx_op_is_comm(layer_ops[i]) &&
+            if ((!pdbx_op_is_comm(layer_ops[i]) || pt_ep_alltoall(layer_ops[i])) &&
                 pdbx_layer_has_op(&sp->model, sp->layers_profiled, l, layer_ops[i]))
                 pt_run_one(pr, layer_ops[i], PDBX_PASS_BWD, l, 0, 0);
     pt_run_one(pr, PDBX_OP_EMBED, PDBX_PASS_BWD, -1, 0, 0);

@@ -41,10 +41,11 @@ typedef struct {
     char fatal[MSG_LEN];       /* a device became unusable (PDBX_ST_FATAL): the run ends */
 } config_run;
 
-/* Measure once, use everywhere (engine_point.h): the ok points measured so far, by TP and MBS
- * (every rank keeps the table: the ranks agree on each point's status; rank 0 keeps the rows). */
+/* Measure once, use everywhere (engine_point.h): the ok points measured so far, by TP, EP and
+ * MBS (EP changes the experts' rows and adds the all-to-alls; every rank keeps the table: the
+ * ranks agree on each point's status; rank 0 keeps the rows). */
 typedef struct {
-    int tp, mbs, point;
+    int tp, ep, mbs, point;
     double *rows;
 } measured_point;
 
@@ -53,16 +54,16 @@ typedef struct {
     size_t n, cap;
 } measured_table;
 
-static const measured_point *measured_find(const measured_table *t, int tp, int mbs)
+static const measured_point *measured_find(const measured_table *t, int tp, int ep, int mbs)
 {
     for (size_t i = 0; i < t->n; i++)
-        if (t->at[i].tp == tp && t->at[i].mbs == mbs)
+        if (t->at[i].tp == tp && t->at[i].ep == ep && t->at[i].mbs == mbs)
             return &t->at[i];
     return NULL;
 }
 
-/* Keeps rows (rank 0's, may be NULL elsewhere) as the source of tp x mbs; takes them. */
-static void measured_add(measured_table *t, int tp, int mbs, int point, double *rows)
+/* Keeps rows (rank 0's, may be NULL elsewhere) as the source of tp x ep x mbs; takes them. */
+static void measured_add(measured_table *t, int tp, int ep, int mbs, int point, double *rows)
 {
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
@@ -74,7 +75,7 @@ static void measured_add(measured_table *t, int tp, int mbs, int point, double *
         t->at = at;
         t->cap = cap;
     }
-    t->at[t->n++] = (measured_point){ tp, mbs, point, rows };
+    t->at[t->n++] = (measured_point){ tp, ep, mbs, point, rows };
 }
 
 static void measured_free(measured_table *t)
@@ -144,7 +145,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
     pdbx_point_start_event(e, pt);
     warn_dp_cap(e, pt, cr);
     char msg[MSG_LEN];
-    const measured_point *same = measured_find(measured, pt->tp, pt->mbs);
+    const measured_point *same = measured_find(measured, pt->tp, pt->ep, pt->mbs);
     pdbx_point_source source = { same ? same->point : -1, same ? same->rows : NULL };
     pdbx_point_outcome out;
     memset(&out, 0, sizeof out);
@@ -163,7 +164,7 @@ static int config_point(pdbx_engine *e, const pdbx_plan_point *pt, pdbx_cfg_grou
         e->in_flight_point = pt->index;
     }
     if (st == PDBX_ST_OK && !same)
-        measured_add(measured, pt->tp, pt->mbs, pt->index, out.rows);
+        measured_add(measured, pt->tp, pt->ep, pt->mbs, pt->index, out.rows);
     else
         free(out.rows);
     if (st == PDBX_ST_OK) {
@@ -203,7 +204,7 @@ static int measure_config(pdbx_engine *e, int config, measured_table *measured, 
     char err[MSG_LEN] = "";
     /* a communicator that cannot get its buffers (nccl: warmed at creation) is an OOM of the
      * config's points; an unusable device ends the run */
-    int rc = pdbx_groups_build(e, &cg, par->tp, par->pp, par->dp, err, sizeof err);
+    int rc = pdbx_groups_build(e, &cg, par, err, sizeof err);
     int st = rc == 0 ? PDBX_ST_OK : rc == PDBX_EOOM ? PDBX_ST_OOM
            : rc == PDBX_EFATAL ? PDBX_ST_FATAL : PDBX_ST_ERROR;
     /* a rank whose groups failed must not leave the others waiting in the first point */

@@ -389,7 +389,8 @@ int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, si
     r->act_up.mpi = r->act_down.mpi = r->grad_up.mpi = r->grad_down.mpi = MPI_COMM_NULL;
     char msg[PDBX_MSG_LEN] = "";
     /* groups: collectives every rank makes whatever happened before */
-    int rc = pdbx_groups_build(e, &r->cg, v->tp, v->pp, v->dp, msg, sizeof msg);
+    const pdbx_parallel par = { v->tp, v->pp, v->dp, 1 };
+    int rc = pdbx_groups_build(e, &r->cg, &par, msg, sizeof msg);
     int built = rc == 0;
     if (pdbx_grid_coords_of(e->rank, v->tp, v->pp, v->dp, &r->me) != 0 && rc == 0)
         rc = pdbx_fail(msg, sizeof msg, "rank %d is outside the grid", e->rank);

@@ -150,7 +150,8 @@ static cJSON *plan_json(const pdbx_ev_plan_point *pts, size_t n)
     int ok = arr != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         cJSON *o = cJSON_CreateObject();
-        ok = jf_push(arr, o) && jf_put_fields(o, &pts[i], plan_fields, JF_N(plan_fields));
+        ok = jf_push(arr, o) && jf_put_fields(o, &pts[i], plan_fields, JF_N(plan_fields)) &&
+             (pts[i].ep <= 1 || jf_put_num(o, "ep", pts[i].ep));   /* dense plans read as before */
     }
     return jf_done(arr, ok);
 }
@@ -213,6 +214,8 @@ int pdbx_event_decode_plan(const cJSON *ev, pdbx_ev_plan_point **pts, size_t *n,
         pdbx_ev_plan_point *p = &(*pts)[*n];
         p->index = (int)(*n)++;
         jf_get_fields(pj, p, plan_fields, JF_N(plan_fields));
+        if (!jf_int(pj, "ep", &p->ep) || p->ep < 1 || p->ep > PDBX_RUN_MAX_RANKS)
+            p->ep = 1;
     }
     return 0;
 }

@@ -83,6 +83,7 @@ typedef struct {
     int index, tp, pp, dp, mbs, seq_len;
     double predicted_mem_bytes;
     int predicted_oom;
+    int ep;                  /* 1 when absent; written only when > 1 */
 } pdbx_ev_plan_point;
 
 /* run_start: takes spec and env (either may be NULL: left out); pts[0..n) is the plan. The
@@ -141,9 +142,11 @@ typedef struct {
     int point;
     int tp, pp, dp, mbs, seq_len;   /* 0 when absent */
     int has_shape;                  /* the event carries "tp" */
+    int ep;                         /* expert-parallel degree: 1 when absent (runs before ep,
+                                     * dense configs: "ep" is written only when > 1) */
 } pdbx_ev_point_start;
 
-cJSON *pdbx_event_point_start(int point, int tp, int pp, int dp, int mbs);
+cJSON *pdbx_event_point_start(int point, int tp, int pp, int dp, int ep, int mbs);
 /* Required: point (>= 0). */
 int pdbx_event_decode_point_start(const cJSON *ev, pdbx_ev_point_start *out, char *err, size_t errlen);
 
@@ -173,9 +176,11 @@ cJSON *pdbx_event_step(int point, const pdbx_cell *layer, const pdbx_cell *total
 /* Required: point; each present cell needs stats. */
 int pdbx_event_decode_step(const cJSON *ev, pdbx_ev_step *out, char *err, size_t errlen);
 
+/* ep_alltoall: a MoE layer's expert-parallel all-to-all at EP > 1 (ep_dispatch's forward cell
+ * as a collective: its S, the EP group's size, algbw and nccl-tests' all_to_all busbw). */
 typedef enum { PDBX_COMM_TP_ALLREDUCE = 0, PDBX_COMM_PP_SENDRECV, PDBX_COMM_DP_ALLREDUCE,
-               PDBX_COMM_KINDS } pdbx_comm_kind;
-const char *pdbx_comm_kind_name(pdbx_comm_kind k);   /* "tp_allreduce", ... */
+               PDBX_COMM_EP_ALLTOALL, PDBX_COMM_KINDS } pdbx_comm_kind;
+const char *pdbx_comm_kind_name(pdbx_comm_kind k);   /* "tp_allreduce", ... "ep_alltoall" */
 
 typedef struct {
     int point;

@@ -35,12 +35,13 @@ static int get_point(const cJSON *ev, pdbx_event_type t, int *point, char *err, 
     return 0;
 }
 
-cJSON *pdbx_event_point_start(int point, int tp, int pp, int dp, int mbs)
+cJSON *pdbx_event_point_start(int point, int tp, int pp, int dp, int ep, int mbs)
 {
     cJSON *ev = ev_new_event(PDBX_EV_POINT_START);
-    pdbx_ev_point_start ps = {point, tp, pp, dp, mbs, 0, 1};
+    pdbx_ev_point_start ps = {point, tp, pp, dp, mbs, 0, 1, ep};
     int ok = ev && jf_put_num(ev, "point", point) &&
-             jf_put_fields(ev, &ps, shape_fields, JF_N(shape_fields) - 1);   /* no seq_len */
+             jf_put_fields(ev, &ps, shape_fields, JF_N(shape_fields) - 1) &&   /* no seq_len */
+             (ep <= 1 || jf_put_num(ev, "ep", ep));   /* a dense run's events read as before */
     return jf_done(ev, ok);
 }
 
@@ -50,6 +51,8 @@ int pdbx_event_decode_point_start(const cJSON *ev, pdbx_ev_point_start *out, cha
         return -1;
     out->has_shape = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ev, shape_fields[0].name));
     jf_get_fields(ev, out, shape_fields, JF_N(shape_fields));
+    if (!jf_int(ev, "ep", &out->ep) || out->ep < 1 || out->ep > PDBX_RUN_MAX_RANKS)
+        out->ep = 1;   /* absent (older runs, EP 1) or out of range: no expert parallelism */
     return 0;
 }
 
@@ -185,7 +188,7 @@ int pdbx_event_decode_step(const cJSON *ev, pdbx_ev_step *out, char *err, size_t
 
 static const char *const comm_kinds[PDBX_COMM_KINDS] = {
     [PDBX_COMM_TP_ALLREDUCE] = "tp_allreduce", [PDBX_COMM_PP_SENDRECV] = "pp_sendrecv",
-    [PDBX_COMM_DP_ALLREDUCE] = "dp_allreduce",
+    [PDBX_COMM_DP_ALLREDUCE] = "dp_allreduce", [PDBX_COMM_EP_ALLTOALL] = "ep_alltoall",
 };
 
 const char *pdbx_comm_kind_name(pdbx_comm_kind k)
@@ -211,7 +214,7 @@ int pdbx_event_decode_comm(const cJSON *ev, pdbx_ev_comm *out, char *err, size_t
     int k = jf_name_index(kind, comm_kinds, PDBX_COMM_KINDS);
     if (k < 0)
         return pdbx_fail(err, errlen, "comm event (point %d): field \"kind\" is \"%s\"; allowed: "
-                         "tp_allreduce, pp_sendrecv, dp_allreduce", out->point, kind ? kind : "(missing)");
+                         "tp_allreduce, pp_sendrecv, dp_allreduce, ep_alltoall", out->point, kind ? kind : "(missing)");
     out->kind = (pdbx_comm_kind)k;
     pdbx_comm_cell *c = &out->cell;
     *c = (pdbx_comm_cell){.valid = 1, .algbw = NAN, .busbw = NAN};

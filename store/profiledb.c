@@ -66,6 +66,7 @@ static void point_init(pdbx_point *p, int index)
 {
     memset(p, 0, sizeof *p);
     p->index = index;
+    p->ep = 1;
     p->status = PDBX_POINT_PENDING;
     p->profile_mem_bytes = p->mem_peak_bytes = p->mem_base_bytes = p->setup_s = NAN;
 }

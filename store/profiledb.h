@@ -141,6 +141,7 @@ typedef struct {
     int index;               /* position in the planned point list */
     int tp, pp, dp, mbs;
     int seq_len;
+    int ep;                  /* expert-parallel degree, 1 unless the run says more */
     pdbx_point_status status;
     char *message;           /* owned; reason for oom/error/skipped, else NULL */
     double predicted_mem_bytes;   /* run_start's prediction: training memory of the full model */
@@ -162,6 +163,7 @@ typedef struct {
      * valid == 0 for runs recorded before the engine measured them: views print N/A. */
     pdbx_cell layer, total;
     pdbx_comm_cell tp_allreduce, pp_sendrecv, dp_allreduce;
+    pdbx_comm_cell ep_alltoall;   /* EP > 1: the MoE layers' all-to-all (events.h) */
 } pdbx_point;
 
 /* One entry of the collectives sweep. */
@@ -310,13 +312,14 @@ void pdbx_run_warn(pdbx_run *run, const char *fmt, ...) __attribute__((format(pr
  * (every folded run), a scan for a run whose points[] a caller filled itself. */
 const pdbx_point *pdbx_run_point(const pdbx_run *run, int index);
 
-/* Points of one parallel config (tp, pp, dp) in MBS order; returns the count written. */
+/* Points of one parallel config (tp, pp, dp) at EP 1 in MBS order; returns the count written
+ * (a run's EP > 1 configs are pdbx_runtable's, which groups by (tp, pp, dp, ep)). */
 size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
                               const pdbx_point **out, size_t cap);
 /* Distinct (tp, pp, dp) configs in plan order; returns the count written (3 ints each), 0 when
  * out of memory. */
 size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap);
-/* Sorts pointers into one run's points[] by (tp, pp, dp, mbs), ties in plan order: the
+/* Sorts pointers into one run's points[] by (tp, pp, dp, ep, mbs), ties in plan order: the
  * O(n log n) grouping every per-config view is built on. */
 void pdbx_run_sort_by_config(const pdbx_point **pts, size_t n);
 size_t pdbx_run_points_done(const pdbx_run *run);   /* points no longer pending/running */

@@ -25,6 +25,8 @@ int pdb_apply_point_start(pdbx_run *run, const cJSON *ev, double t, char *err, s
         return -1;
     if (ps.has_shape && p->tp == 0)
         pdb_set_shape(p, ps.tp, ps.pp, ps.dp, ps.mbs, ps.seq_len);
+    if (ps.ep > 1)
+        p->ep = ps.ep;
     p->status = PDBX_POINT_RUNNING;
     if (t > 0)
         p->started = t;
@@ -99,7 +101,8 @@ int pdb_apply_comm(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
     pdbx_point *p = pdb_event_point(run, c.point, PDBX_EV_COMM, err, errlen);
     if (!p)
         return -1;
-    pdbx_comm_cell *dst[PDBX_COMM_KINDS] = {&p->tp_allreduce, &p->pp_sendrecv, &p->dp_allreduce};
+    pdbx_comm_cell *dst[PDBX_COMM_KINDS] = {&p->tp_allreduce, &p->pp_sendrecv, &p->dp_allreduce,
+                                            &p->ep_alltoall};
     *dst[c.kind] = c.cell;
     return 0;
 }

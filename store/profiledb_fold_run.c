@@ -48,6 +48,8 @@ static int apply_plan(pdbx_run *run, const cJSON *ev, char *err, size_t errlen)
             return -1;
         }
         pdb_set_shape(p, pts[i].tp, pts[i].pp, pts[i].dp, pts[i].mbs, pts[i].seq_len);
+        if (pts[i].ep > 1)
+            p->ep = pts[i].ep;
         if (p->seq_len == 0)
             p->seq_len = run->seq_len;
         if (pts[i].predicted_mem_bytes != 0.0)

@@ -16,8 +16,8 @@
 static int by_config_mbs(const void *pa, const void *pb)
 {
     const pdbx_point *a = *(const pdbx_point *const *)pa, *b = *(const pdbx_point *const *)pb;
-    const int ka[4] = { a->tp, a->pp, a->dp, a->mbs }, kb[4] = { b->tp, b->pp, b->dp, b->mbs };
-    for (int i = 0; i < 4; i++)
+    const int ka[5] = { a->tp, a->pp, a->dp, a->ep, a->mbs }, kb[5] = { b->tp, b->pp, b->dp, b->ep, b->mbs };
+    for (int i = 0; i < 5; i++)
         if (ka[i] != kb[i])
             return ka[i] < kb[i] ? -1 : 1;
     return a < b ? -1 : a > b;
@@ -40,7 +40,7 @@ size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
     size_t n = 0;
     for (size_t i = 0; i < run->npoints && n < cap; i++) {
         const pdbx_point *p = &run->points[i];
-        if (p->tp == tp && p->pp == pp && p->dp == dp)
+        if (p->tp == tp && p->pp == pp && p->dp == dp && p->ep <= 1)
             out[n++] = p;
     }
     qsort(out, n, sizeof *out, by_config_mbs);
@@ -61,7 +61,7 @@ size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap)
     size_t nfirst = 0;
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *p = all[i], *f = nfirst ? all[nfirst - 1] : NULL;
-        if (f && f->tp == p->tp && f->pp == p->pp && f->dp == p->dp) {
+        if (f && f->tp == p->tp && f->pp == p->pp && f->dp == p->dp) {   /* EP 2 joins EP 1's */
             if (p < f)
                 all[nfirst - 1] = p;
             continue;

@@ -63,6 +63,7 @@ int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_
     out->tp = tp;
     out->pp = pp;
     out->dp = dp;
+    out->ep = 1;                   /* pdbx_run_config_points: the EP 1 config */
     size_t cap = 0;                /* exactly the config's points: no npoints-sized row per config */
     for (size_t i = 0; i < run->npoints; i++)
         cap += run->points[i].tp == tp && run->points[i].pp == pp && run->points[i].dp == dp;
@@ -93,7 +94,7 @@ void pdbx_rt_config_free(pdbx_rt_config *c)
 
 static int same_config(const pdbx_point *a, const pdbx_point *b)
 {
-    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp;
+    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->ep == b->ep;
 }
 
 typedef struct {
@@ -155,6 +156,7 @@ int pdbx_runtable_build_pass(const pdbx_run *run, int only_tp, pdbx_pass_sel sel
         c->tp = all[s]->tp;
         c->pp = all[s]->pp;
         c->dp = all[s]->dp;
+        c->ep = all[s]->ep > 1 ? all[s]->ep : 1;
         c->pass = sel;
         if (!(c->points = calloc(e - s, sizeof *c->points)))
             goto fail;

@@ -59,6 +59,7 @@ typedef struct {
 
 typedef struct {
     int tp, pp, dp;
+    int ep;                    /* expert-parallel degree (1: none); configs differ by it too */
     size_t npoints;
     pdbx_rt_point *points;     /* MBS order (owned) */
     int op_present[PDBX_OP_COUNT];   /* 1 when any point measured the op */

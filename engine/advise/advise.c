@@ -260,7 +260,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
          * the pipeline and back, each further micro-batch adds one forward and one backward */
         row->pp_comm_ms = 2.0 * (row->num_mb + pp - 2) * row->p2p_ms;
     }
-    pdbx_parallel par = { tp, pp, dp };
+    pdbx_parallel par = { tp, pp, dp, 1 };
     pdbx_memory mem;
     pdbx_memory_predict(&c->spec, &par, mbs, &mem);
     if (dp > 1) {

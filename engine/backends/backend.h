@@ -47,9 +47,11 @@
  *    has a new value; the buffer roles gained the q/k norm weights and their gradient.
  * 12: the MLA ops (attn_q_a .. attn_kv_b) and the mixture-of-experts ops (moe_*, ep_*): every
  *    pdbx_op from attn_k on has a new value; the all_to_all collective (pdbx_coll).
- * 13: pdbx_point_shapes.moe_imbalance (the spec's moe_routing: the backends run a MoE layer's
- *    experts on plan_moe.h's assignment at that imbalance). */
-#define PDBX_BACKEND_ABI 13
+ * 13: pdbx_point_shapes gained moe_imbalance (the spec's moe_routing): a MoE point's measured
+ *    assignment.
+ * 14: pdbx_point_shapes gained ep (expert parallelism): a MoE point holds E / ep experts and
+ *    runs them on the measured EP rank's received rows. */
+#define PDBX_BACKEND_ABI 14
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;
@@ -91,6 +93,11 @@ typedef struct {
     /* the spec's moe_routing (1: balanced): the backend runs a MoE layer's permute, experts and
      * unpermute on plan_moe.h's assignment at this imbalance (docs/engine.md) */
     double moe_imbalance;
+    /* the config's expert-parallel degree (1: none): the backend holds E / ep experts and runs
+     * them on the measured EP rank's received rows (plan_moe.h, pdbx_moe_rank_load), permute and
+     * unpermute on the rank's own R x top_k copies; shape[] is pdbx_op_shape_ep's at this ep.
+     * The all-to-alls (ep_dispatch, ep_combine) are the engine's, on the comm backend. */
+    int ep;
 } pdbx_point_shapes;
 
 /* The spans the engine measures as a whole (store/profiledb.h, pdbx_point's layer and total):

@@ -87,7 +87,19 @@ const char *pdbx_dtype_name(pdbx_dtype d);            /* "bf16", "fp16", "fp32" 
 int pdbx_dtype_bytes(pdbx_dtype d);
 const char *pdbx_backend_name(pdbx_backend_kind b);   /* "auto", "cpu", "cuda" */
 
-typedef struct { int tp, pp, dp; } pdbx_parallel;
+/* One parallel configuration: tensor, pipeline and data parallel degrees (tp x pp x dp GPUs),
+ * and the expert-parallel degree ep of a mixture-of-experts model (default 1). EP adds no GPUs:
+ * Megatron-LM's expert layout with expert_tensor_parallel_size 1 and
+ * expert_model_parallel_size ep takes the EP ranks from a pipeline stage's tp x dp ranks
+ * (its expert RankGenerator, order tp-ep-dp-pp with etp 1: an EP group is ep consecutive ranks
+ * of a stage, the expert data parallel degree tp x dp / ep), so ep divides tp x dp. With TP > 1
+ * an EP group spans the TP ranks first, whose tokens differ under sequence parallelism. ep 0
+ * (a struct built before ep existed, zeroed) reads as 1: pdbx_par_ep. */
+typedef struct { int tp, pp, dp, ep; } pdbx_parallel;
+static inline int pdbx_par_ep(const pdbx_parallel *p)
+{
+    return p && p->ep > 1 ? p->ep : 1;
+}
 
 /* The attention grid of the inference phase (spec `kv_cache`, docs/spec.md "Inference
  * grids"): prefill rows (batch 1, a chunk of C query tokens attending causally to a cached
@@ -350,6 +362,10 @@ typedef struct {
 typedef struct {
     pdbx_model model;
     int tp, pp, dp, mbs, seq_len;
+    int ep;                       /* expert-parallel degree (0 reads as 1): E / ep experts and the
+                                   * measured rank's received rows (plan_moe.h), the all-to-all
+                                   * message in the comm buffer */
+    double moe_imbalance;         /* the spec's moe_routing (1: balanced) */
     int layers;                   /* layers instantiated (layers_profiled) */
     pdbx_opmask ops;              /* PDBX_OP_BIT mask prepared */
     uint32_t passes;              /* PDBX_PASS_BIT mask: bwd adds the gradient buffers */
@@ -371,6 +387,7 @@ typedef struct {
      * (capped at PDBX_CPU_DP_CAP_BYTES on the cpu); 0 where the group has one rank (nothing
      * runs). The comm buffer is the largest. */
     double tp_bytes, pp_bytes, dp_bytes;
+    double ep_bytes;              /* the EP all-to-all's S (plan_comm.h); 0 at EP 1 */
 } pdbx_profile_memory;
 
 /* DP all-reduce message cap on the cpu backend: a real stage's gradients (GBs) would take
@@ -411,7 +428,8 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
 typedef struct {
     int index, config;            /* position in the plan; index into spec->configs */
     int tp, pp, dp, mbs;
-    int ranks;                    /* tp * pp * dp */
+    int ep;                       /* expert-parallel degree (1: none; within tp x dp) */
+    int ranks;                    /* tp * pp * dp (EP adds none) */
     pdbx_memory mem;              /* (b) training memory of the full model per rank */
     int train_oom;                /* mem.total > gpu.mem_bytes: planning information only */
     /* (a) profile memory: what the engine allocates at this point on one rank (kind_bytes,
@@ -452,6 +470,10 @@ typedef struct {
     int bias;
 } pdbx_op_shape;
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+/* The same at expert-parallel degree ep (pdbx_op_shape_for is ep 1): the MoE expert ops on the
+ * measured rank's E / ep experts and its received rows, ep_dispatch / ep_combine moving the
+ * all-to-all message of plan_comm.h (pdbx_plan_ep_bytes); every other op as at EP 1. */
+int pdbx_op_shape_ep(const pdbx_spec *spec, int tp, int ep, int mbs, pdbx_op op, pdbx_op_shape *out);
 /* The RoPE base the backends build attn_rope's cos/sin table with: the model's rope_theta is
  * not read (pdbx_model has no field for it), so Llama 2's 10000. It changes the table's values,
  * not the op's work: the time of attn_rope does not depend on it. */

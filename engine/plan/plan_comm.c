@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/plan/plan_internal.h"
+#include "engine/plan/plan_moe.h"
 
 #define PAGE 4096.0
 
@@ -35,4 +36,34 @@ void pdbx_plan_comm_bytes(const pdbx_model *model, int tp, int pp, int dp, int m
         out->dp_bytes = bytes < PAGE ? PAGE : bytes;
     }
     out->buffer_bytes = fmax(out->tp_bytes, fmax(out->pp_bytes, out->dp_bytes));
+}
+
+double pdbx_plan_ep_bytes(const pdbx_model *model, int tp, int ep, int mbs, int seq_len,
+                          pdbx_dtype dtype, double imbalance)
+{
+    if (ep <= 1 || ep > PDBX_MAX_EP || tp < 1 || mbs < 1 || seq_len < 1 || !plan_is_moe(model))
+        return 0;
+    const int64_t T = (int64_t)mbs * seq_len;
+    const pdbx_moe_route r = { (T + tp - 1) / tp, model->arch.moe.top_k, model->arch.moe.experts, ep,
+                               imbalance >= 1 ? imbalance : 1 };
+    int64_t send[PDBX_MAX_EP], recv[PDBX_MAX_EP];
+    pdbx_moe_load load;
+    char err[160];
+    if (pdbx_moe_rank_load(&r, PDBX_MOE_MEASURED_RANK, &load, NULL, send, recv, NULL, err, sizeof err) != 0)
+        return 0;
+    int64_t block = 0;
+    for (int q = 0; q < ep; q++) {
+        block = send[q] > block ? send[q] : block;
+        block = recv[q] > block ? recv[q] : block;
+    }
+    return (double)block * ep * model->hidden * pdbx_dtype_bytes(dtype);
+}
+
+void pdbx_plan_comm_point(const pdbx_model *model, const pdbx_parallel *par, int mbs, int seq_len,
+                          pdbx_dtype dtype, pdbx_backend_kind backend, double imbalance,
+                          pdbx_plan_comm *out)
+{
+    pdbx_plan_comm_bytes(model, par->tp, par->pp, par->dp, mbs, seq_len, dtype, backend, out);
+    out->ep_bytes = pdbx_plan_ep_bytes(model, par->tp, pdbx_par_ep(par), mbs, seq_len, dtype, imbalance);
+    out->buffer_bytes = fmax(out->buffer_bytes, 2 * out->ep_bytes);
 }

@@ -26,6 +26,8 @@
 
 typedef struct {
     double tp_bytes, pp_bytes, dp_bytes;   /* 0 where the group has one rank */
+    double ep_bytes;        /* the EP all-to-all (pdbx_plan_ep_bytes), 0 at EP 1 or without
+                             * pdbx_plan_comm_point; it needs 2 x ep_bytes of buffer */
     pdbx_dtype tp_dtype, pp_dtype, dp_dtype;   /* the element type each moves */
     double dp_full_bytes;   /* the stage's whole gradients in fp32 (dp > 1; else 0) */
     double buffer_bytes;    /* the comm buffer: the largest message; 0 when none runs */
@@ -38,5 +40,28 @@ double pdbx_plan_dp_bucket_elems(int dp);
  * (PDBX_BACKEND_CPU caps the DP message; any other kind does not). */
 void pdbx_plan_comm_bytes(const pdbx_model *model, int tp, int pp, int dp, int mbs, int seq_len,
                           pdbx_dtype dtype, pdbx_backend_kind backend, pdbx_plan_comm *out);
+
+/* The largest EP rank count the planner accepts (spec ep; the all-to-all's block arrays). */
+#define PDBX_MAX_EP 1024
+
+/* S of the expert-parallel all-to-all of a MoE layer (ep_dispatch; ep_combine returns the same
+ * rows the other way, the same S) at config (tp, ep), micro-batch mbs, in dtype: from
+ * plan_moe.h's load of the measured rank at R = ceil(mbs x seq_len / tp) rows, top_k, the
+ * model's experts and the routing imbalance f, the largest block it sends to or receives from
+ * any EP rank (itself included), x ep ranks, x hidden x dtype bytes. The comm backends' all_to_all
+ * moves equal blocks, so the measured all-to-all is the uniform one at the largest block: exact
+ * for balanced routing (every block R top_k / ep rows), an upper bound under imbalance, where
+ * the busiest rank receives more than it sends (until the comm backend grows all_to_allv).
+ * 0 at ep <= 1, for a dense model, or when the routing is not valid (ep not dividing experts,
+ * ep > PDBX_MAX_EP). */
+double pdbx_plan_ep_bytes(const pdbx_model *model, int tp, int ep, int mbs, int seq_len,
+                          pdbx_dtype dtype, double imbalance);
+
+/* pdbx_plan_comm_bytes for config par (its ep included: ep_bytes, and the buffer at least
+ * 2 x ep_bytes: the all-to-all is out of place, S sent from the buffer, S received after it)
+ * at the routing imbalance f. The engine's point_comm and the profile memory's comm entry. */
+void pdbx_plan_comm_point(const pdbx_model *model, const pdbx_parallel *par, int mbs, int seq_len,
+                          pdbx_dtype dtype, pdbx_backend_kind backend, double imbalance,
+                          pdbx_plan_comm *out);
 
 #endif

@@ -49,7 +49,7 @@ cJSON *pdbx_plan_run_start(const pdbx_ev_launcher *who, const char *backend, cJS
         ep[i] = (pdbx_ev_plan_point){ .index = pts[i].index, .tp = pts[i].tp, .pp = pts[i].pp,
                                       .dp = pts[i].dp, .mbs = pts[i].mbs, .seq_len = sp->seq_len,
                                       .predicted_mem_bytes = pts[i].mem.total,
-                                      .predicted_oom = pts[i].train_oom };
+                                      .predicted_oom = pts[i].train_oom, .ep = pts[i].ep };
     cJSON *ev = pdbx_event_run_start(&h, spec, env, ep, n);
     free(ep);
     return ev;

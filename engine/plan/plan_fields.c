@@ -31,14 +31,16 @@ const plan_field_def plan_fields[] = {
     {"nodes", PLAN_F_INT, 1, 4096, "N", NULL, "nodes", NULL},
     {"launcher", PLAN_F_STR, NO_RANGE, "LAUNCHER", "auto, local, mpirun, srun (auto: srun inside a "
      "Slurm allocation, else local)", "how the ranks are started (docs/launch.md)", NULL},
-    {"configs", PLAN_F_LIST, NO_RANGE, "TPxPPxDP,...", "1 to 64 configurations, e.g. 1x8x1,2x4x1",
-     "parallel configurations", NULL},
+    {"configs", PLAN_F_LIST, NO_RANGE, "TPxPPxDP[xEP],...", "1 to 64 configurations, e.g. 1x8x1,2x4x1,"
+     "1x1x4x2", "parallel configurations (EP: expert parallelism within tp x dp)", NULL},
     {"tp", PLAN_F_LIST, 1, PLAN_TP_MAX, "LIST", NULL,
      "TP degrees (cross product with pp, dp)", "from configs"},
     {"pp", PLAN_F_LIST, 1, PLAN_PP_MAX, "LIST", NULL, "PP degrees",
      "from configs"},
     {"dp", PLAN_F_LIST, 1, PLAN_DP_MAX, "LIST", NULL, "DP degrees",
      "from configs"},
+    {"ep", PLAN_F_LIST, 1, PLAN_EP_MAX, "LIST", "1..1024, dividing the experts and tp x dp (MoE models)",
+     "EP degrees (expert parallelism, within tp x dp)", "from configs"},
     {"gpus", PLAN_F_INT, 1, PLAN_GPUS_MAX, "N", "1..gpus_per_node x nodes", "GPUs per configuration "
      "(DP = gpus/(tp*pp))", "from configs"},
     {"mbs", PLAN_F_LIST, NO_RANGE, "MIN:MAX", "powers of two, 1 <= MIN <= MAX <= 1024",
@@ -139,7 +141,11 @@ static void list_text(const pdbx_spec *s, const char *f, char *buf, size_t len)
     do { if (used < len) used += (size_t)snprintf(buf + used, len - used, __VA_ARGS__); } while (0)
     if (strcmp(f, "configs") == 0) {
         for (int i = 0; i < s->nconfigs && i < PDBX_MAX_CONFIGS; i++)
+        {
             APPEND("%s%dx%dx%d", i ? "," : "", s->configs[i].tp, s->configs[i].pp, s->configs[i].dp);
+            if (pdbx_par_ep(&s->configs[i]) > 1)
+                APPEND("x%d", s->configs[i].ep);
+        }
     } else if (strcmp(f, "passes") == 0) {
         for (int p = 0, n = 0; p < PDBX_PASS_COUNT; p++)
             if (s->passes & PDBX_PASS_BIT(p))

@@ -103,14 +103,20 @@ int plan_layers_per_stage(const pdbx_model *m, int pp);
 /* Parameters one rank of pipeline stage 0 holds: its layers' share under TP, the
  * vocab-parallel embedding, and with pp == 1 the final norm and lm_head (plan_memory.c). */
 double plan_stage_params(const pdbx_model *m, int tp, int pp);
+/* The same with expert parallelism ep (plan_stage_params is ep 1): each MoE layer holds E / ep
+ * experts whole (expert tensor parallelism 1). */
+double plan_stage_params_ep(const pdbx_model *m, int tp, int pp, int ep);
+/* The routed experts' parameters among them (0 for a dense model): what the expert data
+ * parallel group (tp x dp / ep ranks) reduces and, with ZeRO-1, shards its optimizer over. */
+double plan_stage_expert_params(const pdbx_model *m, int pp, int ep);
 
 /* ---- mixture of experts and MLA (plan_shapes_moe.c, plan_params.c) ------------------------ */
 /* The shape helpers of plan_shapes.c: a GEMM [m,k] x [k,n] (2mnk FLOPs, the three matrices'
  * bytes) and an elementwise op over rows x cols with its FLOPs per element and bytes. */
 void plan_shape_gemm(pdbx_op_shape *o, int64_t m, int64_t n, int64_t k, double e);
 void plan_shape_elementwise(pdbx_op_shape *o, int64_t rows, int64_t cols, double flops_per_elem, double bytes);
-/* pdbx_op_shape_for's MLA ops (attn_q_a .. attn_kv_b) and MoE ops (moe_* and ep_*). */
-int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+/* pdbx_op_shape_ep's MLA ops (attn_q_a .. attn_kv_b) and MoE ops (moe_* and ep_*) at EP ep. */
+int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int ep, int mbs, pdbx_op op, pdbx_op_shape *out);
 /* 1 for a model with routed experts (arch.moe.experts > 0). */
 int plan_is_moe(const pdbx_model *m);
 /* Width of the shared experts' MLP (all of them as one: DeepSeek's n_shared x moe width,
@@ -157,6 +163,7 @@ int plan_read_coll_sizes(const cJSON *v, pdbx_spec *s, char *err, size_t errlen)
 #define PLAN_TP_MAX 4096
 #define PLAN_PP_MAX 4096
 #define PLAN_DP_MAX 65536
+#define PLAN_EP_MAX 1024        /* PDBX_MAX_EP (plan_comm.h) */
 #define PLAN_GPUS_MAX 1048576   /* gpus of one configuration */
 
 typedef struct {
@@ -165,13 +172,16 @@ typedef struct {
 } plan_config_set;
 
 void plan_configs_apply(pdbx_spec *s, const plan_config_set *cs);
-/* tp x pp x dp (TP outermost), or with gpus > 0 tp x pp with DP = gpus/(tp*pp); combinations
- * not fitting gpus_per_node x nodes, or not dividing gpus, are skipped (error if none is left). */
+/* tp x pp x dp x ep (TP outermost), or with gpus > 0 tp x pp x ep with DP = gpus/(tp*pp);
+ * combinations not fitting gpus_per_node x nodes, or not dividing gpus, are skipped, and with
+ * several eps an ep not dividing tp*dp (error if none is left). eps NULL: ep 1. */
 int plan_configs_cross(const pdbx_spec *s, const int *tps, size_t ntp, const int *pps, size_t npp, const int *dps,
-                       size_t ndp, long long gpus, plan_config_set *out, char *err, size_t errlen);
+                       size_t ndp, const int *eps, size_t nep, long long gpus, plan_config_set *out, char *err,
+                       size_t errlen);
 int plan_configs_from_json(const cJSON *v, plan_config_set *out, char *err, size_t errlen);
-int plan_configs_from_text(const char *str, plan_config_set *out, char *err, size_t errlen);   /* "1x8x1,2x4x1" */
-/* pdbx_spec_set of tp, pp, dp or gpus: rebuilds s->configs from the current ones. */
+/* "1x8x1,2x4x1" or with EP "1x1x4x2" */
+int plan_configs_from_text(const char *str, plan_config_set *out, char *err, size_t errlen);
+/* pdbx_spec_set of tp, pp, dp, ep or gpus: rebuilds s->configs from the current ones. */
 int plan_configs_override(pdbx_spec *s, const char *field, const cJSON *v, char *err, size_t errlen);
 
 /* ---- the inference grids (plan_infer.c) ---- */

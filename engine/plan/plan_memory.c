@@ -5,6 +5,7 @@
  * last stage holds one), and its embedding table is as large as the last stage's lm_head, so
  * it is the fullest stage. With uneven splits it is given ceil(layers / PP) layers. */
 #include "engine/plan/plan_internal.h"
+#include "engine/plan/plan_comm.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -37,11 +38,18 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
     const double kv = plan_kv_heads_per_rank(m, par->tp);   /* kv heads held per rank */
     const double L = plan_layers_per_stage(m, par->pp);
 
-    double params = plan_stage_params(m, par->tp, par->pp);
+    /* expert parallelism (plan.h): E / ep experts per rank; with ZeRO-1 the experts' optimizer
+     * states are sharded over the expert data parallel group, tp x dp / ep ranks (Megatron's
+     * distributed optimizer shards each parameter over the group that reduces its gradient) */
+    const int ep = pdbx_par_ep(par);
+    double params = plan_stage_params_ep(m, par->tp, par->pp, ep);
+    const double experts = plan_stage_expert_params(m, par->pp, ep);
+    const double edp = (double)par->tp * par->dp / ep;
     out->params_per_rank = params;
     out->weights = e * params;
     out->grads = e * params;
-    out->optimizer = (spec->bytes_per_param - 2 * e) * params / (spec->zero1 ? par->dp : 1);
+    out->optimizer = (spec->bytes_per_param - 2 * e) *
+                     (spec->zero1 ? (params - experts) / par->dp + experts / (edp >= 1 ? edp : 1) : params);
 
     /* Activations kept for backward per layer per micro-batch (Korthikanti et al. 2022, no
      * sequence parallelism) adapted to Llama: replicated [s,b,h] tensors (two norm inputs, two
@@ -86,5 +94,8 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
         out->activations = s * b * h * e * L * par->pp + per_layer + fmax(moe_layers < L ? dense_mlp : 0, moe_mlp);
     else
         out->activations = layers_act * par->pp;       /* 1F1B: PP micro-batches in flight */
+    /* EP > 1: the all-to-all's send and receive buffers of one MoE layer at a time (2 S,
+     * plan_comm.h), held during the layer's dispatch and combine */
+    out->activations += 2 * pdbx_plan_ep_bytes(m, par->tp, ep, mbs, spec->seq_len, spec->dtype, spec->moe_imbalance);
     out->total = out->weights + out->grads + out->optimizer + out->activations;
 }

@@ -71,14 +71,34 @@ double plan_layer_mlp_params(const pdbx_model *m, int tp, int ep, int moe)
 
 double plan_stage_params(const pdbx_model *m, int tp, int pp)
 {
+    return plan_stage_params_ep(m, tp, pp, 1);
+}
+
+/* The MoE layers among stage 0's L layers (the dense ones come first: DeepSeek). */
+static int stage_moe_layers(const pdbx_model *m, int L)
+{
+    int dense = plan_is_moe(m) ? m->arch.moe.first_dense_layers : L;
+    dense = dense < 0 ? 0 : dense > L ? L : dense;
+    return L - dense;
+}
+
+double plan_stage_expert_params(const pdbx_model *m, int pp, int ep)
+{
+    if (!plan_is_moe(m))
+        return 0;
+    const double E = m->arch.moe.experts, Ie = m->arch.moe.expert_intermediate;
+    return stage_moe_layers(m, plan_layers_per_stage(m, pp)) * (E / (ep > 0 ? ep : 1)) * 3 * m->hidden * Ie;
+}
+
+double plan_stage_params_ep(const pdbx_model *m, int tp, int pp, int ep)
+{
     const double h = m->hidden, V = (double)plan_vocab_per_rank(m, tp) * tp;
     const int L = plan_layers_per_stage(m, pp);
     /* stage 0 holds the model's first layers: DeepSeek's dense ones first */
-    int dense = plan_is_moe(m) ? m->arch.moe.first_dense_layers : L;
-    dense = dense < 0 ? 0 : dense > L ? L : dense;
+    const int moe = stage_moe_layers(m, L), dense = L - moe;
     const double attn = plan_layer_attn_params(m, tp);
     double params = dense * (attn + plan_layer_mlp_params(m, tp, 1, 0)) +
-                    (L - dense) * (attn + plan_layer_mlp_params(m, tp, 1, 1)) + V * h / tp;   /* + embedding */
+                    moe * (attn + plan_layer_mlp_params(m, tp, ep, 1)) + V * h / tp;   /* + embedding */
     /* learned positions: Megatron's position_embeddings, a plain (replicated) table on stage 0 */
     if (m->arch.position == PDBX_POS_LEARNED)
         params += (double)m->arch.max_positions * h;

@@ -30,6 +30,7 @@ int pdbx_plan_expand(const pdbx_spec *spec, pdbx_plan_point **out, size_t *n, ch
             p->tp = par->tp;
             p->pp = par->pp;
             p->dp = par->dp;
+            p->ep = pdbx_par_ep(par);
             p->mbs = mbs;
             p->ranks = par->tp * par->pp * par->dp;
             pdbx_memory_predict(spec, par, mbs, &p->mem);

@@ -149,11 +149,12 @@ double plan_mem_exact(double bytes)
 static void comm_messages(const pdbx_profile_point *p, pdbx_profile_memory *out)
 {
     pdbx_plan_comm pc;
-    pdbx_plan_comm_bytes(&p->model, p->tp, p->pp, p->dp, p->mbs, p->seq_len, p->dtype, p->backend,
-                         &pc);
+    const pdbx_parallel par = { p->tp, p->pp, p->dp, p->ep };
+    pdbx_plan_comm_point(&p->model, &par, p->mbs, p->seq_len, p->dtype, p->backend, p->moe_imbalance, &pc);
     out->tp_bytes = pc.tp_bytes;
     out->pp_bytes = pc.pp_bytes;
     out->dp_bytes = pc.dp_bytes;
+    out->ep_bytes = pc.ep_bytes;
     if (pc.buffer_bytes > 0)   /* a point without collectives asks for no buffer */
         plan_mem_add(out, PDBX_BUF_COMM, PDBX_MEM_COMM, pc.buffer_bytes, 1);
 }
@@ -320,6 +321,8 @@ void pdbx_profile_point_of(const pdbx_spec *spec, const pdbx_parallel *par, int 
     out->tp = par->tp;
     out->pp = par->pp;
     out->dp = par->dp;
+    out->ep = pdbx_par_ep(par);
+    out->moe_imbalance = spec->moe_imbalance >= 1 ? spec->moe_imbalance : 1;
     out->mbs = mbs;
     out->seq_len = spec->seq_len;
     out->layers = spec->layers_profiled;
@@ -338,7 +341,7 @@ int pdbx_plan_point_memory(const pdbx_spec *spec, const pdbx_plan_point *pt,
                            pdbx_backend_kind backend, int threads, pdbx_profile_memory *pm,
                            char *err, size_t errlen)
 {
-    pdbx_parallel par = { pt->tp, pt->pp, pt->dp };
+    pdbx_parallel par = { pt->tp, pt->pp, pt->dp, pt->ep };
     pdbx_profile_point pp;
     pdbx_profile_point_of(spec, &par, pt->mbs, backend, threads, &pp);
     return pdbx_profile_memory_list(&pp, pm, err, errlen);

@@ -360,7 +360,7 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     case PDBX_OP_MOE_EXPERT_ACT: case PDBX_OP_MOE_EXPERT_DOWN: case PDBX_OP_EP_COMBINE:
     case PDBX_OP_MOE_UNPERMUTE: case PDBX_OP_MOE_SHARED_GATE: case PDBX_OP_MOE_SHARED_UP:
     case PDBX_OP_MOE_SHARED_ACT: case PDBX_OP_MOE_SHARED_DOWN:
-        return plan_shape_moe_mla(spec, tp, mbs, op, out);
+        return plan_shape_moe_mla(spec, tp, 1, mbs, op, out);
     case PDBX_OP_COUNT:
         return -1;
     }
@@ -426,4 +426,13 @@ double pdbx_fused_share(const pdbx_spec *spec, int tp, int mbs, pdbx_op op)
         pdbx_fused_shape_for(spec, tp, mbs, leader, &fused) != 0 || !(fused.flops > 0))
         return NAN;
     return mine.flops / fused.flops;
+}
+
+int pdbx_op_shape_ep(const pdbx_spec *spec, int tp, int ep, int mbs, pdbx_op op, pdbx_op_shape *out)
+{
+    /* the same checks and every non-MoE op as at EP 1; the MoE ops again at ep */
+    const int rc = pdbx_op_shape_for(spec, tp, mbs, op, out);
+    if (rc != 0 || ep <= 1 || !pdbx_op_is_moe(op))
+        return rc;
+    return plan_shape_moe_mla(spec, tp, ep, mbs, op, out);
 }

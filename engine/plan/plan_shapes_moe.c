@@ -12,9 +12,12 @@
  * sent to top_k experts, whole on the EP rank that holds them (E / EP each); with balanced
  * routing every expert receives R x top_k / E rows from each of the EP ranks, so a rank's
  * experts process R x top_k rows whatever EP; the spec's moe_routing skews that by plan_moe.h's
- * model (the rows of the measured rank's experts and of its busiest one). Shared experts are a
+ * model (the rows of the measured rank's experts and of its busiest one; at EP > 1 the busiest
+ * rank receives more than it sends). permute and unpermute move the rank's own R x top_k
+ * copies; ep_dispatch and ep_combine move plan_comm.h's all-to-all message. Shared experts are a
  * dense MLP of their summed width split over TP like mlp_*, over all T rows. */
 #include "engine/plan/plan_internal.h"
+#include "engine/plan/plan_comm.h"
 #include "engine/plan/plan_moe.h"
 
 #include <string.h>
@@ -82,18 +85,19 @@ static int mla_shape(const pdbx_model *m, int tp, int64_t T, pdbx_op op, double 
     }
 }
 
-/* The rows of one rank's MoE layer: R routed, the rows its experts process in all and the
- * busiest expert's, from plan_moe.h's routing model at the spec's imbalance (EP 1: the rank
- * holds every expert, so the total is R x top_k whatever the imbalance; the busiest expert's
- * rows grow with it). */
-static void moe_rows(const pdbx_spec *spec, int tp, int64_t T, int64_t *routed, int64_t *expert_rows,
+/* The rows of one rank's MoE layer: R routed, the rows its E / ep experts receive in all and
+ * the busiest expert's, from plan_moe.h's routing model for the measured rank at the spec's
+ * imbalance (EP 1: the rank holds every expert, so the total is R x top_k whatever the
+ * imbalance; the busiest expert's rows grow with it; EP > 1: the busiest rank receives more
+ * than the R x top_k it sends when the routing is skewed). */
+static void moe_rows(const pdbx_spec *spec, int tp, int ep, int64_t T, int64_t *routed, int64_t *expert_rows,
                      int64_t *busiest)
 {
     const pdbx_arch *a = &spec->model.arch;
     *routed = (T + tp - 1) / tp;
     *expert_rows = *routed * a->moe.top_k;
     *busiest = (*expert_rows + a->moe.experts - 1) / a->moe.experts;
-    const pdbx_moe_route r = { *routed, a->moe.top_k, a->moe.experts, 1,
+    const pdbx_moe_route r = { *routed, a->moe.top_k, a->moe.experts, ep,
                                spec->moe_imbalance >= 1 ? spec->moe_imbalance : 1 };
     pdbx_moe_load load;
     char err[160];
@@ -103,14 +107,15 @@ static void moe_rows(const pdbx_spec *spec, int tp, int64_t T, int64_t *routed, 
     }
 }
 
-static int moe_shape(const pdbx_spec *spec, int tp, int64_t T, pdbx_op op, double e, pdbx_op_shape *out)
+static int moe_shape(const pdbx_spec *spec, int tp, int ep, int64_t T, pdbx_op op, double e, pdbx_op_shape *out)
 {
     const pdbx_model *m = &spec->model;
     const pdbx_arch *a = &m->arch;
     const int64_t h = m->hidden, E = a->moe.experts, k = a->moe.top_k, Ie = a->moe.expert_intermediate;
-    const int64_t Is_t = plan_moe_shared_width(m) / tp;
-    int64_t R, X, busiest;
-    moe_rows(spec, tp, T, &R, &X, &busiest);
+    const int64_t Is_t = plan_moe_shared_width(m) / tp, El = E / ep;
+    int64_t R, X, busiest;   /* X: the rows the rank's experts receive (R x k at EP 1) */
+    moe_rows(spec, tp, ep, T, &R, &X, &busiest);
+    const int64_t own = R * k;   /* the rank's own copies: what permute and unpermute move */
     const double gated_act = 4;   /* SiLU(gate) x up: MoE families are gated SiLU (plan_arch.c) */
     switch (op) {
     case PDBX_OP_MOE_ROUTER: {  /* logits, scores over E and the top-k pick: ~E x 5 per row */
@@ -120,20 +125,24 @@ static int moe_shape(const pdbx_spec *spec, int tp, int64_t T, pdbx_op op, doubl
         return 0;
     }
     case PDBX_OP_MOE_PERMUTE:   /* each row copied to its k places */
-        plan_shape_elementwise(out, X, h, 0, e * (double)(R + X) * (double)h + 4.0 * (double)X);
+        plan_shape_elementwise(out, own, h, 0, e * (double)(R + own) * (double)h + 4.0 * (double)own);
         return 0;
     case PDBX_OP_EP_DISPATCH:
-    case PDBX_OP_EP_COMBINE:    /* at EP 1 nothing crosses ranks */
-        plan_shape_elementwise(out, X, h, 0, 0);
+    case PDBX_OP_EP_COMBINE: {  /* at EP 1 nothing crosses ranks; else the all-to-all's S, as
+                                 * [ep x largest block rows, h] (plan_comm.h) */
+        const double S = pdbx_plan_ep_bytes(m, tp, ep, (int)(T / spec->seq_len), spec->seq_len, spec->dtype,
+                                            spec->moe_imbalance);
+        plan_shape_elementwise(out, ep > 1 ? (int64_t)(S / ((double)h * e)) : own, h, 0, S);
         return 0;
+    }
     case PDBX_OP_MOE_EXPERT_GATE:
     case PDBX_OP_MOE_EXPERT_UP:
     case PDBX_OP_MOE_EXPERT_DOWN: {
         const int down = op == PDBX_OP_MOE_EXPERT_DOWN;
         plan_shape_gemm(out, X, down ? h : Ie, down ? Ie : h, e);
-        out->batch = E;                               /* one GEMM per local expert */
+        out->batch = El;                              /* one GEMM per local expert */
         out->m = busiest;                             /* rows of the busiest expert */
-        out->bytes = e * ((double)X * (double)(h + Ie) + (double)E * (double)h * (double)Ie);
+        out->bytes = e * ((double)X * (double)(h + Ie) + (double)El * (double)h * (double)Ie);
         return 0;
     }
     case PDBX_OP_MOE_EXPERT_ACT:
@@ -141,7 +150,7 @@ static int moe_shape(const pdbx_spec *spec, int tp, int64_t T, pdbx_op op, doubl
         return 0;
     case PDBX_OP_MOE_UNPERMUTE: /* k rows weighted and summed per token */
         plan_shape_elementwise(out, R, h, 2.0 * (double)k,
-                               e * (double)(X + R) * (double)h + 8.0 * (double)X);
+                               e * (double)(own + R) * (double)h + 8.0 * (double)own);
         return 0;
     case PDBX_OP_MOE_SHARED_GATE:
     case PDBX_OP_MOE_SHARED_UP:
@@ -158,7 +167,7 @@ static int moe_shape(const pdbx_spec *spec, int tp, int64_t T, pdbx_op op, doubl
     }
 }
 
-int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out)
+int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int ep, int mbs, pdbx_op op, pdbx_op_shape *out)
 {
     const pdbx_model *m = &spec->model;
     memset(out, 0, sizeof *out);
@@ -171,5 +180,7 @@ int plan_shape_moe_mla(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_
     }
     if (!pdbx_op_is_moe(op) || !plan_is_moe(m))
         return -1;
-    return moe_shape(spec, tp, T, op, e, out);
+    if (ep < 1 || m->arch.moe.experts % ep != 0)
+        return -1;
+    return moe_shape(spec, tp, ep, T, op, e, out);
 }

@@ -97,8 +97,8 @@ void pdbx_spec_defaults(pdbx_spec *s)
     s->backend = PDBX_BACKEND_CPU;
     s->gpus_per_node = 2;
     s->nodes = 1;
-    s->configs[0] = (pdbx_parallel){1, 1, 2};
-    s->configs[1] = (pdbx_parallel){2, 1, 1};
+    s->configs[0] = (pdbx_parallel){1, 1, 2, 1};
+    s->configs[1] = (pdbx_parallel){2, 1, 1, 1};
     s->nconfigs = 2;
     s->mbs_min = 1;
     s->mbs_max = 8;
@@ -317,7 +317,8 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
     for (size_t i = 0; i < plan_nfields; i++) {
         const plan_field_def *f = &plan_fields[i];
         if (f->kind == PLAN_F_LIST && (strcmp(f->name, "configs") == 0 || strcmp(f->name, "tp") == 0 ||
-                                  strcmp(f->name, "pp") == 0 || strcmp(f->name, "dp") == 0))
+                                  strcmp(f->name, "pp") == 0 || strcmp(f->name, "dp") == 0 ||
+                                  strcmp(f->name, "ep") == 0))
             continue;
         if (strcmp(f->name, "gpus") == 0)
             continue;
@@ -331,10 +332,11 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
     const cJSON *jpp = cJSON_GetObjectItemCaseSensitive(obj, "pp");
     const cJSON *jdp = cJSON_GetObjectItemCaseSensitive(obj, "dp");
     const cJSON *jg = cJSON_GetObjectItemCaseSensitive(obj, "gpus");
+    const cJSON *jep = cJSON_GetObjectItemCaseSensitive(obj, "ep");
     plan_config_set cs = {.n = 0};
-    if (jc && (jtp || jpp || jdp || jg))
-        return pdbx_fail(err, errlen, "configs: cannot be combined with tp/pp/dp/gpus (allowed: either a configs "
-                         "list or tp/pp/dp lists)");
+    if (jc && (jtp || jpp || jdp || jg || jep))
+        return pdbx_fail(err, errlen, "configs: cannot be combined with tp/pp/dp/ep/gpus (allowed: either a configs "
+                         "list or tp/pp/dp/ep lists)");
     if (jg && jdp)
         return pdbx_fail(err, errlen, "dp: cannot be combined with gpus (allowed: one of them; with gpus, "
                          "DP = gpus/(tp*pp))");
@@ -342,9 +344,9 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
         if (plan_configs_from_json(jc, &cs, err, errlen) != 0)
             return -1;
         plan_configs_apply(&t, &cs);
-    } else if (jtp || jpp || jdp || jg) {
-        int tps[PLAN_LIST_CAP] = {1}, pps[PLAN_LIST_CAP] = {1}, dps[PLAN_LIST_CAP] = {1};
-        size_t ntp = 1, npp = 1, ndp = 1;
+    } else if (jtp || jpp || jdp || jg || jep) {
+        int tps[PLAN_LIST_CAP] = {1}, pps[PLAN_LIST_CAP] = {1}, dps[PLAN_LIST_CAP] = {1}, eps[PLAN_LIST_CAP] = {1};
+        size_t ntp = 1, npp = 1, ndp = 1, nep = 1;
         long long g = 0;
         if (jtp && plan_read_int_list(jtp, "tp", 1, PLAN_TP_MAX, tps, PLAN_LIST_CAP, &ntp, err, errlen) != 0)
             return -1;
@@ -354,7 +356,9 @@ int pdbx_spec_from_json(const cJSON *obj, const char *origin, pdbx_spec *s, char
             return -1;
         if (jg && plan_json_int(jg, "gpus", 1, PLAN_GPUS_MAX, &g, err, errlen) != 0)
             return -1;
-        if (plan_configs_cross(&t, tps, ntp, pps, npp, dps, ndp, g, &cs, err, errlen) != 0)
+        if (jep && plan_read_int_list(jep, "ep", 1, PLAN_EP_MAX, eps, PLAN_LIST_CAP, &nep, err, errlen) != 0)
+            return -1;
+        if (plan_configs_cross(&t, tps, ntp, pps, npp, dps, ndp, eps, nep, g, &cs, err, errlen) != 0)
             return -1;
         plan_configs_apply(&t, &cs);
     }
@@ -440,7 +444,7 @@ int pdbx_spec_set(pdbx_spec *spec, const char *field, const char *value, char *e
         if (rc == 0)
             plan_configs_apply(&t, &cs);
     } else if (strcmp(field, "tp") == 0 || strcmp(field, "pp") == 0 || strcmp(field, "dp") == 0 ||
-               strcmp(field, "gpus") == 0) {
+               strcmp(field, "ep") == 0 || strcmp(field, "gpus") == 0) {
         rc = plan_configs_override(&t, field, v, err, errlen);
     } else {
         rc = apply_field(&t, f, v, err, errlen);
@@ -479,7 +483,9 @@ static cJSON *configs_to_json(const pdbx_spec *s)
         cJSON *c = cJSON_CreateObject();
         if (push_item(arr, c) != 0 || !cJSON_AddNumberToObject(c, "tp", s->configs[i].tp) ||
             !cJSON_AddNumberToObject(c, "pp", s->configs[i].pp) ||
-            !cJSON_AddNumberToObject(c, "dp", s->configs[i].dp)) {
+            !cJSON_AddNumberToObject(c, "dp", s->configs[i].dp) ||
+            /* ep only when > 1: a dense run's spec reads as it did before ep existed */
+            (pdbx_par_ep(&s->configs[i]) > 1 && !cJSON_AddNumberToObject(c, "ep", s->configs[i].ep))) {
             cJSON_Delete(arr);
             return NULL;
         }

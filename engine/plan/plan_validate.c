@@ -140,6 +140,32 @@ static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
     return 0;
 }
 
+/* A configuration's EP degree (plan.h, pdbx_parallel): Megatron's expert layout with expert
+ * tensor parallelism 1 takes the EP ranks from a pipeline stage's tp x dp ranks, an EP group
+ * being ep consecutive ranks (its expert RankGenerator's order tp-ep-dp-pp), so ep divides
+ * tp x dp (the expert data parallel degree is tp x dp / ep) and the experts split evenly. */
+static int check_ep(const pdbx_spec *s, const pdbx_parallel *c, char *err, size_t errlen)
+{
+    const pdbx_model *m = &s->model;
+    if (c->ep < 0 || c->ep > PLAN_EP_MAX)
+        return pdbx_fail(err, errlen, "ep: %d (allowed: 1..%d)", c->ep, PLAN_EP_MAX);
+    const int ep = pdbx_par_ep(c);
+    if (ep == 1)
+        return 0;
+    if (!plan_is_moe(m))
+        return pdbx_fail(err, errlen, "ep: %d needs a mixture-of-experts model; %s is dense (allowed: 1)", ep,
+                         m->name);
+    if (m->arch.moe.experts % ep != 0)
+        return pdbx_fail(err, errlen, "ep: %d does not divide model %s's %d experts (allowed: a divisor of %d)", ep,
+                         m->name, m->arch.moe.experts, m->arch.moe.experts);
+    const long long td = (long long)c->tp * c->dp;
+    if (td % ep != 0)
+        return pdbx_fail(err, errlen, "ep: %d does not divide tp %d x dp %d = %lld of configuration TP%d/PP%d/DP%d "
+                         "(allowed: a divisor of tp x dp: the EP ranks are taken from a stage's TP and DP ranks, "
+                         "expert tensor parallelism 1)", ep, c->tp, c->dp, td, c->tp, c->pp, c->dp);
+    return 0;
+}
+
 /* Configuration i: its degrees, TP against the model, PP against the layers, the GPUs it needs
  * against the cluster, and no repeat of an earlier one. */
 static int check_config(const pdbx_spec *s, int i, char *err, size_t errlen)
@@ -166,10 +192,11 @@ static int check_config(const pdbx_spec *s, int i, char *err, size_t errlen)
                          "= %lld (allowed: at most %lld GPUs per configuration)", c->tp, c->pp, c->dp, g,
                          s->gpus_per_node, s->nodes, cluster, cluster);
     for (int j = 0; j < i; j++)
-        if (s->configs[j].tp == c->tp && s->configs[j].pp == c->pp && s->configs[j].dp == c->dp)
-            return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d is listed twice (allowed: each configuration "
-                             "once)", c->tp, c->pp, c->dp);
-    return 0;
+        if (s->configs[j].tp == c->tp && s->configs[j].pp == c->pp && s->configs[j].dp == c->dp &&
+            pdbx_par_ep(&s->configs[j]) == pdbx_par_ep(c))
+            return pdbx_fail(err, errlen, "configs: TP%d/PP%d/DP%d%s is listed twice (allowed: each configuration "
+                             "once)", c->tp, c->pp, c->dp, pdbx_par_ep(c) > 1 ? "/EP>1" : "");
+    return check_ep(s, c, err, errlen);
 }
 
 /* fused_projections times each group as one GEMM: its ops are measured together or not at

@@ -356,7 +356,7 @@ static void test_step_event_cells(void **state)
     fill_row(all, 1, PDBX_ROW_OP(PDBX_PASS_FWD, PDBX_OP_MLP_GATE), 2);
     double traces[2 * 4] = { 0 };
     int ntrace[2] = { 0, 0 };
-    pdbx_point_bytes bytes = { 4096, 4096, 4096, PDBX_DTYPE_FP32 };
+    pdbx_point_bytes bytes = { 4096, 4096, 4096, 0, PDBX_DTYPE_FP32 };
     pdbx_point_results res = { all, traces, ntrace, 1, all, -1, NULL };
     pdbx_point_results_events(&e, &pt, &bytes, &res);
     pdbx_events_close(e.ev);

@@ -27,7 +27,7 @@ static void make_spec(pdbx_spec *s, int g, int n, const int *nps, int k)
     s->nodes = n;
     s->nconfigs = k;
     for (int i = 0; i < k; i++)
-        s->configs[i] = (pdbx_parallel){ nps[i], 1, 1 };
+        s->configs[i] = (pdbx_parallel){ nps[i], 1, 1, 1 };
 }
 
 static pdbx_launch_env plain_env(void)

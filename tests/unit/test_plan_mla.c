@@ -147,7 +147,7 @@ static void test_training_activations(void **state)
     assert_int_equal(s.model.arch.mla.q_lora_rank, 0);
     s.flash_attention = 1;
     s.recompute = PDBX_RECOMPUTE_NONE;
-    const pdbx_parallel par = { 1, 1, 1 };
+    const pdbx_parallel par = { 1, 1, 1, 1 };
     pdbx_memory mem;
     pdbx_memory_predict(&s, &par, 1, &mem);
     assert_true(mem.activations == 1019904.0);

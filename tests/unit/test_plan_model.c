@@ -158,7 +158,7 @@ static void test_memory_llama70b_tp8_pp2(void **state)
     (void)state;
     pdbx_spec s;
     load_fasop(&s);
-    pdbx_parallel par = {8, 2, 1};
+    pdbx_parallel par = {8, 2, 1, 1};
     pdbx_memory m;
     pdbx_memory_predict(&s, &par, 1, &m);
     assert_true(m.params_per_rank == 4410179584.0);
@@ -182,14 +182,14 @@ static void test_memory_llama70b_tp8_pp2(void **state)
 
     /* ZeRO-1 over DP 2 halves the optimizer states: TP8/PP2/DP2 -> 26461077504 */
     s.zero1 = 1;
-    pdbx_parallel par2 = {8, 2, 2};
+    pdbx_parallel par2 = {8, 2, 2, 1};
     pdbx_memory_predict(&s, &par2, 1, &m2);
     assert_true(m2.optimizer == 52922155008.0 / 2);
     s.zero1 = 0;
 
     /* PP 1: stage 0 is also the last stage and adds the final norm and the untied lm_head:
      *   80*106971136 + 131334144*2 + 8192 = 8820367360 */
-    pdbx_parallel par3 = {8, 1, 1};
+    pdbx_parallel par3 = {8, 1, 1, 1};
     pdbx_memory_predict(&s, &par3, 1, &m2);
     assert_true(m2.params_per_rank == 8820367360.0);
 
@@ -216,7 +216,7 @@ static void test_memory_reduces_to_korthikanti(void **state)
     s.dtype = PDBX_DTYPE_BF16;
     s.seq_len = 512;
     double h = 1024, a = 16, sq = 512, b = 2, t = 2;
-    pdbx_parallel par = {2, 4, 1};   /* 1 layer per stage, 4 micro-batches in flight */
+    pdbx_parallel par = {2, 4, 1, 1};   /* 1 layer per stage, 4 micro-batches in flight */
     pdbx_memory mm;
     pdbx_memory_predict(&s, &par, 2, &mm);
     double korthikanti = sq * b * h * (10 + 24 / t + 5 * a * sq / (h * t));

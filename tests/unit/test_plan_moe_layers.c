@@ -190,7 +190,7 @@ static void test_profile_memory(void **state)
     tiny_spec(&s);
     assert_int_equal(pdbx_spec_set(&s, "layers", "2", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "passes", "fwd,bwd", err, sizeof err), 0);
-    pdbx_parallel par = { 1, 1, 1 };
+    pdbx_parallel par = { 1, 1, 1, 1 };
     pdbx_profile_point p;
     pdbx_profile_point_of(&s, &par, 1, PDBX_BACKEND_CPU, 1, &p);
     pdbx_profile_memory pm;

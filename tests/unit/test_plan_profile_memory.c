@@ -242,7 +242,7 @@ static void test_cuda_flash_drops_scores(void **state)
     pdbx_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.flash_attention = 1;
-    pdbx_parallel par = {1, 1, 1};
+    pdbx_parallel par = {1, 1, 1, 1};
     pdbx_profile_point_of(&spec, &par, 1, PDBX_BACKEND_CUDA, 1, &p);
     assert_int_equal(p.flash_attention, 1);
 }
@@ -361,7 +361,7 @@ static void test_bwd_from_spec(void **state)
     (void)state;
     pdbx_spec spec;
     pdbx_spec_defaults(&spec);
-    pdbx_parallel par = { 1, 1, 1 };
+    pdbx_parallel par = { 1, 1, 1, 1 };
     pdbx_profile_point pp;
     pdbx_profile_point_of(&spec, &par, 1, PDBX_BACKEND_CPU, 1, &pp);
     assert_int_equal(pp.passes, PDBX_PASS_BIT(PDBX_PASS_FWD));

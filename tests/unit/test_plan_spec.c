@@ -95,7 +95,7 @@ static const bad_spec bad_specs[] = {
     {"{\"configs\": []}", "configs: empty list (allowed: 1 to 64 configurations)"},
     {"{\"configs\": [{\"tp\": 0}]}", "configs[0].tp: 0 is out of range (allowed: 1..4096)"},
     {"{\"configs\": [{\"tp\": 1}], \"tp\": [1]}",
-     "configs: cannot be combined with tp/pp/dp/gpus (allowed: either a configs list or tp/pp/dp lists)"},
+     "configs: cannot be combined with tp/pp/dp/ep/gpus (allowed: either a configs list or tp/pp/dp/ep lists)"},
     {"{\"gpus\": 2, \"dp\": [1]}", "dp: cannot be combined with gpus (allowed: one of them; with gpus, DP = gpus/(tp*pp))"},
     {"{\"gpus\": 4}", "gpus: 4 exceeds gpus_per_node 2 x nodes 1 = 2 (allowed: 1..2)"},
     {"{\"gpus\": 2, \"tp\": [4], \"gpus_per_node\": 4}",
@@ -160,7 +160,7 @@ static void test_unknown_field_lists_allowed(void **state)
     assert_int_equal(spec_from_text("{\"frobnicate\": 1}", &s, err, sizeof err), -1);
     assert_string_equal(err,
                         "unknown field 'frobnicate' (allowed: name, model, gpu, gpu_mem_gb, layers, seq_len, dtype, "
-                        "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, gpus, mbs, mbs_min, mbs_max, repetition, warmup, "
+                        "backend, gpus_per_node, nodes, launcher, configs, tp, pp, dp, ep, gpus, mbs, mbs_min, mbs_max, repetition, warmup, "
                         "steps, target_rel_ci, min_reps, max_reps, max_seconds_per_op, passes, ops, collectives, coll_sizes, predict_oom, bytes_per_param, zero1, flash_attention, recompute, "
                         "moe_routing, timeout_s, flush_l2, fused_projections, fp32_math, gemm_api, tokens, kv_cache, description)");
 }
@@ -189,7 +189,7 @@ static void test_good_specs(void **state)
      * TP outermost (FASOP's order) */
     assert_int_equal(spec_from_text("{\"model\": \"llama70b\", \"gpus_per_node\": 8, \"gpus\": 8,"
                                     " \"tp\": \"1:8\", \"pp\": [1, 2]}", &s, err, sizeof err), 0);
-    static const pdbx_parallel want1[] = {{1, 1, 8}, {1, 2, 4}, {2, 1, 4}, {2, 2, 2}, {4, 1, 2}, {4, 2, 1}, {8, 1, 1}};
+    static const pdbx_parallel want1[] = {{1, 1, 8, 1}, {1, 2, 4, 1}, {2, 1, 4, 1}, {2, 2, 2, 1}, {4, 1, 2, 1}, {4, 2, 1, 1}, {8, 1, 1, 1}};
     assert_int_equal(s.nconfigs, 7);
     for (int i = 0; i < 7; i++) {
         assert_int_equal(s.configs[i].tp, want1[i].tp);

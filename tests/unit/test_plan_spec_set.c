@@ -95,12 +95,12 @@ static void test_overrides_configs(void **state)
     /* tp: the new TP values x the current PP values, DP derived so each GPU count (8, 16) stays */
     pdbx_spec f = s;
     assert_int_equal(pdbx_spec_set(&f, "tp", "1,2", err, sizeof err), 0);
-    static const pdbx_parallel want_tp[] = {{1, 8, 1}, {1, 8, 2}, {1, 4, 2}, {1, 4, 4}, {1, 2, 4}, {1, 2, 8},
-                                            {2, 8, 1}, {2, 4, 1}, {2, 4, 2}, {2, 2, 2}, {2, 2, 4}};
+    static const pdbx_parallel want_tp[] = {{1, 8, 1, 1}, {1, 8, 2, 1}, {1, 4, 2, 1}, {1, 4, 4, 1}, {1, 2, 4, 1}, {1, 2, 8, 1},
+                                            {2, 8, 1, 1}, {2, 4, 1, 1}, {2, 4, 2, 1}, {2, 2, 2, 1}, {2, 2, 4, 1}};
     expect_configs(&f, want_tp, 11);
     f = s;
     assert_int_equal(pdbx_spec_set(&f, "tp", "8", err, sizeof err), 0);
-    static const pdbx_parallel want_tp8[] = {{8, 2, 1}};
+    static const pdbx_parallel want_tp8[] = {{8, 2, 1, 1}};
     expect_configs(&f, want_tp8, 1);
     assert_int_equal(pdbx_spec_set(&f, "tp", "3", err, sizeof err), -1);
     assert_string_equal(err, "tp: no configuration with tp in [3] fits the GPU counts [16] of the current "
@@ -108,7 +108,7 @@ static void test_overrides_configs(void **state)
     /* gpus: each (TP, PP) pair with DP = gpus/(TP*PP); TP8/PP2 does not divide 8 */
     f = s;
     assert_int_equal(pdbx_spec_set(&f, "gpus", "8", err, sizeof err), 0);
-    static const pdbx_parallel want_g8[] = {{1, 8, 1}, {2, 4, 1}, {4, 2, 1}};
+    static const pdbx_parallel want_g8[] = {{1, 8, 1, 1}, {2, 4, 1, 1}, {4, 2, 1, 1}};
     expect_configs(&f, want_g8, 3);
     assert_int_equal(pdbx_spec_set(&f, "gpus", "32", err, sizeof err), -1);
     assert_string_equal(err, "gpus: 32 exceeds gpus_per_node 8 x nodes 2 = 16 (allowed: 1..16)");
@@ -116,18 +116,18 @@ static void test_overrides_configs(void **state)
     f = s;
     assert_int_equal(pdbx_spec_set(&f, "configs", "4x2x1", err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&f, "pp", "1,2,4", err, sizeof err), 0);
-    static const pdbx_parallel want_pp[] = {{4, 1, 2}, {4, 2, 1}};
+    static const pdbx_parallel want_pp[] = {{4, 1, 2, 1}, {4, 2, 1, 1}};
     expect_configs(&f, want_pp, 2);
     /* dp: current TP x PP x the new DP values, over-size combinations skipped */
     assert_int_equal(pdbx_spec_set(&f, "dp", "1,2,4", err, sizeof err), 0);
-    static const pdbx_parallel want_dp[] = {{4, 1, 1}, {4, 1, 2}, {4, 1, 4}, {4, 2, 1}, {4, 2, 2}};
+    static const pdbx_parallel want_dp[] = {{4, 1, 1, 1}, {4, 1, 2, 1}, {4, 1, 4, 1}, {4, 2, 1, 1}, {4, 2, 2, 1}};
     expect_configs(&f, want_dp, 5);
     /* explicit configurations */
     assert_int_equal(pdbx_spec_set(&f, "configs", "1x8x1,2x4x1", err, sizeof err), 0);
-    static const pdbx_parallel want_c[] = {{1, 8, 1}, {2, 4, 1}};
+    static const pdbx_parallel want_c[] = {{1, 8, 1, 1}, {2, 4, 1, 1}};
     expect_configs(&f, want_c, 2);
     assert_int_equal(pdbx_spec_set(&f, "configs", "1x8", err, sizeof err), -1);
-    assert_string_equal(err, "configs: expected TPxPPxDP (e.g. 2x4x1), got \"1x8\"");
+    assert_string_equal(err, "configs: expected TPxPPxDP or TPxPPxDPxEP (e.g. 2x4x1, 1x1x4x2), got \"1x8\"");
 
     /* model override, then validation catches what no longer fits */
     assert_int_equal(pdbx_spec_set(&f, "model", "llama1b", err, sizeof err), 0);
@@ -139,7 +139,7 @@ static void test_overrides_configs(void **state)
     /* the quick preset: dp on 2 ranks */
     assert_int_equal(pdbx_spec_load("quick", &s, err, sizeof err), 0);
     assert_int_equal(pdbx_spec_set(&s, "dp", "1,2", err, sizeof err), 0);
-    static const pdbx_parallel want_q[] = {{1, 1, 1}, {1, 1, 2}, {2, 1, 1}};
+    static const pdbx_parallel want_q[] = {{1, 1, 1, 1}, {1, 1, 2, 1}, {2, 1, 1, 1}};
     expect_configs(&s, want_q, 3);
 
     /* a tp override on configs not validated yet whose GPU count passes INT_MAX: no signed
@@ -175,7 +175,7 @@ static void test_did_you_mean(void **state)
     size_t n = 0;
     while (names[n])
         n++;
-    assert_int_equal(n, 43);
+    assert_int_equal(n, 44);
     assert_string_equal(names[0], "name");
 }
 

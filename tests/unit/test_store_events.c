@@ -150,7 +150,7 @@ static void test_run_start(void **state)
     snprintf(h.who.command, sizeof h.who.command, "mpirun --host a:2,b:2 -np 3 pdbx-engine");
     assert_int_equal(pdbx_event_env_set_device(env, "AMD EPYC"), 0);
     assert_int_equal(pdbx_event_env_fill(env, &e), 0);
-    pdbx_ev_plan_point pts[2] = {{0, 1, 2, 2, 1, 128, 1e9, 0}, {1, 2, 1, 2, 4, 0, 2e9, 1}};
+    pdbx_ev_plan_point pts[2] = {{0, 1, 2, 2, 1, 128, 1e9, 0, 1}, {1, 2, 1, 2, 4, 0, 2e9, 1, 2}};
     cJSON *ev = through_text(pdbx_event_run_start(&h, cJSON_CreateObject(), env, pts, 2));
     assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_RUN_START);
 
@@ -199,6 +199,8 @@ static void test_run_start(void **state)
     assert_double_equal(dp[1].predicted_mem_bytes, 2e9, 0);
     assert_int_equal(dp[1].predicted_oom, 1);
     assert_int_equal(dp[0].seq_len, 128);
+    assert_int_equal(dp[0].ep, 1);   /* ep 1 is not written and reads as 1 */
+    assert_int_equal(dp[1].ep, 2);
     free(dp);
 
     set_field(ev, "points", "{}");
@@ -241,7 +243,7 @@ static void test_point_start_and_end(void **state)
 {
     (void)state;
     char err[200];
-    cJSON *ev = through_text(pdbx_event_point_start(3, 2, 4, 1, 8));
+    cJSON *ev = through_text(pdbx_event_point_start(3, 2, 4, 1, 1, 8));
     pdbx_ev_point_start ps;
     memset(&ps, 0, sizeof ps);
     assert_int_equal(pdbx_event_decode_point_start(ev, &ps, err, sizeof err), 0);
@@ -251,6 +253,12 @@ static void test_point_start_and_end(void **state)
     assert_int_equal(ps.pp, 4);
     assert_int_equal(ps.dp, 1);
     assert_int_equal(ps.mbs, 8);
+    assert_int_equal(ps.ep, 1);
+    assert_null(cJSON_GetObjectItemCaseSensitive(ev, "ep"));   /* a dense point's event as before */
+    cJSON *ev2 = through_text(pdbx_event_point_start(4, 1, 1, 2, 2, 1));
+    assert_int_equal(pdbx_event_decode_point_start(ev2, &ps, err, sizeof err), 0);
+    assert_int_equal(ps.ep, 2);
+    cJSON_Delete(ev2);
     set_field(ev, "point", "-1");
     assert_int_equal(pdbx_event_decode_point_start(ev, &ps, err, sizeof err), -1);
     assert_mentions(err, "point_start event", "\"point\"");
@@ -404,7 +412,10 @@ static void test_comm(void **state)
     cJSON_DeleteItemFromObjectCaseSensitive(ev, "dtype");
     assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), 0);
     assert_string_equal(d.cell.dtype, "");
-    set_field(ev, "kind", "\"ep_alltoall\"");
+    set_field(ev, "kind", "\"ep_alltoall\"");   /* the MoE layers' all-to-all at EP > 1 */
+    assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), 0);
+    assert_int_equal(d.kind, PDBX_COMM_EP_ALLTOALL);
+    set_field(ev, "kind", "\"cp_alltoall\"");
     assert_int_equal(pdbx_event_decode_comm(ev, &d, err, sizeof err), -1);
     assert_mentions(err, "comm event (point 3)", "\"kind\"");
     set_field(ev, "kind", "\"tp_allreduce\"");

@@ -292,7 +292,7 @@ static void test_fold_malformed(void **state)
         {"{\"type\":\"op\",\"point\":-3,\"op\":\"attn_q\",\"stats\":" STATS(1) "}", "\"point\""},
         {"{\"type\":\"op\",\"point\":0,\"op\":\"attn_q\",\"stats\":{\"count\":1}}", "\"stats\""},
         {"{\"type\":\"op\",\"point\":0,\"op\":\"attn_q\",\"stats\":" STATS(1) ",\"ranks\":[3]}", "\"ranks\""},
-        {"{\"type\":\"comm\",\"point\":0,\"kind\":\"ep_alltoall\",\"stats\":" STATS(1) "}", "\"kind\""},
+        {"{\"type\":\"comm\",\"point\":0,\"kind\":\"cp_alltoall\",\"stats\":" STATS(1) "}", "\"kind\""},
         {"{\"type\":\"comm\",\"point\":0,\"kind\":\"tp_allreduce\"}", "\"stats\""},
         {"{\"type\":\"trace\",\"point\":0,\"ops\":7}", "\"ops\""},
         {"{\"type\":\"trace\",\"point\":0,\"ops\":[[\"attn_q\",0,\"x\",1]]}", "\"ops\"[0]"},

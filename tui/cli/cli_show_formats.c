@@ -158,7 +158,8 @@ static cJSON *config_json(const pdbx_run *run, const pdbx_rt_config *cfg, const 
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_CreateArray();
     int bad = !o || add_item(o, "points", arr) || !cJSON_AddNumberToObject(o, "tp", cfg->tp)
               || !cJSON_AddNumberToObject(o, "pp", cfg->pp)
-              || !cJSON_AddNumberToObject(o, "dp", cfg->dp);
+              || !cJSON_AddNumberToObject(o, "dp", cfg->dp)
+              || (cfg->ep > 1 && !cJSON_AddNumberToObject(o, "ep", cfg->ep));   /* only when > 1 */
     for (size_t k = 0; k < cfg->npoints && !bad; k++) {
         cJSON *pj = point_json(run, &cfg->points[k], a, cols, ncols);
         bad = !pj || !cJSON_AddItemToArray(arr, pj);

@@ -283,7 +283,11 @@ int show_print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, cons
     pdbx_table *t = op_table(run, cfg, a, cols, ncols, &noisy);
     if (!t)
         return -1;
-    fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg->tp, cfg->pp, cfg->dp);
+    /* EP only when > 1: a dense run's header reads as before */
+    if (cfg->ep > 1)
+        fprintf(out, "\nTP %d  PP %d  DP %d  EP %d\n", cfg->tp, cfg->pp, cfg->dp, cfg->ep);
+    else
+        fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg->tp, cfg->pp, cfg->dp);
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
     if (noisy)

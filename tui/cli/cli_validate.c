@@ -365,7 +365,7 @@ int pdbx_cmd_validate(int argc, char **argv)
     if (rc == 0) {
         /* the spec the engine reads: the run's, with this configuration as its only one */
         memset(spec.configs, 0, sizeof spec.configs);
-        spec.configs[0] = (pdbx_parallel){ a.tp, a.pp, a.dp };
+        spec.configs[0] = (pdbx_parallel){ a.tp, a.pp, a.dp, 1 };
         spec.nconfigs = 1;
         rc = launch_opts(&a, &spec, lo);
     }

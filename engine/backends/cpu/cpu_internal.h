@@ -52,9 +52,14 @@ typedef struct {
     int32_t *tidx;               /* the router's own top-k (its backward reads it) */
     int32_t *assign;             /* the measured token -> expert map (pdbx_moe_assign) */
     int64_t *offsets, *pos;      /* the permute's (pdbx_k_moe_route_index of assign) */
+    int64_t *eoff;               /* the local experts' [El + 1] offsets into the received rows:
+                                  * offsets itself at EP 1, after its E + 1 at EP > 1 */
     float *dlogits, *dtw, *drows, *deg, *deu, *dea, *deo, *dsg, *dsu, *dsa;
     float *dwr, *dwe_gu, *dwe_d, *dws_gu, *dws_d;
     int64_t R, X, E, k, Ie, Is;  /* rows, copies, experts, top_k, expert width, shared width/TP */
+    int64_t ep, El, Xr, M;       /* EP degree, local experts E / ep, the rows they receive
+                                  * (plan_moe.h's measured rank; X at EP 1), max(X, Xr): the
+                                  * permuted rows' and the experts' output's rows */
     int router_sigmoid, norm_topk;
     float scale;
     int act;                     /* pdbx_moe_act */

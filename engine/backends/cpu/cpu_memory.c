@@ -505,7 +505,7 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     /* the planner's list of this point's buffers (pp, dp 1: the comm buffer is the engine's) */
     pdbx_profile_point pp = { .model = p->model, .tp = p->tp, .pp = 1, .dp = 1, .mbs = p->mbs,
                               .seq_len = p->seq_len, .layers = p->layers, .ops = p->ops,
-                              .passes = p->passes,
+                              .passes = p->passes, .ep = p->ep, .moe_imbalance = p->moe_imbalance,
                               .dtype = c->cfg.dtype, .backend = PDBX_BACKEND_CPU,
                               .threads = c->cfg.blas_threads,
                               .fused_projections = p->fused_projections };
@@ -516,7 +516,9 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
     const int64_t key[12] = { m->hidden, m->intermediate, m->heads, m->kv_heads, m->head_dim,
                               m->vocab, p->tp, p->layers, (int64_t)p->ops, (int64_t)c->esz,
                               p->fused_projections,
-                              m->arch.bias.qkv + 2 * m->arch.bias.attn_out + 4 * m->arch.bias.mlp };
+                              /* ep: a MoE layer holds E / ep experts */
+                              m->arch.bias.qkv + 2 * m->arch.bias.attn_out + 4 * m->arch.bias.mlp +
+                                  8 * (int64_t)(p->ep > 1 ? p->ep : 1) };
     if (c->have_weights && memcmp(key, c->wkey, sizeof key) != 0)
         pdbx_cpu_free_weights(c);
     int new_weights = !c->have_weights;

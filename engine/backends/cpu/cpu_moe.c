@@ -12,8 +12,16 @@
  *   moe_shared_down: x += sa W (the shared experts' output added to the routed one)
  * R = ceil(T / TP): with TP > 1 Megatron runs MoE under sequence parallelism, each TP rank
  * routing its share of the rows (plan_shapes_moe.c); the shared experts are a dense MLP split
- * over TP, over all T rows. ep_dispatch and ep_combine are not ops of this backend: at EP 1
- * nothing crosses ranks and the engine never runs them (they are collectives).
+ * over TP, over all T rows. ep_dispatch and ep_combine are not ops of this backend: they are
+ * the engine's all-to-alls on the comm backend (at EP 1 nothing crosses ranks).
+ *
+ * Expert parallelism (ep > 1): the rank holds E_l = E / ep experts and is the measured EP rank
+ * of plan_moe.h (the one holding the busiest expert): permute sorts its own R k copies by
+ * global expert, as it would before the dispatch; the expert GEMMs run on the X_r rows its
+ * local experts receive (plan_moe.h's counts, per local expert), read from the permuted rows'
+ * buffer (the dispatch's destination: it holds max(X, X_r) rows) and written to the output's;
+ * unpermute reads its own R k rows back (the combine's destination). The all-to-all's data
+ * movement is the engine's timed collective; here the rows are where it would leave them.
  *
  * Why the experts run on an assignment and not on the router's top-k: the router computes real
  * scores and a real top-k from real logits (that is its cost), but random weights route nearly
@@ -35,13 +43,23 @@ void pdbx_cpu_moe_dims(pdbx_compute *c)
 {
     cpu_moe *M = &c->moe;
     const pdbx_model *m = &c->p.model;
-    M->R = M->X = M->E = M->k = M->Ie = M->Is = 0;
+    M->R = M->X = M->E = M->k = M->Ie = M->Is = M->ep = M->El = M->Xr = M->M = 0;
     if (m->arch.moe.experts <= 0)
         return;
     M->R = (c->T + c->p.tp - 1) / c->p.tp;
     M->k = m->arch.moe.top_k;
     M->X = M->R * M->k;
     M->E = m->arch.moe.experts;
+    M->ep = c->p.ep > 1 ? c->p.ep : 1;
+    M->El = M->E / M->ep;
+    M->Xr = M->X;
+    const pdbx_moe_route r = { M->R, (int)M->k, (int)M->E, (int)M->ep,
+                               c->p.moe_imbalance >= 1 ? c->p.moe_imbalance : 1 };
+    pdbx_moe_load load;
+    char err[160];
+    if (pdbx_moe_rank_load(&r, PDBX_MOE_MEASURED_RANK, &load, NULL, NULL, NULL, NULL, err, sizeof err) == 0)
+        M->Xr = load.received;   /* (an invalid route fails build_assign with its message) */
+    M->M = M->X > M->Xr ? M->X : M->Xr;
     M->Ie = m->arch.moe.expert_intermediate;
     M->Is = pdbx_moe_shared_width(m) / c->p.tp;
     M->router_sigmoid = m->arch.moe.sigmoid;
@@ -124,46 +142,65 @@ void pdbx_cpu_moe_release(pdbx_compute *c)
     M->k = keep.k;
     M->Ie = keep.Ie;
     M->Is = keep.Is;
+    M->ep = keep.ep;
+    M->El = keep.El;
+    M->Xr = keep.Xr;
+    M->M = keep.M;
 }
 
-/* The measured assignment: plan_moe.h's counts for the measured rank at the spec's imbalance
- * (EP 1 for now), realised by pdbx_moe_assign; the permute's offsets and positions from it, so
- * the backward of permute and unpermute finds them valid before any forward ran. */
+/* The measured assignment: plan_moe.h's load of the measured rank at the spec's imbalance and
+ * EP: its own copies per global expert (own[E]), realised by pdbx_moe_assign, and its local
+ * experts' received rows (counts[El]); the permute's offsets and positions from the assignment,
+ * the local experts' offsets from the counts, so the backward of permute, the experts and
+ * unpermute finds them valid before any forward ran. */
 static int build_assign(pdbx_compute *c, char *err, size_t errlen)
 {
     cpu_moe *M = &c->moe;
     const double f = c->p.moe_imbalance >= 1 ? c->p.moe_imbalance : 1;
-    const pdbx_moe_route r = { M->R, (int)M->k, (int)M->E, 1, f };
-    int64_t *counts = malloc((size_t)M->E * sizeof *counts);   /* E int64: transient, freed here */
-    if (!counts) {
+    const pdbx_moe_route r = { M->R, (int)M->k, (int)M->E, (int)M->ep, f };
+    /* E + El int64: transient, freed here */
+    int64_t *own = malloc((size_t)(M->E + M->El) * sizeof *own);
+    if (!own) {
         snprintf(err, errlen, "cpu backend: moe assignment: out of memory");
         return PDBX_EOOM;
     }
+    int64_t *counts = own + M->E;
     pdbx_moe_load load;
-    int rc = pdbx_moe_rank_load(&r, PDBX_MOE_MEASURED_RANK, &load, counts, NULL, NULL, NULL, err, errlen);
+    int rc = pdbx_moe_rank_load(&r, PDBX_MOE_MEASURED_RANK, &load, counts, NULL, NULL, own, err, errlen);
+    if (rc == 0 && load.received != M->Xr) {
+        snprintf(err, errlen, "cpu backend: moe: %lld received rows, %lld sized", (long long)load.received,
+                 (long long)M->Xr);
+        rc = -1;
+    }
     if (rc == 0)
-        rc = pdbx_moe_assign(M->R, (int)M->k, (int)M->E, counts, M->assign, err, errlen);
-    free(counts);
-    if (rc != 0)
-        return -1;
-    pdbx_k_moe_route_index(M->assign, M->R, (int)M->k, (int)M->E, M->offsets, M->pos);
-    memcpy(M->tidx, M->assign, (size_t)M->X * sizeof *M->tidx);   /* valid ids until the router runs */
-    return 0;
+        rc = pdbx_moe_assign(M->R, (int)M->k, (int)M->E, own, M->assign, err, errlen);
+    if (rc == 0) {
+        pdbx_k_moe_route_index(M->assign, M->R, (int)M->k, (int)M->E, M->offsets, M->pos);
+        M->eoff = M->ep > 1 ? M->offsets + M->E + 1 : M->offsets;
+        if (M->ep > 1) {
+            M->eoff[0] = 0;
+            for (int64_t e = 0; e < M->El; e++)
+                M->eoff[e + 1] = M->eoff[e] + counts[e];
+        }
+        memcpy(M->tidx, M->assign, (size_t)M->X * sizeof *M->tidx);   /* valid ids until the router runs */
+    }
+    free(own);
+    return rc != 0 ? -1 : 0;
 }
 
 /* Weights scaled 1/sqrt(fan_in), as cpu_memory.c's, so activations stay O(1). */
 static void fill_weights(pdbx_compute *c, uint64_t seed)
 {
     cpu_moe *M = &c->moe;
-    const size_t h = (size_t)c->h, E = (size_t)M->E, Ie = (size_t)M->Ie, Is = (size_t)M->Is;
+    const size_t h = (size_t)c->h, E = (size_t)M->E, El = (size_t)M->El, Ie = (size_t)M->Ie, Is = (size_t)M->Is;
     const float sh = 1.0f / sqrtf((float)h), se = 1.0f / sqrtf((float)Ie);
     const float ss = Is ? 1.0f / sqrtf((float)Is) : 1.0f;
     for (int l = 0; l < c->nlayers; l++) {
         cpu_layer *L = &c->layer[l];
         pdbx_cpu_fill_f32(c, L->wr, h * E, sh, seed++);
-        pdbx_cpu_fill_f32(c, L->weg, E * h * Ie, sh, seed++);
-        pdbx_cpu_fill_f32(c, L->weu, E * h * Ie, sh, seed++);
-        pdbx_cpu_fill_f32(c, L->wed, E * Ie * h, se, seed++);
+        pdbx_cpu_fill_f32(c, L->weg, El * h * Ie, sh, seed++);
+        pdbx_cpu_fill_f32(c, L->weu, El * h * Ie, sh, seed++);
+        pdbx_cpu_fill_f32(c, L->wed, El * Ie * h, se, seed++);
         pdbx_cpu_fill_f32(c, L->wsg, h * Is, sh, seed++);
         pdbx_cpu_fill_f32(c, L->wsu, h * Is, sh, seed++);
         pdbx_cpu_fill_f32(c, L->wsd, Is * h, ss, seed++);
@@ -176,20 +213,21 @@ int pdbx_cpu_moe_fill(pdbx_compute *c, int new_weights, uint64_t seed, char *err
     if (!M->rows)
         return 0;   /* no MoE layer in this point */
     const size_t R = (size_t)M->R, X = (size_t)M->X, T = (size_t)c->T, h = (size_t)c->h;
-    const size_t E = (size_t)M->E, Ie = (size_t)M->Ie, Is = (size_t)M->Is;
+    const size_t E = (size_t)M->E, El = (size_t)M->El, Ie = (size_t)M->Ie, Is = (size_t)M->Is;
+    const size_t Xr = (size_t)M->Xr, Mr = (size_t)M->M;
     const struct { float *p; size_t n; } act[] = {
-        { M->logits, R * E }, { M->tw, X }, { M->rows, X * h }, { M->eg, X * Ie }, { M->eu, X * Ie },
-        { M->ea, X * Ie }, { M->eo, X * h }, { M->sg, T * Is }, { M->su, T * Is }, { M->sa, T * Is },
+        { M->logits, R * E }, { M->tw, X }, { M->rows, Mr * h }, { M->eg, Xr * Ie }, { M->eu, Xr * Ie },
+        { M->ea, Xr * Ie }, { M->eo, Mr * h }, { M->sg, T * Is }, { M->su, T * Is }, { M->sa, T * Is },
         /* gradients: O(1) values, as cpu_backward.c's */
-        { M->dlogits, R * E }, { M->dtw, X }, { M->drows, X * h }, { M->deg, X * Ie }, { M->deu, X * Ie },
-        { M->dea, X * Ie }, { M->deo, X * h }, { M->dsg, T * Is }, { M->dsu, T * Is }, { M->dsa, T * Is },
+        { M->dlogits, R * E }, { M->dtw, X }, { M->drows, Mr * h }, { M->deg, Xr * Ie }, { M->deu, Xr * Ie },
+        { M->dea, Xr * Ie }, { M->deo, Mr * h }, { M->dsg, T * Is }, { M->dsu, T * Is }, { M->dsa, T * Is },
     };
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
         pdbx_cpu_fill_f32(c, act[i].p, act[i].n, 1.0f, seed++);
     /* weight gradients start from zero, as main_grad at the start of a step */
     pdbx_cpu_fill_zero(c, M->dwr, h * E * 4);
-    pdbx_cpu_fill_zero(c, M->dwe_gu, E * h * Ie * 4);
-    pdbx_cpu_fill_zero(c, M->dwe_d, E * Ie * h * 4);
+    pdbx_cpu_fill_zero(c, M->dwe_gu, El * h * Ie * 4);
+    pdbx_cpu_fill_zero(c, M->dwe_d, El * Ie * h * 4);
     pdbx_cpu_fill_zero(c, M->dws_gu, h * Is * 4);
     pdbx_cpu_fill_zero(c, M->dws_d, Is * h * 4);
     int rc = build_assign(c, err, errlen);
@@ -223,17 +261,18 @@ int pdbx_cpu_moe_fwd(pdbx_compute *c, pdbx_op op, int layer)
         pdbx_k_moe_route_index(M->assign, M->R, k, E, M->offsets, M->pos);
         pdbx_k_moe_permute(c->pool, c->yn, M->pos, M->R, c->h, k, M->rows);
         return 0;
+    /* the local experts on their received rows (eoff, El: the permute's own at EP 1) */
     case PDBX_OP_MOE_EXPERT_GATE:
-        pdbx_k_moe_expert_gate(M->rows, L->weg, M->offsets, E, c->h, M->Ie, M->eg);
+        pdbx_k_moe_expert_gate(M->rows, L->weg, M->eoff, (int)M->El, c->h, M->Ie, M->eg);
         return 0;
     case PDBX_OP_MOE_EXPERT_UP:
-        pdbx_k_moe_expert_up(M->rows, L->weu, M->offsets, E, c->h, M->Ie, M->eu);
+        pdbx_k_moe_expert_up(M->rows, L->weu, M->eoff, (int)M->El, c->h, M->Ie, M->eu);
         return 0;
     case PDBX_OP_MOE_EXPERT_ACT:
-        pdbx_k_moe_expert_act(c->pool, M->eg, M->eu, M->X, M->Ie, (pdbx_moe_act)M->act, M->ea);
+        pdbx_k_moe_expert_act(c->pool, M->eg, M->eu, M->Xr, M->Ie, (pdbx_moe_act)M->act, M->ea);
         return 0;
     case PDBX_OP_MOE_EXPERT_DOWN:
-        pdbx_k_moe_expert_down(M->ea, L->wed, M->offsets, E, M->Ie, c->h, M->eo);
+        pdbx_k_moe_expert_down(M->ea, L->wed, M->eoff, (int)M->El, M->Ie, c->h, M->eo);
         return 0;
     case PDBX_OP_MOE_UNPERMUTE:
         pdbx_k_moe_unpermute(c->pool, M->eo, M->tw, M->pos, M->R, c->h, k, c->x);

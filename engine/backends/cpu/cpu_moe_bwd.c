@@ -52,25 +52,26 @@ int pdbx_cpu_moe_bwd(pdbx_compute *c, pdbx_op op, int layer)
 {
     cpu_moe *M = &c->moe;
     const cpu_layer *L = &c->layer[layer >= 0 && layer < MAX_LAYERS ? layer : 0];
-    const int E = (int)M->E, k = (int)M->k;
+    const int E = (int)M->E, El = (int)M->El, k = (int)M->k;
     const pdbx_moe_router_cfg rc = { M->router_sigmoid ? PDBX_MOE_SCORE_SIGMOID : PDBX_MOE_SCORE_SOFTMAX,
                                      M->norm_topk, M->scale, NULL };
     switch (op) {
     case PDBX_OP_MOE_UNPERMUTE:
         pdbx_k_moe_unpermute_bwd(c->pool, M->eo, M->tw, M->pos, c->grad.dx, M->R, c->h, k, M->deo, M->dtw);
         return 0;
+    /* the local experts on their received rows (cpu_moe.c: eoff, El) */
     case PDBX_OP_MOE_EXPERT_DOWN:
-        pdbx_k_moe_expert_down_bwd(M->ea, L->wed, M->deo, M->offsets, E, M->Ie, c->h, M->dea, M->dwe_d);
+        pdbx_k_moe_expert_down_bwd(M->ea, L->wed, M->deo, M->eoff, El, M->Ie, c->h, M->dea, M->dwe_d);
         return 0;
     case PDBX_OP_MOE_EXPERT_ACT:
-        pdbx_k_moe_expert_act_bwd(c->pool, M->eg, M->eu, M->dea, M->X, M->Ie, (pdbx_moe_act)M->act, M->deg,
+        pdbx_k_moe_expert_act_bwd(c->pool, M->eg, M->eu, M->dea, M->Xr, M->Ie, (pdbx_moe_act)M->act, M->deg,
                                   M->deu);
         return 0;
     case PDBX_OP_MOE_EXPERT_UP:   /* runs first in the backward: writes d rows */
-        pdbx_k_moe_expert_up_bwd(M->rows, L->weu, M->deu, M->offsets, E, c->h, M->Ie, M->drows, 0, M->dwe_gu);
+        pdbx_k_moe_expert_up_bwd(M->rows, L->weu, M->deu, M->eoff, El, c->h, M->Ie, M->drows, 0, M->dwe_gu);
         return 0;
     case PDBX_OP_MOE_EXPERT_GATE:  /* then adds its dgrad */
-        pdbx_k_moe_expert_gate_bwd(M->rows, L->weg, M->deg, M->offsets, E, c->h, M->Ie, M->drows, 1, M->dwe_gu);
+        pdbx_k_moe_expert_gate_bwd(M->rows, L->weg, M->deg, M->eoff, El, c->h, M->Ie, M->drows, 1, M->dwe_gu);
         return 0;
     case PDBX_OP_MOE_PERMUTE:
         pdbx_k_moe_permute_bwd(c->pool, M->drows, M->pos, M->R, c->h, k, c->grad.dyn);
