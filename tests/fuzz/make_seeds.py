@@ -58,9 +58,21 @@ specs = {
                      'bytes_per_param': 18, 'timeout_s': 60, 'predict_oom': True},
     'mbs-bounds': {'mbs_min': 2, 'mbs_max': 1024, 'seq_len': 131072, 'layers': 1, 'nodes': 2,
                    'coll_sizes': [4096, 65536], 'name': 'bounds'},
+    # issue 24's fields: a MoE model with expert parallelism and an imbalanced routing, DeepSeek
+    # (MLA, MoE, a dense first layer: two profiled layers), gemma-2 (windows, both soft-caps) and
+    # the dense families inline (learned positions, a shared norm, partial rotary), whose arch the
+    # round trip writes back in pdbx's own form
+    'moe-ep': {'model': 'mixtral8x7b', 'dtype': 'fp32', 'backend': 'cpu', 'gpus_per_node': 2,
+               'configs': [{'tp': 1, 'pp': 1, 'dp': 2, 'ep': 2}], 'moe_routing': {'imbalance': 2}},
+    'deepseek': {'model': 'dsv2lite', 'layers': 2, 'dtype': 'fp32', 'gpus_per_node': 4, 'configs': '1x1x2x2,2x1x2',
+                 'moe_routing': 'balanced', 'passes': ['fwd', 'bwd']},
+    'gemma2': {'model': 'gemma9b', 'layers': 2, 'seq_len': 8192, 'dtype': 'fp32'},
 }
 for name, s in specs.items():
     put('spec', name + '.json', json.dumps(s, indent=1))
+for fam in ('gpt2', 'pythia-160m', 'gpt-j-6b', 'Qwen3-30B-A3B', 'DeepSeek-V3'):
+    model = json.loads(read('tests', 'fixtures', 'models', fam + '.json'))
+    put('spec', 'inline-' + fam + '.json', json.dumps({'model': model, 'layers': 2, 'seq_len': 512}, indent=1))
 
 # ---- model: the model presets (HuggingFace config.json) and the engine's tiny model
 for f in sorted(os.listdir(os.path.join(root, 'configs', 'models'))):
@@ -102,6 +114,11 @@ for fx in ('cli_run_running.jsonl', 'cli_run_corrupt.jsonl'):
     lines['fixture-' + fx] = read('tests', 'fixtures', fx).decode()
 oom = read('tests', 'fixtures', 'cli_run_oom.jsonl').decode().splitlines()
 lines['fixture-oom-head.jsonl'] = '\n'.join(oom[:30] + oom[-1:]) + '\n'
+# a mixture-of-experts run as the explorer's fixture writes it (moe_* ops, the spec's arch)
+moe = subprocess.run(
+    ['/usr/bin/python3', os.path.join(root, 'tests', 'fixtures', 'tui_fixture.py'), 'moe-seed', '--moe', '--bwd'],
+    stdout=subprocess.PIPE, check=True).stdout.decode().splitlines()
+lines['fixture-moe.jsonl'] = '\n'.join(moe[:48] + moe[-1:]) + '\n'   # the first point, the run's end
 for target in ('runfile', 'import'):
     for name, data in pieces.items():
         put(target, name, data)
