@@ -34,6 +34,7 @@
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
+#include "tests/unit/test_kernel_util.h"
 
 #define FWD_TOL 1e-5
 #define BWD_TOL 1e-4
@@ -55,22 +56,6 @@ typedef struct {
     float *out, *dq, *dk, *dv;       /* the kernels' */
     double *rout, *rdq, *rdk, *rdv;  /* the reference's */
 } bufs;
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc(n * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, scale, seed);
-    return x;
-}
-
-static float *nanv(size_t n)   /* NaNs: an element left unwritten shows */
-{
-    float *x = malloc(n * sizeof *x);
-    assert_non_null(x);
-    memset(x, 0xff, n * sizeof *x);
-    return x;
-}
 
 static void bufs_init(bufs *b, const shape *x)
 {

@@ -28,26 +28,11 @@
 
 #include "engine/backends/cpu/cpu_kernels.h"   /* pdbx_k_fill_uniform */
 #include "engine/backends/cpu/cpu_kernels_dense.h"
+#include "tests/unit/test_kernel_util.h"
 
 static const double PI = 3.14159265358979323846;
 
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, scale, seed);
-    return x;
-}
-
 /* NaN everywhere (all bits set): an element the kernel does not write fails every comparison */
-static float *nanv(size_t n)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    memset(x, 0xff, n * sizeof *x);
-    return x;
-}
-
 static pdbx_cpu_pool *pool3(void)
 {
     pdbx_cpu_pool *pool = pdbx_cpu_pool_create(3);

@@ -27,24 +27,9 @@
 
 #include "engine/backends/cpu/cpu_kernels.h"   /* pdbx_k_fill_uniform */
 #include "engine/backends/cpu/cpu_kernels_dense.h"
+#include "tests/unit/test_kernel_util.h"
 
 static const double PI = 3.14159265358979323846;
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, scale, seed);
-    return x;
-}
-
-static float *nanv(size_t n)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    memset(x, 0xff, n * sizeof *x);   /* NaN: an unwritten element fails every comparison */
-    return x;
-}
 
 static float *copyv(const float *src, size_t n)
 {

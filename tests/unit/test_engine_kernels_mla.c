@@ -28,19 +28,12 @@
 #include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
 #include "engine/backends/cpu/cpu_kernels_mla.h"
+#include "tests/unit/test_kernel_util.h"
 
 enum { SEQS = 2, S = 5, ROWS = SEQS * S, HID = 12, H = 3, RQ = 8, RKV = 6, NOPE = 4, ROPE = 4, DV = 3 };
 enum { D = NOPE + ROPE, KVA = RKV + ROPE, KVB = NOPE + DV };
 #define EPS 1e-5f
 #define THETA 10000.0
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc(n * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, scale, seed);
-    return x;
-}
 
 static float *copyv(const float *src, size_t n)
 {

@@ -25,14 +25,7 @@
 #include "engine/backends/cpu/cpu_kernels.h"   /* pdbx_k_fill_uniform */
 #include "engine/backends/cpu/cpu_kernels_moe.h"
 #include "engine/plan/plan_moe.h"
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, scale, seed);
-    return x;
-}
+#include "tests/unit/test_kernel_util.h"
 
 static void *nanbuf(size_t bytes)
 {

@@ -26,22 +26,7 @@
 
 #include "engine/backends/cpu/cpu_kernels.h"   /* pdbx_k_fill_uniform */
 #include "engine/backends/cpu/cpu_kernels_moe.h"
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, scale, seed);
-    return x;
-}
-
-static float *nanv(size_t n)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    assert_non_null(x);
-    memset(x, 0xff, n * sizeof *x);
-    return x;
-}
+#include "tests/unit/test_kernel_util.h"
 
 static float *copyv(const float *src, size_t n)
 {
