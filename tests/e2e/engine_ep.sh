@@ -11,6 +11,9 @@
 #     all-reduce, whose MPI scratch, about half its 55 MB message here, would dominate these
 #     tiny points; A checks the EP difference instead), and at imbalance 2 the busiest rank's
 #     experts receive 37 rows per 32 sent (plan_moe.h: 74 of 64 at R 32) in FLOPs and message.
+#  D. one expert per EP rank (2 experts, top 1): imbalance 2 doubles the measured rank's expert
+#     rows (FLOPs exactly 2x) and its expert GEMM cells take at least 1.6x the balanced time
+#     (the median over MBS 2 and 4, fwd and bwd).
 source "$(dirname "$0")/engine_common.inc"
 [ -w /proc/self/clear_refs ] || { echo "SKIP: /proc/self/clear_refs is not writable: the RSS peak cannot be reset per point"; exit 77; }
 MIX=$PDBX_SOURCE_DIR/tests/e2e/fixtures/engine-tiny-mixtral.json
@@ -131,4 +134,49 @@ assert cells[(i, "moe_permute", "fwd")]["bytes"] == 4.0 * (32 + 64) * 256 + 4 * 
 print("imbalance 2, MBS 2: expert GEMMs on 74 received rows (balanced 64), all-to-all %d bytes (balanced %d)" % (
     S_bytes(37, 2), S_bytes(32, 2)))
 ' || fail "run C"
+
+# ---- D. one expert per EP rank (2 experts, top 1, DP 2 EP 2): balanced, then imbalance 2 ----
+# The busiest expert gets 2x its balanced share, here all 2 T copies, on the rank measured: its
+# expert GEMMs run twice the rows (FLOPs exactly 2x) and take at least 1.6x the time (each cell's
+# fastest sample, summed over gate, up and down; the median over MBS 2 and 4, fwd and bwd)
+ONE=$PDBX_SOURCE_DIR/tests/e2e/fixtures/engine-tiny-moe-1x2.json
+for r in balanced imbalanced; do
+    route='moe_routing="balanced"'
+    [ $r = imbalanced ] && route='moe_routing={"imbalance":2}'
+    tiny_spec "$TMP/d_$r.json" "model=\"$ONE\"" 'layers=1' 'passes="fwd,bwd"' 'mbs="1:4"' 'warmup=1' 'steps=6' \
+        'configs=[{"tp":1,"pp":1,"dp":2,"ep":2}]' "$route"
+    phase "D: one expert per rank, EP 2, $r"
+    mpirun_np 2 "$ENGINE" --spec "$TMP/d_$r.json" --store "$TMP/sd_$r" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run D $r"; }
+done
+"$PY" - "$(run_file "$TMP/sd_balanced")" "$(run_file "$TMP/sd_imbalanced")" <<'PYEOF' || fail "run D: imbalance 2"
+import json, subprocess, sys
+def cells(path):
+    s = subprocess.run(["zstdcat", path], stdout=subprocess.PIPE, check=True).stdout.decode()
+    dec, i, E = json.JSONDecoder(), 0, []
+    while i < len(s):
+        while i < len(s) and s[i] in " \n":
+            i += 1
+        if i < len(s):
+            o, i = dec.raw_decode(s, i)
+            E.append(o)
+    S = [e for e in E if e["type"] == "run_start"][0]
+    mbs = {p["index"]: p["mbs"] for p in S["points"]}
+    return {(mbs[e["point"]], e["op"], e.get("pass", "fwd")): e for e in E if e["type"] == "op"}
+b, f = cells(sys.argv[1]), cells(sys.argv[2])
+GEMMS = ("moe_expert_gate", "moe_expert_up", "moe_expert_down")
+for m in (1, 2, 4):
+    for op in GEMMS:
+        for ps in ("fwd", "bwd"):
+            assert f[(m, op, ps)]["flops"] == 2 * b[(m, op, ps)]["flops"], (m, op, ps)
+ratios = []
+for m in (2, 4):
+    for ps in ("fwd", "bwd"):
+        tb = sum(b[(m, op, ps)]["stats"]["min"] for op in GEMMS)
+        tf = sum(f[(m, op, ps)]["stats"]["min"] for op in GEMMS)
+        print("MBS %d %s: expert GEMMs %.3f ms balanced, %.3f ms at imbalance 2: x%.2f" % (m, ps, tb, tf, tf / tb))
+        ratios.append(tf / tb)
+# a loaded 2-core host can slow every sample of one cell: the median of the four ratios
+ratios.sort()
+assert (ratios[1] + ratios[2]) / 2 >= 1.6, ratios
+PYEOF
 phase "ok"
