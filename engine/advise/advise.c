@@ -354,16 +354,27 @@ static int check_config(const adv_ctx *c, int tp, int pp, int dp, int mbs, char 
 int pdbx_advise_one(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int mbs,
                     pdbx_advise_row *row, char *err, size_t errlen)
 {
+    return pdbx_advise_one_ep(run, q, tp, pp, dp, 1, mbs, row, err, errlen);
+}
+
+int pdbx_advise_one_ep(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int ep,
+                       int mbs, pdbx_advise_row *row, char *err, size_t errlen)
+{
     adv_ctx c;
     if (ctx_init(&c, run, q, err, errlen) != 0)
         return -1;
     int rc = check_config(&c, tp, pp, dp, mbs, err, errlen);
+    if (rc == 0 && (ep < 1 || (tp * dp) % ep != 0))
+        rc = fail(err, errlen, "config: ep %d does not divide tp x dp = %d (allowed: a divisor of %d)", ep,
+                  tp * dp, tp * dp);
     if (rc == 0) {
-        char reason[PDBX_ADVISE_NOTE_MAX];
-        int r = estimate(&c, tp, pp, dp, 1, mbs, row, NULL, reason, sizeof reason);
+        char reason[PDBX_ADVISE_NOTE_MAX], epx[16] = "";
+        int r = estimate(&c, tp, pp, dp, ep, mbs, row, NULL, reason, sizeof reason);
+        if (ep > 1)
+            snprintf(epx, sizeof epx, "x%d", ep);
         if (r != 0)
-            rc = fail(err, errlen, "config: %dx%dx%d mbs %d cannot be estimated from run %s: %s", tp,
-                      pp, dp, mbs, run->id, reason);
+            rc = fail(err, errlen, "config: %dx%dx%d%s mbs %d cannot be estimated from run %s: %s", tp,
+                      pp, dp, epx, mbs, run->id, reason);
     }
     ctx_free(&c);
     return rc;

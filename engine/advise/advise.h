@@ -101,6 +101,10 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
  * a one-line message (the configuration does not divide the query's gpus/layers/gbs). */
 int pdbx_advise_one(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp,
                     int mbs, pdbx_advise_row *row, char *err, size_t errlen);
+/* The same at EP ep (1: pdbx_advise_one): ep divides tp x dp; refused when the run did not
+ * measure (tp, ep). */
+int pdbx_advise_one_ep(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int ep,
+                       int mbs, pdbx_advise_row *row, char *err, size_t errlen);
 void pdbx_advise_free(pdbx_advise_result *r);
 
 #endif
