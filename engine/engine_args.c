@@ -18,7 +18,7 @@ const char *pdbx_engine_usage(void)
            "  DIR/runs/<ID>.pdbx (created when ID is new; a second launch with the same ID adds the\n"
            "  configs of another rank count). Usually started by `pdbx run`.\n"
            "\n"
-           "       mpirun -np TP*PP*DP pdbx-engine --spec FILE --validate TPxPPxDP --mbs M --gbs B\n"
+           "       mpirun -np TP*PP*DP pdbx-engine --spec FILE --validate TPxPPxDP[xEP] --mbs M --gbs B\n"
            "                                [--layers L] [--iters N] --out FILE [--backend B]\n"
            "  Validate mode: runs real training iterations of FILE's model (L decoder layers, default\n"
            "  the profiled layers rounded up to a multiple of PP, split evenly over the stages) under a\n"

@@ -18,14 +18,17 @@
 
 int pdbx_validate_parse_config(const char *text, pdbx_validate_args *v, char *err, size_t errlen)
 {
-    int t = 0, p = 0, d = 0, used = 0;
-    if (!text || sscanf(text, "%d%*[xX]%d%*[xX]%d%n", &t, &p, &d, &used) != 3 ||
-        text[used] != '\0' || t < 1 || p < 1 || d < 1 || t > 4096 || p > 4096 || d > 4096)
-        return pdbx_fail(err, errlen, "--config: '%s' is not TPxPPxDP (three degrees of 1..4096, "
-                         "e.g. 2x1x2)", text ? text : "");
+    int t = 0, p = 0, d = 0, x = 1, used = 0, more = 0;
+    int ok = text && sscanf(text, "%d%*[xX]%d%*[xX]%d%n", &t, &p, &d, &used) == 3;
+    if (ok && text[used] != '\0')   /* the optional EP degree */
+        ok = sscanf(text + used, "%*[xX]%d%n", &x, &more) == 1 && text[used + more] == '\0';
+    if (!ok || t < 1 || p < 1 || d < 1 || x < 1 || t > 4096 || p > 4096 || d > 4096 || x > 4096)
+        return pdbx_fail(err, errlen, "--config: '%s' is not TPxPPxDP or TPxPPxDPxEP (degrees of "
+                         "1..4096, e.g. 2x1x2 or 1x1x2x2)", text ? text : "");
     v->tp = t;
     v->pp = p;
     v->dp = d;
+    v->ep = x;
     return 0;
 }
 
@@ -41,6 +44,13 @@ int pdbx_validate_resolve(pdbx_validate_args *v, const pdbx_spec *spec, int worl
         return pdbx_fail(err, errlen, "--config: %dx%dx%d needs %d ranks, launched with %d (allowed: "
                          "tp*pp*dp = the rank count)", v->tp, v->pp, v->dp, v->tp * v->pp * v->dp,
                          world);
+    if (v->ep < 1)
+        v->ep = 1;
+    const int experts = spec->model.arch.moe.experts;
+    if (v->ep > 1 && (experts < 2 || experts % v->ep != 0 || (v->tp * v->dp) % v->ep != 0))
+        return pdbx_fail(err, errlen, "--config: ep %d needs a mixture-of-experts model whose experts "
+                         "(%d) and tp x dp (%d) it divides (allowed: such a divisor, or 1)", v->ep,
+                         experts, v->tp * v->dp);
     if (v->mbs < 1)
         return pdbx_fail(err, errlen, "--mbs: %d (allowed: 1 or more)", v->mbs);
     if (v->gbs < 1 || v->gbs % (v->mbs * v->dp) != 0)
@@ -61,9 +71,9 @@ int pdbx_validate_resolve(pdbx_validate_args *v, const pdbx_spec *spec, int worl
 }
 
 /* ---- one validation ---------------------------------------------------------------------- */
-enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_COUNT };
+enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_COUNT };
 static const char *const part_names[PART_COUNT] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms",
-                                                    "dp_comm_ms" };
+                                                    "dp_comm_ms", "ep_comm_ms" };
 
 /* A two-rank group of one stage boundary and direction: group rank 0 sends. */
 typedef struct {
@@ -81,7 +91,7 @@ typedef struct {
     pair_group act_up, act_down, grad_up, grad_down;   /* send act / recv act / recv grad / send grad */
     int stage_layers, num_mb;
     void *buf;
-    double act_bytes, dp_bytes, bucket_bytes;
+    double act_bytes, dp_bytes, bucket_bytes, ep_bytes;
     pdbx_pipe_step *steps;
     int nsteps;
     double part[PART_COUNT];
@@ -178,19 +188,22 @@ static void compute(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
     r->part[pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
 }
 
-/* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike); the EP
- * all-to-alls (ep_dispatch, ep_combine) move nothing at EP 1, the only EP this engine runs; a
- * MoE model's layer runs its kind's ops (pdbx_layer_has_op: mlp_* on dense layers, moe_* on
- * MoE layers). */
+/* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike), or an
+ * EP all-to-all (ep_dispatch, ep_combine: on the MoE layers at EP > 1, fwd and bwd alike; at EP
+ * 1 they move nothing); a MoE model's layer runs its kind's ops (pdbx_layer_has_op: mlp_* on
+ * dense layers, moe_* and ep_* on MoE layers). */
 static void layer_op(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
 {
-    if (pdbx_op_is_comm(op)) {
-        if (pdbx_op_is_tp_allreduce(op) && r->v->tp > 1 && (pdbx_spec_ops(&r->e->spec) & PDBX_OP_BIT(op)))
-            coll(r, r->cg.g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, r->e->spec.dtype, r->act_bytes, PART_TP);
-        return;
-    }
+    const int in_spec = (pdbx_spec_ops(&r->e->spec) & PDBX_OP_BIT(op)) != 0;
     if (!pdbx_layer_has_op(&r->e->spec.model, r->stage_layers, layer, op))
         return;
+    if (pdbx_op_is_comm(op)) {
+        if (pdbx_op_is_tp_allreduce(op) && r->v->tp > 1 && in_spec)
+            coll(r, r->cg.g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, r->e->spec.dtype, r->act_bytes, PART_TP);
+        else if (!pdbx_op_is_tp_allreduce(op) && r->v->ep > 1 && in_spec)
+            coll(r, r->cg.g[PDBX_GRID_EP], PDBX_COLL_ALL_TO_ALL, r->e->spec.dtype, r->ep_bytes, PART_EP);
+        return;
+    }
     compute(r, op, pass, layer);
 }
 
@@ -307,6 +320,7 @@ static int write_result(vrun *r, const double *iters, const double *parts, char 
          cJSON_AddNumberToObject(o, "max_ms", sorted[n - 1]) &&
          cJSON_AddNumberToObject(o, "dp_bytes", v->dp > 1 ? r->dp_bytes : 0) &&
          cJSON_AddNumberToObject(o, "act_bytes", r->act_bytes) &&
+         (v->ep <= 1 || (cJSON_AddNumberToObject(o, "ep", v->ep) && cJSON_AddNumberToObject(o, "ep_bytes", r->ep_bytes))) &&
          cJSON_AddStringToObject(o, "backend", e->be.compute->name) &&
          cJSON_AddStringToObject(o, "device", e->be.compute->device_name(e->compute));
     char *text = ok ? cJSON_Print(o) : NULL;
@@ -330,8 +344,10 @@ static void fill_shapes(const vrun *r, pdbx_point_shapes *ps)
     ps->ops = pdbx_spec_ops(sp);
     ps->passes = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
     ps->fused_projections = sp->fused_projections;
+    ps->moe_imbalance = sp->moe_imbalance;
+    ps->ep = r->v->ep > 1 ? r->v->ep : 1;   /* E / ep experts on this rank, as a sweep's point */
     for (int op = 0; op < PDBX_OP_COUNT; op++)
-        pdbx_op_shape_for(sp, r->v->tp, r->v->mbs, (pdbx_op)op, &ps->shape[op]);
+        pdbx_op_shape_ep(sp, r->v->tp, ps->ep, r->v->mbs, (pdbx_op)op, &ps->shape[op]);
 }
 
 /* The message sizes: activations [mbs, seq, h] in the run's dtype; the stage's gradients in
@@ -348,6 +364,8 @@ static void sizes(vrun *r)
     r->act_bytes = (double)r->v->mbs * sp->seq_len * sp->model.hidden * pdbx_dtype_bytes(sp->dtype);
     r->dp_bytes = pc.dp_full_bytes;
     r->bucket_bytes = pdbx_plan_dp_bucket_elems(r->v->dp) * pdbx_dtype_bytes(PDBX_DTYPE_FP32);
+    r->ep_bytes = pdbx_plan_ep_bytes(&sp->model, r->v->tp, r->v->ep, r->v->mbs, sp->seq_len, sp->dtype,
+                                     sp->moe_imbalance);
 }
 
 static int setup(vrun *r, char *err, size_t errlen)
@@ -375,6 +393,8 @@ static int setup(vrun *r, char *err, size_t errlen)
         double b = r->dp_bytes < r->bucket_bytes ? r->dp_bytes : r->bucket_bytes;
         buf = b > buf ? b : buf;
     }
+    if (2 * r->ep_bytes > buf)   /* the all-to-all is out of place: S sent, S received after it */
+        buf = 2 * r->ep_bytes;
     return e->be.compute->comm_buffer(e->compute, (size_t)buf + 64, &r->buf, err, errlen);
 }
 
@@ -389,7 +409,7 @@ int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, si
     r->act_up.mpi = r->act_down.mpi = r->grad_up.mpi = r->grad_down.mpi = MPI_COMM_NULL;
     char msg[PDBX_MSG_LEN] = "";
     /* groups: collectives every rank makes whatever happened before */
-    const pdbx_parallel par = { v->tp, v->pp, v->dp, 1 };
+    const pdbx_parallel par = { v->tp, v->pp, v->dp, v->ep > 1 ? v->ep : 1 };
     int rc = pdbx_groups_build(e, &r->cg, &par, msg, sizeof msg);
     int built = rc == 0;
     if (pdbx_grid_coords_of(e->rank, v->tp, v->pp, v->dp, &r->me) != 0 && rc == 0)

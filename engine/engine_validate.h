@@ -1,7 +1,7 @@
 /* engine_validate.h: pdbx-engine's validate mode, a real training iteration of the profiled
  * model (what `pdbx validate` compares the advise model's estimate with; docs/engine.md).
  *
- *   mpirun -np TP*PP*DP pdbx-engine --spec FILE --validate TPxPPxDP --mbs M --gbs B
+ *   mpirun -np TP*PP*DP pdbx-engine --spec FILE --validate TPxPPxDP[xEP] --mbs M --gbs B
  *                                   [--layers L] [--iters N] --out FILE
  *
  * The ranks form Megatron's grid (engine_grid.h). Stage s of PP holds L / pp decoder layers
@@ -15,13 +15,16 @@
  * run's dtype by point-to-point send/recv over a two-rank group per stage boundary and
  * direction; after its last backward a stage all-reduces its parameter gradients over DP in
  * fp32 (the planner's parameter count of a stage of L / pp layers, Megatron's DDP buckets).
+ * At EP > 1 (a MoE model) each rank holds E / ep experts (the backend's prepare with the
+ * config's ep, as a sweep's point) and every MoE layer runs ep_dispatch and ep_combine as
+ * all-to-alls on the EP group, forward and backward, of the planner's message (plan_comm.h).
  *
  * Timing: every iteration starts from a barrier of all ranks and ends at this rank's last
  * call (the backend's step span); the iteration's time is the max over the ranks. One warm-up
  * iteration, then `iters` measured. Rank 0 writes the result JSON to --out (durably):
  * tp, pp, dp, mbs, gbs, layers, num_mb, iterations_ms[], median_ms, min_ms, max_ms, backend,
  * device, and `parts`: the slowest rank's split of the last iteration (fwd, bwd, tp, pp, dp
- * and the waits of its send/recv, ms).
+ * and the waits of its send/recv, ms); at EP > 1 also ep, ep_bytes and parts.ep_comm_ms.
  */
 #ifndef PDBX_ENGINE_VALIDATE_H
 #define PDBX_ENGINE_VALIDATE_H
@@ -38,9 +41,11 @@ typedef struct {
     int layers;            /* 0: max(spec layers_profiled, pp) rounded up to a multiple of pp */
     int iters;             /* 0: PDBX_VALIDATE_ITERS_DEFAULT */
     const char *out_path;
+    int ep;                /* 0 or 1: no expert parallelism; else divides tp x dp (a MoE model) */
 } pdbx_validate_args;
 
-/* "TPxPPxDP" into v->tp, pp, dp (each 1..4096). 0, or -1 with a one-line message. */
+/* "TPxPPxDP" or "TPxPPxDPxEP" into v->tp, pp, dp, ep (each 1..4096; ep 1 without it). 0, or -1
+ * with a one-line message. */
 int pdbx_validate_parse_config(const char *text, pdbx_validate_args *v, char *err, size_t errlen);
 /* Fills the defaults of v for spec and checks v against it and the world size: tp*pp*dp ==
  * world, gbs % (mbs * dp) == 0, layers % pp == 0. Pure. 0, or -1 with one line naming the

@@ -28,7 +28,10 @@ cJSON *pdbx_validation_to_json(const pdbx_validation *v)
     if (!o)
         return NULL;
     char config[64];
-    snprintf(config, sizeof config, "%dx%dx%d", v->tp, v->pp, v->dp);
+    if (v->ep > 1)
+        snprintf(config, sizeof config, "%dx%dx%dx%d", v->tp, v->pp, v->dp, v->ep);
+    else
+        snprintf(config, sizeof config, "%dx%dx%d", v->tp, v->pp, v->dp);
     int ok = cJSON_AddNumberToObject(o, "time", v->time) &&
              cJSON_AddStringToObject(o, "config", config) &&
              cJSON_AddNumberToObject(o, "tp", v->tp) && cJSON_AddNumberToObject(o, "pp", v->pp) &&
@@ -51,6 +54,9 @@ cJSON *pdbx_validation_to_json(const pdbx_validation *v)
          cJSON_AddItemToObject(est, "dp_comm_ms", num_or_null(v->est_dp_comm_ms)) &&
          cJSON_AddBoolToObject(est, "bwd_measured", v->bwd_measured) &&
          cJSON_AddStringToObject(est, "note", v->note);
+    if (ok && v->ep > 1)
+        ok = cJSON_AddNumberToObject(o, "ep", v->ep) &&
+             cJSON_AddItemToObject(est, "ep_comm_ms", num_or_null(v->est_ep_comm_ms));
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -86,6 +92,8 @@ int pdbx_validation_from_json(const cJSON *obj, pdbx_validation *out)
     if (!isfinite(out->measured_ms))
         return -1;
     (void)int_of(obj, "num_mb", &out->num_mb);
+    out->ep = 1;
+    (void)int_of(obj, "ep", &out->ep);
     (void)int_of(obj, "iterations", &out->iters);
     out->time = num(obj, "time");
     out->measured_min_ms = num(obj, "measured_min_ms");
@@ -101,6 +109,7 @@ int pdbx_validation_from_json(const cJSON *obj, pdbx_validation *out)
     out->est_tp_comm_ms = num(est, "tp_comm_ms");
     out->est_pp_comm_ms = num(est, "pp_comm_ms");
     out->est_dp_comm_ms = num(est, "dp_comm_ms");
+    out->est_ep_comm_ms = out->ep > 1 ? num(est, "ep_comm_ms") : 0;
     out->bwd_measured = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(est, "bwd_measured"));
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(est, "note");
     if (cJSON_IsString(note))

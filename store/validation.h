@@ -32,6 +32,10 @@ typedef struct {
     double est_compute_ms, est_bubble_ms, est_tp_comm_ms, est_pp_comm_ms, est_dp_comm_ms;
     int bwd_measured;                /* 1: the estimate's backward came from measured cells */
     char note[PDBX_VALIDATION_NOTE_MAX];   /* the estimate's first interpolation note, "" */
+    /* expert parallelism (at the end: records without it read as EP 1); the JSON carries ep,
+     * config's 4th degree and estimate.ep_comm_ms only when ep > 1 */
+    int ep;                          /* 0 or 1: none */
+    double est_ep_comm_ms;           /* the estimate's all-to-alls (advise.h's ep_comm_ms) */
 } pdbx_validation;
 
 /* The record as its JSON object (NaN fields are null); NULL when out of memory. */

@@ -81,7 +81,9 @@ typedef struct {
     /* compute cells per configuration, built on first use (advise_cells.h: a config prefers
      * its own points, then those of its rank count) */
     pdbx_adv_tp_cells *cells;
-    int (*cells_key)[3];
+    int (*cells_key)[4];
+    int eps[8];               /* the EP degrees the run measured (1 first), neps of them */
+    int neps;
     size_t ncells, cells_cap;
 } adv_ctx;
 
@@ -101,6 +103,19 @@ static int largest_measured_mbs(const pdbx_run *run)
         if (run->points[i].status == PDBX_POINT_OK && run->points[i].mbs > m)
             m = run->points[i].mbs;
     return m;
+}
+
+/* The distinct EP degrees of the run's points, 1 always first (a run without EP points: 1). */
+static void ctx_eps(adv_ctx *c)
+{
+    c->eps[0] = 1, c->neps = 1;
+    for (size_t i = 0; i < c->run->npoints; i++) {
+        int ep = c->run->points[i].ep, seen = 0;
+        for (int k = 0; k < c->neps; k++)
+            seen |= c->eps[k] == ep;
+        if (ep > 1 && !seen && c->neps < (int)(sizeof c->eps / sizeof c->eps[0]))
+            c->eps[c->neps++] = ep;
+    }
 }
 
 static int ctx_init(adv_ctx *c, const pdbx_run *run, const pdbx_advise_query *q, char *err, size_t errlen)
@@ -153,13 +168,15 @@ static int ctx_init(adv_ctx *c, const pdbx_run *run, const pdbx_advise_query *q,
     if (c->q.mbs_max == 0)
         c->q.mbs_max = measured * 2 < ADV_MAX_MBS ? measured * 2 : ADV_MAX_MBS;
     c->dtype_bytes = pdbx_dtype_bytes(c->spec.dtype);
+    ctx_eps(c);
     return 0;
 }
 
-static const pdbx_adv_tp_cells *ctx_cells(adv_ctx *c, int tp, int pp, int dp)
+static const pdbx_adv_tp_cells *ctx_cells(adv_ctx *c, int tp, int pp, int dp, int ep)
 {
     for (size_t i = 0; i < c->ncells; i++)
-        if (c->cells_key[i][0] == tp && c->cells_key[i][1] == pp && c->cells_key[i][2] == dp)
+        if (c->cells_key[i][0] == tp && c->cells_key[i][1] == pp && c->cells_key[i][2] == dp &&
+            c->cells_key[i][3] == ep)
             return &c->cells[i];
     if (c->ncells == c->cells_cap) {
         size_t cap = c->cells_cap ? 2 * c->cells_cap : 16;
@@ -167,15 +184,16 @@ static const pdbx_adv_tp_cells *ctx_cells(adv_ctx *c, int tp, int pp, int dp)
         if (!cells)
             return NULL;
         c->cells = cells;
-        int (*keys)[3] = realloc(c->cells_key, cap * sizeof *keys);
+        int (*keys)[4] = realloc(c->cells_key, cap * sizeof *keys);
         if (!keys)
             return NULL;
         c->cells_key = keys;
         c->cells_cap = cap;
     }
-    if (pdbx_adv_cells_build_for(c->run, tp, pp, dp, c->q.stat, &c->cells[c->ncells]) != 0)
+    if (pdbx_adv_cells_build_for(c->run, tp, pp, dp, ep, c->q.stat, &c->cells[c->ncells]) != 0)
         return NULL;
     c->cells_key[c->ncells][0] = tp, c->cells_key[c->ncells][1] = pp, c->cells_key[c->ncells][2] = dp;
+    c->cells_key[c->ncells][3] = ep;
     return &c->cells[c->ncells++];
 }
 
@@ -190,14 +208,57 @@ static void row_estimate_note(pdbx_advise_row *row, adv_notes *ns, const char *t
     notes_find_or_add(ns, text);
 }
 
+/* Every stage's compute (and TP and EP comm) for one micro-batch: a stage's layers each run
+ * the common per-layer ops and their kind's MLP (the job's layers, pdbx_layer_is_moe: dense
+ * first layers on the first stage), the MoE layers their all-to-alls. Fills the slowest stage's
+ * fields of row; returns the sum over the stages (the bubble is it less the slowest). */
+static double stages(const adv_ctx *c, const pdbx_adv_sample *s, pdbx_advise_row *row)
+{
+    const int pp = row->pp, lps = c->q.layers / pp;
+    double worst = -1, sum = 0;
+    for (int st = 0; st < pp; st++) {
+        int moe = 0;
+        for (int l = st * lps; l < (st + 1) * lps; l++)
+            moe += pdbx_layer_is_moe(&c->spec.model, c->q.layers, l);
+        const int dense = lps - moe;
+        double f = lps * s->fwd[PDBX_ADV_LAYER] + dense * s->fwd[PDBX_ADV_DENSE] + moe * s->fwd[PDBX_ADV_MOE];
+        double b = lps * s->bwd[PDBX_ADV_LAYER] + dense * s->bwd[PDBX_ADV_DENSE] + moe * s->bwd[PDBX_ADV_MOE];
+        double a2a = moe * (s->fwd[PDBX_ADV_A2A] + s->bwd[PDBX_ADV_A2A]);
+        if (st == 0)
+            f += s->fwd[PDBX_ADV_FIRST], b += s->bwd[PDBX_ADV_FIRST];
+        if (st == pp - 1)
+            f += s->fwd[PDBX_ADV_LAST], b += s->bwd[PDBX_ADV_LAST];
+        double t = f + b + row->stage_tp_comm_ms + a2a;
+        sum += t;
+        if (t > worst) {
+            worst = t, row->slowest_stage = st, row->stage_fwd_ms = f, row->stage_bwd_ms = b;
+            row->stage_ep_comm_ms = a2a;
+        }
+    }
+    return sum;
+}
+
+/* One collective's time into *ms (noted when estimated); 1 with reason when the run cannot give it. */
+static int comm_time(const adv_ctx *c, int kind, int group, double bytes, int spans, double *ms,
+                     pdbx_advise_row *row, adv_notes *ns, char *reason, size_t rlen)
+{
+    char note[PDBX_ADVISE_NOTE_MAX];
+    if (pdbx_adv_comm_time(c->run, kind, group, bytes, spans, c->q.stat, ms, note, sizeof note) == PDBX_ADV_NONE) {
+        snprintf(reason, rlen, "%s", note);
+        return 1;
+    }
+    row_estimate_note(row, ns, note);
+    return 0;
+}
+
 /* 0 with *row; 1 refused (reason: why, a note's text); -1 out of memory (reason set). */
-static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row *row, adv_notes *ns,
-                    char *reason, size_t rlen)
+static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_advise_row *row,
+                    adv_notes *ns, char *reason, size_t rlen)
 {
     memset(row, 0, sizeof *row);
-    row->tp = tp, row->pp = pp, row->dp = dp, row->mbs = mbs;
+    row->tp = tp, row->pp = pp, row->dp = dp, row->ep = ep, row->mbs = mbs;
     row->num_mb = c->q.gbs / (mbs * dp);
-    const pdbx_adv_tp_cells *cells = ctx_cells(c, tp, pp, dp);
+    const pdbx_adv_tp_cells *cells = ctx_cells(c, tp, pp, dp, ep);
     if (!cells) {
         snprintf(reason, rlen, "out of memory");
         return -1;
@@ -205,7 +266,10 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     char note[PDBX_ADVISE_NOTE_MAX];
     pdbx_adv_sample s;
     if (pdbx_adv_cells_at(cells, mbs, &s, note, sizeof note) == PDBX_ADV_NONE) {
-        snprintf(reason, rlen, "tp %d not measured", tp);
+        if (ep > 1)
+            snprintf(reason, rlen, "tp %d ep %d not measured", tp, ep);
+        else
+            snprintf(reason, rlen, "tp %d not measured", tp);
         return 1;
     }
     row_estimate_note(row, ns, note);
@@ -226,54 +290,35 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
     const double lps = (double)c->q.layers / pp;
     if (tp > 1) {
         row->tp_msg_bytes = act_bytes;
-        if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_TP, tp, act_bytes, pdbx_adv_spans(tp - 1, gpn),
-                               c->q.stat, &row->tp_allreduce_ms, note, sizeof note) == PDBX_ADV_NONE) {
-            snprintf(reason, rlen, "%s", note);
+        if (comm_time(c, PDBX_RT_COMM_TP, tp, act_bytes, pdbx_adv_spans(tp - 1, gpn), &row->tp_allreduce_ms,
+                      row, ns, reason, rlen))
             return 1;
-        }
-        row_estimate_note(row, ns, note);
         /* each layer's TP all-reduces in the forward, and the same again in the backward
          * (Megatron's row/column-parallel layers all-reduce the input gradient) */
         row->stage_tp_comm_ms = lps * cells->comm_ops_per_layer * 2 * row->tp_allreduce_ms;
     }
-    double worst = -1, stages_sum = 0;
-    for (int st = 0; st < pp; st++) {
-        double f = lps * s.fwd[PDBX_ADV_LAYER], b = lps * s.bwd[PDBX_ADV_LAYER];
-        if (st == 0)
-            f += s.fwd[PDBX_ADV_FIRST], b += s.bwd[PDBX_ADV_FIRST];
-        if (st == pp - 1)
-            f += s.fwd[PDBX_ADV_LAST], b += s.bwd[PDBX_ADV_LAST];
-        double t = f + b + row->stage_tp_comm_ms;
-        stages_sum += t;
-        if (t > worst)
-            worst = t, row->slowest_stage = st, row->stage_fwd_ms = f, row->stage_bwd_ms = b;
-    }
+    const double stages_sum = stages(c, &s, row);
+    const double worst = row->stage_fwd_ms + row->stage_bwd_ms + row->stage_tp_comm_ms + row->stage_ep_comm_ms;
     if (pp > 1) {
         row->pp_msg_bytes = act_bytes;
-        if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_PP, 2, act_bytes, pdbx_adv_spans((long)tp * dp, gpn),
-                               c->q.stat, &row->p2p_ms, note, sizeof note) == PDBX_ADV_NONE) {
-            snprintf(reason, rlen, "%s", note);
+        if (comm_time(c, PDBX_RT_COMM_PP, 2, act_bytes, pdbx_adv_spans((long)tp * dp, gpn), &row->p2p_ms,
+                      row, ns, reason, rlen))
             return 1;
-        }
-        row_estimate_note(row, ns, note);
         /* 1F1B with blocking send/recv: 2 (pp - 1) transfers carry the first micro-batch through
          * the pipeline and back, each further micro-batch adds one forward and one backward */
         row->pp_comm_ms = 2.0 * (row->num_mb + pp - 2) * row->p2p_ms;
     }
-    pdbx_parallel par = { tp, pp, dp, 1 };
+    pdbx_parallel par = { tp, pp, dp, ep };
     pdbx_memory mem;
     pdbx_memory_predict(&c->spec, &par, mbs, &mem);
     if (dp > 1) {
         row->dp_msg_bytes = sizes.dp_full_bytes;   /* stage 0's (the largest) fp32 gradients */
-        if (pdbx_adv_comm_time(c->run, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes,
-                               pdbx_adv_spans((long)tp * (dp - 1), gpn), c->q.stat, &row->dp_comm_ms,
-                               note, sizeof note) == PDBX_ADV_NONE) {
-            snprintf(reason, rlen, "%s", note);
+        if (comm_time(c, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes, pdbx_adv_spans((long)tp * (dp - 1), gpn),
+                      &row->dp_comm_ms, row, ns, reason, rlen))
             return 1;
-        }
-        row_estimate_note(row, ns, note);
     }
     row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
+    row->ep_comm_ms = row->num_mb * row->stage_ep_comm_ms;
     row->compute_ms = row->num_mb * (row->stage_fwd_ms + row->stage_bwd_ms);
     /* 1F1B: the slowest stage works num_mb micro-batches back to back; filling and draining
      * the pipeline costs one micro-batch of every other stage (forward on the way in, backward
@@ -281,7 +326,7 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int mbs, pdbx_advise_row
      * on the first, lm_head on the last) it is what a real 1F1B step takes (bench/advise_validate.sh:
      * (pp - 1) x the slowest stage overestimated TP1/PP2 by 13-16%). */
     row->bubble_ms = stages_sum - worst;
-    row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms;
+    row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms + row->ep_comm_ms;
     row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms;
     row->mem_gb = mem.total / 1e9;
     row->fits = mem.total <= c->spec.gpu.mem_bytes;
@@ -309,16 +354,27 @@ static int check_config(const adv_ctx *c, int tp, int pp, int dp, int mbs, char 
 int pdbx_advise_one(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int mbs,
                     pdbx_advise_row *row, char *err, size_t errlen)
 {
+    return pdbx_advise_one_ep(run, q, tp, pp, dp, 1, mbs, row, err, errlen);
+}
+
+int pdbx_advise_one_ep(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int ep,
+                       int mbs, pdbx_advise_row *row, char *err, size_t errlen)
+{
     adv_ctx c;
     if (ctx_init(&c, run, q, err, errlen) != 0)
         return -1;
     int rc = check_config(&c, tp, pp, dp, mbs, err, errlen);
+    if (rc == 0 && (ep < 1 || (tp * dp) % ep != 0))
+        rc = fail(err, errlen, "config: ep %d does not divide tp x dp = %d (allowed: a divisor of %d)", ep,
+                  tp * dp, tp * dp);
     if (rc == 0) {
-        char reason[PDBX_ADVISE_NOTE_MAX];
-        int r = estimate(&c, tp, pp, dp, mbs, row, NULL, reason, sizeof reason);
+        char reason[PDBX_ADVISE_NOTE_MAX], epx[16] = "";
+        int r = estimate(&c, tp, pp, dp, ep, mbs, row, NULL, reason, sizeof reason);
+        if (ep > 1)
+            snprintf(epx, sizeof epx, "x%d", ep);
         if (r != 0)
-            rc = fail(err, errlen, "config: %dx%dx%d mbs %d cannot be estimated from run %s: %s", tp,
-                      pp, dp, mbs, run->id, reason);
+            rc = fail(err, errlen, "config: %dx%dx%d%s mbs %d cannot be estimated from run %s: %s", tp,
+                      pp, dp, epx, mbs, run->id, reason);
     }
     ctx_free(&c);
     return rc;
@@ -332,8 +388,8 @@ static int by_step(const void *a, const void *b)
         return x->step_ms < y->step_ms ? -1 : 1;
     if (x->mem_gb != y->mem_gb)
         return x->mem_gb < y->mem_gb ? -1 : 1;
-    int kx[4] = { x->tp, x->pp, x->dp, x->mbs }, ky[4] = { y->tp, y->pp, y->dp, y->mbs };
-    for (int i = 0; i < 4; i++)
+    int kx[5] = { x->tp, x->pp, x->dp, x->ep, x->mbs }, ky[5] = { y->tp, y->pp, y->dp, y->ep, y->mbs };
+    for (int i = 0; i < 5; i++)
         if (kx[i] != ky[i])
             return kx[i] < ky[i] ? -1 : 1;
     return 0;
@@ -404,6 +460,28 @@ static int take_notes(adv_notes *ns, pdbx_advise_result *out)
     return 0;
 }
 
+/* One candidate: its row kept (its estimates noted) or its refusal counted. 0, or -1 OOM. */
+static int add_row(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_advise_result *out,
+                   size_t *cap, adv_notes *ns, adv_notes *row_notes, char *err, size_t errlen)
+{
+    pdbx_advise_row row;
+    char reason[PDBX_ADVISE_NOTE_MAX];
+    /* a row's estimates are noted only when the row is kept */
+    row_notes->n = 0;
+    int r = estimate(c, tp, pp, dp, ep, mbs, &row, row_notes, reason, sizeof reason);
+    if (r == 0)
+        for (size_t k = 0; k < row_notes->n; k++)
+            notes_find_or_add(ns, row_notes->v[k].text);
+    if (r < 0 || row_notes->oom || (r == 0 && push_row(out, cap, &row) != 0))
+        return fail(err, errlen, "out of memory");
+    if (r == 1) {
+        adv_note *n = notes_find_or_add(ns, reason);
+        if (n)
+            n->count = n->count < 0 ? 1 : n->count + 1;
+    }
+    return 0;
+}
+
 int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_result *out,
                 char *err, size_t errlen)
 {
@@ -423,24 +501,15 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
             if ((g / tp) % pp || c.q.layers % pp)
                 continue;
             int dp = g / tp / pp;
-            for (int mbs = 1; mbs <= c.q.mbs_max && rc == 0; mbs++) {
-                if (c.q.gbs % (mbs * dp))
+            /* the EP group lies within tp x dp (Megatron's expert layout) */
+            for (int e = 0; e < c.neps && rc == 0; e++) {
+                if ((tp * dp) % c.eps[e])
                     continue;
-                candidates++;
-                pdbx_advise_row row;
-                char reason[PDBX_ADVISE_NOTE_MAX];
-                /* a row's estimates are noted only when the row is kept */
-                row_notes.n = 0;
-                int r = estimate(&c, tp, pp, dp, mbs, &row, &row_notes, reason, sizeof reason);
-                if (r == 0)
-                    for (size_t k = 0; k < row_notes.n; k++)
-                        notes_find_or_add(&ns, row_notes.v[k].text);
-                if (r < 0 || row_notes.oom || (r == 0 && push_row(out, &cap, &row) != 0)) {
-                    rc = fail(err, errlen, "out of memory");
-                } else if (r == 1) {
-                    adv_note *n = notes_find_or_add(&ns, reason);
-                    if (n)
-                        n->count = n->count < 0 ? 1 : n->count + 1;
+                for (int mbs = 1; mbs <= c.q.mbs_max && rc == 0; mbs++) {
+                    if (c.q.gbs % (mbs * dp))
+                        continue;
+                    candidates++;
+                    rc = add_row(&c, tp, pp, dp, c.eps[e], mbs, out, &cap, &ns, &row_notes, err, errlen);
                 }
             }
         }

@@ -13,6 +13,12 @@
  *    activations at stage boundaries;
  *  - DP: one gradient all-reduce of the stage's parameters (fp32) after the last backward;
  *  - memory: the planner's training memory per rank (pdbx_memory_predict) against the GPU.
+ *  - layer kinds: a stage's layers each cost the common per-layer ops plus their kind's MLP:
+ *    the dense mlp_* cells on dense layers, the moe_* cells on MoE layers (DeepSeek's first
+ *    first_dense_layers are dense: pdbx_layer_is_moe over the job's layers), never both;
+ *  - EP: rows at every EP degree the run measured that divides tp x dp, from that degree's cells,
+ *    with the all-to-alls of the measured ep_dispatch/ep_combine cells (fwd + bwd) per MoE layer
+ *    and the memory of E / ep experts per rank.
  * Where a cell a configuration needs is missing (an MBS or a TP degree not swept, a message
  * size outside the collectives sweep) the model interpolates or extrapolates and says so in a
  * note naming the cell; it never reuses another row silently.
@@ -68,6 +74,12 @@ typedef struct {
     double p2p_ms;           /* one send/recv of pp_msg_bytes */
     double stage_tp_comm_ms; /* slowest stage, one micro-batch: its TP all-reduces, fwd + bwd */
     int slowest_stage;       /* 0 .. pp - 1 */
+    /* Expert parallelism (source-compatible, at the end): a run with EP > 1 configs gives rows at
+     * each EP degree it measured that divides tp x dp; the expert ops' cells are that EP's. */
+    int ep;                  /* 1: every expert on every rank */
+    double ep_comm_ms;       /* num_mb x the slowest stage's all-to-alls (in comm_ms) */
+    double stage_ep_comm_ms; /* slowest stage, one micro-batch: its MoE layers' ep_dispatch +
+                              * ep_combine cells, fwd + bwd */
 } pdbx_advise_row;
 
 typedef struct {
@@ -89,6 +101,10 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
  * a one-line message (the configuration does not divide the query's gpus/layers/gbs). */
 int pdbx_advise_one(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp,
                     int mbs, pdbx_advise_row *row, char *err, size_t errlen);
+/* The same at EP ep (1: pdbx_advise_one): ep divides tp x dp; refused when the run did not
+ * measure (tp, ep). */
+int pdbx_advise_one_ep(const pdbx_run *run, const pdbx_advise_query *q, int tp, int pp, int dp, int ep,
+                       int mbs, pdbx_advise_row *row, char *err, size_t errlen);
 void pdbx_advise_free(pdbx_advise_result *r);
 
 #endif

@@ -41,6 +41,30 @@ static int by_mbs(const void *a, const void *b)
     return (x->mbs > y->mbs) - (x->mbs < y->mbs);
 }
 
+/* The part a per-layer op's cell adds to: the dense MLP and the MoE ops apart (advise_cells.h). */
+static int layer_part(pdbx_op op)
+{
+    if (op == PDBX_OP_MLP_GATE || op == PDBX_OP_MLP_UP || op == PDBX_OP_MLP_ACT_FN || op == PDBX_OP_MLP_DOWN)
+        return PDBX_ADV_DENSE;
+    return pdbx_op_is_moe(op) ? PDBX_ADV_MOE : PDBX_ADV_LAYER;
+}
+
+/* The EP all-to-alls of point i into A2A (fwd; bwd when measured, else the forward's: the
+ * backward moves the same rows back). */
+static void point_a2a(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_t i, pdbx_stat_kind stat,
+                      pdbx_adv_sample *s)
+{
+    static const pdbx_op a2a[] = { PDBX_OP_EP_DISPATCH, PDBX_OP_EP_COMBINE };
+    for (size_t k = 0; k < sizeof a2a / sizeof a2a[0]; k++) {
+        double f = pdbx_rt_value(&fc->points[i].op[a2a[k]], stat);
+        double b = pdbx_rt_value(&bc->points[i].op[a2a[k]], stat);
+        if (!isfinite(f))
+            continue;
+        s->fwd[PDBX_ADV_A2A] += f;
+        s->bwd[PDBX_ADV_A2A] += isfinite(b) ? b : f;
+    }
+}
+
 /* One point's parts; 0 when a compute op the config measured is missing here. *bwd_ok: every
  * compute op has a measured bwd cell. */
 static int point_parts(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_t i,
@@ -51,13 +75,15 @@ static int point_parts(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_
         return 0;
     memset(s, 0, sizeof *s);
     s->mbs = fp->mbs;
-    s->tp = fc->tp, s->pp = fc->pp, s->dp = fc->dp;
+    s->tp = fc->tp, s->pp = fc->pp, s->dp = fc->dp, s->ep = fc->ep;
     *bwd_ok = 1;
     int any = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         int part = pdbx_adv_op_part((pdbx_op)op);
         if (part < 0 || !fc->op_present[op])
             continue;
+        if (part == PDBX_ADV_LAYER)
+            part = layer_part((pdbx_op)op);
         double f = pdbx_rt_value(&fp->op[op], stat);
         if (!isfinite(f))
             return 0;
@@ -69,77 +95,79 @@ static int point_parts(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_
         else
             *bwd_ok = 0;
     }
+    if (fc->ep > 1)
+        point_a2a(fc, bc, i, stat, s);
     return any;
 }
 
 /* How well config k stands in for (tp, pp, dp): 0 the same config, 1 the same rank count, 2
  * another (lower is preferred). */
-static int config_rank(const int cfg[3], int pp, int dp)
+static int config_rank(const pdbx_rt_config *cfg, int pp, int dp)
 {
-    if (cfg[1] == pp && cfg[2] == dp)
+    if (cfg->pp == pp && cfg->dp == dp)
         return 0;
-    return (long)cfg[0] * cfg[1] * cfg[2] == (long)cfg[0] * pp * dp ? 1 : 2;
+    return (long)cfg->pp * cfg->dp == (long)pp * dp ? 1 : 2;
 }
 
 int pdbx_adv_cells_build(const pdbx_run *run, int tp, pdbx_stat_kind stat, pdbx_adv_tp_cells *out)
 {
-    return pdbx_adv_cells_build_for(run, tp, 0, 0, stat, out);
+    return pdbx_adv_cells_build_for(run, tp, 0, 0, 1, stat, out);
 }
 
-int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+/* The samples of the configs of table fwd (bwd: the same configs, the backward cells) at
+ * (tp, ep), the preferred configs first (config_rank). *all_bwd: every sample's bwd measured. */
+static void take_samples(const pdbx_runtable *fwd, const pdbx_runtable *bwd, int ep, int pp, int dp,
+                         pdbx_stat_kind stat, pdbx_adv_tp_cells *out, int *all_bwd)
+{
+    for (int want = 0; want < 3; want++)
+    for (size_t k = 0; k < fwd->nconfigs && k < bwd->nconfigs; k++) {
+        const pdbx_rt_config *fc = &fwd->configs[k], *bc = &bwd->configs[k];
+        if (fc->ep != ep || config_rank(fc, pp, dp) != want)
+            continue;
+        for (size_t i = 0; i < fc->npoints && i < bc->npoints; i++) {
+            pdbx_adv_sample s;
+            int bwd_ok;
+            if (have_mbs(out, fc->points[i].mbs) || !point_parts(fc, bc, i, stat, &s, &bwd_ok))
+                continue;
+            *all_bwd &= bwd_ok;
+            out->s[out->n++] = s;
+        }
+    }
+}
+
+int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, int ep, pdbx_stat_kind stat,
                              pdbx_adv_tp_cells *out)
 {
     memset(out, 0, sizeof *out);
     out->tp = tp;
+    out->ep = ep;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         if (pdbx_op_is_tp_allreduce((pdbx_op)op))
             out->comm_ops_per_layer++;
     size_t cap = run->npoints ? run->npoints : 1;
-    int (*cfgs)[3] = malloc(sizeof *cfgs * cap);
     out->s = malloc(sizeof *out->s * cap);
-    if (!cfgs || !out->s) {
-        free(cfgs);
-        pdbx_adv_cells_free(out);
-        return -1;
-    }
-    size_t ncfg = pdbx_run_configs(run, cfgs, cap);
-    int has_bwd = pdbx_run_has_bwd(run), all_bwd = 1, rc = 0;
-    /* the same config's points first, then those of the same rank count, then the rest, each
-     * group in plan order: an MBS takes its cells from the first group that measured it */
-    for (int want = 0; want < 3 && rc == 0; want++)
-    for (size_t k = 0; k < ncfg && rc == 0; k++) {
-        if (cfgs[k][0] != tp || config_rank(cfgs[k], pp, dp) != want)
-            continue;
-        pdbx_rt_config fc, bc;
-        if (pdbx_rt_config_build_pass(run, cfgs[k][0], cfgs[k][1], cfgs[k][2], PDBX_PASS_SEL_FWD, &fc) != 0)
-            rc = -1;
-        else if (pdbx_rt_config_build_pass(run, cfgs[k][0], cfgs[k][1], cfgs[k][2], PDBX_PASS_SEL_BWD, &bc) != 0) {
-            pdbx_rt_config_free(&fc);
-            rc = -1;
-        } else {
-            for (size_t i = 0; i < fc.npoints && i < bc.npoints; i++) {
-                pdbx_adv_sample s;
-                int bwd_ok;
-                if (have_mbs(out, fc.points[i].mbs) || !point_parts(&fc, &bc, i, stat, &s, &bwd_ok))
-                    continue;
-                all_bwd &= bwd_ok;
-                out->s[out->n++] = s;
-            }
-            pdbx_rt_config_free(&fc);
-            pdbx_rt_config_free(&bc);
-        }
-    }
-    free(cfgs);
+    /* both tables group the same points by (tp, pp, dp, ep) in plan order: config k of one is
+     * config k of the other */
+    pdbx_runtable fwd, bwd;
+    int rf = pdbx_runtable_build_pass(run, tp, PDBX_PASS_SEL_FWD, &fwd);
+    int rb = pdbx_runtable_build_pass(run, tp, PDBX_PASS_SEL_BWD, &bwd);
+    int all_bwd = 1, rc = (!out->s || rf != 0 || rb != 0) ? -1 : 0;
+    if (rc == 0)
+        take_samples(&fwd, &bwd, ep, pp, dp, stat, out, &all_bwd);
+    if (rf == 0)
+        pdbx_runtable_free(&fwd);
+    if (rb == 0)
+        pdbx_runtable_free(&bwd);
     if (rc != 0) {
         pdbx_adv_cells_free(out);
         return -1;
     }
     qsort(out->s, out->n, sizeof *out->s, by_mbs);
-    out->bwd_measured = has_bwd && all_bwd && out->n > 0;
-    if (!out->bwd_measured)   /* FASOP's x3 rule: backward = 2 x forward */
+    out->bwd_measured = pdbx_run_has_bwd(run) && all_bwd && out->n > 0;
+    if (!out->bwd_measured)   /* FASOP's x3 rule: backward = 2 x forward (the all-to-all: 1 x) */
         for (size_t i = 0; i < out->n; i++)
             for (int p = 0; p < PDBX_ADV_NPARTS; p++)
-                out->s[i].bwd[p] = 2 * out->s[i].fwd[p];
+                out->s[i].bwd[p] = (p == PDBX_ADV_A2A ? 1 : 2) * out->s[i].fwd[p];
     return 0;
 }
 
@@ -155,8 +183,13 @@ pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sam
 {
     if (len)
         note[0] = '\0';
+    char who[32];   /* "tp 2", "tp 2 ep 2": an EP degree's cells are its own */
+    if (c->ep > 1)
+        snprintf(who, sizeof who, "tp %d ep %d", c->tp, c->ep);
+    else
+        snprintf(who, sizeof who, "tp %d", c->tp);
     if (c->n == 0) {
-        snprintf(note, len, "tp %d: no measured point", c->tp);
+        snprintf(note, len, "%s: no measured point", who);
         return PDBX_ADV_NONE;
     }
     size_t lo = 0, hi = 0;   /* the two samples the line goes through */
@@ -188,13 +221,13 @@ pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sam
         out->bwd[p] = line_at(a->mbs, a->bwd[p], b->mbs, b->bwd[p], mbs);
     }
     if (how == PDBX_ADV_INTERPOLATED)
-        snprintf(note, len, "tp %d mbs %d: op cells interpolated between mbs %d and %d", c->tp, mbs,
+        snprintf(note, len, "%s mbs %d: op cells interpolated between mbs %d and %d", who, mbs,
                  a->mbs, b->mbs);
     else if (lo == hi)
-        snprintf(note, len, "tp %d mbs %d: op cells scaled from mbs %d, the only one measured",
-                 c->tp, mbs, a->mbs);
+        snprintf(note, len, "%s mbs %d: op cells scaled from mbs %d, the only one measured",
+                 who, mbs, a->mbs);
     else
-        snprintf(note, len, "tp %d mbs %d: op cells extrapolated from mbs %d and %d", c->tp, mbs,
+        snprintf(note, len, "%s mbs %d: op cells extrapolated from mbs %d and %d", who, mbs,
                  a->mbs, b->mbs);
     return how;
 }

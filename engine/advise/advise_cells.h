@@ -27,17 +27,23 @@
 
 #include "store/profiledb.h"
 
-enum { PDBX_ADV_FIRST = 0, PDBX_ADV_LAYER, PDBX_ADV_LAST, PDBX_ADV_NPARTS };
+/* A sample's parts: FIRST, LAYER and LAST are pdbx_adv_op_part's; a per-layer op that only one
+ * kind of layer runs (pdbx_layer_has_op) is kept apart from LAYER, so that a model with dense
+ * first layers and MoE ones (DeepSeek) counts each where it runs instead of one layer running
+ * both: DENSE the dense MLP (mlp_gate/up/act_fn/down), MOE the moe_* ops, A2A the EP
+ * all-to-alls (ep_dispatch + ep_combine, EP > 1 only). One layer of a kind is LAYER + its part. */
+enum { PDBX_ADV_FIRST = 0, PDBX_ADV_LAYER, PDBX_ADV_LAST, PDBX_ADV_DENSE, PDBX_ADV_MOE, PDBX_ADV_A2A,
+       PDBX_ADV_NPARTS };
 
 typedef struct {
     int mbs;
-    double fwd[PDBX_ADV_NPARTS];   /* ms: first-stage ops, one layer's compute, last-stage ops */
+    double fwd[PDBX_ADV_NPARTS];   /* ms: first-stage ops, one layer's compute, last-stage ops... */
     double bwd[PDBX_ADV_NPARTS];   /* measured, or 2 x fwd (see bwd_measured of the set) */
-    int tp, pp, dp;                /* the config the point belongs to */
+    int tp, pp, dp, ep;            /* the config the point belongs to */
 } pdbx_adv_sample;
 
 typedef struct {
-    int tp;
+    int tp, ep;
     int bwd_measured;
     int comm_ops_per_layer;        /* the layer's TP all-reduces (store/ops.h: 2) */
     size_t n;
@@ -46,11 +52,13 @@ typedef struct {
 
 /* Which part op belongs to: PDBX_ADV_FIRST/LAYER/LAST, or -1 for a TP all-reduce op. */
 int pdbx_adv_op_part(pdbx_op op);
-/* The compute cells of TP tp in run (n == 0 when the run has none). 0, or -1 out of memory. */
+/* The compute cells of TP tp at EP 1 in run (n == 0 when the run has none). 0, or -1 out of
+ * memory. */
 int pdbx_adv_cells_build(const pdbx_run *run, int tp, pdbx_stat_kind stat, pdbx_adv_tp_cells *out);
-/* The same, preferring the points of config (tp, pp, dp), then of its rank count (pp, dp 0:
- * plan order only). */
-int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+/* The same at EP ep (the configs measured with that ep only: an expert GEMM's cell depends on
+ * the experts a rank holds and the rows it receives), preferring the points of config (tp, pp,
+ * dp), then of its rank count (pp, dp 0: plan order only). */
+int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, int ep, pdbx_stat_kind stat,
                              pdbx_adv_tp_cells *out);
 void pdbx_adv_cells_free(pdbx_adv_tp_cells *c);
 

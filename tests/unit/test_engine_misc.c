@@ -90,11 +90,18 @@ static void test_validate_args(void **state)
     v = a.v;
     assert_int_equal(pdbx_validate_resolve(&v, &spec, 2, err, sizeof err), 0);
     assert_int_equal(v.layers, 2);                  /* at least one layer per stage */
+    assert_int_equal(v.ep, 1);                      /* TPxPPxDP: no expert parallelism */
+    pdbx_validate_args e4;
+    memset(&e4, 0, sizeof e4);
+    assert_int_equal(pdbx_validate_parse_config("1x1x2x2", &e4, err, sizeof err), 0);
+    assert_true(e4.tp == 1 && e4.pp == 1 && e4.dp == 2 && e4.ep == 2);
     struct { pdbx_validate_args v; int world; const char *msg; } bad[] = {
-        { { 1, 2, 1, 2, 8, 0, 0, "o" }, 4, "--config: 1x2x1 needs 2 ranks, launched with 4" },
-        { { 1, 1, 2, 2, 6, 0, 0, "o" }, 2, "--gbs: 6 is not a multiple of mbs x dp = 4" },
-        { { 1, 2, 1, 1, 4, 3, 0, "o" }, 2, "--layers: 3 is not a multiple of pp = 2" },
-        { { 1, 1, 1, 1, 4, 0, 5000, "o" }, 1, "--iters: 5000" },
+        { { 1, 2, 1, 2, 8, 0, 0, "o", 0 }, 4, "--config: 1x2x1 needs 2 ranks, launched with 4" },
+        { { 1, 1, 2, 2, 6, 0, 0, "o", 0 }, 2, "--gbs: 6 is not a multiple of mbs x dp = 4" },
+        { { 1, 2, 1, 1, 4, 3, 0, "o", 0 }, 2, "--layers: 3 is not a multiple of pp = 2" },
+        { { 1, 1, 1, 1, 4, 0, 5000, "o", 0 }, 1, "--iters: 5000" },
+        /* EP on the default (dense) model: no experts to split */
+        { { 1, 1, 2, 1, 4, 0, 0, "o", 2 }, 2, "--config: ep 2 needs a mixture-of-experts model" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
@@ -104,6 +111,8 @@ static void test_validate_args(void **state)
     }
     struct { int argc; char *argv[14]; const char *msg; } badargs[] = {
         { 9, { "e", "--spec", "s", "--validate", "2x2", "--mbs", "1", "--gbs", "4" }, "--config: '2x2' is not TPxPPxDP" },
+        { 9, { "e", "--spec", "s", "--validate", "1x1x2x", "--mbs", "1", "--gbs", "4" }, "is not TPxPPxDP or TPxPPxDPxEP" },
+        { 9, { "e", "--spec", "s", "--validate", "1x1x2x2x2", "--mbs", "1", "--gbs", "4" }, "is not TPxPPxDP or TPxPPxDPxEP" },
         { 7, { "e", "--spec", "s", "--validate", "1x1x2", "--mbs", "1" }, "--validate needs --mbs M, --gbs B and --out FILE" },
         { 7, { "e", "--spec", "s", "--mbs", "1", "--gbs", "4" }, "--validate TPxPPxDP is required" },
         { 11, { "e", "--spec", "s", "--validate", "1x1x2", "--mbs", "0", "--gbs", "4", "--out", "o" }, "--mbs: '0'" },

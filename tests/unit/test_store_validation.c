@@ -62,6 +62,7 @@ static void test_append_and_list(void **state)
     snprintf(runs, sizeof runs, "%s/runs", dir);
     assert_int_equal(mkdir(runs, 0755), 0);
     pdbx_validation a = sample(2, 100, 104), b = sample(1, 50, NAN);
+    a.ep = 2, a.est_ep_comm_ms = 3.5;   /* an EP 2 validation; b's ep 0 reads back as 1 */
     assert_int_equal(pdbx_validation_append(dir, ID, &a, err, sizeof err), 0);
     assert_int_equal(pdbx_validation_append(dir, ID, &b, err, sizeof err), 0);
     assert_int_equal(pdbx_validation_list(dir, ID, &vs, &n, &skipped, err, sizeof err), 0);
@@ -77,6 +78,9 @@ static void test_append_and_list(void **state)
     assert_double_equal(vs[0].est_dp_comm_ms, 10.4, 1e-9);
     assert_int_equal(vs[0].bwd_measured, 1);
     assert_string_equal(vs[0].note, "MBS 2 interpolated");
+    assert_int_equal(vs[0].ep, 2);
+    assert_double_equal(vs[0].est_ep_comm_ms, 3.5, 1e-9);
+    assert_int_equal(vs[1].ep, 1);
     assert_int_equal(vs[1].dp, 1);
     assert_true(isnan(vs[1].estimated_ms));   /* null in the file */
     free(vs);

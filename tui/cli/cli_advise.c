@@ -108,31 +108,40 @@ static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t
                                           "(see notes)");
     fprintf(out, "times: ms per iteration; step = compute + comm + bubble; mem_gb: training memory "
                  "per GPU (the planner's)\n\n");
-    static const char *const head[] = { "rank", "tp", "pp", "dp", "mbs", "num_mb", "step_ms",
+    /* an "ep" column only when a row has EP > 1: a dense run's table is unchanged */
+    int has_ep = 0;
+    for (size_t i = 0; i < shown; i++)
+        has_ep |= r->rows[i].ep > 1;
+    static const char *const head[] = { "rank", "tp", "pp", "dp", "ep", "mbs", "num_mb", "step_ms",
                                         "compute_ms", "comm_ms", "bubble_ms", "mem_gb", "fits", "" };
-    const size_t ncol = sizeof head / sizeof head[0];
+    const size_t ncol = sizeof head / sizeof head[0] - !has_ep;
     pdbx_table *t = pdbx_table_new(ncol);
     if (!t)
         return;
-    for (size_t c = 0; c < ncol; c++)
-        pdbx_table_header(t, c, head[c], c == ncol - 1 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT);
+    for (size_t c = 0, h = 0; c < ncol; c++, h++) {
+        h += !has_ep && h == 4;
+        pdbx_table_header(t, c, head[h], c == ncol - 1 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT);
+    }
     for (size_t i = 0; i < shown; i++) {
         const pdbx_advise_row *w = &r->rows[i];
         char ms[4][24];
+        size_t c = 0;
         pdbx_table_add_row(t);
-        pdbx_table_set(t, 0, "%zu", i + 1);
-        pdbx_table_set(t, 1, "%d", w->tp);
-        pdbx_table_set(t, 2, "%d", w->pp);
-        pdbx_table_set(t, 3, "%d", w->dp);
-        pdbx_table_set(t, 4, "%d", w->mbs);
-        pdbx_table_set(t, 5, "%d", w->num_mb);
-        pdbx_table_set(t, 6, "%s", pdbx_fmt_ms(w->step_ms, 1, ms[0], sizeof ms[0]));
-        pdbx_table_set(t, 7, "%s", pdbx_fmt_ms(w->compute_ms, 1, ms[1], sizeof ms[1]));
-        pdbx_table_set(t, 8, "%s", pdbx_fmt_ms(w->comm_ms, 1, ms[2], sizeof ms[2]));
-        pdbx_table_set(t, 9, "%s", pdbx_fmt_ms(w->bubble_ms, 1, ms[3], sizeof ms[3]));
-        pdbx_table_set(t, 10, "%.2f", w->mem_gb);
-        pdbx_table_set(t, 11, "%s", w->fits ? "yes" : "no");
-        pdbx_table_set(t, 12, "%s%s", w->pareto ? "*" : "", w->estimated_cells ? "~" : "");
+        pdbx_table_set(t, c++, "%zu", i + 1);
+        pdbx_table_set(t, c++, "%d", w->tp);
+        pdbx_table_set(t, c++, "%d", w->pp);
+        pdbx_table_set(t, c++, "%d", w->dp);
+        if (has_ep)
+            pdbx_table_set(t, c++, "%d", w->ep > 1 ? w->ep : 1);
+        pdbx_table_set(t, c++, "%d", w->mbs);
+        pdbx_table_set(t, c++, "%d", w->num_mb);
+        pdbx_table_set(t, c++, "%s", pdbx_fmt_ms(w->step_ms, 1, ms[0], sizeof ms[0]));
+        pdbx_table_set(t, c++, "%s", pdbx_fmt_ms(w->compute_ms, 1, ms[1], sizeof ms[1]));
+        pdbx_table_set(t, c++, "%s", pdbx_fmt_ms(w->comm_ms, 1, ms[2], sizeof ms[2]));
+        pdbx_table_set(t, c++, "%s", pdbx_fmt_ms(w->bubble_ms, 1, ms[3], sizeof ms[3]));
+        pdbx_table_set(t, c++, "%.2f", w->mem_gb);
+        pdbx_table_set(t, c++, "%s", w->fits ? "yes" : "no");
+        pdbx_table_set(t, c, "%s%s", w->pareto ? "*" : "", w->estimated_cells ? "~" : "");
     }
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
@@ -166,6 +175,9 @@ static cJSON *row_json(const pdbx_advise_row *w)
     int ok = 1;
     for (size_t i = 0; i < sizeof num / sizeof num[0] && ok; i++)
         ok = cJSON_AddNumberToObject(o, num[i].k, isfinite(num[i].v) ? num[i].v : 0) != NULL;
+    if (ok && w->ep > 1)   /* only with EP, as pdbx show's configs: a dense run's JSON is unchanged */
+        ok = cJSON_AddNumberToObject(o, "ep", w->ep) && cJSON_AddNumberToObject(o, "ep_comm_ms", w->ep_comm_ms)
+             && cJSON_AddNumberToObject(o, "stage_ep_comm_ms", w->stage_ep_comm_ms);
     if (ok)
         ok = cJSON_AddBoolToObject(o, "fits", w->fits) && cJSON_AddBoolToObject(o, "pareto", w->pareto)
              && cJSON_AddBoolToObject(o, "bwd_measured", w->bwd_measured)

@@ -25,11 +25,11 @@
 typedef struct {
     const char *store, *config, *hosts, *hostfile, *launcher_args, *launcher;
     int mbs, gbs, layers, iters, format, simulate_nodes, stat;
-    int tp, pp, dp;
+    int tp, pp, dp, ep;
 } val_args;
 
 static const pdbx_cli_opt val_opts[] = {
-    { "config", "TPxPPxDP", "the parallel configuration to run (required), e.g. 1x1x2" },
+    { "config", "TPxPPxDP[xEP]", "the parallel configuration to run (required), e.g. 1x1x2 or 1x1x2x2" },
     { "mbs", "M", "micro-batch size (required)" },
     { "gbs", "B", "global batch in sequences (required; a multiple of M x DP)" },
     { "layers", "L", "decoder layers (default: the run's profiled layers, at least PP, rounded up to a multiple of PP)" },
@@ -123,14 +123,16 @@ static int launch_opts(const val_args *a, pdbx_spec *spec, pdbx_launch_opts *o)
 /* The checks of the configuration against the run; 0 or the usage exit. */
 static int check_input(val_args *a, const pdbx_run *run)
 {
-    int t = 0, p = 0, d = 0, used = 0;
+    int t = 0, p = 0, d = 0, x = 1, used = 0, more = 0;
     if (!a->config)
         return pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "--config TPxPPxDP is required (e.g. --config 1x1x2)");
-    if (sscanf(a->config, "%d%*[xX]%d%*[xX]%d%n", &t, &p, &d, &used) != 3 || a->config[used] ||
-        t < 1 || p < 1 || d < 1 || t > 4096 || p > 4096 || d > 4096)
-        return pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "--config: '%s' is not TPxPPxDP (three degrees of "
-                             "1..4096, e.g. 2x1x2)", a->config);
-    a->tp = t, a->pp = p, a->dp = d;
+    int ok = sscanf(a->config, "%d%*[xX]%d%*[xX]%d%n", &t, &p, &d, &used) == 3;
+    if (ok && a->config[used])   /* the optional EP degree */
+        ok = sscanf(a->config + used, "%*[xX]%d%n", &x, &more) == 1 && !a->config[used + more];
+    if (!ok || t < 1 || p < 1 || d < 1 || x < 1 || t > 4096 || p > 4096 || d > 4096 || x > 4096)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "--config: '%s' is not TPxPPxDP or TPxPPxDPxEP (degrees "
+                             "of 1..4096, e.g. 2x1x2 or 1x1x2x2)", a->config);
+    a->tp = t, a->pp = p, a->dp = d, a->ep = x;
     if (a->mbs < 1)
         return pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "--mbs M is required (the micro-batch size, 1 or more)");
     if (a->gbs < 1)
@@ -176,11 +178,13 @@ typedef struct {
     double median, min, max;
     double iters_ms[ITERS_MAX];
     int n, num_mb;
-    double parts[5];
+    double parts[6];
     char backend[16];
 } measured;
 
-static const char *const part_keys[5] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms" };
+/* the engine's parts; ep_comm_ms only at EP > 1 */
+static const char *const part_keys[6] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms",
+                                          "ep_comm_ms" };
 
 static double jnum(const cJSON *o, const char *k)
 {
@@ -213,7 +217,7 @@ static int read_result(const char *path, measured *m, char *err, size_t errlen)
     cJSON_ArrayForEach(x, arr)
         if (cJSON_IsNumber(x) && m->n < ITERS_MAX)
             m->iters_ms[m->n++] = x->valuedouble;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         m->parts[i] = jnum(parts, part_keys[i]);
     pdbx_strcopy(m->backend, sizeof m->backend, cJSON_IsString(be) ? be->valuestring : "?");
     cJSON_Delete(o);
@@ -245,9 +249,8 @@ static int print_json(const pdbx_run *run, const val_args *a, const measured *m,
         cJSON_AddItemToObject(e, "mem_gb", num_or_null(est->mem_gb));
     }
     cJSON *mp = cJSON_AddObjectToObject(o, "measured_parts");
-    for (int i = 0; mp && i < 5; i++)
+    for (int i = 0; mp && i < (a->ep > 1 ? 6 : 5); i++)
         cJSON_AddItemToObject(mp, part_keys[i], num_or_null(m->parts[i]));
-    (void)a;
     return pdbx_cli_emit_json(stdout, o) == 0 ? PDBX_EXIT_OK
                                               : pdbx_cli_fail(PDBX_EXIT_FAIL, CMD, "out of memory");
 }
@@ -255,8 +258,11 @@ static int print_json(const pdbx_run *run, const val_args *a, const measured *m,
 static void print_table(const pdbx_run *run, const val_args *a, const measured *m,
                         const pdbx_advise_row *est, const pdbx_validation *v)
 {
-    pdbx_cli_line(stdout, "validate %s: TP%d PP%d DP%d, MBS %d, GBS %d, %d layers, %d micro-batches, "
-                  "%d iterations (%s)", run->id, a->tp, a->pp, a->dp, a->mbs, a->gbs, a->layers,
+    char epx[16] = "";
+    if (a->ep > 1)
+        snprintf(epx, sizeof epx, " EP%d", a->ep);
+    pdbx_cli_line(stdout, "validate %s: TP%d PP%d DP%d%s, MBS %d, GBS %d, %d layers, %d micro-batches, "
+                  "%d iterations (%s)", run->id, a->tp, a->pp, a->dp, epx, a->mbs, a->gbs, a->layers,
                   v->num_mb, m->n, m->backend);
     printf("  %-22s %12s %12s %9s\n", "", "measured", "estimated", "error");
     printf("  %-22s %12.2f %12.2f %+8.1f%%\n", "iteration (ms)", m->median, est->step_ms, v->error_pct);
@@ -270,6 +276,9 @@ static void print_table(const pdbx_run *run, const val_args *a, const measured *
            est->bwd_measured ? "measured" : "2 x forward");
     printf("  measured (slowest rank, last iteration): fwd %.2f, bwd %.2f, TP %.2f, PP %.2f, DP %.2f ms\n",
            m->parts[0], m->parts[1], m->parts[2], m->parts[3], m->parts[4]);
+    if (a->ep > 1)
+        printf("  EP all-to-alls: estimated %.2f ms, measured %.2f ms (slowest rank, last iteration)\n",
+               est->ep_comm_ms, m->parts[5]);
     if (est->note[0])
         pdbx_cli_line(stdout, "  note: %s", est->note);
     pdbx_cli_line(stdout, "  recorded in runs/%s.validations.jsonl", run->id);
@@ -293,7 +302,10 @@ static int launch_and_measure(const pdbx_run *run, const val_args *a, pdbx_spec 
     free(text);
     if (rc == PDBX_EXIT_OK) {
         char cfg[64], mbs[16], gbs[16], layers[16], iters[16];
-        snprintf(cfg, sizeof cfg, "%dx%dx%d", a->tp, a->pp, a->dp);
+        if (a->ep > 1)
+            snprintf(cfg, sizeof cfg, "%dx%dx%dx%d", a->tp, a->pp, a->dp, a->ep);
+        else
+            snprintf(cfg, sizeof cfg, "%dx%dx%d", a->tp, a->pp, a->dp);
         snprintf(mbs, sizeof mbs, "%d", a->mbs);
         snprintf(gbs, sizeof gbs, "%d", a->gbs);
         snprintf(layers, sizeof layers, "%d", a->layers);
@@ -315,6 +327,30 @@ static int launch_and_measure(const pdbx_run *run, const val_args *a, pdbx_spec 
     rmdir(dir);
     (void)run;
     return rc;
+}
+
+/* The record of one validation: the configuration, the measurement and the estimate. */
+static void fill_record(const val_args *a, const measured *m, const pdbx_advise_row *est, pdbx_validation *v)
+{
+    memset(v, 0, sizeof *v);
+    v->time = (double)time(NULL);
+    v->tp = a->tp, v->pp = a->pp, v->dp = a->dp, v->mbs = a->mbs, v->gbs = a->gbs, v->layers = a->layers;
+    v->num_mb = a->gbs / (a->mbs * a->dp);
+    v->iters = m->n;
+    pdbx_strcopy(v->backend, sizeof v->backend, m->backend);
+    v->measured_ms = m->median;
+    v->measured_min_ms = m->min;
+    v->measured_max_ms = m->max;
+    v->estimated_ms = est->step_ms;
+    v->error_pct = 100.0 * (est->step_ms - m->median) / m->median;
+    v->est_compute_ms = est->compute_ms;
+    v->est_bubble_ms = est->bubble_ms;
+    v->est_tp_comm_ms = est->tp_comm_ms;
+    v->est_pp_comm_ms = est->pp_comm_ms;
+    v->est_dp_comm_ms = est->dp_comm_ms;
+    v->ep = a->ep, v->est_ep_comm_ms = est->ep_comm_ms;
+    v->bwd_measured = est->bwd_measured;
+    pdbx_strcopy(v->note, sizeof v->note, est->note);
 }
 
 int pdbx_cmd_validate(int argc, char **argv)
@@ -359,13 +395,13 @@ int pdbx_cmd_validate(int argc, char **argv)
         q.gbs = a.gbs;
         q.layers = a.layers;
         q.stat = (pdbx_stat_kind)a.stat;
-        if (pdbx_advise_one(&run, &q, a.tp, a.pp, a.dp, a.mbs, &est, err, sizeof err) != 0)
+        if (pdbx_advise_one_ep(&run, &q, a.tp, a.pp, a.dp, a.ep, a.mbs, &est, err, sizeof err) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "%s", err);
     }
     if (rc == 0) {
         /* the spec the engine reads: the run's, with this configuration as its only one */
         memset(spec.configs, 0, sizeof spec.configs);
-        spec.configs[0] = (pdbx_parallel){ a.tp, a.pp, a.dp, 1 };
+        spec.configs[0] = (pdbx_parallel){ a.tp, a.pp, a.dp, a.ep };
         spec.nconfigs = 1;
         rc = launch_opts(&a, &spec, lo);
     }
@@ -376,24 +412,7 @@ int pdbx_cmd_validate(int argc, char **argv)
         rc = launch_and_measure(&run, &a, &spec, lo, m);
     if (rc == 0) {
         pdbx_validation v;
-        memset(&v, 0, sizeof v);
-        v.time = (double)time(NULL);
-        v.tp = a.tp, v.pp = a.pp, v.dp = a.dp, v.mbs = a.mbs, v.gbs = a.gbs, v.layers = a.layers;
-        v.num_mb = a.gbs / (a.mbs * a.dp);
-        v.iters = m->n;
-        pdbx_strcopy(v.backend, sizeof v.backend, m->backend);
-        v.measured_ms = m->median;
-        v.measured_min_ms = m->min;
-        v.measured_max_ms = m->max;
-        v.estimated_ms = est.step_ms;
-        v.error_pct = 100.0 * (est.step_ms - m->median) / m->median;
-        v.est_compute_ms = est.compute_ms;
-        v.est_bubble_ms = est.bubble_ms;
-        v.est_tp_comm_ms = est.tp_comm_ms;
-        v.est_pp_comm_ms = est.pp_comm_ms;
-        v.est_dp_comm_ms = est.dp_comm_ms;
-        v.bwd_measured = est.bwd_measured;
-        pdbx_strcopy(v.note, sizeof v.note, est.note);
+        fill_record(&a, m, &est, &v);
         if (pdbx_validation_append(pdbx_store_dir(st), run.id, &v, err, sizeof err) != 0)
             rc = pdbx_cli_fail(PDBX_EXIT_FAIL, CMD, "measured, but not recorded: %s", err);
         if (a.format == 1) {

@@ -48,10 +48,10 @@ static void seg_values(const pdbx_advise_row *r, double *v)
 /* Runs the query again; keeps the selected configuration selected when it is still a row. */
 static void recompute(ui_app *app, adv_state *s)
 {
-    int keep[4] = { 0, 0, 0, 0 }, had = 0;
+    int keep[5] = { 0, 0, 0, 0, 0 }, had = 0;   /* tp, pp, dp, mbs, ep (an EP run's rows differ by it) */
     if (s->have_res && s->sel >= 0 && (size_t)s->sel < s->res.nrows) {
         const pdbx_advise_row *r = &s->res.rows[s->sel];
-        keep[0] = r->tp; keep[1] = r->pp; keep[2] = r->dp; keep[3] = r->mbs;
+        keep[0] = r->tp; keep[1] = r->pp; keep[2] = r->dp; keep[3] = r->mbs; keep[4] = r->ep;
         had = 1;
     }
     if (s->have_res)
@@ -70,7 +70,8 @@ static void recompute(ui_app *app, adv_state *s)
     s->sel = 0;
     for (size_t i = 0; had && i < s->res.nrows; i++) {
         const pdbx_advise_row *r = &s->res.rows[i];
-        if (r->tp == keep[0] && r->pp == keep[1] && r->dp == keep[2] && r->mbs == keep[3]) {
+        if (r->tp == keep[0] && r->pp == keep[1] && r->dp == keep[2] && r->mbs == keep[3] &&
+            r->ep == keep[4]) {
             s->sel = (int)i;
             break;
         }
