@@ -31,8 +31,8 @@ const plan_field_def plan_fields[] = {
     {"nodes", PLAN_F_INT, 1, 4096, "N", NULL, "nodes", NULL},
     {"launcher", PLAN_F_STR, NO_RANGE, "LAUNCHER", "auto, local, mpirun, srun (auto: srun inside a "
      "Slurm allocation, else local)", "how the ranks are started (docs/launch.md)", NULL},
-    {"configs", PLAN_F_LIST, NO_RANGE, "TPxPPxDP[xEP],...", "1 to 64 configurations, e.g. 1x8x1,2x4x1,"
-     "1x1x4x2", "parallel configurations (EP: expert parallelism within tp x dp)", NULL},
+    {"configs", PLAN_F_LIST, NO_RANGE, "TPxPPxDP,...", "1 to 64 configurations, e.g. 1x8x1,2x4x1,"
+     "1x1x4x2", "parallel configurations (TPxPPxDPxEP: with expert parallelism within tp x dp)", NULL},
     {"tp", PLAN_F_LIST, 1, PLAN_TP_MAX, "LIST", NULL,
      "TP degrees (cross product with pp, dp)", "from configs"},
     {"pp", PLAN_F_LIST, 1, PLAN_PP_MAX, "LIST", NULL, "PP degrees",
