@@ -26,6 +26,7 @@
 #include "engine/advise/advise.h"
 #include "engine/advise/advise_cells.h"
 #include "store/profiledb.h"
+#include "tests/unit/test_advise_util.h"
 
 #define assert_close(a, b)                                                                       \
     do {                                                                                         \
@@ -52,24 +53,6 @@ static double part_fwd(int part, double mbs)
     return ops_in(part) * part_scale[part] * mbs * mbs;
 }
 
-static void apply(pdbx_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void apply(pdbx_run *run, const char *fmt, ...)
-{
-    char buf[4096], err[256] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    cJSON *ev = cJSON_Parse(buf);
-    if (!ev)
-        fail_msg("bad event text: %s", buf);
-    if (pdbx_run_apply(run, ev, err, sizeof err) != 0)
-        fail_msg("event %s: %s", buf, err);
-    cJSON_Delete(ev);
-}
-
-#define STATS "{\"count\":5,\"min\":%.17g,\"max\":%.17g,\"mean\":%.17g,\"median\":%.17g,\"std\":0}"
-#define STATS_ARGS(v) (v), (v), (v) * 1.1, (v)
 
 /* Model: hidden 1024, intermediate 4096, 8 heads of 128, 8 kv heads, 4 layers, vocab 1000,
  * untied; seq_len 16, fp32: one activation message [mbs x 16, 1024] x 4 B = mbs x 64 KiB. */

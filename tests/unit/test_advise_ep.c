@@ -23,6 +23,7 @@
 
 #include "engine/advise/advise.h"
 #include "store/profiledb.h"
+#include "tests/unit/test_advise_util.h"
 
 #define assert_close(a, b)                                                                       \
     do {                                                                                         \
@@ -31,24 +32,6 @@
             fail_msg("%s = %.17g, expected %s = %.17g", #a, a_, #b, b_);                         \
     } while (0)
 
-static void apply(pdbx_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void apply(pdbx_run *run, const char *fmt, ...)
-{
-    char buf[4096], err[256] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    cJSON *ev = cJSON_Parse(buf);
-    if (!ev)
-        fail_msg("bad event text: %s", buf);
-    if (pdbx_run_apply(run, ev, err, sizeof err) != 0)
-        fail_msg("event %s: %s", buf, err);
-    cJSON_Delete(ev);
-}
-
-#define STATS "{\"count\":5,\"min\":%.17g,\"max\":%.17g,\"mean\":%.17g,\"median\":%.17g,\"std\":0}"
-#define STATS_ARGS(v) (v), (v), (v) * 1.1, (v)
 
 static void run_start(pdbx_run *run)
 {
