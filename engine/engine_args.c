@@ -40,6 +40,28 @@ static int int_arg(const char *name, const char *text, int min, int *out, char *
     return 0;
 }
 
+/* The --validate mode's arguments (vals: --validate, --mbs, --gbs, --layers, --iters as given,
+ * NULL when absent): 0, or -1 with a message. */
+static int validate_args(pdbx_engine_args *out, const char *const vals[5], char *err, size_t errlen)
+{
+    const char *config = vals[0], *mbs = vals[1], *gbs = vals[2], *layers = vals[3], *iters = vals[4];
+    out->validate = 1;
+    if (!config)
+        return pdbx_fail(err, errlen, "--validate TPxPPxDP is required with --mbs, --gbs, "
+                         "--layers, --iters and --out");
+    if (pdbx_validate_parse_config(config, &out->v, err, errlen) != 0)
+        return -1;
+    if (!mbs || !gbs || !out->v.out_path)
+        return pdbx_fail(err, errlen, "--validate needs --mbs M, --gbs B and --out FILE");
+    if (int_arg("--mbs", mbs, 1, &out->v.mbs, err, errlen) || int_arg("--gbs", gbs, 1, &out->v.gbs, err, errlen) ||
+        (layers && int_arg("--layers", layers, 1, &out->v.layers, err, errlen)) ||
+        (iters && int_arg("--iters", iters, 1, &out->v.iters, err, errlen)))
+        return -1;
+    if (out->run_id)
+        return pdbx_fail(err, errlen, "--run-id: a validation writes no run (it writes --out)");
+    return 0;
+}
+
 int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -89,21 +111,9 @@ int pdbx_engine_args_parse(int argc, char **argv, pdbx_engine_args *out, char *e
         return -1;
     }
     if (config || mbs || gbs || layers || iters || out->v.out_path) {
-        out->validate = 1;
-        if (!config)
-            return pdbx_fail(err, errlen, "--validate TPxPPxDP is required with --mbs, --gbs, "
-                             "--layers, --iters and --out");
-        if (pdbx_validate_parse_config(config, &out->v, err, errlen) != 0)
+        const char *vals[] = { config, mbs, gbs, layers, iters };
+        if (validate_args(out, vals, err, errlen) != 0)
             return -1;
-        if (!mbs || !gbs || !out->v.out_path)
-            return pdbx_fail(err, errlen, "--validate needs --mbs M, --gbs B and --out FILE");
-        if (int_arg("--mbs", mbs, 1, &out->v.mbs, err, errlen) ||
-            int_arg("--gbs", gbs, 1, &out->v.gbs, err, errlen) ||
-            (layers && int_arg("--layers", layers, 1, &out->v.layers, err, errlen)) ||
-            (iters && int_arg("--iters", iters, 1, &out->v.iters, err, errlen)))
-            return -1;
-        if (out->run_id)
-            return pdbx_fail(err, errlen, "--run-id: a validation writes no run (it writes --out)");
     } else if (!out->store_dir) {
         snprintf(err, errlen, "--store DIR is required");
         return -1;

@@ -206,6 +206,48 @@ static double nearest(const sample_set *set, double bytes)
     return best;
 }
 
+/* Where a communication time came from: the kind, the source (the points' cells or the
+ * collectives sweep), the group size measured and asked, the ring scaling between them, the
+ * placement measured and asked, the two sizes read and the one asked. */
+typedef struct {
+    int kind, sweep, have, group;
+    double factor;
+    int at, inter;
+    double a, b, bytes;
+} comm_source;
+
+/* The note for a time read from src by `how` in pass `pass` (none for an exact cell of the
+ * asked group and placement). */
+static void comm_note(const comm_source *src, pdbx_adv_how how, int pass, const char *who, char *note, size_t len)
+{
+    char size[24], sa[24], sb[24], where[160] = "";
+    const char *from = src->sweep ? "the collectives sweep's" : "the points'";
+    const char *cell = src->sweep ? (src->kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
+                                  : pdbx_rt_comm_name(src->kind);
+    if (src->have != src->group)
+        snprintf(where, sizeof where, "; %d-rank cells x %.3g (ring 2(n-1)/n)", src->have, src->factor);
+    if (src->at != src->inter)
+        snprintf(where + strlen(where), sizeof where - strlen(where), "%s",
+                 src->inter ? "; intra-node cells, the group spans nodes" : "; inter-node cells, the group is in one node");
+    pdbx_fmt_size(src->bytes, size, sizeof size);
+    pdbx_fmt_size(src->a, sa, sizeof sa);
+    pdbx_fmt_size(src->b, sb, sizeof sb);
+    if ((src->a != src->bytes && strcmp(sa, size) == 0) || (src->b != src->bytes && strcmp(sb, size) == 0)) {
+        /* two sizes within the formatting's rounding: exact bytes */
+        snprintf(size, sizeof size, "%.0f B", src->bytes);
+        snprintf(sa, sizeof sa, "%.0f B", src->a);
+        snprintf(sb, sizeof sb, "%.0f B", src->b);
+    }
+    if (how == PDBX_ADV_INTERPOLATED)
+        snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, from, cell, sa, sb,
+                 where);
+    else if (how == PDBX_ADV_EXTRAPOLATED)
+        snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size, from, cell, sa,
+                 where);
+    else if (pass > 0)
+        snprintf(note, len, "%s of %s from %s %s%s", who, size, from, cell, where);
+}
+
 pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
                                 pdbx_stat_kind stat, double *ms, char *note, size_t len)
 {
@@ -215,12 +257,11 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
     size_t cap = run->npoints + run->ncoll + 1;
     sample_set pts = { 0, cap, malloc(sizeof(comm_sample) * cap) };
     sample_set swp = { 0, cap, malloc(sizeof(comm_sample) * cap) };
-    char who[40], size[24], sa[24], sb[24];
+    char who[40];
     if (kind == PDBX_RT_COMM_PP)
         snprintf(who, sizeof who, "pp send/recv");
     else
         snprintf(who, sizeof who, "%s %d all-reduce", kind == PDBX_RT_COMM_TP ? "tp" : "dp", group);
-    pdbx_fmt_size(bytes, size, sizeof size);
     pdbx_adv_how how = PDBX_ADV_NONE;
     if (!pts.s || !swp.s) {
         snprintf(note, len, "%s: out of memory", who);
@@ -258,32 +299,8 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
             how = set_at(order[k], bytes, ms, &a, &b);
             if (how == PDBX_ADV_NONE)
                 continue;
-            const char *src = order[k] == &swp ? "the collectives sweep's" : "the points'";
-            const char *cell = order[k] == &swp ? (kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
-                                                : pdbx_rt_comm_name(kind);
-            char where[160] = "";
-            if (have != group)
-                snprintf(where, sizeof where, "; %d-rank cells x %.3g (ring 2(n-1)/n)", have, factor);
-            if (at != inter)
-                snprintf(where + strlen(where), sizeof where - strlen(where), "%s",
-                         inter ? "; intra-node cells, the group spans nodes"
-                               : "; inter-node cells, the group is in one node");
-            pdbx_fmt_size(a, sa, sizeof sa);
-            pdbx_fmt_size(b, sb, sizeof sb);
-            if ((a != bytes && strcmp(sa, size) == 0) || (b != bytes && strcmp(sb, size) == 0)) {
-                /* two sizes within the formatting's rounding: exact bytes */
-                snprintf(size, sizeof size, "%.0f B", bytes);
-                snprintf(sa, sizeof sa, "%.0f B", a);
-                snprintf(sb, sizeof sb, "%.0f B", b);
-            }
-            if (how == PDBX_ADV_INTERPOLATED)
-                snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, src,
-                         cell, sa, sb, where);
-            else if (how == PDBX_ADV_EXTRAPOLATED)
-                snprintf(note, len, "%s of %s scaled linearly by bytes from %s %s of %s%s", who, size,
-                         src, cell, sa, where);
-            else if (pass > 0)
-                snprintf(note, len, "%s of %s from %s %s%s", who, size, src, cell, where);
+            const comm_source src = { kind, order[k] == &swp, have, group, factor, at, inter, a, b, bytes };
+            comm_note(&src, how, pass, who, note, len);
             if (pass > 0 && how == PDBX_ADV_EXACT)
                 how = PDBX_ADV_EXTRAPOLATED;   /* another placement's or group's cell: an estimate */
         }

@@ -1,7 +1,7 @@
 /* test_advise.c: the advise cost model (engine/advise/advise.h, docs/advise.md) pinned on
  * hand-computed cases over a synthetic run folded from real events (pdbx_run_apply): the 1F1B
- * step and bubble for PP 2 and 4, the PP send/recv rule, the TP all-reduces per layer, the DP
- * all-reduce scaled from a bucket or interpolated in the collectives sweep, the x3 rule without
+ * step and bubble for PP 2 and 4, the PP send/recv rule (the TP and DP all-reduces: test_advise_comm.c),
+ * the x3 rule without
  * bwd cells, MBS interpolation and extrapolation with their notes, the refusal of a TP degree
  * the run did not sweep, the order and the Pareto front.
  *
@@ -26,150 +26,7 @@
 #include "engine/advise/advise.h"
 #include "engine/advise/advise_cells.h"
 #include "store/profiledb.h"
-#include "tests/unit/test_advise_util.h"
-
-#define assert_close(a, b)                                                                       \
-    do {                                                                                         \
-        double a_ = (a), b_ = (b);                                                               \
-        if (!(fabs(a_ - b_) <= 1e-9 * (fabs(b_) > 1 ? fabs(b_) : 1)))                            \
-            fail_msg("%s = %.17g, expected %s = %.17g", #a, a_, #b, b_);                         \
-    } while (0)
-
-static const double part_scale[PDBX_ADV_NPARTS] = { 0.5, 1.0, 2.0 };
-
-/* How many ops of store/ops.h fall in a part (the toy model is dense: no moe_* cells, which
- * the advisor counts on MoE layers only; test_advise_ep.c has those). */
-static int ops_in(int part)
-{
-    int n = 0;
-    for (int op = 0; op < PDBX_OP_COUNT; op++)
-        n += pdbx_adv_op_part((pdbx_op)op) == part && !pdbx_op_is_moe((pdbx_op)op);
-    return n;
-}
-
-/* The part's fwd at a measured mbs, as the run holds it (a sum of its ops' medians). */
-static double part_fwd(int part, double mbs)
-{
-    return ops_in(part) * part_scale[part] * mbs * mbs;
-}
-
-
-/* Model: hidden 1024, intermediate 4096, 8 heads of 128, 8 kv heads, 4 layers, vocab 1000,
- * untied; seq_len 16, fp32: one activation message [mbs x 16, 1024] x 4 B = mbs x 64 KiB. */
-static void run_start(pdbx_run *run, int bwd, double gpu_mem)
-{
-    pdbx_run_init(run);
-    apply(run,
-          "{\"type\":\"run_start\",\"t\":1000,\"id\":\"advise-test\",\"spec\":{\"name\":\"t\","
-          "\"model\":{\"pdbx_name\":\"toy\",\"pdbx_tag\":\"toy\",\"hidden_size\":1024,"
-          "\"intermediate_size\":4096,\"num_attention_heads\":8,\"num_key_value_heads\":8,"
-          "\"head_dim\":128,\"num_hidden_layers\":4,\"vocab_size\":1000,\"tie_word_embeddings\":false},"
-          "\"gpu\":{\"name\":\"toy\",\"tag\":\"toy\",\"mem_bytes\":%.17g,\"bw_gbs\":0,"
-          "\"peak_tflops_bf16\":0,\"peak_tflops_fp16\":0,\"peak_tflops_fp32\":0},"
-          "\"layers\":1,\"seq_len\":16,\"dtype\":\"fp32\",\"backend\":\"cpu\",\"gpus_per_node\":4,"
-          "\"nodes\":1,\"passes\":%s,\"bytes_per_param\":16,\"flash_attention\":false},"
-          "\"model\":{\"name\":\"toy\",\"tag\":\"toy\",\"hidden\":1024,\"intermediate\":4096,"
-          "\"heads\":8,\"kv_heads\":8,\"head_dim\":128,\"layers\":4,\"vocab\":1000},"
-          "\"layers_profiled\":1,\"seq_len\":16,\"dtype\":\"fp32\",\"backend\":\"cpu\",\"gpu\":\"toy\","
-          "\"world_size\":4,\"ranks_per_node\":4}",
-          gpu_mem, bwd ? "[\"fwd\",\"bwd\"]" : "[\"fwd\"]");
-}
-
-static int next_point;
-static double point_factor = 1;   /* every compute cell of the next points x this */
-
-/* One ok point with every compute op (and, tp > 1, the layer's TP all-reduce ops). */
-static int point(pdbx_run *run, int tp, int pp, int dp, int mbs, int bwd)
-{
-    int idx = next_point++;
-    apply(run, "{\"type\":\"point_start\",\"t\":1001,\"point\":%d,\"tp\":%d,\"pp\":%d,\"dp\":%d,\"mbs\":%d,"
-               "\"seq_len\":16}", idx, tp, pp, dp, mbs);
-    for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        int part = pdbx_adv_op_part((pdbx_op)op);
-        if (pdbx_op_is_moe((pdbx_op)op))
-            continue;
-        if (part < 0) {
-            if (tp > 1)   /* as the engine writes them: bytes is the message, [mbs x 16, 1024] fp32 */
-                apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"bytes\":%d,\"flops\":0,"
-                           "\"stats\":" STATS "}", idx, pdbx_op_name((pdbx_op)op), mbs * 65536,
-                      STATS_ARGS(0.2 * mbs));
-            continue;
-        }
-        double f = point_factor * part_scale[part] * mbs * mbs;
-        apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"stats\":" STATS "}", idx,
-              pdbx_op_name((pdbx_op)op), STATS_ARGS(f));
-        if (bwd)
-            apply(run, "{\"type\":\"op\",\"point\":%d,\"op\":\"%s\",\"pass\":\"bwd\",\"stats\":" STATS "}",
-                  idx, pdbx_op_name((pdbx_op)op), STATS_ARGS(1.5 * f));
-    }
-    return idx;
-}
-
-static void point_end(pdbx_run *run, int idx)
-{
-    apply(run, "{\"type\":\"point_end\",\"t\":1002,\"point\":%d,\"status\":\"ok\"}", idx);
-}
-
-static void comm(pdbx_run *run, int idx, const char *kind, double bytes, int group, double ms)
-{
-    apply(run, "{\"type\":\"comm\",\"point\":%d,\"kind\":\"%s\",\"bytes\":%.17g,\"group_size\":%d,"
-               "\"stats\":" STATS ",\"algbw\":1,\"busbw\":1}", idx, kind, bytes, group, STATS_ARGS(ms));
-}
-
-static void coll(pdbx_run *run, const char *name, double bytes, int nranks, double ms)
-{
-    apply(run, "{\"type\":\"coll\",\"coll\":\"%s\",\"bytes\":%.17g,\"nranks\":%d,\"ranks_per_node\":4,"
-               "\"stats\":" STATS ",\"algbw\":1,\"busbw\":1,\"nodes\":1,\"spans_nodes\":false}",
-          name, bytes, nranks, STATS_ARGS(ms));
-}
-
-#define KIB 1024.0
-#define MIB (1024.0 * 1024.0)
-
-/* Run A: configs 1x1x1 (mbs 1, 2, 4), 2x1x1 (mbs 1, 2, 4; TP all-reduce 0.1 ms per 64 KiB),
- * 1x2x1 (mbs 1; send/recv 64 KiB 0.3 ms), 1x1x2 (mbs 1; one 4 MiB DP bucket 10 ms); the sweep:
- * send_recv 64 KiB 0.25 ms, 128 KiB 0.4 ms; all_reduce 2 ranks 1 MiB 1 ms. */
-static void run_a(pdbx_run *run, int bwd, double gpu_mem, int big_sweep)
-{
-    next_point = 0;
-    run_start(run, bwd, gpu_mem);
-    for (int m = 1; m <= 4; m *= 2)
-        point_end(run, point(run, 1, 1, 1, m, bwd));
-    for (int m = 1; m <= 4; m *= 2) {
-        int i = point(run, 2, 1, 1, m, bwd);
-        comm(run, i, "tp_allreduce", m * 64 * KIB, 2, 0.1 * m);
-        point_end(run, i);
-    }
-    int i = point(run, 1, 2, 1, 1, bwd);
-    comm(run, i, "pp_sendrecv", 64 * KIB, 2, 0.3);
-    point_end(run, i);
-    i = point(run, 1, 1, 2, 1, bwd);
-    comm(run, i, "dp_allreduce", 4 * MIB, 2, 10);
-    point_end(run, i);
-    coll(run, "send_recv", 64 * KIB, 2, 0.25);
-    coll(run, "send_recv", 128 * KIB, 2, 0.4);
-    coll(run, "all_reduce", 1 * MIB, 2, 1);
-    if (big_sweep) {
-        coll(run, "all_reduce", 128 * MIB, 2, 100);
-        coll(run, "all_reduce", 512 * MIB, 2, 400);
-    }
-}
-
-static void query(pdbx_advise_query *q, int gpus, int gbs)
-{
-    pdbx_advise_query_defaults(q);
-    q->gpus = gpus;
-    q->gbs = gbs;
-}
-
-/* One micro-batch of a stage holding `layers` layers, first/last as flagged, at a measured
- * mbs: fwd + bwd (1.5 x fwd measured, or 2 x fwd). */
-static double stage_t(int layers, int first, int last, double mbs, double bwd_factor)
-{
-    double f = layers * part_fwd(PDBX_ADV_LAYER, mbs) + (first ? part_fwd(PDBX_ADV_FIRST, mbs) : 0)
-               + (last ? part_fwd(PDBX_ADV_LAST, mbs) : 0);
-    return f * (1 + bwd_factor);
-}
+#include "tests/unit/test_advise_fixture.h"
 
 static void test_pp2_bubble_and_p2p(void **state)
 {
@@ -237,122 +94,6 @@ static void test_pp4_bubble(void **state)
     assert_close(r.bubble_ms, 0);
     assert_close(r.comm_ms, 0);
     assert_close(r.step_ms, 8 * stage_t(4, 1, 1, 1, 1.5));
-    pdbx_run_free(&run);
-}
-
-static void test_tp_comm_per_layer(void **state)
-{
-    (void)state;
-    pdbx_run run;
-    run_a(&run, 1, 1e12, 0);
-    pdbx_advise_query q;
-    query(&q, 2, 8);
-    pdbx_advise_row r;
-    char err[256];
-    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 1, &r, err, sizeof err), 0);
-    /* 4 layers x 2 all-reduces x (fwd + bwd) x 0.1 ms per micro-batch, 8 micro-batches */
-    assert_close(r.tp_msg_bytes, 64 * KIB);
-    assert_close(r.tp_allreduce_ms, 0.1);
-    assert_close(r.stage_tp_comm_ms, 4 * 2 * 2 * 0.1);
-    assert_close(r.tp_comm_ms, 8 * 4 * 2 * 2 * 0.1);
-    assert_close(r.comm_ms, r.tp_comm_ms);
-    assert_close(r.step_ms, 8 * (stage_t(4, 1, 1, 1, 1.5) + 4 * 2 * 2 * 0.1));
-    /* mbs 3 (192 KiB): between the 128 and 256 KiB cells, linear in bytes, noted */
-    query(&q, 2, 6);
-    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 3, &r, err, sizeof err), 0);
-    assert_close(r.tp_allreduce_ms, 0.3);
-    assert_int_equal(r.estimated_cells, 2);   /* the op cells and the all-reduce */
-    pdbx_run_free(&run);
-}
-
-static void test_tp_comm_from_op_cells(void **state)
-{
-    (void)state;
-    /* a run recorded before comm events: the layer's all-reduce op cells (0.2 ms per 64 KiB) */
-    pdbx_run run;
-    next_point = 0;
-    run_start(&run, 1, 1e12);
-    for (int m = 1; m <= 2; m *= 2)
-        point_end(&run, point(&run, 2, 1, 1, m, 1));
-    pdbx_advise_query q;
-    query(&q, 2, 8);
-    pdbx_advise_row r;
-    char err[256];
-    assert_int_equal(pdbx_advise_one(&run, &q, 2, 1, 1, 2, &r, err, sizeof err), 0);
-    assert_close(r.tp_allreduce_ms, 0.4);
-    assert_close(r.stage_tp_comm_ms, 4 * 2 * 2 * 0.4);
-    pdbx_run_free(&run);
-}
-
-static void test_dp_allreduce_from_bucket_and_sweep(void **state)
-{
-    (void)state;
-    /* stage params of 1x1x1 on one TP rank: per layer 2ha d + 2h kv d + 3hI + 2h
-     * = 2*1024*1024 + 2*1024*1024 + 3*1024*4096 + 2048 = 16779264; x 4 layers + embedding
-     * 1000*1024 + final norm 1024 + lm_head 1000*1024 = 69166080 params, in fp32 */
-    const double dp_bytes = 69166080.0 * 4;
-    pdbx_run run;
-    run_a(&run, 1, 1e12, 0);
-    pdbx_advise_query q;
-    query(&q, 2, 8);
-    pdbx_advise_row r;
-    char err[256];
-    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 1, &r, err, sizeof err), 0);
-    assert_close(r.dp_msg_bytes, dp_bytes);
-    /* the sweep's all_reduce stops at 1 MiB: the 4 MiB bucket (10 ms) scaled linearly */
-    assert_close(r.dp_comm_ms, 10 * dp_bytes / (4 * MIB));
-    assert_non_null(strstr(r.note, "dp 2 all-reduce of"));
-    assert_non_null(strstr(r.note, "scaled linearly by bytes from the points' dp_allreduce of 4.0 MiB"));
-    assert_close(r.step_ms, 4 * stage_t(4, 1, 1, 1, 1.5) + r.dp_comm_ms);
-    pdbx_run_free(&run);
-
-    /* a sweep that covers the size: interpolated between its 128 MiB and 512 MiB entries */
-    run_a(&run, 1, 1e12, 1);
-    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 1, &r, err, sizeof err), 0);
-    assert_close(r.dp_comm_ms, 100 + 300 * (dp_bytes - 128 * MIB) / (384 * MIB));
-    assert_non_null(strstr(r.note, "interpolated between the collectives sweep's all_reduce of 128 MiB and 512 MiB"));
-    pdbx_run_free(&run);
-}
-
-static void test_dp_group_not_measured(void **state)
-{
-    (void)state;
-    const double dp_bytes = 69166080.0 * 4;   /* as above: the whole model on one TP rank */
-    pdbx_run run;
-    run_a(&run, 1, 1e12, 0);
-    pdbx_advise_query q;
-    query(&q, 4, 8);
-    pdbx_advise_row r;
-    char err[256];
-    /* dp 4: only 2-rank all-reduces measured: the bucket scaled by bytes and by the ring
-     * factor 2(n-1)/n, 1.5 for 4 ranks against 1 for 2 */
-    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 4, 1, &r, err, sizeof err), 0);
-    assert_close(r.dp_comm_ms, 10 * dp_bytes / (4 * MIB) * 1.5);
-    assert_string_equal(r.note, "dp 4 all-reduce of 264 MiB scaled linearly by bytes from the points' "
-                                "dp_allreduce of 4.0 MiB; 2-rank cells x 1.5 (ring 2(n-1)/n)");
-    pdbx_run_free(&run);
-}
-
-static void test_dp_bucket_median(void **state)
-{
-    (void)state;
-    const double dp_bytes = 69166080.0 * 4;
-    pdbx_run run;
-    next_point = 0;
-    run_start(&run, 1, 1e12);
-    /* one 4 MiB bucket per point: 10, 30 (a noisy one) and 12 ms: their median, 12 */
-    const double ms[3] = { 10, 30, 12 };
-    for (int k = 0, m = 1; k < 3; k++, m *= 2) {
-        int i = point(&run, 1, 1, 2, m, 1);
-        comm(&run, i, "dp_allreduce", 4 * MIB, 2, ms[k]);
-        point_end(&run, i);
-    }
-    pdbx_advise_query q;
-    query(&q, 2, 8);
-    pdbx_advise_row r;
-    char err[256];
-    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 1, &r, err, sizeof err), 0);
-    assert_close(r.dp_comm_ms, 12 * dp_bytes / (4 * MIB));
     pdbx_run_free(&run);
 }
 
@@ -612,11 +353,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pp2_bubble_and_p2p),
         cmocka_unit_test(test_pp4_bubble),
-        cmocka_unit_test(test_tp_comm_per_layer),
-        cmocka_unit_test(test_tp_comm_from_op_cells),
-        cmocka_unit_test(test_dp_allreduce_from_bucket_and_sweep),
-        cmocka_unit_test(test_dp_group_not_measured),
-        cmocka_unit_test(test_dp_bucket_median),
         cmocka_unit_test(test_x3_rule_without_bwd),
         cmocka_unit_test(test_mbs_interpolation_and_extrapolation),
         cmocka_unit_test(test_unswept_tp_refused),
