@@ -35,7 +35,7 @@ static void read_table(const pdbx_run *run)
                 for (size_t k = 0; k < ncols; k++)
                     for (int s = 0; s < PDBX_STAT_COUNT_KINDS; s++)
                         for (int op = 0; op < PDBX_OP_COUNT; op++)
-                            if (cols[k].ops & (1u << op))
+                            if (cols[k].ops & PDBX_OP_BIT(op))
                                 sink += pdbx_rt_value(&cfg->points[p].op[op], (pdbx_stat_kind)s);
             double rows[64 * PDBX_FASOP_COLS];
             char err[256];
