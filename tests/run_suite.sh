@@ -2,32 +2,23 @@
 # Runs the whole suite for each build variant given (build, build-san): every cmocka binary in
 # <variant>/tests/, then every end-to-end script in tests/e2e/ with PDBX_BUILD=<variant>.
 # A script exiting 77 is a skip (it prints why). Ends with "N passed, N failed, N skipped".
+#
+# Most end-to-end scripts wait on tmux screens, mpirun start-up and the store far more than
+# they compute, and each keeps its state in its own mktemp directory, tmux socket and run ids:
+# they run PDBX_SUITE_JOBS at a time (default 3), both variants in one pool. A script whose
+# checks need the machine to itself (a timing ratio or budget, a host-wide resource such as
+# the namespace hosts or the Slurm daemons) says so with "# suite: serial: WHY" and runs alone,
+# before the pool, on a quiet machine.
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
-pass=0; fail=0; skip=0; failed=()
 export PDBX_SOURCE_DIR="$root"
 export PYTHON=/usr/bin/python3
-logdir=$(mktemp -d /tmp/pdbx-suite.XXXXXX)
-report() {   # name, rc, tenths of a second, log
-    local name=$1 rc=$2 ds=$3 log=$4
-    local dt="$((ds/10)).$((ds%10))"
-    if [ "$rc" -eq 0 ]; then pass=$((pass+1)); printf 'PASS  %-55s %6ss\n' "$name" "$dt"
-    elif [ "$rc" -eq 77 ]; then skip=$((skip+1)); printf 'SKIP  %-55s %6ss  %s\n' "$name" "$dt" "$(grep -m1 -i skip "$log" | cut -c1-100)"
-    else fail=$((fail+1)); failed+=("$name"); printf 'FAIL  %-55s %6ss (rc=%d)\n' "$name" "$dt" "$rc"; tail -n 40 "$log" | sed 's/^/      | /'
-    fi
-}
-run_one() {   # name, command...
-    local name=$1; shift
-    local log="$logdir/$(echo "$name" | tr '/ ' '__').log"
-    local t0=$(date +%s%N)
-    "$@" >"$log" 2>&1
-    local rc=$?
-    report "$name" $rc $(( ($(date +%s%N) - t0) / 100000000 )) "$log"
-}
-for v in "$@"; do
-    export PDBX_BUILD="$root/$v"
-    if [ "$v" = build-san ]; then
+
+# variant_env VARIANT: the environment one variant's tests run in
+variant_env() {
+    export PDBX_BUILD="$root/$1"
+    if [ "$1" = build-san ]; then
         # OpenMPI and OpenBLAS keep allocations for the process lifetime; leak checks stay on
         # for our own unit binaries through the suppressions file.
         export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:suppressions=$root/tests/asan.supp"
@@ -36,35 +27,85 @@ for v in "$@"; do
     else
         unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
     fi
-    # The unit binaries are independent and time nothing: two at a time (each into its own
-    # log and status file), then reported in order as the e2e scripts are.
-    unitdir=$logdir/unit-$v
-    mkdir -p "$unitdir"
-    units=()
-    for t in "$v"/tests/test_*; do [ -x "$t" ] && units+=("$t"); done
-    printf '%s\0' "${units[@]}" | xargs -0 -r -P 2 -I{} bash -c \
-        't0=$(date +%s%N); "$1" >"$2/$(basename "$1").log" 2>&1; rc=$?;
-         echo "$rc $(( ($(date +%s%N) - t0) / 100000000 ))" >"$2/$(basename "$1").rc"' _ {} "$unitdir"
-    for t in "${units[@]}"; do
-        name=$(basename "$t")
-        read -r rc ds <"$unitdir/$name.rc" || { rc=1; ds=0; }
-        cp "$unitdir/$name.log" "$logdir/$(echo "$v/unit/$name" | tr '/ ' '__').log"
-        report "$v/unit/$name" "$rc" "$ds" "$unitdir/$name.log"
-    done
+}
+
+# one_job DIR VARIANT KIND PATH: runs a unit binary or an e2e script into DIR/<name>.{log,rc}
+# (rc and tenths of a second) and prints its one-line result as soon as it ends.
+one_job() {
+    local dir=$1 v=$2 kind=$3 path=$4 name
+    if [ "$kind" = unit ]; then name="$v/unit/$(basename "$path")"; else name="$v/e2e/$(basename "$path" .sh)"; fi
+    local key; key=$(echo "$name" | tr '/ ' '__')
+    variant_env "$v"
+    local t0; t0=$(date +%s%N)
+    if [ "$kind" = unit ]; then "$path" >"$dir/$key.log" 2>&1; else bash "$path" >"$dir/$key.log" 2>&1; fi
+    local rc=$?
+    local ds=$(( ($(date +%s%N) - t0) / 100000000 ))
+    echo "$rc $ds" >"$dir/$key.rc"
+    [ "$kind" = e2e ] && line "$name" "$rc" "$ds" "$dir/$key.log"
+    return 0
+}
+# line NAME RC TENTHS LOG: the result line of one test (a short single write: whole even when
+# several jobs print at once)
+line() {
+    local st=FAIL extra=" (rc=$2)"
+    [ "$2" -eq 0 ] && { st=PASS; extra=; }
+    [ "$2" -eq 77 ] && { st=SKIP; extra="  $(grep -m1 -i skip "$4" | cut -c1-100)"; }
+    printf '%s  %-55s %6ss%s\n' "$st" "$1" "$(($3/10)).$(($3%10))" "$extra"
+}
+if [ "${1:-}" = --job ]; then
+    shift; one_job "$@"; exit 0
+fi
+
+logdir=$(mktemp -d /tmp/pdbx-suite.XXXXXX)
+jobs=${PDBX_SUITE_JOBS:-3}
+case $jobs in ''|*[!0-9]*|0) echo "PDBX_SUITE_JOBS: '$jobs' is not a job count (allowed: 1 or more)" >&2; exit 2;; esac
+pass=0; fail=0; skip=0; failed=()
+# tally NAME KEY: counts a finished job from its .rc file; a failure's log tail goes with it
+tally() {
+    local rc ds
+    read -r rc ds <"$logdir/$2.rc" 2>/dev/null || { rc=1; ds=0; }
+    if [ "$rc" -eq 0 ]; then pass=$((pass+1))
+    elif [ "$rc" -eq 77 ]; then skip=$((skip+1))
+    else fail=$((fail+1)); failed+=("$1"); fi
+}
+
+units=(); e2e_serial=(); e2e_pool=(); e2e_skips=()
+for v in "$@"; do
+    for t in "$v"/tests/test_*; do [ -x "$t" ] && units+=("$v unit $t"); done
     for s in tests/e2e/*.sh; do
         [ -f "$s" ] || continue
         # "# suite: plain build only: WHY" — an integration script whose C paths the sanitizer
         # variant already covers through other scripts runs once, in build/ (suite time)
         only=$(sed -n 's/^# suite: plain build only: //p' "$s" | head -1)
         if [ "$v" = build-san ] && [ -n "$only" ]; then
-            skip=$((skip+1))
-            printf 'SKIP  %-55s %6ss  %s\n' "$v/e2e/$(basename "$s" .sh)" 0.0 "plain build only: ${only:0:80}"
+            e2e_skips+=("$(printf 'SKIP  %-55s %6ss  %s' "$v/e2e/$(basename "$s" .sh)" 0.0 "plain build only: ${only:0:80}")")
             continue
         fi
-        run_one "$v/e2e/$(basename "$s" .sh)" bash "$s"
+        if grep -q '^# suite: serial: ' "$s"; then e2e_serial+=("$v e2e $s"); else e2e_pool+=("$v e2e $s"); fi
     done
 done
+
+# The unit binaries are independent and time nothing: two at a time, reported in order.
+printf '%s\n' "${units[@]}" | xargs -r -P 2 -L 1 bash "$0" --job "$logdir"
+for u in "${units[@]}"; do
+    set -- $u
+    name="$1/unit/$(basename "$3")"; key=$(echo "$name" | tr '/ ' '__')
+    read -r rc ds <"$logdir/$key.rc" 2>/dev/null || { rc=1; ds=0; }
+    line "$name" "$rc" "$ds" "$logdir/$key.log"
+    tally "$name" "$key"
+done
+for j in "${e2e_serial[@]}"; do bash "$0" --job "$logdir" $j; done
+printf '%s\n' "${e2e_pool[@]}" | xargs -r -P "$jobs" -L 1 bash "$0" --job "$logdir"
+for s in "${e2e_skips[@]}"; do echo "$s"; skip=$((skip+1)); done
+for j in "${e2e_serial[@]}" "${e2e_pool[@]}"; do
+    set -- $j
+    name="$1/e2e/$(basename "$3" .sh)"
+    tally "$name" "$(echo "$name" | tr '/ ' '__')"
+done
 echo
+for f in "${failed[@]}"; do
+    echo "FAIL  $f"; tail -n 40 "$logdir/$(echo "$f" | tr '/ ' '__').log" | sed 's/^/      | /'
+done
 [ ${#failed[@]} -gt 0 ] && printf 'failed: %s\n' "${failed[@]}"
 echo "logs: $logdir"
 echo "$pass passed, $fail failed, $skip skipped"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: the memory checks compare the planner with measured RSS (as engine_memory.sh)
+# suite: serial: run D asserts the imbalanced expert GEMMs against the balanced ones by time
 # Expert parallelism on the cpu backend with real mpirun on 2 ranks, the tiny Mixtral fixture
 # (8 experts of width 512, top 2, hidden 256), 1 layer, seq 32, MBS 1..4, fwd+bwd:
 #  A. DP 2 at EP 1 and EP 2: every MoE op has a cell, fwd and bwd; ep_dispatch/ep_combine cells

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: namespace hosts integration; the engine and launcher under ASan run in engine_stop, engine_ranks and test_launch_argv
+# suite: serial: the namespace hosts and their subnet are host-wide
 # Multi-host end to end on one machine (issue 11, "Proof on one machine"): two hosts made of
 # network + UTS namespaces (tests/e2e/fixtures/netns_hosts.bash: own host names, a private
 # subnet on a bridge inside the first host, /etc/hosts of their own), OpenMPI started over them

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: Slurm integration; the engine and launcher under ASan run in engine_stop, engine_ranks and test_launch_argv
+# suite: serial: the Slurm daemons and their CPU accounting want the machine to themselves
 # Slurm end to end on one machine (issue 11, "Proof on one machine"): a real Slurm (Debian's
 # munged, slurmctld and slurmd; tests/e2e/fixtures/slurm_local.bash: generated slurm.conf, own
 # munge key, socket, ports, state and logs in a temp dir), then the quick sweep (shrunk: seq_len

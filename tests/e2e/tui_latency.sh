@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: a latency budget (timings belong to one build); the explorer and the store scan under ASan run in the other tui_* scripts and test_store_scan
+# suite: serial: a latency budget needs the machine to itself
 # Key latency with 10,000 runs in the store and while a sweep runs: the explorer logs, per key,
 # the milliseconds from getch() to the refreshed screen (PDBX_TUI_KEYLOG). Budget: 50 ms
 # (the ASan+UBSan build gets 4x: sanitizers slow everything, not only the explorer).
