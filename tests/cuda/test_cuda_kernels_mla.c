@@ -377,21 +377,9 @@ int main(void)
         cmocka_unit_test(test_host_norm_rows),
         cmocka_unit_test(test_host_refusals),
     };
-    int rc = cmocka_run_group_tests_name("cuda_kernels_mla_host", host, NULL, NULL);
-    if (rc != 0)
-        return rc;
-    rc = ct_gpu_open();
-    if (rc == 77) {   /* no device: it printed why */
-        printf("note: the GPU part was skipped; the host part passed\n");
-        return 0;
-    }
-    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
-        return rc;
     const struct CMUnitTest gpu[] = {
         cmocka_unit_test(test_rmsnorm_strided),
         cmocka_unit_test(test_mla_kv),
     };
-    rc = cmocka_run_group_tests_name("cuda_kernels_mla", gpu, NULL, NULL);
-    ct_gpu_close();
-    return rc;
+    return ct_run_parts("cuda_kernels_mla_host", host, CT_COUNT(host), "cuda_kernels_mla", gpu, CT_COUNT(gpu));
 }
