@@ -66,5 +66,10 @@ void plan_mem_cpu_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory
 int plan_mem_cuda_weight_sets(const pdbx_profile_point *p);
 void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out);
 void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+/* cuda: qk_norm's and MLA's buffers (plan_profile_memory_cuda_mla.c, mirroring
+ * engine/backends/cuda/cuda_mla.c): grad 0 the activations and weights (`sets` per-layer weight
+ * sets), grad 1 their gradients (passes with bwd); and one layer's MLA weights in elements. */
+void plan_mem_cuda_mla(const pdbx_profile_point *p, pdbx_profile_memory *out, int sets, int grad);
+double plan_mem_cuda_mla_layer_elems(const pdbx_profile_point *p);
 
 #endif

@@ -18,6 +18,11 @@
  * post_attn_norm reads hidden, not attn_out. */
 #define PARALLEL(p) ((p)->model.arch.parallel_residual != 0)
 #define NORM_OPS(p) (HAS(INPUT_NORM) || HAS(POST_ATTN_NORM) || HAS(FINAL_NORM))
+/* qk_norm and MLA (cuda_bufs.c's XN_MLA, QK_MORE): more readers of xn and q; MLA's attn_rope
+ * writes v (gathered from kv_b's output) */
+#define XN_MLA(p) (HAS(ATTN_Q_A) || HAS(ATTN_KV_A))
+#define Q_MORE(p) (HAS(ATTN_QK_NORM) || HAS(ATTN_Q_B))
+#define MLA_ROPE(p) ((p)->model.arch.attention == PDBX_ATTN_MLA && HAS(ATTN_ROPE))
 
 /* The bytes of one layer's weights on a cuda rank as cuda_backend.c allocates them (the
  * norm weights and LayerNorm's biases, the projections prepared, or for fused_projections the
@@ -32,8 +37,10 @@ static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
 #define HAS_OP(o) ((p->ops & PDBX_OP_BIT(PDBX_OP_##o)) != 0)
     const int fq = p->fused_projections && (p->ops & QKV_OPS);
     const int ff = p->fused_projections && (p->ops & FC1_OPS);
+    double kd, vd, ctxd;   /* o's input: MLA's heads x v_head_dim */
+    plan_mem_attn_widths(p, &kd, &vd, &ctxd);
     double b = (HAS_OP(INPUT_NORM) + HAS_OP(POST_ATTN_NORM)) * h * (LAYERNORM(p) ? 2 : 1) +
-               HAS_OP(ATTN_O) * qd * h + HAS_OP(MLP_DOWN) * I * h;
+               HAS_OP(ATTN_O) * ctxd * h + HAS_OP(MLP_DOWN) * I * h + plan_mem_cuda_mla_layer_elems(p);
     b += fq ? (qd + 2 * kvd) * h : (HAS_OP(ATTN_Q) * qd + (HAS_OP(ATTN_K) + HAS_OP(ATTN_V)) * kvd) * h;
     b += ff ? 2 * I * h : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I * h;
     /* the biases rotate with their layer's weights (cuda_backend.c's layer_bufs) */
@@ -59,8 +66,10 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
 {
     const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
     const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
-    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
-    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double heads = p->model.heads / p->tp;
+    const double qd = heads * p->model.head_dim;
+    double kvd, vd, ctxd;   /* MLA: k [H, nope + rope], v and the context [H, dv] */
+    plan_mem_attn_widths(p, &kvd, &vd, &ctxd);
     const double I = p->model.intermediate / p->tp;
     const double V = plan_vocab_per_rank(&p->model, p->tp);
     const int tied = p->model.tie_embeddings;
@@ -70,11 +79,12 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p) ||
         (PARALLEL(p) && HAS(POST_ATTN_NORM)))
         plan_mem_add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
-    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
+    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V) || XN_MLA(p))
         plan_mem_add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
-    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_Q, A, T * qd * es, 1);
-    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_K, A, T * kvd * es, 1);
-    if (HAS(ATTN_V) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_V, A, T * kvd * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE) || Q_MORE(p)) plan_mem_add(out, PDBX_BUF_Q, A, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE) || HAS(ATTN_QK_NORM))
+        plan_mem_add(out, PDBX_BUF_K, A, T * kvd * es, 1);
+    if (HAS(ATTN_V) || HAS(ATTN_CORE) || MLA_ROPE(p)) plan_mem_add(out, PDBX_BUF_V, A, T * vd * es, 1);
     if (HAS(ATTN_CORE) && !p->flash_attention)
         plan_mem_add(out, PDBX_BUF_SCORES, A, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
     /* the rows' lse: the fused forward's for its backward; the capped unfused forward's always
@@ -82,7 +92,7 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(ATTN_CORE) && (p->flash_attention ? (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) != 0
                                               : p->model.arch.attn_softcap > 0))
         plan_mem_add(out, PDBX_BUF_ATTN_LSE, A, (double)p->mbs * heads * p->seq_len * 4, 1);
-    if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_CONTEXT, A, T * qd * es, 1);
+    if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_CONTEXT, A, T * ctxd * es, 1);
     if (HAS(ATTN_O) || (HAS(POST_ATTN_NORM) && !PARALLEL(p)) || RESID(p))
         plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
@@ -110,12 +120,13 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(ATTN_Q)) plan_mem_add(out, PDBX_BUF_L_Q, W, qd * h * es, L);
     if (HAS(ATTN_K)) plan_mem_add(out, PDBX_BUF_L_K, W, kvd * h * es, L);
     if (HAS(ATTN_V)) plan_mem_add(out, PDBX_BUF_L_V, W, kvd * h * es, L);
-    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, qd * h * es, L);
+    if (HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_L_O, W, ctxd * h * es, L);
     if (HAS(POST_ATTN_NORM)) plan_mem_add(out, PDBX_BUF_L_POST_NORM, W, h * es, L);
     if (HAS(MLP_GATE)) plan_mem_add(out, PDBX_BUF_L_GATE, W, I * h * es, L);
     if (HAS(MLP_UP)) plan_mem_add(out, PDBX_BUF_L_UP, W, I * h * es, L);
     if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, I * h * es, L);
     plan_mem_biases(p, out, plan_mem_exact, es, L);
+    plan_mem_cuda_mla(p, out, L, 0);   /* qk_norm's and MLA's (plan_profile_memory_cuda_mla.c) */
     plan_mem_add(out, PDBX_BUF_GEMM_WORKSPACE, PDBX_MEM_WORKSPACE, CUDA_GEMM_WORKSPACE, 1);
 }
 
@@ -133,18 +144,22 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         return;
     const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
     const double T = (double)p->mbs * p->seq_len, h = p->model.hidden;
-    const double heads = p->model.heads / p->tp, kv = plan_kv_heads_per_rank(&p->model, p->tp);
-    const double qd = heads * p->model.head_dim, kvd = kv * p->model.head_dim;
+    const double heads = p->model.heads / p->tp;
+    const double qd = heads * p->model.head_dim;
+    double kvd, vd, ctxd;
+    plan_mem_attn_widths(p, &kvd, &vd, &ctxd);
     const double I = p->model.intermediate / p->tp;
     const double V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
     if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
         plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);
-    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V))
+    if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V) || XN_MLA(p))
         plan_mem_add(out, PDBX_BUF_GRAD_NORM_OUT, G, T * h * es, 1);
-    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
-    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
-    if (HAS(ATTN_V) || HAS(ATTN_CORE)) plan_mem_add(out, PDBX_BUF_GRAD_V, G, T * kvd * es, 1);
+    if (HAS(ATTN_Q) || HAS(ATTN_ROPE) || HAS(ATTN_CORE) || Q_MORE(p))
+        plan_mem_add(out, PDBX_BUF_GRAD_Q, G, T * qd * es, 1);
+    if (HAS(ATTN_K) || HAS(ATTN_ROPE) || HAS(ATTN_CORE) || HAS(ATTN_QK_NORM))
+        plan_mem_add(out, PDBX_BUF_GRAD_K, G, T * kvd * es, 1);
+    if (HAS(ATTN_V) || HAS(ATTN_CORE) || MLA_ROPE(p)) plan_mem_add(out, PDBX_BUF_GRAD_V, G, T * vd * es, 1);
     if (HAS(ATTN_CORE) && !p->flash_attention)
         plan_mem_add(out, PDBX_BUF_GRAD_SCORES, G, (double)p->mbs * heads * p->seq_len * (double)p->seq_len * es, 1);
     if (HAS(ATTN_CORE) && p->flash_attention) {
@@ -152,7 +167,7 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         if (es == 2)
             plan_mem_add(out, PDBX_BUF_GRAD_Q_ACC, PDBX_MEM_WORKSPACE, T * qd * 4, 1);
     }
-    if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_CONTEXT, G, T * qd * es, 1);
+    if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_CONTEXT, G, T * ctxd * es, 1);
     if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
     if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
         plan_mem_add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
@@ -169,4 +184,5 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         plan_mem_add(out, PDBX_BUF_GRAD_POS_TABLE, G, (double)p->model.arch.max_positions * h * 4, 1);
     if (HAS(LM_HEAD) && FINAL_CAP(p))   /* d logits through the final cap, lm_head's dY */
         plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_CAPPED, G, T * V * es, 1);
+    plan_mem_cuda_mla(p, out, 1, 1);
 }

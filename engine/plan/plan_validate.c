@@ -70,6 +70,10 @@ static int cuda_attn_opts_check(const pdbx_spec *s, char *err, size_t errlen)
         return pdbx_fail(err, errlen, "flash_attention: the fused kernel does not run model %s's attention "
                          "soft-capping (%g) (allowed for this model: flash_attention false)", s->model.name,
                          a->attn_softcap);
+    if (a->attention == PDBX_ATTN_MLA)   /* v's head dim differs from q's and k's */
+        return pdbx_fail(err, errlen, "flash_attention: the fused kernel does not run model %s's multi-head latent "
+                         "attention (v head dim %d, q/k %d) (allowed for this model: flash_attention false)",
+                         s->model.name, a->mla.v_head_dim, s->model.head_dim);
     return 0;
 }
 
@@ -329,15 +333,9 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
      * what it has no kernel for is refused rather than run as something else. The arch check
      * (plan_arch_out.c) refuses such a model for every backend before this is reached. */
     const pdbx_arch *a = &m->arch;
-    if (a->attention == PDBX_ATTN_MLA)   /* the latent's ops have cpu kernels only, for now */
-        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's multi-head latent attention "
-                         "(attn_q_a .. attn_kv_b) yet (allowed for this model: cpu)", m->name);
     if (a->moe.experts > 0)
         return pdbx_fail(err, errlen, "backend: cuda does not run model %s's mixture of experts (moe_*) yet "
                          "(allowed for this model: cpu)", m->name);
-    if (a->qk_norm)   /* attn_qk_norm has a cpu kernel only, for now */
-        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's per-head q/k norm (attn_qk_norm) "
-                         "yet (allowed for this model: cpu)", m->name);
     const pdbx_activation act = pdbx_activation_of(a->activation);
     const char *what = act == PDBX_ACT_OTHER ? "MLP activation"
                        : a->mlp_plain && act == PDBX_ACT_SILU ? "plain (ungated) SiLU MLP" : NULL;

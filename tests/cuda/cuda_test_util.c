@@ -324,3 +324,21 @@ void ct_gpu_close(void)
     cuda_gemm_destroy(gemm);
     cudaStreamDestroy(stream);
 }
+
+int ct_run_parts(const char *host_name, const struct CMUnitTest *host, size_t nhost, const char *gpu_name,
+                 const struct CMUnitTest *gpu, size_t ngpu)
+{
+    int rc = _cmocka_run_group_tests(host_name, host, nhost, NULL, NULL);
+    if (rc != 0)
+        return rc;
+    rc = ct_gpu_open();
+    if (rc == 77) {   /* no device: it printed why */
+        printf("note: the GPU part was skipped; the host part passed\n");
+        return 0;
+    }
+    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
+        return rc;
+    rc = _cmocka_run_group_tests(gpu_name, gpu, ngpu, NULL, NULL);
+    ct_gpu_close();
+    return rc;
+}

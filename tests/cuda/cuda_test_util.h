@@ -67,4 +67,13 @@ void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int6
 int ct_gpu_open(void);
 void ct_gpu_close(void);
 
+/* The main of a binary with a host part and a GPU part: the host tests, then (ct_gpu_open) the
+ * GPU tests; without a device the reason is printed and 0 returned when the host part passed
+ * (its checks are real tests, which the suite's 77 would report as skipped); a device whose
+ * set-up failed is a failure. Counts in elements (CT_COUNT). */
+struct CMUnitTest;
+int ct_run_parts(const char *host_name, const struct CMUnitTest *host, size_t nhost, const char *gpu_name,
+                 const struct CMUnitTest *gpu, size_t ngpu);
+#define CT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 #endif

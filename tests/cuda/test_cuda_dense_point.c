@@ -1,19 +1,20 @@
-/* test_cuda_dense_point.c: the dense families (gpt2, gpt-neox, gpt-j, gemma) as points of the
- * cuda backend.
+/* test_cuda_dense_point.c: the dense families (gpt2, gpt-neox, gpt-j, gemma, and the attention
+ * variants of cuda_mla.h: qwen3's q/k norm, DeepSeek's MLA with and without q's low rank) as
+ * points of the cuda backend.
  *
  * Host part (every machine): what the backend allocates for a point (cuda_bufs.c, the same
  * answers cuda_point.c and cuda_backward.c allocate from) is, byte for byte, the planner's
  * cuda list (engine/plan/plan_profile_memory_cuda.c) less what prepare does not allocate (the
  * cuBLASLt workspace of init, the comm buffer): for a Llama, a biased Llama, gpt2, gpt-neox,
  * gpt-j, gemma and gemma-2 (window on even layers, caps 50/30: the unfused core's lse, lm_head's
- * capped d logits), bf16 and fp32, fwd and fwd+bwd, unfused and flash attention, fused
+ * capped d logits), qwen3, MLA (unfused core, no fused projections), bf16 and fp32, fwd and fwd+bwd, unfused and flash attention, fused
  * projections (gated MLPs), TP 1 and 2, the model's ops together and each op alone. And the
  * planner functions the backend repeats (cuda_arch.h's two, cuda_layer_attn_opts) agree with
  * the planner's.
  *
  * GPU part (exits 0 after the host part without a device, the reason printed): a tiny gpt2
  * (LayerNorm, plain GELU tanh, biases, learned positions, tied), gpt-neox (partial rotary,
- * parallel residual, GELU erf) and gpt-j (shared norm) point through the backend's entry, fwd
+ * parallel residual, GELU erf), gpt-j (shared norm), gemma(-2), qwen3 and MLA points through the backend's entry, fwd
  * and bwd of every model op on every layer timed, the ops the model lacks refused; the point's
  * cudaMalloc tally the buffers above (the planner's list when the device's L2 is the planner's
  * 50 MiB); and in fp32 what the ops read: embed adds the position rows, a parallel residual's
@@ -40,9 +41,9 @@
 #include "tests/cuda/cuda_dense_ref.h"
 #include "tests/cuda/cuda_test_util.h"
 
-enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_GEMMA2, F_COUNT };
+enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_GEMMA2, F_QWEN3, F_MLA, F_MLA_Q, F_COUNT };
 static const char *const family_name[F_COUNT] = {"llama", "llama+bias", "gpt2", "gpt-neox", "gpt-j", "gemma",
-                                                 "gemma-2"};
+                                                 "gemma-2", "qwen3", "mla", "mla+q_lora"};
 
 /* A tiny model of family f: h 128, 2 heads of 64 (flash-capable), I 256, V 300. */
 static pdbx_model tiny_model(int f)
@@ -82,6 +83,13 @@ static pdbx_model tiny_model(int f)
         a->parallel_residual = 1;
         a->rotary_fraction = 0.25;   /* 16 of 64 dims */
         a->shared_norm = f == F_GPTJ;
+    }
+    a->qk_norm = f == F_QWEN3;
+    if (f == F_MLA || f == F_MLA_Q) {   /* DeepSeek-V2's MLA: nope 32 + rope 16, v 32, latents 32/48 */
+        a->attention = PDBX_ATTN_MLA;
+        a->mla.kv_lora_rank = 32, a->mla.q_lora_rank = f == F_MLA_Q ? 48 : 0;
+        a->mla.qk_nope_head_dim = 32, a->mla.qk_rope_head_dim = 16, a->mla.v_head_dim = 32;
+        m.head_dim = 48;
     }
     return m;
 }
@@ -170,7 +178,8 @@ static void test_host_bufs_match_planner(void **state)
         const pdbx_opmask ops = pdbx_model_ops(&m);
         for (int v = 0; v < 32; v++) {   /* each bit a choice */
             const pdbx_dtype dt = v & 1 ? PDBX_DTYPE_FP32 : PDBX_DTYPE_BF16;
-            const int flash = (v >> 1) & 1, tp = v & 4 ? 2 : 1, fused = (v & 8) && !m.arch.mlp_plain;
+            const int mla = m.arch.attention == PDBX_ATTN_MLA;   /* unfused core, no fused GEMMs */
+            const int flash = ((v >> 1) & 1) && !mla, tp = v & 4 ? 2 : 1, fused = (v & 8) && !m.arch.mlp_plain && !mla;
             const uint32_t passes = v & 16 ? both : fwd;
             char what[160];
             pdbx_point_shapes p;
@@ -326,7 +335,7 @@ static void run_family(int f, pdbx_dtype dt)
 static void test_family_points(void **state)
 {
     (void)state;
-    for (int f = F_GPT2; f <= F_GEMMA2; f++) {
+    for (int f = F_GPT2; f < F_COUNT; f++) {
         run_family(f, PDBX_DTYPE_BF16);
         run_family(f, PDBX_DTYPE_FP32);
     }
@@ -436,21 +445,9 @@ int main(void)
         cmocka_unit_test(test_host_arch_mirror),
         cmocka_unit_test(test_host_attn_opts_mirror),
     };
-    int rc = cmocka_run_group_tests_name("cuda_dense_point_host", host, NULL, NULL);
-    if (rc != 0)
-        return rc;
-    rc = ct_gpu_open();
-    if (rc == 77) {   /* no device: it printed why */
-        printf("note: the GPU part was skipped; the host part passed\n");
-        return 0;
-    }
-    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
-        return rc;
     const struct CMUnitTest gpu[] = {
         cmocka_unit_test(test_family_points),
         cmocka_unit_test(test_dense_reads),
     };
-    rc = cmocka_run_group_tests_name("cuda_dense_point", gpu, NULL, NULL);
-    ct_gpu_close();
-    return rc;
+    return ct_run_parts("cuda_dense_point_host", host, CT_COUNT(host), "cuda_dense_point", gpu, CT_COUNT(gpu));
 }

@@ -11,7 +11,7 @@
 #    and the ops it has not (attn_k, attn_v, the other q path, moe_*) hold none;
 #  - every point's measured memory peak is within 15% of its predicted profile memory (the MLA
 #    buffers of plan_profile_memory_mla.c and cpu_mla.c);
-#  - the cuda backend and bf16 on the cpu are refused with their reasons; DeepSeek-V2-Lite (MLA
+#  - cuda with flash_attention and bf16 on the cpu are refused with their reasons; DeepSeek-V2-Lite (MLA
 #    and MoE, a dense first layer) is planned with two profiled layers, one of each kind.
 # Only what a loaded 2-core machine cannot disturb is asserted (no timing comparison).
 source "$(dirname "$0")/engine_common.inc"
@@ -65,15 +65,16 @@ tiny_spec "$TMP/f.json" "model=\"$FIX/engine-tiny-mla.json\"" 'layers=2' 'passes
 mpirun_np 1 "$ENGINE" --spec "$TMP/f.json" --store "$TMP/st-f" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "engine run (q_lora_rank null)"; }
 check "$TMP/st-f" False || fail "tiny MLA (q at full rank) run"
 
-phase "refusals: cuda, bf16 on the cpu, fused projections; DeepSeek-V2-Lite planned"
+phase "refusals: cuda with flash attention, bf16 on the cpu, fused projections; DeepSeek-V2-Lite planned"
 expect_refusal() {   # expect_refusal WHAT TEXT SPEC-FIELDS...: pdbx plan exits 2 and names TEXT
     local what=$1 text=$2; shift 2
     tiny_spec "$TMP/r.json" "$@"
     "$PDBX" plan "$TMP/r.json" >"$TMP/out" 2>&1 && { cat "$TMP/out"; fail "$what: accepted"; }
     grep -q "$text" "$TMP/out" || { cat "$TMP/out"; fail "$what: no '$text' in the refusal"; }
 }
-expect_refusal "cuda" "cuda does not run model .* multi-head latent attention" \
-    "model=\"$FIX/engine-tiny-mla.json\"" 'backend="cuda"' 'gpu="H100-SXM"'
+# cuda runs MLA on its unfused attention core (v's head dim differs): the fused one is refused
+expect_refusal "cuda flash" "fused kernel does not run model .* multi-head latent attention" \
+    "model=\"$FIX/engine-tiny-mla.json\"" 'backend="cuda"' 'gpu="H100-SXM"' 'flash_attention=true'
 expect_refusal "bf16" "fp32 only" "model=\"$FIX/engine-tiny-mla.json\"" 'dtype="bf16"'
 expect_refusal "fused" "fused_projections" "model=\"$FIX/engine-tiny-mla.json\"" 'fused_projections=true'
 # DeepSeek-V2-Lite (MLA, MoE, a dense first layer) is planned: two profiled layers by default
@@ -83,4 +84,4 @@ expect_refusal "fused" "fused_projections" "model=\"$FIX/engine-tiny-mla.json\""
     "$TMP/lite" || fail "DeepSeek-V2-Lite's plan"
 
 
-echo "PASS: tiny dense DeepSeek-V2 models (MLA with and without q's low rank) measured on the cpu backend at TP 2 and TP 1, every MLA op in both passes, memory as planned; cuda, bf16 and fused projections refused; DeepSeek-V2-Lite planned (2 profiled layers)"
+echo "PASS: tiny dense DeepSeek-V2 models (MLA with and without q's low rank) measured on the cpu backend at TP 2 and TP 1, every MLA op in both passes, memory as planned; cuda with flash attention, bf16 on the cpu and fused projections refused; DeepSeek-V2-Lite planned (2 profiled layers)"

@@ -3,7 +3,8 @@
  * tests/e2e/fixtures/engine-tiny-mla(-qlora).json: h 256, 4 heads, kv_lora_rank 64, q_lora_rank
  * 64 or null, nope 32, rope 16, v 32, I 512, vocab 8192, 2 layers.
  *  - read as dense MLA; not refused by the arch check; the spec validates on cpu in fp32; bf16
- *    on cpu, fused_projections and the cuda backend are refused by name; DeepSeek-V2-Lite is
+ *    on cpu and fused_projections are refused by name, cuda with flash_attention too (the cuda
+ *    backend runs MLA on the unfused core); DeepSeek-V2-Lite is
  *    still refused for its mixture of experts, not for MLA;
  *  - the cpu profile memory's MLA rows by hand at TP 2, MBS 1, seq 32, fp32, with bwd
  *    (T = 32, H = 2; every size a multiple of 64 bytes):
@@ -73,9 +74,12 @@ static void test_read_and_refusals(void **state)
     t = s;
     t.fused_projections = 1;
     expect_refused(&t, "fused_projections");
-    t = s;
+    t = s;   /* cuda runs MLA (the unfused core: the fused kernel has one head dim) */
+    assert_int_equal(pdbx_backend_model_check(PDBX_BACKEND_CUDA, &t.model, err, sizeof err), 0);
     t.backend = PDBX_BACKEND_CUDA;
-    expect_refused(&t, "multi-head latent attention");
+    t.flash_attention = 1;
+    expect_refused(&t, "flash_attention: the fused kernel does not run model");
+    expect_refused(&t, "multi-head latent attention (v head dim 32, q/k 48)");
     load(PDBX_SOURCE_DIR "/tests/fixtures/models/DeepSeek-V2-Lite.json", &t);   /* MLA and MoE */
     assert_int_equal(pdbx_arch_refusal(&t.model, t.seq_len, err, sizeof err), 0);
 }

@@ -36,6 +36,7 @@
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_kernels_dense.h"
+#include "engine/backends/cuda/cuda_mla.h"
 
 /* The norms' eps: rms_norm_eps of the Llama 3 and TinyLlama configs, layer_norm_epsilon of
  * GPT-2's (the cpu backend's; the model's own value changes no work). */
@@ -148,6 +149,8 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
     struct cuda_point *pt = c->point;
     void **B = pt->buf, **W = cuda_layer_weights(pt, op, layer);
     const int64_t T = pt->d.tokens, h = pt->d.hidden;
+    if (cuda_mla_runs(&pt->d, op))   /* qk_norm's and MLA's ops (cuda_mla.c) */
+        return cuda_mla_fwd(c, op, W, err, errlen);
     switch (op) {
     case PDBX_OP_EMBED:
         return run_embed(c, err, errlen);

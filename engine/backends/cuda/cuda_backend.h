@@ -89,7 +89,21 @@ typedef struct {
     float attn_softcap;             /* the scores' cap (the unfused path; needs B_LSE) */
     float final_softcap;            /* the logits' cap: lm_head's forward applies it, its
                                      * backward reads G_LOGITS through it into G_LOGITS_CAPPED */
+    /* the attention variants of cuda_mla.h (0 for a Llama): qwen3's per-head q/k norm, and
+     * DeepSeek's latent attention (mla.on: kv_heads = heads, head_dim = nope + rope, v's head
+     * dim dv, rot = rope; rq 0 when q is projected at full rank by attn_q) */
+    int qk_norm;
+    struct {
+        int on;
+        int64_t rq, rkv, nope, rope, dv;
+    } mla;
 } cuda_dims;
+
+/* v's (and the context's) head dim: MLA's v_head_dim, else head_dim. */
+static inline int64_t cuda_v_dim(const cuda_dims *d)
+{
+    return d->mla.on ? d->mla.dv : d->head_dim;
+}
 
 /* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
 #define CUDA_FUSED_QKV (UINT64_C(1) << 62)
@@ -111,6 +125,9 @@ enum {   /* one set per point, shared by all layers */
      * position table [max_positions, h] (dtype), LayerNorm's per-row mean and rstd (fp32 [T],
      * written by every forward norm, read by the backward) */
     B_FINAL_B, B_POS, B_NORM_MEAN, B_NORM_RSTD,
+    /* cuda_mla.h: qk_norm's q and k weights [2, head_dim]; MLA's q_a, q_norm, kv_a, kv_norm and
+     * kv_b outputs and its q/kv norm weights [rq + rkv] (norm weights shared by the layers) */
+    B_QK_NORM_W, B_MLA_QA, B_MLA_QAN, B_MLA_KVA, B_MLA_KVN, B_MLA_KVB, B_MLA_NORM_W,
     B_COUNT
 };
 enum {   /* one set per instantiated layer */
@@ -118,6 +135,7 @@ enum {   /* one set per instantiated layer */
     /* the projections' biases (dtype; where bias_ops has the op), rotated with the weights */
     W_BQ, W_BK, W_BV, W_BO, W_BGATE, W_BUP, W_BDOWN, W_BQKV, W_BFC1,
     W_IN_NORM_B, W_POST_NORM_B,   /* LayerNorm: the norms' biases (dtype), rotated as well */
+    W_Q_A, W_Q_B, W_KV_A, W_KV_B,   /* MLA's projections (cuda_mla.h) */
     W_COUNT
 };
 enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's rstd (fp32) and
@@ -136,6 +154,10 @@ enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's 
     /* final-logit cap: d logits through the cap (dtype [T, vocab]), lm_head's dgrad/wgrad dY;
      * G_LOGITS, filled once, is never modified */
     G_LOGITS_CAPPED,
+    /* cuda_mla.h: the MLA outputs' gradients (dtype), the q/k and MLA norm weights' and MLA
+     * projections' gradients (fp32) */
+    G_MLA_QA, G_MLA_QAN, G_MLA_KVA, G_MLA_KVN, G_MLA_KVB, G_QK_NORM_W, G_MLA_NORM_W,
+    G_W_Q_A, G_W_Q_B, G_W_KV_A, G_W_KV_B,
     G_COUNT
 };
 
@@ -162,9 +184,10 @@ struct cuda_point {
 void **cuda_layer_weights(struct cuda_point *pt, pdbx_op op, int layer);
 
 /* The linear ops of a point on one TP rank, as F.linear GEMMs [T, k] x [k, n]: attn_q/k/v/o,
- * mlp_gate/up/down, lm_head. Writes them to out (CUDA_LINEAR_OPS entries), returns the count.
+ * mlp_gate/up/down, lm_head, and with MLA attn_q_a, q_b, kv_a, kv_b. Writes them to out
+ * (CUDA_LINEAR_OPS entries), returns the count (MLA's four only for an MLA model).
  * One table for the dims check, the forward plans and the dgrad/wgrad plans. */
-#define CUDA_LINEAR_OPS 8
+#define CUDA_LINEAR_OPS 12   /* and MLA's q_a, q_b, kv_a, kv_b */
 typedef struct {
     pdbx_op op;
     int64_t n, k;
@@ -183,7 +206,7 @@ int cuda_point_gemms(const cuda_dims *d, cuda_point_gemm out[CUDA_POINT_GEMMS]);
 
 /* The attention core's options of profiled layer `layer` at d (pdbx_attn_opts_for_layer of
  * the planner written again, as cuda_arch.h's: the window on every layer, or gemma-2's on even
- * layers only; the scores' cap; v_dim 0, head_dim). Pure. */
+ * layers only; the scores' cap; v_dim: MLA's dv, else 0, head_dim). Pure. */
 cuda_attention_opts cuda_layer_attn_opts(const cuda_dims *d, int layer);
 /* The point's attention (pt->attn, planned once: its GEMMs do not depend on the window or the
  * cap) with layer `layer`'s options, for one forward or backward of that layer. */
@@ -204,6 +227,10 @@ void cuda_kv_free(pdbx_compute *c);
  * pass of op on the stream (run_op times it between the same events as the forward). */
 int cuda_bwd_prepare(pdbx_compute *c, struct cuda_point *pt, char *err, size_t errlen);
 int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t errlen);
+/* A linear op's backward (cuda_backward.c): dX = dY W, dW += dY^T X (fp32) and, db not NULL,
+ * db += the column sums of dY, with op's dgrad/wgrad plans. */
+int cuda_linear_bwd(pdbx_compute *c, pdbx_op op, const void *x, const void *w, const void *dy,
+                    void *dx, void *dw, void *db, char *err, size_t errlen);
 
 /* Derives cuda_dims from the model, TP, MBS and seq_len of p (the TP rank is world_rank % tp:
  * Megatron's order, TP fastest) and checks them against the planner's GEMM shapes in p->shape

@@ -27,6 +27,7 @@
 #include "engine/backends/cuda/cuda_bufs.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_kernels_dense.h"
+#include "engine/backends/cuda/cuda_mla.h"
 
 #define RMS_EPS 1e-5f   /* the forward's (cuda_backend.c) */
 
@@ -117,6 +118,12 @@ static int linear_bwd(pdbx_compute *c, pdbx_op op, const void *x, const void *w,
     return 0;
 fail:
     return rc;
+}
+
+int cuda_linear_bwd(pdbx_compute *c, pdbx_op op, const void *x, const void *w, const void *dy,
+                    void *dx, void *dw, void *db, char *err, size_t errlen)
+{
+    return linear_bwd(c, op, x, w, dy, dx, dw, db, err, errlen);
 }
 
 /* A norm's backward of the model's kind (the forward's, cuda_backend.c's run_norm): dx from
@@ -223,6 +230,8 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     struct cuda_point *pt = c->point;
     void **B = pt->buf, **W = cuda_layer_weights(pt, op, layer), **G = pt->grad;
     const int64_t T = pt->d.tokens, h = pt->d.hidden;
+    if (cuda_mla_runs(&pt->d, op))   /* qk_norm's and MLA's ops (cuda_mla.c) */
+        return cuda_mla_bwd(c, op, W, err, errlen);
     switch (op) {
     case PDBX_OP_EMBED:
         return embed_bwd(c, err, errlen);

@@ -3,9 +3,13 @@
 #include "engine/backends/cuda/cuda_bufs.h"
 
 #include "engine/backends/cuda/cuda_attention.h"
+#include "engine/backends/cuda/cuda_mla.h"
 
 #define OB(op) PDBX_OP_BIT(PDBX_OP_##op)
 #define NORMS (OB(INPUT_NORM) | OB(POST_ATTN_NORM) | OB(FINAL_NORM))
+/* the readers of xn and of q and k besides a Llama's (qk_norm, MLA: cuda_mla.h) */
+#define XN_MLA (OB(ATTN_Q_A) | OB(ATTN_KV_A))
+#define QK_MORE (OB(ATTN_QK_NORM) | OB(ATTN_Q_B))
 
 typedef struct {
     const char *name;
@@ -18,10 +22,10 @@ static const buf_desc global_bufs[B_COUNT] = {
     [B_EMBED] = {"embed_table", OB(EMBED), CUDA_FILL_WEIGHT},   /* + lm_head when tied */
     [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
              OB(MLP_RESIDUAL), CUDA_FILL_ACT},
-    [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
-              CUDA_FILL_ACT},
-    [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), CUDA_FILL_ACT},
-    [B_K] = {"k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), CUDA_FILL_ACT},
+    [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV |
+              XN_MLA, CUDA_FILL_ACT},
+    [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE) | QK_MORE, CUDA_FILL_ACT},
+    [B_K] = {"k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE) | OB(ATTN_QK_NORM), CUDA_FILL_ACT},
     [B_V] = {"v", OB(ATTN_V) | OB(ATTN_CORE), CUDA_FILL_ACT},
     [B_SCORES] = {"attn_scores", OB(ATTN_CORE), CUDA_FILL_ACT},
     [B_CTX] = {"attn_context", OB(ATTN_CORE) | OB(ATTN_O), CUDA_FILL_ACT},
@@ -46,6 +50,14 @@ static const buf_desc global_bufs[B_COUNT] = {
     [B_POS] = {"position table", OB(EMBED), CUDA_FILL_BIAS},
     [B_NORM_MEAN] = {"norm mean (fp32)", NORMS, CUDA_FILL_STATS},
     [B_NORM_RSTD] = {"norm rstd (fp32)", NORMS, CUDA_FILL_STATS},
+    [B_QK_NORM_W] = {"q/k norm weights", OB(ATTN_QK_NORM), CUDA_FILL_NORM_W},
+    [B_MLA_QA] = {"mla q_a_out", OB(ATTN_Q_A) | OB(ATTN_Q_NORM), CUDA_FILL_ACT},
+    [B_MLA_QAN] = {"mla q_norm_out", OB(ATTN_Q_NORM) | OB(ATTN_Q_B), CUDA_FILL_ACT},
+    /* + attn_rope (MLA's reads k_pe and kv_b's output: global_uses) */
+    [B_MLA_KVA] = {"mla kv_a_out", OB(ATTN_KV_A) | OB(ATTN_KV_NORM), CUDA_FILL_ACT},
+    [B_MLA_KVN] = {"mla kv_norm_out", OB(ATTN_KV_NORM) | OB(ATTN_KV_B), CUDA_FILL_ACT},
+    [B_MLA_KVB] = {"mla kv_b_out", OB(ATTN_KV_B), CUDA_FILL_ACT},
+    [B_MLA_NORM_W] = {"mla q/kv norm weights", OB(ATTN_Q_NORM) | OB(ATTN_KV_NORM), CUDA_FILL_NORM_W},
 };
 
 static const buf_desc layer_bufs[W_COUNT] = {
@@ -73,6 +85,10 @@ static const buf_desc layer_bufs[W_COUNT] = {
     /* LayerNorm only */
     [W_IN_NORM_B] = {"input_norm_bias", OB(INPUT_NORM), CUDA_FILL_BIAS},
     [W_POST_NORM_B] = {"post_attn_norm_bias", OB(POST_ATTN_NORM), CUDA_FILL_BIAS},
+    [W_Q_A] = {"q_a_proj", OB(ATTN_Q_A), CUDA_FILL_WEIGHT},
+    [W_Q_B] = {"q_b_proj", OB(ATTN_Q_B), CUDA_FILL_WEIGHT},
+    [W_KV_A] = {"kv_a_proj_with_mqa", OB(ATTN_KV_A), CUDA_FILL_WEIGHT},
+    [W_KV_B] = {"kv_b_proj", OB(ATTN_KV_B), CUDA_FILL_WEIGHT},
 };
 
 /* passes with bwd: the gradient of each activation (dtype), the RMSNorms' rstd (fp32) and one
@@ -80,10 +96,10 @@ static const buf_desc layer_bufs[W_COUNT] = {
 static const buf_desc grad_bufs[G_COUNT] = {
     [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
              OB(MLP_RESIDUAL), CUDA_FILL_ACT},
-    [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV,
-              CUDA_FILL_ACT},
-    [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE), CUDA_FILL_ACT},
-    [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE), CUDA_FILL_ACT},
+    [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV |
+              XN_MLA, CUDA_FILL_ACT},
+    [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE) | QK_MORE, CUDA_FILL_ACT},
+    [G_K] = {"d k", OB(ATTN_K) | OB(ATTN_ROPE) | OB(ATTN_CORE) | OB(ATTN_QK_NORM), CUDA_FILL_ACT},
     [G_V] = {"d v", OB(ATTN_V) | OB(ATTN_CORE), CUDA_FILL_ACT},
     [G_SCORES] = {"d attn_scores", OB(ATTN_CORE), CUDA_FILL_ACT},   /* unfused only */
     [G_CTX] = {"d attn_context", OB(ATTN_CORE) | OB(ATTN_O), CUDA_FILL_ACT},
@@ -125,6 +141,17 @@ static const buf_desc grad_bufs[G_COUNT] = {
     [G_NORM_B] = {"d norm bias", NORMS, CUDA_FILL_ZERO32},   /* LayerNorm only */
     [G_POS] = {"d position table", OB(EMBED), CUDA_FILL_ZERO32},   /* learned positions only */
     [G_LOGITS_CAPPED] = {"d logits (capped)", OB(LM_HEAD), CUDA_FILL_ACT},   /* final cap only */
+    [G_MLA_QA] = {"d mla q_a_out", OB(ATTN_Q_A) | OB(ATTN_Q_NORM), CUDA_FILL_ACT},
+    [G_MLA_QAN] = {"d mla q_norm_out", OB(ATTN_Q_NORM) | OB(ATTN_Q_B), CUDA_FILL_ACT},
+    [G_MLA_KVA] = {"d mla kv_a_out", OB(ATTN_KV_A) | OB(ATTN_KV_NORM), CUDA_FILL_ACT},   /* + rope */
+    [G_MLA_KVN] = {"d mla kv_norm_out", OB(ATTN_KV_NORM) | OB(ATTN_KV_B), CUDA_FILL_ACT},
+    [G_MLA_KVB] = {"d mla kv_b_out", OB(ATTN_KV_B), CUDA_FILL_ACT},   /* + rope */
+    [G_QK_NORM_W] = {"d q/k norm weights", OB(ATTN_QK_NORM), CUDA_FILL_ZERO32},
+    [G_MLA_NORM_W] = {"d mla q/kv norm weights", OB(ATTN_Q_NORM) | OB(ATTN_KV_NORM), CUDA_FILL_ZERO32},
+    [G_W_Q_A] = {"d q_a_proj", OB(ATTN_Q_A), CUDA_FILL_ZERO32},
+    [G_W_Q_B] = {"d q_b_proj", OB(ATTN_Q_B), CUDA_FILL_ZERO32},
+    [G_W_KV_A] = {"d kv_a_proj_with_mqa", OB(ATTN_KV_A), CUDA_FILL_ZERO32},
+    [G_W_KV_B] = {"d kv_b_proj", OB(ATTN_KV_B), CUDA_FILL_ZERO32},
 };
 
 /* ---- which slots a point has ------------------------------------------------------------ */
@@ -148,6 +175,9 @@ static pdbx_opmask global_uses(const cuda_dims *d, const cuda_buf_path *p, int b
     case B_GATE: return d->mlp_plain ? uses & ~OB(MLP_ACT_FN) : uses;   /* act(up) reads no gate */
     case B_FINAL_B: case B_NORM_MEAN: case B_NORM_RSTD: return d->layernorm ? uses : 0;
     case B_POS: return d->pos_rows > 0 ? uses : 0;
+    /* MLA's attn_rope rotates k_pe in kv_a's output and gathers k and v out of kv_b's */
+    case B_MLA_KVA: case B_MLA_KVB: case B_V: return d->mla.on ? uses | OB(ATTN_ROPE) : uses;
+    case B_QK_NORM_W: return d->qk_norm ? uses : 0;
     default: return uses;
     }
 }
@@ -173,6 +203,8 @@ static pdbx_opmask grad_uses(const cuda_dims *d, const cuda_buf_path *p, int g, 
     case G_NORM_B: return d->layernorm ? uses : 0;
     case G_POS: return d->pos_rows > 0 ? uses : 0;
     case G_LOGITS_CAPPED: return d->final_softcap > 0.0f ? uses : 0;
+    case G_MLA_KVA: case G_MLA_KVB: case G_V: return d->mla.on ? uses | OB(ATTN_ROPE) : uses;
+    case G_QK_NORM_W: return d->qk_norm ? uses : 0;
     default: return g >= G_BQ && g <= G_BFC1 ? uses & d->bias_ops : uses;
     }
 }
@@ -182,12 +214,15 @@ static pdbx_opmask grad_uses(const cuda_dims *d, const cuda_buf_path *p, int g, 
 static size_t global_elems(const cuda_dims *d, int b)
 {
     const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    const int64_t vd = d->kv_heads * cuda_v_dim(d), ctxd = d->heads * cuda_v_dim(d);
     switch (b) {
     case B_IDS: case B_NORM_MEAN: case B_NORM_RSTD: return (size_t)T;
     case B_EMBED: case B_LM_W: return (size_t)(d->vocab * h);
     case B_X: case B_XN: case B_ATTN_OUT: case B_XN2: case B_XF: return (size_t)(T * h);
-    case B_Q: case B_CTX: return (size_t)(T * qd);
-    case B_K: case B_V: return (size_t)(T * kvd);
+    case B_Q: return (size_t)(T * qd);
+    case B_K: return (size_t)(T * kvd);
+    case B_V: return (size_t)(T * vd);
+    case B_CTX: return (size_t)(T * ctxd);
     case B_SCORES: {
         cuda_attention_dims a = {d->mbs, d->seq, d->heads, d->kv_heads, d->head_dim, PDBX_DTYPE_BF16, 0};
         return cuda_attention_scores_elems(&a);
@@ -200,7 +235,7 @@ static size_t global_elems(const cuda_dims *d, int b)
     case B_ROPE: return (size_t)(2 * d->seq * (d->rot / 2));
     case B_LSE: return (size_t)(d->mbs * d->heads * d->seq);
     case B_POS: return (size_t)(d->pos_rows * h);
-    default: return 0;
+    default: return cuda_mla_elems(d, b, -1, -1);
     }
 }
 
@@ -209,7 +244,8 @@ static size_t layer_elems(const cuda_dims *d, int w)
     const int64_t h = d->hidden, qd = d->heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
     switch (w) {
     case W_IN_NORM: case W_POST_NORM: case W_IN_NORM_B: case W_POST_NORM_B: return (size_t)h;
-    case W_Q: case W_O: return (size_t)(qd * h);
+    case W_Q: return (size_t)(qd * h);
+    case W_O: return (size_t)(d->heads * cuda_v_dim(d) * h);
     case W_K: case W_V: return (size_t)(kvd * h);
     case W_GATE: case W_UP: case W_DOWN: return (size_t)(d->inter * h);
     case W_QKV: return (size_t)((qd + 2 * kvd) * h);
@@ -220,7 +256,7 @@ static size_t layer_elems(const cuda_dims *d, int w)
     case W_BGATE: case W_BUP: return (size_t)d->inter;
     case W_BQKV: return (size_t)(qd + 2 * kvd);
     case W_BFC1: return (size_t)(2 * d->inter);
-    default: return 0;
+    default: return cuda_mla_elems(d, -1, w, -1);
     }
 }
 
@@ -229,17 +265,21 @@ static size_t grad_elems(const cuda_dims *d, int g)
 {
     const int64_t T = d->tokens, h = d->hidden, qd = d->heads * d->head_dim,
                   kvd = d->kv_heads * d->head_dim, I = d->inter, V = d->vocab;
+    const int64_t vd = d->kv_heads * cuda_v_dim(d), ctxd = d->heads * cuda_v_dim(d);
     switch (g) {
     case G_X: case G_XN: case G_ATTN_OUT: case G_XN2: case G_XF: return (size_t)(T * h);
-    case G_Q: case G_CTX: case G_DQ_ACC: return (size_t)(T * qd);
-    case G_K: case G_V: return (size_t)(T * kvd);
+    case G_Q: case G_DQ_ACC: return (size_t)(T * qd);
+    case G_CTX: return (size_t)(T * ctxd);
+    case G_K: return (size_t)(T * kvd);
+    case G_V: return (size_t)(T * vd);
     case G_SCORES: return global_elems(d, B_SCORES);
     case G_GATE: case G_UP: case G_ACT: return (size_t)(T * I);
     case G_LOGITS: case G_LOGITS_CAPPED: return (size_t)(T * V);
     case G_RSTD: return (size_t)T;
     case G_EMBED: case G_LM_W: return (size_t)(V * h);
     case G_NORM_W: case G_NORM_B: case G_BO: case G_BD: return (size_t)h;
-    case G_WQ: case G_WO: return (size_t)(qd * h);
+    case G_WQ: return (size_t)(qd * h);
+    case G_WO: return (size_t)(ctxd * h);
     case G_WKV: return (size_t)(kvd * h);
     case G_WGU: case G_WD: return (size_t)(I * h);
     case G_QKV: return (size_t)(T * (qd + 2 * kvd));
@@ -253,7 +293,7 @@ static size_t grad_elems(const cuda_dims *d, int g)
     case G_BFC1: return (size_t)(2 * I);
     case G_DELTA: return global_elems(d, B_LSE);
     case G_POS: return (size_t)(d->pos_rows * h);
-    default: return 0;
+    default: return cuda_mla_elems(d, -1, -1, g);
     }
 }
 

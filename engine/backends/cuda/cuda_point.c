@@ -22,6 +22,7 @@
 #include "engine/backends/cuda/cuda_memtally.h"
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
+#include "engine/backends/cuda/cuda_mla.h"
 
 /* ---- point buffers -----------------------------------------------------------------------
  * Which buffers a point has and their sizes are cuda_bufs.c's; the planner lists the same
@@ -130,6 +131,8 @@ static int model_kinds(const pdbx_point_shapes *p, cuda_dims *d, char *err, size
                  "than seq_len %d (allowed: on every layer or on alternate layers)", m->name, w, p->seq_len);
         return -1;
     }
+    if (cuda_mla_kinds(p, d, err, errlen) != 0)   /* qk_norm, MLA (cuda_mla.c; MLA's rot) */
+        return -1;
     if ((d->ops & PDBX_OP_BIT(PDBX_OP_ATTN_ROPE)) && (d->rot < 2 || d->rot > m->head_dim)) {
         snprintf(err, errlen, "cuda prepare: attn_rope rotates %lld dims of head_dim %d (allowed: "
                  "2..head_dim)", (long long)d->rot, m->head_dim);
@@ -215,13 +218,17 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
 int cuda_linear_ops(const cuda_dims *d, cuda_linear_op out[CUDA_LINEAR_OPS])
 {
     const int64_t h = d->hidden, qd = d->heads * d->head_dim, kvd = d->kv_heads * d->head_dim;
+    const int64_t rq = d->mla.rq, rkv = d->mla.rkv, rope = d->mla.rope;
+    const int64_t kvbd = d->heads * (d->mla.nope + d->mla.dv);   /* kv_b: each head's k_nope, v */
     const cuda_linear_op lin[CUDA_LINEAR_OPS] = {
         {PDBX_OP_ATTN_Q, qd, h}, {PDBX_OP_ATTN_K, kvd, h}, {PDBX_OP_ATTN_V, kvd, h},
-        {PDBX_OP_ATTN_O, h, qd}, {PDBX_OP_MLP_GATE, d->inter, h}, {PDBX_OP_MLP_UP, d->inter, h},
-        {PDBX_OP_MLP_DOWN, h, d->inter}, {PDBX_OP_LM_HEAD, d->vocab, h},
+        {PDBX_OP_ATTN_O, h, d->heads * cuda_v_dim(d)}, {PDBX_OP_MLP_GATE, d->inter, h},
+        {PDBX_OP_MLP_UP, d->inter, h}, {PDBX_OP_MLP_DOWN, h, d->inter}, {PDBX_OP_LM_HEAD, d->vocab, h},
+        {PDBX_OP_ATTN_Q_A, rq, h}, {PDBX_OP_ATTN_Q_B, qd, rq}, {PDBX_OP_ATTN_KV_A, rkv + rope, h},
+        {PDBX_OP_ATTN_KV_B, kvbd, rkv},
     };
     memcpy(out, lin, sizeof lin);
-    return CUDA_LINEAR_OPS;
+    return d->mla.on ? CUDA_LINEAR_OPS : CUDA_LINEAR_OPS - 4;   /* MLA's last */
 }
 
 int cuda_op_prepared(const cuda_dims *d, pdbx_op op)
@@ -325,14 +332,15 @@ static int plan_point_gemms(pdbx_compute *c, struct cuda_point *pt, char *err, s
                                            pt->d.head_dim, c->dtype, c->flash_attention};
     /* the model's window and cap: the plans are every layer's; with flash_attention either is
      * refused by name (the fused kernel runs plain causal attention only) */
-    const cuda_attention_opts o = {pt->d.window, pt->d.attn_softcap, 0};
+    const cuda_attention_opts o = {pt->d.window, pt->d.attn_softcap, pt->d.mla.on ? pt->d.mla.dv : 0};
     return cuda_attention_plan_opts(c->gemm, &attn_dims, &o, &pt->attn, err, errlen);
 }
 
 cuda_attention_opts cuda_layer_attn_opts(const cuda_dims *d, int layer)
 {
     const int local = !d->window_alternating || layer % 2 == 0;   /* gemma-2: even layers */
-    return (cuda_attention_opts){.window = local ? d->window : 0, .softcap = d->attn_softcap, .v_dim = 0};
+    return (cuda_attention_opts){.window = local ? d->window : 0, .softcap = d->attn_softcap,
+                                 .v_dim = d->mla.on ? d->mla.dv : 0};
 }
 
 cuda_attention cuda_point_attn(const struct cuda_point *pt, int layer)
