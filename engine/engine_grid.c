@@ -1,4 +1,4 @@
-/* engine_grid.c: rank -> (tp, dp, pp) coordinates and the TP, DP, PP and EP groups, Megatron
+/* engine_grid.c: rank -> (tp, dp, pp) coordinates and the TP, DP, PP, EP and EDP groups, Megatron
  * order (engine_grid.h). */
 #include "engine/engine_grid.h"
 
@@ -55,6 +55,18 @@ int pdbx_grid_group(int world_rank, int tp, int pp, int dp, int ep, pdbx_grid_ki
             *my_index = me;
         break;
     }
+    case PDBX_GRID_EDP: {
+        int me = 0;
+        const int first = ep_first(&c, ep, &me), stage = tp * dp;
+        if (first < 0)
+            return -1;
+        const int base = c.pp_rank * stage + me;   /* the stage's first rank of this EP rank */
+        for (int i = base; i < (c.pp_rank + 1) * stage; i += ep)
+            out[n++] = i;
+        if (my_index)
+            *my_index = (first - c.pp_rank * stage) / ep;
+        break;
+    }
     case PDBX_GRID_TP:
         for (int i = 0; i < tp; i++)
             out[n++] = pdbx_grid_rank_of(tp, pp, dp, i, c.dp_rank, c.pp_rank);
@@ -88,6 +100,10 @@ int pdbx_grid_color(int world_rank, int tp, int pp, int dp, int ep, pdbx_grid_ki
     switch (kind) {
     case PDBX_GRID_EP:
         return ep_first(&c, ep, NULL);
+    case PDBX_GRID_EDP: {
+        int me = 0;
+        return ep_first(&c, ep, &me) < 0 ? -1 : c.pp_rank * tp * dp + me;
+    }
     case PDBX_GRID_TP:
         return pdbx_grid_rank_of(tp, pp, dp, 0, c.dp_rank, c.pp_rank);
     case PDBX_GRID_DP:
@@ -106,6 +122,7 @@ const char *pdbx_grid_kind_name(pdbx_grid_kind k)
     case PDBX_GRID_DP: return "dp";
     case PDBX_GRID_PP: return "pp";
     case PDBX_GRID_EP: return "ep";
+    case PDBX_GRID_EDP: return "edp";
     default: return "?";
     }
 }

@@ -14,11 +14,17 @@
  * rank i % ep), so with TP > 1 it spans the TP ranks first. ep divides tp * dp (the planner
  * checks it); the expert data parallel degree is tp * dp / ep. World rank 0 is EP rank 0, the
  * rank plan_moe.h measures.
+ *
+ * EDP groups (the experts' gradient reduction, Megatron's expert data parallel group): the
+ * ranks of one pipeline stage that hold the same experts, i.e. the same EP rank: stage-local
+ * indices i, i + ep, i + 2 ep, ... (tp * dp / ep ranks; one rank when ep = tp * dp).
  */
 #ifndef PDBX_ENGINE_GRID_H
 #define PDBX_ENGINE_GRID_H
 
-typedef enum { PDBX_GRID_TP = 0, PDBX_GRID_DP, PDBX_GRID_PP, PDBX_GRID_EP, PDBX_GRID_KINDS } pdbx_grid_kind;
+typedef enum {
+    PDBX_GRID_TP = 0, PDBX_GRID_DP, PDBX_GRID_PP, PDBX_GRID_EP, PDBX_GRID_EDP, PDBX_GRID_KINDS
+} pdbx_grid_kind;
 
 typedef struct {
     int tp, dp, pp;                 /* degrees */
@@ -32,12 +38,12 @@ int pdbx_grid_rank_of(int tp, int pp, int dp, int tp_rank, int dp_rank, int pp_r
 /* The world ranks of world_rank's group of `kind`, in group-rank order, into out (room for
  * the group's size); returns the group size, or -1 on bad arguments (ep < 1, or an EP group
  * asked for with ep not dividing tp * dp). *my_index gets world_rank's position in the group
- * (may be NULL). ep matters to kind EP only. */
+ * (may be NULL). ep matters to kinds EP and EDP only. */
 int pdbx_grid_group(int world_rank, int tp, int pp, int dp, int ep, pdbx_grid_kind kind, int *out,
                     int *my_index);
 /* A colour that is equal for exactly the ranks of one group (for MPI_Comm_split); -1 on bad
  * arguments. */
 int pdbx_grid_color(int world_rank, int tp, int pp, int dp, int ep, pdbx_grid_kind kind);
-const char *pdbx_grid_kind_name(pdbx_grid_kind k);   /* "tp", "dp", "pp", "ep" */
+const char *pdbx_grid_kind_name(pdbx_grid_kind k);   /* "tp", "dp", "pp", "ep", "edp" */
 
 #endif

@@ -77,12 +77,25 @@ int pdbx_groups_build(pdbx_engine *e, pdbx_cfg_groups *cg, const pdbx_parallel *
         return -1;
     }
     int rc = 0;
-    /* the EP group only at ep > 1 (every rank splits alike: ep is the config's) */
+    /* the EP group only at ep > 1 (every rank splits alike: ep is the config's); the EDP group
+     * on request (pdbx_groups_build_edp) */
     for (int k = 0; k < PDBX_GRID_KINDS && rc == 0; k++)
-        if (k != PDBX_GRID_EP || cg->ep > 1)
+        if ((k != PDBX_GRID_EP || cg->ep > 1) && k != PDBX_GRID_EDP)
             rc = build_one(e, cg, (pdbx_grid_kind)k, members, err, errlen);
     free(members);
     if (rc != 0)
         pdbx_groups_free(e, cg);
+    return rc;
+}
+
+int pdbx_groups_build_edp(pdbx_engine *e, pdbx_cfg_groups *cg, char *err, size_t errlen)
+{
+    int *members = malloc(sizeof(int) * (size_t)e->size);
+    if (!members) {
+        snprintf(err, errlen, "out of memory for the groups of %d ranks", e->size);
+        return -1;
+    }
+    int rc = build_one(e, cg, PDBX_GRID_EDP, members, err, errlen);
+    free(members);
     return rc;
 }

@@ -92,6 +92,7 @@ typedef struct {
     int stage_layers, num_mb;
     void *buf;
     double act_bytes, dp_bytes, bucket_bytes, ep_bytes;
+    double edp_bytes, edp_bucket_bytes;   /* the routed experts' gradients over the EDP group */
     pdbx_pipe_step *steps;
     int nsteps;
     double part[PART_COUNT];
@@ -246,16 +247,23 @@ static void p2p(vrun *r, pair_group *pg)
     coll(r, pg->g, PDBX_COLL_SEND_RECV, r->e->spec.dtype, r->act_bytes, PART_PP);
 }
 
-/* The stage's gradients over DP in fp32, Megatron's buckets one after the other. */
+/* total bytes of fp32 gradients all-reduced over g in Megatron's buckets, one after the other */
+static void bucketed_allreduce(vrun *r, pdbx_group *g, double total, double bucket)
+{
+    for (double left = total; left > 0; left -= bucket) {
+        double bytes = left < bucket ? left : bucket;
+        coll(r, g, PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_FP32, floor(bytes / 4) * 4, PART_DP);
+    }
+}
+
+/* The stage's gradients over DP in fp32, a MoE model's routed experts' over their EDP group
+ * instead (plan_comm.h), both in the DP part. */
 static void dp_allreduce(vrun *r)
 {
-    if (r->v->dp < 2)
-        return;
-    for (double left = r->dp_bytes; left > 0; left -= r->bucket_bytes) {
-        double bytes = left < r->bucket_bytes ? left : r->bucket_bytes;
-        coll(r, r->cg.g[PDBX_GRID_DP], PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_FP32,
-             floor(bytes / 4) * 4, PART_DP);
-    }
+    if (r->v->dp > 1)
+        bucketed_allreduce(r, r->cg.g[PDBX_GRID_DP], r->dp_bytes, r->bucket_bytes);
+    if (r->edp_bytes > 0)
+        bucketed_allreduce(r, r->cg.g[PDBX_GRID_EDP], r->edp_bytes, r->edp_bucket_bytes);
 }
 
 /* One iteration from an aligned start: this rank's time in *ms. */
@@ -319,6 +327,7 @@ static int write_result(vrun *r, const double *iters, const double *parts, char 
          cJSON_AddNumberToObject(o, "min_ms", sorted[0]) &&
          cJSON_AddNumberToObject(o, "max_ms", sorted[n - 1]) &&
          cJSON_AddNumberToObject(o, "dp_bytes", v->dp > 1 ? r->dp_bytes : 0) &&
+         (r->edp_bytes <= 0 || cJSON_AddNumberToObject(o, "edp_bytes", r->edp_bytes)) &&
          cJSON_AddNumberToObject(o, "act_bytes", r->act_bytes) &&
          (v->ep <= 1 || (cJSON_AddNumberToObject(o, "ep", v->ep) && cJSON_AddNumberToObject(o, "ep_bytes", r->ep_bytes))) &&
          cJSON_AddStringToObject(o, "backend", e->be.compute->name) &&
@@ -352,15 +361,19 @@ static void fill_shapes(const vrun *r, pdbx_point_shapes *ps)
 
 /* The message sizes: activations [mbs, seq, h] in the run's dtype; the stage's gradients in
  * fp32 from the planner's parameter count of a model of `layers` layers (stage 0's: its layers
- * and the vocab-parallel embedding), all-reduced in Megatron's buckets. */
+ * and the vocab-parallel embedding), all-reduced in Megatron's buckets, a MoE model's routed
+ * experts over their EDP group (plan_comm.h). */
 static void sizes(vrun *r)
 {
     const pdbx_spec *sp = &r->e->spec;
     pdbx_spec one = *sp;
     one.model.layers = r->v->layers;
     pdbx_plan_comm pc;
-    pdbx_plan_comm_bytes(&one.model, r->v->tp, r->v->pp, r->v->dp, r->v->mbs, sp->seq_len, sp->dtype,
-                         PDBX_BACKEND_CUDA /* no cap: the whole stage */, &pc);
+    const pdbx_parallel par = { r->v->tp, r->v->pp, r->v->dp, r->v->ep > 1 ? r->v->ep : 1 };
+    pdbx_plan_comm_point(&one.model, &par, r->v->mbs, sp->seq_len, sp->dtype,
+                         PDBX_BACKEND_CUDA /* no cap: the whole stage */, sp->moe_imbalance, &pc);
+    r->edp_bytes = pc.edp_full_bytes;
+    r->edp_bucket_bytes = pdbx_plan_dp_bucket_elems(pc.edp) * pdbx_dtype_bytes(PDBX_DTYPE_FP32);
     r->act_bytes = (double)r->v->mbs * sp->seq_len * sp->model.hidden * pdbx_dtype_bytes(sp->dtype);
     r->dp_bytes = pc.dp_full_bytes;
     r->bucket_bytes = pdbx_plan_dp_bucket_elems(r->v->dp) * pdbx_dtype_bytes(PDBX_DTYPE_FP32);
@@ -383,7 +396,6 @@ static int setup(vrun *r, char *err, size_t errlen)
     r->nsteps = pdbx_pipe_schedule(v->pp, r->me.pp_rank, r->num_mb, r->steps, cap);
     if (r->nsteps < 0)
         return pdbx_fail(err, errlen, "no 1F1B schedule for pp %d, %d micro-batches", v->pp, r->num_mb);
-    sizes(r);
     pdbx_point_shapes ps;
     fill_shapes(r, &ps);
     if (e->be.compute->prepare(e->compute, &ps, err, errlen) != 0)
@@ -391,6 +403,10 @@ static int setup(vrun *r, char *err, size_t errlen)
     double buf = r->act_bytes;
     if (v->dp > 1) {
         double b = r->dp_bytes < r->bucket_bytes ? r->dp_bytes : r->bucket_bytes;
+        buf = b > buf ? b : buf;
+    }
+    if (r->edp_bytes > 0) {
+        double b = r->edp_bytes < r->edp_bucket_bytes ? r->edp_bytes : r->edp_bucket_bytes;
         buf = b > buf ? b : buf;
     }
     if (2 * r->ep_bytes > buf)   /* the all-to-all is out of place: S sent, S received after it */
@@ -412,6 +428,9 @@ int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, si
     const pdbx_parallel par = { v->tp, v->pp, v->dp, v->ep > 1 ? v->ep : 1 };
     int rc = pdbx_groups_build(e, &r->cg, &par, msg, sizeof msg);
     int built = rc == 0;
+    sizes(r);   /* the same on every rank: whether the EDP group is built is agreed */
+    if (rc == 0 && r->edp_bytes > 0)
+        rc = pdbx_groups_build_edp(e, &r->cg, msg, sizeof msg);
     if (pdbx_grid_coords_of(e->rank, v->tp, v->pp, v->dp, &r->me) != 0 && rc == 0)
         rc = pdbx_fail(msg, sizeof msg, "rank %d is outside the grid", e->rank);
     char later[PDBX_MSG_LEN] = "";      /* the first failure's message is the one kept */

@@ -284,8 +284,9 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_ad
     /* the engine's own sizing of the step's messages (plan_comm.h): activations [mbs x seq,
      * hidden] in the run's dtype; the stage's whole gradients in fp32 */
     pdbx_plan_comm sizes;
-    pdbx_plan_comm_bytes(&c->spec.model, tp, pp, dp, mbs, c->spec.seq_len, c->spec.dtype,
-                         PDBX_BACKEND_CUDA, &sizes);
+    const pdbx_parallel par = { tp, pp, dp, ep };
+    pdbx_plan_comm_point(&c->spec.model, &par, mbs, c->spec.seq_len, c->spec.dtype, PDBX_BACKEND_CUDA,
+                         c->spec.moe_imbalance, &sizes);
     const double act_bytes = (double)mbs * c->spec.seq_len * c->spec.model.hidden * c->dtype_bytes;
     const double lps = (double)c->q.layers / pp;
     if (tp > 1) {
@@ -308,7 +309,6 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_ad
          * the pipeline and back, each further micro-batch adds one forward and one backward */
         row->pp_comm_ms = 2.0 * (row->num_mb + pp - 2) * row->p2p_ms;
     }
-    pdbx_parallel par = { tp, pp, dp, ep };
     pdbx_memory mem;
     pdbx_memory_predict(&c->spec, &par, mbs, &mem);
     if (dp > 1) {
@@ -316,6 +316,13 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_ad
         if (comm_time(c, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes, pdbx_adv_spans((long)tp * (dp - 1), gpn),
                       &row->dp_comm_ms, row, ns, reason, rlen))
             return 1;
+    }
+    if (sizes.edp_full_bytes > 0) {   /* the routed experts' gradients over their EDP group */
+        row->edp_msg_bytes = sizes.edp_full_bytes;
+        if (comm_time(c, PDBX_RT_COMM_DP, sizes.edp, row->edp_msg_bytes,
+                      pdbx_adv_spans((long)tp * dp - ep, gpn), &row->edp_comm_ms, row, ns, reason, rlen))
+            return 1;
+        row->dp_comm_ms += row->edp_comm_ms;
     }
     row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
     row->ep_comm_ms = row->num_mb * row->stage_ep_comm_ms;

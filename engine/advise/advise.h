@@ -58,7 +58,7 @@ typedef struct {
     double comm_ms;          /* tp + pp + dp below */
     double bubble_ms;        /* one micro-batch (fwd + bwd + TP comm) of every stage but the
                               * slowest: (pp - 1) x slowest with equal stages */
-    double tp_comm_ms, pp_comm_ms, dp_comm_ms;
+    double tp_comm_ms, pp_comm_ms, dp_comm_ms;   /* dp: a MoE model's expert gradients included */
     double stage_fwd_ms, stage_bwd_ms;   /* slowest stage, one micro-batch, compute only */
     double mem_gb;           /* training memory per rank (the planner's) */
     int fits;                /* mem_gb <= the run's GPU memory */
@@ -80,6 +80,10 @@ typedef struct {
     double ep_comm_ms;       /* num_mb x the slowest stage's all-to-alls (in comm_ms) */
     double stage_ep_comm_ms; /* slowest stage, one micro-batch: its MoE layers' ep_dispatch +
                               * ep_combine cells, fwd + bwd */
+    double edp_comm_ms;      /* the routed experts' gradient all-reduce over the expert data
+                              * parallel group (tp x dp / ep ranks; in dp_comm_ms) */
+    double edp_msg_bytes;    /* its message: the stage's routed experts' gradients in fp32 (0:
+                              * a dense model, or one rank per EDP group) */
 } pdbx_advise_row;
 
 typedef struct {

@@ -28,7 +28,7 @@ void pdbx_plan_comm_bytes(const pdbx_model *model, int tp, int pp, int dp, int m
          * engine times one bucket, the stage's last when it is smaller than a bucket. */
         const double fp32 = pdbx_dtype_bytes(PDBX_DTYPE_FP32);
         const double stage = plan_stage_params(model, tp, pp);
-        out->dp_full_bytes = stage * fp32;
+        out->dp_full_bytes = (stage - plan_stage_expert_params(model, pp, 1)) * fp32;
         double bytes = fmin(stage, pdbx_plan_dp_bucket_elems(dp)) * fp32;
         if (backend == PDBX_BACKEND_CPU && bytes > PDBX_CPU_DP_CAP_BYTES)
             bytes = PDBX_CPU_DP_CAP_BYTES;
@@ -59,11 +59,22 @@ double pdbx_plan_ep_bytes(const pdbx_model *model, int tp, int ep, int mbs, int 
     return (double)block * ep * model->hidden * pdbx_dtype_bytes(dtype);
 }
 
+int pdbx_plan_expert_dp(int tp, int dp, int ep)
+{
+    if (tp < 1 || dp < 1 || ep < 1 || (tp * dp) % ep != 0)
+        return 0;
+    return tp * dp / ep;
+}
+
 void pdbx_plan_comm_point(const pdbx_model *model, const pdbx_parallel *par, int mbs, int seq_len,
                           pdbx_dtype dtype, pdbx_backend_kind backend, double imbalance,
                           pdbx_plan_comm *out)
 {
     pdbx_plan_comm_bytes(model, par->tp, par->pp, par->dp, mbs, seq_len, dtype, backend, out);
-    out->ep_bytes = pdbx_plan_ep_bytes(model, par->tp, pdbx_par_ep(par), mbs, seq_len, dtype, imbalance);
+    const int ep = pdbx_par_ep(par);
+    out->ep_bytes = pdbx_plan_ep_bytes(model, par->tp, ep, mbs, seq_len, dtype, imbalance);
+    out->edp = plan_is_moe(model) ? pdbx_plan_expert_dp(par->tp, par->dp, ep) : 0;
+    if (out->edp > 1)
+        out->edp_full_bytes = plan_stage_expert_params(model, par->pp, ep) * pdbx_dtype_bytes(PDBX_DTYPE_FP32);
     out->buffer_bytes = fmax(out->buffer_bytes, 2 * out->ep_bytes);
 }

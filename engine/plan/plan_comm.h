@@ -8,6 +8,10 @@
  *   - PP send/recv of the same activations, only when pp > 1;
  *   - DP gradient all-reduce, only when dp > 1: ONE bucket of the stage's gradients, in fp32
  *     (Megatron's grad_reduce_in_fp32), capped at PDBX_CPU_DP_CAP_BYTES on the cpu backend.
+ *     A MoE model's routed experts are reduced over the expert data parallel group instead
+ *     (Megatron's expert_data_parallel group: the tp x dp / ep ranks of a stage that hold the
+ *     same experts; expert tensor parallelism 1): dp_full_bytes leaves them out, edp_full_bytes
+ *     holds them. The timed bucket (dp_bytes) stays the whole stage's.
  * A message that does not run is 0; the buffer is the largest message (0: no buffer).
  * The engine (engine_point.c, point_comm) and the planner's profile memory
  * (plan_profile_memory.c, the comm entry) both call it, so they cannot disagree.
@@ -29,7 +33,12 @@ typedef struct {
     double ep_bytes;        /* the EP all-to-all (pdbx_plan_ep_bytes), 0 at EP 1 or without
                              * pdbx_plan_comm_point; it needs 2 x ep_bytes of buffer */
     pdbx_dtype tp_dtype, pp_dtype, dp_dtype;   /* the element type each moves */
-    double dp_full_bytes;   /* the stage's whole gradients in fp32 (dp > 1; else 0) */
+    double dp_full_bytes;   /* the stage's gradients in fp32 that DP all-reduces (dp > 1; else
+                             * 0): all of them, a MoE model's routed experts' excepted */
+    int edp;                /* the expert data parallel degree, tp x dp / ep (pdbx_plan_comm_point;
+                             * 0 without it or for a dense model) */
+    double edp_full_bytes;  /* the stage's routed experts' gradients in fp32, all-reduced over the
+                             * EDP group (pdbx_plan_comm_point, edp > 1; else 0) */
     double buffer_bytes;    /* the comm buffer: the largest message; 0 when none runs */
 } pdbx_plan_comm;
 
@@ -57,7 +66,11 @@ void pdbx_plan_comm_bytes(const pdbx_model *model, int tp, int pp, int dp, int m
 double pdbx_plan_ep_bytes(const pdbx_model *model, int tp, int ep, int mbs, int seq_len,
                           pdbx_dtype dtype, double imbalance);
 
-/* pdbx_plan_comm_bytes for config par (its ep included: ep_bytes, and the buffer at least
+/* Megatron's expert data parallel degree at expert tensor parallelism 1: tp x dp / ep (0 when
+ * ep does not divide tp x dp). */
+int pdbx_plan_expert_dp(int tp, int dp, int ep);
+
+/* pdbx_plan_comm_bytes for config par (its ep included: ep_bytes, edp and edp_full_bytes, and the buffer at least
  * 2 x ep_bytes: the all-to-all is out of place, S sent from the buffer, S received after it)
  * at the routing imbalance f. The engine's point_comm and the profile memory's comm entry. */
 void pdbx_plan_comm_point(const pdbx_model *model, const pdbx_parallel *par, int mbs, int seq_len,

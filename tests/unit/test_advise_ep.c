@@ -9,7 +9,9 @@
  *    bwd) once per MoE layer and micro-batch, in comm_ms; EP 1 has none;
  *  - with PP 2 the stages differ by kind: stage 0 holds the dense layer, stage 1 two MoE layers
  *    (the slowest here);
- *  - the EP 2 row's memory per GPU is below EP 1's (half the routed experts). */
+ *  - the EP 2 row's memory per GPU is below EP 1's (half the routed experts);
+ *  - the routed experts' gradients are reduced over their expert data parallel group (2 ranks
+ *    at EP 1, none at EP 2), every other gradient over DP. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -177,7 +179,17 @@ static void test_ep_rows_and_layer_kinds(void **state)
     assert_close(e2->ep_comm_ms, 2 * 3 * 14.0);
     assert_close(e2->comm_ms, e2->dp_comm_ms + e2->ep_comm_ms);
     assert_close(e2->step_ms, 2 * 2.5 * f2 + e2->comm_ms);
-    assert_close(e2->dp_comm_ms, e1->dp_comm_ms);
+    /* gradients: everything but the routed experts over DP (the same at both EPs); the experts
+     * (3 MoE layers x E / ep x gate, up, down of 256 x 128, fp32) over their EDP group of
+     * tp x dp / ep ranks: 2 at EP 1, none at EP 2 (each rank holds experts no other rank of
+     * the stage holds); the one 32e6 B cell of 20 ms scaled by bytes */
+    assert_close(e1->edp_msg_bytes, 3 * 8 * 3 * 256 * 128 * 4.0);
+    assert_close(e2->edp_msg_bytes, 0);
+    assert_close(e2->edp_comm_ms, 0);
+    assert_close(e2->dp_msg_bytes, e1->dp_msg_bytes);
+    assert_close(e1->edp_comm_ms, 20.0 * e1->edp_msg_bytes / 32e6);
+    assert_close(e1->dp_comm_ms, 20.0 * (e1->dp_msg_bytes + e1->edp_msg_bytes) / 32e6);
+    assert_close(e2->dp_comm_ms, 20.0 * e2->dp_msg_bytes / 32e6);
     assert_true(e2->mem_gb < e1->mem_gb);
     /* PP 2 (EP 1: an EP group of 2 needs tp x dp >= 2): stage 0 the dense layer and a MoE one,
      * stage 1 two MoE layers and lm_head; no EP 2 row at DP 1 */

@@ -123,6 +123,50 @@ static void test_ep_groups(void **state)
     assert_string_equal(pdbx_grid_kind_name(PDBX_GRID_EP), "ep");
 }
 
+/* Expert data parallel groups: the stage's ranks of one EP rank; every EDP group meets every EP
+ * group of its stage in exactly one rank (together they tile the stage), as Megatron's expert
+ * RankGenerator "tp-ep-dp-pp" with etp 1 gives. */
+static void test_edp_groups(void **state)
+{
+    (void)state;
+    int g[64], e[64], me = -1;
+    /* tp 1 dp 4 ep 2: EDP groups {0, 2} and {1, 3} */
+    assert_int_equal(pdbx_grid_group(3, 1, 1, 4, 2, PDBX_GRID_EDP, g, &me), 2);
+    assert_int_equal(g[0], 1);
+    assert_int_equal(g[1], 3);
+    assert_int_equal(me, 1);
+    assert_int_equal(pdbx_grid_color(3, 1, 1, 4, 2, PDBX_GRID_EDP), 1);
+    /* ep = tp x dp: one rank per group (nothing to reduce); ep 1: the whole stage */
+    assert_int_equal(pdbx_grid_group(1, 1, 1, 2, 2, PDBX_GRID_EDP, g, &me), 1);
+    assert_int_equal(pdbx_grid_group(5, 2, 2, 2, 1, PDBX_GRID_EDP, g, &me), 4);
+    assert_int_equal(g[0], 4);
+    assert_int_equal(me, 1);
+    assert_int_equal(pdbx_grid_group(0, 1, 1, 3, 2, PDBX_GRID_EDP, g, &me), -1);
+    assert_int_equal(pdbx_grid_color(0, 1, 1, 3, 2, PDBX_GRID_EDP), -1);
+    const int shapes[][4] = { { 1, 1, 2, 2 }, { 2, 1, 2, 4 }, { 4, 2, 1, 2 }, { 2, 2, 4, 8 }, { 1, 2, 8, 4 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int tp = shapes[s][0], pp = shapes[s][1], dp = shapes[s][2], ep = shapes[s][3];
+        for (int r = 0; r < tp * pp * dp; r++) {
+            const int n = pdbx_grid_group(r, tp, pp, dp, ep, PDBX_GRID_EDP, g, &me);
+            assert_int_equal(n, tp * dp / ep);
+            assert_int_equal(g[me], r);
+            assert_int_equal(pdbx_grid_color(r, tp, pp, dp, ep, PDBX_GRID_EDP), g[0]);
+            int ep_me = -1;
+            assert_int_equal(pdbx_grid_group(r, tp, pp, dp, ep, PDBX_GRID_EP, e, &ep_me), ep);
+            for (int i = 0; i < n; i++) {
+                int m = -1;
+                assert_int_equal(pdbx_grid_group(g[i], tp, pp, dp, ep, PDBX_GRID_EP, e, &m), ep);
+                assert_int_equal(m, ep_me);                  /* the same experts */
+                assert_int_equal(g[i] / (tp * dp), r / (tp * dp));   /* within one stage */
+                for (int j = 0; j < ep; j++)                 /* its EP group shares only g[i] */
+                    if (e[j] != g[i])
+                        assert_int_not_equal(pdbx_grid_color(e[j], tp, pp, dp, ep, PDBX_GRID_EDP), g[0]);
+            }
+        }
+    }
+    assert_string_equal(pdbx_grid_kind_name(PDBX_GRID_EDP), "edp");
+}
+
 static void test_busbw_factors(void **state)
 {
     (void)state;
@@ -144,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_megatron_example),
         cmocka_unit_test(test_coords_roundtrip_and_colors),
         cmocka_unit_test(test_ep_groups),
+        cmocka_unit_test(test_edp_groups),
         cmocka_unit_test(test_busbw_factors),
     };
     return cmocka_run_group_tests_name("engine_grid", tests, NULL, NULL);

@@ -153,6 +153,37 @@ static void test_shapes_and_message(void **state)
     assert_int_equal(two.m, 64);
 }
 
+/* Gradient reduction (Megatron's expert data parallel group, etp 1): the routed experts' over
+ * the tp x dp / ep ranks that hold the same experts, the rest over DP. The model's 4 layers x 8
+ * experts x gate, up, down of 256 x 512 in fp32: 50,331,648 B at EP 1. */
+static void test_expert_dp_gradients(void **state)
+{
+    (void)state;
+    pdbx_spec s;
+    char err[512] = "";
+    assert_int_equal(from_text(SPEC("\"configs\": [{\"tp\": 1, \"dp\": 2, \"ep\": 2}]"), &s, err, sizeof err), 0);
+    const double experts = 4.0 * 8 * 3 * 256 * 512 * 4;
+    const struct { int tp, dp, ep, edp; double edp_bytes; } c[] = {
+        { 1, 2, 1, 2, experts }, { 1, 2, 2, 1, 0 }, { 2, 1, 1, 2, experts }, { 2, 2, 2, 2, experts / 2 },
+        { 1, 4, 2, 2, experts / 2 }, { 1, 1, 1, 1, 0 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const pdbx_parallel par = { c[i].tp, 1, c[i].dp, c[i].ep };
+        pdbx_plan_comm pc, whole;
+        pdbx_plan_comm_point(&s.model, &par, 1, 32, PDBX_DTYPE_FP32, PDBX_BACKEND_CUDA, 1, &pc);
+        assert_int_equal(pc.edp, c[i].edp);
+        assert_true(pc.edp_full_bytes == c[i].edp_bytes);
+        if (c[i].dp > 1)   /* DP moves the stage's parameters less every routed expert */
+            assert_true(fabs(pc.dp_full_bytes - (plan_stage_params(&s.model, c[i].tp, 1) * 4 - experts)) < 1);
+        else
+            assert_true(pc.dp_full_bytes == 0);
+        pdbx_plan_comm_bytes(&s.model, c[i].tp, 1, c[i].dp, 1, 32, PDBX_DTYPE_FP32, PDBX_BACKEND_CUDA, &whole);
+        assert_int_equal(whole.edp, 0);   /* without the config's ep: no EDP sizing */
+        assert_true(whole.dp_full_bytes == pc.dp_full_bytes);
+    }
+    assert_int_equal(pdbx_plan_expert_dp(1, 3, 2), 0);
+}
+
 static double buf_bytes(const pdbx_profile_memory *pm, pdbx_buf_role r)
 {
     for (int i = 0; i < pm->nbufs; i++)
@@ -200,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_lists_and_overrides),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_shapes_and_message),
+        cmocka_unit_test(test_expert_dp_gradients),
         cmocka_unit_test(test_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,6 +178,9 @@ static cJSON *row_json(const pdbx_advise_row *w)
     if (ok && w->ep > 1)   /* only with EP, as pdbx show's configs: a dense run's JSON is unchanged */
         ok = cJSON_AddNumberToObject(o, "ep", w->ep) && cJSON_AddNumberToObject(o, "ep_comm_ms", w->ep_comm_ms)
              && cJSON_AddNumberToObject(o, "stage_ep_comm_ms", w->stage_ep_comm_ms);
+    if (ok && w->edp_msg_bytes > 0)   /* a MoE model's expert gradients (in dp_comm_ms) */
+        ok = cJSON_AddNumberToObject(o, "edp_comm_ms", w->edp_comm_ms)
+             && cJSON_AddNumberToObject(o, "edp_msg_bytes", w->edp_msg_bytes);
     if (ok)
         ok = cJSON_AddBoolToObject(o, "fits", w->fits) && cJSON_AddBoolToObject(o, "pareto", w->pareto)
              && cJSON_AddBoolToObject(o, "bwd_measured", w->bwd_measured)
