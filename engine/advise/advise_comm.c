@@ -16,6 +16,7 @@ int pdbx_adv_spans(long last_rank, int per_node)
 
 typedef struct {
     double bytes, ms;
+    int sweep;   /* 1: from the collectives sweep, 0: from the points' cells */
 } comm_sample;
 
 typedef struct {
@@ -23,11 +24,11 @@ typedef struct {
     comm_sample *s;
 } sample_set;
 
-static void set_add(sample_set *set, double bytes, double ms)
+static void set_add(sample_set *set, double bytes, double ms, int sweep)
 {
     if (!(bytes > 0) || !isfinite(ms) || ms < 0 || set->n == set->cap)
         return;
-    set->s[set->n++] = (comm_sample){ bytes, ms };
+    set->s[set->n++] = (comm_sample){ bytes, ms, sweep };
 }
 
 static int by_bytes_ms(const void *a, const void *b)
@@ -50,7 +51,7 @@ static void set_collapse(sample_set *set)
             j++;
         size_t k = j - i;
         double med = k % 2 ? set->s[i + k / 2].ms : (set->s[i + k / 2 - 1].ms + set->s[i + k / 2].ms) / 2;
-        set->s[out++] = (comm_sample){ set->s[i].bytes, med };
+        set->s[out++] = (comm_sample){ set->s[i].bytes, med, set->s[i].sweep };
         i = j;
     }
     set->n = out;
@@ -82,7 +83,7 @@ static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdb
             || pdbx_adv_spans(group_last_rank(kind, p->tp, p->dp), run->ranks_per_node) != inter)
             continue;
         if (c->valid && c->group_size == group) {
-            set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
+            set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat), 0);
             continue;
         }
         /* a run recorded before comm events: the layer's TP all-reduce op cells (their bytes
@@ -91,7 +92,7 @@ static void point_cells(const pdbx_run *run, int kind, int group, int inter, pdb
             continue;
         for (int op = 0; op < PDBX_OP_COUNT; op++)
             if (pdbx_op_is_tp_allreduce((pdbx_op)op) && p->op[op].valid && p->op[op].bytes > 0) {
-                set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat));
+                set_add(set, p->op[op].bytes, factor * pdbx_stats_get(&p->op[op].stats, stat), 0);
                 break;
             }
     }
@@ -112,7 +113,7 @@ static void sweep_cells(const pdbx_run *run, int kind, int group, int inter, pdb
             continue;
         if (coll_spans(c) != inter)
             continue;
-        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat));
+        set_add(set, c->bytes, factor * pdbx_stats_get(&c->time, stat), 1);
     }
 }
 
@@ -206,24 +207,41 @@ static double nearest(const sample_set *set, double bytes)
     return best;
 }
 
+/* Neither source covers bytes alone but the two together do (the collectives sweep's small
+ * sizes below it, a point's DP bucket above it, say): the time interpolated over both, rather
+ * than one source scaled linearly across orders of magnitude. 1 with *ms, *how and the two
+ * sizes read (and which source each came from) in *src; 0 when it does not apply. */
+typedef struct comm_source comm_source;
+static int union_at(sample_set *pts, sample_set *swp, sample_set *both, double bytes, double *ms,
+                    pdbx_adv_how *how, comm_source *src);
+
 /* Where a communication time came from: the kind, the source (the points' cells or the
  * collectives sweep), the group size measured and asked, the ring scaling between them, the
  * placement measured and asked, the two sizes read and the one asked. */
-typedef struct {
-    int kind, sweep, have, group;
+struct comm_source {
+    int kind, sweep, have, group;   /* sweep 2: both sources, a from sweep_a's, b from sweep_b's */
     double factor;
     int at, inter;
     double a, b, bytes;
-} comm_source;
+    int sweep_a, sweep_b;
+};
+
+static const char *source_from(int sweep)
+{
+    return sweep ? "the collectives sweep's" : "the points'";
+}
+
+static const char *source_cell(int kind, int sweep)
+{
+    return sweep ? (kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce") : pdbx_rt_comm_name(kind);
+}
 
 /* The note for a time read from src by `how` in pass `pass` (none for an exact cell of the
  * asked group and placement). */
 static void comm_note(const comm_source *src, pdbx_adv_how how, int pass, const char *who, char *note, size_t len)
 {
     char size[24], sa[24], sb[24], where[160] = "";
-    const char *from = src->sweep ? "the collectives sweep's" : "the points'";
-    const char *cell = src->sweep ? (src->kind == PDBX_RT_COMM_PP ? "send_recv" : "all_reduce")
-                                  : pdbx_rt_comm_name(src->kind);
+    const char *from = source_from(src->sweep), *cell = source_cell(src->kind, src->sweep);
     if (src->have != src->group)
         snprintf(where, sizeof where, "; %d-rank cells x %.3g (ring 2(n-1)/n)", src->have, src->factor);
     if (src->at != src->inter)
@@ -238,7 +256,11 @@ static void comm_note(const comm_source *src, pdbx_adv_how how, int pass, const 
         snprintf(sa, sizeof sa, "%.0f B", src->a);
         snprintf(sb, sizeof sb, "%.0f B", src->b);
     }
-    if (how == PDBX_ADV_INTERPOLATED)
+    if (how == PDBX_ADV_INTERPOLATED && src->sweep == 2)
+        snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s %s of %s%s", who, size,
+                 source_from(src->sweep_a), source_cell(src->kind, src->sweep_a), sa,
+                 source_from(src->sweep_b), source_cell(src->kind, src->sweep_b), sb, where);
+    else if (how == PDBX_ADV_INTERPOLATED)
         snprintf(note, len, "%s of %s interpolated between %s %s of %s and %s%s", who, size, from, cell, sa, sb,
                  where);
     else if (how == PDBX_ADV_EXTRAPOLATED)
@@ -246,6 +268,29 @@ static void comm_note(const comm_source *src, pdbx_adv_how how, int pass, const 
                  where);
     else if (pass > 0)
         snprintf(note, len, "%s of %s from %s %s%s", who, size, from, cell, where);
+}
+
+static int union_at(sample_set *pts, sample_set *swp, sample_set *both, double bytes, double *ms,
+                    pdbx_adv_how *how, comm_source *src)
+{
+    if (pts->n == 0 || swp->n == 0 || covers(pts, bytes) || covers(swp, bytes))
+        return 0;
+    both->n = 0;
+    for (size_t i = 0; i < pts->n; i++)
+        both->s[both->n++] = pts->s[i];
+    for (size_t i = 0; i < swp->n; i++)
+        both->s[both->n++] = swp->s[i];
+    if (!covers(both, bytes))
+        return 0;
+    set_collapse(both);
+    *how = set_at(both, bytes, ms, &src->a, &src->b);
+    for (size_t i = 0; i < both->n; i++) {
+        if (both->s[i].bytes == src->a)
+            src->sweep_a = both->s[i].sweep;
+        if (both->s[i].bytes == src->b)
+            src->sweep_b = both->s[i].sweep;
+    }
+    return 1;
 }
 
 pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
@@ -257,13 +302,15 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
     size_t cap = run->npoints + run->ncoll + 1;
     sample_set pts = { 0, cap, malloc(sizeof(comm_sample) * cap) };
     sample_set swp = { 0, cap, malloc(sizeof(comm_sample) * cap) };
+    sample_set both = { 0, 2 * cap, malloc(sizeof(comm_sample) * 2 * cap) };
+    comm_source src_both;
     char who[40];
     if (kind == PDBX_RT_COMM_PP)
         snprintf(who, sizeof who, "pp send/recv");
     else
         snprintf(who, sizeof who, "%s %d all-reduce", kind == PDBX_RT_COMM_TP ? "tp" : "dp", group);
     pdbx_adv_how how = PDBX_ADV_NONE;
-    if (!pts.s || !swp.s) {
+    if (!pts.s || !swp.s || !both.s) {
         snprintf(note, len, "%s: out of memory", who);
         goto done;
     }
@@ -282,6 +329,12 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
         sweep_cells(run, kind, have, at, stat, factor, &swp);
         set_collapse(&pts);
         set_collapse(&swp);
+        if (union_at(&pts, &swp, &both, bytes, ms, &how, &src_both)) {
+            src_both = (comm_source){ kind, 2, have, group, factor, at, inter, src_both.a, src_both.b, bytes,
+                                      src_both.sweep_a, src_both.sweep_b };
+            comm_note(&src_both, how, pass, who, note, len);
+            break;
+        }
         /* a source that covers the size (TP: the points first; PP, DP: the sweep first);
          * when none does, the one with the nearest measured size (same preference on a tie) */
         sample_set *order[2] = { &pts, &swp };
@@ -299,7 +352,7 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
             how = set_at(order[k], bytes, ms, &a, &b);
             if (how == PDBX_ADV_NONE)
                 continue;
-            const comm_source src = { kind, order[k] == &swp, have, group, factor, at, inter, a, b, bytes };
+            const comm_source src = { kind, order[k] == &swp, have, group, factor, at, inter, a, b, bytes, 0, 0 };
             comm_note(&src, how, pass, who, note, len);
             if (pass > 0 && how == PDBX_ADV_EXACT)
                 how = PDBX_ADV_EXTRAPOLATED;   /* another placement's or group's cell: an estimate */
@@ -311,5 +364,6 @@ pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double
 done:
     free(pts.s);
     free(swp.s);
+    free(both.s);
     return how;
 }

@@ -94,6 +94,31 @@ static void test_dp_allreduce_from_bucket_and_sweep(void **state)
     pdbx_run_free(&run);
 }
 
+/* Neither source covers the size alone (the sweep's all_reduce stops at 1 MiB, the DP bucket
+ * is 512 MiB): interpolated between the two, not one scaled linearly across decades. */
+static void test_dp_allreduce_between_sources(void **state)
+{
+    (void)state;
+    const double dp_bytes = 69166080.0 * 4;   /* as above: the whole model on one TP rank */
+    pdbx_run run;
+    next_point = 0;
+    run_start(&run, 1, 1e12);
+    point_end(&run, point(&run, 1, 1, 1, 1, 1));
+    int i = point(&run, 1, 1, 2, 1, 1);
+    comm(&run, i, "dp_allreduce", 512 * MIB, 2, 400);
+    point_end(&run, i);
+    coll(&run, "all_reduce", 1 * MIB, 2, 1);
+    pdbx_advise_query q;
+    query(&q, 2, 8);
+    pdbx_advise_row r;
+    char err[256];
+    assert_int_equal(pdbx_advise_one(&run, &q, 1, 1, 2, 1, &r, err, sizeof err), 0);
+    assert_close(r.dp_comm_ms, 1 + 399 * (dp_bytes - MIB) / (511 * MIB));
+    assert_non_null(strstr(r.note, "dp 2 all-reduce of 264 MiB interpolated between the collectives sweep's "
+                                   "all_reduce of 1.0 MiB and the points' dp_allreduce of 512 MiB"));
+    pdbx_run_free(&run);
+}
+
 static void test_dp_group_not_measured(void **state)
 {
     (void)state;
@@ -142,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_tp_comm_per_layer),
         cmocka_unit_test(test_tp_comm_from_op_cells),
         cmocka_unit_test(test_dp_allreduce_from_bucket_and_sweep),
+        cmocka_unit_test(test_dp_allreduce_between_sources),
         cmocka_unit_test(test_dp_group_not_measured),
         cmocka_unit_test(test_dp_bucket_median),
     };
