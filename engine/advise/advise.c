@@ -251,6 +251,29 @@ static int comm_time(const adv_ctx *c, int kind, int group, double bytes, int sp
     return 0;
 }
 
+/* The gradient reduction after the last backward into row->dp_comm_ms: the stage's fp32
+ * gradients over DP, a MoE model's routed experts' over their EDP group (plan_comm.h). 1 with
+ * reason when the run cannot give a time. */
+static int grad_comm(const adv_ctx *c, const pdbx_plan_comm *sizes, pdbx_advise_row *row, adv_notes *ns,
+                     char *reason, size_t rlen)
+{
+    const int tp = row->tp, dp = row->dp, ep = row->ep, gpn = c->q.gpus_per_node;
+    if (dp > 1) {
+        row->dp_msg_bytes = sizes->dp_full_bytes;   /* stage 0's (the largest) fp32 gradients */
+        if (comm_time(c, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes, pdbx_adv_spans((long)tp * (dp - 1), gpn),
+                      &row->dp_comm_ms, row, ns, reason, rlen))
+            return 1;
+    }
+    if (sizes->edp_full_bytes > 0) {
+        row->edp_msg_bytes = sizes->edp_full_bytes;
+        if (comm_time(c, PDBX_RT_COMM_DP, sizes->edp, row->edp_msg_bytes,
+                      pdbx_adv_spans((long)tp * dp - ep, gpn), &row->edp_comm_ms, row, ns, reason, rlen))
+            return 1;
+        row->dp_comm_ms += row->edp_comm_ms;
+    }
+    return 0;
+}
+
 /* 0 with *row; 1 refused (reason: why, a note's text); -1 out of memory (reason set). */
 static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_advise_row *row,
                     adv_notes *ns, char *reason, size_t rlen)
@@ -311,19 +334,8 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_ad
     }
     pdbx_memory mem;
     pdbx_memory_predict(&c->spec, &par, mbs, &mem);
-    if (dp > 1) {
-        row->dp_msg_bytes = sizes.dp_full_bytes;   /* stage 0's (the largest) fp32 gradients */
-        if (comm_time(c, PDBX_RT_COMM_DP, dp, row->dp_msg_bytes, pdbx_adv_spans((long)tp * (dp - 1), gpn),
-                      &row->dp_comm_ms, row, ns, reason, rlen))
-            return 1;
-    }
-    if (sizes.edp_full_bytes > 0) {   /* the routed experts' gradients over their EDP group */
-        row->edp_msg_bytes = sizes.edp_full_bytes;
-        if (comm_time(c, PDBX_RT_COMM_DP, sizes.edp, row->edp_msg_bytes,
-                      pdbx_adv_spans((long)tp * dp - ep, gpn), &row->edp_comm_ms, row, ns, reason, rlen))
-            return 1;
-        row->dp_comm_ms += row->edp_comm_ms;
-    }
+    if (grad_comm(c, &sizes, row, ns, reason, rlen))
+        return 1;
     row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
     row->ep_comm_ms = row->num_mb * row->stage_ep_comm_ms;
     row->compute_ms = row->num_mb * (row->stage_fwd_ms + row->stage_bwd_ms);
