@@ -7,6 +7,11 @@
 # and 8), printing measured, estimated and the error per config with both breakdowns.
 # FOUR=1 also sweeps and validates 2x1x2 on 4 ranks (oversubscribed on a 2-core machine: its
 # figures say more about the oversubscription than about the model).
+# MOE=1: the tiny Mixtral instead (tests/e2e/fixtures/engine-tiny-mixtral.json: 8 experts of
+# 512, top 2, hidden 256, 4 layers; 1 profiled), DP 2 at EP 1 and EP 2 (1x1x2, 1x1x2x2), the
+# collectives sweep on (its all_reduce sizes bracket the dense gradients), validated at its 4
+# layers: the expert GEMMs at the rank's token share, the all-to-alls, the expert gradients over
+# their EDP group (docs/advise.md).
 # Usage: bash bench/advise_validate.sh [STORE]  (a given STORE keeps the run and its records)
 source "$(dirname "$0")/common.inc"
 MBS=${MBS:-2}
@@ -17,11 +22,16 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 configs='[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1},{"tp":1,"pp":2,"dp":1}'
 [ "${FOUR:-0}" = 1 ] && configs+=',{"tp":2,"pp":1,"dp":2}'
 configs+=']'
-"$PY" - "$TMP/spec.json" "$ROOT/configs/sweeps/quick.json" "$configs" <<'PYEOF'
+moe=${MOE:-0}
+[ "$moe" = 1 ] && configs='[{"tp":1,"pp":1,"dp":2},{"tp":1,"pp":1,"dp":2,"ep":2}]'
+"$PY" - "$TMP/spec.json" "$ROOT/configs/sweeps/quick.json" "$configs" "$moe" "$ROOT" <<'PYEOF'
 import json, sys
 spec = json.load(open(sys.argv[2]))
 spec.update({"name": "advise-validate", "configs": json.loads(sys.argv[3]), "passes": ["fwd", "bwd"],
              "layers": 2, "mbs": "1:4", "timeout_s": 600})
+if sys.argv[4] == "1":
+    spec.update({"name": "advise-validate-moe", "layers": 1, "collectives": True,
+                 "model": sys.argv[5] + "/tests/e2e/fixtures/engine-tiny-mixtral.json"})
 if any(c["tp"] * c["pp"] * c["dp"] > spec["gpus_per_node"] for c in spec["configs"]):
     spec["gpus_per_node"] = 4   # FOUR=1: one node of 4 ranks
 json.dump(spec, open(sys.argv[1], "w"), indent=1)
@@ -34,8 +44,9 @@ id=$(echo "$id" | tail -1)
 echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST), load average $(load) after it"
 list="1x1x2 2x1x1 1x2x1"
 [ "${FOUR:-0}" = 1 ] && list+=" 2x1x2"
+[ "$moe" = 1 ] && list="1x1x2 1x1x2x2"
 printf '%-7s %4s %4s %7s %12s %12s %8s   %s\n' config mbs gbs num_mb measured_ms estimated_ms error \
-    "estimate (compute/bubble/tp/pp/dp) | measured slowest rank (fwd/bwd/tp/pp/dp)"
+    "estimate (compute/bubble/tp/pp/dp/ep) | measured slowest rank (fwd/bwd/tp/pp/dp/ep)"
 for c in $list; do
     if ! "$PDBX" validate "$id" --store "$ST" --config "$c" --mbs "$MBS" --gbs "$GBS" --iters "$ITERS" \
             --format json >"$TMP/v.json" 2>"$TMP/v.err"; then
@@ -45,10 +56,10 @@ for c in $list; do
     "$PY" - "$TMP/v.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1])); e = d["estimate"]; m = d["measured_parts"]
-print("%-7s %4d %4d %7d %12.1f %12.1f %+7.1f%%   %.0f/%.0f/%.0f/%.0f/%.0f | %.0f/%.0f/%.0f/%.0f/%.0f  (iterations %s)" % (
+print("%-7s %4d %4d %7d %12.1f %12.1f %+7.1f%%   %.0f/%.0f/%.0f/%.0f/%.0f/%.1f | %.0f/%.0f/%.0f/%.0f/%.0f/%.1f  (iterations %s)" % (
     d["config"], d["mbs"], d["gbs"], d["num_mb"], d["measured_ms"], d["estimated_ms"], d["error_pct"],
-    e["compute_ms"], e["bubble_ms"], e["tp_comm_ms"], e["pp_comm_ms"], e["dp_comm_ms"],
-    m["fwd_ms"], m["bwd_ms"], m["tp_comm_ms"], m["pp_comm_ms"], m["dp_comm_ms"],
+    e["compute_ms"], e["bubble_ms"], e["tp_comm_ms"], e["pp_comm_ms"], e["dp_comm_ms"], e.get("ep_comm_ms", 0),
+    m["fwd_ms"], m["bwd_ms"], m["tp_comm_ms"], m["pp_comm_ms"], m["dp_comm_ms"], m.get("ep_comm_ms", 0),
     " ".join("%.0f" % x for x in d["iterations_ms"])))
 if e.get("note"):
     print("        note: %s" % e["note"])
