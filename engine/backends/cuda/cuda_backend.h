@@ -15,6 +15,7 @@
 #include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_attention.h"
 #include "engine/backends/cuda/cuda_gemm.h"
+#include "engine/backends/cuda/cuda_moe_walk.h"
 #include "engine/backends/cuda/cuda_try.h"
 
 /* Seed of the deterministic fill of every buffer (points and the comm buffer). */
@@ -89,6 +90,7 @@ typedef struct {
     float attn_softcap;             /* the scores' cap (the unfused path; needs B_LSE) */
     float final_softcap;            /* the logits' cap: lm_head's forward applies it, its
                                      * backward reads G_LOGITS through it into G_LOGITS_CAPPED */
+    cuda_moe_dims moe;              /* a MoE model's layer (cuda_moe.h); all zero when dense */
 } cuda_dims;
 
 /* Bits past the op bits in cuda_dims.ops: a fused group prepared (its buffers' "ops"). */
@@ -111,6 +113,11 @@ enum {   /* one set per point, shared by all layers */
      * position table [max_positions, h] (dtype), LayerNorm's per-row mean and rstd (fp32 [T],
      * written by every forward norm, read by the backward) */
     B_FINAL_B, B_POS, B_NORM_MEAN, B_NORM_RSTD,
+    /* a MoE layer (cuda_moe.h): the router's logits, top-k ids (int32) and weights (fp32); the
+     * assignment (int32), its offsets and positions (int64); the permuted rows, the experts'
+     * gate, up, act and output; the shared experts' gate, up, act */
+    B_MOE_LOGITS, B_MOE_TOPK_IDX, B_MOE_TOPK_W, B_MOE_ASSIGN, B_MOE_OFFSETS, B_MOE_POS, B_MOE_ROWS,
+    B_MOE_GATE, B_MOE_UP, B_MOE_ACT, B_MOE_OUT, B_MOE_SH_GATE, B_MOE_SH_UP, B_MOE_SH_ACT,
     B_COUNT
 };
 enum {   /* one set per instantiated layer */
@@ -118,6 +125,9 @@ enum {   /* one set per instantiated layer */
     /* the projections' biases (dtype; where bias_ops has the op), rotated with the weights */
     W_BQ, W_BK, W_BV, W_BO, W_BGATE, W_BUP, W_BDOWN, W_BQKV, W_BFC1,
     W_IN_NORM_B, W_POST_NORM_B,   /* LayerNorm: the norms' biases (dtype), rotated as well */
+    /* a MoE layer: the router [E, h], the local experts' gate, up [El, Ie, h] and down
+     * [El, h, Ie], the shared experts' gate, up [Is, h] and down [h, Is] ([out, in] each) */
+    W_MOE_ROUTER, W_MOE_GATE, W_MOE_UP, W_MOE_DOWN, W_MOE_SH_GATE, W_MOE_SH_UP, W_MOE_SH_DOWN,
     W_COUNT
 };
 enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's rstd (fp32) and
@@ -136,6 +146,10 @@ enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's 
     /* final-logit cap: d logits through the cap (dtype [T, vocab]), lm_head's dgrad/wgrad dY;
      * G_LOGITS, filled once, is never modified */
     G_LOGITS_CAPPED,
+    /* a MoE layer: its activations' gradients (the routing weights' fp32) and one set of fp32
+     * weight gradients (the experts' and the shared experts' gate and up sharing one) */
+    G_MOE_LOGITS, G_MOE_TOPK_W, G_MOE_ROWS, G_MOE_GATE, G_MOE_UP, G_MOE_ACT, G_MOE_OUT, G_MOE_SH_GATE,
+    G_MOE_SH_UP, G_MOE_SH_ACT, G_MOE_WROUTER, G_MOE_WGU, G_MOE_WD, G_MOE_WSH_GU, G_MOE_WSH_D,
     G_COUNT
 };
 
@@ -155,6 +169,7 @@ struct cuda_point {
     void *grad[G_COUNT];
     size_t gbytes[G_COUNT];
     cuda_gemm_plan *dgrad[PDBX_OP_COUNT], *wgrad[PDBX_OP_COUNT];
+    struct cuda_moe *moe;           /* a MoE layer's assignment and plans (cuda_moe.c), or NULL */
 };
 
 /* The weights (W_COUNT slots) op runs with on `layer` in this execution: the copies in turn,
