@@ -66,5 +66,10 @@ void plan_mem_cpu_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory
 int plan_mem_cuda_weight_sets(const pdbx_profile_point *p);
 void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out);
 void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+/* plan_profile_memory_moe.c: the cuda backend's MoE buffers (weights in `sets` sets), and the
+ * bytes of one layer's MoE weights in the dtype of es bytes (the L2 rotation's copies count them). */
+void plan_mem_cuda_moe_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out);
+void plan_mem_cuda_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+double plan_mem_cuda_moe_layer_bytes(const pdbx_profile_point *p, double es);
 
 #endif

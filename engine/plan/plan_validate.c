@@ -332,9 +332,12 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
     if (a->attention == PDBX_ATTN_MLA)   /* the latent's ops have cpu kernels only, for now */
         return pdbx_fail(err, errlen, "backend: cuda does not run model %s's multi-head latent attention "
                          "(attn_q_a .. attn_kv_b) yet (allowed for this model: cpu)", m->name);
-    if (a->moe.experts > 0)
-        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's mixture of experts (moe_*) yet "
-                         "(allowed for this model: cpu)", m->name);
+    /* the MoE kernels (engine/backends/cuda/cuda_kernels_moe.h) hold a token's choices in
+     * registers (CK_MOE_MAX_TOPK) and the route index's counters in shared memory */
+    if (a->moe.experts > 0 && (a->moe.top_k > 16 || a->moe.experts > 12288))
+        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's mixture of experts with top_k %d of "
+                         "%d experts (allowed on cuda: top_k <= 16, experts <= 12288)", m->name, a->moe.top_k,
+                         a->moe.experts);
     if (a->qk_norm)   /* attn_qk_norm has a cpu kernel only, for now */
         return pdbx_fail(err, errlen, "backend: cuda does not run model %s's per-head q/k norm (attn_qk_norm) "
                          "yet (allowed for this model: cpu)", m->name);
