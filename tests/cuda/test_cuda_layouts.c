@@ -213,7 +213,7 @@ static void test_host_dims_match_plan(void **state)
         spec.seq_len = 1024;
         const pdbx_model *m = &spec.model;
         if (pdbx_backend_model_check(PDBX_BACKEND_CUDA, m, err, sizeof err) != 0)
-            continue;   /* refused on cuda before any point is prepared (MLA, MoE) */
+            continue;   /* refused on cuda before any point is prepared (MLA) */
         for (int tp = 1; tp <= 8; tp *= 2) {
             if (m->heads % tp || m->intermediate % tp || m->vocab % tp ||
                 (m->kv_heads % tp && tp % m->kv_heads))
@@ -251,7 +251,9 @@ static void test_host_dims_match_plan(void **state)
                     assert_int_equal(d.bias_ops, PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
                                                      PDBX_OP_BIT(PDBX_OP_ATTN_V));
                 expect_kinds(&d, m);
-                if (!m->arch.mlp_plain) {   /* fused_projections needs a gated MLP (validation) */
+                assert_int_equal(d.moe.E, m->arch.moe.experts > 0 ? m->arch.moe.experts : 0);   /* MoE: cuda_moe.h */
+                /* fused_projections needs a gated MLP (validation); a MoE layer has no mlp_gate */
+                if (!m->arch.mlp_plain && (p.ops & PDBX_OP_BIT(PDBX_OP_MLP_GATE))) {
                     const pdbx_opmask grouped = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
                                                 PDBX_OP_BIT(PDBX_OP_ATTN_V) | PDBX_OP_BIT(PDBX_OP_MLP_GATE) |
                                                 PDBX_OP_BIT(PDBX_OP_MLP_UP);
@@ -268,10 +270,12 @@ static void test_host_dims_match_plan(void **state)
                     assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
                     p.fused_projections = 0;
                 }
-                /* A shape the backend would compute differently is refused, naming the op. */
-                p.shape[PDBX_OP_MLP_DOWN].k += 1;
+                /* A shape the backend would compute differently is refused, naming the op (a MoE
+                 * layer's router: cuda_moe_dims_of). */
+                const pdbx_op bad = (p.ops & PDBX_OP_BIT(PDBX_OP_MLP_DOWN)) ? PDBX_OP_MLP_DOWN : PDBX_OP_MOE_ROUTER;
+                p.shape[bad].k += 1;
                 assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);
-                assert_non_null(strstr(err, "mlp_down"));
+                assert_non_null(strstr(err, pdbx_op_name(bad)));
                 checked++;
             }
         }
