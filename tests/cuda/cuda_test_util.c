@@ -324,3 +324,23 @@ void ct_gpu_close(void)
     cuda_gemm_destroy(gemm);
     cudaStreamDestroy(stream);
 }
+
+int ct_run_host_then_gpu(const char *name, const struct CMUnitTest *host, size_t nh,
+                         const struct CMUnitTest *gpu, size_t ng)
+{
+    char group[128];
+    snprintf(group, sizeof group, "%s_host", name);
+    int rc = _cmocka_run_group_tests(group, host, nh, NULL, NULL);
+    if (rc != 0)
+        return rc;
+    rc = ct_gpu_open();
+    if (rc == 77) {   /* no device: it printed why */
+        printf("note: the GPU part was skipped; the host part passed\n");
+        return 0;
+    }
+    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
+        return rc;
+    rc = _cmocka_run_group_tests(name, gpu, ng, NULL, NULL);
+    ct_gpu_close();
+    return rc;
+}

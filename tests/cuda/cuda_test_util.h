@@ -67,4 +67,12 @@ void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int6
 int ct_gpu_open(void);
 void ct_gpu_close(void);
 
+/* A test binary with a host part and a GPU part (the arrays' lengths nh, ng): the host group,
+ * then, when it passed, the GPU group between ct_gpu_open and ct_gpu_close; without a device
+ * the GPU part is skipped with the reason and a note printed and the result is the host
+ * part's (0: the host checks are real tests, which the suite's 77 would report as skipped). */
+struct CMUnitTest;
+int ct_run_host_then_gpu(const char *name, const struct CMUnitTest *host, size_t nh,
+                         const struct CMUnitTest *gpu, size_t ng);
+
 #endif

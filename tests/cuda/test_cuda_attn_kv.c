@@ -248,22 +248,11 @@ int main(void)
         cmocka_unit_test(test_host_mask),
         cmocka_unit_test(test_host_kv_refused),
     };
-    int rc = cmocka_run_group_tests_name("cuda_attn_kv_host", host, NULL, NULL);
-    if (rc != 0)
-        return rc;
-    rc = ct_gpu_open();
-    if (rc == 77) {   /* no device: it printed why */
-        printf("note: the GPU part was skipped; the host part passed\n");
-        return 0;
-    }
-    if (rc != 0)
-        return rc;   /* a device whose set-up failed is a failure, not a skip */
     const struct CMUnitTest gpu[] = {
         cmocka_unit_test(test_kv_prefill),
         cmocka_unit_test(test_kv_decode),
         cmocka_unit_test(test_kv_slot),
     };
-    rc = cmocka_run_group_tests_name("cuda_attn_kv", gpu, NULL, NULL);
-    ct_gpu_close();
-    return rc;
+    return ct_run_host_then_gpu("cuda_attn_kv", host, sizeof host / sizeof host[0], gpu,
+                                sizeof gpu / sizeof gpu[0]);
 }

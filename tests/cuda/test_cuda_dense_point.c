@@ -483,21 +483,10 @@ int main(void)
         cmocka_unit_test(test_host_arch_mirror),
         cmocka_unit_test(test_host_attn_opts_mirror),
     };
-    int rc = cmocka_run_group_tests_name("cuda_dense_point_host", host, NULL, NULL);
-    if (rc != 0)
-        return rc;
-    rc = ct_gpu_open();
-    if (rc == 77) {   /* no device: it printed why */
-        printf("note: the GPU part was skipped; the host part passed\n");
-        return 0;
-    }
-    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
-        return rc;
     const struct CMUnitTest gpu[] = {
         cmocka_unit_test(test_family_points),
         cmocka_unit_test(test_dense_reads),
     };
-    rc = cmocka_run_group_tests_name("cuda_dense_point", gpu, NULL, NULL);
-    ct_gpu_close();
-    return rc;
+    return ct_run_host_then_gpu("cuda_dense_point", host, sizeof host / sizeof host[0], gpu,
+                                sizeof gpu / sizeof gpu[0]);
 }

@@ -552,22 +552,11 @@ int main(void)
         cmocka_unit_test(test_host_layernorm_stats),
         cmocka_unit_test(test_host_refusals),
     };
-    int rc = cmocka_run_group_tests_name("cuda_kernels_dense_host", host, NULL, NULL);
-    if (rc != 0)
-        return rc;
-    rc = ct_gpu_open();
-    if (rc == 77) {   /* no device: it printed why */
-        printf("note: the GPU part was skipped; the host part passed\n");
-        return 0;
-    }
-    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
-        return rc;
     const struct CMUnitTest gpu[] = {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_gelu_family),
         cmocka_unit_test(test_pos_embed),
     };
-    rc = cmocka_run_group_tests_name("cuda_kernels_dense", gpu, NULL, NULL);
-    ct_gpu_close();
-    return rc;
+    return ct_run_host_then_gpu("cuda_kernels_dense", host, sizeof host / sizeof host[0], gpu,
+                                sizeof gpu / sizeof gpu[0]);
 }

@@ -101,7 +101,7 @@ static void test_host_topk_walk(void **state)
                 moe_topk_row_ref(l, E, k, 0, 1, 1.0, want, w, s);
                 int n = 0;
                 for (int e = 0; e < E; e++)
-                    ck_moe_topk_insert((float)l[e], e, key, id, &n, k);
+                    pdbx_moe_topk_insert((float)l[e], e, key, id, &n, k);
                 assert_int_equal(n, k);
                 for (int j = 0; j < k; j++)
                     if (id[j] != want[j])
@@ -444,22 +444,11 @@ int main(void)
         cmocka_unit_test(test_host_dims),
         cmocka_unit_test(test_host_refusals),
     };
-    int rc = cmocka_run_group_tests_name("cuda_kernels_moe_host", host, NULL, NULL);
-    if (rc != 0)
-        return rc;
-    rc = ct_gpu_open();
-    if (rc == 77) {   /* no device: it printed why */
-        printf("note: the GPU part was skipped; the host part passed\n");
-        return 0;
-    }
-    if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
-        return rc;
     const struct CMUnitTest gpu[] = {
         cmocka_unit_test(test_topk),
         cmocka_unit_test(test_route_index),
         cmocka_unit_test(test_row_moves),
     };
-    rc = cmocka_run_group_tests_name("cuda_kernels_moe", gpu, NULL, NULL);
-    ct_gpu_close();
-    return rc;
+    return ct_run_host_then_gpu("cuda_kernels_moe", host, sizeof host / sizeof host[0], gpu,
+                                sizeof gpu / sizeof gpu[0]);
 }

@@ -49,7 +49,7 @@ __global__ void topk_kernel(const T *logits, int64_t tokens, int experts, int to
     int32_t id[CK_MOE_MAX_TOPK];
     int n = 0;
     for (int e = 0; e < experts; e++)
-        ck_moe_topk_insert(to_f32(l[e]), e, key, id, &n, top_k);
+        pdbx_moe_topk_insert(to_f32(l[e]), e, key, id, &n, top_k);
     float max = 0.0f, inv = 1.0f, sum = 0.0f;
     if (!sigmoid)
         softmax_stats(l, experts, &max, &inv);

@@ -41,7 +41,8 @@ static int run_grouped(pdbx_compute *c, const grouped *g, int bwd, char *err, si
     const struct cuda_point *pt = c->point;
     const struct cuda_moe *mo = pt->moe;
     const int64_t es = c->dtype == PDBX_DTYPE_FP32 ? 4 : 2;
-    const int dg = g->fwd_kind == CUDA_MOE_GU ? CUDA_MOE_GU_DG : CUDA_MOE_D_DG, wg = g->fwd_kind == CUDA_MOE_GU ? CUDA_MOE_GU_WG : CUDA_MOE_D_WG;
+    const int gu = g->fwd_kind == CUDA_MOE_GU;
+    const int dg = gu ? CUDA_MOE_GU_DG : CUDA_MOE_D_DG, wg = gu ? CUDA_MOE_GU_WG : CUDA_MOE_D_WG;
     for (int64_t e = 0; e < pt->d.moe.El; e++) {
         const int64_t r0 = mo->eoff[e];
         cuda_gemm_plan *const *p = &mo->xplan[e * CUDA_MOE_XPLANS];
@@ -114,6 +115,19 @@ static grouped expert_op(const struct cuda_point *pt, pdbx_op op, void **W)
     }
 }
 
+/* The grouped experts' projections and their activation, forward or backward. */
+static int run_expert(pdbx_compute *c, pdbx_op op, void **W, int bwd, char *err, size_t errlen)
+{
+    const struct cuda_point *pt = c->point;
+    void *const *B = pt->buf, *const *G = pt->grad;
+    if (op == PDBX_OP_MOE_EXPERT_ACT)
+        return gated_act(c, B[B_MOE_GATE], B[B_MOE_UP], bwd ? NULL : B[B_MOE_ACT], bwd ? G[G_MOE_ACT] : NULL,
+                         bwd ? G[G_MOE_GATE] : NULL, bwd ? G[G_MOE_UP] : NULL, pt->d.moe.Xr * pt->d.moe.Ie, bwd,
+                         err, errlen);
+    const grouped g = expert_op(pt, op, W);
+    return run_grouped(c, &g, bwd, err, errlen);
+}
+
 int cuda_moe_enqueue(pdbx_compute *c, pdbx_op op, void **W, char *err, size_t errlen)
 {
     int rc = -1;
@@ -124,8 +138,8 @@ int cuda_moe_enqueue(pdbx_compute *c, pdbx_op op, void **W, char *err, size_t er
     const int64_t h = pt->d.hidden, k = m->k;
     switch (op) {
     case PDBX_OP_MOE_ROUTER:
-        rc = cuda_gemm_exec(c->gemm, f[CUDA_MOE_R_FWD], 1.0f, W[W_MOE_ROUTER], B[B_XN2], B[B_MOE_LOGITS], c->stream, err,
-                            errlen);
+        rc = cuda_gemm_exec(c->gemm, f[CUDA_MOE_R_FWD], 1.0f, W[W_MOE_ROUTER], B[B_XN2], B[B_MOE_LOGITS],
+                            c->stream, err, errlen);
         if (rc)
             return rc;
         rc = -1;
@@ -138,13 +152,9 @@ int cuda_moe_enqueue(pdbx_compute *c, pdbx_op op, void **W, char *err, size_t er
         CU_TRY("ck_moe_permute", ck_moe_permute(B[B_XN2], B[B_MOE_POS], m->R, h, (int)k, B[B_MOE_ROWS],
                                                 c->dtype, c->stream));
         return 0;
-    case PDBX_OP_MOE_EXPERT_GATE: case PDBX_OP_MOE_EXPERT_UP: case PDBX_OP_MOE_EXPERT_DOWN: {
-        const grouped g = expert_op(pt, op, W);
-        return run_grouped(c, &g, 0, err, errlen);
-    }
-    case PDBX_OP_MOE_EXPERT_ACT:
-        return gated_act(c, B[B_MOE_GATE], B[B_MOE_UP], B[B_MOE_ACT], NULL, NULL, NULL, m->Xr * m->Ie, 0, err,
-                         errlen);
+    case PDBX_OP_MOE_EXPERT_GATE: case PDBX_OP_MOE_EXPERT_UP: case PDBX_OP_MOE_EXPERT_ACT:
+    case PDBX_OP_MOE_EXPERT_DOWN:
+        return run_expert(c, op, W, 0, err, errlen);
     case PDBX_OP_MOE_UNPERMUTE:
         CU_TRY("ck_moe_gather_sum", ck_moe_gather_sum(B[B_MOE_OUT], B[B_MOE_TOPK_W], B[B_MOE_POS], m->R, h, (int)k,
                                                       B[B_X], c->dtype, c->stream));
@@ -173,17 +183,17 @@ static int shared_bwd(pdbx_compute *c, pdbx_op op, void **W, char *err, size_t e
     void *const *B = pt->buf, *const *G = pt->grad;
     switch (op) {
     case PDBX_OP_MOE_SHARED_DOWN:
-        return dense_bwd(c, CUDA_MOE_S_D_DG, CUDA_MOE_S_D_WG, B[B_MOE_SH_ACT], W[W_MOE_SH_DOWN], G[G_X], G[G_MOE_SH_ACT], 0.0f,
-                         G[G_MOE_WSH_D], err, errlen);
+        return dense_bwd(c, CUDA_MOE_S_D_DG, CUDA_MOE_S_D_WG, B[B_MOE_SH_ACT], W[W_MOE_SH_DOWN], G[G_X],
+                         G[G_MOE_SH_ACT], 0.0f, G[G_MOE_WSH_D], err, errlen);
     case PDBX_OP_MOE_SHARED_ACT:
         return gated_act(c, B[B_MOE_SH_GATE], B[B_MOE_SH_UP], NULL, G[G_MOE_SH_ACT], G[G_MOE_SH_GATE],
                          G[G_MOE_SH_UP], pt->d.tokens * pt->d.moe.Is, 1, err, errlen);
     case PDBX_OP_MOE_SHARED_UP:     /* writes d yn */
-        return dense_bwd(c, CUDA_MOE_S_GU_DG, CUDA_MOE_S_GU_WG, B[B_XN2], W[W_MOE_SH_UP], G[G_MOE_SH_UP], G[G_XN2], 0.0f,
-                         G[G_MOE_WSH_GU], err, errlen);
+        return dense_bwd(c, CUDA_MOE_S_GU_DG, CUDA_MOE_S_GU_WG, B[B_XN2], W[W_MOE_SH_UP], G[G_MOE_SH_UP],
+                         G[G_XN2], 0.0f, G[G_MOE_WSH_GU], err, errlen);
     case PDBX_OP_MOE_SHARED_GATE:   /* adds into it */
-        return dense_bwd(c, CUDA_MOE_S_GU_DG, CUDA_MOE_S_GU_WG, B[B_XN2], W[W_MOE_SH_GATE], G[G_MOE_SH_GATE], G[G_XN2], 1.0f,
-                         G[G_MOE_WSH_GU], err, errlen);
+        return dense_bwd(c, CUDA_MOE_S_GU_DG, CUDA_MOE_S_GU_WG, B[B_XN2], W[W_MOE_SH_GATE], G[G_MOE_SH_GATE],
+                         G[G_XN2], 1.0f, G[G_MOE_WSH_GU], err, errlen);
     default:
         return 1;
     }
@@ -202,13 +212,9 @@ int cuda_moe_bwd_enqueue(pdbx_compute *c, pdbx_op op, void **W, char *err, size_
                                                             m->R, h, (int)k, G[G_MOE_OUT], G[G_MOE_TOPK_W],
                                                             c->dtype, c->stream));
         return 0;
-    case PDBX_OP_MOE_EXPERT_GATE: case PDBX_OP_MOE_EXPERT_UP: case PDBX_OP_MOE_EXPERT_DOWN: {
-        const grouped g = expert_op(pt, op, W);
-        return run_grouped(c, &g, 1, err, errlen);
-    }
-    case PDBX_OP_MOE_EXPERT_ACT:
-        return gated_act(c, B[B_MOE_GATE], B[B_MOE_UP], NULL, G[G_MOE_ACT], G[G_MOE_GATE], G[G_MOE_UP],
-                         m->Xr * m->Ie, 1, err, errlen);
+    case PDBX_OP_MOE_EXPERT_GATE: case PDBX_OP_MOE_EXPERT_UP: case PDBX_OP_MOE_EXPERT_ACT:
+    case PDBX_OP_MOE_EXPERT_DOWN:
+        return run_expert(c, op, W, 1, err, errlen);
     case PDBX_OP_MOE_PERMUTE:
         CU_TRY("ck_moe_gather_sum", ck_moe_gather_sum(G[G_MOE_ROWS], NULL, B[B_MOE_POS], m->R, h, (int)k, G[G_XN2],
                                                       c->dtype, c->stream));
@@ -217,8 +223,8 @@ int cuda_moe_bwd_enqueue(pdbx_compute *c, pdbx_op op, void **W, char *err, size_
         CU_TRY("ck_moe_topk_bwd", ck_moe_topk_bwd(B[B_MOE_LOGITS], B[B_MOE_TOPK_IDX], G[G_MOE_TOPK_W], m->R,
                                                   (int)m->E, (int)k, m->sigmoid, m->norm_topk, m->scale,
                                                   G[G_MOE_LOGITS], c->dtype, c->stream));
-        return dense_bwd(c, CUDA_MOE_R_DG, CUDA_MOE_R_WG, B[B_XN2], W[W_MOE_ROUTER], G[G_MOE_LOGITS], G[G_XN2], 1.0f,
-                         G[G_MOE_WROUTER], err, errlen);
+        return dense_bwd(c, CUDA_MOE_R_DG, CUDA_MOE_R_WG, B[B_XN2], W[W_MOE_ROUTER], G[G_MOE_LOGITS], G[G_XN2],
+                         1.0f, G[G_MOE_WROUTER], err, errlen);
     default:
         return shared_bwd(c, op, W, err, errlen);
     }

@@ -9,9 +9,9 @@
  *    of the measured rank; X at EP 1), M = max(X, Xr) rows of the permuted and output buffers,
  *    Ie an expert's width, Is the shared experts' width / TP (0: none). The cpu backend's
  *    cpu_moe.c uses the same numbers (docs/engine.md, "Mixture of experts").
- *  - Top-k: ck_moe_topk_insert keeps a token's top_k (key, id) pairs in decreasing key order,
- *    ties to the lower id (ids arrive in increasing order), as the cpu's topk_row; the key is
- *    the logit (softmax and sigmoid both increase with it, and it has no rounding of its own).
+ *  - Top-k: plan_moe.h's pdbx_moe_topk_insert (the cpu kernel's too) keeps a token's top_k
+ *    (key, id) pairs in decreasing key order, ties to the lower id; the key is the logit
+ *    (softmax and sigmoid both increase with it, and it has no rounding of its own).
  *  - Route index (the counting sort of the copies by expert, stable): one block of W warps
  *    (ck_moe_route_warps: W x E int32 counters in shared memory); warp w owns the contiguous
  *    segment ck_moe_segment of the copies, counts its experts, the counts are scanned expert by
@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "engine/backends/cuda/cuda_rowsplit.h"   /* CK_HOST_DEVICE */
+#include "engine/plan/plan_moe.h"                  /* pdbx_moe_topk_insert */
 
 #define CK_MOE_MAX_TOPK 16                  /* a token's choices held in registers */
 #define CK_MOE_ROUTE_SHARED (48 * 1024)     /* the route kernel's counters: static shared limit */
@@ -69,24 +70,6 @@ static inline CK_HOST_DEVICE int ck_moe_lane_rank(const int32_t *ids, int lane)
     for (int l = 0; l < lane; l++)
         r += ids[l] == ids[lane];
     return r;
-}
-
-/* Inserts expert e with key v into a token's sorted (key, id) list of *n <= top_k entries:
- * after every key >= v (so ties stay in arrival order, the lower id first); dropped when the
- * list is full and v is not above its last key. */
-static inline CK_HOST_DEVICE void ck_moe_topk_insert(float v, int e, float *key, int32_t *id, int *n, int top_k)
-{
-    if (*n == top_k && !(v > key[top_k - 1]))
-        return;
-    int p = *n < top_k ? *n : top_k - 1;   /* the last slot, dropped when full */
-    while (p > 0 && v > key[p - 1]) {
-        key[p] = key[p - 1];
-        id[p] = id[p - 1];
-        p--;
-    }
-    key[p] = v;
-    id[p] = (int32_t)e;
-    *n += *n < top_k;
 }
 
 /* The factor of every chosen score: scale / (sum of the chosen scores) with norm_topk, else
