@@ -27,8 +27,8 @@
 #    2 device       nvidia-smi, the driver API (SMs, memory, clocks, versions), backend probe()
 #    3 plumbing     a 2-rank cpu sweep through pdbx run -> mpirun -> pdbx-engine (seconds)
 #    4 unit         test_cuda_kernels, _kernels_bwd, _attn_kv, _kernels_dense, _kernels_mla,
-#                   _kernels_moe, _dense_point (its tiny qwen3, MLA and MoE points among the
-#                   families), test_cuda_backend
+#                   _kernels_moe, _dense_point (its tiny qwen3, MLA, MoE and DeepSeek points among
+#                   the families), test_cuda_backend
 #    5 e2e          tests/e2e/cuda_gpu.sh
 #    6 sweep        Llama-3.1-8B, 2 layers, seq 1024, bf16, TP 1, MBS 1..8: cuBLASLt fwd+bwd
 #                   (recorded), then the GEMMs with cuBLAS, and both with the L2 flushed

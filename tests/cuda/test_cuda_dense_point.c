@@ -10,13 +10,14 @@
  * capped d logits), qwen3, MLA (unfused core, no fused projections), bf16 and fp32, fwd and
  * fwd+bwd, unfused and flash attention, fused projections (gated MLPs), TP 1 and 2, the model's
  * ops together and each op alone; the MoE families (a tiny Mixtral, a Qwen-MoE with a shared
- * expert and a sigmoid-scored router with two shared experts) at EP 1 and 2, balanced and skewed
- * routing. And the planner functions the backend repeats (cuda_arch.h's two,
- * cuda_layer_attn_opts) agree with the planner's.
+ * expert, a sigmoid-scored router with two shared experts, and a DeepSeek: MLA, a dense first
+ * layer, then MoE layers with two shared experts; its points hold both the dense MLP's and the
+ * experts' buffers) at EP 1 and 2, balanced and skewed routing. And the planner functions the
+ * backend repeats (cuda_arch.h's two, cuda_layer_attn_opts) agree with the planner's.
  *
  * GPU part (exits 0 after the host part without a device, the reason printed): a tiny gpt2
  * (LayerNorm, plain GELU tanh, biases, learned positions, tied), gpt-neox (partial rotary,
- * parallel residual, GELU erf), gpt-j (shared norm), gemma(-2), qwen3, MLA and the three MoE
+ * parallel residual, GELU erf), gpt-j (shared norm), gemma(-2), qwen3, MLA and the four MoE
  * families (router, permute, grouped experts, unpermute, shared experts) point through the
  * backend's entry, fwd and bwd of every model op on every layer timed, the ops the model lacks
  * refused; the point's cudaMalloc tally the buffers above (the planner's list when the device's
@@ -45,10 +46,10 @@
 #include "tests/cuda/cuda_test_util.h"
 
 enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_GEMMA2, F_QWEN3, F_MLA, F_MLA_Q, F_MIXTRAL,
-       F_QWEN_MOE, F_SIGMOID_MOE, F_COUNT };
+       F_QWEN_MOE, F_SIGMOID_MOE, F_DEEPSEEK, F_COUNT };
 static const char *const family_name[F_COUNT] = {"llama", "llama+bias", "gpt2", "gpt-neox", "gpt-j", "gemma",
                                                  "gemma-2", "qwen3", "mla", "mla+q_lora", "mixtral",
-                                                 "qwen-moe", "sigmoid-moe"};
+                                                 "qwen-moe", "sigmoid-moe", "deepseek"};
 
 /* A tiny model of family f: h 128, 2 heads of 64 (flash-capable), I 256, V 300. */
 static pdbx_model tiny_model(int f)
@@ -90,9 +91,10 @@ static pdbx_model tiny_model(int f)
         a->shared_norm = f == F_GPTJ;
     }
     a->qk_norm = f == F_QWEN3;
-    if (f == F_MLA || f == F_MLA_Q) {   /* DeepSeek-V2's MLA: nope 32 + rope 16, v 32, latents 32/48 */
+    /* DeepSeek-V2's MLA: nope 32 + rope 16, v 32, latents 32 and (but F_MLA) q's 48 */
+    if (f == F_MLA || f == F_MLA_Q || f == F_DEEPSEEK) {
         a->attention = PDBX_ATTN_MLA;
-        a->mla.kv_lora_rank = 32, a->mla.q_lora_rank = f == F_MLA_Q ? 48 : 0;
+        a->mla.kv_lora_rank = 32, a->mla.q_lora_rank = f != F_MLA ? 48 : 0;
         a->mla.qk_nope_head_dim = 32, a->mla.qk_rope_head_dim = 16, a->mla.v_head_dim = 32;
         m.head_dim = 48;
     }
@@ -100,11 +102,12 @@ static pdbx_model tiny_model(int f)
         a->moe.experts = f == F_MIXTRAL ? 4 : 6;
         a->moe.top_k = f == F_QWEN_MOE ? 4 : 2;
         a->moe.expert_intermediate = 96;
-        a->moe.norm_topk = f != F_QWEN_MOE;   /* qwen2_moe: false */
+        a->moe.norm_topk = f != F_QWEN_MOE && f != F_DEEPSEEK;   /* qwen2_moe, DeepSeek-V2: false */
         a->moe.shared_experts = f == F_MIXTRAL ? 0 : f == F_QWEN_MOE ? 1 : 2;
         a->moe.shared_expert_intermediate = f == F_QWEN_MOE ? 192 : 0;   /* DeepSeek's: 2 x 96 */
         a->moe.sigmoid = f == F_SIGMOID_MOE;
         a->moe.routed_scale = f == F_SIGMOID_MOE ? 2.5 : 0;
+        a->moe.first_dense_layers = f == F_DEEPSEEK;   /* layer 0 a dense MLP of width 256 */
     }
     return m;
 }
@@ -241,6 +244,8 @@ static void test_host_moe_bufs_match_planner(void **state)
             const cuda_buf_path path = {dt, 0, 1};
             assert_true(cuda_point_buf(&d, &path, B_MOE_ROWS).used && cuda_grad_buf(&d, &path, G_MOE_WGU).used);
             assert_int_equal(cuda_layer_buf(&d, &path, W_MOE_SH_GATE).used, f != F_MIXTRAL);
+            if (f == F_DEEPSEEK)   /* MLA, the dense first layer's MLP and the experts on one point */
+                assert_true(cuda_layer_buf(&d, &path, W_KV_B).used && cuda_layer_buf(&d, &path, W_GATE).used);
             if (p.ep == 2 && p.moe_imbalance > 1)   /* the busiest rank receives more */
                 assert_true(d.moe.Xr > d.moe.X && d.moe.M == d.moe.Xr);
         }
