@@ -27,7 +27,8 @@
 #    2 device       nvidia-smi, the driver API (SMs, memory, clocks, versions), backend probe()
 #    3 plumbing     a 2-rank cpu sweep through pdbx run -> mpirun -> pdbx-engine (seconds)
 #    4 unit         test_cuda_kernels, _kernels_bwd, _attn_kv, _kernels_dense, _kernels_mla,
-#                   _dense_point (its tiny qwen3 and MLA points among the families), test_cuda_backend
+#                   _kernels_moe, _dense_point (its tiny qwen3, MLA, MoE and DeepSeek points among
+#                   the families), test_cuda_backend
 #    5 e2e          tests/e2e/cuda_gpu.sh
 #    6 sweep        Llama-3.1-8B, 2 layers, seq 1024, bf16, TP 1, MBS 1..8: cuBLASLt fwd+bwd
 #                   (recorded), then the GEMMs with cuBLAS, and both with the L2 flushed
@@ -59,9 +60,10 @@ DEVICE_TIMEOUT_S=510                  # what to give the device tool's run: the 
 # Build outputs the device run executes (relative to the build directory).
 CARRIED_BUILD=(bin/pdbx bin/pdbx-engine lib/libpdbx_cuda.so tests/test_cuda_kernels
                tests/test_cuda_kernels_bwd tests/test_cuda_attn_kv tests/test_cuda_kernels_dense
-               tests/test_cuda_kernels_mla tests/test_cuda_dense_point tests/test_cuda_backend)
+               tests/test_cuda_kernels_mla tests/test_cuda_kernels_moe tests/test_cuda_dense_point
+               tests/test_cuda_backend)
 UNIT_BINS=(test_cuda_kernels test_cuda_kernels_bwd test_cuda_attn_kv test_cuda_kernels_dense
-           test_cuda_kernels_mla test_cuda_dense_point test_cuda_backend)
+           test_cuda_kernels_mla test_cuda_kernels_moe test_cuda_dense_point test_cuda_backend)
 # Debian 12 packages (ldd of the binaries above, of orterun and of the MCA plugins kept):
 #   openmpi-bin (orterun, orted), libopenmpi3 (libmpi, ORTE/OPAL, MCA plugins), openmpi-common
 #   (help texts), libpmix2 (PMIx server of orterun, ext3x plugin), libhwloc15 + libudev1
@@ -89,7 +91,7 @@ TRACKED=(bench/first_light.py bench/first_light_env.inc bench/first_light_steps.
          tests/e2e/cuda_gpu_check.py configs/models/Llama-3.1-8B.json
          configs/models/TinyLlama-1.1B.json configs/gpus/cpu.json configs/gpus/H100-SXM.json
          configs/gpus/H100-PCIe.json configs/gpus/H200.json configs/gpus/A100-80G.json
-         configs/gpus/A40.json)
+         configs/gpus/A40.json tests/e2e/fixtures/engine-tiny-mixtral.json)
 
 # ---- steps --------------------------------------------------------------------------------------
 STEP_IDS=(start device plumbing unit e2e sweep record torch flash memcheck racecheck collectives)

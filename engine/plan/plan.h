@@ -225,9 +225,10 @@ int pdbx_backend_modes_check(pdbx_backend_kind backend, pdbx_fp32_math fp32_math
 /* Whether a backend runs the model's layers: 0, or -1 with one line naming the backend, the
  * model's feature and what the backend allows. cpu and cuda run every family the arch check
  * accepts (RMSNorm or LayerNorm, gated SiLU, gated or plain GELU MLPs, RoPE whole or partial
- * or learned positions, sequential or parallel residuals); cuda refuses an MLP it has no
- * kernel for (an activation other than SiLU and GELU, a plain SiLU MLP), which the arch
- * check refuses first. Checked as pdbx_backend_modes_check is: a named backend by
+ * or learned positions, sequential or parallel residuals, qwen3's q/k norm, MLA, mixtures of
+ * experts); cuda refuses an MLP it has no kernel for (an activation other than SiLU and GELU,
+ * a plain SiLU MLP), which the arch check refuses first, and a MoE router past its kernels
+ * (top_k > 16, experts > 12288). Checked as pdbx_backend_modes_check is: a named backend by
  * pdbx_spec_validate, auto by pdbx-engine once resolved. */
 int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, char *err, size_t errlen);
 cJSON *pdbx_spec_to_json(const pdbx_spec *spec);

@@ -247,7 +247,8 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
     /* a mixture of experts is measured (cpu: router, permute, grouped experts, unpermute and
      * shared experts; docs/engine.md, "Mixture of experts"), and so is multi-head latent
      * attention (DeepSeek; cpu: attn_q_a .. attn_kv_b, cpu_mla.c; cuda: cuda_mla.c); the cuda
-     * backend refuses MoE (pdbx_backend_model_check) */
+     * backend runs both (cuda_moe.c, cuda_mla.c), refusing only a top_k or expert count its
+     * kernels do not hold (pdbx_backend_model_check) */
     } else if (pdbx_activation_of(a->activation) == PDBX_ACT_OTHER ||
                (a->mlp_plain && pdbx_activation_of(a->activation) == PDBX_ACT_SILU)) {
         snprintf(what, sizeof what, "a %s MLP with %s", a->mlp_plain ? "plain (ungated)" : "gated",

@@ -101,4 +101,30 @@ int pdbx_moe_rank_load(const pdbx_moe_route *r, int rank, pdbx_moe_load *out, in
 int pdbx_moe_assign(int64_t tokens, int top_k, int experts, const int64_t *counts, int32_t *idx,
                     char *err, size_t errlen);
 
+/* The router's top-k selection step, shared by the cpu kernel (cpu_kernels_moe.c) and the cuda
+ * one (cuda_kernels_moe.cu, host-tested through cuda_moe_walk.h), so both choose alike: inserts
+ * expert e with key v into a token's (key, id) list of *n <= top_k entries kept in decreasing
+ * key order, after every key >= v (experts arrive in increasing id order, so a tie keeps the
+ * lower id first); dropped when the list is full and v is not above its last key. */
+#ifdef __CUDACC__
+#define PDBX_MOE_HOST_DEVICE __host__ __device__
+#else
+#define PDBX_MOE_HOST_DEVICE
+#endif
+static inline PDBX_MOE_HOST_DEVICE void pdbx_moe_topk_insert(float v, int e, float *key, int32_t *id, int *n,
+                                                             int top_k)
+{
+    if (*n == top_k && !(v > key[top_k - 1]))
+        return;
+    int p = *n < top_k ? *n : top_k - 1;   /* the last slot, dropped when full */
+    while (p > 0 && v > key[p - 1]) {
+        key[p] = key[p - 1];
+        id[p] = id[p - 1];
+        p--;
+    }
+    key[p] = v;
+    id[p] = (int32_t)e;
+    *n += *n < top_k;
+}
+
 #endif

@@ -305,7 +305,9 @@ int pdbx_profile_memory_list(const pdbx_profile_point *p, pdbx_profile_memory *o
         plan_mem_cpu_moe_grad_list(&sep, out);
     } else {
         plan_mem_cuda_list(&sep, sets, out);
+        plan_mem_cuda_moe_list(&sep, sets, out);
         plan_mem_cuda_grad_list(&sep, out);
+        plan_mem_cuda_moe_grad_list(&sep, out);
     }
     if (p->fused_projections)
         fused_list(p, sets, out);

@@ -71,5 +71,10 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
  * sets), grad 1 their gradients (passes with bwd); and one layer's MLA weights in elements. */
 void plan_mem_cuda_mla(const pdbx_profile_point *p, pdbx_profile_memory *out, int sets, int grad);
 double plan_mem_cuda_mla_layer_elems(const pdbx_profile_point *p);
+/* plan_profile_memory_moe.c: the cuda backend's MoE buffers (weights in `sets` sets), and the
+ * bytes of one layer's MoE weights in the dtype of es bytes (the L2 rotation's copies count them). */
+void plan_mem_cuda_moe_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out);
+void plan_mem_cuda_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out);
+double plan_mem_cuda_moe_layer_bytes(const pdbx_profile_point *p, double es);
 
 #endif

@@ -23,6 +23,9 @@
 #define XN_MLA(p) (HAS(ATTN_Q_A) || HAS(ATTN_KV_A))
 #define Q_MORE(p) (HAS(ATTN_QK_NORM) || HAS(ATTN_Q_B))
 #define MLA_ROPE(p) ((p)->model.arch.attention == PDBX_ATTN_MLA && HAS(ATTN_ROPE))
+/* a MoE layer reads post_attn_norm's output and writes hidden (cuda_bufs.c's MOE_IN, MOE_OUT) */
+#define MOE_IN(p) (HAS(MOE_ROUTER) || HAS(MOE_PERMUTE) || HAS(MOE_SHARED_GATE) || HAS(MOE_SHARED_UP))
+#define MOE_OUT(p) (HAS(MOE_UNPERMUTE) || HAS(MOE_SHARED_DOWN))
 
 /* The bytes of one layer's weights on a cuda rank as cuda_backend.c allocates them (the
  * norm weights and LayerNorm's biases, the projections prepared, or for fused_projections the
@@ -51,7 +54,7 @@ static double cuda_layer_weight_bytes(const pdbx_profile_point *p)
     if (MLP_BIAS(p))
         b += (ff ? 2 * I : (HAS_OP(MLP_GATE) + HAS_OP(MLP_UP)) * I) + HAS_OP(MLP_DOWN) * h;
 #undef HAS_OP
-    return b * es;
+    return b * es + plan_mem_cuda_moe_layer_bytes(p, es);
 }
 
 /* The per-layer weight sets a cuda rank allocates: layers x the rotating copies. */
@@ -77,7 +80,7 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(EMBED)) plan_mem_add(out, PDBX_BUF_TOKEN_IDS, A, T * 4, 1);
     if (HAS(EMBED) || (tied && HAS(LM_HEAD))) plan_mem_add(out, PDBX_BUF_EMBED_TABLE, W, V * h * es, 1);
     if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p) ||
-        (PARALLEL(p) && HAS(POST_ATTN_NORM)))
+        (PARALLEL(p) && HAS(POST_ATTN_NORM)) || MOE_OUT(p))
         plan_mem_add(out, PDBX_BUF_HIDDEN, A, T * h * es, 1);
     if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V) || XN_MLA(p))
         plan_mem_add(out, PDBX_BUF_NORM_OUT, A, T * h * es, 1);
@@ -95,7 +98,7 @@ void plan_mem_cuda_list(const pdbx_profile_point *p, int sets, pdbx_profile_memo
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_CONTEXT, A, T * ctxd * es, 1);
     if (HAS(ATTN_O) || (HAS(POST_ATTN_NORM) && !PARALLEL(p)) || RESID(p))
         plan_mem_add(out, PDBX_BUF_ATTN_OUT, A, T * h * es, 1);
-    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
+    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP) || MOE_IN(p))
         plan_mem_add(out, PDBX_BUF_POST_NORM_OUT, A, T * h * es, 1);
     if (HAS(ATTN_ROPE)) plan_mem_add(out, PDBX_BUF_ROPE_TABLE, A, plan_mem_rope_table_bytes(p), 1);
     if (HAS(MLP_GATE) || (GATED(p) && HAS(MLP_ACT_FN))) plan_mem_add(out, PDBX_BUF_GATE, A, T * I * es, 1);
@@ -151,7 +154,7 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     const double I = p->model.intermediate / p->tp;
     const double V = plan_vocab_per_rank(&p->model, p->tp);
     const pdbx_mem_kind G = PDBX_MEM_GRADS;
-    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p))
+    if (HAS(EMBED) || HAS(INPUT_NORM) || HAS(MLP_DOWN) || HAS(FINAL_NORM) || RESID(p) || MOE_OUT(p))
         plan_mem_add(out, PDBX_BUF_GRAD_HIDDEN, G, T * h * es, 1);
     if (HAS(INPUT_NORM) || HAS(ATTN_Q) || HAS(ATTN_K) || HAS(ATTN_V) || XN_MLA(p))
         plan_mem_add(out, PDBX_BUF_GRAD_NORM_OUT, G, T * h * es, 1);
@@ -169,7 +172,7 @@ void plan_mem_cuda_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *o
     }
     if (HAS(ATTN_CORE) || HAS(ATTN_O)) plan_mem_add(out, PDBX_BUF_GRAD_CONTEXT, G, T * ctxd * es, 1);
     if (HAS(ATTN_O) || HAS(POST_ATTN_NORM) || RESID(p)) plan_mem_add(out, PDBX_BUF_GRAD_ATTN_OUT, G, T * h * es, 1);
-    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP))
+    if (HAS(POST_ATTN_NORM) || HAS(MLP_GATE) || HAS(MLP_UP) || MOE_IN(p))
         plan_mem_add(out, PDBX_BUF_GRAD_POST_NORM_OUT, G, T * h * es, 1);
     if (HAS(MLP_GATE) || (GATED(p) && HAS(MLP_ACT_FN))) plan_mem_add(out, PDBX_BUF_GRAD_GATE, G, T * I * es, 1);
     if (HAS(MLP_UP) || HAS(MLP_ACT_FN)) plan_mem_add(out, PDBX_BUF_GRAD_UP, G, T * I * es, 1);

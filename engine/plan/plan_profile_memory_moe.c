@@ -119,3 +119,99 @@ void plan_mem_cpu_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory
         plan_mem_add(out, PDBX_BUF_GRAD_W_SHARED_DOWN, G, plan_mem_lines(d.Is * d.h * 4), 1);
     }
 }
+
+/* ---- the cuda backend's MoE buffers --------------------------------------------------------
+ * engine/backends/cuda/cuda_bufs.c's B_MOE_*, W_MOE_* and G_MOE_* (tests/cuda/test_cuda_dense_point.c
+ * holds the two equal on the host): each allocated where an op that reads or writes it is
+ * prepared, exact bytes (cudaMalloc, no cache-line rounding); activations and weights in the
+ * dtype, the routing weights and every weight gradient fp32, the ids int32, the offsets
+ * (E + 1: the local experts' are kept on the host) and positions int64. The assignment and its
+ * index serve permute and unpermute both (either alone computes the index at prepare). The
+ * weights are per layer in each of the L2 rotation's weight sets, on every profiled layer as the
+ * dense MLP's are on this backend (a mixed model's dense layers hold them too). */
+#define OPB(o) PDBX_OP_BIT(PDBX_OP_MOE_##o)
+#define ANY(mask) ((p->ops & (mask)) != 0)
+
+double plan_mem_cuda_moe_layer_bytes(const pdbx_profile_point *p, double es)
+{
+    moe_dims d;
+    if (!moe_dims_of(p, &d))
+        return 0;
+    const double ex = d.El * d.Ie * d.h, sh = d.Is * d.h;
+    return es * (ANY(OPB(ROUTER)) * d.E * d.h + (ANY(OPB(EXPERT_GATE)) + ANY(OPB(EXPERT_UP)) +
+                 ANY(OPB(EXPERT_DOWN))) * ex + (d.Is > 0) * (ANY(OPB(SHARED_GATE)) + ANY(OPB(SHARED_UP)) +
+                 ANY(OPB(SHARED_DOWN))) * sh);
+}
+
+/* A row of the lists below: the role, the ops that use it, its bytes (0: none at this point). */
+typedef struct {
+    pdbx_buf_role role;
+    pdbx_opmask ops;
+    double bytes;
+} cuda_moe_buf;
+
+static void add_used(const pdbx_profile_point *p, const cuda_moe_buf *b, size_t n, pdbx_mem_kind kind, int count,
+                     pdbx_profile_memory *out)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ANY(b[i].ops) && b[i].bytes > 0)
+            plan_mem_add(out, b[i].role, kind, b[i].bytes, count);
+}
+
+void plan_mem_cuda_moe_list(const pdbx_profile_point *p, int sets, pdbx_profile_memory *out)
+{
+    moe_dims d;
+    if (!moe_dims_of(p, &d))
+        return;
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2, ex = d.El * d.Ie * d.h * es, sh = d.Is * d.h * es;
+    const pdbx_opmask route = OPB(PERMUTE) | OPB(UNPERMUTE);
+    const double act = d.Xr * d.Ie * es, sa = d.T * d.Is * es;
+    const cuda_moe_buf a[] = {
+        {PDBX_BUF_MOE_LOGITS, OPB(ROUTER), d.R * d.E * es}, {PDBX_BUF_MOE_TOPK_IDX, OPB(ROUTER), d.X * 4},
+        {PDBX_BUF_MOE_TOPK_W, OPB(ROUTER) | OPB(UNPERMUTE), d.X * 4}, {PDBX_BUF_MOE_ASSIGN, route, d.X * 4},
+        {PDBX_BUF_MOE_OFFSETS, route, (d.E + 1) * 8}, {PDBX_BUF_MOE_POS, route, d.X * 8},
+        {PDBX_BUF_MOE_ROWS, OPB(PERMUTE) | OPB(EXPERT_GATE) | OPB(EXPERT_UP), d.M * d.h * es},
+        {PDBX_BUF_MOE_GATE, OPB(EXPERT_GATE) | OPB(EXPERT_ACT), act},
+        {PDBX_BUF_MOE_UP, OPB(EXPERT_UP) | OPB(EXPERT_ACT), act},
+        {PDBX_BUF_MOE_ACT, OPB(EXPERT_ACT) | OPB(EXPERT_DOWN), act},
+        {PDBX_BUF_MOE_OUT, OPB(EXPERT_DOWN) | OPB(UNPERMUTE), d.M * d.h * es},
+        {PDBX_BUF_MOE_SH_GATE, OPB(SHARED_GATE) | OPB(SHARED_ACT), sa},
+        {PDBX_BUF_MOE_SH_UP, OPB(SHARED_UP) | OPB(SHARED_ACT), sa},
+        {PDBX_BUF_MOE_SH_ACT, OPB(SHARED_ACT) | OPB(SHARED_DOWN), sa},
+    };
+    const cuda_moe_buf w[] = {
+        {PDBX_BUF_L_ROUTER, OPB(ROUTER), d.E * d.h * es}, {PDBX_BUF_L_EXPERT_GATE, OPB(EXPERT_GATE), ex},
+        {PDBX_BUF_L_EXPERT_UP, OPB(EXPERT_UP), ex}, {PDBX_BUF_L_EXPERT_DOWN, OPB(EXPERT_DOWN), ex},
+        {PDBX_BUF_L_SHARED_GATE, OPB(SHARED_GATE), sh}, {PDBX_BUF_L_SHARED_UP, OPB(SHARED_UP), sh},
+        {PDBX_BUF_L_SHARED_DOWN, OPB(SHARED_DOWN), sh},
+    };
+    add_used(p, a, sizeof a / sizeof a[0], PDBX_MEM_ACTIVATIONS, 1, out);
+    add_used(p, w, sizeof w / sizeof w[0], PDBX_MEM_WEIGHTS, sets, out);
+}
+
+void plan_mem_cuda_moe_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
+{
+    moe_dims d;
+    if (!(p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) || !moe_dims_of(p, &d))
+        return;
+    const double es = p->dtype == PDBX_DTYPE_FP32 ? 4 : 2, ex = d.El * d.Ie * d.h * 4, sh = d.Is * d.h * 4;
+    const double act = d.Xr * d.Ie * es, sa = d.T * d.Is * es;
+    const cuda_moe_buf g[] = {
+        {PDBX_BUF_GRAD_MOE_LOGITS, OPB(ROUTER), d.R * d.E * es},
+        {PDBX_BUF_GRAD_MOE_TOPK_W, OPB(ROUTER) | OPB(UNPERMUTE), d.X * 4},
+        {PDBX_BUF_GRAD_MOE_ROWS, OPB(PERMUTE) | OPB(EXPERT_GATE) | OPB(EXPERT_UP), d.M * d.h * es},
+        {PDBX_BUF_GRAD_MOE_GATE, OPB(EXPERT_GATE) | OPB(EXPERT_ACT), act},
+        {PDBX_BUF_GRAD_MOE_UP, OPB(EXPERT_UP) | OPB(EXPERT_ACT), act},
+        {PDBX_BUF_GRAD_MOE_ACT, OPB(EXPERT_ACT) | OPB(EXPERT_DOWN), act},
+        {PDBX_BUF_GRAD_MOE_OUT, OPB(EXPERT_DOWN) | OPB(UNPERMUTE), d.M * d.h * es},
+        {PDBX_BUF_GRAD_MOE_SH_GATE, OPB(SHARED_GATE) | OPB(SHARED_ACT), sa},
+        {PDBX_BUF_GRAD_MOE_SH_UP, OPB(SHARED_UP) | OPB(SHARED_ACT), sa},
+        {PDBX_BUF_GRAD_MOE_SH_ACT, OPB(SHARED_ACT) | OPB(SHARED_DOWN), sa},
+        {PDBX_BUF_GRAD_W_ROUTER, OPB(ROUTER), d.E * d.h * 4},
+        {PDBX_BUF_GRAD_W_EXPERT_GATE_UP, OPB(EXPERT_GATE) | OPB(EXPERT_UP), ex},
+        {PDBX_BUF_GRAD_W_EXPERT_DOWN, OPB(EXPERT_DOWN), ex},
+        {PDBX_BUF_GRAD_W_SHARED_GATE_UP, OPB(SHARED_GATE) | OPB(SHARED_UP), sh},
+        {PDBX_BUF_GRAD_W_SHARED_DOWN, OPB(SHARED_DOWN), sh},
+    };
+    add_used(p, g, sizeof g / sizeof g[0], PDBX_MEM_GRADS, 1, out);
+}

@@ -328,14 +328,17 @@ int pdbx_backend_model_check(pdbx_backend_kind backend, const pdbx_model *m, cha
 {
     if (backend != PDBX_BACKEND_CUDA)
         return 0;
-    /* the cuda backend runs the dense families as the cpu does (LayerNorm, gated or plain
-     * GELU MLPs, learned positions, partial rotary, a parallel residual, gpt-j's shared norm);
-     * what it has no kernel for is refused rather than run as something else. The arch check
+    /* the cuda backend runs the families as the cpu does (LayerNorm, gated or plain GELU
+     * MLPs, learned positions, partial rotary, a parallel residual, gpt-j's shared norm, qwen3's
+     * q/k norm, DeepSeek's MLA, mixtures of experts); what it has no kernel for is refused rather than run as something else. The arch check
      * (plan_arch_out.c) refuses such a model for every backend before this is reached. */
     const pdbx_arch *a = &m->arch;
-    if (a->moe.experts > 0)
-        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's mixture of experts (moe_*) yet "
-                         "(allowed for this model: cpu)", m->name);
+    /* the MoE kernels (engine/backends/cuda/cuda_kernels_moe.h) hold a token's choices in
+     * registers (CK_MOE_MAX_TOPK) and the route index's counters in shared memory */
+    if (a->moe.experts > 0 && (a->moe.top_k > 16 || a->moe.experts > 12288))
+        return pdbx_fail(err, errlen, "backend: cuda does not run model %s's mixture of experts with top_k %d of "
+                         "%d experts (allowed on cuda: top_k <= 16, experts <= 12288)", m->name, a->moe.top_k,
+                         a->moe.experts);
     const pdbx_activation act = pdbx_activation_of(a->activation);
     const char *what = act == PDBX_ACT_OTHER ? "MLP activation"
                        : a->mlp_plain && act == PDBX_ACT_SILU ? "plain (ungated) SiLU MLP" : NULL;

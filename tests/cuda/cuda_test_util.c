@@ -325,10 +325,12 @@ void ct_gpu_close(void)
     cudaStreamDestroy(stream);
 }
 
-int ct_run_parts(const char *host_name, const struct CMUnitTest *host, size_t nhost, const char *gpu_name,
-                 const struct CMUnitTest *gpu, size_t ngpu)
+int ct_run_host_then_gpu(const char *name, const struct CMUnitTest *host, size_t nh,
+                         const struct CMUnitTest *gpu, size_t ng)
 {
-    int rc = _cmocka_run_group_tests(host_name, host, nhost, NULL, NULL);
+    char group[128];
+    snprintf(group, sizeof group, "%s_host", name);
+    int rc = _cmocka_run_group_tests(group, host, nh, NULL, NULL);
     if (rc != 0)
         return rc;
     rc = ct_gpu_open();
@@ -338,7 +340,7 @@ int ct_run_parts(const char *host_name, const struct CMUnitTest *host, size_t nh
     }
     if (rc != 0)   /* a device whose set-up failed is a failure, not a skip */
         return rc;
-    rc = _cmocka_run_group_tests(gpu_name, gpu, ngpu, NULL, NULL);
+    rc = _cmocka_run_group_tests(name, gpu, ng, NULL, NULL);
     ct_gpu_close();
     return rc;
 }

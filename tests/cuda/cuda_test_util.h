@@ -67,13 +67,14 @@ void attention_bwd_ref(int64_t mbs, int64_t seq, int64_t heads, int64_t kv, int6
 int ct_gpu_open(void);
 void ct_gpu_close(void);
 
-/* The main of a binary with a host part and a GPU part: the host tests, then (ct_gpu_open) the
- * GPU tests; without a device the reason is printed and 0 returned when the host part passed
- * (its checks are real tests, which the suite's 77 would report as skipped); a device whose
- * set-up failed is a failure. Counts in elements (CT_COUNT). */
+/* A test binary with a host part and a GPU part (the arrays' lengths nh, ng: CT_COUNT): the
+ * host group (name_host), then, when it passed, the GPU group (name) between ct_gpu_open and
+ * ct_gpu_close; without a device the GPU part is skipped with the reason and a note printed and
+ * the result is the host part's (0: the host checks are real tests, which the suite's 77 would
+ * report as skipped); a device whose set-up failed is a failure. */
 struct CMUnitTest;
-int ct_run_parts(const char *host_name, const struct CMUnitTest *host, size_t nhost, const char *gpu_name,
-                 const struct CMUnitTest *gpu, size_t ngpu);
+int ct_run_host_then_gpu(const char *name, const struct CMUnitTest *host, size_t nh,
+                         const struct CMUnitTest *gpu, size_t ng);
 #define CT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

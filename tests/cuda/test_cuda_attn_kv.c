@@ -253,5 +253,5 @@ int main(void)
         cmocka_unit_test(test_kv_decode),
         cmocka_unit_test(test_kv_slot),
     };
-    return ct_run_parts("cuda_attn_kv_host", host, CT_COUNT(host), "cuda_attn_kv", gpu, CT_COUNT(gpu));
+    return ct_run_host_then_gpu("cuda_attn_kv", host, CT_COUNT(host), gpu, CT_COUNT(gpu));
 }

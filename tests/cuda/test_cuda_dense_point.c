@@ -1,25 +1,29 @@
 /* test_cuda_dense_point.c: the dense families (gpt2, gpt-neox, gpt-j, gemma, and the attention
- * variants of cuda_mla.h: qwen3's q/k norm, DeepSeek's MLA with and without q's low rank) as
- * points of the cuda backend.
+ * variants of cuda_mla.h: qwen3's q/k norm, DeepSeek's MLA with and without q's low rank) and the
+ * MoE families (cuda_moe.h) as points of the cuda backend.
  *
  * Host part (every machine): what the backend allocates for a point (cuda_bufs.c, the same
  * answers cuda_point.c and cuda_backward.c allocate from) is, byte for byte, the planner's
  * cuda list (engine/plan/plan_profile_memory_cuda.c) less what prepare does not allocate (the
  * cuBLASLt workspace of init, the comm buffer): for a Llama, a biased Llama, gpt2, gpt-neox,
  * gpt-j, gemma and gemma-2 (window on even layers, caps 50/30: the unfused core's lse, lm_head's
- * capped d logits), qwen3, MLA (unfused core, no fused projections), bf16 and fp32, fwd and fwd+bwd, unfused and flash attention, fused
- * projections (gated MLPs), TP 1 and 2, the model's ops together and each op alone. And the
- * planner functions the backend repeats (cuda_arch.h's two, cuda_layer_attn_opts) agree with
- * the planner's.
+ * capped d logits), qwen3, MLA (unfused core, no fused projections), bf16 and fp32, fwd and
+ * fwd+bwd, unfused and flash attention, fused projections (gated MLPs), TP 1 and 2, the model's
+ * ops together and each op alone; the MoE families (a tiny Mixtral, a Qwen-MoE with a shared
+ * expert, a sigmoid-scored router with two shared experts, and a DeepSeek: MLA, a dense first
+ * layer, then MoE layers with two shared experts; its points hold both the dense MLP's and the
+ * experts' buffers) at EP 1 and 2, balanced and skewed routing. And the planner functions the
+ * backend repeats (cuda_arch.h's two, cuda_layer_attn_opts) agree with the planner's.
  *
  * GPU part (exits 0 after the host part without a device, the reason printed): a tiny gpt2
  * (LayerNorm, plain GELU tanh, biases, learned positions, tied), gpt-neox (partial rotary,
- * parallel residual, GELU erf), gpt-j (shared norm), gemma(-2), qwen3 and MLA points through the backend's entry, fwd
- * and bwd of every model op on every layer timed, the ops the model lacks refused; the point's
- * cudaMalloc tally the buffers above (the planner's list when the device's L2 is the planner's
- * 50 MiB); and in fp32 what the ops read: embed adds the position rows, a parallel residual's
- * post_attn_norm normalises hidden (a sequential one attn_out) with its own bias, writing the
- * rows' mean and rstd.
+ * parallel residual, GELU erf), gpt-j (shared norm), gemma(-2), qwen3, MLA and the four MoE
+ * families (router, permute, grouped experts, unpermute, shared experts) point through the
+ * backend's entry, fwd and bwd of every model op on every layer timed, the ops the model lacks
+ * refused; the point's cudaMalloc tally the buffers above (the planner's list when the device's
+ * L2 is the planner's 50 MiB); and in fp32 what the ops read: embed adds the position rows, a
+ * parallel residual's post_attn_norm normalises hidden (a sequential one attn_out) with its own
+ * bias, writing the rows' mean and rstd.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,9 +45,11 @@
 #include "tests/cuda/cuda_dense_ref.h"
 #include "tests/cuda/cuda_test_util.h"
 
-enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_GEMMA2, F_QWEN3, F_MLA, F_MLA_Q, F_COUNT };
+enum { F_LLAMA, F_LLAMA_BIAS, F_GPT2, F_NEOX, F_GPTJ, F_GEMMA, F_GEMMA2, F_QWEN3, F_MLA, F_MLA_Q, F_MIXTRAL,
+       F_QWEN_MOE, F_SIGMOID_MOE, F_DEEPSEEK, F_COUNT };
 static const char *const family_name[F_COUNT] = {"llama", "llama+bias", "gpt2", "gpt-neox", "gpt-j", "gemma",
-                                                 "gemma-2", "qwen3", "mla", "mla+q_lora"};
+                                                 "gemma-2", "qwen3", "mla", "mla+q_lora", "mixtral",
+                                                 "qwen-moe", "sigmoid-moe", "deepseek"};
 
 /* A tiny model of family f: h 128, 2 heads of 64 (flash-capable), I 256, V 300. */
 static pdbx_model tiny_model(int f)
@@ -85,11 +91,23 @@ static pdbx_model tiny_model(int f)
         a->shared_norm = f == F_GPTJ;
     }
     a->qk_norm = f == F_QWEN3;
-    if (f == F_MLA || f == F_MLA_Q) {   /* DeepSeek-V2's MLA: nope 32 + rope 16, v 32, latents 32/48 */
+    /* DeepSeek-V2's MLA: nope 32 + rope 16, v 32, latents 32 and (but F_MLA) q's 48 */
+    if (f == F_MLA || f == F_MLA_Q || f == F_DEEPSEEK) {
         a->attention = PDBX_ATTN_MLA;
-        a->mla.kv_lora_rank = 32, a->mla.q_lora_rank = f == F_MLA_Q ? 48 : 0;
+        a->mla.kv_lora_rank = 32, a->mla.q_lora_rank = f != F_MLA ? 48 : 0;
         a->mla.qk_nope_head_dim = 32, a->mla.qk_rope_head_dim = 16, a->mla.v_head_dim = 32;
         m.head_dim = 48;
+    }
+    if (f >= F_MIXTRAL) {   /* experts of width 96 (row slices of 192 or 384 bytes: unaligned plans) */
+        a->moe.experts = f == F_MIXTRAL ? 4 : 6;
+        a->moe.top_k = f == F_QWEN_MOE ? 4 : 2;
+        a->moe.expert_intermediate = 96;
+        a->moe.norm_topk = f != F_QWEN_MOE && f != F_DEEPSEEK;   /* qwen2_moe, DeepSeek-V2: false */
+        a->moe.shared_experts = f == F_MIXTRAL ? 0 : f == F_QWEN_MOE ? 1 : 2;
+        a->moe.shared_expert_intermediate = f == F_QWEN_MOE ? 192 : 0;   /* DeepSeek's: 2 x 96 */
+        a->moe.sigmoid = f == F_SIGMOID_MOE;
+        a->moe.routed_scale = f == F_SIGMOID_MOE ? 2.5 : 0;
+        a->moe.first_dense_layers = f == F_DEEPSEEK;   /* layer 0 a dense MLP of width 256 */
     }
     return m;
 }
@@ -103,6 +121,8 @@ static void point_of(const pdbx_model *m, int tp, int mbs, int seq, pdbx_opmask 
     pdbx_spec_defaults(&spec);
     spec.model = *m;
     spec.seq_len = seq;
+    p->moe_imbalance = 1;
+    p->ep = 1;
     p->model = *m;
     p->tp = tp, p->mbs = mbs, p->seq_len = seq, p->layers = 2;
     p->ops = ops, p->passes = passes, p->fused_projections = fused;
@@ -117,7 +137,8 @@ static pdbx_profile_point profile_of(const pdbx_point_shapes *p, pdbx_dtype dt, 
                              .seq_len = p->seq_len, .layers = p->layers, .ops = p->ops,
                              .passes = p->passes, .dtype = dt, .backend = PDBX_BACKEND_CUDA,
                              .threads = 1, .flash_attention = flash,
-                             .fused_projections = p->fused_projections};
+                             .fused_projections = p->fused_projections, .ep = p->ep,
+                             .moe_imbalance = p->moe_imbalance};
     return pp;
 }
 
@@ -197,6 +218,37 @@ static void test_host_bufs_match_planner(void **state)
         }
     }
     assert_true(checked > 1000);
+}
+
+/* The MoE families at EP 1 and 2 (2 and 3 local experts), balanced and skewed routing (EP 2:
+ * the measured rank receives more rows than it sends, so the permuted buffers hold Xr). */
+static void test_host_moe_bufs_match_planner(void **state)
+{
+    (void)state;
+    const uint32_t both = PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD);
+    for (int f = F_MIXTRAL; f < F_COUNT; f++)
+        for (int v = 0; v < 8; v++) {
+            const pdbx_model m = tiny_model(f);
+            const pdbx_dtype dt = v & 1 ? PDBX_DTYPE_FP32 : PDBX_DTYPE_BF16;
+            pdbx_point_shapes p;
+            point_of(&m, 2, 2, 24, pdbx_model_ops(&m), both, 0, &p);
+            p.ep = v & 2 ? 2 : 1;
+            p.moe_imbalance = v & 4 ? 2.0 : 1.0;
+            char what[160];
+            snprintf(what, sizeof what, "%s ep %d imbalance %g", family_name[f], p.ep, p.moe_imbalance);
+            expect_point_matches(&p, dt, 0, what);
+            cuda_dims d;
+            char err[256];
+            assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), 0);
+            assert_int_equal(d.moe.El, m.arch.moe.experts / p.ep);
+            const cuda_buf_path path = {dt, 0, 1};
+            assert_true(cuda_point_buf(&d, &path, B_MOE_ROWS).used && cuda_grad_buf(&d, &path, G_MOE_WGU).used);
+            assert_int_equal(cuda_layer_buf(&d, &path, W_MOE_SH_GATE).used, f != F_MIXTRAL);
+            if (f == F_DEEPSEEK)   /* MLA, the dense first layer's MLP and the experts on one point */
+                assert_true(cuda_layer_buf(&d, &path, W_KV_B).used && cuda_layer_buf(&d, &path, W_GATE).used);
+            if (p.ep == 2 && p.moe_imbalance > 1)   /* the busiest rank receives more */
+                assert_true(d.moe.Xr > d.moe.X && d.moe.M == d.moe.Xr);
+        }
 }
 
 /* cuda_arch.h's two functions are the planner's. */
@@ -335,7 +387,7 @@ static void run_family(int f, pdbx_dtype dt)
 static void test_family_points(void **state)
 {
     (void)state;
-    for (int f = F_GPT2; f < F_COUNT; f++) {
+    for (int f = F_GPT2; f < F_COUNT; f++) {   /* the MoE families: every moe_* op, both passes too */
         run_family(f, PDBX_DTYPE_BF16);
         run_family(f, PDBX_DTYPE_FP32);
     }
@@ -442,6 +494,7 @@ int main(void)
 {
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_host_bufs_match_planner),
+        cmocka_unit_test(test_host_moe_bufs_match_planner),
         cmocka_unit_test(test_host_arch_mirror),
         cmocka_unit_test(test_host_attn_opts_mirror),
     };
@@ -449,5 +502,5 @@ int main(void)
         cmocka_unit_test(test_family_points),
         cmocka_unit_test(test_dense_reads),
     };
-    return ct_run_parts("cuda_dense_point_host", host, CT_COUNT(host), "cuda_dense_point", gpu, CT_COUNT(gpu));
+    return ct_run_host_then_gpu("cuda_dense_point", host, CT_COUNT(host), gpu, CT_COUNT(gpu));
 }

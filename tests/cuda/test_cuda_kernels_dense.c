@@ -557,5 +557,5 @@ int main(void)
         cmocka_unit_test(test_gelu_family),
         cmocka_unit_test(test_pos_embed),
     };
-    return ct_run_parts("cuda_kernels_dense_host", host, CT_COUNT(host), "cuda_kernels_dense", gpu, CT_COUNT(gpu));
+    return ct_run_host_then_gpu("cuda_kernels_dense", host, CT_COUNT(host), gpu, CT_COUNT(gpu));
 }

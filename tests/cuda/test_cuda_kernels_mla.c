@@ -381,5 +381,5 @@ int main(void)
         cmocka_unit_test(test_rmsnorm_strided),
         cmocka_unit_test(test_mla_kv),
     };
-    return ct_run_parts("cuda_kernels_mla_host", host, CT_COUNT(host), "cuda_kernels_mla", gpu, CT_COUNT(gpu));
+    return ct_run_host_then_gpu("cuda_kernels_mla", host, CT_COUNT(host), gpu, CT_COUNT(gpu));
 }

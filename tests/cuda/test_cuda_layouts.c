@@ -194,6 +194,28 @@ static void expect_kinds(const cuda_dims *d, const pdbx_model *m)
     assert_int_equal(d->pos_rows, m->arch.position == PDBX_POS_LEARNED ? m->arch.max_positions : 0);
 }
 
+/* The point p of test_host_dims_match_plan with fused_projections: the group bits become the
+ * fused ones (their biases too) and only the leaders may run. */
+static void expect_fused(pdbx_point_shapes *p, pdbx_opmask want_bias)
+{
+    const pdbx_opmask grouped = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
+                                PDBX_OP_BIT(PDBX_OP_ATTN_V) | PDBX_OP_BIT(PDBX_OP_MLP_GATE) |
+                                PDBX_OP_BIT(PDBX_OP_MLP_UP);
+    char err[512];
+    p->fused_projections = 1;
+    cuda_dims fd;
+    assert_int_equal(cuda_point_dims(p, 0, &fd, err, sizeof err), 0);
+    assert_int_equal(fd.bias_ops, (want_bias & p->ops & ~grouped) |
+                                      (p->shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0) |
+                                      (p->shape[PDBX_OP_MLP_GATE].bias ? CUDA_FUSED_FC1 : 0));
+    assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
+    assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
+    assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
+                 cuda_op_prepared(&fd, PDBX_OP_MLP_UP));
+    assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
+    p->fused_projections = 0;
+}
+
 /* The backend derives each point's dimensions itself and refuses a point whose planner GEMM
  * shapes disagree; here both derivations must agree for every model preset and valid TP (the
  * ops a point of the model measures), the model's kinds too (norm, activation, rotated dims,
@@ -213,7 +235,7 @@ static void test_host_dims_match_plan(void **state)
         spec.seq_len = 1024;
         const pdbx_model *m = &spec.model;
         if (pdbx_backend_model_check(PDBX_BACKEND_CUDA, m, err, sizeof err) != 0)
-            continue;   /* refused on cuda before any point is prepared (MLA, MoE) */
+            continue;   /* refused on cuda before any point is prepared (none of the presets) */
         for (int tp = 1; tp <= 8; tp *= 2) {
             if (m->heads % tp || m->intermediate % tp || m->vocab % tp ||
                 (m->kv_heads % tp && tp % m->kv_heads))
@@ -251,27 +273,18 @@ static void test_host_dims_match_plan(void **state)
                     assert_int_equal(d.bias_ops, PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
                                                      PDBX_OP_BIT(PDBX_OP_ATTN_V));
                 expect_kinds(&d, m);
-                if (!m->arch.mlp_plain) {   /* fused_projections needs a gated MLP (validation) */
-                    const pdbx_opmask grouped = PDBX_OP_BIT(PDBX_OP_ATTN_Q) | PDBX_OP_BIT(PDBX_OP_ATTN_K) |
-                                                PDBX_OP_BIT(PDBX_OP_ATTN_V) | PDBX_OP_BIT(PDBX_OP_MLP_GATE) |
-                                                PDBX_OP_BIT(PDBX_OP_MLP_UP);
-                    p.fused_projections = 1;
-                    cuda_dims fd;
-                    assert_int_equal(cuda_point_dims(&p, 0, &fd, err, sizeof err), 0);
-                    assert_int_equal(fd.bias_ops, (want_bias & p.ops & ~grouped) |
-                                                      (p.shape[PDBX_OP_ATTN_Q].bias ? CUDA_FUSED_QKV : 0) |
-                                                      (p.shape[PDBX_OP_MLP_GATE].bias ? CUDA_FUSED_FC1 : 0));
-                    assert_true((fd.ops & CUDA_FUSED_QKV) && (fd.ops & CUDA_FUSED_FC1));
-                    assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_Q) && cuda_op_prepared(&fd, PDBX_OP_MLP_GATE));
-                    assert_false(cuda_op_prepared(&fd, PDBX_OP_ATTN_K) || cuda_op_prepared(&fd, PDBX_OP_ATTN_V) ||
-                                 cuda_op_prepared(&fd, PDBX_OP_MLP_UP));
-                    assert_true(cuda_op_prepared(&fd, PDBX_OP_ATTN_CORE));
-                    p.fused_projections = 0;
-                }
-                /* A shape the backend would compute differently is refused, naming the op. */
-                p.shape[PDBX_OP_MLP_DOWN].k += 1;
+                assert_int_equal(d.moe.E, m->arch.moe.experts > 0 ? m->arch.moe.experts : 0);   /* MoE: cuda_moe.h */
+                /* fused_projections needs a gated MLP and no MLA (validation); a MoE layer has no
+                 * mlp_gate (DeepSeek's dense first layers have) */
+                if (!m->arch.mlp_plain && (p.ops & PDBX_OP_BIT(PDBX_OP_MLP_GATE)) &&
+                    m->arch.attention != PDBX_ATTN_MLA)
+                    expect_fused(&p, want_bias);
+                /* A shape the backend would compute differently is refused, naming the op (a MoE
+                 * layer's router: cuda_moe_dims_of). */
+                const pdbx_op bad = (p.ops & PDBX_OP_BIT(PDBX_OP_MLP_DOWN)) ? PDBX_OP_MLP_DOWN : PDBX_OP_MOE_ROUTER;
+                p.shape[bad].k += 1;
                 assert_int_equal(cuda_point_dims(&p, 0, &d, err, sizeof err), -1);
-                assert_non_null(strstr(err, "mlp_down"));
+                assert_non_null(strstr(err, pdbx_op_name(bad)));
                 checked++;
             }
         }

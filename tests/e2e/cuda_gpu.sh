@@ -7,7 +7,8 @@
 # through NCCL; then an fp32 run with fused_projections, fp32_math tf32 and gemm_api cublas
 # whose env records the modes and whose q/k/v and gate/up cells are the fused GEMMs' split; then
 # a flash_attention run with fwd+bwd (the fused backward) and a kv_cache grid (attention with a
-# KV cache: prefill and decode rows).
+# KV cache: prefill and decode rows); then a tiny Mixtral (tests/e2e/fixtures/engine-tiny-mixtral.json)
+# fwd+bwd under skewed routing: every moe_* op measured at every point, in both passes.
 #
 # Without a usable GPU it exits 77 with "SKIP: no CUDA device (<reason from the backend's own
 # probe()>)". Needs: $PDBX_BUILD/bin/pdbx-engine, $PDBX_BUILD/lib/libpdbx_cuda.so, mpirun.
@@ -59,6 +60,7 @@ if [ ! -x "$engine" ]; then
     exit 1
 fi
 
+fixtures="$(cd "$(dirname "$0")" && pwd)/fixtures"
 tmp=$(mktemp -d /tmp/pdbx-cuda-gpu.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 mpi=(mpirun --oversubscribe)
@@ -121,6 +123,8 @@ run_one() {
     mkdir -p "$tmp/$1/store"
     write_spec "$tmp/$1/spec.json" 1 "$3"
     [ "$1" = modes ] && sed -i 's/"dtype": "bf16"/"dtype": "fp32"/' "$tmp/$1/spec.json"
+    [ "$1" = moe ] && sed -i "s|\"model\": \"tinyllama\"|\"model\": \"$fixtures/engine-tiny-mixtral.json\"|" \
+        "$tmp/$1/spec.json"
     if ! "${mpi[@]}" -np 1 "$engine" --spec "$tmp/$1/spec.json" --store "$tmp/$1/store" --backend cuda \
             >"$tmp/$1/log" 2>&1; then
         echo "FAIL: pdbx-engine with $2 failed:"
@@ -168,6 +172,18 @@ assert len(kv) == 4 and all(e["stats"]["median"] > 0 for e in kv), kv   # 2 pref
 assert sorted(e["phase"] for e in kv) == ["decode", "decode", "prefill", "prefill"], kv
 print("ok: flash fwd+bwd at %d points, %d kv rows (%s)" % (len(ends), len(kv),
       ", ".join("%s b%d c%d kv%d %.3f ms" % (e["phase"], e["batch"], e["chunk"], e["kv"], e["stats"]["median"]) for e in kv)))
+'
+# a mixture of experts: router, permute, the grouped expert GEMMs, unpermute (docs/engine.md,
+# "Mixture of experts"), bf16, the busiest expert twice the balanced share
+run_one moe "a tiny Mixtral, fwd+bwd, moe_routing imbalance 2" '"passes": "fwd,bwd", "moe_routing": {"imbalance": 2},'
+check_events moe '
+want = {"moe_router", "moe_permute", "moe_expert_gate", "moe_expert_up", "moe_expert_act", "moe_expert_down",
+        "moe_unpermute"}
+moe = [e for e in E if e["type"] == "op" and e["op"].startswith("moe_")]
+assert {e["op"] for e in moe} == want, {e["op"] for e in moe}
+assert len(moe) == 2 * len(want) * len(ends), len(moe)   # fwd and bwd at every point
+assert all(e["stats"]["mean"] > 0 for e in moe), [e for e in moe if not e["stats"]["mean"] > 0]
+print("ok: tiny Mixtral: %d moe cells over %d points" % (len(moe), len(ends)))
 '
 if [ "${ngpu:-1}" -ge 2 ]; then
     run_tp 2 || exit 1

@@ -12,7 +12,8 @@
 #  - every point's measured memory peak is within 15% of its predicted profile memory (the MLA
 #    buffers of plan_profile_memory_mla.c and cpu_mla.c);
 #  - cuda with flash_attention and bf16 on the cpu are refused with their reasons; DeepSeek-V2-Lite (MLA
-#    and MoE, a dense first layer) is planned with two profiled layers, one of each kind.
+#    and MoE, a dense first layer) is planned with two profiled layers, one of each kind, and
+#    planned on cuda in bf16 too (not refused there).
 # Only what a loaded 2-core machine cannot disturb is asserted (no timing comparison).
 source "$(dirname "$0")/engine_common.inc"
 [ -w /proc/self/clear_refs ] || { echo "SKIP: /proc/self/clear_refs is not writable: the RSS peak cannot be reset per point"; exit 77; }
@@ -82,6 +83,12 @@ expect_refusal "fused" "fused_projections" "model=\"$FIX/engine-tiny-mla.json\""
     { cat "$TMP/lite.err"; fail "DeepSeek-V2-Lite refused"; }
 "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["refused"] is None and d["spec"]["layers"] == 2, d["refused"]' \
     "$TMP/lite" || fail "DeepSeek-V2-Lite's plan"
+# and on cuda (MLA and MoE both run there), in bf16
+"$PDBX" plan --format json --model "$PDBX_SOURCE_DIR/tests/fixtures/models/DeepSeek-V2-Lite.json" --backend cuda \
+    --gpu H100-SXM --dtype bf16 >"$TMP/lite-cuda" 2>"$TMP/lite-cuda.err" || \
+    { cat "$TMP/lite-cuda.err"; fail "DeepSeek-V2-Lite refused on cuda"; }
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["refused"] is None, d["refused"]' \
+    "$TMP/lite-cuda" || fail "DeepSeek-V2-Lite's cuda plan"
 
 
-echo "PASS: tiny dense DeepSeek-V2 models (MLA with and without q's low rank) measured on the cpu backend at TP 2 and TP 1, every MLA op in both passes, memory as planned; cuda with flash attention, bf16 on the cpu and fused projections refused; DeepSeek-V2-Lite planned (2 profiled layers)"
+echo "PASS: tiny dense DeepSeek-V2 models (MLA with and without q's low rank) measured on the cpu backend at TP 2 and TP 1, every MLA op in both passes, memory as planned; cuda with flash attention, bf16 on the cpu and fused projections refused; DeepSeek-V2-Lite planned (2 profiled layers; on cuda too)"

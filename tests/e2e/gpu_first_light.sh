@@ -30,7 +30,7 @@ want="start device plumbing unit e2e sweep record torch flash memcheck racecheck
 for cmd in 'bin/pdbx-engine --version' 'mpirun --version' 'nvidia-smi -q' 'first_light.py device' \
            'build/tests/test_cuda_kernels$' 'build/tests/test_cuda_kernels_bwd$' \
            'build/tests/test_cuda_attn_kv$' 'build/tests/test_cuda_kernels_dense$' 'build/tests/test_cuda_kernels_mla$' \
-           'build/tests/test_cuda_dense_point$' \
+           'build/tests/test_cuda_kernels_moe$' 'build/tests/test_cuda_dense_point$' \
            'build/tests/test_cuda_backend$' 'tests/e2e/cuda_gpu.sh' \
            'pdbx run \$WORK/specs/sweep-main.json' 'pdbx run \$WORK/specs/sweep-cublas.json' \
            'pdbx run \$WORK/specs/sweep-flush.json' 'pdbx run \$WORK/specs/sweep-flush-cublas.json' \

@@ -4,8 +4,8 @@
  * 64 or null, nope 32, rope 16, v 32, I 512, vocab 8192, 2 layers.
  *  - read as dense MLA; not refused by the arch check; the spec validates on cpu in fp32; bf16
  *    on cpu and fused_projections are refused by name, cuda with flash_attention too (the cuda
- *    backend runs MLA on the unfused core); DeepSeek-V2-Lite is
- *    still refused for its mixture of experts, not for MLA;
+ *    backend runs MLA on the unfused core); DeepSeek-V2-Lite (MLA and MoE) passes the arch check
+ *    and the cuda backend's model check;
  *  - the cpu profile memory's MLA rows by hand at TP 2, MBS 1, seq 32, fp32, with bwd
  *    (T = 32, H = 2; every size a multiple of 64 bytes):
  *      q_a_out, q_norm_out 32*64*4 = 8192; kv_a_out 32*(64+16)*4 = 10240; kv_norm_out 8192;
@@ -82,6 +82,9 @@ static void test_read_and_refusals(void **state)
     expect_refused(&t, "multi-head latent attention (v head dim 32, q/k 48)");
     load(PDBX_SOURCE_DIR "/tests/fixtures/models/DeepSeek-V2-Lite.json", &t);   /* MLA and MoE */
     assert_int_equal(pdbx_arch_refusal(&t.model, t.seq_len, err, sizeof err), 0);
+    if (pdbx_backend_model_check(PDBX_BACKEND_CUDA, &t.model, err, sizeof err) != 0)
+        print_error("%s\n", err);
+    assert_int_equal(pdbx_backend_model_check(PDBX_BACKEND_CUDA, &t.model, err, sizeof err), 0);
 }
 
 static double bytes_of(const pdbx_profile_memory *m, pdbx_buf_role r, int *count)

@@ -30,7 +30,7 @@ static const model_fact facts[] = {
     {"Llama-3.2-1B", "llama1b", 2048, 8192, 32, 8, 16, 128256, 64, 1},
     {"TinyLlama-1.1B", "tinyllama", 2048, 5632, 32, 4, 22, 32000, 64, 0},
     {"Llama-2-70b", "llama2-70b", 8192, 28672, 64, 8, 80, 32000, 128, 0},
-    /* issue 14's presets (read; gemma-2 and DeepSeek refused at validation: test_plan_arch);
+    /* issue 14's presets (read; gemma-2 and DeepSeek validate: test_plan_arch);
      * gemma-2 ties its embeddings by its family's default, the file does not say so */
     {"Mixtral-8x7B", "mixtral8x7b", 4096, 14336, 32, 8, 32, 32000, 128, 0},
     {"Qwen3-30B-A3B", "qwen30b-a3b", 2048, 6144, 32, 4, 48, 151936, 128, 0},   /* MoE: 128 experts of 768 */

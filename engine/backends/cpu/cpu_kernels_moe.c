@@ -3,6 +3,7 @@
  * and gradient depend on its own logits only, so rows are split over the pool in chunks. */
 #include "engine/backends/cpu/cpu_kernels_moe.h"
 #include "engine/backends/cpu/cpu_kernels_vec.h"   /* PDBX_K_HOT, pdbx_k_exp */
+#include "engine/plan/plan_moe.h"                    /* pdbx_moe_topk_insert */
 
 #include <cblas.h>
 
@@ -74,26 +75,14 @@ static float key_of(const pdbx_moe_router_cfg *cfg, const float *l, int e)
 }
 
 /* ---- top-k -------------------------------------------------------------------------------- */
-/* The top_k largest keys of a row, decreasing, ties to the lower id: an insertion into the
- * sorted list kept in (key, id), the new key placed after every key >= it. */
+/* The top_k largest keys of a row, decreasing, ties to the lower id (plan_moe.h's insertion,
+ * which the cuda kernel shares). */
 static void topk_row(const pdbx_moe_router_cfg *cfg, const float *l, int experts, int top_k,
                      float *key, int32_t *id)
 {
     int n = 0;
-    for (int e = 0; e < experts; e++) {
-        const float v = key_of(cfg, l, e);
-        if (n == top_k && !(v > key[n - 1]))
-            continue;
-        int p = n < top_k ? n : top_k - 1;   /* the last slot, dropped when full */
-        while (p > 0 && v > key[p - 1]) {
-            key[p] = key[p - 1];
-            id[p] = id[p - 1];
-            p--;
-        }
-        key[p] = v;
-        id[p] = (int32_t)e;
-        n += n < top_k;
-    }
+    for (int e = 0; e < experts; e++)
+        pdbx_moe_topk_insert(key_of(cfg, l, e), e, key, id, &n, top_k);
 }
 
 typedef struct {

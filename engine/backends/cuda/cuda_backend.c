@@ -37,6 +37,7 @@
 #include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_kernels_dense.h"
 #include "engine/backends/cuda/cuda_mla.h"
+#include "engine/backends/cuda/cuda_moe.h"
 
 /* The norms' eps: rms_norm_eps of the Llama 3 and TinyLlama configs, layer_norm_epsilon of
  * GPT-2's (the cpu backend's; the model's own value changes no work). */
@@ -197,6 +198,8 @@ static int enqueue_op(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t 
                                                         c->dtype, c->stream));
         return rc;
     default:
+        if (pdbx_op_is_moe(op))   /* cuda_moe.c */
+            return cuda_moe_enqueue(c, op, W, err, errlen);
         snprintf(err, errlen, "cuda run_op: op %d has no kernel", (int)op);
         return -1;
     }
@@ -237,7 +240,11 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, d
                  c->point->d.layers - 1);
         return -1;
     }
-    int rc = cuda_timer_start(c, err, errlen);
+    /* a MoE op's grouped GEMMs: a spin long enough for their launches before the start */
+    const int launches = cuda_moe_launches(c->point, op, pass);
+    int rc = launches > 0 ? cuda_timer_spin(c, launches, err, errlen) : 0;
+    if (rc == 0)
+        rc = cuda_timer_start(c, err, errlen);
     if (rc == 0)   /* both passes between the same two events */
         rc = pass == PDBX_PASS_BWD ? cuda_bwd_enqueue(c, op, layer, err, errlen)
                                    : enqueue_op(c, op, layer, err, errlen);

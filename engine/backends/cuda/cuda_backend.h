@@ -15,6 +15,7 @@
 #include "engine/backends/backend.h"
 #include "engine/backends/cuda/cuda_attention.h"
 #include "engine/backends/cuda/cuda_gemm.h"
+#include "engine/backends/cuda/cuda_moe_walk.h"
 #include "engine/backends/cuda/cuda_try.h"
 
 /* Seed of the deterministic fill of every buffer (points and the comm buffer). */
@@ -97,6 +98,7 @@ typedef struct {
         int on;
         int64_t rq, rkv, nope, rope, dv;
     } mla;
+    cuda_moe_dims moe;              /* a MoE model's layer (cuda_moe.h); all zero when dense */
 } cuda_dims;
 
 /* v's (and the context's) head dim: MLA's v_head_dim, else head_dim. */
@@ -128,6 +130,11 @@ enum {   /* one set per point, shared by all layers */
     /* cuda_mla.h: qk_norm's q and k weights [2, head_dim]; MLA's q_a, q_norm, kv_a, kv_norm and
      * kv_b outputs and its q/kv norm weights [rq + rkv] (norm weights shared by the layers) */
     B_QK_NORM_W, B_MLA_QA, B_MLA_QAN, B_MLA_KVA, B_MLA_KVN, B_MLA_KVB, B_MLA_NORM_W,
+    /* a MoE layer (cuda_moe.h): the router's logits, top-k ids (int32) and weights (fp32); the
+     * assignment (int32), its offsets and positions (int64); the permuted rows, the experts'
+     * gate, up, act and output; the shared experts' gate, up, act */
+    B_MOE_LOGITS, B_MOE_TOPK_IDX, B_MOE_TOPK_W, B_MOE_ASSIGN, B_MOE_OFFSETS, B_MOE_POS, B_MOE_ROWS,
+    B_MOE_GATE, B_MOE_UP, B_MOE_ACT, B_MOE_OUT, B_MOE_SH_GATE, B_MOE_SH_UP, B_MOE_SH_ACT,
     B_COUNT
 };
 enum {   /* one set per instantiated layer */
@@ -136,6 +143,9 @@ enum {   /* one set per instantiated layer */
     W_BQ, W_BK, W_BV, W_BO, W_BGATE, W_BUP, W_BDOWN, W_BQKV, W_BFC1,
     W_IN_NORM_B, W_POST_NORM_B,   /* LayerNorm: the norms' biases (dtype), rotated as well */
     W_Q_A, W_Q_B, W_KV_A, W_KV_B,   /* MLA's projections (cuda_mla.h) */
+    /* a MoE layer: the router [E, h], the local experts' gate, up [El, Ie, h] and down
+     * [El, h, Ie], the shared experts' gate, up [Is, h] and down [h, Is] ([out, in] each) */
+    W_MOE_ROUTER, W_MOE_GATE, W_MOE_UP, W_MOE_DOWN, W_MOE_SH_GATE, W_MOE_SH_UP, W_MOE_SH_DOWN,
     W_COUNT
 };
 enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's rstd (fp32) and
@@ -158,6 +168,10 @@ enum {   /* passes with bwd: the gradient of each activation (dtype), RMSNorm's 
      * projections' gradients (fp32) */
     G_MLA_QA, G_MLA_QAN, G_MLA_KVA, G_MLA_KVN, G_MLA_KVB, G_QK_NORM_W, G_MLA_NORM_W,
     G_W_Q_A, G_W_Q_B, G_W_KV_A, G_W_KV_B,
+    /* a MoE layer: its activations' gradients (the routing weights' fp32) and one set of fp32
+     * weight gradients (the experts' and the shared experts' gate and up sharing one) */
+    G_MOE_LOGITS, G_MOE_TOPK_W, G_MOE_ROWS, G_MOE_GATE, G_MOE_UP, G_MOE_ACT, G_MOE_OUT, G_MOE_SH_GATE,
+    G_MOE_SH_UP, G_MOE_SH_ACT, G_MOE_WROUTER, G_MOE_WGU, G_MOE_WD, G_MOE_WSH_GU, G_MOE_WSH_D,
     G_COUNT
 };
 
@@ -177,6 +191,7 @@ struct cuda_point {
     void *grad[G_COUNT];
     size_t gbytes[G_COUNT];
     cuda_gemm_plan *dgrad[PDBX_OP_COUNT], *wgrad[PDBX_OP_COUNT];
+    struct cuda_moe *moe;           /* a MoE layer's assignment and plans (cuda_moe.c), or NULL */
 };
 
 /* The weights (W_COUNT slots) op runs with on `layer` in this execution: the copies in turn,

@@ -28,6 +28,7 @@
 #include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_kernels_dense.h"
 #include "engine/backends/cuda/cuda_mla.h"
+#include "engine/backends/cuda/cuda_moe.h"
 
 #define RMS_EPS 1e-5f   /* the forward's (cuda_backend.c) */
 
@@ -286,6 +287,8 @@ int cuda_bwd_enqueue(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
     case PDBX_OP_LM_HEAD:
         return lm_head_bwd(c, err, errlen);
     default:
+        if (pdbx_op_is_moe(op))   /* cuda_moe.c */
+            return cuda_moe_bwd_enqueue(c, op, W, err, errlen);
         snprintf(err, errlen, "cuda run_op: op %d has no backward", (int)op);
         return -1;
     }

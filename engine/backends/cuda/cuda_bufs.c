@@ -10,6 +10,10 @@
 /* the readers of xn and of q and k besides a Llama's (qk_norm, MLA: cuda_mla.h) */
 #define XN_MLA (OB(ATTN_Q_A) | OB(ATTN_KV_A))
 #define QK_MORE (OB(ATTN_QK_NORM) | OB(ATTN_Q_B))
+/* a MoE layer's ops that read yn (B_XN2) and write x (B_X) */
+#define MOE_IN (OB(MOE_ROUTER) | OB(MOE_PERMUTE) | OB(MOE_SHARED_GATE) | OB(MOE_SHARED_UP))
+#define MOE_OUT (OB(MOE_UNPERMUTE) | OB(MOE_SHARED_DOWN))
+#define MOE_ROUTE (OB(MOE_PERMUTE) | OB(MOE_UNPERMUTE))   /* the assignment and its index */
 
 typedef struct {
     const char *name;
@@ -21,7 +25,7 @@ static const buf_desc global_bufs[B_COUNT] = {
     [B_IDS] = {"token_ids", OB(EMBED), CUDA_FILL_IDS},
     [B_EMBED] = {"embed_table", OB(EMBED), CUDA_FILL_WEIGHT},   /* + lm_head when tied */
     [B_X] = {"hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
-             OB(MLP_RESIDUAL), CUDA_FILL_ACT},
+             OB(MLP_RESIDUAL) | MOE_OUT, CUDA_FILL_ACT},
     [B_XN] = {"input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV |
               XN_MLA, CUDA_FILL_ACT},
     [B_Q] = {"q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE) | QK_MORE, CUDA_FILL_ACT},
@@ -31,7 +35,7 @@ static const buf_desc global_bufs[B_COUNT] = {
     [B_CTX] = {"attn_context", OB(ATTN_CORE) | OB(ATTN_O), CUDA_FILL_ACT},
     [B_ATTN_OUT] = {"attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
                     CUDA_FILL_ACT},
-    [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
+    [B_XN2] = {"post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1 | MOE_IN,
                CUDA_FILL_ACT},
     [B_GATE] = {"mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), CUDA_FILL_ACT},
     [B_UP] = {"mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), CUDA_FILL_ACT},
@@ -58,6 +62,20 @@ static const buf_desc global_bufs[B_COUNT] = {
     [B_MLA_KVN] = {"mla kv_norm_out", OB(ATTN_KV_NORM) | OB(ATTN_KV_B), CUDA_FILL_ACT},
     [B_MLA_KVB] = {"mla kv_b_out", OB(ATTN_KV_B), CUDA_FILL_ACT},
     [B_MLA_NORM_W] = {"mla q/kv norm weights", OB(ATTN_Q_NORM) | OB(ATTN_KV_NORM), CUDA_FILL_NORM_W},
+    [B_MOE_LOGITS] = {"moe router logits", OB(MOE_ROUTER), CUDA_FILL_ACT},
+    [B_MOE_TOPK_IDX] = {"moe top-k ids", OB(MOE_ROUTER), CUDA_FILL_ZERO_I32},
+    [B_MOE_TOPK_W] = {"moe top-k weights (fp32)", OB(MOE_ROUTER) | OB(MOE_UNPERMUTE), CUDA_FILL_STATS},
+    [B_MOE_ASSIGN] = {"moe assignment", MOE_ROUTE, CUDA_FILL_ZERO_I32},
+    [B_MOE_OFFSETS] = {"moe expert offsets", MOE_ROUTE, CUDA_FILL_ZERO_I64},
+    [B_MOE_POS] = {"moe copy positions", MOE_ROUTE, CUDA_FILL_ZERO_I64},
+    [B_MOE_ROWS] = {"moe permuted rows", OB(MOE_PERMUTE) | OB(MOE_EXPERT_GATE) | OB(MOE_EXPERT_UP), CUDA_FILL_ACT},
+    [B_MOE_GATE] = {"moe expert gate_out", OB(MOE_EXPERT_GATE) | OB(MOE_EXPERT_ACT), CUDA_FILL_ACT},
+    [B_MOE_UP] = {"moe expert up_out", OB(MOE_EXPERT_UP) | OB(MOE_EXPERT_ACT), CUDA_FILL_ACT},
+    [B_MOE_ACT] = {"moe expert act_out", OB(MOE_EXPERT_ACT) | OB(MOE_EXPERT_DOWN), CUDA_FILL_ACT},
+    [B_MOE_OUT] = {"moe expert out", OB(MOE_EXPERT_DOWN) | OB(MOE_UNPERMUTE), CUDA_FILL_ACT},
+    [B_MOE_SH_GATE] = {"moe shared gate_out", OB(MOE_SHARED_GATE) | OB(MOE_SHARED_ACT), CUDA_FILL_ACT},
+    [B_MOE_SH_UP] = {"moe shared up_out", OB(MOE_SHARED_UP) | OB(MOE_SHARED_ACT), CUDA_FILL_ACT},
+    [B_MOE_SH_ACT] = {"moe shared act_out", OB(MOE_SHARED_ACT) | OB(MOE_SHARED_DOWN), CUDA_FILL_ACT},
 };
 
 static const buf_desc layer_bufs[W_COUNT] = {
@@ -89,13 +107,20 @@ static const buf_desc layer_bufs[W_COUNT] = {
     [W_Q_B] = {"q_b_proj", OB(ATTN_Q_B), CUDA_FILL_WEIGHT},
     [W_KV_A] = {"kv_a_proj_with_mqa", OB(ATTN_KV_A), CUDA_FILL_WEIGHT},
     [W_KV_B] = {"kv_b_proj", OB(ATTN_KV_B), CUDA_FILL_WEIGHT},
+    [W_MOE_ROUTER] = {"router", OB(MOE_ROUTER), CUDA_FILL_WEIGHT},
+    [W_MOE_GATE] = {"experts gate_proj", OB(MOE_EXPERT_GATE), CUDA_FILL_WEIGHT},
+    [W_MOE_UP] = {"experts up_proj", OB(MOE_EXPERT_UP), CUDA_FILL_WEIGHT},
+    [W_MOE_DOWN] = {"experts down_proj", OB(MOE_EXPERT_DOWN), CUDA_FILL_WEIGHT},
+    [W_MOE_SH_GATE] = {"shared experts gate_proj", OB(MOE_SHARED_GATE), CUDA_FILL_WEIGHT},
+    [W_MOE_SH_UP] = {"shared experts up_proj", OB(MOE_SHARED_UP), CUDA_FILL_WEIGHT},
+    [W_MOE_SH_DOWN] = {"shared experts down_proj", OB(MOE_SHARED_DOWN), CUDA_FILL_WEIGHT},
 };
 
 /* passes with bwd: the gradient of each activation (dtype), the RMSNorms' rstd (fp32) and one
  * set of weight gradients (fp32) shared by the layers */
 static const buf_desc grad_bufs[G_COUNT] = {
     [G_X] = {"d hidden", OB(EMBED) | OB(INPUT_NORM) | OB(MLP_DOWN) | OB(FINAL_NORM) | OB(ATTN_RESIDUAL) |
-             OB(MLP_RESIDUAL), CUDA_FILL_ACT},
+             OB(MLP_RESIDUAL) | MOE_OUT, CUDA_FILL_ACT},
     [G_XN] = {"d input_norm_out", OB(INPUT_NORM) | OB(ATTN_Q) | OB(ATTN_K) | OB(ATTN_V) | CUDA_FUSED_QKV |
               XN_MLA, CUDA_FILL_ACT},
     [G_Q] = {"d q", OB(ATTN_Q) | OB(ATTN_ROPE) | OB(ATTN_CORE) | QK_MORE, CUDA_FILL_ACT},
@@ -107,7 +132,7 @@ static const buf_desc grad_bufs[G_COUNT] = {
      * residual, as the cpu's) */
     [G_ATTN_OUT] = {"d attn_out", OB(ATTN_O) | OB(POST_ATTN_NORM) | OB(ATTN_RESIDUAL) | OB(MLP_RESIDUAL),
                     CUDA_FILL_ACT},
-    [G_XN2] = {"d post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1,
+    [G_XN2] = {"d post_attn_norm_out", OB(POST_ATTN_NORM) | OB(MLP_GATE) | OB(MLP_UP) | CUDA_FUSED_FC1 | MOE_IN,
                CUDA_FILL_ACT},
     [G_GATE] = {"d mlp_gate_out", OB(MLP_GATE) | OB(MLP_ACT_FN), CUDA_FILL_ACT},
     [G_UP] = {"d mlp_up_out", OB(MLP_UP) | OB(MLP_ACT_FN), CUDA_FILL_ACT},
@@ -152,6 +177,21 @@ static const buf_desc grad_bufs[G_COUNT] = {
     [G_W_Q_B] = {"d q_b_proj", OB(ATTN_Q_B), CUDA_FILL_ZERO32},
     [G_W_KV_A] = {"d kv_a_proj_with_mqa", OB(ATTN_KV_A), CUDA_FILL_ZERO32},
     [G_W_KV_B] = {"d kv_b_proj", OB(ATTN_KV_B), CUDA_FILL_ZERO32},
+    [G_MOE_LOGITS] = {"d moe router logits", OB(MOE_ROUTER), CUDA_FILL_ACT},
+    [G_MOE_TOPK_W] = {"d moe top-k weights (fp32)", OB(MOE_ROUTER) | OB(MOE_UNPERMUTE), CUDA_FILL_STATS},
+    [G_MOE_ROWS] = {"d moe permuted rows", OB(MOE_PERMUTE) | OB(MOE_EXPERT_GATE) | OB(MOE_EXPERT_UP), CUDA_FILL_ACT},
+    [G_MOE_GATE] = {"d moe expert gate_out", OB(MOE_EXPERT_GATE) | OB(MOE_EXPERT_ACT), CUDA_FILL_ACT},
+    [G_MOE_UP] = {"d moe expert up_out", OB(MOE_EXPERT_UP) | OB(MOE_EXPERT_ACT), CUDA_FILL_ACT},
+    [G_MOE_ACT] = {"d moe expert act_out", OB(MOE_EXPERT_ACT) | OB(MOE_EXPERT_DOWN), CUDA_FILL_ACT},
+    [G_MOE_OUT] = {"d moe expert out", OB(MOE_EXPERT_DOWN) | OB(MOE_UNPERMUTE), CUDA_FILL_ACT},
+    [G_MOE_SH_GATE] = {"d moe shared gate_out", OB(MOE_SHARED_GATE) | OB(MOE_SHARED_ACT), CUDA_FILL_ACT},
+    [G_MOE_SH_UP] = {"d moe shared up_out", OB(MOE_SHARED_UP) | OB(MOE_SHARED_ACT), CUDA_FILL_ACT},
+    [G_MOE_SH_ACT] = {"d moe shared act_out", OB(MOE_SHARED_ACT) | OB(MOE_SHARED_DOWN), CUDA_FILL_ACT},
+    [G_MOE_WROUTER] = {"d router", OB(MOE_ROUTER), CUDA_FILL_ZERO32},
+    [G_MOE_WGU] = {"d experts gate_proj, up_proj", OB(MOE_EXPERT_GATE) | OB(MOE_EXPERT_UP), CUDA_FILL_ZERO32},
+    [G_MOE_WD] = {"d experts down_proj", OB(MOE_EXPERT_DOWN), CUDA_FILL_ZERO32},
+    [G_MOE_WSH_GU] = {"d shared gate_proj, up_proj", OB(MOE_SHARED_GATE) | OB(MOE_SHARED_UP), CUDA_FILL_ZERO32},
+    [G_MOE_WSH_D] = {"d shared down_proj", OB(MOE_SHARED_DOWN), CUDA_FILL_ZERO32},
 };
 
 /* ---- which slots a point has ------------------------------------------------------------ */
@@ -178,6 +218,7 @@ static pdbx_opmask global_uses(const cuda_dims *d, const cuda_buf_path *p, int b
     /* MLA's attn_rope rotates k_pe in kv_a's output and gathers k and v out of kv_b's */
     case B_MLA_KVA: case B_MLA_KVB: case B_V: return d->mla.on ? uses | OB(ATTN_ROPE) : uses;
     case B_QK_NORM_W: return d->qk_norm ? uses : 0;
+    case B_MOE_SH_GATE: case B_MOE_SH_UP: case B_MOE_SH_ACT: return d->moe.Is > 0 ? uses : 0;
     default: return uses;
     }
 }
@@ -186,6 +227,8 @@ static pdbx_opmask layer_uses(const cuda_dims *d, int w, const buf_desc *c)
 {
     if (w == W_IN_NORM_B || w == W_POST_NORM_B)
         return d->layernorm ? c->ops : 0;
+    if (w == W_MOE_SH_GATE || w == W_MOE_SH_UP || w == W_MOE_SH_DOWN)
+        return d->moe.Is > 0 ? c->ops : 0;
     return c->fill == CUDA_FILL_BIAS ? c->ops & d->bias_ops : c->ops;   /* a projection's bias */
 }
 
@@ -205,11 +248,47 @@ static pdbx_opmask grad_uses(const cuda_dims *d, const cuda_buf_path *p, int g, 
     case G_LOGITS_CAPPED: return d->final_softcap > 0.0f ? uses : 0;
     case G_MLA_KVA: case G_MLA_KVB: case G_V: return d->mla.on ? uses | OB(ATTN_ROPE) : uses;
     case G_QK_NORM_W: return d->qk_norm ? uses : 0;
+    case G_MOE_SH_GATE: case G_MOE_SH_UP: case G_MOE_SH_ACT: case G_MOE_WSH_GU: case G_MOE_WSH_D:
+        return d->moe.Is > 0 ? uses : 0;
     default: return g >= G_BQ && g <= G_BFC1 ? uses & d->bias_ops : uses;
     }
 }
 
 /* ---- sizes ----------------------------------------------------------------------------- */
+
+/* A MoE layer's slot b, w or g (the others -1) in elements (cuda_moe_walk.h's dims); any other
+ * slot past the dense ones is MLA's. */
+static size_t moe_elems(const cuda_dims *d, int b, int w, int g)
+{
+    const cuda_moe_dims *m = &d->moe;
+    const int64_t h = d->hidden, act = m->Xr * m->Ie, sh = d->tokens * m->Is;
+    switch (b) {
+    case B_MOE_LOGITS: return (size_t)(m->R * m->E);
+    case B_MOE_TOPK_IDX: case B_MOE_TOPK_W: case B_MOE_ASSIGN: case B_MOE_POS: return (size_t)m->X;
+    case B_MOE_OFFSETS: return (size_t)(m->E + 1);
+    case B_MOE_ROWS: case B_MOE_OUT: return (size_t)(m->M * h);
+    case B_MOE_GATE: case B_MOE_UP: case B_MOE_ACT: return (size_t)act;
+    case B_MOE_SH_GATE: case B_MOE_SH_UP: case B_MOE_SH_ACT: return (size_t)sh;
+    default: break;
+    }
+    switch (w) {
+    case W_MOE_ROUTER: return (size_t)(m->E * h);
+    case W_MOE_GATE: case W_MOE_UP: case W_MOE_DOWN: return (size_t)(m->El * m->Ie * h);
+    case W_MOE_SH_GATE: case W_MOE_SH_UP: case W_MOE_SH_DOWN: return (size_t)(m->Is * h);
+    default: break;
+    }
+    switch (g) {
+    case G_MOE_LOGITS: return (size_t)(m->R * m->E);
+    case G_MOE_WROUTER: return (size_t)(m->E * h);
+    case G_MOE_TOPK_W: return (size_t)m->X;
+    case G_MOE_ROWS: case G_MOE_OUT: return (size_t)(m->M * h);
+    case G_MOE_GATE: case G_MOE_UP: case G_MOE_ACT: return (size_t)act;
+    case G_MOE_SH_GATE: case G_MOE_SH_UP: case G_MOE_SH_ACT: return (size_t)sh;
+    case G_MOE_WGU: case G_MOE_WD: return (size_t)(m->El * m->Ie * h);
+    case G_MOE_WSH_GU: case G_MOE_WSH_D: return (size_t)(m->Is * h);
+    default: return cuda_mla_elems(d, b, w, g);   /* MLA's and qk_norm's slots (cuda_mla.c) */
+    }
+}
 
 static size_t global_elems(const cuda_dims *d, int b)
 {
@@ -235,7 +314,7 @@ static size_t global_elems(const cuda_dims *d, int b)
     case B_ROPE: return (size_t)(2 * d->seq * (d->rot / 2));
     case B_LSE: return (size_t)(d->mbs * d->heads * d->seq);
     case B_POS: return (size_t)(d->pos_rows * h);
-    default: return cuda_mla_elems(d, b, -1, -1);
+    default: return moe_elems(d, b, -1, -1);
     }
 }
 
@@ -256,7 +335,7 @@ static size_t layer_elems(const cuda_dims *d, int w)
     case W_BGATE: case W_BUP: return (size_t)d->inter;
     case W_BQKV: return (size_t)(qd + 2 * kvd);
     case W_BFC1: return (size_t)(2 * d->inter);
-    default: return cuda_mla_elems(d, -1, w, -1);
+    default: return moe_elems(d, -1, w, -1);
     }
 }
 
@@ -293,7 +372,7 @@ static size_t grad_elems(const cuda_dims *d, int g)
     case G_BFC1: return (size_t)(2 * I);
     case G_DELTA: return global_elems(d, B_LSE);
     case G_POS: return (size_t)(d->pos_rows * h);
-    default: return cuda_mla_elems(d, -1, -1, g);
+    default: return moe_elems(d, -1, -1, g);
     }
 }
 
@@ -306,7 +385,8 @@ static size_t dtype_size(pdbx_dtype dt)
 static size_t fill_elem_bytes(int fill, pdbx_dtype dt)
 {
     switch (fill) {
-    case CUDA_FILL_IDS: return sizeof(int32_t);
+    case CUDA_FILL_IDS: case CUDA_FILL_ZERO_I32: return sizeof(int32_t);
+    case CUDA_FILL_ZERO_I64: return sizeof(int64_t);
     case CUDA_FILL_ROPE: case CUDA_FILL_STATS: case CUDA_FILL_ZERO32: return sizeof(float);
     default: return dtype_size(dt);
     }

@@ -18,9 +18,12 @@
  *  - a parallel residual: post_attn_norm reads hidden (the layer's input), not attn_out;
  *  - partial rotary: the rope table has rot/2 columns;
  *  - the attention cap on the unfused path: the rows' lse (B_LSE), written by every forward
- *    and read by the backward; the final-logit cap with bwd: G_LOGITS_CAPPED.
+ *    and read by the backward; the final-logit cap with bwd: G_LOGITS_CAPPED;
+ *  - a MoE layer (cuda_moe.h): its buffers where its ops are prepared, the shared experts'
+ *    only with shared experts (Is > 0); its input yn is B_XN2, its output B_X.
  * Everything is in the dtype except the token ids (int32), the rope table, the lse, the row
- * statistics and every weight or bias gradient (fp32). */
+ * statistics, every weight or bias gradient and the MoE routing weights (fp32), and the MoE
+ * expert ids (int32), offsets and positions (int64). */
 #ifndef PDBX_CUDA_BUFS_H
 #define PDBX_CUDA_BUFS_H
 
@@ -38,6 +41,8 @@ enum {
     CUDA_FILL_ROPE,     /* the real cos/sin table of the point's positions */
     CUDA_FILL_STATS,    /* fp32 row mean and rstd, as a forward leaves them (around 1) */
     CUDA_FILL_ZERO32,   /* fp32 zeros: the lse, weight gradients (main_grad at a step's start) */
+    CUDA_FILL_ZERO_I32, /* int32 zeros: a MoE layer's ids, written by cuda_moe_prepare */
+    CUDA_FILL_ZERO_I64, /* int64 zeros: a MoE layer's offsets and positions, likewise */
 };
 
 /* What besides the dims decides a point's buffers. */

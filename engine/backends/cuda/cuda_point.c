@@ -23,6 +23,7 @@
 #include "engine/backends/cuda/cuda_gemm.h"
 #include "engine/backends/cuda/cuda_kernels.h"
 #include "engine/backends/cuda/cuda_mla.h"
+#include "engine/backends/cuda/cuda_moe.h"
 
 /* ---- point buffers -----------------------------------------------------------------------
  * Which buffers a point has and their sizes are cuda_bufs.c's; the planner lists the same
@@ -46,6 +47,7 @@ static void point_free(struct cuda_point *pt)
         free(pt->w);
     }
     free(pt->wnext);
+    cuda_moe_free(pt->moe);
     free(pt);   /* gemm plans belong to the gemm cache */
 }
 
@@ -75,6 +77,7 @@ int cuda_fill_buf(pdbx_compute *c, const cuda_dims *d, void *p, const cuda_buf *
         CU_TRY(call, ck_fill_uniform(p, b->elems, PDBX_DTYPE_FP32, seed, 0.9f, 1.1f, c->stream));
         break;
     case CUDA_FILL_ZERO32:   /* the lse (a forward writes it), weight gradients */
+    case CUDA_FILL_ZERO_I32: case CUDA_FILL_ZERO_I64:   /* MoE ids and index: cuda_moe_prepare's */
         CU_TRY(call, cudaMemsetAsync(p, 0, b->bytes, c->stream));
         break;
     default:   /* activations and their gradients */
@@ -194,7 +197,7 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
         d->ops = (d->ops & ~(qkv | fc1)) | (d->ops & qkv ? CUDA_FUSED_QKV : 0) | (d->ops & fc1 ? CUDA_FUSED_FC1 : 0);
         d->bias_ops = (d->bias_ops & ~(qkv | fc1)) | qkv_b | fc1_b;
     }
-    if (model_kinds(p, d, err, errlen) != 0)
+    if (model_kinds(p, d, err, errlen) != 0 || cuda_moe_dims_of(p, &d->moe, err, errlen) != 0)
         return -1;
 
     const int64_t T = d->tokens;
@@ -391,6 +394,11 @@ int cuda_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t 
         goto fail;
     if (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) {   /* cuda_backward.c */
         rc = cuda_bwd_prepare(c, pt, err, errlen);
+        if (rc)
+            goto fail;
+    }
+    if (pt->d.ops & PDBX_OPS_MOE) {   /* cuda_moe.c: the assignment, its index, the plans */
+        rc = cuda_moe_prepare(c, pt, err, errlen);
         if (rc)
             goto fail;
     }
