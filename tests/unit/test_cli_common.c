@@ -188,7 +188,7 @@ static void test_columns_and_rows(void **state)
     pdbx_run run;
     one_point_run(&run, &p);
     pdbx_rt_config c;
-    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, 1, &c), 0);
     assert_int_equal(c.npoints, 1);
     pdbx_cli_row r;
     n = pdbx_rt_columns(PDBX_ATTR_PURE, cols);
@@ -200,7 +200,7 @@ static void test_columns_and_rows(void **state)
     p.layer.valid = p.total.valid = 1;
     p.layer.stats = (pdbx_stats){ .count = 8, .min = 9, .max = 13, .mean = 11.5, .median = 11, .std = 0.7 };
     p.total.stats = (pdbx_stats){ .count = 2, .min = 14, .max = 16, .mean = 15, .median = 15, .std = 1 };
-    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, 1, &c), 0);
     pdbx_cli_row_fill(&c.points[0], cols, n, PDBX_STAT_STD, &r);
     assert_true(r.layer_valid && r.total_valid);
     assert_true(fabs(r.layer - 0.7) < 1e-12 && fabs(r.total - 1.0) < 1e-12);
@@ -224,7 +224,7 @@ static void test_columns_and_rows(void **state)
     /* An unmeasured point has no valid cell, no totals. */
     static pdbx_point empty;
     one_point_run(&run, &empty);
-    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, 1, &c), 0);
     pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_MEAN, &rf);
     for (size_t k = 0; k < nf; k++)
         assert_false(rf.valid[k]);
@@ -277,12 +277,12 @@ static void test_pass_selector(void **state)
     pdbx_run run;
     one_point_run(&run, &p);
     pdbx_rt_config cf;
-    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_BOTH, &cf), 0);
+    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, 1, PDBX_PASS_SEL_BOTH, &cf), 0);
     assert_true(cf.pass == PDBX_PASS_SEL_BOTH && cf.points[0].op[PDBX_OP_LM_HEAD].valid);
     assert_true(fabs(cf.points[0].op[PDBX_OP_LM_HEAD].stats.mean - 3.0) < 1e-12);
     assert_false(cf.points[0].op[PDBX_OP_ATTN_V].valid || cf.points[0].layer.valid);
     pdbx_rt_config_free(&cf);
-    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_FWD, &cf), 0);
+    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, 1, PDBX_PASS_SEL_FWD, &cf), 0);
     const pdbx_rt_cell *v = &cf.points[0].op[PDBX_OP_ATTN_V];
     char src[96];
     assert_string_equal(pdbx_rt_cell_source(v, src, sizeof src), "shared with attn_k");
@@ -292,7 +292,7 @@ static void test_pass_selector(void **state)
     assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_EMBED]));    /* not measured */
     assert_true(cf.points[0].layer.valid);
     pdbx_rt_config_free(&cf);
-    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_BWD, &cf), 0);
+    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, 1, PDBX_PASS_SEL_BWD, &cf), 0);
     assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src),
                         "measured at point 3");
     pdbx_rt_config_free(&cf);

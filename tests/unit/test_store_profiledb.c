@@ -225,17 +225,17 @@ static void test_fold_full_run(void **state)
     assert_int_equal(pdbx_run_points_done(&run), 3);
 
     /* configs in plan order, points of a config in MBS order */
-    int cfg[8][3];
+    int cfg[8][PDBX_CFG_DIMS];
     assert_int_equal(pdbx_run_configs(&run, cfg, 8), 2);
     assert_int_equal(cfg[0][0], 1);
     assert_int_equal(cfg[0][1], 2);
     assert_int_equal(cfg[1][0], 2);
     assert_int_equal(pdbx_run_configs(&run, cfg, 1), 1);
     const pdbx_point *pts[8];
-    assert_int_equal(pdbx_run_config_points(&run, 1, 2, 1, pts, 8), 2);
+    assert_int_equal(pdbx_run_config_points(&run, 1, 2, 1, 1, pts, 8), 2);
     assert_int_equal(pts[0]->mbs, 1);
     assert_int_equal(pts[1]->mbs, 2);
-    assert_int_equal(pdbx_run_config_points(&run, 4, 1, 1, pts, 8), 0);
+    assert_int_equal(pdbx_run_config_points(&run, 4, 1, 1, 1, pts, 8), 0);
 
     pdbx_run_free(&run);
     /* re-init after free works */

@@ -221,8 +221,8 @@ int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_o
 void pdbx_cli_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes one CSV field (RFC 4180 quoting when needed), terminal-safe (pdbx_text_safe). */
 void pdbx_csv_field(FILE *out, const char *s);
-/* The distinct (tp, pp, dp) configs of a run, optionally only those with tp == only_tp
- * (only_tp <= 0: all). Returns the count written. */
-size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], size_t cap);
+/* The distinct (tp, pp, dp, ep) configs of a run (pdbx_run_configs), optionally only those
+ * with tp == only_tp (only_tp <= 0: all). Returns the count written. */
+size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[PDBX_CFG_DIMS], size_t cap);
 
 #endif

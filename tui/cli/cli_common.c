@@ -418,9 +418,9 @@ void pdbx_csv_field(FILE *out, const char *s)
     free(safe);
 }
 
-size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], size_t cap)
+size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[PDBX_CFG_DIMS], size_t cap)
 {
-    int all[256][3];
+    int all[256][PDBX_CFG_DIMS];
     size_t n = pdbx_run_configs(run, all, sizeof all / sizeof all[0]);
     size_t k = 0;
     for (size_t i = 0; i < n && k < cap; i++) {

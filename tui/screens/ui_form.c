@@ -83,11 +83,16 @@ static void values_from_spec(form_state *f, const pdbx_spec *s)
     setv(f, "gpus_per_node", "%d", s->gpus_per_node);
     setv(f, "nodes", "%d", s->nodes);
     setv(f, "launcher", "%s", pdbx_launcher_name(s->launcher));
+    /* TPxPPxDP, or TPxPPxDPxEP where EP > 1: the text the field takes back, so a preset's EP
+       configs survive the form */
     char cfg[256] = "";
     size_t n = 0;
-    for (int i = 0; i < s->nconfigs && n + 16 < sizeof(cfg); i++)
-        n += (size_t)snprintf(cfg + n, sizeof(cfg) - n, "%s%dx%dx%d", i ? "," : "", s->configs[i].tp,
-                              s->configs[i].pp, s->configs[i].dp);
+    for (int i = 0; i < s->nconfigs && n + 24 < sizeof(cfg); i++) {
+        const pdbx_parallel *c = &s->configs[i];
+        char one[24];
+        pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, c->tp, c->pp, c->dp, pdbx_par_ep(c), one, sizeof one);
+        n += (size_t)snprintf(cfg + n, sizeof(cfg) - n, "%s%s", i ? "," : "", one);
+    }
     setv(f, "configs", "%s", cfg);
     setv(f, "gpus", "%s", "");
     setv(f, "mbs", "%d:%d", s->mbs_min, s->mbs_max);
@@ -127,7 +132,7 @@ static void mark_field(form_state *f, char *msg)
 {
     static const struct { const char *word, *field; } alias[] = {
         { "mbs_min", "mbs" }, { "mbs_max", "mbs" }, { "tp", "configs" }, { "pp", "configs" },
-        { "dp", "configs" }, { "layers_profiled", "layers" }, { "simulate-nodes", "launcher" },
+        { "dp", "configs" }, { "ep", "configs" }, { "layers_profiled", "layers" }, { "simulate-nodes", "launcher" },
     };
     char word[32];
     size_t n = strcspn(msg, ": ");

@@ -101,9 +101,10 @@ static void draw_preview(form_state *f, ui_rect b, int left_w)
             ui_put_wrapped(y + 1, px, pw, b.h - 1, UI_C_BAD, "%s", f->spec_error);
         return;
     }
-    int ranks_max = 0, poom = 0, toom = 0;
+    int ranks_max = 0, poom = 0, toom = 0, cw = 6;   /* config column: 8 wide only with EP */
     for (size_t i = 0; i < f->npoints; i++) {
         if (f->points[i].ranks > ranks_max) ranks_max = f->points[i].ranks;
+        if (f->points[i].ep > 1) cw = 8;
         poom += f->points[i].profile_oom;
         toom += f->points[i].train_oom;
     }
@@ -120,18 +121,18 @@ static void draw_preview(form_state *f, ui_rect b, int left_w)
         ui_put(y++, px, pw, UI_C_INFO, 1, "valid for that GPU count (F6 uses them):");
         ui_put(y++, px, pw, UI_C_INFO, 1, "%s", f->combos);
     }
-    ui_put(y++, px, pw, UI_C_HEADER, 1, "%3s %-6s%5s %6s %6s", "#", "config", "MBS", "prof.", "train");
+    ui_put(y++, px, pw, UI_C_HEADER, 1, "%3s %-*s%5s %6s %6s", "#", cw, "config", "MBS", "prof.", "train");
     int rows = b.y + b.h - y;
     if (f->preview_top > (int)f->npoints - rows) f->preview_top = (int)f->npoints - rows;
     if (f->preview_top < 0) f->preview_top = 0;
     for (int i = 0; i < rows && (size_t)(f->preview_top + i) < f->npoints; i++) {
         const pdbx_plan_point *p = &f->points[f->preview_top + i];
         char cfg[32], prof[32], train[32];
-        snprintf(cfg, sizeof(cfg), "%dx%dx%d", p->tp, p->pp, p->dp);
+        pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, p->tp, p->pp, p->dp, p->ep, cfg, sizeof cfg);
         mem_short(p->profile_bytes, p->profile_oom, prof, sizeof prof);
         mem_short(p->mem.total, p->train_oom, train, sizeof train);
-        ui_put(y++, px, pw, p->profile_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-6s%5d %6s %6s",
-               p->index, cfg, p->mbs, prof, train);
+        ui_put(y++, px, pw, p->profile_oom ? UI_C_WARNING : UI_C_NORMAL, 1, "%3d %-*s%5d %6s %6s",
+               p->index, cw, cfg, p->mbs, prof, train);
     }
 }
 
