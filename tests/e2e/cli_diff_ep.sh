@@ -4,7 +4,8 @@
 # adds ep_dispatch and ep_combine): a config is (TP, PP, DP, EP), so EP 2 is compared with EP 2
 # only, under its own heading "TP 1  PP 1  DP 2  EP 2", with "ep" in its JSON cells and an ep
 # column in the CSV; a run without that EP config has no cell in common with it (never A's EP 2
-# against B's EP 1). The dense heading, JSON and CSV read as before (cli_diff_noise.sh).
+# against B's EP 1). The dense heading, JSON and CSV read as before (cli_diff_noise.sh). pdbx
+# show's CSV gains the same ep column only with EP.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 STORE="$TMP/store"
 mkdir -p "$STORE/runs"
@@ -61,6 +62,12 @@ back = list(csv.DictReader(open(f"{tmp}/dense.csv")))
 assert list(back[0])[:4] == ["tp", "pp", "dp", "mbs"], list(back[0])   # no ep column without EP
 print("diff: EP 2 compared with EP 2 only (%d cells), dense configs as before" % len(ep2))
 PYEOF
+# pdbx show's CSV: an ep column with EP (two configs would otherwise share tp,pp,dp,mbs), none without
+"$PDBX" show --store "$STORE" 2026-11-23__10 --format csv > "$TMP/show.csv" || fail "show --format csv"
+"$PDBX" show --store "$STORE" 2026-11-23__12 --format csv > "$TMP/show1.csv" || fail "show --format csv, EP 1"
+head -1 "$TMP/show.csv" | grep -q '^tp,pp,dp,ep,mbs,status,' || fail "show csv header: $(head -1 "$TMP/show.csv")"
+head -1 "$TMP/show1.csv" | grep -q '^tp,pp,dp,mbs,status,' || fail "show csv header without EP: $(head -1 "$TMP/show1.csv")"
+[ "$(grep -c '^1,1,2,2,[0-9]*,ok,' "$TMP/show.csv")" = 4 ] || fail "show csv: EP 2 rows"
 diff_runs 2026-11-23__10 2026-11-23__12 > "$TMP/dense.txt" || fail "diff table, EP run vs EP 1 run"
 ! grep -q "EP 2" "$TMP/dense.txt" || fail "an EP 2 heading without EP 2 in B"
 echo "PASS: diff compares EP configs as their own configs"

@@ -296,10 +296,9 @@ static void draw_op(int y, int op, const cmp_row *r, const cmp_layout *L)
     put_ratio(y, L->gx, 10, r->geomean, r->overall);
 }
 
-static void compare_draw(ui_app *app, void *st, ui_rect b)
+/* The tabs (one per pair of configs, labelled with EP where > 1) and the A and B lines. */
+static void draw_heading(const cmp_state *c, const pdbx_run *ra, const pdbx_run *rb, ui_rect b)
 {
-    cmp_state *c = st;
-    const pdbx_run *ra = &c->a, *rb = c->same_run ? &c->a : &c->b;
     const char *names[PDBX_MAX_CONFIGS];
     char nb[PDBX_MAX_CONFIGS][52];
     char la_s[PDBX_MAX_CONFIGS][24], lb_s[PDBX_MAX_CONFIGS][24];   /* each pair's A and B labels */
@@ -314,7 +313,6 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
         names[i] = nb[i];
     }
     ui_draw_tabs(b.y, 1, b.w - 2, names, c->npairs, c->tab);
-    const int *p = c->pairs[c->tab];
     pdbx_run_noise_summary la, lb;
     pdbx_run_noise_of(ra, &la);
     pdbx_run_noise_of(rb, &lb);
@@ -322,29 +320,16 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
            la.busy ? "  (under load)" : "");
     ui_put(b.y + 2, 1, b.w - 2, UI_C_NORMAL, 1, "B: %s %s %s%s", rb->id, rb->model.name, lb_s[c->tab],
            lb.busy ? "  (under load)" : "");
-    /* two matrices of ~40 KB each: on the heap, not the stack */
-    ui_matrix *mm = malloc(2 * sizeof(ui_matrix));
-    if (!mm) {
-        ui_put(b.y + 4, 1, b.w - 2, UI_C_ERROR, 0, "out of memory drawing the comparison");
-        return;
-    }
-    ui_matrix *ma = &mm[0], *mb = &mm[1];
-    ui_matrix_build_pass(ra, p, c->stat, c->pass, ma);
-    ui_matrix_build_pass(rb, p + PDBX_CFG_DIMS, c->stat, c->pass, mb);
-    ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
-    if (c->view == VIEW_COST) {
-        const ui_matrix *ms[2] = { ma, mb };
-        const char *nm[2] = { "A", "B" };
-        ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op),
-                           &c->legend_page);
-        free(mm);
-        return;
-    }
+}
+
+/* The line over the table: what it shows, the statistic and pass, the marks, and which run was
+ * measured under load (a run measured under load makes its verdicts less sure). */
+static void draw_caption(const cmp_state *c, const pdbx_run *ra, const pdbx_run *rb, ui_rect b)
+{
     char stat[48];
     snprintf(stat, sizeof(stat), "%s%s%s", pdbx_stat_name(c->stat), c->pass == PDBX_PASS_SEL_FWD ? "" : ", pass ",
              c->pass == PDBX_PASS_SEL_FWD ? "" : pdbx_pass_sel_name(c->pass));
     const char *what = c->view == VIEW_DETAIL ? "A and B (ms), B/A" : "B/A";
-    /* a run measured under load makes its verdicts less sure: say which, beside them */
     pdbx_run_noise_summary na, nbs;
     pdbx_run_noise_of(ra, &na);
     pdbx_run_noise_of(rb, &nbs);
@@ -363,6 +348,11 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
     else
         ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v faster ^ slower ~ within noise ? no std",
                what, stat);
+}
+
+/* The op rows (scrolled) and the total of the detail or ratio view, from body.y down. */
+static void draw_table(cmp_state *c, ui_rect b, ui_rect body, const ui_matrix *ma, const ui_matrix *mb)
+{
     cmp_layout L;
     layout_for(c->view, b.w, ma->n, &L);
     int y = draw_header(body.y, &L, ma);
@@ -391,6 +381,33 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
             ui_put(y + 1, 1, L.opw, UI_C_DIM, 0, "(Up/Down: more)");
         else
             ui_put(y, L.gx + 12, b.w - (L.gx + 13), UI_C_DIM, 0, "Up/Down: more ops");
+    }
+}
+
+static void compare_draw(ui_app *app, void *st, ui_rect b)
+{
+    cmp_state *c = st;
+    const pdbx_run *ra = &c->a, *rb = c->same_run ? &c->a : &c->b;
+    draw_heading(c, ra, rb, b);
+    const int *p = c->pairs[c->tab];
+    /* two matrices of ~40 KB each: on the heap, not the stack */
+    ui_matrix *mm = malloc(2 * sizeof(ui_matrix));
+    if (!mm) {
+        ui_put(b.y + 4, 1, b.w - 2, UI_C_ERROR, 0, "out of memory drawing the comparison");
+        return;
+    }
+    ui_matrix *ma = &mm[0], *mb = &mm[1];
+    ui_matrix_build_pass(ra, p, c->stat, c->pass, ma);
+    ui_matrix_build_pass(rb, p + PDBX_CFG_DIMS, c->stat, c->pass, mb);
+    ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
+    if (c->view == VIEW_COST) {
+        const ui_matrix *ms[2] = { ma, mb };
+        const char *nm[2] = { "A", "B" };
+        ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op),
+                           &c->legend_page);
+    } else {
+        draw_caption(c, ra, rb, b);
+        draw_table(c, b, body, ma, mb);
     }
     free(mm);
 }
