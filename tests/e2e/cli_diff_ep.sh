@@ -8,12 +8,7 @@
 # show's CSV gains the same ep column only with EP.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 STORE="$TMP/store"
-mkdir -p "$STORE/runs"
-mk() {
-    local id=$1; shift
-    "$PY" "$FIX/tui_fixture.py" "$id" "$@" > "$TMP/$id.jsonl" || fail "fixture $id"
-    write_run "$TMP/$id.jsonl" "$STORE/runs/$id.pdbx"
-}
+mk() { fixture_run "$STORE" "$@"; }
 mk 2026-11-23__10-00-00_epaa0001 --moe --ep 2
 mk 2026-11-23__11-00-00_epbb0002 --moe --ep 2 --scale 1.1 --t0 1795172400
 mk 2026-11-23__12-00-00_moe00003 --moe --t0 1795176000

@@ -77,6 +77,7 @@ static int print_config(const pdbx_spec *spec, int c, const pdbx_plan_point *pts
 {
     const pdbx_parallel *par = &spec->configs[c];
     enum { NCOL = 10 };
+    int rc = -1;
     pdbx_table *t = pdbx_table_new(NCOL);
     if (!t)
         return -1;
@@ -107,11 +108,10 @@ static int print_config(const pdbx_spec *spec, int c, const pdbx_plan_point *pts
             pdbx_fmt_config(PDBX_CFG_LABEL_HEADER, par->tp, par->pp, par->dp, pdbx_par_ep(par), head, sizeof head),
             par->tp * par->pp * par->dp);
     pdbx_table_print(t, out, "  ");
-    pdbx_table_free(t);
-    return 0;
+    rc = 0;
 fail:
     pdbx_table_free(t);
-    return -1;
+    return rc;
 }
 
 static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
