@@ -166,6 +166,12 @@ typedef struct {
     pdbx_comm_cell ep_alltoall;   /* EP > 1: the MoE layers' all-to-all (events.h) */
 } pdbx_point;
 
+/* A point's EP degree: ep 0 (a point a caller built before EP existed) is EP 1. */
+static inline int pdbx_point_ep(const pdbx_point *p)
+{
+    return p->ep > 1 ? p->ep : 1;
+}
+
 /* One entry of the collectives sweep. */
 typedef struct {
     char coll[16];           /* all_reduce, all_gather, reduce_scatter, send_recv, all_to_all */
@@ -312,13 +318,17 @@ void pdbx_run_warn(pdbx_run *run, const char *fmt, ...) __attribute__((format(pr
  * (every folded run), a scan for a run whose points[] a caller filled itself. */
 const pdbx_point *pdbx_run_point(const pdbx_run *run, int index);
 
-/* Points of one parallel config (tp, pp, dp) at EP 1 in MBS order; returns the count written
- * (a run's EP > 1 configs are pdbx_runtable's, which groups by (tp, pp, dp, ep)). */
-size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
+/* A parallel config as the views key it: PDBX_CFG_DIMS ints tp, pp, dp, ep in that order. ep is
+ * 1 for a dense config (a point recorded before EP existed reads as 1): EP 2 of the same
+ * (tp, pp, dp) is another config, with its own table, tab and diff rows. */
+enum { PDBX_CFG_TP = 0, PDBX_CFG_PP, PDBX_CFG_DP, PDBX_CFG_EP, PDBX_CFG_DIMS };
+/* Points of one parallel config (tp, pp, dp, ep; ep <= 1 means EP 1) in MBS order; returns the
+ * count written. */
+size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp, int ep,
                               const pdbx_point **out, size_t cap);
-/* Distinct (tp, pp, dp) configs in plan order; returns the count written (3 ints each), 0 when
- * out of memory. */
-size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap);
+/* Distinct (tp, pp, dp, ep) configs in plan order; returns the count written (PDBX_CFG_DIMS
+ * ints each), 0 when out of memory. */
+size_t pdbx_run_configs(const pdbx_run *run, int (*out)[PDBX_CFG_DIMS], size_t cap);
 /* Sorts pointers into one run's points[] by (tp, pp, dp, ep, mbs), ties in plan order: the
  * O(n log n) grouping every per-config view is built on. */
 void pdbx_run_sort_by_config(const pdbx_point **pts, size_t n);

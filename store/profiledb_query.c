@@ -16,7 +16,8 @@
 static int by_config_mbs(const void *pa, const void *pb)
 {
     const pdbx_point *a = *(const pdbx_point *const *)pa, *b = *(const pdbx_point *const *)pb;
-    const int ka[5] = { a->tp, a->pp, a->dp, a->ep, a->mbs }, kb[5] = { b->tp, b->pp, b->dp, b->ep, b->mbs };
+    const int ka[5] = { a->tp, a->pp, a->dp, pdbx_point_ep(a), a->mbs };
+    const int kb[5] = { b->tp, b->pp, b->dp, pdbx_point_ep(b), b->mbs };
     for (int i = 0; i < 5; i++)
         if (ka[i] != kb[i])
             return ka[i] < kb[i] ? -1 : 1;
@@ -34,20 +35,21 @@ void pdbx_run_sort_by_config(const pdbx_point **pts, size_t n)
     qsort(pts, n, sizeof *pts, by_config_mbs);
 }
 
-size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp,
+size_t pdbx_run_config_points(const pdbx_run *run, int tp, int pp, int dp, int ep,
                               const pdbx_point **out, size_t cap)
 {
     size_t n = 0;
+    ep = ep > 1 ? ep : 1;
     for (size_t i = 0; i < run->npoints && n < cap; i++) {
         const pdbx_point *p = &run->points[i];
-        if (p->tp == tp && p->pp == pp && p->dp == dp && p->ep <= 1)
+        if (p->tp == tp && p->pp == pp && p->dp == dp && pdbx_point_ep(p) == ep)
             out[n++] = p;
     }
     qsort(out, n, sizeof *out, by_config_mbs);
     return n;
 }
 
-size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap)
+size_t pdbx_run_configs(const pdbx_run *run, int (*out)[PDBX_CFG_DIMS], size_t cap)
 {
     if (run->npoints == 0 || cap == 0)
         return 0;
@@ -61,7 +63,7 @@ size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap)
     size_t nfirst = 0;
     for (size_t i = 0; i < run->npoints; i++) {
         const pdbx_point *p = all[i], *f = nfirst ? all[nfirst - 1] : NULL;
-        if (f && f->tp == p->tp && f->pp == p->pp && f->dp == p->dp) {   /* EP 2 joins EP 1's */
+        if (f && f->tp == p->tp && f->pp == p->pp && f->dp == p->dp && pdbx_point_ep(f) == pdbx_point_ep(p)) {
             if (p < f)
                 all[nfirst - 1] = p;
             continue;
@@ -74,6 +76,7 @@ size_t pdbx_run_configs(const pdbx_run *run, int (*out)[3], size_t cap)
         out[i][0] = all[i]->tp;
         out[i][1] = all[i]->pp;
         out[i][2] = all[i]->dp;
+        out[i][3] = pdbx_point_ep(all[i]);
     }
     free(all);
     return n;

@@ -50,12 +50,12 @@ static void point_of(const pdbx_point *p, pdbx_pass_sel sel, pdbx_rt_point *out)
     out->comm[PDBX_RT_COMM_DP] = &p->dp_allreduce;
 }
 
-int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_rt_config *out)
+int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, int ep, pdbx_rt_config *out)
 {
-    return pdbx_rt_config_build_pass(run, tp, pp, dp, PDBX_PASS_SEL_FWD, out);
+    return pdbx_rt_config_build_pass(run, tp, pp, dp, ep, PDBX_PASS_SEL_FWD, out);
 }
 
-int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_pass_sel sel,
+int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, int ep, pdbx_pass_sel sel,
                               pdbx_rt_config *out)
 {
     memset(out, 0, sizeof *out);
@@ -63,10 +63,12 @@ int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_
     out->tp = tp;
     out->pp = pp;
     out->dp = dp;
-    out->ep = 1;                   /* pdbx_run_config_points: the EP 1 config */
+    out->ep = ep > 1 ? ep : 1;
     size_t cap = 0;                /* exactly the config's points: no npoints-sized row per config */
-    for (size_t i = 0; i < run->npoints; i++)
-        cap += run->points[i].tp == tp && run->points[i].pp == pp && run->points[i].dp == dp;
+    for (size_t i = 0; i < run->npoints; i++) {
+        const pdbx_point *p = &run->points[i];
+        cap += p->tp == tp && p->pp == pp && p->dp == dp && pdbx_point_ep(p) == out->ep;
+    }
     cap = cap ? cap : 1;
     const pdbx_point **pts = malloc(cap * sizeof *pts);
     out->points = calloc(cap, sizeof *out->points);
@@ -75,7 +77,7 @@ int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_
         pdbx_rt_config_free(out);
         return -1;
     }
-    out->npoints = pdbx_run_config_points(run, tp, pp, dp, pts, cap);
+    out->npoints = pdbx_run_config_points(run, tp, pp, dp, out->ep, pts, cap);
     for (size_t i = 0; i < out->npoints; i++) {
         point_of(pts[i], sel, &out->points[i]);
         for (int op = 0; op < PDBX_OP_COUNT; op++)
@@ -94,7 +96,7 @@ void pdbx_rt_config_free(pdbx_rt_config *c)
 
 static int same_config(const pdbx_point *a, const pdbx_point *b)
 {
-    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->ep == b->ep;
+    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && pdbx_point_ep(a) == pdbx_point_ep(b);
 }
 
 typedef struct {
@@ -156,7 +158,7 @@ int pdbx_runtable_build_pass(const pdbx_run *run, int only_tp, pdbx_pass_sel sel
         c->tp = all[s]->tp;
         c->pp = all[s]->pp;
         c->dp = all[s]->dp;
-        c->ep = all[s]->ep > 1 ? all[s]->ep : 1;
+        c->ep = pdbx_point_ep(all[s]);
         c->pass = sel;
         if (!(c->points = calloc(e - s, sizeof *c->points)))
             goto fail;

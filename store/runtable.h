@@ -1,4 +1,4 @@
-/* runtable.h: THE run table, run -> configs (tp, pp, dp) -> points in MBS order -> cells. Every
+/* runtable.h: THE run table, run -> configs (tp, pp, dp, ep) -> points in MBS order -> cells. Every
  * view of a run's numbers reads it: `pdbx show` (table, JSON, CSV), `pdbx diff`, the exports
  * (NPZ, CSV, trace), and the explorer's run view, compare and export dialog. It is built here
  * and nowhere else, so they agree cell for cell.
@@ -73,16 +73,16 @@ typedef struct {
     pdbx_rt_config *configs;   /* plan order (owned) */
 } pdbx_runtable;
 
-/* One config's points. 0, or -1 out of memory (*out is then empty). A config the run does not
- * have gives 0 points. */
-int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_rt_config *out);
+/* One config's points (ep <= 1: EP 1). 0, or -1 out of memory (*out is then empty). A config
+ * the run does not have gives 0 points. */
+int pdbx_rt_config_build(const pdbx_run *run, int tp, int pp, int dp, int ep, pdbx_rt_config *out);
 void pdbx_rt_config_free(pdbx_rt_config *c);
 /* Every config of the run (only those with tp == only_tp when only_tp > 0). 0 or -1 (OOM). */
 int pdbx_runtable_build(const pdbx_run *run, int only_tp, pdbx_runtable *t);
 void pdbx_runtable_free(pdbx_runtable *t);
 /* The same with the op cells of pass sel (the two above are PDBX_PASS_SEL_FWD). They do not
  * refuse a pass the run lacks (its cells are then N/A): views call pdbx_pass_sel_check. */
-int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_pass_sel sel,
+int pdbx_rt_config_build_pass(const pdbx_run *run, int tp, int pp, int dp, int ep, pdbx_pass_sel sel,
                               pdbx_rt_config *out);
 int pdbx_runtable_build_pass(const pdbx_run *run, int only_tp, pdbx_pass_sel sel, pdbx_runtable *t);
 

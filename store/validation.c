@@ -12,6 +12,7 @@
 
 #include "store/layout.h"
 #include "store/util/err.h"
+#include "store/util/fmt.h"
 #include "store/util/fs.h"
 #include "store/util/text.h"
 
@@ -28,10 +29,7 @@ cJSON *pdbx_validation_to_json(const pdbx_validation *v)
     if (!o)
         return NULL;
     char config[64];
-    if (v->ep > 1)
-        snprintf(config, sizeof config, "%dx%dx%dx%d", v->tp, v->pp, v->dp, v->ep);
-    else
-        snprintf(config, sizeof config, "%dx%dx%d", v->tp, v->pp, v->dp);
+    pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, v->tp, v->pp, v->dp, v->ep, config, sizeof config);
     int ok = cJSON_AddNumberToObject(o, "time", v->time) &&
              cJSON_AddStringToObject(o, "config", config) &&
              cJSON_AddNumberToObject(o, "tp", v->tp) && cJSON_AddNumberToObject(o, "pp", v->pp) &&

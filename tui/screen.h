@@ -47,9 +47,9 @@ typedef struct {
 } ui_monitor_arg;
 
 typedef struct {
-    const char *id_a, *id_b; /* two runs of the store, configs matched by TP/PP/DP; or */
+    const char *id_a, *id_b; /* two runs of the store, configs matched by TP/PP/DP/EP; or */
     const pdbx_run *run;     /* one run (loaded again, a private copy) and two of its configs */
-    const int *cfg_a, *cfg_b;
+    const int *cfg_a, *cfg_b;   /* PDBX_CFG_DIMS ints each: tp, pp, dp, ep (pdbx_run_configs) */
 } ui_compare_arg;
 
 typedef struct {

@@ -32,18 +32,19 @@ static void matrix_point(const pdbx_rt_point *p, int i, pdbx_stat_kind stat, ui_
     m->dp_present |= dp_c->valid;
 }
 
-void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m)
+void ui_matrix_build(const pdbx_run *run, const int cfg[PDBX_CFG_DIMS], pdbx_stat_kind stat, ui_matrix *m)
 {
-    ui_matrix_build_pass(run, tp, pp, dp, stat, PDBX_PASS_SEL_FWD, m);
+    ui_matrix_build_pass(run, cfg, stat, PDBX_PASS_SEL_FWD, m);
 }
 
-void ui_matrix_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+void ui_matrix_build_pass(const pdbx_run *run, const int cfg[PDBX_CFG_DIMS], pdbx_stat_kind stat,
                           pdbx_pass_sel pass, ui_matrix *m)
 {
     memset(m, 0, sizeof(*m));
     m->pass = pass;
     pdbx_rt_config c;
-    if (pdbx_rt_config_build_pass(run, tp, pp, dp, pass, &c) != 0)
+    if (pdbx_rt_config_build_pass(run, cfg[PDBX_CFG_TP], cfg[PDBX_CFG_PP], cfg[PDBX_CFG_DP], cfg[PDBX_CFG_EP],
+                                  pass, &c) != 0)
         return;                  /* out of memory: an empty matrix, the views say no points */
     m->n = c.npoints < UI_MAX_MBS ? (int)c.npoints : UI_MAX_MBS;
     for (int i = 0; i < m->n; i++)

@@ -42,9 +42,10 @@ typedef struct {
     int have_ratio;                          /* some op has a bwd/fwd ratio */
 } ui_matrix;
 
-void ui_matrix_build(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat, ui_matrix *m);
+/* The matrix of config cfg (tp, pp, dp, ep: PDBX_CFG_DIMS ints, pdbx_run_configs' rows). */
+void ui_matrix_build(const pdbx_run *run, const int cfg[PDBX_CFG_DIMS], pdbx_stat_kind stat, ui_matrix *m);
 /* The same for the cells of pass (ui_matrix_build is PDBX_PASS_SEL_FWD). */
-void ui_matrix_build_pass(const pdbx_run *run, int tp, int pp, int dp, pdbx_stat_kind stat,
+void ui_matrix_build_pass(const pdbx_run *run, const int cfg[PDBX_CFG_DIMS], pdbx_stat_kind stat,
                           pdbx_pass_sel pass, ui_matrix *m);
 /* Index of mbs in m, or -1. */
 int ui_matrix_find(const ui_matrix *m, int mbs);

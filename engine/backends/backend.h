@@ -91,7 +91,7 @@ typedef struct {
      * (pdbx_fused_shape_for, profile memory's PDBX_BUF_*_FUSED). */
     int fused_projections;
     /* the spec's moe_routing (1: balanced): the backend runs a MoE layer's permute, experts and
-     * unpermute on plan_moe.h's assignment at this imbalance (docs/engine.md) */
+     * unpermute on plan_moe.h's assignment at this imbalance (docs/engine-layers.md) */
     double moe_imbalance;
     /* the config's expert-parallel degree (1: none): the backend holds E / ep experts and runs
      * them on the measured EP rank's received rows (plan_moe.h, pdbx_moe_rank_load), permute and

@@ -245,7 +245,7 @@ int pdbx_arch_refusal(const pdbx_model *m, int seq_len, char *buf, size_t len)
                  a->cross_attention_layers, m->layers);
         measures = "it measures self-attention layers";
     /* a mixture of experts is measured (cpu: router, permute, grouped experts, unpermute and
-     * shared experts; docs/engine.md, "Mixture of experts"), and so is multi-head latent
+     * shared experts; docs/engine-layers.md, "Mixture of experts"), and so is multi-head latent
      * attention (DeepSeek; cpu: attn_q_a .. attn_kv_b, cpu_mla.c; cuda: cuda_mla.c); the cuda
      * backend runs both (cuda_moe.c, cuda_mla.c), refusing only a top_k or expert count its
      * kernels do not hold (pdbx_backend_model_check) */

@@ -78,7 +78,7 @@ const plan_field_def plan_fields[] = {
      "activation recomputation of the training memory (full: layer inputs only)", NULL},
     {"moe_routing", PLAN_F_STR, NO_RANGE, "ROUTING", "balanced, or {\"imbalance\": F} with 1 <= F <= 64 "
      "(mixture-of-experts models only)", "routing the MoE layers are measured under: the busiest expert "
-     "gets F x its balanced share (docs/engine.md)", NULL},
+     "gets F x its balanced share (docs/engine-layers.md)", NULL},
     {"timeout_s", PLAN_F_NUM, 1, 86400, "SECONDS", NULL, "a collective not done within this fails "
      "the run", NULL},
     {"flush_l2", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false", "cuda: flush L2 between repetitions",

@@ -1,7 +1,7 @@
 /* plan_layers.h: which profiled layer runs which ops, for the models whose layers differ in
  * kind (part of the planner's interface, plan.h; pure, no I/O; plan_moe_layers.c).
  *
- * Contract (docs/engine.md, "Mixture of experts"):
+ * Contract (docs/engine-layers.md, "Mixture of experts"):
  *  - A MoE model with arch.moe.first_dense_layers = k dense layers first (DeepSeek) has both kinds;
  * the profiled layers keep that order: with k < the model's layers, profiled layers
  * 0 .. min(k, layers_profiled - 1) - 1 are dense and the rest MoE, so that a profile of two or

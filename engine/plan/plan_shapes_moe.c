@@ -1,6 +1,6 @@
 /* plan_shapes_moe.c: per-op work on one rank of the MLA ops (DeepSeek's latent attention) and
- * of a mixture-of-experts layer's ops (docs/spec.md, "Shapes"; docs/engine.md, "Mixture of
- * experts").
+ * of a mixture-of-experts layer's ops (docs/spec.md, "Shapes"; docs/engine-layers.md,
+ * "Mixture of experts").
  *
  * MLA under TP (Megatron's MLASelfAttention): the down projections attn_q_a and attn_kv_a and
  * their norms are replicated on every TP rank; the up projections attn_q_b and attn_kv_b are

@@ -194,7 +194,7 @@ int pdbx_fasop_rows(const pdbx_run *run, int tp, int pp, int dp, pdbx_attributio
         return -1;
     }
     pdbx_rt_config c;
-    if (pdbx_rt_config_build(run, tp, pp, dp, &c) != 0) {
+    if (pdbx_rt_config_build(run, tp, pp, dp, 1, &c) != 0) {   /* FASOP has no EP: its rows are EP 1 */
         free(m);
         pdbx_errf(err, errlen, "out of memory for the FASOP rows of TP %d", tp);
         return -1;

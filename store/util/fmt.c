@@ -145,6 +145,20 @@ char *pdbx_fmt_int_list(const int *v, size_t n, char *buf, size_t len)
     return buf;
 }
 
+char *pdbx_fmt_config(pdbx_cfg_label style, int tp, int pp, int dp, int ep, char *buf, size_t len)
+{
+    /* the three styles in one table, so EP's "only when > 1" rule is written once */
+    static const char *const fmt[3][2] = {
+        { "TP%d PP%d DP%d", "TP%d PP%d DP%d EP%d" },
+        { "TP %d  PP %d  DP %d", "TP %d  PP %d  DP %d  EP %d" },
+        { "%dx%dx%d", "%dx%dx%dx%d" },
+    };
+    int s = (int)style >= 0 && style <= PDBX_CFG_LABEL_DIMS ? (int)style : 0;
+    if (len > 0)
+        snprintf(buf, len, fmt[s][ep > 1], tp, pp, dp, ep);
+    return buf;
+}
+
 /* ---- tables ---------------------------------------------------------------------------- */
 struct pdbx_table {
     size_t ncols;

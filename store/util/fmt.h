@@ -46,6 +46,12 @@ char *pdbx_fmt_time(double unix_s, char *buf, size_t len);
 char *pdbx_fmt_duration(double s, char *buf, size_t len);
 /* A list of ints joined with ',' ("1,2,4"); n == 0 gives "-". */
 char *pdbx_fmt_int_list(const int *v, size_t n, char *buf, size_t len);
+/* A parallel config as people read it, with EP only when ep > 1, so that a dense config reads
+ * as it did before EP existed: TAB "TP1 PP1 DP2 EP2" (the explorer's tabs and rows), HEADER
+ * "TP 1  PP 1  DP 2  EP 2" (the headings of pdbx show and diff), DIMS "1x1x2x2" (the form the
+ * configs field and --config take back). Returns buf. */
+typedef enum { PDBX_CFG_LABEL_TAB = 0, PDBX_CFG_LABEL_HEADER, PDBX_CFG_LABEL_DIMS } pdbx_cfg_label;
+char *pdbx_fmt_config(pdbx_cfg_label style, int tp, int pp, int dp, int ep, char *buf, size_t len);
 
 /* ---- tables ---------------------------------------------------------------------------- */
 typedef enum { PDBX_ALIGN_LEFT = 0, PDBX_ALIGN_RIGHT } pdbx_align;

@@ -5,13 +5,7 @@
 # round); the table, JSON and CSV all carry A ms, B ms, B/A and the verdict.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/cli_fixture.sh" || exit 1
 STORE="$TMP/store"
-mkdir -p "$STORE/runs"
-# fixture runs of tests/fixtures/tui_fixture.py: ms = a + b * MBS per op, times --scale
-mk() {
-    local id=$1; shift
-    "$PY" "$FIX/tui_fixture.py" "$id" "$@" > "$TMP/$id.jsonl" || fail "fixture $id"
-    write_run "$TMP/$id.jsonl" "$STORE/runs/$id.pdbx"
-}
+mk() { fixture_run "$STORE" "$@"; }
 mk 2026-11-22__10-00-00_noisy001 --std 0.1
 mk 2026-11-22__11-00-00_noisy003 --std 0.1 --scale 1.03 --t0 1795172400
 mk 2026-11-22__12-00-00_tight001 --std 0.001 --t0 1795176000

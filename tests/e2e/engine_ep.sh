@@ -101,6 +101,20 @@ import json, sys
 d = json.load(sys.stdin)
 assert [(c["dp"], c.get("ep", 1), len(c["points"])) for c in d["configs"]] == [(2, 1, 3), (2, 2, 3)], d["configs"]
 ' || fail "pdbx show --format json: configs by ep"
+    # pdbx diff of the run with itself: EP 2 is its own config (its heading, "ep" in its cells,
+    # ep_dispatch/ep_combine only there), every ratio 1
+    "$PDBX" diff --store "$TMP/sa" "$ida" "$ida" >"$TMP/diff" 2>"$TMP/err" || { cat "$TMP/err"; fail "pdbx diff"; }
+    grep -qx "TP 1  PP 1  DP 2  EP 2" "$TMP/diff" || fail "pdbx diff: no EP 2 heading"
+    "$PDBX" diff --store "$TMP/sa" "$ida" "$ida" --format json | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+by = {}
+for c in d["cells"]:
+    by.setdefault(c.get("ep", 1), set()).add(c["op"])
+    assert c["ratio"] == 1.0, c
+assert sorted(by) == [1, 2], sorted(by)
+assert {"ep_dispatch", "ep_combine"} <= by[2] and not by[1] & {"ep_dispatch", "ep_combine"}, by
+' || fail "pdbx diff --format json: EP 2 cells"
 fi
 
 # ---- B. TP 2, EP 1 and EP 2: the profile memory against the measured peak ----

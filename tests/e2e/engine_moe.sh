@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # suite: serial: the expert GEMM cells of MBS 4 are asserted to take longer than those of MBS 1
-# Mixture-of-experts layers through the real engine on the cpu backend (docs/engine.md,
+# Mixture-of-experts layers through the real engine on the cpu backend (docs/engine-layers.md,
 # "Mixture of experts"): a scaled-down Mixtral (tests/e2e/fixtures/engine-tiny-mixtral.json:
 # hidden 256, 8 experts of width 512, top 2, GQA), 1 layer, seq 32, MBS 1..4, passes fwd,bwd,
 # 2 ranks at TP 2 (each routes ceil(T / 2) rows, Megatron's sequence parallelism) via mpirun:

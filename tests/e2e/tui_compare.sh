@@ -3,7 +3,7 @@
 # per cell and per-op geometric mean 1.50, marked worse ('^': beyond both cells' noise); the
 # ratio view and the overlaid chart; two configs of one run compare too. A 3% difference with a
 # 10% std reads '~' (same within noise), a 1% difference with a 0.1% std '^' (real). Goldens at
-# 80x24 and 200x50 for each view.
+# 80x24 and 200x50 for each view. A config is TP, PP, DP and EP: EP 2 pairs with EP 2 only.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 A=2026-11-20__10-00-00_aaaa0001
@@ -74,5 +74,27 @@ keys j Space; wait_for "marked 2026-11-22__12-00-00_tight001"
 keys k c; wait_for "A and B (ms), B/A of the mean"
 keys v; wait_for "B/A of the mean: v"
 screen | grep -E '^ mlp_up +1\.01\^ +1\.01\^ +1\.01\^ +1\.01\^ +1\.01\^ *$' >/dev/null || fail "1% beyond noise is not '^'"
+quit_and_check
+# expert parallelism (--moe --ep 2: TP1 PP1 DP2 at EP 1, TP2, TP1 PP1 DP2 at EP 2 whose expert
+# GEMMs take 0.75x): two runs pair EP 2 with EP 2 under its own tab, and EP 1 vs EP 2 of one run
+# compare as two configs, labelled with EP
+rm -rf "$STORE"
+make_run 2026-11-23__10-00-00_epaa0001 --moe --ep 2
+make_run 2026-11-23__11-00-00_epbb0002 --moe --ep 2 --scale 1.5 --t0 1795172400
+start
+wait_for "2 runs"
+keys j Space; wait_for "marked 2026-11-23__10-00-00_epaa0001"
+keys k c; wait_for "A and B (ms), B/A of the mean"
+screen | grep -qF "TP1 PP1 DP2 EP2" || fail "no EP 2 tab in the comparison of two runs"
+keys Tab Tab; wait_for "A: 2026-11-23__10-00-00_epaa0001 Mixtral-8x7B TP1 PP1 DP2 EP2"
+wait_for "B: 2026-11-23__11-00-00_epbb0002 Mixtral-8x7B TP1 PP1 DP2 EP2"
+keys v; wait_for "B/A of the mean: v"
+screen | grep -E '^ ep_dispatch +1\.50\^ +1\.50\^ +1\.50\^ +1\.50\^ +1\.50\^' >/dev/null || fail "EP 2 ep_dispatch ratios"
+keys Escape; wait_for "2 runs"
+keys j Enter; wait_for "view: table (ms)"
+keys m; wait_for "marked this config"
+keys Tab Tab c; wait_for "TP1 PP1 DP2 vs TP1 PP1 DP2 EP2"
+keys v; wait_for "B/A of the mean: v"
+screen | grep -E '^ moe_expert_gate +0\.75v' >/dev/null || fail "EP 2 / EP 1 moe_expert_gate ratio"
 quit_and_check
 echo PASS

@@ -8,7 +8,8 @@
 #  - cpu backend with a GPU preset says what is measured;
 #  - the preview shows both memory predictions with their OOM marks;
 #  - text fields: Left/Right move the cursor and keep a typed path, ^N/^P cycle presets with
-#    the typed text as one step, Home/End, Backspace/Delete, horizontal scroll past the field.
+#    the typed text as one step, Home/End, Backspace/Delete, horizontal scroll past the field;
+#  - a preset's EP configs read back as TPxPPxDPxEP, in the field and the preview.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 export TZ=UTC
 ENGINE="$BUILD/bin/pdbx-engine"
@@ -111,6 +112,30 @@ eventually eval "screen | grep -qE '^ [ !]model +/nonexistent/a/rather'" || fail
 wait_format cursor_x 21 || fail "Home: cursor at column $(cursor_x), want 21"
 keys Escape; wait_for "No runs yet"
 quit_and_check
+# ---- expert parallelism: a preset's EP 2 config comes back as TPxPPxDPxEP (not a second
+# 1x1x2, which the planner refuses as listed twice), the preview labels its points 1x1x2x2, and
+# typed EP configs are taken; pdbx plan heads the config "TP 1  PP 1  DP 2  EP 2" ----
+cat > "$TMP/ep.json" <<'JSON'
+{"name": "ep", "model": "Mixtral-8x7B", "gpu": "cpu", "layers": 1, "seq_len": 64, "dtype": "fp32",
+ "backend": "cpu", "gpus_per_node": 2, "nodes": 1, "mbs": "1:2", "predict_oom": false,
+ "configs": [{"tp": 1, "pp": 1, "dp": 2}, {"tp": 1, "pp": 1, "dp": 2, "ep": 2}]}
+JSON
+start --preset "$TMP/ep.json"
+CUR=1
+wait_for "Preview: 4 points"
+wait_for "valid: F5 launches"
+[ "$(value_of "TPxPPxDP configs")" = "1x1x2,1x1x2x2" ] || fail "EP configs field: $(value_of "TPxPPxDP configs")"
+[ "$(screen | grep -cE ' 1x1x2x2 +[12] ')" = 2 ] || { screen >&2; fail "preview rows of the EP 2 config"; }
+[ "$(screen | grep -cE ' 1x1x2 +[12] ')" = 2 ] || { screen >&2; fail "preview rows of the EP 1 config"; }
+CONFIGS=9
+go $CONFIGS; keys C-u; keys -l "1x1x2x2"
+wait_for "Preview: 2 points"
+[ "$(screen | grep -cE ' 1x1x2x2 +[12] ')" = 2 ] || { screen >&2; fail "preview rows of a typed EP config"; }
+keys Escape; wait_for "No runs yet"
+quit_and_check
+PDBX_CONFIGS="$SRC/configs" "$PDBX" plan "$TMP/ep.json" > "$TMP/plan.txt" || fail "pdbx plan of the EP preset"
+grep -qx "TP 1  PP 1  DP 2  EP 2  (2 ranks; GB per rank: profile, then training)" "$TMP/plan.txt" \
+    || fail "pdbx plan EP heading: $(grep '^TP' "$TMP/plan.txt")"
 # `pdbx run` launches through the same check: refused with the engine's line, no failed run
 if ! "$ENGINE" --check cpu bf16 >/dev/null 2>&1; then
     "$PDBX" run quick --dtype bf16 --store "$TMP/cli" >/dev/null 2>"$TMP/err" && fail "pdbx run with bf16 started"

@@ -2,7 +2,8 @@
 # Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
 # the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice;
 # a run with attn_rope and the residual adds (their rows in forward order, golden); the fixtures
-# without them are runs recorded before pdbx measured them (no rows for them).
+# without them are runs recorded before pdbx measured them (no rows for them); a MoE run, and one
+# with an EP 2 config (its own tab "TP1 PP1 DP2 EP2", golden).
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
 # the explorer prints local time (docs/tui.md); the golden screens were taken in UTC
 export TZ=UTC
@@ -163,6 +164,24 @@ golden_sizes tui_runview_moe_shares "table (share of total)"
 keys v; wait_for "op shares per MBS"
 wait_for "MBS 8"
 golden_sizes tui_runview_moe_bars "op shares per MBS"
+quit_and_check
+# expert parallelism (--moe --ep 2): TP1 PP1 DP2 at EP 2 is a third config with its own tab,
+# labelled "TP1 PP1 DP2 EP2" (the dense tabs keep their labels), its rows with the EP
+# all-to-alls in forward order and its expert GEMMs at 0.75 x EP 1's (2.0 + 1.4 (MBS - 1) ms)
+rm -rf "$STORE"
+make_run 2026-11-20__14-00-00_aaaa0005 --moe --ep 2
+start
+wait_for "1 run"
+keys Enter; wait_for "view: table (ms)"
+screen | grep -qF "TP1 PP1 DP2 EP2" || fail "no EP 2 tab"
+keys Tab Tab; wait_for "ep_dispatch"
+screen | grep -E '^ moe_expert_gate +1\.50 +2\.55 +4\.65 +8\.85' >/dev/null || fail "EP 2 moe_expert_gate row"
+screen | grep -A1 -E '^ moe_permute ' | grep -qE '^ ep_dispatch ' || fail "ep_dispatch not after moe_permute"
+screen | grep -A1 -E '^ moe_expert_down ' | grep -qE '^ ep_combine ' || fail "ep_combine not after the experts"
+golden_sizes tui_runview_ep "ep_dispatch"
+keys Tab; wait_for "busbw GB/s"
+keys Tab; wait_for "view: table (ms)"
+screen | grep -qE '^ ep_dispatch ' && fail "ep_dispatch in the EP 1 table"
 quit_and_check
 # the point's DP gradient all-reduce shows under the total of a DP config (the shipped CPU
 # recording: 25.81, 25.74, 24.72, 24.15 ms mean at MBS 1, 2, 4, 8, as `pdbx show` prints), and

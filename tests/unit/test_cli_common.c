@@ -188,7 +188,7 @@ static void test_columns_and_rows(void **state)
     pdbx_run run;
     one_point_run(&run, &p);
     pdbx_rt_config c;
-    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, 1, &c), 0);
     assert_int_equal(c.npoints, 1);
     pdbx_cli_row r;
     n = pdbx_rt_columns(PDBX_ATTR_PURE, cols);
@@ -200,7 +200,7 @@ static void test_columns_and_rows(void **state)
     p.layer.valid = p.total.valid = 1;
     p.layer.stats = (pdbx_stats){ .count = 8, .min = 9, .max = 13, .mean = 11.5, .median = 11, .std = 0.7 };
     p.total.stats = (pdbx_stats){ .count = 2, .min = 14, .max = 16, .mean = 15, .median = 15, .std = 1 };
-    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, 1, &c), 0);
     pdbx_cli_row_fill(&c.points[0], cols, n, PDBX_STAT_STD, &r);
     assert_true(r.layer_valid && r.total_valid);
     assert_true(fabs(r.layer - 0.7) < 1e-12 && fabs(r.total - 1.0) < 1e-12);
@@ -224,7 +224,7 @@ static void test_columns_and_rows(void **state)
     /* An unmeasured point has no valid cell, no totals. */
     static pdbx_point empty;
     one_point_run(&run, &empty);
-    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, &c), 0);
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 1, 1, &c), 0);
     pdbx_cli_row_fill(&c.points[0], cols, nf, PDBX_STAT_MEAN, &rf);
     for (size_t k = 0; k < nf; k++)
         assert_false(rf.valid[k]);
@@ -237,9 +237,90 @@ static void test_columns_and_rows(void **state)
     assert_int_equal(pdbx_rt_check_time_stat(PDBX_STAT_MEDIAN, err, sizeof err), 0);
 }
 
-/* The pass selector (store/profiledb_query.c): fwd and bwd are the stored cells; both adds
- * means, medians, mins and maxes, takes the smaller count and combines std and CI in
- * quadrature; a missing half makes both unmeasured; provenance comes along. */
+/* The pass selector on p's cells: fwd and bwd are the stored cells; both adds means,
+ * medians, mins and maxes, takes the smaller count and combines std and CI in quadrature; a
+ * missing half makes both unmeasured; provenance comes along. */
+static void check_cells_by_pass(const pdbx_point *p)
+{
+    pdbx_cell c;
+    assert_int_equal(pdbx_point_cell_pass(p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_FWD, &c), 1);
+    assert_true(c.stats.mean == 1.0 && c.stats.count == 12 && !c.reused);
+    assert_int_equal(pdbx_point_cell_pass(p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_BWD, &c), 1);
+    assert_true(c.stats.mean == 2.0 && c.reused && c.source_point == 3);
+    assert_int_equal(pdbx_point_cell_pass(p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_BOTH, &c), 1);
+    assert_true(fabs(c.stats.mean - 3.0) < 1e-12 && fabs(c.stats.median - 3.0) < 1e-12);
+    assert_true(fabs(c.stats.min - 2.7) < 1e-12 && fabs(c.stats.max - 3.7) < 1e-12);
+    assert_int_equal(c.stats.count, 7);
+    assert_true(fabs(c.stats.std - 0.05) < 1e-12 && fabs(c.stats.ci95 - 0.05) < 1e-12);   /* 3-4-5 */
+    assert_true(c.flops == 30 && c.bytes == 12 && c.rank == NULL);
+    assert_true(c.reused && c.source_point == 3);            /* the reused half names its source */
+    assert_true(fabs(pdbx_point_bwd_ratio(p, PDBX_OP_LM_HEAD, PDBX_STAT_MEAN) - 2.0) < 1e-12);
+    /* attn_v has no bwd cell: bwd and both are unmeasured (NaN, valid 0), no ratio */
+    assert_int_equal(pdbx_point_cell_pass(p, PDBX_OP_ATTN_V, PDBX_PASS_SEL_BOTH, &c), 0);
+    assert_true(!c.valid && isnan(c.stats.mean) && c.stats.count == 0);
+    assert_int_equal(pdbx_point_cell_pass(p, PDBX_OP_ATTN_V, PDBX_PASS_SEL_BWD, &c), 0);
+    assert_true(isnan(pdbx_point_bwd_ratio(p, PDBX_OP_ATTN_V, PDBX_STAT_MEAN)));
+    assert_int_equal(pdbx_point_cell_pass(p, (pdbx_op)PDBX_OP_COUNT, PDBX_PASS_SEL_FWD, &c), 0);
+    assert_int_equal(pdbx_point_cell_pass(p, PDBX_OP_ATTN_V, (pdbx_pass_sel)7, &c), 0);
+}
+
+/* The run table of each pass over a one-point run; layer and total are forward only. */
+static void check_runtable_by_pass(const pdbx_run *run)
+{
+    pdbx_rt_config cf;
+    assert_int_equal(pdbx_rt_config_build_pass(run, 1, 1, 1, 1, PDBX_PASS_SEL_BOTH, &cf), 0);
+    assert_true(cf.pass == PDBX_PASS_SEL_BOTH && cf.points[0].op[PDBX_OP_LM_HEAD].valid);
+    assert_true(fabs(cf.points[0].op[PDBX_OP_LM_HEAD].stats.mean - 3.0) < 1e-12);
+    assert_false(cf.points[0].op[PDBX_OP_ATTN_V].valid || cf.points[0].layer.valid);
+    pdbx_rt_config_free(&cf);
+    assert_int_equal(pdbx_rt_config_build_pass(run, 1, 1, 1, 1, PDBX_PASS_SEL_FWD, &cf), 0);
+    const pdbx_rt_cell *v = &cf.points[0].op[PDBX_OP_ATTN_V];
+    char src[96];
+    assert_string_equal(pdbx_rt_cell_source(v, src, sizeof src), "shared with attn_k");
+    assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src), "");
+    assert_true(pdbx_rt_cell_noisy(v));                        /* CV 0.2 > 0.05 */
+    assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_LM_HEAD]));   /* CV 0.03 */
+    assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_EMBED]));    /* not measured */
+    assert_true(cf.points[0].layer.valid);
+    pdbx_rt_config_free(&cf);
+    assert_int_equal(pdbx_rt_config_build_pass(run, 1, 1, 1, 1, PDBX_PASS_SEL_BWD, &cf), 0);
+    assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src),
+                        "measured at point 3");
+    pdbx_rt_config_free(&cf);
+}
+
+/* A run has bwd when a point holds a bwd cell or its spec lists "bwd"; --pass is checked
+ * against it and named as pdbx_pass_sel_name spells it. */
+static void check_run_has_bwd(pdbx_run *run, pdbx_point *p)
+{
+    char err[256];
+    snprintf(run->id, sizeof run->id, "R1");
+    assert_true(pdbx_run_has_bwd(run));
+    assert_int_equal(pdbx_pass_sel_check(run, PDBX_PASS_SEL_BOTH, "--pass", err, sizeof err), 0);
+    p->bwd[PDBX_OP_LM_HEAD].valid = 0;
+    assert_false(pdbx_run_has_bwd(run));
+    assert_int_equal(pdbx_pass_sel_check(run, PDBX_PASS_SEL_FWD, "--pass", err, sizeof err), 0);
+    assert_int_equal(pdbx_pass_sel_check(run, PDBX_PASS_SEL_BWD, "--pass", err, sizeof err), -1);
+    assert_string_equal(err, "--pass: 'bwd' needs backward cells, run R1 measured forward only "
+                             "(allowed: fwd; measure with passes fwd,bwd)");
+    run->spec = cJSON_Parse("{\"passes\": [\"fwd\", \"bwd\"]}");
+    assert_true(pdbx_run_has_bwd(run));
+    cJSON_Delete(run->spec);
+    run->spec = cJSON_Parse("{\"passes\": \"fwd\"}");
+    assert_false(pdbx_run_has_bwd(run));
+    cJSON_Delete(run->spec);
+    run->spec = NULL;
+    assert_string_equal(pdbx_pass_sel_name(PDBX_PASS_SEL_BOTH), "both");
+    assert_int_equal(pdbx_pass_sel_from_name("bwd"), PDBX_PASS_SEL_BWD);
+    assert_int_equal(pdbx_pass_sel_from_name("fwd+bwd"), -1);
+    int sel = -1;
+    assert_int_equal(pdbx_cli_pass("pass", "both", &sel, err, sizeof err), 0);
+    assert_int_equal(sel, PDBX_PASS_SEL_BOTH);
+    assert_int_equal(pdbx_cli_pass("pass", "all", &sel, err, sizeof err), -1);
+    assert_string_equal(err, "--pass: 'all' is not one of fwd, bwd, both");
+}
+
+/* The pass selector (store/profiledb_query.c): cells, the run table and the run of each pass. */
 static void test_pass_selector(void **state)
 {
     (void)state;
@@ -251,78 +332,12 @@ static void test_pass_selector(void **state)
         .stats = { .count = 7, .min = 1.8, .max = 2.5, .mean = 2.0, .median = 2.02, .std = 0.04, .ci95 = 0.04 } };
     p.op[PDBX_OP_ATTN_V] = (pdbx_cell){ .valid = 1, .shared = 1, .shared_op = PDBX_OP_ATTN_K,
         .stats = { .count = 5, .min = 1, .max = 1, .mean = 1, .median = 1, .std = 0.2, .ci95 = NAN } };
-    pdbx_cell c;
-    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_FWD, &c), 1);
-    assert_true(c.stats.mean == 1.0 && c.stats.count == 12 && !c.reused);
-    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_BWD, &c), 1);
-    assert_true(c.stats.mean == 2.0 && c.reused && c.source_point == 3);
-    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_LM_HEAD, PDBX_PASS_SEL_BOTH, &c), 1);
-    assert_true(fabs(c.stats.mean - 3.0) < 1e-12 && fabs(c.stats.median - 3.0) < 1e-12);
-    assert_true(fabs(c.stats.min - 2.7) < 1e-12 && fabs(c.stats.max - 3.7) < 1e-12);
-    assert_int_equal(c.stats.count, 7);
-    assert_true(fabs(c.stats.std - 0.05) < 1e-12 && fabs(c.stats.ci95 - 0.05) < 1e-12);   /* 3-4-5 */
-    assert_true(c.flops == 30 && c.bytes == 12 && c.rank == NULL);
-    assert_true(c.reused && c.source_point == 3);            /* the reused half names its source */
-    assert_true(fabs(pdbx_point_bwd_ratio(&p, PDBX_OP_LM_HEAD, PDBX_STAT_MEAN) - 2.0) < 1e-12);
-    /* attn_v has no bwd cell: bwd and both are unmeasured (NaN, valid 0), no ratio */
-    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_ATTN_V, PDBX_PASS_SEL_BOTH, &c), 0);
-    assert_true(!c.valid && isnan(c.stats.mean) && c.stats.count == 0);
-    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_ATTN_V, PDBX_PASS_SEL_BWD, &c), 0);
-    assert_true(isnan(pdbx_point_bwd_ratio(&p, PDBX_OP_ATTN_V, PDBX_STAT_MEAN)));
-    assert_int_equal(pdbx_point_cell_pass(&p, (pdbx_op)PDBX_OP_COUNT, PDBX_PASS_SEL_FWD, &c), 0);
-    assert_int_equal(pdbx_point_cell_pass(&p, PDBX_OP_ATTN_V, (pdbx_pass_sel)7, &c), 0);
-
-    /* the run table of each pass; layer and total are forward only */
+    check_cells_by_pass(&p);
     p.layer = (pdbx_cell){ .valid = 1, .stats = { .count = 2, .mean = 9, .median = 9, .min = 9, .max = 9, .std = 0 } };
     pdbx_run run;
     one_point_run(&run, &p);
-    pdbx_rt_config cf;
-    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_BOTH, &cf), 0);
-    assert_true(cf.pass == PDBX_PASS_SEL_BOTH && cf.points[0].op[PDBX_OP_LM_HEAD].valid);
-    assert_true(fabs(cf.points[0].op[PDBX_OP_LM_HEAD].stats.mean - 3.0) < 1e-12);
-    assert_false(cf.points[0].op[PDBX_OP_ATTN_V].valid || cf.points[0].layer.valid);
-    pdbx_rt_config_free(&cf);
-    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_FWD, &cf), 0);
-    const pdbx_rt_cell *v = &cf.points[0].op[PDBX_OP_ATTN_V];
-    char src[96];
-    assert_string_equal(pdbx_rt_cell_source(v, src, sizeof src), "shared with attn_k");
-    assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src), "");
-    assert_true(pdbx_rt_cell_noisy(v));                        /* CV 0.2 > 0.05 */
-    assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_LM_HEAD]));   /* CV 0.03 */
-    assert_false(pdbx_rt_cell_noisy(&cf.points[0].op[PDBX_OP_EMBED]));    /* not measured */
-    assert_true(cf.points[0].layer.valid);
-    pdbx_rt_config_free(&cf);
-    assert_int_equal(pdbx_rt_config_build_pass(&run, 1, 1, 1, PDBX_PASS_SEL_BWD, &cf), 0);
-    assert_string_equal(pdbx_rt_cell_source(&cf.points[0].op[PDBX_OP_LM_HEAD], src, sizeof src),
-                        "measured at point 3");
-    pdbx_rt_config_free(&cf);
-
-    /* a run has bwd when a point holds a bwd cell or its spec lists "bwd" */
-    char err[256];
-    snprintf(run.id, sizeof run.id, "R1");
-    assert_true(pdbx_run_has_bwd(&run));
-    assert_int_equal(pdbx_pass_sel_check(&run, PDBX_PASS_SEL_BOTH, "--pass", err, sizeof err), 0);
-    p.bwd[PDBX_OP_LM_HEAD].valid = 0;
-    assert_false(pdbx_run_has_bwd(&run));
-    assert_int_equal(pdbx_pass_sel_check(&run, PDBX_PASS_SEL_FWD, "--pass", err, sizeof err), 0);
-    assert_int_equal(pdbx_pass_sel_check(&run, PDBX_PASS_SEL_BWD, "--pass", err, sizeof err), -1);
-    assert_string_equal(err, "--pass: 'bwd' needs backward cells, run R1 measured forward only "
-                             "(allowed: fwd; measure with passes fwd,bwd)");
-    run.spec = cJSON_Parse("{\"passes\": [\"fwd\", \"bwd\"]}");
-    assert_true(pdbx_run_has_bwd(&run));
-    cJSON_Delete(run.spec);
-    run.spec = cJSON_Parse("{\"passes\": \"fwd\"}");
-    assert_false(pdbx_run_has_bwd(&run));
-    cJSON_Delete(run.spec);
-    run.spec = NULL;
-    assert_string_equal(pdbx_pass_sel_name(PDBX_PASS_SEL_BOTH), "both");
-    assert_int_equal(pdbx_pass_sel_from_name("bwd"), PDBX_PASS_SEL_BWD);
-    assert_int_equal(pdbx_pass_sel_from_name("fwd+bwd"), -1);
-    int sel = -1;
-    assert_int_equal(pdbx_cli_pass("pass", "both", &sel, err, sizeof err), 0);
-    assert_int_equal(sel, PDBX_PASS_SEL_BOTH);
-    assert_int_equal(pdbx_cli_pass("pass", "all", &sel, err, sizeof err), -1);
-    assert_string_equal(err, "--pass: 'all' is not one of fwd, bwd, both");
+    check_runtable_by_pass(&run);
+    check_run_has_bwd(&run, &p);
 }
 
 /* CI and CV as show and the run view print them, the load line and the throttle words. */

@@ -66,6 +66,21 @@ static void test_misc(void **state)
     assert_string_equal(pdbx_fmt_int_list(v, 4, small, sizeof small), "1,2,");   /* truncated, terminated */
 }
 
+/* A parallel config's three labels: EP only when > 1 (ep 0 and 1 read as a dense config). */
+static void test_config_labels(void **state)
+{
+    (void)state;
+    char b[64];
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_TAB, 1, 1, 2, 1, b, sizeof b), "TP1 PP1 DP2");
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_TAB, 1, 1, 2, 2, b, sizeof b), "TP1 PP1 DP2 EP2");
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_HEADER, 2, 4, 1, 0, b, sizeof b), "TP 2  PP 4  DP 1");
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_HEADER, 1, 1, 2, 2, b, sizeof b), "TP 1  PP 1  DP 2  EP 2");
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, 1, 1, 4, 1, b, sizeof b), "1x1x4");
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, 1, 1, 4, 4, b, sizeof b), "1x1x4x4");
+    char small[6];
+    assert_string_equal(pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, 1, 1, 4, 4, small, sizeof small), "1x1x4");
+}
+
 /* Prints a table into a memory buffer and compares it with the expected text. */
 static void test_table(void **state)
 {
@@ -150,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_ms),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_misc),
+        cmocka_unit_test(test_config_labels),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_table_grow),
     };

@@ -155,45 +155,38 @@ static void expected_mlp_line(char *buf, size_t len, const tx_point *p, int poin
     snprintf(buf + o, len - o, "8,4,256,688,1000,True,%d,%d", p->mbs * TX_SEQ_LEN, p->tp);
 }
 
-static void test_all_three_csvs_exact(void **state)
+/* The run of pts (6 points) with the points' parallelism traffic and the collectives sweep. */
+static void build_csv_run(pdbx_run *run, const tx_point *pts)
 {
-    const char *dir = *state;
-    const tx_point pts[] = {
-        { 1, 1, 1, 1, "ok", 0 }, { 1, 1, 1, 2, "ok", 0 }, { 1, 1, 1, 4, "predicted_oom", 0 },
-        { 2, 1, 1, 1, "ok", 0 }, { 2, 1, 1, 2, "oom", 0 },
-        { 1, 2, 2, 1, "ok", 0 },
-    };
-    pdbx_run run;
-    tx_build_run(&run, pts, 6, csv_stats, 0);
-    /* the points' parallelism traffic and the collectives sweep */
-    tx_apply(&run, "{\"type\":\"comm\",\"point\":3,\"kind\":\"tp_allreduce\",\"bytes\":65536,\"group_size\":2,"
+    tx_build_run(run, pts, 6, csv_stats, 0);
+    tx_apply(run, "{\"type\":\"comm\",\"point\":3,\"kind\":\"tp_allreduce\",\"bytes\":65536,\"group_size\":2,"
              "\"stats\":{\"count\":20,\"min\":0.03125,\"max\":0.0625,\"mean\":0.046875,\"median\":0.046875,"
              "\"std\":0.0078125},\"algbw\":1.4,\"busbw\":1.4}");
-    tx_apply(&run, "{\"type\":\"comm\",\"point\":4,\"kind\":\"tp_allreduce\",\"bytes\":131072,\"group_size\":2,"
+    tx_apply(run, "{\"type\":\"comm\",\"point\":4,\"kind\":\"tp_allreduce\",\"bytes\":131072,\"group_size\":2,"
              "\"stats\":{\"count\":20,\"min\":1,\"max\":2,\"mean\":1.5,\"median\":1.5,\"std\":0.5}}");
-    tx_apply(&run, "{\"type\":\"comm\",\"point\":5,\"kind\":\"dp_allreduce\",\"bytes\":2097152,\"group_size\":2,"
+    tx_apply(run, "{\"type\":\"comm\",\"point\":5,\"kind\":\"dp_allreduce\",\"bytes\":2097152,\"group_size\":2,"
              "\"stats\":{\"count\":5,\"min\":2.5,\"max\":3.5,\"mean\":3,\"median\":2.75,\"std\":0.25}}");
-    tx_apply(&run, "{\"type\":\"comm\",\"point\":5,\"kind\":\"pp_sendrecv\",\"bytes\":65536,\"group_size\":2,"
+    tx_apply(run, "{\"type\":\"comm\",\"point\":5,\"kind\":\"pp_sendrecv\",\"bytes\":65536,\"group_size\":2,"
              "\"stats\":{\"count\":20,\"min\":0.125,\"max\":0.25,\"mean\":0.1875,\"median\":0.1875,\"std\":0.03125}}");
-    tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"all_reduce\",\"bytes\":1048576,\"nranks\":2,\"ranks_per_node\":2,"
+    tx_apply(run, "{\"type\":\"coll\",\"coll\":\"all_reduce\",\"bytes\":1048576,\"nranks\":2,\"ranks_per_node\":2,"
              "\"stats\":{\"count\":5,\"min\":0.5,\"max\":0.75,\"mean\":0.625,\"median\":0.625,\"std\":0.0625},"
              "\"algbw\":1.6,\"busbw\":1.6}");
-    tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"all_gather\",\"bytes\":1048576,\"nranks\":2,\"ranks_per_node\":2,"
+    tx_apply(run, "{\"type\":\"coll\",\"coll\":\"all_gather\",\"bytes\":1048576,\"nranks\":2,\"ranks_per_node\":2,"
              "\"stats\":{\"count\":5,\"min\":9,\"max\":9,\"mean\":9,\"median\":9,\"std\":0}}");
-    tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"all_reduce\",\"bytes\":4194304,\"nranks\":4,\"ranks_per_node\":2,"
+    tx_apply(run, "{\"type\":\"coll\",\"coll\":\"all_reduce\",\"bytes\":4194304,\"nranks\":4,\"ranks_per_node\":2,"
              "\"stats\":{\"count\":5,\"min\":1.5,\"max\":2.25,\"mean\":1.75,\"median\":1.625,\"std\":0.125}}");
-    tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"send_recv\",\"bytes\":4096,\"nranks\":4,\"ranks_per_node\":1,"
+    tx_apply(run, "{\"type\":\"coll\",\"coll\":\"send_recv\",\"bytes\":4096,\"nranks\":4,\"ranks_per_node\":1,"
              "\"stats\":{\"count\":5,\"min\":7,\"max\":7,\"mean\":7,\"median\":7,\"std\":0}}");   /* two pairs: left out */
-    tx_apply(&run, "{\"type\":\"coll\",\"coll\":\"send_recv\",\"bytes\":1024,\"nranks\":2,\"ranks_per_node\":1,"
+    tx_apply(run, "{\"type\":\"coll\",\"coll\":\"send_recv\",\"bytes\":1024,\"nranks\":2,\"ranks_per_node\":1,"
              "\"stats\":{\"count\":5,\"min\":0.015625,\"max\":0.03125,\"mean\":0.0234375,\"median\":0.0234375,"
              "\"std\":0.00390625}}");
-    tx_end_run(&run);
+    tx_end_run(run);
+}
 
-    char out[512], path[600], err[512] = "";
-    snprintf(out, sizeof out, "%s/csv/nested", dir);     /* created with its parents */
-    if (pdbx_export_csv(&run, out, NULL, NULL, err, sizeof err) != 0)
-        fail_msg("pdbx_export_csv: %s", err);
-
+/* mlp.csv: Vidur's columns, one row per ok point, by config in plan order, MBS ascending. */
+static void check_mlp_csv(const char *out, const tx_point *pts)
+{
+    char path[600];
     snprintf(path, sizeof path, "%s/mlp.csv", out);
     char *text = test_slurp(path, NULL);
     assert_non_null(text);
@@ -211,11 +204,16 @@ static void test_all_three_csvs_exact(void **state)
     }
     free(lines);
     free(text);
+}
 
-    /* The collectives sweep only, with Vidur's size: bytes at 2 bytes per element of each
-     * rank's buffer, 2 x S / 4 in this fp32 run (Vidur reads num_tokens = size / n_embd / 2) */
+/* The collectives sweep only, with Vidur's size: bytes at 2 bytes per element of each rank's
+ * buffer, 2 x S / 4 in this fp32 run (Vidur reads num_tokens = size / n_embd / 2); then the
+ * points' own traffic, apart. */
+static void check_coll_csvs(const char *out)
+{
+    char path[600];
     snprintf(path, sizeof path, "%s/all_reduce.csv", out);
-    text = test_slurp(path, NULL);
+    char *text = test_slurp(path, NULL);
     assert_string_equal(text,
         COLL_COLS("all_reduce") "\n"
         "0.5,0.75,0.625,0.625,0.0625,0,2,524288,all_reduce,2,2\n"
@@ -237,6 +235,24 @@ static void test_all_three_csvs_exact(void **state)
         "0.125,0.25,0.1875,0.1875,0.03125,0,2,32768,send_recv,1,2,pp_sendrecv,1,2,2,1,128\n"
         "2.5,3.5,3,2.75,0.25,0,2,1048576,all_reduce,2,2,dp_allreduce,1,2,2,1,128\n");
     free(text);
+}
+
+static void test_all_three_csvs_exact(void **state)
+{
+    const char *dir = *state;
+    const tx_point pts[] = {
+        { 1, 1, 1, 1, "ok", 0 }, { 1, 1, 1, 2, "ok", 0 }, { 1, 1, 1, 4, "predicted_oom", 0 },
+        { 2, 1, 1, 1, "ok", 0 }, { 2, 1, 1, 2, "oom", 0 },
+        { 1, 2, 2, 1, "ok", 0 },
+    };
+    pdbx_run run;
+    build_csv_run(&run, pts);
+    char out[512], err[512] = "";
+    snprintf(out, sizeof out, "%s/csv/nested", dir);     /* created with its parents */
+    if (pdbx_export_csv(&run, out, NULL, NULL, err, sizeof err) != 0)
+        fail_msg("pdbx_export_csv: %s", err);
+    check_mlp_csv(out, pts);
+    check_coll_csvs(out);
     pdbx_run_free(&run);
 }
 

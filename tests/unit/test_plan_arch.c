@@ -174,7 +174,7 @@ static void test_refusals(void **state)
     assert_int_equal(model_from_text("{\"model_type\": \"newmoe\", \"hidden_size\": 64, \"intermediate_size\": 128, "
                                      "\"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 256, "
                                      "\"num_experts\": 16, \"num_experts_per_tok\": 2}", &m, err, sizeof err), 0);
-    assert_int_equal(m.arch.moe.experts, 16);   /* a MoE model is measured (docs/engine.md) */
+    assert_int_equal(m.arch.moe.experts, 16);   /* a MoE model is measured (docs/engine-layers.md) */
     assert_int_equal(pdbx_arch_refusal(&m, 128, err, sizeof err), 0);
     assert_int_equal(model_from_text("{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, "
                                      "\"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 256, "

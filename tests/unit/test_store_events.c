@@ -67,25 +67,32 @@ static void test_stamp_and_time(void **state)
     cJSON_Delete(ev);
 }
 
-static void test_run_start(void **state)
+/* A run_start header of 4 ranks on two hosts, as the engine fills it. */
+static void fill_run_start(pdbx_ev_run_start *h)
 {
-    (void)state;
-    pdbx_ev_run_start h;
-    memset(&h, 0, sizeof h);
-    snprintf(h.who.id, sizeof h.who.id, "2026-01-01__00-00-00_abcdef01");
-    snprintf(h.who.host, sizeof h.who.host, "node1");
-    h.who.pid = 4242;
-    h.who.world_size = 4;
-    h.who.ranks_per_node = 2;
-    snprintf(h.backend, sizeof h.backend, "cpu");
-    snprintf(h.model.name, sizeof h.model.name, "Tiny");
-    h.model.hidden = 64;
-    h.model.vocab = 1000;
-    h.layers_profiled = 2;
-    h.seq_len = 128;
-    h.warmup = 1;
-    h.steps = 3;
-    snprintf(h.dtype, sizeof h.dtype, "fp32");
+    memset(h, 0, sizeof *h);
+    snprintf(h->who.id, sizeof h->who.id, "2026-01-01__00-00-00_abcdef01");
+    snprintf(h->who.host, sizeof h->who.host, "node1");
+    h->who.pid = 4242;
+    h->who.world_size = 4;
+    h->who.ranks_per_node = 2;
+    snprintf(h->backend, sizeof h->backend, "cpu");
+    snprintf(h->model.name, sizeof h->model.name, "Tiny");
+    h->model.hidden = 64;
+    h->model.vocab = 1000;
+    h->layers_profiled = 2;
+    h->seq_len = 128;
+    h->warmup = 1;
+    h->steps = 3;
+    snprintf(h->dtype, sizeof h->dtype, "fp32");
+    snprintf(h->who.launcher, sizeof h->who.launcher, "mpirun on 2 hosts");
+    snprintf(h->who.command, sizeof h->who.command, "mpirun --host a:2,b:2 -np 3 pdbx-engine");
+}
+
+/* h's run_start event with its env (three ranks' places) and two plan points (the second at
+ * EP 2), through JSON text and back. */
+static cJSON *run_start_event(const pdbx_ev_run_start *h)
+{
     cJSON *env = cJSON_CreateObject();
     const char *hosts[] = {"node1", "node1", "node2"};
     const pdbx_ev_rank_place places[] = {
@@ -93,19 +100,19 @@ static void test_run_start(void **state)
     };
     pdbx_ev_env e = {hosts, 3, 1, "cpu0", "Open MPI", "mpi", "0.1", "abc", 2, 8, "tp first", "clock",
                      places, 3};
-    snprintf(h.who.launcher, sizeof h.who.launcher, "mpirun on 2 hosts");
-    snprintf(h.who.command, sizeof h.who.command, "mpirun --host a:2,b:2 -np 3 pdbx-engine");
     assert_int_equal(pdbx_event_env_set_device(env, "AMD EPYC"), 0);
     assert_int_equal(pdbx_event_env_fill(env, &e), 0);
     pdbx_ev_plan_point pts[2] = {{0, 1, 2, 2, 1, 128, 1e9, 0, 1}, {1, 2, 1, 2, 4, 0, 2e9, 1, 2}};
-    cJSON *ev = through_text(pdbx_event_run_start(&h, cJSON_CreateObject(), env, pts, 2));
-    assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_RUN_START);
+    return through_text(pdbx_event_run_start(h, cJSON_CreateObject(), env, pts, 2));
+}
 
+/* The decoded header and env equal what run_start_event wrote. */
+static void check_run_start_header(const cJSON *ev, const pdbx_ev_run_start *h)
+{
     pdbx_ev_run_start d;
     memset(&d, 0, sizeof d);
-    char err[200];
     pdbx_event_decode_run_start(ev, &d);
-    assert_string_equal(d.who.id, h.who.id);
+    assert_string_equal(d.who.id, h->who.id);
     assert_string_equal(d.who.host, "node1");
     assert_int_equal(d.who.pid, 4242);
     assert_int_equal(d.who.world_size, 4);
@@ -135,7 +142,12 @@ static void test_run_start(void **state)
     assert_int_equal(pl[2].device, -1);
     assert_string_equal(d.who.launcher, "mpirun on 2 hosts");
     assert_string_equal(d.who.command, "mpirun --host a:2,b:2 -np 3 pdbx-engine");
+}
 
+/* The decoded plan points (ep 1 unwritten, EP 2 kept), then malformed points named. */
+static void check_run_start_plan(cJSON *ev)
+{
+    char err[200];
     pdbx_ev_plan_point *dp;
     size_t n;
     assert_int_equal(pdbx_event_decode_plan(ev, &dp, &n, err, sizeof err), 0);
@@ -158,6 +170,17 @@ static void test_run_start(void **state)
     assert_int_equal(pdbx_event_decode_plan(ev, &dp, &n, err, sizeof err), -1);
     assert_mentions(err, "run_start", "points[0]");
     free(dp);
+}
+
+static void test_run_start(void **state)
+{
+    (void)state;
+    pdbx_ev_run_start h;
+    fill_run_start(&h);
+    cJSON *ev = run_start_event(&h);
+    assert_int_equal(pdbx_event_type_of(ev), PDBX_EV_RUN_START);
+    check_run_start_header(ev, &h);
+    check_run_start_plan(ev);
     cJSON_Delete(ev);
 }
 

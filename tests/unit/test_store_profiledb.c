@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "store/profiledb.h"
+#include "store/runtable.h"
 #include "test_store_util.h"
 
 static void test_stats_from_samples(void **state)
@@ -142,47 +143,39 @@ static void apply_texts(pdbx_run *run, const char *const *texts, size_t n)
     }
 }
 
-static void test_fold_full_run(void **state)
+/* full_run's header as folded: run_start's fields, the spec and env kept, the times. */
+static void check_full_run_header(const pdbx_run *run)
 {
-    (void)state;
-    pdbx_run run;
-    pdbx_run_init(&run);
-    assert_int_equal(run.status, PDBX_RUN_RUNNING);
-    assert_int_equal(run.current_point, -1);
-    apply_texts(&run, full_run, 8);   /* up to the progress heartbeat */
-    assert_int_equal(run.status, PDBX_RUN_RUNNING);
-    assert_int_equal(run.current_point, 0);
-    assert_string_equal(run.current_op, "mlp_up");
-    assert_double_equal(run.progress_total, 3, 0);
-    assert_int_equal(run.points[0].status, PDBX_POINT_RUNNING);
-    assert_int_equal(pdbx_run_points_done(&run), 0);
-    apply_texts(&run, full_run + 8, sizeof full_run / sizeof full_run[0] - 8);
+    assert_string_equal(run->id, "2026-11-21__23-59-01_1a2b3c4d");
+    assert_string_equal(run->model.name, "TinyLlama-1.1B");
+    assert_string_equal(run->model.tag, "tinyllama");
+    assert_int_equal(run->model.hidden, 2048);
+    assert_int_equal(run->model.kv_heads, 4);
+    assert_int_equal(run->model.vocab, 32000);
+    assert_int_equal(run->layers_profiled, 2);
+    assert_int_equal(run->seq_len, 128);
+    assert_int_equal(run->warmup, 1);
+    assert_int_equal(run->steps, 3);
+    assert_string_equal(run->dtype, "fp32");
+    assert_string_equal(run->backend, "cpu");
+    assert_string_equal(run->gpu_tag, "CPU");
+    assert_string_equal(run->device_name, "AMD EPYC 7B13");
+    assert_string_equal(run->host, "node1");
+    assert_int_equal(run->pid, 1234);
+    assert_int_equal(run->world_size, 2);
+    assert_non_null(run->spec);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(run->spec, "model")->valuestring, "tiny");
+    assert_non_null(run->env);
+    assert_double_equal(run->created, 1000.5, 0);
+    assert_double_equal(run->last_event, 1008, 0);
+}
 
-    assert_string_equal(run.id, "2026-11-21__23-59-01_1a2b3c4d");
-    assert_string_equal(run.model.name, "TinyLlama-1.1B");
-    assert_string_equal(run.model.tag, "tinyllama");
-    assert_int_equal(run.model.hidden, 2048);
-    assert_int_equal(run.model.kv_heads, 4);
-    assert_int_equal(run.model.vocab, 32000);
-    assert_int_equal(run.layers_profiled, 2);
-    assert_int_equal(run.seq_len, 128);
-    assert_int_equal(run.warmup, 1);
-    assert_int_equal(run.steps, 3);
-    assert_string_equal(run.dtype, "fp32");
-    assert_string_equal(run.backend, "cpu");
-    assert_string_equal(run.gpu_tag, "CPU");
-    assert_string_equal(run.device_name, "AMD EPYC 7B13");
-    assert_string_equal(run.host, "node1");
-    assert_int_equal(run.pid, 1234);
-    assert_int_equal(run.world_size, 2);
-    assert_non_null(run.spec);
-    assert_string_equal(cJSON_GetObjectItemCaseSensitive(run.spec, "model")->valuestring, "tiny");
-    assert_non_null(run.env);
-    assert_double_equal(run.created, 1000.5, 0);
-    assert_double_equal(run.last_event, 1008, 0);
-
-    assert_int_equal(run.npoints, 3);
-    pdbx_point *p0 = &run.points[0];
+/* full_run's points: point 0's cells (per-rank, flops, bytes; N/A never 0) and PP traffic,
+ * point 1 a real OOM, point 2 a predicted one. */
+static void check_full_run_points(const pdbx_run *run)
+{
+    assert_int_equal(run->npoints, 3);
+    const pdbx_point *p0 = &run->points[0];
     assert_int_equal(p0->status, PDBX_POINT_OK);
     assert_int_equal(p0->mbs, 2);
     assert_double_equal(p0->started, 1001, 0);
@@ -202,12 +195,31 @@ static void test_fold_full_run(void **state)
     assert_int_equal(p0->pp_sendrecv.group_size, 2);
     assert_double_equal(p0->pp_sendrecv.time.mean, 0.25, 0);
     assert_double_equal(p0->pp_sendrecv.busbw, 2.0, 0);
-    assert_int_equal(run.points[1].status, PDBX_POINT_OOM);
-    assert_string_equal(run.points[1].message, "allocation of 1 GiB failed");
-    assert_int_equal(run.points[2].status, PDBX_POINT_PREDICTED_OOM);
-    assert_true(run.points[2].predicted_oom);
-    assert_double_equal(run.points[2].predicted_mem_bytes, 6e10, 0);
-    assert_null(run.points[0].message);
+    assert_int_equal(run->points[1].status, PDBX_POINT_OOM);
+    assert_string_equal(run->points[1].message, "allocation of 1 GiB failed");
+    assert_int_equal(run->points[2].status, PDBX_POINT_PREDICTED_OOM);
+    assert_true(run->points[2].predicted_oom);
+    assert_double_equal(run->points[2].predicted_mem_bytes, 6e10, 0);
+    assert_null(run->points[0].message);
+}
+
+static void test_fold_full_run(void **state)
+{
+    (void)state;
+    pdbx_run run;
+    pdbx_run_init(&run);
+    assert_int_equal(run.status, PDBX_RUN_RUNNING);
+    assert_int_equal(run.current_point, -1);
+    apply_texts(&run, full_run, 8);   /* up to the progress heartbeat */
+    assert_int_equal(run.status, PDBX_RUN_RUNNING);
+    assert_int_equal(run.current_point, 0);
+    assert_string_equal(run.current_op, "mlp_up");
+    assert_double_equal(run.progress_total, 3, 0);
+    assert_int_equal(run.points[0].status, PDBX_POINT_RUNNING);
+    assert_int_equal(pdbx_run_points_done(&run), 0);
+    apply_texts(&run, full_run + 8, sizeof full_run / sizeof full_run[0] - 8);
+    check_full_run_header(&run);
+    check_full_run_points(&run);
 
     assert_int_equal(run.ntrace, 2);
     assert_int_equal(run.trace[1].op, PDBX_OP_ATTN_Q);
@@ -225,17 +237,17 @@ static void test_fold_full_run(void **state)
     assert_int_equal(pdbx_run_points_done(&run), 3);
 
     /* configs in plan order, points of a config in MBS order */
-    int cfg[8][3];
+    int cfg[8][PDBX_CFG_DIMS];
     assert_int_equal(pdbx_run_configs(&run, cfg, 8), 2);
     assert_int_equal(cfg[0][0], 1);
     assert_int_equal(cfg[0][1], 2);
     assert_int_equal(cfg[1][0], 2);
     assert_int_equal(pdbx_run_configs(&run, cfg, 1), 1);
     const pdbx_point *pts[8];
-    assert_int_equal(pdbx_run_config_points(&run, 1, 2, 1, pts, 8), 2);
+    assert_int_equal(pdbx_run_config_points(&run, 1, 2, 1, 1, pts, 8), 2);
     assert_int_equal(pts[0]->mbs, 1);
     assert_int_equal(pts[1]->mbs, 2);
-    assert_int_equal(pdbx_run_config_points(&run, 4, 1, 1, pts, 8), 0);
+    assert_int_equal(pdbx_run_config_points(&run, 4, 1, 1, 1, pts, 8), 0);
 
     pdbx_run_free(&run);
     /* re-init after free works */
@@ -354,6 +366,53 @@ static void test_noise_judge(void **state)
     assert_string_equal(pdbx_noise_name(PDBX_NOISE_UNKNOWN), "unknown");
 }
 
+/* A config is (tp, pp, dp, ep): TP1 PP1 DP2 at EP 2 is a config of its own beside EP 1's, in
+ * the config list, the point query and the run table (ep 0, a point built before EP existed,
+ * is EP 1). */
+static void test_configs_by_ep(void **state)
+{
+    (void)state;
+    static pdbx_point pts[5];
+    const int def[5][5] = {   /* tp, pp, dp, ep, mbs in plan order */
+        { 1, 1, 2, 1, 2 }, { 1, 1, 2, 0, 1 }, { 2, 1, 1, 1, 1 }, { 1, 1, 2, 2, 2 }, { 1, 1, 2, 2, 1 },
+    };
+    pdbx_run run;
+    memset(&run, 0, sizeof run);
+    for (int i = 0; i < 5; i++) {
+        memset(&pts[i], 0, sizeof pts[i]);
+        pts[i].index = i;
+        pts[i].tp = def[i][0], pts[i].pp = def[i][1], pts[i].dp = def[i][2], pts[i].ep = def[i][3];
+        pts[i].mbs = def[i][4];
+        pts[i].status = PDBX_POINT_OK;
+    }
+    run.points = pts;
+    run.npoints = 5;
+    int cfg[8][PDBX_CFG_DIMS];
+    assert_int_equal(pdbx_run_configs(&run, cfg, 8), 3);
+    const int want[3][PDBX_CFG_DIMS] = { { 1, 1, 2, 1 }, { 2, 1, 1, 1 }, { 1, 1, 2, 2 } };
+    for (int i = 0; i < 3; i++)
+        assert_memory_equal(cfg[i], want[i], sizeof want[i]);
+    const pdbx_point *got[8];
+    assert_int_equal(pdbx_run_config_points(&run, 1, 1, 2, 1, got, 8), 2);
+    assert_true(got[0] == &pts[1] && got[1] == &pts[0]);      /* MBS order; ep 0 is EP 1 */
+    assert_int_equal(pdbx_run_config_points(&run, 1, 1, 2, 0, got, 8), 2);
+    assert_int_equal(pdbx_run_config_points(&run, 1, 1, 2, 2, got, 8), 2);
+    assert_true(got[0] == &pts[4] && got[1] == &pts[3]);
+    assert_int_equal(pdbx_run_config_points(&run, 1, 1, 2, 4, got, 8), 0);
+    pdbx_rt_config c;
+    assert_int_equal(pdbx_rt_config_build(&run, 1, 1, 2, 2, &c), 0);
+    assert_int_equal(c.ep, 2);
+    assert_int_equal(c.npoints, 2);
+    assert_ptr_equal(c.points[0].point, &pts[4]);
+    pdbx_rt_config_free(&c);
+    pdbx_runtable t;
+    assert_int_equal(pdbx_runtable_build(&run, 0, &t), 0);
+    assert_int_equal(t.nconfigs, 3);
+    assert_true(t.configs[0].ep == 1 && t.configs[0].npoints == 2 && t.configs[2].ep == 2);
+    assert_ptr_equal(t.configs[2].points[1].point, &pts[3]);
+    pdbx_runtable_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_noise_judge),
         cmocka_unit_test(test_fold_full_run),
+        cmocka_unit_test(test_configs_by_ep),
         cmocka_unit_test(test_fold_status_and_warnings),
         cmocka_unit_test(test_fold_malformed),
     };

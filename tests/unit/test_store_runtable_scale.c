@@ -50,7 +50,7 @@ static void test_config_per_point(void **state)
         assert_ptr_equal(t.configs[i].points[0].point, &run.points[i]);
     }
     pdbx_runtable_free(&t);
-    int cfg[4][3];
+    int cfg[4][PDBX_CFG_DIMS];
     assert_int_equal(pdbx_run_configs(&run, cfg, 4), 4);
     assert_int_equal(cfg[3][0], (int)(n - 3));
     pdbx_run_free(&run);

@@ -64,7 +64,7 @@ static void test_matrix(void **state)
     pdbx_run run;
     fold(&run, NEVENTS);
     ui_matrix m;
-    ui_matrix_build(&run, 1, 1, 1, PDBX_STAT_MEAN, &m);
+    ui_matrix_build(&run, (const int[PDBX_CFG_DIMS]){ 1, 1, 1, 1 }, PDBX_STAT_MEAN, &m);
     assert_int_equal(m.n, 3);
     assert_int_equal(m.mbs[0], 1);
     assert_int_equal(m.mbs[2], 4);
@@ -97,15 +97,15 @@ static void test_matrix(void **state)
     assert_int_equal(ui_matrix_find(&m, 4), 2);
     assert_int_equal(ui_matrix_find(&m, 8), -1);
     /* another statistic */
-    ui_matrix_build(&run, 1, 1, 1, PDBX_STAT_MAX, &m);
+    ui_matrix_build(&run, (const int[PDBX_CFG_DIMS]){ 1, 1, 1, 1 }, PDBX_STAT_MAX, &m);
     assert_float_equal(m.v[PDBX_OP_ATTN_Q][0], 3.0, 1e-12);
     assert_float_equal(m.dp_allreduce[0], 0.9, 1e-12);
     assert_float_equal(m.total[0], 22.0, 1e-12);
-    ui_matrix_build(&run, 1, 1, 1, PDBX_STAT_STD, &m);
+    ui_matrix_build(&run, (const int[PDBX_CFG_DIMS]){ 1, 1, 1, 1 }, PDBX_STAT_STD, &m);
     assert_float_equal(m.total[0], 1.5, 1e-12);                /* a measured std, not a sum */
     assert_true(isfinite(m.total[0]));
     /* an unknown config has no points */
-    ui_matrix_build(&run, 2, 1, 1, PDBX_STAT_MEAN, &m);
+    ui_matrix_build(&run, (const int[PDBX_CFG_DIMS]){ 2, 1, 1, 1 }, PDBX_STAT_MEAN, &m);
     assert_int_equal(m.n, 0);
     pdbx_run_free(&run);
 }

@@ -108,6 +108,8 @@ void pdbx_cli_print_help(const pdbx_cli_spec *spec, FILE *out);
 int pdbx_cli_dump_all(const pdbx_cli_command *cmds, size_t n);
 int pdbx_cli_dump_spec(const pdbx_cli_spec *spec);
 
+/* The longest one-line error a command composes (longer ones are cut, still one line). */
+#define PDBX_CLI_ERR_MAX 1024
 /* "pdbx CMD: <message>\n" on stderr. Returns code, so `return pdbx_cli_fail(...)` reads well. */
 int pdbx_cli_fail(int code, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -121,7 +123,7 @@ int pdbx_cli_choice(const char *opt, const char *value, const char *const *choic
 /* mean|median|min|max|std -> pdbx_stat_kind. */
 int pdbx_cli_stat(const char *opt, const char *value, int *out, char *err, size_t errlen);
 
-/* ---- the store and runs ---------------------------------------------------------------- */
+/* ---- the store and runs (cli_io.c) ----------------------------------------------------- */
 /* Opens --store DIR (dir != NULL) or the default store ($PDBX_STORE, $XDG_DATA_HOME/pdbx,
  * ~/.local/share/pdbx). The one rule every command follows (docs/cli.md, "The store"): a store
  * is a directory with runs/ in it. The default store is created when missing. An explicit DIR
@@ -134,7 +136,7 @@ int pdbx_cli_open_store(const char *cmd, const char *dir, int create, pdbx_store
  * ambiguous prefix is a usage error (2); an unreadable file a failure (1). */
 int pdbx_cli_load_run(const char *cmd, pdbx_store *st, const char *ref, pdbx_run *run);
 
-/* ---- rows of the run table as show and diff print them (cli_common.c) ------------------
+/* ---- rows of the run table as show and diff print them (cli_io.c) ----------------------
  * Columns and cells come from store/runtable.h (the one table every view reads). A row holds
  * every column's value and the point's MEASURED layer and total cells; NaN = not measured
  * (printed N/A, JSON null, CSV empty). */
@@ -153,7 +155,7 @@ void pdbx_cli_row_fill(const pdbx_rt_point *p, const pdbx_rt_col *cols, size_t n
  * "out of memory" for cmd and returns PDBX_EXIT_FAIL; else 0. */
 int pdbx_cli_runtable(const char *cmd, const pdbx_run *run, int only_tp, pdbx_pass_sel pass,
                       pdbx_runtable *t);
-/* --pass fwd|bwd|both -> pdbx_pass_sel (an option callback's check). */
+/* --pass fwd|bwd|both -> pdbx_pass_sel (an option callback's check; cli_common.c). */
 int pdbx_cli_pass(const char *opt, const char *value, int *out, char *err, size_t errlen);
 /* The legend line of the noisy mark, printed once under a table that shows one. */
 #define PDBX_CLI_NOISY_LEGEND "! noisy: CV > 5% (std / mean of the cell's samples)"
@@ -187,12 +189,12 @@ enum { PDBX_CLI_ATTR_PURE = 0, PDBX_CLI_ATTR_FASOP = 1 };
 int pdbx_cli_list_runs(const char *cmd, pdbx_store *st, int json, FILE *out);
 /* Validates spec, expands it and prints the plan (table or JSON). Returns an exit code. */
 int pdbx_cli_plan_print(const char *cmd, const pdbx_spec *spec, int json, FILE *out);
-/* Prints a JSON document (indented, one trailing newline) to out and deletes it (also on
- * failure, and doc may be NULL: a builder that ran out of memory); 0, or -1 out of memory.
+/* (cli_io.c) Prints a JSON document (indented, one trailing newline) to out and deletes it (also
+ * on failure, and doc may be NULL: a builder that ran out of memory); 0, or -1 out of memory.
  * The one exit for CLI JSON: what it prints is valid UTF-8 with no raw control (text.h). */
 int pdbx_cli_emit_json(FILE *out, cJSON *doc);
 
-/* ---- spec fields as options (`pdbx plan`, `pdbx run`) -----------------------------------
+/* ---- spec fields as options (`pdbx plan`, `pdbx run`; cli_common.c) ---------------------
  * Every field pdbx_spec_set accepts is also an option, '_' spelled '-' (--seq-len 2048), applied
  * in command-line order after the preset is loaded. */
 typedef struct {
@@ -214,15 +216,15 @@ int pdbx_cli_parse_spec(const pdbx_cli_spec *spec, pdbx_cli_spec_opts *so, int a
 int pdbx_cli_spec_build(const char *cmd, const char *name, const pdbx_cli_spec_opts *so,
                         pdbx_spec *spec);
 
-/* ---- shared output helpers -------------------------------------------------------------- */
+/* ---- shared output helpers (cli_io.c) ---------------------------------------------------- */
 /* Prints one line (printf-style, the newline is added) made terminal-safe (pdbx_text_safe):
  * for every line that quotes a run's own strings (model, gpu, host, messages, reasons). The
  * format must not contain a newline or any other control character. Out of memory: nothing. */
 void pdbx_cli_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes one CSV field (RFC 4180 quoting when needed), terminal-safe (pdbx_text_safe). */
 void pdbx_csv_field(FILE *out, const char *s);
-/* The distinct (tp, pp, dp) configs of a run, optionally only those with tp == only_tp
- * (only_tp <= 0: all). Returns the count written. */
-size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[3], size_t cap);
+/* The distinct (tp, pp, dp, ep) configs of a run (pdbx_run_configs), optionally only those
+ * with tp == only_tp (only_tp <= 0: all). Returns the count written. */
+size_t pdbx_cli_run_configs(const pdbx_run *run, int only_tp, int (*out)[PDBX_CFG_DIMS], size_t cap);
 
 #endif

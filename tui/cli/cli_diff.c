@@ -30,9 +30,11 @@ static const pdbx_cli_spec diff_spec = {
              "better or worse only when |B - A| exceeds both cells' noise (Welch, 95%: 1.96 x\n"
              "sqrt(stdA^2/(nA-1) + stdB^2/(nB-1))), else 'same' (within noise), 'unknown'\n"
              "without std/count. Then the geometric mean of the ratios per op over all common\n"
-             "cells. 'layer' and 'total' compare the measured layer and step cells (N/A in a run\n"
-             "recorded without them; and with --pass bwd or both, which they are forward). A run\n"
-             "measured under load (other processes busy, steal) is named above the verdicts.\n"
+             "cells. A config is TP, PP, DP and EP: an EP 2 config compares with EP 2 only, under\n"
+             "its own heading (TP 1  PP 1  DP 2  EP 2). 'layer' and 'total' compare the measured\n"
+             "layer and step cells (N/A in a run recorded without them; and with --pass bwd or\n"
+             "both, which they are forward). A run measured under load (other processes busy,\n"
+             "steal) is named above the verdicts.\n"
              PDBX_CLI_ABOUT_RUN,
 };
 
@@ -64,7 +66,7 @@ static int diff_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char 
 
 /* One common cell: A's and B's values of column `col` at (config, MBS). */
 typedef struct {
-    int cfg[3], mbs;
+    int cfg[PDBX_CFG_DIMS], mbs;   /* tp, pp, dp, ep: EP 2 of a (tp, pp, dp) is its own config */
     size_t col;
     double a, b;
     double threshold;          /* |b - a| beyond this is real; NaN: no noise estimate */
@@ -96,7 +98,7 @@ static double col_var(const pdbx_rt_point *p, const pdbx_rt_col *col)
     return valid ? var : NAN;
 }
 
-static int add_cell(diff_result *d, const int cfg[3], int mbs, size_t col, double a, double b,
+static int add_cell(diff_result *d, const int cfg[PDBX_CFG_DIMS], int mbs, size_t col, double a, double b,
                     double var_a, double var_b)
 {
     if (!(a > 0.0) || !(b > 0.0) || !isfinite(a) || !isfinite(b))
@@ -130,11 +132,12 @@ static const pdbx_rt_point *find_point(const pdbx_rt_config *c, int mbs)
     return NULL;
 }
 
-/* The common ok points of config a (run A) and b (the same config in run B). 0 or -1 (OOM). */
+/* The common ok points of config a (run A) and b (the same config, EP included, in run B). 0 or
+ * -1 (OOM). */
 static int compare_config(const pdbx_rt_config *a, const pdbx_rt_config *b, const pdbx_rt_col *cols,
                           size_t nc, pdbx_stat_kind stat, diff_result *d)
 {
-    const int cfg[3] = { a->tp, a->pp, a->dp };
+    const int cfg[PDBX_CFG_DIMS] = { a->tp, a->pp, a->dp, a->ep };
     for (size_t k = 0; k < a->npoints; k++) {
         const pdbx_rt_point *p = &a->points[k], *q = find_point(b, p->mbs);
         if (!q || p->status != PDBX_POINT_OK || q->status != PDBX_POINT_OK)
@@ -173,7 +176,7 @@ static int compute(const pdbx_run *ra, const pdbx_run *rb, const diff_args *args
     for (size_t i = 0; i < ta.nconfigs && rc == 0; i++) {
         const pdbx_rt_config *a = &ta.configs[i];
         pdbx_rt_config b;
-        if (pdbx_rt_config_build_pass(rb, a->tp, a->pp, a->dp, pass, &b) != 0) {
+        if (pdbx_rt_config_build_pass(rb, a->tp, a->pp, a->dp, a->ep, pass, &b) != 0) {
             rc = -1;
             break;
         }
@@ -244,7 +247,9 @@ static int print_table(const pdbx_run *ra, const pdbx_run *rb, const diff_args *
                                                : pdbx_noise_name(c->verdict)))
                 goto fail;
         }
-        fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg[0], cfg[1], cfg[2]);
+        char head[64];   /* the heading pdbx show gives the config */
+        fprintf(out, "\n%s\n", pdbx_fmt_config(PDBX_CFG_LABEL_HEADER, cfg[0], cfg[1], cfg[2], cfg[3], head,
+                                               sizeof head));
         pdbx_table_print(t, out, "  ");
         pdbx_table_free(t);
         t = NULL;
@@ -305,7 +310,9 @@ static int print_json(const pdbx_run *ra, const pdbx_run *rb, const diff_args *a
             goto fail;
         }
         if (!cJSON_AddNumberToObject(o, "tp", c->cfg[0]) || !cJSON_AddNumberToObject(o, "pp", c->cfg[1])
-            || !cJSON_AddNumberToObject(o, "dp", c->cfg[2]) || !cJSON_AddNumberToObject(o, "mbs", c->mbs)
+            || !cJSON_AddNumberToObject(o, "dp", c->cfg[2])
+            || (c->cfg[3] > 1 && !cJSON_AddNumberToObject(o, "ep", c->cfg[3]))   /* as pdbx show: > 1 only */
+            || !cJSON_AddNumberToObject(o, "mbs", c->mbs)
             || !cJSON_AddStringToObject(o, "op", d->names[c->col]) || !cJSON_AddNumberToObject(o, "a", c->a)
             || !cJSON_AddNumberToObject(o, "b", c->b) || !cJSON_AddNumberToObject(o, "ratio", c->b / c->a)
             || !(isfinite(c->threshold) ? cJSON_AddNumberToObject(o, "noise_ms", c->threshold)
@@ -332,10 +339,17 @@ fail:
 
 static void print_csv(const diff_result *d, FILE *out)
 {
-    fputs("tp,pp,dp,mbs,op,a,b,ratio,noise_ms,verdict\n", out);
+    /* an ep column only when a cell has EP > 1 (as pdbx advise's): a dense diff reads as before */
+    int has_ep = 0;
+    for (size_t i = 0; i < d->ncells; i++)
+        has_ep |= d->cells[i].cfg[3] > 1;
+    fprintf(out, "tp,pp,dp,%smbs,op,a,b,ratio,noise_ms,verdict\n", has_ep ? "ep," : "");
     for (size_t i = 0; i < d->ncells; i++) {
         const diff_cell *c = &d->cells[i];
-        fprintf(out, "%d,%d,%d,%d,", c->cfg[0], c->cfg[1], c->cfg[2], c->mbs);
+        fprintf(out, "%d,%d,%d,", c->cfg[0], c->cfg[1], c->cfg[2]);
+        if (has_ep)
+            fprintf(out, "%d,", c->cfg[3]);
+        fprintf(out, "%d,", c->mbs);
         pdbx_csv_field(out, d->names[c->col]);         /* an op name can come from a run file */
         fprintf(out, ",%.17g,%.17g,%.17g,", c->a, c->b, c->b / c->a);
         if (isfinite(c->threshold))
@@ -376,7 +390,7 @@ int pdbx_cmd_diff(int argc, char **argv)
     }
     if (d.ncells == 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, diff_spec.name,
-                           "runs %s and %s have no cell in common (same TP/PP/DP, MBS and op, ok in both)",
+                           "runs %s and %s have no cell in common (same TP/PP/DP/EP, MBS and op, ok in both)",
                            ra.id, rb.id);
         goto done;
     }

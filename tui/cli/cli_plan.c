@@ -70,6 +70,50 @@ static void sweep_actions(const pdbx_spec *spec, const pdbx_plan_point *pts, siz
     }
 }
 
+/* Config c's points: MBS, both memory predictions and what the sweep does, under the config's
+ * heading. 0, or -1 out of memory. */
+static int print_config(const pdbx_spec *spec, int c, const pdbx_plan_point *pts, size_t n,
+                        const sweep_action *act, FILE *out)
+{
+    const pdbx_parallel *par = &spec->configs[c];
+    enum { NCOL = 10 };
+    int rc = -1;
+    pdbx_table *t = pdbx_table_new(NCOL);
+    if (!t)
+        return -1;
+    static const char *const hd[NCOL] = { "mbs", "profile", "", "weights", "grads", "optimizer",
+                                          "activations", "train", "", "sweep" };
+    for (size_t k = 0; k < NCOL; k++)
+        if (pdbx_table_header(t, k, hd[k], k == 2 || k >= 8 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
+            goto fail;
+    for (size_t i = 0; i < n; i++) {
+        if (pts[i].config != c)
+            continue;
+        char pr[32], w[32], g[32], o[32], a[32], tot[32];
+        const pdbx_memory *m = &pts[i].mem;
+        if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", pts[i].mbs)
+            || pdbx_table_set(t, 1, "%s", pdbx_fmt_gb(pts[i].profile_bytes, pr, sizeof pr))
+            || pdbx_table_set(t, 2, "%s", pts[i].profile_oom ? "OOM" : "fits")
+            || pdbx_table_set(t, 3, "%s", pdbx_fmt_gb(m->weights, w, sizeof w))
+            || pdbx_table_set(t, 4, "%s", pdbx_fmt_gb(m->grads, g, sizeof g))
+            || pdbx_table_set(t, 5, "%s", pdbx_fmt_gb(m->optimizer, o, sizeof o))
+            || pdbx_table_set(t, 6, "%s", pdbx_fmt_gb(m->activations, a, sizeof a))
+            || pdbx_table_set(t, 7, "%s", pdbx_fmt_gb(m->total, tot, sizeof tot))
+            || pdbx_table_set(t, 8, "%s", pts[i].train_oom ? "OOM" : "fits")
+            || pdbx_table_set(t, 9, "%s", sweep_names[act[i]]))
+            goto fail;
+    }
+    char head[64];   /* EP only when > 1, as pdbx show heads the config */
+    fprintf(out, "\n%s  (%d ranks; GB per rank: profile, then training)\n",
+            pdbx_fmt_config(PDBX_CFG_LABEL_HEADER, par->tp, par->pp, par->dp, pdbx_par_ep(par), head, sizeof head),
+            par->tp * par->pp * par->dp);
+    pdbx_table_print(t, out, "  ");
+    rc = 0;
+fail:
+    pdbx_table_free(t);
+    return rc;
+}
+
 static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t n,
                        const sweep_action *act, FILE *out)
 {
@@ -134,43 +178,9 @@ static int print_table(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t
                 pdbx_kv_max(spec));
     }
 
-    for (int c = 0; c < spec->nconfigs; c++) {
-        const pdbx_parallel *par = &spec->configs[c];
-        enum { NCOL = 10 };
-        pdbx_table *t = pdbx_table_new(NCOL);
-        if (!t)
+    for (int c = 0; c < spec->nconfigs; c++)
+        if (print_config(spec, c, pts, n, act, out) != 0)
             return -1;
-        static const char *const hd[NCOL] = { "mbs", "profile", "", "weights", "grads", "optimizer",
-                                              "activations", "train", "", "sweep" };
-        for (size_t k = 0; k < NCOL; k++)
-            if (pdbx_table_header(t, k, hd[k], k == 2 || k >= 8 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT))
-                goto fail;
-        for (size_t i = 0; i < n; i++) {
-            if (pts[i].config != c)
-                continue;
-            char pr[32], w[32], g[32], o[32], a[32], tot[32];
-            const pdbx_memory *m = &pts[i].mem;
-            if (pdbx_table_add_row(t) || pdbx_table_set(t, 0, "%d", pts[i].mbs)
-                || pdbx_table_set(t, 1, "%s", pdbx_fmt_gb(pts[i].profile_bytes, pr, sizeof pr))
-                || pdbx_table_set(t, 2, "%s", pts[i].profile_oom ? "OOM" : "fits")
-                || pdbx_table_set(t, 3, "%s", pdbx_fmt_gb(m->weights, w, sizeof w))
-                || pdbx_table_set(t, 4, "%s", pdbx_fmt_gb(m->grads, g, sizeof g))
-                || pdbx_table_set(t, 5, "%s", pdbx_fmt_gb(m->optimizer, o, sizeof o))
-                || pdbx_table_set(t, 6, "%s", pdbx_fmt_gb(m->activations, a, sizeof a))
-                || pdbx_table_set(t, 7, "%s", pdbx_fmt_gb(m->total, tot, sizeof tot))
-                || pdbx_table_set(t, 8, "%s", pts[i].train_oom ? "OOM" : "fits")
-                || pdbx_table_set(t, 9, "%s", sweep_names[act[i]]))
-                goto fail;
-        }
-        fprintf(out, "\nTP %d  PP %d  DP %d  (%d ranks; GB per rank: profile, then training)\n", par->tp, par->pp,
-                par->dp, par->tp * par->pp * par->dp);
-        pdbx_table_print(t, out, "  ");
-        pdbx_table_free(t);
-        continue;
-fail:
-        pdbx_table_free(t);
-        return -1;
-    }
     return 0;
 }
 
@@ -236,8 +246,9 @@ static int print_json(const pdbx_spec *spec, const pdbx_plan_point *pts, size_t 
         }
         if (!cJSON_AddNumberToObject(o, "index", p->index) || !cJSON_AddNumberToObject(o, "config", p->config)
             || !cJSON_AddNumberToObject(o, "tp", p->tp) || !cJSON_AddNumberToObject(o, "pp", p->pp)
-            || !cJSON_AddNumberToObject(o, "dp", p->dp) || !cJSON_AddNumberToObject(o, "mbs", p->mbs)
-            || !cJSON_AddNumberToObject(o, "ranks", p->ranks)
+            || !cJSON_AddNumberToObject(o, "dp", p->dp)
+            || (p->ep > 1 && !cJSON_AddNumberToObject(o, "ep", p->ep))   /* as pdbx show: > 1 only */
+            || !cJSON_AddNumberToObject(o, "mbs", p->mbs) || !cJSON_AddNumberToObject(o, "ranks", p->ranks)
             || !cJSON_AddNumberToObject(o, "profile_mem_bytes", p->profile_bytes)
             || !cJSON_AddBoolToObject(o, "profile_fits", !p->profile_oom)
             || !cJSON_AddNumberToObject(o, "train_mem_bytes", p->mem.total)

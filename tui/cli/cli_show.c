@@ -78,7 +78,7 @@ const char *show_status_text(const pdbx_run *run, const pdbx_point *p)
 /* "--tp: run X has no TP N (has: ...)" */
 static int no_such_tp(const pdbx_run *run, int tp)
 {
-    int all[256][3], tps[256];
+    int all[256][PDBX_CFG_DIMS], tps[256];
     size_t n = pdbx_cli_run_configs(run, 0, all, 256), ntp = 0;
     for (size_t i = 0; i < n; i++) {
         int seen = 0;

@@ -266,7 +266,11 @@ static void csv_num(FILE *out, double v, int valid)
 int show_print_csv(const pdbx_runtable *t, const show_args *a, const pdbx_rt_col *cols,
                    size_t ncols, FILE *out)
 {
-    fputs("tp,pp,dp,mbs,status", out);
+    /* an ep column only when a config has EP > 1 (as pdbx diff's): a dense run's CSV is unchanged */
+    int has_ep = 0;
+    for (size_t i = 0; i < t->nconfigs; i++)
+        has_ep |= t->configs[i].ep > 1;
+    fputs(has_ep ? "tp,pp,dp,ep,mbs,status" : "tp,pp,dp,mbs,status", out);
     for (size_t c = 0; c < ncols; c++) {
         fputc(',', out);
         pdbx_csv_field(out, cols[c].name);
@@ -277,8 +281,10 @@ int show_print_csv(const pdbx_runtable *t, const show_args *a, const pdbx_rt_col
         for (size_t k = 0; k < cfg->npoints; k++) {
             pdbx_cli_row r;
             pdbx_cli_row_fill(&cfg->points[k], cols, ncols, (pdbx_stat_kind)a->stat, &r);
-            fprintf(out, "%d,%d,%d,%d,%s", cfg->tp, cfg->pp, cfg->dp, cfg->points[k].mbs,
-                    show_status_text(t->run, cfg->points[k].point));
+            fprintf(out, "%d,%d,%d,", cfg->tp, cfg->pp, cfg->dp);
+            if (has_ep)
+                fprintf(out, "%d,", cfg->ep);
+            fprintf(out, "%d,%s", cfg->points[k].mbs, show_status_text(t->run, cfg->points[k].point));
             for (size_t c = 0; c < ncols; c++)
                 csv_num(out, r.v[c], r.valid[c]);
             csv_num(out, r.layer, r.layer_valid);

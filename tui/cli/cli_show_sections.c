@@ -166,7 +166,7 @@ void show_print_validations(const show_args *a, FILE *out)
         char when[32] = "N/A", cfg[32], est[32] = "N/A", errp[32] = "N/A";
         if (isfinite(v->time))
             pdbx_fmt_time(v->time, when, sizeof when);
-        snprintf(cfg, sizeof cfg, "%dx%dx%d", v->tp, v->pp, v->dp);
+        pdbx_fmt_config(PDBX_CFG_LABEL_DIMS, v->tp, v->pp, v->dp, v->ep, cfg, sizeof cfg);   /* as --config */
         if (isfinite(v->estimated_ms))
             snprintf(est, sizeof est, "%.2f", v->estimated_ms);
         if (isfinite(v->error_pct))

@@ -283,11 +283,8 @@ int show_print_config_table(const pdbx_run *run, const pdbx_rt_config *cfg, cons
     pdbx_table *t = op_table(run, cfg, a, cols, ncols, &noisy);
     if (!t)
         return -1;
-    /* EP only when > 1: a dense run's header reads as before */
-    if (cfg->ep > 1)
-        fprintf(out, "\nTP %d  PP %d  DP %d  EP %d\n", cfg->tp, cfg->pp, cfg->dp, cfg->ep);
-    else
-        fprintf(out, "\nTP %d  PP %d  DP %d\n", cfg->tp, cfg->pp, cfg->dp);
+    char head[64];   /* EP only when > 1: a dense run's header reads as before */
+    fprintf(out, "\n%s\n", pdbx_fmt_config(PDBX_CFG_LABEL_HEADER, cfg->tp, cfg->pp, cfg->dp, cfg->ep, head, sizeof head));
     pdbx_table_print(t, out, "  ");
     pdbx_table_free(t);
     if (noisy)

@@ -151,7 +151,7 @@ static int check_input(val_args *a, const pdbx_run *run)
     if (a->iters == 0)
         a->iters = ITERS_DEFAULT;
     /* the run must have measured this TP degree: the estimate and the shapes come from it */
-    int cfgs[256][3], seen = 0;
+    int cfgs[256][PDBX_CFG_DIMS], seen = 0;
     char tps[128] = "";
     size_t n = pdbx_cli_run_configs(run, 0, cfgs, 256);
     for (size_t i = 0; i < n; i++) {

@@ -1,4 +1,4 @@
-/* ui_compare.c: two runs (configs matched by TP/PP/DP) or two configs of one run side by side.
+/* ui_compare.c: two runs (configs matched by TP/PP/DP/EP) or two configs of one run side by side.
  * Views (v): per op and MBS the A and B times in ms and the ratio B/A; the ratios alone; the
  * cost vs MBS of both overlaid. A ratio is marked better (v) or worse (^) only when the
  * difference exceeds the two cells' own noise (pdbx_stats_judge: Welch at 95%), else '~'
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/util/fmt.h"
 #include "tui/ui_app.h"
 #include "tui/ui_data.h"
 
@@ -19,7 +20,7 @@ typedef enum { VIEW_DETAIL = 0, VIEW_RATIO, VIEW_COST, VIEW_COUNT } view_kind;
 typedef struct {
     pdbx_run a, b;           /* b unused when comparing two configs of one run */
     int have_a, have_b, same_run;
-    int pairs[PDBX_MAX_CONFIGS][6];     /* config of A (tp,pp,dp), config of B */
+    int pairs[PDBX_MAX_CONFIGS][2 * PDBX_CFG_DIMS];   /* config of A (tp,pp,dp,ep), config of B */
     int npairs;
     int tab;
     pdbx_stat_kind stat;
@@ -44,22 +45,22 @@ static void compare_close(void *st)
 /* Pairs the configs A and B have in common; else the first of each, saying so. */
 static int pair_configs(ui_app *app, cmp_state *c)
 {
-    int ca[PDBX_MAX_CONFIGS][3], cb[PDBX_MAX_CONFIGS][3];
+    int ca[PDBX_MAX_CONFIGS][PDBX_CFG_DIMS], cb[PDBX_MAX_CONFIGS][PDBX_CFG_DIMS];
     size_t na = pdbx_run_configs(&c->a, ca, PDBX_MAX_CONFIGS);
     size_t nb = pdbx_run_configs(&c->b, cb, PDBX_MAX_CONFIGS);
     for (size_t i = 0; i < na; i++)
         for (size_t j = 0; j < nb; j++)
             if (memcmp(ca[i], cb[j], sizeof(ca[i])) == 0 && c->npairs < PDBX_MAX_CONFIGS) {
                 memcpy(c->pairs[c->npairs], ca[i], sizeof(ca[i]));
-                memcpy(c->pairs[c->npairs] + 3, cb[j], sizeof(cb[j]));
+                memcpy(c->pairs[c->npairs] + PDBX_CFG_DIMS, cb[j], sizeof(cb[j]));
                 c->npairs++;
             }
     if (c->npairs == 0 && na > 0 && nb > 0) {
         /* no config in common: compare the first of each, and say so */
         memcpy(c->pairs[0], ca[0], sizeof(ca[0]));
-        memcpy(c->pairs[0] + 3, cb[0], sizeof(cb[0]));
+        memcpy(c->pairs[0] + PDBX_CFG_DIMS, cb[0], sizeof(cb[0]));
         c->npairs = 1;
-        ui_app_message(app, 0, "no TP/PP/DP config in common: comparing the first config of each");
+        ui_app_message(app, 0, "no TP/PP/DP/EP config in common: comparing the first config of each");
     }
     if (c->npairs == 0) {
         ui_app_message(app, 1, "nothing to compare: a run has no configs");
@@ -84,7 +85,8 @@ static int open_runs(ui_app *app, cmp_state *c, const char *id_a, const char *id
     return pair_configs(app, c);
 }
 
-static int open_configs(ui_app *app, cmp_state *c, const pdbx_run *run, const int cfg_a[3], const int cfg_b[3])
+static int open_configs(ui_app *app, cmp_state *c, const pdbx_run *run, const int cfg_a[PDBX_CFG_DIMS],
+                        const int cfg_b[PDBX_CFG_DIMS])
 {
     char err[256];
     /* a private copy of the run, so the run view can be closed independently */
@@ -94,8 +96,8 @@ static int open_configs(ui_app *app, cmp_state *c, const pdbx_run *run, const in
     }
     c->have_a = 1;
     c->same_run = 1;
-    memcpy(c->pairs[0], cfg_a, 3 * sizeof(int));
-    memcpy(c->pairs[0] + 3, cfg_b, 3 * sizeof(int));
+    memcpy(c->pairs[0], cfg_a, PDBX_CFG_DIMS * sizeof(int));
+    memcpy(c->pairs[0] + PDBX_CFG_DIMS, cfg_b, PDBX_CFG_DIMS * sizeof(int));
     c->npairs = 1;
     return 0;
 }
@@ -294,52 +296,40 @@ static void draw_op(int y, int op, const cmp_row *r, const cmp_layout *L)
     put_ratio(y, L->gx, 10, r->geomean, r->overall);
 }
 
-static void compare_draw(ui_app *app, void *st, ui_rect b)
+/* The tabs (one per pair of configs, labelled with EP where > 1) and the A and B lines. */
+static void draw_heading(const cmp_state *c, const pdbx_run *ra, const pdbx_run *rb, ui_rect b)
 {
-    cmp_state *c = st;
-    const pdbx_run *ra = &c->a, *rb = c->same_run ? &c->a : &c->b;
     const char *names[PDBX_MAX_CONFIGS];
-    char nb[PDBX_MAX_CONFIGS][48];
+    char nb[PDBX_MAX_CONFIGS][52];
+    char la_s[PDBX_MAX_CONFIGS][24], lb_s[PDBX_MAX_CONFIGS][24];   /* each pair's A and B labels */
     for (int i = 0; i < c->npairs; i++) {
-        int *p = c->pairs[i];
+        const int *p = c->pairs[i], *q = p + PDBX_CFG_DIMS;
+        pdbx_fmt_config(PDBX_CFG_LABEL_TAB, p[0], p[1], p[2], p[3], la_s[i], sizeof la_s[i]);
+        pdbx_fmt_config(PDBX_CFG_LABEL_TAB, q[0], q[1], q[2], q[3], lb_s[i], sizeof lb_s[i]);
         if (c->same_run)
-            snprintf(nb[i], sizeof(nb[i]), "TP%d PP%d DP%d vs TP%d PP%d DP%d", p[0], p[1], p[2], p[3], p[4], p[5]);
+            snprintf(nb[i], sizeof(nb[i]), "%.23s vs %.23s", la_s[i], lb_s[i]);
         else
-            snprintf(nb[i], sizeof(nb[i]), "TP%d PP%d DP%d", p[0], p[1], p[2]);
+            snprintf(nb[i], sizeof(nb[i]), "%.23s", la_s[i]);
         names[i] = nb[i];
     }
     ui_draw_tabs(b.y, 1, b.w - 2, names, c->npairs, c->tab);
-    int *p = c->pairs[c->tab];
     pdbx_run_noise_summary la, lb;
     pdbx_run_noise_of(ra, &la);
     pdbx_run_noise_of(rb, &lb);
-    ui_put(b.y + 1, 1, b.w - 2, UI_C_NORMAL, 1, "A: %s %s TP%d PP%d DP%d%s", ra->id, ra->model.name, p[0], p[1], p[2],
+    ui_put(b.y + 1, 1, b.w - 2, UI_C_NORMAL, 1, "A: %s %s %s%s", ra->id, ra->model.name, la_s[c->tab],
            la.busy ? "  (under load)" : "");
-    ui_put(b.y + 2, 1, b.w - 2, UI_C_NORMAL, 1, "B: %s %s TP%d PP%d DP%d%s", rb->id, rb->model.name, p[3], p[4], p[5],
+    ui_put(b.y + 2, 1, b.w - 2, UI_C_NORMAL, 1, "B: %s %s %s%s", rb->id, rb->model.name, lb_s[c->tab],
            lb.busy ? "  (under load)" : "");
-    /* two matrices of ~40 KB each: on the heap, not the stack */
-    ui_matrix *mm = malloc(2 * sizeof(ui_matrix));
-    if (!mm) {
-        ui_put(b.y + 4, 1, b.w - 2, UI_C_ERROR, 0, "out of memory drawing the comparison");
-        return;
-    }
-    ui_matrix *ma = &mm[0], *mb = &mm[1];
-    ui_matrix_build_pass(ra, p[0], p[1], p[2], c->stat, c->pass, ma);
-    ui_matrix_build_pass(rb, p[3], p[4], p[5], c->stat, c->pass, mb);
-    ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
-    if (c->view == VIEW_COST) {
-        const ui_matrix *ms[2] = { ma, mb };
-        const char *nm[2] = { "A", "B" };
-        ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op),
-                           &c->legend_page);
-        free(mm);
-        return;
-    }
+}
+
+/* The line over the table: what it shows, the statistic and pass, the marks, and which run was
+ * measured under load (a run measured under load makes its verdicts less sure). */
+static void draw_caption(const cmp_state *c, const pdbx_run *ra, const pdbx_run *rb, ui_rect b)
+{
     char stat[48];
     snprintf(stat, sizeof(stat), "%s%s%s", pdbx_stat_name(c->stat), c->pass == PDBX_PASS_SEL_FWD ? "" : ", pass ",
              c->pass == PDBX_PASS_SEL_FWD ? "" : pdbx_pass_sel_name(c->pass));
     const char *what = c->view == VIEW_DETAIL ? "A and B (ms), B/A" : "B/A";
-    /* a run measured under load makes its verdicts less sure: say which, beside them */
     pdbx_run_noise_summary na, nbs;
     pdbx_run_noise_of(ra, &na);
     pdbx_run_noise_of(rb, &nbs);
@@ -358,6 +348,11 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
     else
         ui_put(b.y + 3, 1, b.w - 2, UI_C_INFO, 1, "%s of the %s: v faster ^ slower ~ within noise ? no std",
                what, stat);
+}
+
+/* The op rows (scrolled) and the total of the detail or ratio view, from body.y down. */
+static void draw_table(cmp_state *c, ui_rect b, ui_rect body, const ui_matrix *ma, const ui_matrix *mb)
+{
     cmp_layout L;
     layout_for(c->view, b.w, ma->n, &L);
     int y = draw_header(body.y, &L, ma);
@@ -386,6 +381,33 @@ static void compare_draw(ui_app *app, void *st, ui_rect b)
             ui_put(y + 1, 1, L.opw, UI_C_DIM, 0, "(Up/Down: more)");
         else
             ui_put(y, L.gx + 12, b.w - (L.gx + 13), UI_C_DIM, 0, "Up/Down: more ops");
+    }
+}
+
+static void compare_draw(ui_app *app, void *st, ui_rect b)
+{
+    cmp_state *c = st;
+    const pdbx_run *ra = &c->a, *rb = c->same_run ? &c->a : &c->b;
+    draw_heading(c, ra, rb, b);
+    const int *p = c->pairs[c->tab];
+    /* two matrices of ~40 KB each: on the heap, not the stack */
+    ui_matrix *mm = malloc(2 * sizeof(ui_matrix));
+    if (!mm) {
+        ui_put(b.y + 4, 1, b.w - 2, UI_C_ERROR, 0, "out of memory drawing the comparison");
+        return;
+    }
+    ui_matrix *ma = &mm[0], *mb = &mm[1];
+    ui_matrix_build_pass(ra, p, c->stat, c->pass, ma);
+    ui_matrix_build_pass(rb, p + PDBX_CFG_DIMS, c->stat, c->pass, mb);
+    ui_rect body = { b.y + 4, b.x, b.h - 4, b.w };
+    if (c->view == VIEW_COST) {
+        const ui_matrix *ms[2] = { ma, mb };
+        const char *nm[2] = { "A", "B" };
+        ui_draw_cost_chart(app, body, ms, nm, 2, c->op, c->log, c->op < 0 ? "A vs B, largest ops" : pdbx_op_name(c->op),
+                           &c->legend_page);
+    } else {
+        draw_caption(c, ra, rb, b);
+        draw_table(c, b, body, ma, mb);
     }
     free(mm);
 }

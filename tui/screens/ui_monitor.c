@@ -368,14 +368,16 @@ static void draw_configs(mon_state *m, ui_rect b, int y, int rows_below)
         ui_put(y++, 1, w, UI_C_HEADER, 1, "%-14s MBS points", "config");
         ui_put(y++, 1, w, UI_C_DIM, 1, "legend: %s", legend);
     }
-    int cfg[PDBX_MAX_CONFIGS][3];
+    int cfg[PDBX_MAX_CONFIGS][PDBX_CFG_DIMS];
     size_t ncfg = pdbx_run_configs(run, cfg, PDBX_MAX_CONFIGS);
     int rows = b.y + b.h - y - rows_below;
     if (m->scroll > (int)ncfg - 1) m->scroll = ncfg ? (int)ncfg - 1 : 0;
     for (size_t i = (size_t)m->scroll; i < ncfg && rows > 0; i++, rows--) {
         const pdbx_point *pts[64];
-        size_t np = pdbx_run_config_points(run, cfg[i][0], cfg[i][1], cfg[i][2], pts, 64);
-        ui_put(y, 1, 15, UI_C_NORMAL, 1, "TP%d PP%d DP%d", cfg[i][0], cfg[i][1], cfg[i][2]);
+        size_t np = pdbx_run_config_points(run, cfg[i][0], cfg[i][1], cfg[i][2], cfg[i][3], pts, 64);
+        char label[48];
+        ui_put(y, 1, 15, UI_C_NORMAL, 1, "%s",
+               pdbx_fmt_config(PDBX_CFG_LABEL_TAB, cfg[i][0], cfg[i][1], cfg[i][2], cfg[i][3], label, sizeof label));
         int x = 16;
         for (size_t k = 0; k < np && x < b.w - 6; k++) {
             char cell[16];

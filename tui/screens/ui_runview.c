@@ -170,8 +170,10 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
     char nb[PDBX_MAX_CONFIGS + 1][32];
     int ntabs = 0;
     for (int i = 0; i < v->nconfigs; i++) {
-        snprintf(nb[i], sizeof(nb[i]), "%sTP%d PP%d DP%d", i == v->marked_tab ? "*" : "", v->configs[i][0],
-                 v->configs[i][1], v->configs[i][2]);
+        const int *c = v->configs[i];
+        char label[30];
+        pdbx_fmt_config(PDBX_CFG_LABEL_TAB, c[0], c[1], c[2], c[3], label, sizeof label);
+        snprintf(nb[i], sizeof(nb[i]), "%s%.30s", i == v->marked_tab ? "*" : "", label);
         names[ntabs++] = nb[i];
     }
     if (v->run.ncoll > 0)
@@ -196,8 +198,7 @@ static void runview_draw(ui_app *app, void *st, ui_rect b)
         return;
     }
     ui_matrix m;
-    ui_matrix_build_pass(&v->run, v->configs[v->tab][0], v->configs[v->tab][1], v->configs[v->tab][2], v->stat,
-                         v->pass, &m);
+    ui_matrix_build_pass(&v->run, v->configs[v->tab], v->stat, v->pass, &m);
     int any_noisy = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         for (int i = 0; i < m.n; i++)

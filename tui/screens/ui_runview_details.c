@@ -18,10 +18,10 @@
 /* Memory per rank of the points of config cfg: the profile prediction (what the engine
  * allocates at the point; it decides the OOM stop) beside the measured peak, and the training
  * prediction of the full model with its verdict against the GPU preset (planning only). */
-void rv_draw_memory(rv_state *v, ui_rect b, const int cfg[3])
+void rv_draw_memory(rv_state *v, ui_rect b, const int cfg[PDBX_CFG_DIMS])
 {
     const pdbx_point *pts[UI_MAX_MBS];
-    size_t n = pdbx_run_config_points(&v->run, cfg[0], cfg[1], cfg[2], pts, UI_MAX_MBS);
+    size_t n = pdbx_run_config_points(&v->run, cfg[0], cfg[1], cfg[2], cfg[3], pts, UI_MAX_MBS);
     double gpu_mem = v->have_spec ? v->spec.gpu.mem_bytes : NAN;
     char g[32];
     ui_put_text(b.y, 1, b.w - 2, UI_C_HEADER, 0, "memory per rank, GPU preset %s: %s", v->run.gpu,
@@ -81,10 +81,10 @@ static void noise_lines(const pdbx_point *p, char *host, size_t hlen, char *gpu,
 /* Every point of config cfg: its status, setup time, load and GPU figures, then per measured op
  * (of the view's pass) the samples, mean, 95% CI and CV as % of the mean (noisy marked '!'),
  * the measured bwd/fwd and where the samples came from. Scrolls by line (Up/Down). */
-void rv_draw_cells(rv_state *v, ui_rect b, const int cfg[3])
+void rv_draw_cells(rv_state *v, ui_rect b, const int cfg[PDBX_CFG_DIMS])
 {
     pdbx_rt_config c;
-    if (pdbx_rt_config_build_pass(&v->run, cfg[0], cfg[1], cfg[2], v->pass, &c) != 0) {
+    if (pdbx_rt_config_build_pass(&v->run, cfg[0], cfg[1], cfg[2], cfg[3], v->pass, &c) != 0) {
         ui_put(b.y, 1, b.w - 2, UI_C_ERROR, 0, "out of memory building the cells");
         return;
     }

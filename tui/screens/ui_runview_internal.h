@@ -21,7 +21,7 @@ typedef enum {
 
 typedef struct {
     pdbx_run run;
-    int configs[PDBX_MAX_CONFIGS][3];
+    int configs[PDBX_MAX_CONFIGS][PDBX_CFG_DIMS];   /* pdbx_run_configs: tp, pp, dp, ep */
     int nconfigs;
     int tab;                 /* 0..nconfigs-1 configs, nconfigs = collectives */
     view_kind view;
@@ -44,9 +44,9 @@ void rv_draw_table(rv_state *v, ui_rect b, const ui_matrix *m, int share);
 void rv_draw_shares(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m);
 void rv_draw_roofline(ui_app *app, rv_state *v, ui_rect b, const ui_matrix *m);
 
-/* ui_runview_details.c: of config cfg (TP, PP, DP); the collectives tab. */
-void rv_draw_memory(rv_state *v, ui_rect b, const int cfg[3]);
-void rv_draw_cells(rv_state *v, ui_rect b, const int cfg[3]);
+/* ui_runview_details.c: of config cfg (TP, PP, DP, EP); the collectives tab. */
+void rv_draw_memory(rv_state *v, ui_rect b, const int cfg[PDBX_CFG_DIMS]);
+void rv_draw_cells(rv_state *v, ui_rect b, const int cfg[PDBX_CFG_DIMS]);
 void rv_draw_collectives(ui_app *app, rv_state *v, ui_rect b);
 
 #endif

@@ -1,6 +1,6 @@
 /* cpu_moe.c: a mixture-of-experts layer on the cpu backend: its buffers' roles, their values,
  * the measured assignment, and the forward of its ops (cpu_internal.h; the kernels are
- * cpu_kernels_moe.h's; docs/engine.md, "Mixture of experts").
+ * cpu_kernels_moe.h's; docs/engine-layers.md, "Mixture of experts").
  *
  * Data flow of a MoE layer (fp32), in the place of a dense layer's MLP:
  *   moe_router: yn [R, h] -> logits [R, E] -> the router's own top-k ids and weights [R, k]
