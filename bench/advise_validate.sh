@@ -30,7 +30,12 @@ spec = json.load(open(sys.argv[2]))
 spec.update({"name": "advise-validate", "configs": json.loads(sys.argv[3]), "passes": ["fwd", "bwd"],
              "layers": 2, "mbs": "1:4", "timeout_s": 600})
 if sys.argv[4] == "1":
-    spec.update({"name": "advise-validate-moe", "layers": 1, "collectives": True,
+    # all_reduce sizes on both sides of the DP messages (dense gradients about 3 MiB, the
+    # experts' 12 MiB per layer): Open MPI 4.1's all-reduce on this VM jumps from 2.2 ms at 16 MiB
+    # to 135 ms at 32 MiB (2 ranks, in place; docs/advise.md), which a line through the sweep's
+    # 1 MiB and a point's 53 MiB bucket cannot know
+    spec.update({"name": "advise-validate-moe", "layers": 4, "collectives": True,
+                 "coll_sizes": [1 << k for k in (16, 20, 22, 23, 24, 25, 26)],
                  "model": sys.argv[5] + "/tests/e2e/fixtures/engine-tiny-mixtral.json"})
 if any(c["tp"] * c["pp"] * c["dp"] > spec["gpus_per_node"] for c in spec["configs"]):
     spec["gpus_per_node"] = 4   # FOUR=1: one node of 4 ranks
@@ -45,10 +50,12 @@ echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST), load average $(lo
 list="1x1x2 2x1x1 1x2x1"
 [ "${FOUR:-0}" = 1 ] && list+=" 2x1x2"
 [ "$moe" = 1 ] && list="1x1x2 1x1x2x2"
+layers=()   # MOE=1: the model's 4 layers (every expert gradient of the job), else the run's
+[ "$moe" = 1 ] && layers=(--layers "${LAYERS:-4}")
 printf '%-7s %4s %4s %7s %12s %12s %8s   %s\n' config mbs gbs num_mb measured_ms estimated_ms error \
     "estimate (compute/bubble/tp/pp/dp/ep) | measured slowest rank (fwd/bwd/tp/pp/dp/ep)"
 for c in $list; do
-    if ! "$PDBX" validate "$id" --store "$ST" --config "$c" --mbs "$MBS" --gbs "$GBS" --iters "$ITERS" \
+    if ! "$PDBX" validate "$id" --store "$ST" --config "$c" --mbs "$MBS" --gbs "$GBS" --iters "$ITERS" "${layers[@]}" \
             --format json >"$TMP/v.json" 2>"$TMP/v.err"; then
         echo "$c: validate failed: $(tail -3 "$TMP/v.err")"
         continue
