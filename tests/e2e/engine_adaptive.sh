@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: serial: lm_head's backward is asserted at 1.5-3x its forward by time
 # Adaptive repetition, pooled samples and measure-once, through the real engine (2 ranks):
 #  - every op cell of an adaptive sweep has at least min_reps samples and a CI, and either
 #    reached target_rel_ci or stopped at a bound (max_reps, or max_seconds_per_op: its samples

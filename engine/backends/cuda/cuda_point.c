@@ -149,6 +149,7 @@ int cuda_point_dims(const pdbx_point_shapes *p, int world_rank, cuda_dims *d, ch
 {
     const pdbx_model *m = &p->model;
     int tp = p->tp;
+    memset(d, 0, sizeof *d);   /* every field this does not set (MLA's at a dense model) is 0 */
     if (tp <= 0 || p->mbs <= 0 || p->seq_len <= 0 || p->layers <= 0) {
         snprintf(err, errlen, "cuda prepare: tp %d, mbs %d, seq_len %d, layers %d (allowed: > 0)",
                  tp, p->mbs, p->seq_len, p->layers);
