@@ -6,7 +6,7 @@
 # object (<object>.ptxas.log) and checks, independently of that flag, that no compilation
 # reports spill bytes beyond SPILL_BOUND (0), and that every instantiation of the fused
 # attention kernels, forward and backward (bf16/fp16 wmma and fp32, head_dim 64 and 128), was
-# compiled for both architectures (docs/cuda.md, "Kernels and attention"). Skips when the cuda backend was not
+# compiled for both architectures (docs/cuda-kernels.md, "Kernels and attention"). Skips when the cuda backend was not
 # built (no nvcc).
 set -u
 SPILL_BOUND=0

@@ -1,4 +1,4 @@
-/* cuda_attention.h: the causal attention core of one TP rank, two paths (docs/cuda.md,
+/* cuda_attention.h: the causal attention core of one TP rank, two paths (docs/cuda-kernels.md,
  * "Kernels and attention"):
  *  - unfused (dims.flash 0): two cuBLASLt strided-batched GEMMs around the causal softmax
  *        S = (1/sqrt(d)) Q K^T   ->   P = causal_softmax(S)   ->   O = P V

@@ -1,5 +1,5 @@
 /* cuda_flash.cu: the fused (flash-style) causal attention forward of the cuda backend
- * (contract in cuda_kernels.h, ck_flash_attention; docs/cuda.md, "Kernels and attention").
+ * (contract in cuda_kernels.h, ck_flash_attention; docs/cuda-kernels.md, "Kernels and attention").
  *
  * One block per (sequence b and q head h: grid x; query tile of CK_FLASH_TILE rows: grid y). It walks the key/value
  * tiles 0..qtile of kv head h / group (GQA: the group's q heads read the same K/V rows, no

@@ -88,7 +88,7 @@ cudaError_t ck_logit_softcap(void *y, int64_t n, float cap, pdbx_dtype dt, cudaS
 cudaError_t ck_logit_softcap_bwd(const void *y, const void *dy, void *dx, int64_t n, float cap,
                                  pdbx_dtype dt, cudaStream_t stream);
 
-/* Fused causal attention forward (cuda_flash.cu; docs/cuda.md, "Kernels and attention"):
+/* Fused causal attention forward (cuda_flash.cu; docs/cuda-kernels.md, "Kernels and attention"):
  * out = softmax(scale Q K^T, causal) V with scale 1/sqrt(head_dim), in the layouts of
  * cuda_attention.h (q, out [seq, mbs, heads, d]; k, v [seq, mbs, kv_heads, d]; GQA: q head j
  * reads kv head j / (heads / kv_heads)), never materialising the scores. Online softmax over
