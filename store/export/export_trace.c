@@ -3,13 +3,14 @@
  *
  * {"traceEvents":[...], "displayTimeUnit":"ms", "metadata":{...}}
  *  - one complete event {"ph":"X","name":op,"cat":class,"pid":rank+1,"tid":track,"ts":us,
- *    "dur":us,"args":{"point","layer","mbs","tp","pp","dp"}} per entry of run->trace, i.e. per op
+ *    "dur":us,"args":{"point","layer","mbs","tp","pp","dp"[,"ep"]}} per entry of run->trace, i.e. per op
  *    (per layer for layer ops; the TP all-reduces after attn_o and mlp_down) and per PP
  *    send/recv and DP all-reduce of the step the engine recorded on each rank (category
  *    "comm"); ts is relative to that step's start, so every point's step starts at 0 on its
  *    own track: tid = pid x T + point + 1, T the power of ten above the largest point index,
  *    so rank 0's point 5 is tid 16 in a run of 8 points (Perfetto's importer names a thread
- *    by its tid alone: a tid reused under two pids could take the other's name);
+ *    by its tid alone: a tid reused under two pids could take the other's name); "ep" only at a
+ *    point with expert parallelism > 1 (a dense run's trace is what it was);
  *  - metadata events ("ph":"M"), before the complete events, name the processes "rank N"
  *    (process_name, and process_sort_index N for chrome://tracing's order) and the threads
  *    after the point. pid is rank + 1: Perfetto reserves pid 0 (the idle process).
@@ -104,6 +105,8 @@ static int add_complete(cJSON *events, double scale, const pdbx_point *pt, int p
             pdbx_json_num(&ok, args, "tp", pt->tp);
             pdbx_json_num(&ok, args, "pp", pt->pp);
             pdbx_json_num(&ok, args, "dp", pt->dp);
+            if (pt->ep > 1)
+                pdbx_json_num(&ok, args, "ep", pt->ep);
         }
     }
     pdbx_json_put(&ok, e, "args", args);
@@ -187,7 +190,10 @@ static int name_tracks(cJSON *events, double scale, const pdbx_run *run, track_s
                 return -1;
         }
         const pdbx_point *pt = pdbx_run_point(run, point);
-        if (pt)
+        if (pt && pt->ep > 1)
+            snprintf(name, sizeof name, "point %d: TP %d PP %d DP %d EP %d MBS %d", point, pt->tp,
+                     pt->pp, pt->dp, pt->ep, pt->mbs);
+        else if (pt)
             snprintf(name, sizeof name, "point %d: TP %d PP %d DP %d MBS %d", point, pt->tp,
                      pt->pp, pt->dp, pt->mbs);
         else

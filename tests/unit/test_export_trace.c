@@ -181,6 +181,49 @@ static void test_trace_recorded_steps(void **state)
     pdbx_run_free(&run);
 }
 
+/* A point with expert parallelism: its events carry "ep" and its track says EP; the others'
+ * carry none (a dense run's trace is unchanged). */
+static void test_trace_ep_point(void **state)
+{
+    const char *dir = *state;
+    pdbx_run run;
+    tx_build_run(&run, trace_pts, N_TRACE_PTS, NULL, 1);
+    tx_end_run(&run);
+    const pdbx_point *at = pdbx_run_point(&run, 3);
+    assert_non_null(at);
+    run.points[at - run.points].ep = 2;   /* as a point_start with "ep": 2 folds it */
+    char path[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/trace_ep.json", dir);
+    tx_wrote_log log = { 0 };
+    if (pdbx_export_trace(&run, path, tx_wrote, &log, err, sizeof err) != 0)
+        fail_msg("pdbx_export_trace: %s", err);
+    cJSON *root = load_trace(path);
+    int with_ep = 0, without = 0, named = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "traceEvents")) {
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+        if (strcmp(str(e, "ph"), "M") == 0) {
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(args, "name");
+            if (cJSON_IsString(nm) && strstr(nm->valuestring, "point 3:"))
+                named += strcmp(nm->valuestring, "point 3: TP 1 PP 1 DP 1 EP 2 MBS 1") == 0;
+            continue;
+        }
+        const cJSON *ep = cJSON_GetObjectItemCaseSensitive(args, "ep");
+        if ((int)num(args, "point") == 3) {
+            assert_true(cJSON_IsNumber(ep));
+            assert_int_equal(ep->valueint, 2);
+            with_ep++;
+        } else {
+            assert_null(ep);
+            without++;
+        }
+    }
+    assert_int_equal(named, 1);
+    assert_true(with_ep > 0 && without > 0);
+    cJSON_Delete(root);
+    pdbx_run_free(&run);
+}
+
 static int cmp_ts(const void *a, const void *b)
 {
     const seen_event *x = a, *y = b;
@@ -283,6 +326,7 @@ static void test_trace_bounded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_trace_ep_point, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_trace_recorded_steps, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_trace_synthesized_without_events, test_setup_tmpdir, test_teardown_tmpdir),
         cmocka_unit_test_setup_teardown(test_trace_errors, test_setup_tmpdir, test_teardown_tmpdir),
