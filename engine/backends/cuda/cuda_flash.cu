@@ -75,6 +75,68 @@ struct wmma_layout {
                   "16-row bands 32-byte aligned");
 };
 
+/* S (16 x TILE, this warp's rows from r0) = Q K^T; K row-major [n][d] is B = K^T column-major */
+template <typename T, int D>
+__device__ __forceinline__ void wmma_scores(float *Ss, const T *Qs, const T *Ks, int r0)
+{
+    using namespace nvcuda;
+    using L = wmma_layout<T, D>;
+    for (int nt = 0; nt < kTile / 16; nt++) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.0f);
+        for (int kk = 0; kk < D / 16; kk++) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
+            wmma::load_matrix_sync(fa, Qs + r0 * L::ldt + kk * 16, L::ldt);
+            wmma::load_matrix_sync(fb, Ks + nt * 16 * L::ldt + kk * 16, L::ldt);
+            wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(Ss + r0 * L::lds + nt * 16, acc, L::lds, wmma::mem_row_major);
+    }
+}
+
+/* O (16 x D, this warp's rows from r0) += P V; V row-major [k][d] is B row-major */
+template <typename T, int D>
+__device__ __forceinline__ void wmma_pv(float *Os, const T *Ps, const T *Vs, int r0)
+{
+    using namespace nvcuda;
+    using L = wmma_layout<T, D>;
+    for (int dt = 0; dt < D / 16; dt++) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::load_matrix_sync(acc, Os + r0 * L::ldo + dt * 16, L::ldo, wmma::mem_row_major);
+        for (int kk = 0; kk < kTile / 16; kk++) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+            wmma::load_matrix_sync(fa, Ps + r0 * L::ldp + kk * 16, L::ldp);
+            wmma::load_matrix_sync(fb, Vs + kk * 16 * L::ldt + dt * 16, L::ldt);
+            wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(Os + r0 * L::ldo + dt * 16, acc, L::ldo, wmma::mem_row_major);
+    }
+}
+
+/* Row qi's half `half` of out = O / l (orow: that half of its O row), 8 elements (16 bytes) at
+ * a time, and its log-sum-exp (lane half 0); rows past seq are not written. */
+template <typename T, int D>
+__device__ __forceinline__ void wmma_store_rows(const flash_args &a, const float *orow, float m, float l,
+                                                int64_t qi, int64_t b, int64_t h, int half)
+{
+    if (a.lse && half == 0 && qi < a.seq)
+        a.lse[lse_index(qi, b, h, a.heads, a.seq)] = m + log2f(l);
+    if (qi >= a.seq)
+        return;
+    const float inv = 1.0f / l;   /* l >= 1: the diagonal column is always present */
+    T *dst = static_cast<T *>(a.out) + row_off<D>(qi, b, h, a.mbs, a.heads) + half * (D / 2);
+    for (int c = 0; c < D / 2; c += 8) {
+        uint4 pack;
+        T *pv = reinterpret_cast<T *>(&pack);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            pv[e] = from_f32<T>(orow[c + e] * inv);
+        *reinterpret_cast<uint4 *>(dst + c) = pack;
+    }
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(128) flash_fwd_wmma_kernel(flash_args a)
 {
@@ -110,19 +172,7 @@ __global__ void __launch_bounds__(128) flash_fwd_wmma_kernel(flash_args a)
         load_tile<T, D>(Vs, L::ldt, static_cast<const T *>(a.v), k0, a.seq, b, g, a.mbs, a.kv_heads);
         __syncthreads();
 
-        /* S (16 x TILE per warp) = Q K^T; K row-major [n][d] is B = K^T column-major */
-        for (int nt = 0; nt < kTile / 16; nt++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            wmma::fill_fragment(acc, 0.0f);
-            for (int kk = 0; kk < D / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-                wmma::load_matrix_sync(fa, Qs + r0 * L::ldt + kk * 16, L::ldt);
-                wmma::load_matrix_sync(fb, Ks + nt * 16 * L::ldt + kk * 16, L::ldt);
-                wmma::mma_sync(acc, fa, fb, acc);
-            }
-            wmma::store_matrix_sync(Ss + r0 * L::lds + nt * 16, acc, L::lds, wmma::mem_row_major);
-        }
+        wmma_scores<T, D>(Ss, Qs, Ks, r0);
         __syncwarp();
 
         /* online softmax over this row's TILE/2 columns, the pair of lanes merged by shuffle */
@@ -154,38 +204,10 @@ __global__ void __launch_bounds__(128) flash_fwd_wmma_kernel(flash_args a)
             orow[c] *= alpha;
         __syncwarp();
 
-        /* O (16 x D per warp) += P V; V row-major [k][d] is B row-major */
-        for (int dt = 0; dt < D / 16; dt++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            wmma::load_matrix_sync(acc, Os + r0 * L::ldo + dt * 16, L::ldo, wmma::mem_row_major);
-            for (int kk = 0; kk < kTile / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-                wmma::load_matrix_sync(fa, Ps + r0 * L::ldp + kk * 16, L::ldp);
-                wmma::load_matrix_sync(fb, Vs + kk * 16 * L::ldt + dt * 16, L::ldt);
-                wmma::mma_sync(acc, fa, fb, acc);
-            }
-            wmma::store_matrix_sync(Os + r0 * L::ldo + dt * 16, acc, L::ldo, wmma::mem_row_major);
-        }
+        wmma_pv<T, D>(Os, Ps, Vs, r0);
         __syncwarp();
     }
-
-    /* out = O / l, 8 elements (16 bytes) at a time; rows past seq are not written */
-    if (a.lse && half == 0 && qi < a.seq)
-        a.lse[lse_index(qi, b, h, a.heads, a.seq)] = m + log2f(l);
-    if (qi < a.seq) {
-        const float inv = 1.0f / l;   /* l >= 1: the diagonal column is always present */
-        const float *orow = Os + rloc * L::ldo + half * (D / 2);
-        T *dst = static_cast<T *>(a.out) + row_off<D>(qi, b, h, a.mbs, a.heads) + half * (D / 2);
-        for (int c = 0; c < D / 2; c += 8) {
-            uint4 pack;
-            T *pv = reinterpret_cast<T *>(&pack);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                pv[e] = from_f32<T>(orow[c + e] * inv);
-            *reinterpret_cast<uint4 *>(dst + c) = pack;
-        }
-    }
+    wmma_store_rows<T, D>(a, Os + rloc * L::ldo + half * (D / 2), m, l, qi, b, h, half);
 }
 
 /* ---- fp32: FMA, 4 threads per query row ---- */
@@ -221,6 +243,23 @@ __device__ __forceinline__ void load_tile_f32(float *dst, int ld, const float *s
         d[2] = val.z;
         d[3] = val.w;
     }
+}
+
+/* Row qi's columns sub, sub + 4, ... of out = o / l (this lane's share of the quad), and its
+ * log-sum-exp (lane sub 0); rows past seq are not written. */
+template <int D>
+__device__ __forceinline__ void f32_store_row(const flash_args &a, const float *o, float m, float l,
+                                              int64_t qi, int64_t b, int64_t h, int sub)
+{
+    if (a.lse && sub == 0 && qi < a.seq)
+        a.lse[lse_index(qi, b, h, a.heads, a.seq)] = m + log2f(l);
+    if (qi >= a.seq)
+        return;
+    const float inv = 1.0f / l;
+    float *dst = static_cast<float *>(a.out) + row_off<D>(qi, b, h, a.mbs, a.heads);
+#pragma unroll
+    for (int i = 0; i < D / 4; i++)
+        dst[sub + 4 * i] = o[i] * inv;
 }
 
 template <int D>
@@ -296,15 +335,7 @@ __global__ void __launch_bounds__(256) flash_fwd_f32_kernel(flash_args a)
                 o[i] = fmaf(p, Vs[c * L::ldv + sub + 4 * i], o[i]);
         }
     }
-    if (a.lse && sub == 0 && qi < a.seq)
-        a.lse[lse_index(qi, b, h, a.heads, a.seq)] = m + log2f(l);
-    if (qi < a.seq) {
-        const float inv = 1.0f / l;
-        float *dst = static_cast<float *>(a.out) + row_off<D>(qi, b, h, a.mbs, a.heads);
-#pragma unroll
-        for (int i = 0; i < kDims; i++)
-            dst[sub + 4 * i] = o[i] * inv;
-    }
+    f32_store_row<D>(a, o, m, l, qi, b, h, sub);
 }
 
 using ck_flash::launch;
