@@ -171,10 +171,20 @@ int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, int ep
     return 0;
 }
 
-/* value at m on the line through (m1, v1) and (m2, v2); m1 == m2: proportional to m */
+/* value at m on the line through (m1, v1) and (m2, v2), m1 < m2; m1 == m2: proportional to m.
+ * A cell's time does not shrink with more tokens nor vanish with fewer, but two noisy samples
+ * can tilt the line so (an all-to-all of 4 rows measured below its 2-row time put MBS 8 at 0
+ * ms): where the line falls below the nearest measured value beyond the larger MBS, or to 0
+ * below the smaller, the nearest measured value in proportion to m. */
 static double line_at(double m1, double v1, double m2, double v2, double m)
 {
-    double v = m1 == m2 ? v1 * m / m1 : v1 + (v2 - v1) * (m - m1) / (m2 - m1);
+    if (m1 == m2)
+        return v1 * m / m1;
+    double v = v1 + (v2 - v1) * (m - m1) / (m2 - m1);
+    if (m > m2 && v < v2)
+        return v2 * m / m2;
+    if (m < m1 && !(v > 0))
+        return v1 * m / m1;
     return v > 0 ? v : 0;
 }
 

@@ -160,6 +160,29 @@ static void test_mbs_interpolation_and_extrapolation(void **state)
     pdbx_run_free(&run);
 }
 
+/* Two noisy samples that tilt the line down (a 4-row cell measured below its 2-row one) do
+ * not take a larger MBS to 0, nor a smaller one below 0: the nearest measured value in
+ * proportion to the MBS there; between them, the line. */
+static void test_extrapolation_never_vanishes(void **state)
+{
+    (void)state;
+    pdbx_adv_sample s[2] = { { .mbs = 2 }, { .mbs = 4 } };
+    s[0].fwd[PDBX_ADV_A2A] = 3.0, s[1].fwd[PDBX_ADV_A2A] = 1.0;   /* the line: 0 at MBS 5 */
+    s[0].bwd[PDBX_ADV_A2A] = 1.0, s[1].bwd[PDBX_ADV_A2A] = 3.0;   /* the line: 0 at MBS 1 */
+    const pdbx_adv_tp_cells c = { .tp = 2, .ep = 2, .n = 2, .s = s };
+    pdbx_adv_sample out;
+    char note[PDBX_ADVISE_NOTE_MAX];
+    assert_int_equal(pdbx_adv_cells_at(&c, 8, &out, note, sizeof note), PDBX_ADV_EXTRAPOLATED);
+    assert_close(out.fwd[PDBX_ADV_A2A], 1.0 * 8 / 4);   /* not max(3 - 6, 0) = 0 */
+    assert_close(out.bwd[PDBX_ADV_A2A], 3.0 + 2.0 * 4 / 2);   /* a rising line as it is */
+    assert_int_equal(pdbx_adv_cells_at(&c, 1, &out, note, sizeof note), PDBX_ADV_EXTRAPOLATED);
+    assert_close(out.fwd[PDBX_ADV_A2A], 3.0 + 2.0 / 2);   /* falling towards larger: 4 at MBS 1 */
+    assert_close(out.bwd[PDBX_ADV_A2A], 1.0 * 1 / 2);    /* not the line's 0 */
+    assert_int_equal(pdbx_adv_cells_at(&c, 3, &out, note, sizeof note), PDBX_ADV_INTERPOLATED);
+    assert_close(out.fwd[PDBX_ADV_A2A], 2.0);
+    assert_string_equal(note, "tp 2 ep 2 mbs 3: op cells interpolated between mbs 2 and 4");
+}
+
 static void test_unswept_tp_refused(void **state)
 {
     (void)state;
@@ -355,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_pp4_bubble),
         cmocka_unit_test(test_x3_rule_without_bwd),
         cmocka_unit_test(test_mbs_interpolation_and_extrapolation),
+        cmocka_unit_test(test_extrapolation_never_vanishes),
         cmocka_unit_test(test_unswept_tp_refused),
         cmocka_unit_test(test_order_and_pareto),
         cmocka_unit_test(test_bad_queries),
