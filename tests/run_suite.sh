@@ -65,7 +65,8 @@ logdir=$(mktemp -d /tmp/pdbx-suite.XXXXXX)
 jobs=${PDBX_SUITE_JOBS:-3}
 case $jobs in ''|*[!0-9]*|0) echo "PDBX_SUITE_JOBS: '$jobs' is not a job count (allowed: 1 or more)" >&2; exit 2;; esac
 pass=0; fail=0; skip=0; failed=()
-# tally NAME KEY: counts a finished job from its .rc file; a failure's log tail goes with it
+# tally NAME KEY: counts a finished job from its .rc file (a failure is listed, its log tail
+# printed after all have run)
 tally() {
     local rc ds
     read -r rc ds <"$logdir/$2.rc" 2>/dev/null || { rc=1; ds=0; }
