@@ -121,13 +121,9 @@ assert P and P[-1]["coll_total"] == 14 and P[-1]["coll_done"] == 14 and len(C) =
 
 # ---- a crafted running run: hostile heartbeat values, then the same numbers for both ---------
 write_run() {   # JSONL OUT: one zstd frame per line; @HOST@/@PID@ become this host and shell
-    local line
-    : > "$2"
-    while IFS= read -r line; do
-        line=${line//@HOST@/$(hostname)}
-        line=${line//\"@PID@\"/$$}
-        printf '%s' "$line" | zstd -q -c >> "$2" || fail "zstd"
-    done < "$1"
+    local host
+    host=$(hostname)
+    sed -e "s/@HOST@/$host/g" -e "s/\"@PID@\"/$$/g" "$1" | "$FRAMES" > "$2" || fail "jsonl_frames"
 }
 HOSTILE=2026-11-22__10-00-00_eeee0001
 SANE=2026-11-22__11-00-00_eeee0002

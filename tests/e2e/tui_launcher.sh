@@ -6,15 +6,12 @@
 export TZ=UTC
 # a fixture run with the launcher field added to its run_start
 launched_run() {   # id launcher
-    local id=$1 launcher=$2 line out="$STORE/runs/$1.pdbx"
+    local id=$1 launcher=$2 out="$STORE/runs/$1.pdbx"
     mkdir -p "$STORE/runs"
-    : > "$out"
     "$PY" "$SRC/tests/fixtures/tui_fixture.py" "$id" > "$TMP/$id.jsonl" || fail "fixture $id"
     grep -q '^{"type":"run_start",' "$TMP/$id.jsonl" || fail "fixture has no run_start first"
     sed -i "s/^{\"type\":\"run_start\",/{\"type\":\"run_start\",\"launcher\":\"$launcher\",/" "$TMP/$id.jsonl"
-    while IFS= read -r line; do
-        printf '%s' "$line" | zstd -q -c >> "$out" || fail "zstd failed for $id"
-    done < "$TMP/$id.jsonl"
+    "$FRAMES" < "$TMP/$id.jsonl" > "$out" || fail "jsonl_frames failed for $id"
 }
 launched_run 2026-11-20__10-00-00_aaaa0001 "simulated 2 nodes"
 start
