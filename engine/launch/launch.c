@@ -339,6 +339,41 @@ static int wait_for_start(const pdbx_sup_job *job, pid_t sup, char *err, size_t 
                      START_WAIT_S, job->log_path);
 }
 
+/* The batch job's launch options (srun on its allocation) and job: the store (created now: the
+ * job's output goes to its logs/), the run id and the log path. */
+static int sbatch_job(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
+                      pdbx_launch_opts *o, pdbx_sup_job *job, int *usage, char *err, size_t errlen)
+{
+    if (opts && (opts->nhosts > 0 || opts->simulate_nodes ||
+                 (opts->kind != PDBX_LAUNCHER_AUTO && opts->kind != PDBX_LAUNCHER_SRUN))) {
+        *usage = 1;
+        return pdbx_fail(err, errlen, "sbatch: the batch job runs srun on its allocation: no hosts, "
+                         "--simulate-nodes or other launcher");
+    }
+    if (opts)
+        *o = *opts;
+    o->kind = PDBX_LAUNCHER_SRUN;
+    pdbx_store *st = NULL;
+    if (pdbx_store_open(store_dir, 1, &st, err, errlen) != 0)
+        return -1;
+    char abs[PDBX_PATH_MAX];
+    pdbx_strcopy(abs, sizeof abs, pdbx_store_dir(st));
+    pdbx_store_close(st);
+    char *real = realpath(abs, NULL);
+    if (real) {
+        pdbx_strcopy(abs, sizeof abs, real);
+        free(real);
+    }
+    if (prepare_job(spec, o, abs, job, 0, usage, err, errlen) != 0)
+        return -1;
+    char logdir[PDBX_PATH_MAX];
+    if (pdbx_layout_path(PDBX_PATH_LOGS, job->store_dir, NULL, logdir, sizeof logdir) != 0 ||
+        pdbx_layout_path(PDBX_PATH_LOG, job->store_dir, job->id, job->log_path,
+                         sizeof job->log_path) != 0)
+        return pdbx_fail(err, errlen, "store path too long: %s", job->store_dir);
+    return pdbx_mkdirs(logdir, err, errlen);
+}
+
 int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, const char *store_dir,
                        const char *time_limit, const char *script_path,
                        char run_id[PDBX_RUN_ID_MAX], char abs_script[PDBX_PATH_MAX], int *usage,
@@ -348,38 +383,8 @@ int pdbx_launch_sbatch(const pdbx_spec *spec, const pdbx_launch_opts *opts, cons
     pdbx_sup_job *job = malloc(sizeof *job);
     char *script = NULL, *json_text = NULL;
     int rc = o && job ? 0 : pdbx_fail(err, errlen, "out of memory");
-    if (rc == 0 && opts && (opts->nhosts > 0 || opts->simulate_nodes ||
-                            (opts->kind != PDBX_LAUNCHER_AUTO && opts->kind != PDBX_LAUNCHER_SRUN))) {
-        *usage = 1;
-        rc = pdbx_fail(err, errlen, "sbatch: the batch job runs srun on its allocation: no hosts, "
-                       "--simulate-nodes or other launcher");
-    }
-    if (rc == 0) {
-        if (opts)
-            *o = *opts;
-        o->kind = PDBX_LAUNCHER_SRUN;
-        /* the store exists from now on: the job's output goes to its logs/ */
-        pdbx_store *st = NULL;
-        rc = pdbx_store_open(store_dir, 1, &st, err, errlen);
-        if (rc == 0) {
-            char abs[PDBX_PATH_MAX];
-            pdbx_strcopy(abs, sizeof abs, pdbx_store_dir(st));
-            pdbx_store_close(st);
-            char *real = realpath(abs, NULL);
-            if (real) {
-                pdbx_strcopy(abs, sizeof abs, real);
-                free(real);
-            }
-            rc = prepare_job(spec, o, abs, job, 0, usage, err, errlen);
-        }
-    }
-    char logdir[PDBX_PATH_MAX];
-    if (rc == 0 && (pdbx_layout_path(PDBX_PATH_LOGS, job->store_dir, NULL, logdir, sizeof logdir) != 0 ||
-                    pdbx_layout_path(PDBX_PATH_LOG, job->store_dir, job->id, job->log_path,
-                                     sizeof job->log_path) != 0))
-        rc = pdbx_fail(err, errlen, "store path too long: %s", job->store_dir);
     if (rc == 0)
-        rc = pdbx_mkdirs(logdir, err, errlen);
+        rc = sbatch_job(spec, opts, store_dir, o, job, usage, err, errlen);
     if (rc == 0) {
         cJSON *js = pdbx_spec_to_json(spec);
         json_text = js ? cJSON_Print(js) : NULL;

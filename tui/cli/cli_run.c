@@ -329,11 +329,75 @@ static void warn_if_busy(const char *busy)
         fprintf(stderr, "pdbx run: warning: %s\n", busy);
 }
 
+/* --sbatch FILE or --dry-run: what would run, written or printed; nothing is launched. */
+static int run_without_launch(const run_args *a, const pdbx_spec *spec, const pdbx_launch_opts *lo)
+{
+    char dir[PDBX_PATH_MAX], err[1024] = "";
+    int usage = 0;
+    int rc = dry_run_store("run", a->store, dir, sizeof dir);
+    if (rc != 0)
+        return rc;
+    if (a->dry_run && !a->sbatch) {
+        if (pdbx_launch_dry_run(spec, lo, dir, stdout, &usage, err, sizeof err) != 0)
+            rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
+        return rc;
+    }
+    char id[PDBX_RUN_ID_MAX], script[PDBX_PATH_MAX];
+    if (pdbx_launch_sbatch(spec, lo, dir, a->time, a->sbatch, id, script, &usage, err,
+                           sizeof err) != 0)
+        return pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
+    fprintf(stderr, "pdbx run: wrote %s for run %s (store %s); submit it with:\n", script, id, dir);
+    printf("sbatch %s\n", script);
+    return 0;
+}
+
+/* The sweep on this machine (or the hosts of the launch options): started after the running-run
+ * check, then watched to its end, or left in the background with --detach. Takes lo. */
+static int run_launch(const run_args *a, const pdbx_spec *spec, pdbx_launch_opts *lo)
+{
+    pdbx_store *st = NULL;
+    char err[1024] = "";
+    int usage = 0;
+    int rc = pdbx_cli_open_store("run", a->store, 1, &st);
+    if (rc == 0)
+        rc = check_running(spec, pdbx_store_dir(st), a->force);
+    if (rc != 0) {
+        free(lo);
+        goto done;
+    }
+    char busy[256];
+    pdbx_launch_busy_warning(spec, lo, busy, sizeof busy);
+    pdbx_launch L;
+    if (!a->detach)
+        catch_interrupts();
+    int started = pdbx_launch_start_ex(spec, lo, pdbx_store_dir(st), &L, &usage, err, sizeof err);
+    free(lo);
+    if (started != 0) {
+        rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
+        goto done;
+    }
+    warn_if_busy(busy);
+    if (a->detach) {
+        printf("%s\n", L.run_id);
+        fprintf(stderr, "pdbx run: %s started in the background (supervisor pid %ld, log %s)\n",
+                L.run_id, (long)L.supervisor, L.log_path);
+        goto done;
+    }
+    fprintf(stderr, "pdbx run: %s (log %s)\n", L.run_id, L.log_path);
+    rc = watch("run", st, L.run_id);
+    printf("%s\n", L.run_id);
+done:
+    release_interrupts();
+    if (st)
+        pdbx_store_close(st);
+    return rc;
+}
+
 int pdbx_cmd_run(int argc, char **argv)
 {
     run_args a = { 0 };
     pdbx_spec *spec = calloc(1, sizeof *spec);
-    pdbx_store *st = NULL;
+    pdbx_launch_opts *lo = NULL;
     int rc = PDBX_EXIT_FAIL;
     if (!spec || pdbx_cli_spec_opts_init(&a.so, run_opts) != 0) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "out of memory");
@@ -356,74 +420,24 @@ int pdbx_cmd_run(int argc, char **argv)
         rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "%s", err);
         goto done;
     }
-    pdbx_launch_opts *lo = calloc(1, sizeof *lo);
-    if (!lo) {
+    if (!(lo = calloc(1, sizeof *lo))) {
         rc = pdbx_cli_fail(PDBX_EXIT_FAIL, "run", "out of memory");
         goto done;
     }
     rc = launch_opts(&a, spec, lo);
-    if (rc != 0)
-        goto done_lo;
-    int usage = 0;
-    if (a.time && !a.sbatch) {
+    if (rc == 0 && a.time && !a.sbatch)
         rc = pdbx_cli_fail(PDBX_EXIT_USAGE, "run", "--time is the time limit of --sbatch's job: "
                            "give --sbatch FILE too");
-        goto done_lo;
-    }
-    if (a.sbatch) {
-        char dir[PDBX_PATH_MAX], id[PDBX_RUN_ID_MAX], script[PDBX_PATH_MAX];
-        rc = dry_run_store("run", a.store, dir, sizeof dir);
-        if (rc == 0 && pdbx_launch_sbatch(spec, lo, dir, a.time, a.sbatch, id, script, &usage, err,
-                                          sizeof err) != 0)
-            rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
-        if (rc == 0) {
-            fprintf(stderr, "pdbx run: wrote %s for run %s (store %s); submit it with:\n", script,
-                    id, dir);
-            printf("sbatch %s\n", script);
-        }
-        goto done_lo;
-    }
-    if (a.dry_run) {
-        char dir[PDBX_PATH_MAX];
-        rc = dry_run_store("run", a.store, dir, sizeof dir);
-        if (rc == 0 && pdbx_launch_dry_run(spec, lo, dir, stdout, &usage, err, sizeof err) != 0)
-            rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
-        goto done_lo;
-    }
-    rc = pdbx_cli_open_store("run", a.store, 1, &st);
     if (rc != 0)
-        goto done_lo;
-    rc = check_running(spec, pdbx_store_dir(st), a.force);
-    if (rc != 0)
-        goto done_lo;
-    char busy[256];
-    pdbx_launch_busy_warning(spec, lo, busy, sizeof busy);
-    pdbx_launch L;
-    if (!a.detach)
-        catch_interrupts();
-    if (pdbx_launch_start_ex(spec, lo, pdbx_store_dir(st), &L, &usage, err, sizeof err) != 0) {
-        rc = pdbx_cli_fail(usage ? PDBX_EXIT_USAGE : PDBX_EXIT_FAIL, "run", "%s", err);
-        goto done_lo;
-    }
-    warn_if_busy(busy);
-    free(lo);
-    lo = NULL;
-    if (a.detach) {
-        printf("%s\n", L.run_id);
-        fprintf(stderr, "pdbx run: %s started in the background (supervisor pid %ld, log %s)\n",
-                L.run_id, (long)L.supervisor, L.log_path);
-        rc = PDBX_EXIT_OK;
+        goto done;
+    if (a.sbatch || a.dry_run) {
+        rc = run_without_launch(&a, spec, lo);
         goto done;
     }
-    fprintf(stderr, "pdbx run: %s (log %s)\n", L.run_id, L.log_path);
-    rc = watch("run", st, L.run_id);
-    printf("%s\n", L.run_id);
-done_lo:
-    free(lo);
+    rc = run_launch(&a, spec, lo);
+    lo = NULL;                       /* run_launch freed it */
 done:
-    release_interrupts();
-    if (st)
-        pdbx_store_close(st);
+    free(lo);
     pdbx_cli_spec_opts_free(&a.so);
     free(spec);
     return rc;
