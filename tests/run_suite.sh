@@ -8,7 +8,9 @@
 # they run PDBX_SUITE_JOBS at a time (default 3), both variants in one pool. A script whose
 # checks need the machine to itself (a timing ratio or budget, a host-wide resource such as
 # the namespace hosts or the Slurm daemons) says so with "# suite: serial: WHY" and runs alone,
-# before the pool, on a quiet machine.
+# before the pool, on a quiet machine. A script marked "# suite: long: WHY" (a real sweep, a long
+# tmux session) starts at the head of the pool, the sanitizer variant's first (they run longest):
+# the pool then ends on short scripts instead of leaving one core idle behind a long one.
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -75,7 +77,7 @@ tally() {
     else fail=$((fail+1)); failed+=("$1"); fi
 }
 
-units=(); e2e_serial=(); e2e_pool=(); e2e_skips=()
+units=(); e2e_serial=(); e2e_pool=(); e2e_long=(); e2e_skips=()
 for v in "$@"; do
     for t in "$v"/tests/test_*; do [ -x "$t" ] && units+=("$v unit $t"); done
     for s in tests/e2e/*.sh; do
@@ -87,7 +89,10 @@ for v in "$@"; do
             e2e_skips+=("$(printf 'SKIP  %-55s %6ss  %s' "$v/e2e/$(basename "$s" .sh)" 0.0 "plain build only: ${only:0:80}")")
             continue
         fi
-        if grep -q '^# suite: serial: ' "$s"; then e2e_serial+=("$v e2e $s"); else e2e_pool+=("$v e2e $s"); fi
+        if grep -q '^# suite: serial: ' "$s"; then e2e_serial+=("$v e2e $s")
+        elif grep -q '^# suite: long: ' "$s"; then
+            if [ "$v" = build-san ]; then e2e_long=("$v e2e $s" "${e2e_long[@]}"); else e2e_long+=("$v e2e $s"); fi
+        else e2e_pool+=("$v e2e $s"); fi
     done
 done
 
@@ -101,9 +106,9 @@ for u in "${units[@]}"; do
     tally "$name" "$key"
 done
 for j in "${e2e_serial[@]}"; do bash "$0" --job "$logdir" $j; done
-printf '%s\n' "${e2e_pool[@]}" | xargs -r -P "$jobs" -L 1 bash "$0" --job "$logdir"
+printf '%s\n' "${e2e_long[@]}" "${e2e_pool[@]}" | xargs -r -P "$jobs" -L 1 bash "$0" --job "$logdir"
 for s in "${e2e_skips[@]}"; do echo "$s"; skip=$((skip+1)); done
-for j in "${e2e_serial[@]}" "${e2e_pool[@]}"; do
+for j in "${e2e_serial[@]}" "${e2e_long[@]}" "${e2e_pool[@]}"; do
     set -- $j
     name="$1/e2e/$(basename "$3" .sh)"
     tally "$name" "$(echo "$name" | tr '/ ' '__')"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: a static check of the sources with another compiler, the same for both build variants
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # Every C file scons compiles, through clang with the flags scons gives it (-std=c11 -Wall
 # -Wextra -Werror, the POSIX defines, -I., MPI's include flags where scons adds them, the CUDA
 # include dir for the cuda and nccl backends and their tests, PDBX_VERSION, PDBX_SOURCE_DIR),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The progress line of `pdbx run` / `pdbx attach` (tui/cli/cli_progress.c, store/progress.c):
 #  - a real tiny sweep (2 ranks, collectives on) run by `pdbx run` inside tmux at 80x24: no
 #    line of the pane is wider than 79 columns (capture-pane -J joins wrapped rows, so a wrap

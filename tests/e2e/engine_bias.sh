@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # Linear-layer biases through the real engine on the cpu backend (issue 14: Qwen2/2.5 are
 # measured, not refused):
 #  - a tiny Qwen2 (tests/e2e/fixtures/engine-tiny-qwen2.json: q/k/v with bias, as every qwen2

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The dense families through the real engine on the cpu backend (issue 24, item 4 and the gpt2
 # point of its Done-when): a scaled-down GPT-2 (tests/e2e/fixtures/engine-tiny-gpt2.json:
 # LayerNorm with bias, a plain gelu_new MLP, every projection biased, a learned position table,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: launcher and supervisor integration (mpirun, kill -9); the supervisor under ASan runs in engine_stop.sh and cli_progress.sh, the argv builder in test_launch_argv
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # pdbx run / attach / cancel and crash handling through the real supervisor and mpirun:
 #  - run --detach returns at once with the run id; attach follows it to `complete`;
 #  - cancel ends a running sweep `cancelled` with a valid file, completed points kept;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: the memory model against measured RSS; the sanitizer allocator changes what is measured, and the engine under ASan runs in engine_quick and engine_ranks
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The profile-memory prediction against what the cpu backend really takes: the quick sweep
 # (shortened: seq_len 32, one measured step, MBS 1..8 as the preset) through `pdbx run`; every
 # point's point_end carries the predicted profile memory (engine/plan, what the engine

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # GEMM modes through the real engine on the cpu backend (2 ranks, TP 2):
 #  - fused_projections true, passes fwd,bwd, adaptive: attn_q/k/v and mlp_gate/up each have a
 #    cell, every one marked fused_with its group's leader and its FLOP share (q 1/2, k and v

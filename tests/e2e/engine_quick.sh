@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The quick preset end to end through `pdbx run` (the real supervisor, mpirun at 2 ranks) and
 # `pdbx export --npz`, read by numpy: shape (M, 10), rows MBS 1, 2, 4, 8, every value measured.
 # Every op has its cell, attn_rope and the residual adds included (mlp_residual shares

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # Who stopped a sweep, through the real supervisor, mpirun and signals (issue 10 items 3, 10,
 # the cancel reasons and Ctrl-C):
 #  - a run whose recorded launcher pid now belongs to an unrelated live process (pid reuse,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # `pdbx export RUN --csv DIR` for Vidur (issue 14): a real sweep (pdbx-engine on 2 MPI ranks, the
 # tiny Llama-shaped model, TP 1 x DP 2 and TP 2, MBS 1..8 at seq_len 41) with the inference
 # phase's tokens grid (16..512 step 16) and kv_cache grid (prefill chunks x prefixes, decode

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # suite: plain build only: packs and runs the plain build's binaries; the sanitizer build's need the ASan runtime, which is not carried
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # bench/gpu_first_light.sh's carry as far as a machine without a GPU can try it:
 #  1. --prepare --no-build packs the build and the Debian 12 runtime packages into a carry folder
 #     (outside the tree here: .gitignore untouched, and it says such a folder cannot travel) of

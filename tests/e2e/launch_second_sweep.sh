@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # A second sweep on the devices a running sweep uses disturbs both (issue 10): with a real slow
 # sweep running (pdbx run --detach) in the store,
 #  - `pdbx run` without a terminal refuses with one line naming the running run, exit 2, and

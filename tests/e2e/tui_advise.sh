@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The explorer's Advise screen through tmux (issue 15): A in the run view opens it over a fixture
 # run; goldens at 80x24 and 200x50 when opened, after changing GPUs and global batch (G, b) and
 # after moving the selection; every number of the list and of the selected config's breakdown

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # Explorer run view through tmux: open a run, the MBS x ops table (golden), tabs per config and
 # the collectives tab, the chart views (shares, cost vs MBS with log scale, roofline), stat choice;
 # a run with attn_rope and the residual adds (their rows in forward order, golden); the fixtures

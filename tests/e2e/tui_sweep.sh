@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The explorer's main path with the real engine: an empty store opens the form with the quick preset, a
 # shortened quick sweep is launched with F5 (pdbx_launch_start: mpirun + pdbx-engine in the
 # background), the monitor watches it to the end, Enter opens the results and tabs switch; a
