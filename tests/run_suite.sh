@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs the whole suite for each build variant given (build, build-san): every cmocka binary in
-# <variant>/tests/, then every end-to-end script in tests/e2e/ with PDBX_BUILD=<variant>.
-# A script exiting 77 is a skip (it prints why). Ends with "N passed, N failed, N skipped".
+# Runs the whole suite for the build variants given (build, build-san): every cmocka binary in
+# each <variant>/tests/, then every end-to-end script in tests/e2e/ with PDBX_BUILD=<variant>
+# (once, in build-san, when both are given: the markers below). A script exiting 77 is a skip
+# (it prints why). Ends with "N passed, N failed, N skipped".
 #
-# Most end-to-end scripts wait on tmux screens, mpirun start-up and the store far more than
-# they compute, and each keeps its state in its own mktemp directory, tmux socket and run ids:
-# they run PDBX_SUITE_JOBS at a time (default 3), both variants in one pool. A script whose
+# Each end-to-end script keeps its state in its own mktemp directory, tmux socket and run ids:
+# they run PDBX_SUITE_JOBS at a time (default 3), both variants in one pool; they are CPU-bound
+# (mpirun ranks, the explorer redrawing under tmux), so more at a time buys little. A script whose
 # checks need the machine to itself (a timing ratio or budget, a host-wide resource such as
 # the namespace hosts or the Slurm daemons) says so with "# suite: serial: WHY" and runs alone,
 # before the pool, on a quiet machine. A script marked "# suite: long: WHY" (a real sweep, a long
@@ -78,15 +79,25 @@ tally() {
 }
 
 units=(); e2e_serial=(); e2e_pool=(); e2e_long=(); e2e_skips=()
+both=0; san_only=0
+case " $* " in *" build "*" build-san "*|*" build-san "*" build "*) both=1;; esac
 for v in "$@"; do
     for t in "$v"/tests/test_*; do [ -x "$t" ] && units+=("$v unit $t"); done
     for s in tests/e2e/*.sh; do
         [ -f "$s" ] || continue
-        # "# suite: plain build only: WHY" — an integration script whose C paths the sanitizer
-        # variant already covers through other scripts runs once, in build/ (suite time)
+        # Each end-to-end script runs once, in the variant that finds the most: build-san (its
+        # checks, and ASan/UBSan on every C path it drives) when both variants run. Marked
+        # "# suite: plain build only: WHY" (a timing, a carry of the plain binaries, a host-wide
+        # integration whose C paths other scripts drive under ASan) it runs in build/ instead;
+        # marked "# suite: both builds: WHY" (the release binaries' smoke test of a subsystem) in
+        # both. With one variant given, every script runs in it.
         only=$(sed -n 's/^# suite: plain build only: //p' "$s" | head -1)
         if [ "$v" = build-san ] && [ -n "$only" ]; then
             e2e_skips+=("$(printf 'SKIP  %-55s %6ss  %s' "$v/e2e/$(basename "$s" .sh)" 0.0 "plain build only: ${only:0:80}")")
+            continue
+        fi
+        if [ "$v" = build ] && [ "$both" = 1 ] && [ -z "$only" ] && ! grep -q '^# suite: both builds: ' "$s"; then
+            san_only=$((san_only + 1))
             continue
         fi
         if grep -q '^# suite: serial: ' "$s"; then e2e_serial+=("$v e2e $s")
@@ -108,6 +119,7 @@ done
 for j in "${e2e_serial[@]}"; do bash "$0" --job "$logdir" $j; done
 printf '%s\n' "${e2e_long[@]}" "${e2e_pool[@]}" | xargs -r -P "$jobs" -L 1 bash "$0" --job "$logdir"
 for s in "${e2e_skips[@]}"; do echo "$s"; skip=$((skip+1)); done
+[ "$san_only" -gt 0 ] && echo "($san_only end-to-end scripts ran in build-san only: the others are marked plain build only or both builds)"
 for j in "${e2e_serial[@]}" "${e2e_long[@]}" "${e2e_pool[@]}"; do
     set -- $j
     name="$1/e2e/$(basename "$3" .sh)"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: both builds: the release pdbx's read commands (ls, show, diff) on a fixture store
 # `pdbx ls`, `show` and `diff` on a store built from the JSONL fixtures (no engine): listing with
 # status, progress and the corruption message; id prefixes; the values printed equal the
 # fixtures'; OOM statuses; diff ratios and their geometric means.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: both builds: the release engine's sweep exported (NPZ, CSV, trace) and read back
 # Exports of a real sweep: pdbx-engine measures a tiny model on 2 MPI ranks (TP 1 and TP 2,
 # MBS 1..4, collectives sweep), then `pdbx export` writes the NPZ, CSV and trace files. Python
 # reads the run file itself (zstdcat) and recomputes what every file must hold: numpy on the

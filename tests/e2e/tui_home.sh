@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# suite: both builds: the release explorer under tmux (home screen goldens, keys, clean exit)
 # Explorer home screen through tmux: list (golden), sort, filter, help from the key table,
 # delete with confirmation, and a clean exit.
 . "${PDBX_SOURCE_DIR:?PDBX_SOURCE_DIR not set}/tests/fixtures/tui_lib.bash" || exit 1
