@@ -79,8 +79,9 @@ tally() {
 }
 
 units=(); e2e_serial=(); e2e_pool=(); e2e_long=(); e2e_skips=()
-both=0; san_only=0
-case " $* " in *" build "*" build-san "*|*" build-san "*" build "*) both=1;; esac
+san_only=0 plain=0 san=0
+for v in "$@"; do [ "$v" = build ] && plain=1; [ "$v" = build-san ] && san=1; done
+both=$((plain && san))
 for v in "$@"; do
     for t in "$v"/tests/test_*; do [ -x "$t" ] && units+=("$v unit $t"); done
     for s in tests/e2e/*.sh; do
