@@ -73,6 +73,7 @@ int pt_run_cells(point_run *pr)
             continue;
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             if (!(pdbx_spec_ops(sp) & PDBX_OP_BIT(op)) || pr->sample_op[op] != (pdbx_op)op ||
+                (pass == PDBX_PASS_BWD && !pdbx_op_has_bwd((pdbx_op)op)) ||
                 (pr->fused_leader[op] != PDBX_OP_COUNT && pr->fused_leader[op] != (pdbx_op)op) ||
                 (pdbx_op_is_comm((pdbx_op)op) && !pt_ep_alltoall((pdbx_op)op) &&
                  (!pdbx_op_is_tp_allreduce((pdbx_op)op) || pass != PDBX_PASS_FWD || pr->cg->tp < 2)) ||

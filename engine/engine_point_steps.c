@@ -103,6 +103,8 @@ int pt_run_steps(point_run *pr)
                 run_backward(pr);
         }
         pp_dp_comm(pr, step0);
+        if (pr->compute && has_bwd(pr))   /* after the gradients' reduction, as a step runs it */
+            pt_run_one(pr, PDBX_OP_OPTIMIZER, PDBX_PASS_FWD, -1, 0, 0);
         pdbx_noise_device_sample(&e->noise, e->be.compute, e->compute);
         int keep = warm >= max_warm || (adaptive && warm > 0 && pdbx_adaptive_stable(prev, total));
         keep = agree_keep(keep);

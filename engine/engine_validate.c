@@ -71,9 +71,9 @@ int pdbx_validate_resolve(pdbx_validate_args *v, const pdbx_spec *spec, int worl
 }
 
 /* ---- one validation ---------------------------------------------------------------------- */
-enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_COUNT };
+enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_OPT, PART_COUNT };
 static const char *const part_names[PART_COUNT] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms",
-                                                    "dp_comm_ms", "ep_comm_ms" };
+                                                    "dp_comm_ms", "ep_comm_ms", "optimizer_ms" };
 
 /* A two-rank group of one stage boundary and direction: group rank 0 sends. */
 typedef struct {
@@ -90,6 +90,7 @@ typedef struct {
     pdbx_group *world;
     pair_group act_up, act_down, grad_up, grad_down;   /* send act / recv act / recv grad / send grad */
     int stage_layers, num_mb;
+    int opt_reps;                 /* optimizer op executions: the rank's parameters / the op's */
     void *buf;
     double act_bytes, dp_bytes, bucket_bytes, ep_bytes;
     double edp_bytes, edp_bucket_bytes;   /* the routed experts' gradients over the EDP group */
@@ -186,7 +187,7 @@ static void compute(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
     double ms = 0, t0 = now_ms();
     if (e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err) != 0)
         fail_once(r, err);
-    r->part[pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
+    r->part[op == PDBX_OP_OPTIMIZER ? PART_OPT : pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
 }
 
 /* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike), or an
@@ -266,6 +267,14 @@ static void dp_allreduce(vrun *r)
         bucketed_allreduce(r, r->cg.g[PDBX_GRID_EDP], r->edp_bytes, r->edp_bucket_bytes);
 }
 
+/* The optimizer step once the gradients are reduced: the engine's op (one layer's parameters)
+ * as many times as the rank holds layers' worth, advise's scaling (sizes()). */
+static void optimizer_step(vrun *r)
+{
+    for (int i = 0; i < r->opt_reps; i++)
+        compute(r, PDBX_OP_OPTIMIZER, PDBX_PASS_FWD, -1);
+}
+
 /* One iteration from an aligned start: this rank's time in *ms. */
 static void iteration(vrun *r, double *ms)
 {
@@ -289,6 +298,7 @@ static void iteration(vrun *r, double *ms)
         }
     }
     dp_allreduce(r);
+    optimizer_step(r);
     *ms = -1;
     if (e->be.compute->span_end(e->compute, PDBX_SPAN_STEP, ms, err, sizeof err) != 0)
         fail_once(r, err);
@@ -379,6 +389,13 @@ static void sizes(vrun *r)
     r->bucket_bytes = pdbx_plan_dp_bucket_elems(r->v->dp) * pdbx_dtype_bytes(PDBX_DTYPE_FP32);
     r->ep_bytes = pdbx_plan_ep_bytes(&sp->model, r->v->tp, r->v->ep, r->v->mbs, sp->seq_len, sp->dtype,
                                      sp->moe_imbalance);
+    /* the stage's parameters in optimizer ops of one layer's (the embedding and lm_head in
+     * layers' worth, rounded: TinyLlama's 2-layer stage is 4.98 layers' worth) */
+    pdbx_memory mem;
+    pdbx_memory_predict(&one, &par, r->v->mbs, &mem);
+    const double n = pdbx_optimizer_params(&sp->model, r->v->tp, par.ep);
+    r->opt_reps = (pdbx_spec_ops(sp) & PDBX_OP_BIT(PDBX_OP_OPTIMIZER)) && n > 0
+                      ? (int)lround(mem.params_per_rank / n) : 0;
 }
 
 static int setup(vrun *r, char *err, size_t errlen)

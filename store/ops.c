@@ -43,6 +43,7 @@ static const char *const op_names[PDBX_OP_COUNT] = {
     [PDBX_OP_MLP_RESIDUAL] = "mlp_residual",
     [PDBX_OP_FINAL_NORM] = "final_norm",
     [PDBX_OP_LM_HEAD] = "lm_head",
+    [PDBX_OP_OPTIMIZER] = "optimizer",
 };
 
 const char *pdbx_op_name(pdbx_op op)
@@ -75,7 +76,13 @@ int pdbx_pass_from_name(const char *name)
 
 int pdbx_op_is_per_layer(pdbx_op op)
 {
-    return op != PDBX_OP_EMBED && op != PDBX_OP_FINAL_NORM && op != PDBX_OP_LM_HEAD;
+    return op != PDBX_OP_EMBED && op != PDBX_OP_FINAL_NORM && op != PDBX_OP_LM_HEAD &&
+           op != PDBX_OP_OPTIMIZER;
+}
+
+int pdbx_op_has_bwd(pdbx_op op)
+{
+    return op != PDBX_OP_OPTIMIZER;
 }
 
 int pdbx_op_is_gemm(pdbx_op op)

@@ -65,6 +65,12 @@ typedef enum {
     PDBX_OP_MLP_RESIDUAL,       /* hidden += MLP output, [T,h] */
     PDBX_OP_FINAL_NORM,         /* once per step: RMSNorm [T,h] */
     PDBX_OP_LM_HEAD,            /* once per step: GEMM [T,h] x [h, V/TP] */
+    PDBX_OP_OPTIMIZER,          /* once per step, after the backward: AdamW over one layer's
+                                 * parameters on the rank (n = planner's layer parameters at the
+                                 * point's TP and EP; fp32 master weights, m, v and main gradient,
+                                 * Megatron's layout; a 16-bit run also writes the model's 16-bit
+                                 * copy). Only with a backward pass; one cell, filed under fwd:
+                                 * the step is neither pass (pdbx_op_has_bwd) */
     PDBX_OP_COUNT
 } pdbx_op;
 
@@ -87,7 +93,8 @@ typedef uint64_t pdbx_opmask;
 
 const char *pdbx_op_name(pdbx_op op);
 int pdbx_op_from_name(const char *name);      /* -1 when unknown */
-int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_head */
+int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_head, optimizer */
+int pdbx_op_has_bwd(pdbx_op op);              /* 0 for the optimizer (its one cell is fwd's) */
 int pdbx_op_is_gemm(pdbx_op op);
 int pdbx_op_is_comm(pdbx_op op);              /* the two TP all-reduces, the EP all-to-alls */
 int pdbx_op_is_moe(pdbx_op op);

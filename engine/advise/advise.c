@@ -346,7 +346,11 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_ad
      * (pp - 1) x the slowest stage overestimated TP1/PP2 by 13-16%). */
     row->bubble_ms = stages_sum - worst;
     row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms + row->ep_comm_ms;
-    row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms;
+    /* AdamW is linear in the parameters it steps: the cell's layer scaled to the rank's stage */
+    const double opt_n = pdbx_optimizer_params(&c->spec.model, tp, ep);
+    if (s.fwd[PDBX_ADV_OPT] > 0 && opt_n > 0)
+        row->optimizer_ms = s.fwd[PDBX_ADV_OPT] * mem.params_per_rank / opt_n;
+    row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms + row->optimizer_ms;
     row->mem_gb = mem.total / 1e9;
     row->fits = mem.total <= c->spec.gpu.mem_bytes;
     return 0;

@@ -60,6 +60,10 @@ typedef struct {
                               * slowest: (pp - 1) x slowest with equal stages */
     double tp_comm_ms, pp_comm_ms, dp_comm_ms;   /* dp: a MoE model's expert gradients included */
     double stage_fwd_ms, stage_bwd_ms;   /* slowest stage, one micro-batch, compute only */
+    /* the optimizer step once the gradients are reduced, every stage at once: the measured
+     * optimizer cell (one layer's parameters) x the rank's parameters / the layer's (in
+     * step_ms; 0 when the run has no optimizer cell: a fwd-only run, one before the op, cuda) */
+    double optimizer_ms;
     double mem_gb;           /* training memory per rank (the planner's) */
     int fits;                /* mem_gb <= the run's GPU memory */
     int pareto;              /* on the time/memory Pareto front of the rows that fit */

@@ -12,6 +12,8 @@ int pdbx_adv_op_part(pdbx_op op)
 {
     if (pdbx_op_is_comm(op))
         return -1;
+    if (op == PDBX_OP_OPTIMIZER)
+        return PDBX_ADV_OPT;
     if (pdbx_op_is_per_layer(op))
         return PDBX_ADV_LAYER;
     /* once per step: before the first per-layer op (embed) or after the layers */
@@ -89,6 +91,8 @@ static int point_parts(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_
             return 0;
         s->fwd[part] += f;
         any = 1;
+        if (!pdbx_op_has_bwd((pdbx_op)op))
+            continue;
         double b = pdbx_rt_value(&bp->op[op], stat);
         if (isfinite(b))
             s->bwd[part] += b;
@@ -167,7 +171,7 @@ int pdbx_adv_cells_build_for(const pdbx_run *run, int tp, int pp, int dp, int ep
     if (!out->bwd_measured)   /* FASOP's x3 rule: backward = 2 x forward (the all-to-all: 1 x) */
         for (size_t i = 0; i < out->n; i++)
             for (int p = 0; p < PDBX_ADV_NPARTS; p++)
-                out->s[i].bwd[p] = (p == PDBX_ADV_A2A ? 1 : 2) * out->s[i].fwd[p];
+                out->s[i].bwd[p] = p == PDBX_ADV_OPT ? 0 : (p == PDBX_ADV_A2A ? 1 : 2) * out->s[i].fwd[p];
     return 0;
 }
 

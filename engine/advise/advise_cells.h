@@ -31,9 +31,11 @@
  * kind of layer runs (pdbx_layer_has_op) is kept apart from LAYER, so that a model with dense
  * first layers and MoE ones (DeepSeek) counts each where it runs instead of one layer running
  * both: DENSE the dense MLP (mlp_gate/up/act_fn/down), MOE the moe_* ops, A2A the EP
- * all-to-alls (ep_dispatch + ep_combine, EP > 1 only). One layer of a kind is LAYER + its part. */
+ * all-to-alls (ep_dispatch + ep_combine, EP > 1 only). One layer of a kind is LAYER + its part.
+ * OPT the optimizer op's cell (one layer's parameters, store/ops.h; fwd only, bwd 0): not part
+ * of a stage's passes, advise scales it to the stage's parameters. */
 enum { PDBX_ADV_FIRST = 0, PDBX_ADV_LAYER, PDBX_ADV_LAST, PDBX_ADV_DENSE, PDBX_ADV_MOE, PDBX_ADV_A2A,
-       PDBX_ADV_NPARTS };
+       PDBX_ADV_OPT, PDBX_ADV_NPARTS };
 
 typedef struct {
     int mbs;
@@ -50,7 +52,8 @@ typedef struct {
     pdbx_adv_sample *s;            /* MBS ascending (owned) */
 } pdbx_adv_tp_cells;
 
-/* Which part op belongs to: PDBX_ADV_FIRST/LAYER/LAST, or -1 for a TP all-reduce op. */
+/* Which part op belongs to: PDBX_ADV_FIRST/LAYER/LAST (OPT for the optimizer), or -1 for a TP
+ * all-reduce op. */
 int pdbx_adv_op_part(pdbx_op op);
 /* The compute cells of TP tp at EP 1 in run (n == 0 when the run has none). 0, or -1 out of
  * memory. */

@@ -50,8 +50,10 @@
  * 13: pdbx_point_shapes gained moe_imbalance (the spec's moe_routing): a MoE point's measured
  *    assignment.
  * 14: pdbx_point_shapes gained ep (expert parallelism): a MoE point holds E / ep experts and
- *    runs them on the measured EP rank's received rows. */
-#define PDBX_BACKEND_ABI 14
+ *    runs them on the measured EP rank's received rows.
+ * 15: the optimizer op (store/ops.h, after lm_head: fwd only, with a backward in the passes) and
+ *    the planner's PDBX_BUF_OPT_* roles before PDBX_BUF_COMM (its value changed). */
+#define PDBX_BACKEND_ABI 15
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;

@@ -347,6 +347,11 @@ typedef enum {
      * every step (a product in place would shrink it step after step); the capped logits the
      * derivative reads are the forward's logits buffer */
     PDBX_BUF_GRAD_LOGITS_CAPPED,
+    /* the optimizer op (cpu; passes with bwd): flat fp32 arrays of its n parameters (plan.h,
+     * pdbx_optimizer_params), Megatron's mixed-precision layout: master weights, Adam's m and v
+     * (weights: kept across a config's MBS sweep as the model's are), the main gradient
+     * (grads), and in a 16-bit run the model's 16-bit copy the step writes (weights) */
+    PDBX_BUF_OPT_MASTER, PDBX_BUF_OPT_M, PDBX_BUF_OPT_V, PDBX_BUF_OPT_MODEL_LP, PDBX_BUF_OPT_GRAD,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -472,6 +477,13 @@ typedef struct {
     int bias;
 } pdbx_op_shape;
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out);
+/* The parameters the optimizer op steps over: one layer's on a rank at (tp, ep) (plan_params.c's
+ * Megatron sharding; a MoE layer's when the model has one, its E / ep experts). The optimizer
+ * op's shape is m 1 x n this, k 0; advise scales its cell by a stage's parameters over this. */
+double pdbx_optimizer_params(const pdbx_model *m, int tp, int ep);
+/* AdamW's work per parameter as the optimizer op counts it (its flops and bytes: fp32 master,
+ * gradient, m and v read, master, m and v written; a 16-bit run also writes the model copy) */
+#define PDBX_ADAMW_FLOPS_PER_PARAM 14.0
 /* The same at expert-parallel degree ep (pdbx_op_shape_for is ep 1): the MoE expert ops on the
  * measured rank's E / ep experts and its received rows, ep_dispatch / ep_combine moving the
  * all-to-all message of plan_comm.h (pdbx_plan_ep_bytes); every other op as at EP 1. */

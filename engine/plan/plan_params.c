@@ -69,6 +69,12 @@ double plan_layer_mlp_params(const pdbx_model *m, int tp, int ep, int moe)
     return p;
 }
 
+double pdbx_optimizer_params(const pdbx_model *m, int tp, int ep)
+{
+    const int moe = plan_is_moe(m) && m->arch.moe.first_dense_layers < m->layers;
+    return plan_layer_attn_params(m, tp) + plan_layer_mlp_params(m, tp, ep > 0 ? ep : 1, moe);
+}
+
 double plan_stage_params(const pdbx_model *m, int tp, int pp)
 {
     return plan_stage_params_ep(m, tp, pp, 1);

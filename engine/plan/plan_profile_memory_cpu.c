@@ -95,6 +95,14 @@ void plan_mem_cpu_list(const pdbx_profile_point *p, pdbx_profile_memory *out)
     if (HAS(MLP_DOWN)) plan_mem_add(out, PDBX_BUF_L_DOWN, W, plan_mem_lines(I * h * e), Ld);
     plan_mem_biases(p, out, plan_mem_lines, f, L);
     plan_mem_cpu_mla(p, out, 0);
+    if (HAS(OPTIMIZER) && (p->passes & PDBX_PASS_BIT(PDBX_PASS_BWD))) {   /* cpu_optimizer.c (plan.h) */
+        const double n = pdbx_optimizer_params(&p->model, p->tp, p->ep);
+        plan_mem_add(out, PDBX_BUF_OPT_MASTER, W, plan_mem_lines(n * f), 1);
+        plan_mem_add(out, PDBX_BUF_OPT_M, W, plan_mem_lines(n * f), 1);
+        plan_mem_add(out, PDBX_BUF_OPT_V, W, plan_mem_lines(n * f), 1);
+        if (e == 2)
+            plan_mem_add(out, PDBX_BUF_OPT_MODEL_LP, W, plan_mem_lines(n * e), 1);
+    }
 }
 
 /* cpu_backward.c's buffers (passes with bwd): the gradient of every activation in fp32, as
@@ -147,4 +155,6 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     }
     plan_mem_weight_grads(p, out, 1);
     plan_mem_cpu_mla(p, out, 1);
+    if (HAS(OPTIMIZER))
+        plan_mem_add(out, PDBX_BUF_OPT_GRAD, G, plan_mem_lines(pdbx_optimizer_params(&p->model, p->tp, p->ep) * f), 1);
 }

@@ -161,7 +161,14 @@ int pdbx_rotary_dims(const pdbx_model *m)
 
 pdbx_opmask pdbx_spec_ops(const pdbx_spec *s)
 {
-    return s->ops & pdbx_model_ops(&s->model);
+    pdbx_opmask ops = s->ops & pdbx_model_ops(&s->model);
+    /* the optimizer step updates what a backward computed: training sweeps only; the cuda
+     * backend has no optimizer kernel yet (docs/engine.md) */
+    const int cuda = s->backend == PDBX_BACKEND_CUDA ||
+                     (s->backend == PDBX_BACKEND_AUTO && strcmp(s->gpu.name, "cpu") != 0);
+    if (!(s->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) || cuda)
+        ops &= ~PDBX_OP_BIT(PDBX_OP_OPTIMIZER);
+    return ops;
 }
 
 pdbx_activation pdbx_activation_of(const char *hf_name)
@@ -290,6 +297,13 @@ static void shape_lm_head(const pdbx_model *m, int64_t T, int64_t V_t, double e,
     }
 }
 
+/* The optimizer op: AdamW over one layer's n parameters, 1 x n elementwise (plan.h) */
+static void shape_optimizer(const pdbx_model *m, int tp, int ep, double e, pdbx_op_shape *out)
+{
+    const double n = pdbx_optimizer_params(m, tp, ep);
+    elementwise(out, 1, (int64_t)n, PDBX_ADAMW_FLOPS_PER_PARAM, n * (7.0 * 4 + (e < 4 ? e : 0)));
+}
+
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out)
 {
     const pdbx_model *m = &spec->model;
@@ -353,6 +367,9 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         break;
     case PDBX_OP_LM_HEAD:
         shape_lm_head(m, T, V_t, e, out);
+        break;
+    case PDBX_OP_OPTIMIZER:
+        shape_optimizer(m, tp, 1, e, out);
         break;
     case PDBX_OP_ATTN_Q_A: case PDBX_OP_ATTN_Q_NORM: case PDBX_OP_ATTN_Q_B: case PDBX_OP_ATTN_KV_A:
     case PDBX_OP_ATTN_KV_NORM: case PDBX_OP_ATTN_KV_B: case PDBX_OP_MOE_ROUTER: case PDBX_OP_MOE_PERMUTE:
@@ -432,6 +449,8 @@ int pdbx_op_shape_ep(const pdbx_spec *spec, int tp, int ep, int mbs, pdbx_op op,
 {
     /* the same checks and every non-MoE op as at EP 1; the MoE ops again at ep */
     const int rc = pdbx_op_shape_for(spec, tp, mbs, op, out);
+    if (rc == 0 && ep > 1 && op == PDBX_OP_OPTIMIZER)   /* the layer's E / ep experts */
+        shape_optimizer(&spec->model, tp, ep, pdbx_dtype_bytes(spec->dtype), out);
     if (rc != 0 || ep <= 1 || !pdbx_op_is_moe(op))
         return rc;
     return plan_shape_moe_mla(spec, tp, ep, mbs, op, out);

@@ -36,7 +36,17 @@ assert e["dp_comm_ms"] > 0 and e["pp_comm_ms"] == 0 and e["bubble_ms"] == 0, e
 assert abs(e["step_ms"] - d["estimated_ms"]) < 1e-9, e
 assert d["measured_parts"]["dp_comm_ms"] > 0 and d["measured_parts"]["pp_comm_ms"] == 0, d
 assert d["backend"] == "cpu", d
+# the optimizer step: estimated from the run's optimizer cell, run by the engine after the
+# gradients' all-reduce (docs/advise.md)
+assert e["optimizer_ms"] > 0 and d["measured_parts"]["optimizer_ms"] > 0, (e, d["measured_parts"])
 PYEOF
+# the run's optimizer cells: one per point, fwd only (no pass), one layer's AdamW
+ev_py "$runfile" '
+O = [e for e in E if e["type"] == "op" and e["op"] == "optimizer"]
+P = [e for e in E if e["type"] == "point_end" and e["status"] == "ok"]
+assert len(O) == len(P) and all("pass" not in e for e in O), (len(O), len(P))
+assert all(e["flops"] > 0 and e["bytes"] == 28 * e["flops"] / 14 and e["stats"]["median"] > 0 for e in O), O[0]
+' || fail "optimizer cells"
 # the estimate is advise's for the same query
 "$PDBX" advise "$id" --store "$ST" --gpus 2 --gbs 4 --layers 2 --format json >"$TMP/adv.json" 2>"$TMP/adv.err" \
     || fail "advise: $(cat "$TMP/adv.err")"

@@ -102,7 +102,8 @@ for r in rows:
     ep = r.get("ep", 1)
     assert (r.get("ep_comm_ms", 0) > 0) == (ep > 1), r
     assert abs(r["comm_ms"] - (r["tp_comm_ms"] + r["pp_comm_ms"] + r["dp_comm_ms"] + r.get("ep_comm_ms", 0))) <= 1e-9 * max(r["comm_ms"], 1), r
-    assert abs(r["step_ms"] - (r["compute_ms"] + r["comm_ms"] + r["bubble_ms"])) <= 1e-9 * r["step_ms"], r
+    parts = r["compute_ms"] + r["comm_ms"] + r["bubble_ms"] + r["optimizer_ms"]
+    assert abs(r["step_ms"] - parts) <= 1e-9 * r["step_ms"], r
 m1 = {(r["tp"], r["dp"], r.get("ep", 1)): r for r in rows if r["mbs"] == 1 and r["pp"] == 1}
 for k in ((2, 1), (1, 2)):   # EP 2 holds half the routed experts: less memory per GPU
     assert m1[k + (2,)]["mem_gb"] < m1[k + (1,)]["mem_gb"], (m1[k + (1,)], m1[k + (2,)])

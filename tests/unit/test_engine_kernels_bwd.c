@@ -515,6 +515,11 @@ static void test_backend_runs_every_bwd(void **state)
             for (int l = 0; l < p.layers; l++) {
                 double ms = -1;
                 assert_int_equal(pdbx_cpu_compute_ops.run_op(c, (pdbx_op)op, PDBX_PASS_FWD, l, &ms, err, sizeof err), 0);
+                if (!pdbx_op_has_bwd((pdbx_op)op)) {   /* the optimizer: its one pass is fwd */
+                    assert_int_equal(pdbx_cpu_compute_ops.run_op(c, (pdbx_op)op, PDBX_PASS_BWD, l, &ms, err, sizeof err), -1);
+                    assert_non_null(strstr(err, "has no bwd pass"));
+                    break;
+                }
                 assert_int_equal(pdbx_cpu_compute_ops.run_op(c, (pdbx_op)op, PDBX_PASS_BWD, l, &ms, err, sizeof err), 0);
                 assert_true(ms >= 0);
             }
@@ -566,7 +571,8 @@ static void test_backend_allocates_the_bwd_plan(void **state)
     /* every listed gradient role has its pointer */
     for (int i = 0; i < pm.nbufs; i++)
         if (pm.buf[i].kind == PDBX_MEM_GRADS || pm.buf[i].role == PDBX_BUF_ATTN_BWD_SCRATCH) {
-            void **slot = pdbx_cpu_grad_slot(c, pm.buf[i].role);
+            void **slot = pm.buf[i].role == PDBX_BUF_OPT_GRAD ? pdbx_cpu_opt_slot(c, pm.buf[i].role)
+                                                              : pdbx_cpu_grad_slot(c, pm.buf[i].role);
             assert_non_null(slot);
             assert_non_null(*slot);
         }

@@ -178,13 +178,15 @@ typedef struct {
     double median, min, max;
     double iters_ms[ITERS_MAX];
     int n, num_mb;
-    double parts[6];
+    double parts[7];
     char backend[16];
 } measured;
 
-/* the engine's parts; ep_comm_ms only at EP > 1 */
-static const char *const part_keys[6] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms",
-                                          "ep_comm_ms" };
+/* the engine's parts; ep_comm_ms only at EP > 1, optimizer_ms only when the engine ran the
+ * optimizer op (a training run on the cpu backend) */
+enum { PART_EP = 5, PART_OPT = 6, NPARTS = 7 };
+static const char *const part_keys[NPARTS] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms",
+                                               "ep_comm_ms", "optimizer_ms" };
 
 static double jnum(const cJSON *o, const char *k)
 {
@@ -217,7 +219,7 @@ static int read_result(const char *path, measured *m, char *err, size_t errlen)
     cJSON_ArrayForEach(x, arr)
         if (cJSON_IsNumber(x) && m->n < ITERS_MAX)
             m->iters_ms[m->n++] = x->valuedouble;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < NPARTS; i++)
         m->parts[i] = jnum(parts, part_keys[i]);
     pdbx_strcopy(m->backend, sizeof m->backend, cJSON_IsString(be) ? be->valuestring : "?");
     cJSON_Delete(o);
@@ -247,10 +249,12 @@ static int print_json(const pdbx_run *run, const val_args *a, const measured *m,
         cJSON_AddItemToObject(e, "stage_fwd_ms", num_or_null(est->stage_fwd_ms));
         cJSON_AddItemToObject(e, "stage_bwd_ms", num_or_null(est->stage_bwd_ms));
         cJSON_AddItemToObject(e, "mem_gb", num_or_null(est->mem_gb));
+        cJSON_AddItemToObject(e, "optimizer_ms", num_or_null(est->optimizer_ms));
     }
     cJSON *mp = cJSON_AddObjectToObject(o, "measured_parts");
-    for (int i = 0; mp && i < (a->ep > 1 ? 6 : 5); i++)
-        cJSON_AddItemToObject(mp, part_keys[i], num_or_null(m->parts[i]));
+    for (int i = 0; mp && i < NPARTS; i++)
+        if (i < PART_EP || (i == PART_EP && a->ep > 1) || (i == PART_OPT && m->parts[i] > 0))
+            cJSON_AddItemToObject(mp, part_keys[i], num_or_null(m->parts[i]));
     return pdbx_cli_emit_json(stdout, o) == 0 ? PDBX_EXIT_OK
                                               : pdbx_cli_fail(PDBX_EXIT_FAIL, CMD, "out of memory");
 }
@@ -278,7 +282,10 @@ static void print_table(const pdbx_run *run, const val_args *a, const measured *
            m->parts[0], m->parts[1], m->parts[2], m->parts[3], m->parts[4]);
     if (a->ep > 1)
         printf("  EP all-to-alls: estimated %.2f ms, measured %.2f ms (slowest rank, last iteration)\n",
-               est->ep_comm_ms, m->parts[5]);
+               est->ep_comm_ms, m->parts[PART_EP]);
+    if (est->optimizer_ms > 0 || (isfinite(m->parts[PART_OPT]) && m->parts[PART_OPT] > 0))
+        printf("  optimizer step: estimated %.2f ms, measured %.2f ms (slowest rank, last iteration)\n",
+               est->optimizer_ms, m->parts[PART_OPT]);
     if (est->note[0])
         pdbx_cli_line(stdout, "  note: %s", est->note);
     pdbx_cli_line(stdout, "  recorded in runs/%s.validations.jsonl", run->id);

@@ -238,6 +238,15 @@ static int check_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, 
                  pdbx_op_name(op));
         return -1;
     }
+    if (op == PDBX_OP_OPTIMIZER && !(c->p.passes & PDBX_PASS_BIT(PDBX_PASS_BWD))) {
+        snprintf(err, errlen, "cpu backend: the optimizer steps a backward's gradients: it needs a "
+                 "point prepared with bwd in its passes");
+        return -1;
+    }
+    if (pass == PDBX_PASS_BWD && !pdbx_op_has_bwd(op)) {
+        snprintf(err, errlen, "cpu backend: %s has no bwd pass (its one cell is fwd's)", pdbx_op_name(op));
+        return -1;
+    }
     if (pass == PDBX_PASS_BWD && !(c->p.passes & PDBX_PASS_BIT(PDBX_PASS_BWD))) {
         snprintf(err, errlen, "cpu backend: the bwd pass of %s needs a point prepared with bwd in "
                  "its passes (no gradient buffers)", pdbx_op_name(op));
@@ -365,6 +374,8 @@ static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t err
     case PDBX_OP_EMBED:
         run_embed(c);
         break;
+    case PDBX_OP_OPTIMIZER:
+        return pdbx_cpu_opt_run(c, err, errlen);
     case PDBX_OP_INPUT_NORM:
     case PDBX_OP_FINAL_NORM:
         run_norm(c, c->x, c->xn);

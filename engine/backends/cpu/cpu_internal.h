@@ -97,6 +97,16 @@ typedef struct {
     float *dqk_norm_w;           /* qk_norm: the q and k norm weights' gradient [2, d] */
 } cpu_grads;
 
+/* The optimizer op's flat arrays (cpu_optimizer.c; plan.h's PDBX_BUF_OPT_*; NULL without the
+ * op): fp32 master weights, m, v (kept with the weights), main gradient (a point's), the bf16
+ * model copy of a bf16 run; n parameters; the step count AdamW's bias correction reads. */
+typedef struct {
+    float *master, *m, *v, *grad;
+    uint16_t *model_lp;
+    int64_t n;
+    int step;
+} cpu_opt;
+
 struct pdbx_compute {
     pdbx_compute_config cfg;
     char device[256];
@@ -145,6 +155,7 @@ struct pdbx_compute {
     float *kv_q, *kv_k, *kv_v, *kv_out, *kv_scratch;
     pdbx_attn_kv_shape kv_shape;
     cpu_mla mla;
+    cpu_opt opt;
 };
 
 /* cblas_sbgemm of this process's OpenBLAS, NULL when it has none (looked up once). */
@@ -200,5 +211,13 @@ uint64_t pdbx_cpu_mla_fill(pdbx_compute *c, uint64_t seed, int new_weights);
 int pdbx_cpu_mla_runs(const pdbx_compute *c, pdbx_op op);
 void pdbx_cpu_mla_fwd(pdbx_compute *c, pdbx_op op, int layer);
 void pdbx_cpu_mla_bwd(pdbx_compute *c, pdbx_op op, int layer);
+/* cpu_optimizer.c: where an optimizer role lives (NULL for other roles); its pointers dropped
+ * (master, m, v and the 16-bit copy too when weights); real values after allocation (those
+ * kept with the weights when new_weights; returns the next seed); run_op's optimizer op, one
+ * AdamW step (0, or -1 with a message). */
+void **pdbx_cpu_opt_slot(pdbx_compute *c, pdbx_buf_role r);
+void pdbx_cpu_opt_forget(pdbx_compute *c, int weights);
+uint64_t pdbx_cpu_opt_fill(pdbx_compute *c, int new_weights, uint64_t seed);
+int pdbx_cpu_opt_run(pdbx_compute *c, char *err, size_t errlen);
 
 #endif

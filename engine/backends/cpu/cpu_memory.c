@@ -28,6 +28,7 @@ void cpu_release(pdbx_compute *c)
     c->xn_b = c->ctx_b = c->yn_b = c->act_b = NULL;
     memset(&c->grad, 0, sizeof c->grad);   /* freed with the point's other buffers */
     pdbx_cpu_mla_forget(c, 0);
+    pdbx_cpu_opt_forget(c, 0);
     pdbx_cpu_moe_release(c);
     pdbx_cpu_free_kv(c);
 }
@@ -42,6 +43,7 @@ void pdbx_cpu_free_weights(pdbx_compute *c)
     c->norm_w = c->norm_b = c->pos = c->qk_norm_w = NULL;
     memset(c->layer, 0, sizeof c->layer);
     pdbx_cpu_mla_forget(c, 1);
+    pdbx_cpu_opt_forget(c, 1);
 }
 
 /* Allocation accounting: the first pass adds sizes (alloc == 0), the second allocates. */
@@ -256,7 +258,8 @@ static void **role_slot(pdbx_compute *c, pdbx_buf_role r, int layer)
     default: {   /* MLA's (cpu_mla.c), a MoE layer's (cpu_moe.c), the bwd buffers (cpu_backward.c) */
         void **mla = pdbx_cpu_mla_slot(c, r, layer);
         void **moe = mla ? NULL : pdbx_cpu_moe_slot(c, r, layer);
-        return mla ? mla : moe ? moe : pdbx_cpu_grad_slot(c, r);
+        void **opt = mla || moe ? NULL : pdbx_cpu_opt_slot(c, r);
+        return mla ? mla : moe ? moe : opt ? opt : pdbx_cpu_grad_slot(c, r);
     }
     }
 }
@@ -535,6 +538,7 @@ int cpu_prepare(pdbx_compute *c, const pdbx_point_shapes *p, char *err, size_t e
         fill_weights(c, seed);
     seed = pdbx_cpu_fill_grads(c, seed + 64);   /* bwd buffers, when listed (cpu_backward.c) */
     pdbx_cpu_mla_fill(c, seed + 64, new_weights);   /* MLA's, both kinds (cpu_mla.c) */
+    pdbx_cpu_opt_fill(c, new_weights, seed + 192);   /* the optimizer's (cpu_optimizer.c) */
     rc = pdbx_cpu_moe_fill(c, new_weights, seed + 128, err, errlen);   /* MoE layers (cpu_moe.c) */
     if (rc != 0) {
         cpu_release(c);

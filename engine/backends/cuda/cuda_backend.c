@@ -229,6 +229,11 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, d
                  "backend)", pdbx_op_name(op));
         return -1;
     }
+    if (op == PDBX_OP_OPTIMIZER) {   /* the planner leaves it out of a cuda sweep (plan_shapes.c) */
+        snprintf(err, errlen, "cuda run_op(optimizer): the cuda backend has no optimizer kernel yet "
+                 "(docs/engine.md)");
+        return -1;
+    }
     if (!cuda_op_prepared(&c->point->d, op)) {
         snprintf(err, errlen, "cuda run_op(%s): op was not in the prepared op set", pdbx_op_name(op));
         return -1;
