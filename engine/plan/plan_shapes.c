@@ -297,6 +297,16 @@ static void shape_lm_head(const pdbx_model *m, int64_t T, int64_t V_t, double e,
     }
 }
 
+/* embed: a gather of T rows of [V/TP, h]: rows read, [T,h] written; learned positions: their s
+ * rows read and added */
+static void shape_embed(const pdbx_model *m, int64_t T, int64_t h, int64_t s, double e, pdbx_op_shape *out)
+{
+    if (m->arch.position == PDBX_POS_LEARNED)
+        elementwise(out, T, h, 1, e * (3.0 * (double)T * h + (double)s * h));
+    else
+        elementwise(out, T, h, 0, 2.0 * e * (double)T * h);
+}
+
 /* The optimizer op: AdamW over one layer's n parameters, 1 x n elementwise (plan.h) */
 static void shape_optimizer(const pdbx_model *m, int tp, int ep, double e, pdbx_op_shape *out)
 {
@@ -317,12 +327,8 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
     const double e = pdbx_dtype_bytes(spec->dtype);
 
     switch (op) {
-    case PDBX_OP_EMBED:            /* gather T rows of [V/TP, h]: rows read, [T,h] written; learned
-                                    * positions: their s rows read and added */
-        if (m->arch.position == PDBX_POS_LEARNED)
-            elementwise(out, T, h, 1, e * (3.0 * (double)T * h + (double)s * h));
-        else
-            elementwise(out, T, h, 0, 2.0 * e * (double)T * h);
+    case PDBX_OP_EMBED:
+        shape_embed(m, T, h, s, e, out);
         break;
     case PDBX_OP_INPUT_NORM:
     case PDBX_OP_POST_ATTN_NORM:

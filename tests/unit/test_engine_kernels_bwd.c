@@ -1,7 +1,7 @@
 /* test_engine_kernels_bwd.c: the cpu backend's backward pass.
  *  - each backward kernel (cpu_kernels_bwd.h) against central finite differences of a
  *    double-precision forward reference of a scalar loss L = sum(dY * f(x)): the kernel's
- *    gradients must be dL/dx of that loss;
+ *    gradients must be dL/dx of that loss (the attention core's: test_engine_kernels_attn_bwd.c);
  *  - the GEMM ops' dgrad and wgrad through the backend (run_op bwd) against naive products;
  *  - the backend runs every op's bwd (fp32 and, where OpenBLAS has sbgemm, bf16) and refuses a
  *    bwd pass on a point prepared without it;
@@ -26,31 +26,7 @@
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
 
-static float *randv(size_t n, uint64_t seed)
-{
-    float *x = malloc(n * sizeof *x);
-    assert_non_null(x);
-    pdbx_k_fill_uniform(x, n, 1.0f, seed);
-    return x;
-}
-
-/* |got - want| within rel of the larger of |want| and the vector's typical size `scale` */
-static void assert_close(double got, double want, double rel, double scale, const char *what,
-                         size_t i)
-{
-    if (fabs(got - want) > rel * fmax(fabs(want), scale)) {
-        print_error("%s[%zu]: got %.8g, finite difference %.8g\n", what, i, got, want);
-        fail();
-    }
-}
-
-static double max_abs(const double *x, size_t n)
-{
-    double m = 1e-30;
-    for (size_t i = 0; i < n; i++)
-        m = fmax(m, fabs(x[i]));
-    return m;
-}
+#include "tests/unit/test_bwd_util.h"
 
 /* ---- RMSNorm --------------------------------------------------------------------------- */
 static double rmsnorm_loss(const double *x, const double *w, const double *dy, int64_t rows,
@@ -151,109 +127,6 @@ static void test_embed_scatter_add(void **state)
     for (int64_t i = 0; i < vloc * cols; i++)
         assert_true(fabs(dt[i] - want[i]) <= 1e-6);
     free(dy), free(dt);
-}
-
-/* ---- attention --------------------------------------------------------------------------- */
-/* L = sum dO * attention(q, k, v) in double (the forward of test_engine_kernels.c) */
-static double attention_loss(const double *q, const double *k, const double *v, const double *dO,
-                             int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d)
-{
-    double L = 0, *p = malloc((size_t)S * sizeof *p);
-    for (int64_t s = 0; s < seqs; s++)
-        for (int64_t hh = 0; hh < H; hh++) {
-            int64_t kh = hh / (H / KV);
-            for (int64_t i = 0; i < S; i++) {
-                const double *qi = q + (s * S + i) * H * d + hh * d;
-                double m = -1e300, sum = 0;
-                for (int64_t j = 0; j <= i; j++) {
-                    const double *kj = k + (s * S + j) * KV * d + kh * d;
-                    double dot = 0;
-                    for (int64_t c = 0; c < d; c++)
-                        dot += qi[c] * kj[c];
-                    p[j] = dot / sqrt((double)d);
-                    m = fmax(m, p[j]);
-                }
-                for (int64_t j = 0; j <= i; j++) {
-                    p[j] = exp(p[j] - m);
-                    sum += p[j];
-                }
-                for (int64_t c = 0; c < d; c++) {
-                    double acc = 0;
-                    for (int64_t j = 0; j <= i; j++)
-                        acc += p[j] / sum * v[(s * S + j) * KV * d + kh * d + c];
-                    L += dO[(s * S + i) * H * d + hh * d + c] * acc;
-                }
-            }
-        }
-    free(p);
-    return L;
-}
-
-/* Finite differences of every `step`-th entry of x (n entries) against the kernel's grad. */
-static void fd_check(double *x, size_t n, size_t step, const float *grad, const char *what,
-                     const double *q, const double *k, const double *v, const double *dO,
-                     int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d)
-{
-    const double h = 1e-5;
-    double sc = 1e-30;
-    for (size_t i = 0; i < n; i++)
-        sc = fmax(sc, fabs(grad[i]));
-    for (size_t i = 0; i < n; i += step) {
-        double keep = x[i];
-        x[i] = keep + h;
-        double lp = attention_loss(q, k, v, dO, seqs, S, H, KV, d);
-        x[i] = keep - h;
-        double lm = attention_loss(q, k, v, dO, seqs, S, H, KV, d);
-        x[i] = keep;
-        assert_close(grad[i], (lp - lm) / (2 * h), 2e-3, sc, what, i);
-    }
-}
-
-static double *to_double(const float *x, size_t n)
-{
-    double *o = malloc(n * sizeof *o);
-    assert_non_null(o);
-    for (size_t i = 0; i < n; i++)
-        o[i] = x[i];
-    return o;
-}
-
-static void check_attention_bwd(int64_t seqs, int64_t S, int64_t H, int64_t KV, int64_t d,
-                                int threads, size_t step)
-{
-    const size_t nq = (size_t)(seqs * S * H * d), nk = (size_t)(seqs * S * KV * d);
-    float *q = randv(nq, 11), *k = randv(nk, 12), *v = randv(nk, 13), *dO = randv(nq, 14);
-    for (size_t i = 0; i < nq; i++)
-        q[i] *= 2.0f;   /* peaked softmax: a wrong max, mask or row sum shows */
-    float *dq = malloc(nq * sizeof *dq), *dk = malloc(nk * sizeof *dk), *dv = malloc(nk * sizeof *dv);
-    memset(dq, 0x7f, nq * sizeof *dq);   /* every element must be written */
-    memset(dk, 0x7f, nk * sizeof *dk);
-    memset(dv, 0x7f, nk * sizeof *dv);
-    float *scratch = calloc(pdbx_k_attention_bwd_scratch_floats(S, d, threads), sizeof(float));
-    pdbx_k_attention_causal_bwd(q, k, v, dO, seqs, S, H, KV, d, threads, scratch, dq, dk, dv);
-    double *qd = to_double(q, nq), *kd = to_double(k, nk), *vd = to_double(v, nk),
-           *dOd = to_double(dO, nq);
-    fd_check(qd, nq, step, dq, "attention dq", qd, kd, vd, dOd, seqs, S, H, KV, d);
-    fd_check(kd, nk, step, dk, "attention dk", qd, kd, vd, dOd, seqs, S, H, KV, d);
-    fd_check(vd, nk, step, dv, "attention dv", qd, kd, vd, dOd, seqs, S, H, KV, d);
-    free(q), free(k), free(v), free(dO), free(dq), free(dk), free(dv), free(scratch);
-    free(qd), free(kd), free(vd), free(dOd);
-}
-
-static void test_attention_bwd_small(void **state)
-{
-    (void)state;
-    check_attention_bwd(2, 9, 4, 2, 4, 1, 1);    /* GQA (2 heads per kv head), every entry */
-    check_attention_bwd(2, 9, 4, 2, 4, 3, 1);    /* threads split (sequence, kv head) pairs */
-    check_attention_bwd(1, 7, 3, 3, 8, 2, 1);    /* MHA */
-    check_attention_bwd(3, 1, 2, 1, 4, 2, 1);    /* one token: the gradient of a softmax of one */
-}
-
-static void test_attention_bwd_blocks(void **state)
-{
-    (void)state;
-    /* several query blocks (32) and key blocks (64); every 13th entry */
-    check_attention_bwd(1, 75, 4, 1, 8, 2, 13);
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
@@ -647,7 +520,8 @@ static int print_ratios(const char *model, int seq, int mbs)
     printf("%s seq %d mbs %d, fp32, %d BLAS threads, median of 9 (ms)\n", model, seq, mbs, threads);
     printf("%-16s %10s %10s %8s\n", "op", "fwd", "bwd", "bwd/fwd");
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        if (pdbx_op_is_comm((pdbx_op)op) || !(pdbx_model_ops(&p.model) & PDBX_OP_BIT(op)))
+        if (pdbx_op_is_comm((pdbx_op)op) || !(pdbx_model_ops(&p.model) & PDBX_OP_BIT(op)) ||
+            !pdbx_op_has_bwd((pdbx_op)op))   /* the optimizer: no backward to compare */
             continue;
         double f = 0, b = 0;
         if (medians(c, (pdbx_op)op, 9, &f, &b) != 0)
@@ -666,8 +540,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rmsnorm_bwd),
         cmocka_unit_test(test_silu_mul_bwd),
         cmocka_unit_test(test_embed_scatter_add),
-        cmocka_unit_test(test_attention_bwd_small),
-        cmocka_unit_test(test_attention_bwd_blocks),
         cmocka_unit_test(test_backend_linear_bwd),
         cmocka_unit_test(test_backend_bias),
         cmocka_unit_test(test_backend_rope_and_residual),
