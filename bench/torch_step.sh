@@ -31,7 +31,7 @@ run=$(ls "$TMP"/st/runs/*.pdbx)
 id=$(basename "$run" .pdbx)
 gbs=$((MBS * MICRO))
 advise() {   # STORE RUN OUT: advise's row for TP1/PP1/DP1 at MBS
-    "$PDBX" advise "$2" --store "$1" --gpus 1 --gbs "$gbs" --format json >"$TMP/adv.json" 2>"$TMP/adv.err" ||
+    "$PDBX" advise "$2" --store "$1" --gpus 1 --gbs "$gbs" --layers "$LAYERS" --format json >"$TMP/adv.json" 2>"$TMP/adv.err" ||
         { cat "$TMP/adv.err"; exit 1; }
     "$PY" - "$TMP/adv.json" "$MBS" "$3" <<'PYEOF'
 import json, sys
@@ -44,6 +44,7 @@ PYEOF
 advise "$TMP/st" "$id" "$TMP/pdbx_row.json"
 
 # 3. PyTorch
+echo "pdbx: run $id measured; PyTorch's iteration and ops next" >&2
 taskset -c "$CORE" "$PY" "$ROOT/bench/torch_step.py" --config "$config" --layers "$LAYERS" --seq "$SEQ" \
     --mbs "$MBS" --micro "$MICRO" --threads 1 --iters "$ITERS" --json "$TMP/torch.json" >"$TMP/torch.txt" ||
     { cat "$TMP/torch.txt"; exit 1; }
@@ -51,12 +52,13 @@ taskset -c "$CORE" "$PY" "$ROOT/bench/torch_step.py" --config "$config" --layers
 # 4. the same run with PyTorch's op times in its cells
 tid="${id%_*}_$(printf '%08x' $((RANDOM * 32768 + RANDOM)))"
 mkdir -p "$TMP/st2/runs"
-zstdcat "$run" | "$PY" - "$TMP/torch.json" "$id" "$tid" >"$TMP/torch_cells.jsonl" <<'PYEOF' || exit 1
+zstdcat "$run" >"$TMP/run.jsonl" || exit 1
+"$PY" - "$TMP/torch.json" "$id" "$tid" "$TMP/run.jsonl" >"$TMP/torch_cells.jsonl" <<'PYEOF' || exit 1
 import json, sys
 ops = json.load(open(sys.argv[1]))["ops"]
 old, new = sys.argv[2], sys.argv[3]
 swapped = set()
-for line in sys.stdin:
+for line in open(sys.argv[4]):
     e = json.loads(line)
     if e.get("id") == old:
         e["id"] = new

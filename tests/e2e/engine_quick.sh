@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# suite: both builds: the release binaries end to end (supervisor, mpirun, engine, NPZ export) as a user runs them
 # suite: long: starts first in the pool (a real sweep or a long session), so the pool does not end on it
 # The quick preset end to end through `pdbx run` (the real supervisor, mpirun at 2 ranks) and
 # `pdbx export --npz`, read by numpy: shape (M, 10), rows MBS 1, 2, 4, 8, every value measured.
