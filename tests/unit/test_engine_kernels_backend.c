@@ -18,26 +18,9 @@
 #include "engine/backends/cpu/cpu_internal.h"
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
+#include "tests/unit/test_cpu_point.h"
 
 /* ---- the backend on a tiny point ----------------------------------------------------- */
-static pdbx_point_shapes tiny_point(int tp, int mbs)
-{
-    pdbx_point_shapes p;
-    memset(&p, 0, sizeof p);
-    p.model.hidden = 64;
-    p.model.intermediate = 128;
-    p.model.heads = 4;
-    p.model.kv_heads = 2;
-    p.model.head_dim = 16;
-    p.model.layers = 4;
-    p.model.vocab = 256;
-    p.tp = tp;
-    p.mbs = mbs;
-    p.seq_len = 20;
-    p.layers = 2;
-    p.ops = PDBX_OPS_ALL;
-    return p;
-}
 
 static void test_cpu_backend_runs_every_op(void **state)
 {
@@ -50,7 +33,7 @@ static void test_cpu_backend_runs_every_op(void **state)
         pdbx_compute *c = NULL;
         char err[256] = "";
         assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
-        pdbx_point_shapes p = tiny_point(2, 2);
+        pdbx_point_shapes p = tiny_cpu_point(2, 2, 0);
         assert_int_equal(ops->prepare(c, &p, err, sizeof err), 0);
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             if (pdbx_op_is_comm((pdbx_op)op))
@@ -131,7 +114,7 @@ static void test_cpu_backend_point_sequence(void **state)
     assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
     const int seq[][2] = { { 1, 1 }, { 1, 2 }, { 1, 4 }, { 2, 1 }, { 2, 2 }, { 1, 1 } };
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
-        pdbx_point_shapes p = tiny_point(seq[i][0], seq[i][1]);
+        pdbx_point_shapes p = tiny_cpu_point(seq[i][0], seq[i][1], 0);
         assert_int_equal(ops->prepare(c, &p, err, sizeof err), 0);
         double ms;
         for (int op = 0; op < PDBX_OP_COUNT; op++)
@@ -161,7 +144,7 @@ static void test_cpu_backend_allocates_the_plan(void **state)
     char err[256] = "";
     assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
     for (int mbs = 1; mbs <= 4; mbs *= 4) {
-        pdbx_point_shapes p = tiny_point(1, mbs);
+        pdbx_point_shapes p = tiny_cpu_point(1, mbs, 0);
         p.model.vocab = 32768;
         p.model.hidden = 256;
         p.model.heads = 16;
@@ -205,7 +188,7 @@ static void test_cpu_backend_fill_threads(void **state)
     const pdbx_compute_ops *ops = &pdbx_cpu_compute_ops;
     pdbx_compute *c[2] = { NULL, NULL };
     char err[256] = "";
-    pdbx_point_shapes p = tiny_point(1, 3);
+    pdbx_point_shapes p = tiny_cpu_point(1, 3, 0);
     p.model.vocab = 5000;                /* 5000 x 64: a tiled table with a partial last tile */
     p.seq_len = 129;
     for (int i = 0; i < 2; i++) {
@@ -258,7 +241,7 @@ static void test_cpu_backend_oom_guard(void **state)
     pdbx_compute *c = NULL;
     char err[256] = "";
     assert_int_equal(ops->init(&cfg, &c, err, sizeof err), 0);
-    pdbx_point_shapes p = tiny_point(1, 1);
+    pdbx_point_shapes p = tiny_cpu_point(1, 1, 0);
     p.model.vocab = 1 << 30;                 /* lm_head weight alone: 2^30 x 64 x 4 B = 256 GiB */
     p.model.hidden = 64;
     assert_int_equal(ops->prepare(c, &p, err, sizeof err), PDBX_EOOM);

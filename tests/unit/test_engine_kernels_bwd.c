@@ -27,6 +27,7 @@
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
 
 #include "tests/unit/test_bwd_util.h"
+#include "tests/unit/test_cpu_point.h"
 
 /* ---- RMSNorm --------------------------------------------------------------------------- */
 static double rmsnorm_loss(const double *x, const double *w, const double *dy, int64_t rows,
@@ -130,25 +131,6 @@ static void test_embed_scatter_add(void **state)
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
-static pdbx_point_shapes tiny_point(int tp, int mbs, uint32_t passes)
-{
-    pdbx_point_shapes p;
-    memset(&p, 0, sizeof p);
-    p.model.hidden = 64;
-    p.model.intermediate = 128;
-    p.model.heads = 4;
-    p.model.kv_heads = 2;
-    p.model.head_dim = 16;
-    p.model.layers = 4;
-    p.model.vocab = 256;
-    p.tp = tp;
-    p.mbs = mbs;
-    p.seq_len = 20;
-    p.layers = 2;
-    p.ops = PDBX_OPS_ALL;
-    p.passes = passes;
-    return p;
-}
 
 #define FWD_BWD (PDBX_PASS_BIT(PDBX_PASS_FWD) | PDBX_PASS_BIT(PDBX_PASS_BWD))
 
@@ -204,7 +186,7 @@ static void test_backend_linear_bwd(void **state)
     for (int dt = 0; dt < 1 + pdbx_cpu_has_bf16_gemm(); dt++) {
         pdbx_compute *c = backend(dt ? PDBX_DTYPE_BF16 : PDBX_DTYPE_FP32, 2);
         char err[256] = "";
-        pdbx_point_shapes p = tiny_point(1, 2, FWD_BWD);
+        pdbx_point_shapes p = tiny_cpu_point(1, 2, FWD_BWD);
         assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
         cpu_grads *g = &c->grad;
         const int bf = dt;
@@ -251,7 +233,7 @@ static void test_backend_bias(void **state)
     for (int fused = 0; fused <= 1; fused++) {
         pdbx_compute *c = backend(PDBX_DTYPE_FP32, 3);
         char err[256] = "";
-        pdbx_point_shapes p = tiny_point(1, 2, FWD_BWD);
+        pdbx_point_shapes p = tiny_cpu_point(1, 2, FWD_BWD);
         p.model.arch.bias.qkv = p.model.arch.bias.attn_out = p.model.arch.bias.mlp = 1;
         p.fused_projections = fused;
         for (size_t i = 0; i < sizeof linear_ops / sizeof linear_ops[0]; i++)
@@ -323,7 +305,7 @@ static void test_backend_rope_and_residual(void **state)
     (void)state;
     pdbx_compute *c = backend(PDBX_DTYPE_FP32, 2);
     char err[256] = "";
-    pdbx_point_shapes p = tiny_point(2, 2, FWD_BWD);
+    pdbx_point_shapes p = tiny_cpu_point(2, 2, FWD_BWD);
     assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
     const int64_t T = c->T, h = c->h, seq = p.seq_len, half = c->d / 2;
     assert_non_null(c->rope);
@@ -380,7 +362,7 @@ static void test_backend_runs_every_bwd(void **state)
     for (int dt = 0; dt < 1 + pdbx_cpu_has_bf16_gemm(); dt++) {
         pdbx_compute *c = backend(dt ? PDBX_DTYPE_BF16 : PDBX_DTYPE_FP32, 2);
         char err[256] = "";
-        pdbx_point_shapes p = tiny_point(2, 2, FWD_BWD);
+        pdbx_point_shapes p = tiny_cpu_point(2, 2, FWD_BWD);
         assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             if (pdbx_op_is_comm((pdbx_op)op) || !(pdbx_model_ops(&p.model) & PDBX_OP_BIT(op)))
@@ -403,7 +385,7 @@ static void test_backend_runs_every_bwd(void **state)
         assert_int_equal(pdbx_cpu_compute_ops.run_op(c, PDBX_OP_ATTN_Q, (pdbx_pass)7, 0, &ms, err, sizeof err), -1);
         assert_non_null(strstr(err, "allowed: fwd, bwd"));
         /* the next point of the config without bwd: no gradient buffers, bwd refused */
-        p = tiny_point(2, 1, PDBX_PASS_BIT(PDBX_PASS_FWD));
+        p = tiny_cpu_point(2, 1, PDBX_PASS_BIT(PDBX_PASS_FWD));
         assert_int_equal(pdbx_cpu_compute_ops.prepare(c, &p, err, sizeof err), 0);
         assert_null(c->grad.dx);
         assert_null(c->grad.dwlm);
@@ -422,7 +404,7 @@ static void test_backend_allocates_the_bwd_plan(void **state)
     (void)state;
     pdbx_compute *c = backend(PDBX_DTYPE_FP32, 3);
     char err[256] = "";
-    pdbx_point_shapes p = tiny_point(1, 2, FWD_BWD);
+    pdbx_point_shapes p = tiny_cpu_point(1, 2, FWD_BWD);
     p.model.vocab = 32768;
     p.model.hidden = 256;
     p.model.heads = 16;
