@@ -310,6 +310,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The index of the median of n iteration times (for an even n the upper of the two middle
+ * ones; ties: the earliest): the iteration whose parts the result reports. */
+static int median_iteration(const double *iters, int n)
+{
+    double sorted[PDBX_VALIDATE_ITERS_MAX];
+    memcpy(sorted, iters, sizeof(double) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+    for (int i = 0; i < n; i++)
+        if (iters[i] == sorted[n / 2])
+            return i;
+    return n - 1;
+}
+
 /* Rank 0: the result document at v->out_path. */
 static int write_result(vrun *r, const double *iters, const double *parts, char *err, size_t errlen)
 {
@@ -431,6 +444,29 @@ static int setup(vrun *r, char *err, size_t errlen)
     return e->be.compute->comm_buffer(e->compute, (size_t)buf + 64, &r->buf, err, errlen);
 }
 
+/* Everything a validation set up, whatever happened (built: the config's groups exist); frees r. */
+static void teardown(vrun *r, int built)
+{
+    pdbx_engine *e = r->e;
+    if (r->buf) {
+        char e2[64];
+        e->be.compute->comm_buffer(e->compute, 0, &r->buf, e2, sizeof e2);
+    }
+    e->be.compute->release(e->compute);
+    free_pair(r, &r->act_up);
+    free_pair(r, &r->act_down);
+    free_pair(r, &r->grad_up);
+    free_pair(r, &r->grad_down);
+    if (r->world)
+        e->be.comm->group_destroy(e->comm, r->world);
+    if (r->world_mpi != MPI_COMM_NULL)
+        MPI_Comm_free(&r->world_mpi);
+    if (built)
+        pdbx_groups_free(e, &r->cg);
+    free(r->steps);
+    free(r);
+}
+
 int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, size_t errlen)
 {
     vrun *r = calloc(1, sizeof *r);
@@ -467,6 +503,7 @@ int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, si
         status = pdbx_agree_status(e, rc == 0 ? PDBX_ST_OK : PDBX_ST_ERROR, msg, -1);
     }
     double iters[PDBX_VALIDATE_ITERS_MAX], parts_max[PART_COUNT] = { 0 };
+    double iter_parts[PDBX_VALIDATE_ITERS_MAX][PART_COUNT];
     for (int it = -1; status == PDBX_ST_OK && it < v->iters; it++) {   /* -1: the warm-up */
         double mine = 0, all = 0;
         iteration(r, &mine);
@@ -474,12 +511,16 @@ int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, si
         status = pdbx_agree_status(e, r->failed ? PDBX_ST_ERROR : PDBX_ST_OK, r->msg, -1);
         if (status != PDBX_ST_OK)
             snprintf(msg, sizeof msg, "%s", r->msg);
-        if (it >= 0)
+        if (it >= 0) {
             iters[it] = all;
+            memcpy(iter_parts[it], r->part, sizeof r->part);
+        }
     }
     if (status == PDBX_ST_OK) {
-        /* the split of the last iteration on the rank that took longest in it */
-        MPI_Allreduce(r->part, parts_max, PART_COUNT, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        /* the split of the median iteration (every rank picks the same: iters is agreed), per
+         * kind on the rank that took longest in it */
+        MPI_Allreduce(iter_parts[median_iteration(iters, v->iters)], parts_max, PART_COUNT, MPI_DOUBLE,
+                      MPI_MAX, MPI_COMM_WORLD);
         volatile double sink = e->be.compute->checksum(e->compute);
         (void)sink;
         int wrc = 0;
@@ -489,23 +530,6 @@ int pdbx_validate_run(pdbx_engine *e, const pdbx_validate_args *v, char *err, si
     }
     if (status != PDBX_ST_OK)
         pdbx_errf(err, errlen, "%s", msg[0] ? msg : "validation failed on another rank");
-    /* teardown */
-    if (r->buf) {
-        char e2[64];
-        e->be.compute->comm_buffer(e->compute, 0, &r->buf, e2, sizeof e2);
-    }
-    e->be.compute->release(e->compute);
-    free_pair(r, &r->act_up);
-    free_pair(r, &r->act_down);
-    free_pair(r, &r->grad_up);
-    free_pair(r, &r->grad_down);
-    if (r->world)
-        e->be.comm->group_destroy(e->comm, r->world);
-    if (r->world_mpi != MPI_COMM_NULL)
-        MPI_Comm_free(&r->world_mpi);
-    if (built)
-        pdbx_groups_free(e, &r->cg);
-    free(r->steps);
-    free(r);
+    teardown(r, built);
     return status == PDBX_ST_OK ? 0 : -1;
 }

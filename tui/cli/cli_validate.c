@@ -278,13 +278,13 @@ static void print_table(const pdbx_run *run, const val_args *a, const measured *
     printf("  estimate: compute %.2f, bubble %.2f, TP %.2f, PP %.2f, DP %.2f ms (backward %s)\n",
            est->compute_ms, est->bubble_ms, est->tp_comm_ms, est->pp_comm_ms, est->dp_comm_ms,
            est->bwd_measured ? "measured" : "2 x forward");
-    printf("  measured (slowest rank, last iteration): fwd %.2f, bwd %.2f, TP %.2f, PP %.2f, DP %.2f ms\n",
+    printf("  measured (slowest rank, median iteration): fwd %.2f, bwd %.2f, TP %.2f, PP %.2f, DP %.2f ms\n",
            m->parts[0], m->parts[1], m->parts[2], m->parts[3], m->parts[4]);
     if (a->ep > 1)
-        printf("  EP all-to-alls: estimated %.2f ms, measured %.2f ms (slowest rank, last iteration)\n",
+        printf("  EP all-to-alls: estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
                est->ep_comm_ms, m->parts[PART_EP]);
     if (est->optimizer_ms > 0 || (isfinite(m->parts[PART_OPT]) && m->parts[PART_OPT] > 0))
-        printf("  optimizer step: estimated %.2f ms, measured %.2f ms (slowest rank, last iteration)\n",
+        printf("  optimizer step: estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
                est->optimizer_ms, m->parts[PART_OPT]);
     if (est->note[0])
         pdbx_cli_line(stdout, "  note: %s", est->note);
