@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_vec.h"
 
 /* 16384 parameters a chunk: 64 kB of each array, whole cache lines, and enough chunks for the
@@ -69,18 +68,4 @@ void pdbx_k_adamw(pdbx_cpu_pool *pool, float *p, const float *g, float *m, float
     adamw_job j = { .p = p, .m = m, .v = v, .g = g, .lp = lp, .n = n };
     adamw_prepare(&j, hy);
     pdbx_cpu_pool_for(pool, (n + CHUNK - 1) / CHUNK, adamw_chunk, &j);
-}
-
-void pdbx_k_adamw_ref(float *p, const float *g, float *m, float *v, uint16_t *lp, int64_t n,
-                      const pdbx_adamw_hyper *hy)
-{
-    const double bc1 = 1.0 - pow(hy->beta1, hy->step), bc2 = 1.0 - pow(hy->beta2, hy->step);
-    for (int64_t i = 0; i < n; i++) {
-        m[i] = hy->beta1 * m[i] + (1.0f - hy->beta1) * g[i];
-        v[i] = hy->beta2 * v[i] + (1.0f - hy->beta2) * g[i] * g[i];
-        const double denom = sqrt((double)v[i]) / sqrt(bc2) + hy->eps;
-        p[i] = (float)(p[i] * (1.0 - (double)hy->lr * hy->weight_decay) - hy->lr / bc1 * m[i] / denom);
-        if (lp)
-            lp[i] = pdbx_k_f32_to_bf16(p[i]);
-    }
 }

@@ -28,8 +28,5 @@ typedef struct {
 
 void pdbx_k_adamw(pdbx_cpu_pool *pool, float *p, const float *g, float *m, float *v, uint16_t *lp,
                   int64_t n, const pdbx_adamw_hyper *hy);
-/* The same, one element at a time in the formula's order: the reference the tests compare with. */
-void pdbx_k_adamw_ref(float *p, const float *g, float *m, float *v, uint16_t *lp, int64_t n,
-                      const pdbx_adamw_hyper *hy);
 
 #endif
