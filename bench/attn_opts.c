@@ -63,8 +63,8 @@ static void run(const bench *B, int bwd)
     const pdbx_attn_opts o = { .window = B->window, .softcap = B->cap };
     if (B->window != 0 || B->cap != 0.0f) {
         if (bwd)
-            pdbx_k_attention_causal_bwd_opts(B->q, B->k, B->v, B->dO, 1, B->S, B->H, B->KV, B->d,
-                                             B->threads, B->bs, B->dq, B->dk, B->dv, &o);
+            pdbx_k_attention_causal_bwd_opts(B->pool, B->q, B->k, B->v, B->dO, 1, B->S, B->H,
+                                             B->KV, B->d, B->bs, B->dq, B->dk, B->dv, &o);
         else
             pdbx_k_attention_causal_opts(B->pool, B->q, B->k, B->v, 1, B->S, B->H, B->KV, B->d,
                                          B->fs, B->out, &o);
@@ -72,8 +72,13 @@ static void run(const bench *B, int bwd)
     }
 #endif
     if (bwd)
+#ifdef ATTN_OPTS_OLD   /* before the backward took the pool: its thread count */
         pdbx_k_attention_causal_bwd(B->q, B->k, B->v, B->dO, 1, B->S, B->H, B->KV, B->d,
                                     B->threads, B->bs, B->dq, B->dk, B->dv);
+#else
+        pdbx_k_attention_causal_bwd(B->pool, B->q, B->k, B->v, B->dO, 1, B->S, B->H, B->KV, B->d,
+                                    B->bs, B->dq, B->dk, B->dv);
+#endif
     else
         pdbx_k_attention_causal(B->pool, B->q, B->k, B->v, 1, B->S, B->H, B->KV, B->d, B->fs,
                                 B->out);

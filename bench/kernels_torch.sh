@@ -24,8 +24,69 @@
 # keeps its best (lowest) median per op, so load from other processes hits both alike.
 # Prints per kernel ours/torch and PASS/FAIL against 1.3; exits 1 when a kernel fails.
 #   bench/kernels_torch.sh [MODEL [MBS [SEQ]]]     (default llama1b 4 128)
+#
+# --bwd (issue 25 item 11): every op's backward against its forward, pdbx's beside PyTorch's on
+# the same shapes and threads. The engine measures a fwd+bwd point of one layer (every op of the
+# model, embed to lm_head); bench/torch_step.py --ops-only times each op's forward and its
+# autograd backward (torch.autograd.grad of the op's output into its inputs and weights) in
+# PyTorch, as the iteration it models runs them (the embedding's dense backward, and beside it
+# nn.Embedding(sparse=True)'s, the rows only). Prints per op both bwd/fwd ratios and theirs over
+# ours' (goal: within 1.3x either way); exits 1 when an op is outside.
+#   bench/kernels_torch.sh --bwd [CONFIG_JSON [MBS [SEQ]]]   (default TinyLlama-1.1B.json 1 128)
 source "$(dirname "$0")/common.inc"
 "$PY" -c 'import torch' 2>/dev/null || { echo "python3-torch missing: apt-get install python3-torch"; exit 1; }
+if [ "${1:-}" = --bwd ]; then
+    config=${2:-$ROOT/configs/models/TinyLlama-1.1B.json}; mbs=${3:-1}; seq=${4:-128}
+    [ -f "$config" ] || { echo "kernels_torch.sh: $config: no such model config" >&2; exit 2; }
+    spec_json "$TMP/s.json" "model=\"$config\"" "mbs=\"$mbs:$mbs\"" "seq_len=$seq" 'warmup=3' \
+        'steps=9' 'layers=1' 'passes=["fwd","bwd"]' 'gpus_per_node=1'
+    rounds=${ROUNDS:-2}
+    for r in $(seq "$rounds"); do   # alternate, each side keeps its best median per op and pass
+        "${MPIRUN[@]}" -np 1 "$ENGINE" --spec "$TMP/s.json" --store "$TMP/st$r" >/dev/null 2>"$TMP/err" ||
+            { cat "$TMP/err"; exit 1; }
+        ev_py "$(ls "$TMP"/st$r/runs/*.pdbx)" "
+import json
+S = [e for e in E if e['type'] == 'run_start'][0]
+ops = {}
+for e in E:
+    if e['type'] == 'op':
+        ops.setdefault(e['op'], {})[e.get('pass', 'fwd')] = e['stats']['median']
+json.dump({'threads': S['env']['blas_threads'], 'ops': ops}, open('$TMP/ours$r.json', 'w'))
+"
+        threads=$("$PY" -c "import json; print(json.load(open('$TMP/ours$r.json'))['threads'])")
+        MALLOC_MMAP_THRESHOLD_=$((1 << 30)) MALLOC_TRIM_THRESHOLD_=$((1 << 32)) \
+            "$PY" "$ROOT/bench/torch_step.py" --config "$config" --layers 1 --seq "$seq" --mbs "$mbs" \
+            --threads "$threads" --op-reps 9 --ops-only --json "$TMP/torch$r.json" ||
+            { echo "kernels_torch.sh: torch_step.py failed" >&2; exit 1; }
+    done
+    exec "$PY" - "$TMP" "$rounds" "$config" "$mbs" "$seq" <<'PYEOF'
+import json, sys
+d, R = sys.argv[1], int(sys.argv[2])
+ours = [json.load(open("%s/ours%d.json" % (d, r))) for r in range(1, R + 1)]
+tor = [json.load(open("%s/torch%d.json" % (d, r))) for r in range(1, R + 1)]
+best = lambda runs, op, p: min(x["ops"][op][p] for x in runs)
+print("torch %s, %d threads, %s, MBS %s x seq %s, fp32, best median of %d rounds"
+      % (tor[0]["torch"], ours[0]["threads"], tor[0]["dims"]["name"], sys.argv[4], sys.argv[5], R))
+print("%-15s %9s %9s %7s   %9s %9s %7s   %11s %s" % ("op", "pdbx fwd", "pdbx bwd", "bwd/fwd",
+      "torch fwd", "torch bwd", "bwd/fwd", "torch/pdbx", "goal 1/1.3..1.3"))
+fails = []
+for op in tor[0]["ops"]:
+    name = "embed" if op == "embed_sparse" else op
+    if name not in ours[0]["ops"] or "bwd" not in ours[0]["ops"][name]:
+        continue
+    of, ob = best(ours, name, "fwd"), best(ours, name, "bwd")
+    tf, tb = best(tor, op, "fwd"), best(tor, op, "bwd")
+    ro, rt = ob / of, tb / tf
+    q = rt / ro
+    ok = 1 / 1.3 <= q <= 1.3
+    if not ok:
+        fails.append(op)
+    print("%-15s %9.3f %9.3f %7.2f   %9.3f %9.3f %7.2f   %11.2f %s" % (op, of, ob, ro, tf, tb, rt, q,
+          "PASS" if ok else "FAIL"))
+print("outside: %s" % (", ".join(fails) if fails else "none"))
+sys.exit(1 if fails else 0)
+PYEOF
+fi
 model=${1:-llama1b}; mbs=${2:-4}; seq=${3:-128}
 # every op of a layer, so each kernel runs where it runs in a step (after the GEMM that wrote its
 # input, OpenBLAS's threads just gone idle); embed, final_norm and lm_head are left out: their

@@ -51,6 +51,9 @@ def parse_args(argv):
     p.add_argument("--iters", type=int, default=5, help="timed iterations after one warm-up (default 5)")
     p.add_argument("--op-reps", type=int, default=7, help="timed repetitions of each op (default 7)")
     p.add_argument("--no-ops", action="store_true", help="time the iteration only, not each op")
+    p.add_argument("--ops-only", action="store_true",
+                   help="time each layer op alone, forward and backward, not the iteration, the loss or"
+                        " the optimizer (bench/kernels_torch.sh --bwd)")
     p.add_argument("--json", help="write every figure to this file")
     a = p.parse_args(argv)
     for name in ("layers", "seq", "mbs", "micro", "dp", "threads", "iters", "op_reps"):
@@ -245,6 +248,9 @@ def op_times(d, args, model, opt):
         "final_norm": (lambda: inner.final_norm(x), [x, inner.final_norm.weight]),
         "lm_head": (lambda: inner.lm_head(x), [x, inner.lm_head.weight]),
     }
+    if args.ops_only:   # the embedding's other backward: its gradient's rows, not a dense table
+        sparse = nn.Embedding(vocab, h, sparse=True)
+        cases["embed_sparse"] = (lambda: sparse(ids), [sparse.weight])
     out = {}
     for op, (fwd, leaves) in cases.items():
         f = timeit(fwd, args.op_reps)
@@ -254,6 +260,8 @@ def op_times(d, args, model, opt):
         bwd = lambda: torch.autograd.grad(ys, leaves, gy, retain_graph=True)
         out[op] = {"fwd": f, "bwd": timeit(bwd, args.op_reps)}
         del y, ys, gy
+    if args.ops_only:
+        return out
     logits = torch.rand(b * s, vocab, generator=g).requires_grad_(True)
     tgt = torch.randint(0, vocab, (b * s,), generator=g)
     ce = lambda: F.cross_entropy(logits, tgt)
@@ -284,6 +292,12 @@ def run(rank, args, d, result):
         model = nn.parallel.DistributedDataParallel(model)
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    if args.ops_only:
+        result.update({"torch": torch.__version__, "threads": args.threads, "dims": d, "seq": args.seq,
+                       "mbs": args.mbs, "ops": op_times(d, args, model, opt)})
+        if args.json:
+            json.dump(result, open(args.json, "w"), indent=1)
+        return
     g = torch.Generator().manual_seed(100 + rank)
     batches = [(torch.randint(0, d["vocab"], (args.mbs, args.seq), generator=g),
                 torch.randint(0, d["vocab"], (args.mbs, args.seq), generator=g)) for _ in range(args.micro)]
@@ -337,7 +351,8 @@ def main(argv):
         return 0
     res = {}
     run(0, args, d, res)
-    report(res)
+    if not args.ops_only:
+        report(res)
     return 0
 
 

@@ -138,7 +138,7 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     /* the key block is transposed at the larger of q/k's and v's head dims (MLA's v differs) */
     const double dmax = p->model.head_dim > plan_v_head_dim(&p->model) ? p->model.head_dim
                                                                       : plan_v_head_dim(&p->model);
-    double scratch = (2.0 * CPU_ATTN_BLOCK * p->seq_len + dmax * CPU_ATTN_KBLOCK)
+    double scratch = (3.0 * CPU_ATTN_BLOCK * p->seq_len + dmax * CPU_ATTN_KBLOCK)
                      * (p->threads > 0 ? p->threads : 1);
     plan_mem_add(out, PDBX_BUF_ATTN_BWD_SCRATCH, PDBX_MEM_WORKSPACE, plan_mem_lines(scratch * f), 1);
     if (e == 2) {

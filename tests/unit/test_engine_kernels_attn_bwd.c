@@ -89,7 +89,9 @@ static void check_attention_bwd(int64_t seqs, int64_t S, int64_t H, int64_t KV, 
     memset(dk, 0x7f, nk * sizeof *dk);
     memset(dv, 0x7f, nk * sizeof *dv);
     float *scratch = calloc(pdbx_k_attention_bwd_scratch_floats(S, d, threads), sizeof(float));
-    pdbx_k_attention_causal_bwd(q, k, v, dO, seqs, S, H, KV, d, threads, scratch, dq, dk, dv);
+    pdbx_cpu_pool *pool = pdbx_cpu_pool_create(threads);
+    pdbx_k_attention_causal_bwd(pool, q, k, v, dO, seqs, S, H, KV, d, scratch, dq, dk, dv);
+    pdbx_cpu_pool_destroy(pool);
     double *qd = to_double(q, nq), *kd = to_double(k, nk), *vd = to_double(v, nk),
            *dOd = to_double(dO, nq);
     fd_check(qd, nq, step, dq, "attention dq", qd, kd, vd, dOd, seqs, S, H, KV, d);

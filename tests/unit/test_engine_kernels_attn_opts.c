@@ -218,8 +218,8 @@ static void run_kernels(bufs *b, const shape *x, const pdbx_attn_opts *o, int th
     assert_true(fs && bs);
     pdbx_k_attention_causal_opts(pool, b->q, b->k, b->v, x->seqs, x->S, x->H, x->KV, x->d, fs,
                                  b->out, o);
-    pdbx_k_attention_causal_bwd_opts(b->q, b->k, b->v, b->dO, x->seqs, x->S, x->H, x->KV, x->d,
-                                     threads, bs, b->dq, b->dk, b->dv, o);
+    pdbx_k_attention_causal_bwd_opts(pool, b->q, b->k, b->v, b->dO, x->seqs, x->S, x->H, x->KV,
+                                     x->d, bs, b->dq, b->dk, b->dv, o);
     pdbx_cpu_pool_destroy(pool);
     free(fs), free(bs);
 }
@@ -300,8 +300,8 @@ static void test_plain_bits(void **state)
     float *fs = calloc(pdbx_k_attention_scratch_floats(x.S, x.d, 2), sizeof(float));
     float *bs = calloc(pdbx_k_attention_bwd_scratch_floats(x.S, x.d, 2), sizeof(float));
     pdbx_k_attention_causal(pool, ref.q, ref.k, ref.v, x.seqs, x.S, x.H, x.KV, x.d, fs, ref.out);
-    pdbx_k_attention_causal_bwd(ref.q, ref.k, ref.v, ref.dO, x.seqs, x.S, x.H, x.KV, x.d, 2, bs,
-                                ref.dq, ref.dk, ref.dv);
+    pdbx_k_attention_causal_bwd(pool, ref.q, ref.k, ref.v, ref.dO, x.seqs, x.S, x.H, x.KV, x.d,
+                                bs, ref.dq, ref.dk, ref.dv);
     run_reference(&ref, &x);
     check(ref.out, ref.rout, ref.nq, FWD_TOL, "plain out");
     check(ref.dq, ref.rdq, ref.nq, BWD_TOL, "plain dq");

@@ -214,7 +214,7 @@ static void act_bwd(pdbx_compute *c)
     const int64_t n = c->T * c->inter;
     pdbx_gelu_kind kind;
     if (pdbx_gelu_kind_of(c->p.model.arch.activation, &kind) != 0)
-        pdbx_k_silu_mul_bwd(c->g, c->u, g->dact, n, g->dg, g->du);
+        pdbx_k_silu_mul_bwd(c->pool, c->g, c->u, g->dact, n, g->dg, g->du);
     else if (c->p.model.arch.mlp_plain)
         pdbx_k_gelu_bwd(c->pool, c->u, g->dact, n, kind, g->du);
     else
@@ -262,9 +262,9 @@ static int run_bwd_attn(pdbx_compute *c, pdbx_op op, int layer)
         return 0;
     case PDBX_OP_ATTN_CORE: {   /* the forward's window and cap of this layer */
         const pdbx_attn_opts o = pdbx_cpu_attn_opts(c, layer);
-        pdbx_k_attention_causal_bwd_opts(c->q, c->k, c->v, g->dctx, c->p.mbs, c->p.seq_len,
-                                         c->heads, c->kv_heads, c->d, c->cfg.blas_threads,
-                                         g->scratch, g->dq, g->dk, g->dv, &o);
+        pdbx_k_attention_causal_bwd_opts(c->pool, c->q, c->k, c->v, g->dctx, c->p.mbs,
+                                         c->p.seq_len, c->heads, c->kv_heads, c->d, g->scratch,
+                                         g->dq, g->dk, g->dv, &o);
         return 0;
     }
     case PDBX_OP_ATTN_QK_NORM:   /* dq, dk through their per-head norms, in place (the kernel reads

@@ -62,9 +62,9 @@ void pdbx_k_attention_causal_opts(pdbx_cpu_pool *pool, const float *q, const flo
 /* pdbx_k_attention_causal_bwd (cpu_kernels_bwd.h) with opts (the forward's). With softcap the
  * backward takes query blocks of PDBX_K_ATTN_BLOCK / 2 rows, so that the factors 1 - tanh^2
  * fit beside P and dS in the same scratch. */
-void pdbx_k_attention_causal_bwd_opts(const float *q, const float *k, const float *v,
-                                      const float *dout, int64_t seqs, int64_t seq_len,
-                                      int64_t heads, int64_t kv_heads, int64_t d, int threads,
+void pdbx_k_attention_causal_bwd_opts(pdbx_cpu_pool *pool, const float *q, const float *k,
+                                      const float *v, const float *dout, int64_t seqs,
+                                      int64_t seq_len, int64_t heads, int64_t kv_heads, int64_t d,
                                       float *scratch, float *dq, float *dk, float *dv,
                                       const pdbx_attn_opts *opts);
 

@@ -27,9 +27,11 @@ void pdbx_k_rmsnorm_bwd(const float *x, const float *weight, const float *dy, in
                         int64_t cols, float eps, float *dx, float *dw);
 
 /* Backward of out = silu(g) * u over n values (s = sigmoid(g)):
- *   dg = dout * u * s * (1 + g * (1 - s)),  du = dout * g * s   (both overwritten) */
-void pdbx_k_silu_mul_bwd(const float *gate, const float *up, const float *dout, int64_t n,
-                         float *dgate, float *dup);
+ *   dg = dout * u * s * (1 + g * (1 - s)),  du = dout * g * s   (both overwritten)
+ * Element-wise in chunks over the pool (NULL: the caller alone); the bits do not depend on
+ * the thread count. */
+void pdbx_k_silu_mul_bwd(pdbx_cpu_pool *pool, const float *gate, const float *up,
+                         const float *dout, int64_t n, float *dgate, float *dup);
 
 /* Linear-layer bias gradient: db[j] += sum over the rows of dy[i, j] (accumulated, as the
  * weight gradients), dy [rows, cols] in fp32 or, when dy_bf16, bf16 (a fused GEMM's dY in the
@@ -45,12 +47,15 @@ void pdbx_k_bias_grad(pdbx_cpu_pool *pool, const void *dy, int dy_bf16, int64_t 
  *   dS_ij = P_ij (dP_ij - D_i),  dQ_i = scale sum_j dS_ij K_j,  dK_j += scale sum_i dS_ij Q_i.
  * dq is [seqs*seq_len, heads*d], dk and dv [seqs*seq_len, kv_heads*d], all overwritten; under
  * GQA dk and dv of a kv head are the sums over the heads of its group. Work is split over
- * (sequence, kv head) pairs, so the heads sharing a kv head run on one thread and the
- * accumulation into dk and dv needs no lock. scratch: pdbx_k_attention_bwd_scratch_floats. */
+ * (sequence, kv head) pairs, chunks of the pool (NULL: the caller alone), so the heads sharing
+ * a kv head run on one thread and the accumulation into dk and dv needs no lock; the bits do
+ * not depend on the thread count. The products run in the forward's register tiles
+ * (cpu_kernels_attn_tile.h); dK and dV from P and dS transposed. scratch:
+ * pdbx_k_attention_bwd_scratch_floats(seq_len, d, the pool's threads). */
 size_t pdbx_k_attention_bwd_scratch_floats(int64_t seq_len, int64_t d, int threads);
-void pdbx_k_attention_causal_bwd(const float *q, const float *k, const float *v, const float *dout,
-                                 int64_t seqs, int64_t seq_len, int64_t heads, int64_t kv_heads,
-                                 int64_t d, int threads, float *scratch, float *dq, float *dk,
-                                 float *dv);
+void pdbx_k_attention_causal_bwd(pdbx_cpu_pool *pool, const float *q, const float *k,
+                                 const float *v, const float *dout, int64_t seqs, int64_t seq_len,
+                                 int64_t heads, int64_t kv_heads, int64_t d, float *scratch,
+                                 float *dq, float *dk, float *dv);
 
 #endif

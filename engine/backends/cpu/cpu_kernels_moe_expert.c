@@ -95,25 +95,6 @@ void pdbx_k_moe_expert_act(pdbx_cpu_pool *pool, const float *gate, const float *
                         kind == PDBX_MOE_ACT_GELU_TANH ? PDBX_GELU_TANH : PDBX_GELU_ERF, act);
 }
 
-typedef struct {
-    const float *gate, *up, *dact;
-    int64_t n;
-    float *dgate, *dup;
-} silu_bwd_job;
-
-/* Elements per chunk of the SiLU x up backward (cpu_kernels_bwd.h's kernel runs on one thread;
- * element-wise, so chunks of it give the same bits as one call). */
-#define ACT_BWD_CHUNK 16384
-
-static void silu_bwd_chunk(void *arg, long long chunk, int part)
-{
-    (void)part;
-    const silu_bwd_job *J = arg;
-    const int64_t i0 = chunk * ACT_BWD_CHUNK;
-    const int64_t m = J->n - i0 < ACT_BWD_CHUNK ? J->n - i0 : ACT_BWD_CHUNK;
-    pdbx_k_silu_mul_bwd(J->gate + i0, J->up + i0, J->dact + i0, m, J->dgate + i0, J->dup + i0);
-}
-
 void pdbx_k_moe_expert_act_bwd(pdbx_cpu_pool *pool, const float *gate, const float *up,
                                const float *dact, int64_t rows, int64_t inter, pdbx_moe_act kind,
                                float *dgate, float *dup)
@@ -125,10 +106,5 @@ void pdbx_k_moe_expert_act_bwd(pdbx_cpu_pool *pool, const float *gate, const flo
                             dup);
         return;
     }
-    if (n < 1)
-        return;
-    silu_bwd_job J = { .gate = gate, .up = up, .dact = dact, .n = n, .dgate = dgate, .dup = dup };
-    if (n < 2 * ACT_BWD_CHUNK)
-        pool = NULL;
-    pdbx_cpu_pool_for(pool, (n + ACT_BWD_CHUNK - 1) / ACT_BWD_CHUNK, silu_bwd_chunk, &J);
+    pdbx_k_silu_mul_bwd(pool, gate, up, dact, n, dgate, dup);
 }
