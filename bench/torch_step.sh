@@ -72,7 +72,7 @@ for line in open(sys.argv[4]):
     print(json.dumps(e, separators=(",", ":")))
 # every op of the layer and the step must be swapped; the optimizer where the run has its cell
 missing = sorted(set((o, p) for o in ops for p in ops[o]
-                     if o not in ("loss", "optimizer", "optimizer_model", "zero_grad")) - swapped)
+                     if o not in ("optimizer", "optimizer_model", "zero_grad")) - swapped)
 if missing:
     sys.exit("torch_step.sh: the run has no cell for PyTorch's %s" % missing)
 PYEOF

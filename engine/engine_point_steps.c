@@ -22,8 +22,9 @@ void pt_layer_ops_init(void)
 }
 
 /* One step's forward: embed, every profiled layer, final_norm, lm_head, with the layer and
- * step spans measured around them (the sums of profiledb.h's layer and total cells). Returns
- * the step's time in ms (-1: not measured). */
+ * step spans measured around them (the sums of profiledb.h's layer and total cells), then the
+ * loss (a training sweep's; outside the span: the model's forward ends with the logits).
+ * Returns the step's time in ms (-1: not measured). */
 static double run_forward(point_run *pr, double step0)
 {
     const pdbx_spec *sp = &pr->e->spec;
@@ -44,6 +45,7 @@ static double run_forward(point_run *pr, double step0)
     pt_span(pr, PDBX_SPAN_STEP, 1, &total);
     if (total >= 0)
         pt_push(&pr->sm, PDBX_ROW_TOTAL, total);
+    pt_run_one(pr, PDBX_OP_LOSS, PDBX_PASS_FWD, -1, step0, 0);
     return total;
 }
 
@@ -52,6 +54,7 @@ static double run_forward(point_run *pr, double step0)
 static void run_backward(point_run *pr)
 {
     const pdbx_spec *sp = &pr->e->spec;
+    pt_run_one(pr, PDBX_OP_LOSS, PDBX_PASS_BWD, -1, 0, 0);
     pt_run_one(pr, PDBX_OP_LM_HEAD, PDBX_PASS_BWD, -1, 0, 0);
     pt_run_one(pr, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1, 0, 0);
     for (int l = sp->layers_profiled - 1; l >= 0; l--)

@@ -71,9 +71,10 @@ int pdbx_validate_resolve(pdbx_validate_args *v, const pdbx_spec *spec, int worl
 }
 
 /* ---- one validation ---------------------------------------------------------------------- */
-enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_OPT, PART_COUNT };
+enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_OPT, PART_LOSS, PART_COUNT };
 static const char *const part_names[PART_COUNT] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms",
-                                                    "dp_comm_ms", "ep_comm_ms", "optimizer_ms" };
+                                                    "dp_comm_ms", "ep_comm_ms", "optimizer_ms",
+                                                    "loss_ms" };
 
 /* A two-rank group of one stage boundary and direction: group rank 0 sends. */
 typedef struct {
@@ -187,7 +188,8 @@ static void compute(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
     double ms = 0, t0 = now_ms();
     if (e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err) != 0)
         fail_once(r, err);
-    r->part[op == PDBX_OP_OPTIMIZER ? PART_OPT : pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
+    r->part[op == PDBX_OP_OPTIMIZER ? PART_OPT : op == PDBX_OP_LOSS ? PART_LOSS
+            : pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
 }
 
 /* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike), or an
@@ -209,6 +211,21 @@ static void layer_op(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
     compute(r, op, pass, layer);
 }
 
+/* The loss on the last stage (a training sweep's op): its local work, then under TP the
+ * all-reduces of Megatron's vocab_parallel_cross_entropy over the tokens, the row max and then
+ * the sums of exponentials and target logits together (2 T fp32), in the TP part. */
+static void loss_forward(vrun *r)
+{
+    if (!(pdbx_spec_ops(&r->e->spec) & PDBX_OP_BIT(PDBX_OP_LOSS)))
+        return;
+    compute(r, PDBX_OP_LOSS, PDBX_PASS_FWD, -1);
+    if (r->v->tp > 1) {
+        const double tokens = (double)r->v->mbs * r->e->spec.seq_len;
+        coll(r, r->cg.g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_FP32, 4 * tokens, PART_TP);
+        coll(r, r->cg.g[PDBX_GRID_TP], PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_FP32, 8 * tokens, PART_TP);
+    }
+}
+
 static void forward(vrun *r)
 {
     const int first = r->me.pp_rank == 0, last = r->me.pp_rank == r->v->pp - 1;
@@ -221,6 +238,7 @@ static void forward(vrun *r)
     if (last) {
         compute(r, PDBX_OP_FINAL_NORM, PDBX_PASS_FWD, -1);
         compute(r, PDBX_OP_LM_HEAD, PDBX_PASS_FWD, -1);
+        loss_forward(r);
     }
 }
 
@@ -228,6 +246,7 @@ static void backward(vrun *r)
 {
     const int first = r->me.pp_rank == 0, last = r->me.pp_rank == r->v->pp - 1;
     if (last) {
+        compute(r, PDBX_OP_LOSS, PDBX_PASS_BWD, -1);
         compute(r, PDBX_OP_LM_HEAD, PDBX_PASS_BWD, -1);
         compute(r, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1);
     }

@@ -43,6 +43,7 @@ static const char *const op_names[PDBX_OP_COUNT] = {
     [PDBX_OP_MLP_RESIDUAL] = "mlp_residual",
     [PDBX_OP_FINAL_NORM] = "final_norm",
     [PDBX_OP_LM_HEAD] = "lm_head",
+    [PDBX_OP_LOSS] = "loss",
     [PDBX_OP_OPTIMIZER] = "optimizer",
 };
 
@@ -77,7 +78,12 @@ int pdbx_pass_from_name(const char *name)
 int pdbx_op_is_per_layer(pdbx_op op)
 {
     return op != PDBX_OP_EMBED && op != PDBX_OP_FINAL_NORM && op != PDBX_OP_LM_HEAD &&
-           op != PDBX_OP_OPTIMIZER;
+           op != PDBX_OP_LOSS && op != PDBX_OP_OPTIMIZER;
+}
+
+int pdbx_op_in_model_fwd(pdbx_op op)
+{
+    return op != PDBX_OP_LOSS && op != PDBX_OP_OPTIMIZER;
 }
 
 int pdbx_op_has_bwd(pdbx_op op)

@@ -65,6 +65,12 @@ typedef enum {
     PDBX_OP_MLP_RESIDUAL,       /* hidden += MLP output, [T,h] */
     PDBX_OP_FINAL_NORM,         /* once per step: RMSNorm [T,h] */
     PDBX_OP_LM_HEAD,            /* once per step: GEMM [T,h] x [h, V/TP] */
+    PDBX_OP_LOSS,               /* once per step, training sweeps only: cross-entropy over the
+                                 * rank's vocabulary shard [T, V/TP] of lm_head's logits (the
+                                 * local work of Megatron's vocab_parallel_cross_entropy: row max,
+                                 * sum of exponentials, the target's logit; the backward softmax
+                                 * minus one-hot in place); its TP all-reduces of T floats are
+                                 * not in the cell. After the step's forward (not in its span) */
     PDBX_OP_OPTIMIZER,          /* once per step, after the backward: AdamW over one layer's
                                  * parameters on the rank (n = planner's layer parameters at the
                                  * point's TP and EP; fp32 master weights, m, v and main gradient,
@@ -93,8 +99,11 @@ typedef uint64_t pdbx_opmask;
 
 const char *pdbx_op_name(pdbx_op op);
 int pdbx_op_from_name(const char *name);      /* -1 when unknown */
-int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_head, optimizer */
+int pdbx_op_is_per_layer(pdbx_op op);         /* 0 for embed, final_norm, lm_head, loss, optimizer */
 int pdbx_op_has_bwd(pdbx_op op);              /* 0 for the optimizer (its one cell is fwd's) */
+/* 1 for the ops of the model's forward (the step span's, a trace's, a share of the total's), 0
+ * for training's own work around it: the loss and the optimizer */
+int pdbx_op_in_model_fwd(pdbx_op op);
 int pdbx_op_is_gemm(pdbx_op op);
 int pdbx_op_is_comm(pdbx_op op);              /* the two TP all-reduces, the EP all-to-alls */
 int pdbx_op_is_moe(pdbx_op op);

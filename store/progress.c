@@ -17,7 +17,7 @@ double pdbx_progress_coll_work(int layers)
         layers = PDBX_RUN_MAX_LAYERS;
     int once = 0, per_layer = 0;
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
-        if (op == PDBX_OP_OPTIMIZER)   /* not a step op: the weight stays a step's ops' */
+        if (!pdbx_op_in_model_fwd((pdbx_op)op))   /* loss, optimizer: the weight stays a step's ops' */
             continue;
         if (pdbx_op_is_per_layer((pdbx_op)op))
             per_layer++;

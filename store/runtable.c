@@ -280,7 +280,7 @@ int pdbx_rt_check_time_stat(pdbx_stat_kind stat, char *err, size_t errlen)
 
 double pdbx_rt_share(const pdbx_rt_point *p, pdbx_op op, pdbx_stat_kind stat)
 {
-    if (op == PDBX_OP_OPTIMIZER)   /* after the step: no share of its measured forward */
+    if (!pdbx_op_in_model_fwd(op))   /* loss, optimizer: no share of the measured forward */
         return NAN;
     const pdbx_rt_cell *whole = pdbx_op_is_per_layer(op) ? &p->layer : &p->total;
     double part = pdbx_rt_value(&p->op[op], stat), den = pdbx_rt_value(whole, stat);

@@ -227,7 +227,7 @@ static double stages(const adv_ctx *c, const pdbx_adv_sample *s, pdbx_advise_row
         if (st == 0)
             f += s->fwd[PDBX_ADV_FIRST], b += s->bwd[PDBX_ADV_FIRST];
         if (st == pp - 1)
-            f += s->fwd[PDBX_ADV_LAST], b += s->bwd[PDBX_ADV_LAST];
+            f += s->fwd[PDBX_ADV_LAST] + s->fwd[PDBX_ADV_LOSS], b += s->bwd[PDBX_ADV_LAST] + s->bwd[PDBX_ADV_LOSS];
         double t = f + b + row->stage_tp_comm_ms + a2a;
         sum += t;
         if (t > worst) {
@@ -350,6 +350,8 @@ static int estimate(adv_ctx *c, int tp, int pp, int dp, int ep, int mbs, pdbx_ad
     const double opt_n = pdbx_optimizer_params(&c->spec.model, tp, ep);
     if (s.fwd[PDBX_ADV_OPT] > 0 && opt_n > 0)
         row->optimizer_ms = s.fwd[PDBX_ADV_OPT] * mem.params_per_rank / opt_n;
+    /* the last stage's loss, each micro-batch (in compute_ms with the stage's other ops) */
+    row->loss_ms = row->num_mb * (s.fwd[PDBX_ADV_LOSS] + s.bwd[PDBX_ADV_LOSS]);
     row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms + row->optimizer_ms;
     row->mem_gb = mem.total / 1e9;
     row->fits = mem.total <= c->spec.gpu.mem_bytes;

@@ -64,6 +64,10 @@ typedef struct {
      * optimizer cell (one layer's parameters) x the rank's parameters / the layer's (in
      * step_ms; 0 when the run has no optimizer cell: a fwd-only run, one before the op, cuda) */
     double optimizer_ms;
+    /* the loss on the last stage, num_mb x its cells' fwd + bwd: part of compute_ms when the
+     * last stage is the slowest (else of the bubble); 0 when the run has no loss cell (a
+     * fwd-only run, one before the op, cuda). Its TP all-reduces of the tokens are not in it */
+    double loss_ms;
     double mem_gb;           /* training memory per rank (the planner's) */
     int fits;                /* mem_gb <= the run's GPU memory */
     int pareto;              /* on the time/memory Pareto front of the rows that fit */

@@ -14,6 +14,8 @@ int pdbx_adv_op_part(pdbx_op op)
         return -1;
     if (op == PDBX_OP_OPTIMIZER)
         return PDBX_ADV_OPT;
+    if (op == PDBX_OP_LOSS)
+        return PDBX_ADV_LOSS;
     if (pdbx_op_is_per_layer(op))
         return PDBX_ADV_LAYER;
     /* once per step: before the first per-layer op (embed) or after the layers */

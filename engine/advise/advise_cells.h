@@ -33,9 +33,10 @@
  * both: DENSE the dense MLP (mlp_gate/up/act_fn/down), MOE the moe_* ops, A2A the EP
  * all-to-alls (ep_dispatch + ep_combine, EP > 1 only). One layer of a kind is LAYER + its part.
  * OPT the optimizer op's cell (one layer's parameters, store/ops.h; fwd only, bwd 0): not part
- * of a stage's passes, advise scales it to the stage's parameters. */
+ * of a stage's passes, advise scales it to the stage's parameters. LOSS the loss op's cells (the
+ * last stage's, after lm_head; kept apart so that a row can say what it costs). */
 enum { PDBX_ADV_FIRST = 0, PDBX_ADV_LAYER, PDBX_ADV_LAST, PDBX_ADV_DENSE, PDBX_ADV_MOE, PDBX_ADV_A2A,
-       PDBX_ADV_OPT, PDBX_ADV_NPARTS };
+       PDBX_ADV_OPT, PDBX_ADV_LOSS, PDBX_ADV_NPARTS };
 
 typedef struct {
     int mbs;
@@ -52,8 +53,8 @@ typedef struct {
     pdbx_adv_sample *s;            /* MBS ascending (owned) */
 } pdbx_adv_tp_cells;
 
-/* Which part op belongs to: PDBX_ADV_FIRST/LAYER/LAST (OPT for the optimizer), or -1 for a TP
- * all-reduce op. */
+/* Which part op belongs to: PDBX_ADV_FIRST/LAYER/LAST (OPT for the optimizer, LOSS for the
+ * loss), or -1 for a TP all-reduce op. */
 int pdbx_adv_op_part(pdbx_op op);
 /* The compute cells of TP tp at EP 1 in run (n == 0 when the run has none). 0, or -1 out of
  * memory. */

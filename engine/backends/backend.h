@@ -52,8 +52,10 @@
  * 14: pdbx_point_shapes gained ep (expert parallelism): a MoE point holds E / ep experts and
  *    runs them on the measured EP rank's received rows.
  * 15: the optimizer op (store/ops.h, after lm_head: fwd only, with a backward in the passes) and
- *    the planner's PDBX_BUF_OPT_* roles before PDBX_BUF_COMM (its value changed). */
-#define PDBX_BACKEND_ABI 15
+ *    the planner's PDBX_BUF_OPT_* roles before PDBX_BUF_COMM (its value changed).
+ * 16: the loss op (store/ops.h, after lm_head: every op after it has a new value) and the
+ *    planner's PDBX_BUF_LOSS_STATS role (the roles after it have new values). */
+#define PDBX_BACKEND_ABI 16
 
 typedef struct pdbx_compute pdbx_compute;   /* backend-defined */
 typedef struct pdbx_comm pdbx_comm;

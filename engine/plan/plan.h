@@ -347,6 +347,9 @@ typedef enum {
      * every step (a product in place would shrink it step after step); the capped logits the
      * derivative reads are the forward's logits buffer */
     PDBX_BUF_GRAD_LOGITS_CAPPED,
+    /* the loss op (cpu; passes with bwd): 3 fp32 per token, its forward's row statistics for
+     * its backward (cpu_kernels_loss.h) */
+    PDBX_BUF_LOSS_STATS,
     /* the optimizer op (cpu; passes with bwd): flat fp32 arrays of its n parameters (plan.h,
      * pdbx_optimizer_params), Megatron's mixed-precision layout: master weights, Adam's m and v
      * (weights: kept across a config's MBS sweep as the model's are), the main gradient
@@ -484,6 +487,9 @@ double pdbx_optimizer_params(const pdbx_model *m, int tp, int ep);
 /* AdamW's work per parameter as the optimizer op counts it (its flops and bytes: fp32 master,
  * gradient, m and v read, master, m and v written; a 16-bit run also writes the model copy) */
 #define PDBX_ADAMW_FLOPS_PER_PARAM 14.0
+/* The loss op's forward per logit as its shape counts it: the row max, the exponential of the
+ * difference (one), its sum */
+#define PDBX_LOSS_FLOPS_PER_LOGIT 4.0
 /* The same at expert-parallel degree ep (pdbx_op_shape_for is ep 1): the MoE expert ops on the
  * measured rank's E / ep experts and its received rows, ep_dispatch / ep_combine moving the
  * all-to-all message of plan_comm.h (pdbx_plan_ep_bytes); every other op as at EP 1. */

@@ -267,7 +267,8 @@ size_t pdbx_kv_rows(const pdbx_spec *s, pdbx_kv_row *out, size_t cap)
 
 pdbx_opmask pdbx_tokens_ops(const pdbx_spec *s)
 {
-    pdbx_opmask m = pdbx_spec_ops(s) & ~(PDBX_OP_BIT(PDBX_OP_ATTN_CORE) | PDBX_OP_BIT(PDBX_OP_OPTIMIZER));
+    pdbx_opmask m = pdbx_spec_ops(s) & ~(PDBX_OP_BIT(PDBX_OP_ATTN_CORE) | PDBX_OP_BIT(PDBX_OP_LOSS) |
+                                         PDBX_OP_BIT(PDBX_OP_OPTIMIZER));
     for (int op = 0; op < PDBX_OP_COUNT; op++)
         if (pdbx_op_is_comm((pdbx_op)op))
             m &= ~PDBX_OP_BIT(op);

@@ -109,6 +109,7 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_GRAD_W_SHARED_GATE_UP] = "d shared gate_proj, up_proj",
     [PDBX_BUF_GRAD_W_SHARED_DOWN] = "d shared down_proj",
     [PDBX_BUF_GRAD_LOGITS_CAPPED] = "d logits (capped, gemm dtype)",
+    [PDBX_BUF_LOSS_STATS] = "loss row statistics",
     [PDBX_BUF_OPT_MASTER] = "optimizer master weights", [PDBX_BUF_OPT_M] = "optimizer m",
     [PDBX_BUF_OPT_V] = "optimizer v", [PDBX_BUF_OPT_MODEL_LP] = "optimizer 16-bit model copy",
     [PDBX_BUF_OPT_GRAD] = "optimizer main gradient",

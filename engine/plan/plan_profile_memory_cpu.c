@@ -129,6 +129,8 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
         plan_mem_add(out, PDBX_BUF_GRAD_LOGITS, G, plan_mem_lines(T * V * f), 1);
     if (HAS(LM_HEAD) && FINAL_CAP(p))
         plan_mem_add(out, PDBX_BUF_GRAD_LOGITS_CAPPED, G, plan_mem_lines(T * V * e), 1);
+    if (HAS(LOSS))   /* cpu_kernels_loss.h; its gradient is written over the logits */
+        plan_mem_add(out, PDBX_BUF_LOSS_STATS, G, plan_mem_lines(T * 3 * f), 1);
     if (LAYERNORM(p))
         plan_mem_add(out, PDBX_BUF_GRAD_NORM_B, G, plan_mem_lines(h * f), 1);
     if (LEARNED_POS(p) && HAS(EMBED))

@@ -162,12 +162,14 @@ int pdbx_rotary_dims(const pdbx_model *m)
 pdbx_opmask pdbx_spec_ops(const pdbx_spec *s)
 {
     pdbx_opmask ops = s->ops & pdbx_model_ops(&s->model);
-    /* the optimizer step updates what a backward computed: training sweeps only; the cuda
-     * backend has no optimizer kernel yet (docs/engine.md) */
+    /* the loss and the optimizer step are training's: sweeps with a backward only; the cuda
+     * backend has no kernel for either yet (docs/engine.md); the loss reads lm_head's logits */
     const int cuda = s->backend == PDBX_BACKEND_CUDA ||
                      (s->backend == PDBX_BACKEND_AUTO && strcmp(s->gpu.name, "cpu") != 0);
     if (!(s->passes & PDBX_PASS_BIT(PDBX_PASS_BWD)) || cuda)
-        ops &= ~PDBX_OP_BIT(PDBX_OP_OPTIMIZER);
+        ops &= ~(PDBX_OP_BIT(PDBX_OP_OPTIMIZER) | PDBX_OP_BIT(PDBX_OP_LOSS));
+    if (!(ops & PDBX_OP_BIT(PDBX_OP_LM_HEAD)))
+        ops &= ~PDBX_OP_BIT(PDBX_OP_LOSS);
     return ops;
 }
 
@@ -373,6 +375,9 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
         break;
     case PDBX_OP_LM_HEAD:
         shape_lm_head(m, T, V_t, e, out);
+        break;
+    case PDBX_OP_LOSS:             /* the fp32 logits read twice (max, then sum of exponentials) */
+        elementwise(out, T, V_t, PDBX_LOSS_FLOPS_PER_LOGIT, 2.0 * 4.0 * (double)T * (double)V_t);
         break;
     case PDBX_OP_OPTIMIZER:
         shape_optimizer(m, tp, 1, e, out);

@@ -242,7 +242,7 @@ static double count_events(const pdbx_run *run)
             continue;
         double per_rank = 0.0;
         for (int op = 0; op < PDBX_OP_COUNT; op++)
-            if (pt->op[op].valid && op != PDBX_OP_OPTIMIZER)   /* after the step: not in its forward */
+            if (pt->op[op].valid && pdbx_op_in_model_fwd((pdbx_op)op))   /* loss, optimizer: not in it */
                 per_rank += pdbx_op_is_per_layer((pdbx_op)op) ? layers : 1.0;
         per_rank += pt->pp_sendrecv.valid + pt->dp_allreduce.valid;
         n += per_rank * synth_ranks(pt);
@@ -263,7 +263,7 @@ static int synthesize_point(cJSON *events, double scale, const pdbx_run *run,
             for (int op = 0; op < PDBX_OP_COUNT; op++) {
                 int per_layer = pdbx_op_is_per_layer((pdbx_op)op);
                 if ((pass == 1) != per_layer || (pass == 0 && op != PDBX_OP_EMBED)
-                    || (pass == 2 && op == PDBX_OP_EMBED) || op == PDBX_OP_OPTIMIZER)
+                    || (pass == 2 && op == PDBX_OP_EMBED) || !pdbx_op_in_model_fwd((pdbx_op)op))
                     continue;
                 const pdbx_cell *c = &pt->op[op];
                 double ms = c->valid ? rank_median(c, rank) : NAN;

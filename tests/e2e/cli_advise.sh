@@ -52,6 +52,7 @@ for r in rows:
     parts = r["compute_ms"] + r["comm_ms"] + r["bubble_ms"] + r["optimizer_ms"]
     assert abs(r["step_ms"] - parts) <= 1e-9 * r["step_ms"], r
     assert r["optimizer_ms"] > 0, r   # the run measured fwd+bwd: its optimizer cell
+    assert r["loss_ms"] > 0 and r["loss_ms"] < r["compute_ms"], r   # and its loss cells
     assert abs(r["comm_ms"] - (r["tp_comm_ms"] + r["pp_comm_ms"] + r["dp_comm_ms"])) <= 1e-9 * max(r["comm_ms"], 1), r
     assert r["bubble_ms"] == 0 if r["pp"] == 1 else r["bubble_ms"] > 0, r
     assert (r["tp_comm_ms"] > 0) == (r["tp"] > 1) and (r["dp_comm_ms"] > 0) == (r["dp"] > 1), r
@@ -71,7 +72,7 @@ def cells(path):
     return {op: v for op, v in p["ms"].items()
             if v is not None and not op.startswith("tp_allreduce") and op != "optimizer"}
 fwd, bwd = cells(tmp + "/fwd.json"), cells(tmp + "/bwd.json")
-once = {"embed": "first", "final_norm": "last", "lm_head": "last"}
+once = {"embed": "first", "final_norm": "last", "lm_head": "last", "loss": "last"}
 def stage(d, which):
     return sum(v * (2 if op not in once else 1) for op, v in d.items() if op not in once or once[op] == which)
 ts = sorted(stage(fwd, s) + stage(bwd, s) for s in ("first", "last"))

@@ -39,6 +39,9 @@ assert d["backend"] == "cpu", d
 # the optimizer step: estimated from the run's optimizer cell, run by the engine after the
 # gradients' all-reduce (docs/advise.md)
 assert e["optimizer_ms"] > 0 and d["measured_parts"]["optimizer_ms"] > 0, (e, d["measured_parts"])
+# the loss on the last stage: estimated from the run's loss cells, run after lm_head and before
+# its backward in each micro-batch
+assert e["loss_ms"] > 0 and d["measured_parts"]["loss_ms"] > 0, (e, d["measured_parts"])
 PYEOF
 # the run's optimizer cells: one per point, fwd only (no pass), one layer's AdamW
 ev_py "$runfile" '
@@ -46,7 +49,11 @@ O = [e for e in E if e["type"] == "op" and e["op"] == "optimizer"]
 P = [e for e in E if e["type"] == "point_end" and e["status"] == "ok"]
 assert len(O) == len(P) and all("pass" not in e for e in O), (len(O), len(P))
 assert all(e["flops"] > 0 and e["bytes"] == 28 * e["flops"] / 14 and e["stats"]["median"] > 0 for e in O), O[0]
-' || fail "optimizer cells"
+# the loss's cells: fwd and bwd per point, over the vocabulary's logits read twice
+L = [e for e in E if e["type"] == "op" and e["op"] == "loss"]
+assert sorted(e.get("pass", "fwd") for e in L) == sorted(["fwd", "bwd"] * len(P)), L
+assert all(e["flops"] > 0 and e["bytes"] == 2 * e["flops"] and e["stats"]["median"] > 0 for e in L), L[0]
+' || fail "optimizer and loss cells"
 # the estimate is advise's for the same query
 "$PDBX" advise "$id" --store "$ST" --gpus 2 --gbs 4 --layers 2 --format json >"$TMP/adv.json" 2>"$TMP/adv.err" \
     || fail "advise: $(cat "$TMP/adv.err")"

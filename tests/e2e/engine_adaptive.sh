@@ -94,7 +94,7 @@ ev_py "$(run_file "$TMP/sb")" '
 fwd = {e["op"]: e for e in E if e["type"] == "op" and e.get("pass", "fwd") == "fwd"}
 bwd = {e["op"]: e for e in E if e["type"] == "op" and e.get("pass") == "bwd"}
 # every op but the optimizer, whose one cell is the step (docs/engine.md)
-assert "optimizer" in fwd and set(bwd) == set(fwd) - {"optimizer"}, set(fwd) ^ set(bwd)
+assert "optimizer" in fwd and "loss" in fwd and set(bwd) == set(fwd) - {"optimizer"}, set(fwd) ^ set(bwd)
 for op, e in bwd.items():
     assert e["stats"]["count"] >= 5 and e["stats"]["mean"] > 0, (op, e["stats"])
     # RoPE and the residual adds: one inverse rotation, one add: the work of their forward

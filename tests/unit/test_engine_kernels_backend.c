@@ -38,7 +38,7 @@ static void test_cpu_backend_runs_every_op(void **state)
         for (int op = 0; op < PDBX_OP_COUNT; op++) {
             if (pdbx_op_is_comm((pdbx_op)op))
                 continue;
-            if (op == PDBX_OP_OPTIMIZER) {   /* a forward-only point has no gradients to step */
+            if (op == PDBX_OP_OPTIMIZER || op == PDBX_OP_LOSS) {   /* training's: a forward-only point */
                 double ms;
                 assert_int_equal(ops->run_op(c, (pdbx_op)op, PDBX_PASS_FWD, 0, &ms, err, sizeof err), -1);
                 assert_non_null(strstr(err, "needs a point prepared with bwd"));
@@ -119,7 +119,7 @@ static void test_cpu_backend_point_sequence(void **state)
         double ms;
         for (int op = 0; op < PDBX_OP_COUNT; op++)
             if (!pdbx_op_is_comm((pdbx_op)op) && (pdbx_model_ops(&p.model) & PDBX_OP_BIT(op)) &&
-                op != PDBX_OP_OPTIMIZER)   /* (a forward-only point) */
+                pdbx_op_in_model_fwd((pdbx_op)op))   /* (a forward-only point: no loss, no optimizer) */
                 assert_int_equal(ops->run_op(c, (pdbx_op)op, PDBX_PASS_FWD, p.layers - 1, &ms, err, sizeof err), 0);
         assert_true(isfinite(ops->checksum(c)));
         ops->release(c);

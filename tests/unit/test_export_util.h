@@ -180,7 +180,7 @@ static inline void tx_build_run(pdbx_run *run, const tx_point *pts, int n, tx_st
                             if (!(ops & PDBX_OP_BIT(op)) || (pass == 1) != per_layer
                                 || (pass == 0 && op != PDBX_OP_EMBED)
                                 || (pass == 2 && op == PDBX_OP_EMBED)
-                                || op == PDBX_OP_OPTIMIZER)   /* the engine's trace: the forward */
+                                || !pdbx_op_in_model_fwd((pdbx_op)op))   /* the engine's trace: the forward */
                                 continue;
                             double dur = 10.0 + op + 100.0 * layer + 0.5 * r;
                             o += (size_t)snprintf(ops_json + o, sizeof ops_json - o,

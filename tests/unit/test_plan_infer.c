@@ -166,7 +166,7 @@ static void test_tokens_ops(void **state)
     const pdbx_opmask m = pdbx_tokens_ops(&s);
     for (int op = 0; op < PDBX_OP_COUNT; op++) {
         /* (the default model, a Llama, has no attn_qk_norm, MLA or MoE ops) */
-        const int want = op != PDBX_OP_ATTN_CORE && op != PDBX_OP_OPTIMIZER && (PDBX_OPS_LLAMA & PDBX_OP_BIT(op)) &&
+        const int want = op != PDBX_OP_ATTN_CORE && pdbx_op_in_model_fwd((pdbx_op)op) && (PDBX_OPS_LLAMA & PDBX_OP_BIT(op)) &&
                          !pdbx_op_is_comm((pdbx_op)op);
         assert_int_equal((m & PDBX_OP_BIT(op)) != 0, want);
     }

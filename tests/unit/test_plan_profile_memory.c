@@ -36,7 +36,7 @@ static pdbx_profile_point small_point(pdbx_backend_kind backend, pdbx_dtype dt)
     p.layers = 2;
     /* the step's ops: the optimizer's flat arrays (passes with bwd) are worked out by hand in
      * test_plan_optimizer.c */
-    p.ops = PDBX_OPS_ALL & ~PDBX_OP_BIT(PDBX_OP_OPTIMIZER);
+    p.ops = PDBX_OPS_ALL & ~(PDBX_OP_BIT(PDBX_OP_OPTIMIZER) | PDBX_OP_BIT(PDBX_OP_LOSS));   /* theirs: below */
     p.dtype = dt;
     p.backend = backend;
     p.threads = 2;
@@ -287,6 +287,14 @@ static void test_bwd_buffers_by_hand(void **state)
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_W_GATE_UP) == 16384);
     assert_true(role_bytes(&m, PDBX_BUF_GRAD_SCORES) == -1);     /* the cpu kernel recomputes */
     assert_int_equal(m.buf[m.nbufs - 1].role, PDBX_BUF_COMM);
+    /* the loss op: its row statistics, 3 fp32 per token (48 x 4 = 192), a gradient buffer; its
+     * gradient is written over the logits */
+    assert_true(role_bytes(&m, PDBX_BUF_LOSS_STATS) == -1);
+    p.ops |= PDBX_OP_BIT(PDBX_OP_LOSS);
+    assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);
+    assert_true(role_bytes(&m, PDBX_BUF_LOSS_STATS) == 192);
+    assert_true(m.kind_bytes[PDBX_MEM_GRADS] == 162048 + 192);
+    assert_string_equal(pdbx_buf_role_name(PDBX_BUF_LOSS_STATS), "loss row statistics");
     p = small_point(PDBX_BACKEND_CPU, PDBX_DTYPE_BF16);
     p.passes = both;
     assert_int_equal(pdbx_profile_memory_list(&p, &m, err, sizeof err), 0);

@@ -79,9 +79,9 @@ static void test_collectives_counted(void **state)
     pdbx_progress_of(&run, T0 + 3, &p);
     double cw = pdbx_progress_coll_work(1);
     /* embed, final_norm, lm_head + 36 per layer: a unit of op work per op pdbx knows (whether
-     * or not a given model has it, e.g. attn_qk_norm, MLA's and the MoE ops); the optimizer,
-     * after the step, is not one of them */
-    assert_int_equal(PDBX_OP_COUNT, 40);
+     * or not a given model has it, e.g. attn_qk_norm, MLA's and the MoE ops); the loss and the
+     * optimizer, around the model's forward, are not among them */
+    assert_int_equal(PDBX_OP_COUNT, 41);
     assert_double_equal(cw, 1.0 / 39, 1e-12);
     assert_int_equal(p.points_done, 2);
     assert_int_equal(p.coll_total, 32);

@@ -168,6 +168,7 @@ static cJSON *row_json(const pdbx_advise_row *w)
         { "tp_comm_ms", w->tp_comm_ms }, { "pp_comm_ms", w->pp_comm_ms }, { "dp_comm_ms", w->dp_comm_ms },
         { "stage_fwd_ms", w->stage_fwd_ms }, { "stage_bwd_ms", w->stage_bwd_ms },
         { "optimizer_ms", w->optimizer_ms },
+        { "loss_ms", w->loss_ms },
         { "stage_tp_comm_ms", w->stage_tp_comm_ms }, { "slowest_stage", w->slowest_stage },
         { "tp_allreduce_ms", w->tp_allreduce_ms }, { "p2p_ms", w->p2p_ms },
         { "tp_msg_bytes", w->tp_msg_bytes }, { "pp_msg_bytes", w->pp_msg_bytes },

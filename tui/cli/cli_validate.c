@@ -178,15 +178,15 @@ typedef struct {
     double median, min, max;
     double iters_ms[ITERS_MAX];
     int n, num_mb;
-    double parts[7];
+    double parts[8];
     char backend[16];
 } measured;
 
-/* the engine's parts; ep_comm_ms only at EP > 1, optimizer_ms only when the engine ran the
- * optimizer op (a training run on the cpu backend) */
-enum { PART_EP = 5, PART_OPT = 6, NPARTS = 7 };
+/* the engine's parts; ep_comm_ms only at EP > 1, optimizer_ms and loss_ms only when the engine
+ * ran those ops (a training run on the cpu backend) */
+enum { PART_EP = 5, PART_OPT = 6, PART_LOSS = 7, NPARTS = 8 };
 static const char *const part_keys[NPARTS] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms",
-                                               "ep_comm_ms", "optimizer_ms" };
+                                               "ep_comm_ms", "optimizer_ms", "loss_ms" };
 
 static double jnum(const cJSON *o, const char *k)
 {
@@ -250,10 +250,11 @@ static int print_json(const pdbx_run *run, const val_args *a, const measured *m,
         cJSON_AddItemToObject(e, "stage_bwd_ms", num_or_null(est->stage_bwd_ms));
         cJSON_AddItemToObject(e, "mem_gb", num_or_null(est->mem_gb));
         cJSON_AddItemToObject(e, "optimizer_ms", num_or_null(est->optimizer_ms));
+        cJSON_AddItemToObject(e, "loss_ms", num_or_null(est->loss_ms));
     }
     cJSON *mp = cJSON_AddObjectToObject(o, "measured_parts");
     for (int i = 0; mp && i < NPARTS; i++)
-        if (i < PART_EP || (i == PART_EP && a->ep > 1) || (i == PART_OPT && m->parts[i] > 0))
+        if (i < PART_EP || (i == PART_EP && a->ep > 1) || (i >= PART_OPT && m->parts[i] > 0))
             cJSON_AddItemToObject(mp, part_keys[i], num_or_null(m->parts[i]));
     return pdbx_cli_emit_json(stdout, o) == 0 ? PDBX_EXIT_OK
                                               : pdbx_cli_fail(PDBX_EXIT_FAIL, CMD, "out of memory");
@@ -286,6 +287,9 @@ static void print_table(const pdbx_run *run, const val_args *a, const measured *
     if (est->optimizer_ms > 0 || (isfinite(m->parts[PART_OPT]) && m->parts[PART_OPT] > 0))
         printf("  optimizer step: estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
                est->optimizer_ms, m->parts[PART_OPT]);
+    if (est->loss_ms > 0 || (isfinite(m->parts[PART_LOSS]) && m->parts[PART_LOSS] > 0))
+        printf("  loss (last stage): estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
+               est->loss_ms, m->parts[PART_LOSS]);
     if (est->note[0])
         pdbx_cli_line(stdout, "  note: %s", est->note);
     pdbx_cli_line(stdout, "  recorded in runs/%s.validations.jsonl", run->id);

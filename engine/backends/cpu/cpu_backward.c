@@ -27,6 +27,7 @@
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_bwd.h"
 #include "engine/backends/cpu/cpu_kernels_dense.h"
+#include "engine/backends/cpu/cpu_kernels_loss.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,7 @@ void **pdbx_cpu_grad_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_GRAD_UP_LP: return &g->du_b;
     case PDBX_BUF_GRAD_LOGITS_LP: return &g->dlogits_b;
     case PDBX_BUF_GRAD_LOGITS_CAPPED: return &g->dlogits_capped;
+    case PDBX_BUF_LOSS_STATS: return (void **)&g->loss_stats;
     case PDBX_BUF_GRAD_EMBED_TABLE: return (void **)&g->demb;
     case PDBX_BUF_GRAD_NORM_W: return (void **)&g->dnorm_w;
     case PDBX_BUF_GRAD_LM_HEAD_W: return (void **)&g->dwlm;
@@ -376,6 +378,9 @@ int pdbx_cpu_run_bwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t e
         break;
     case PDBX_OP_LM_HEAD:
         lm_head_bwd(c);
+        break;
+    case PDBX_OP_LOSS:   /* the token ids stand for the targets; the measured rank's shard is 0's */
+        pdbx_k_xent_bwd(c->pool, c->logits, c->ids, T, c->vloc, 0, g->loss_stats, 1.0f / (float)T);
         break;
     default:
         if (mlp_bwd(c, op, L) == 0 || pdbx_cpu_moe_bwd(c, op, layer) == 0)   /* the MLP's, a MoE layer's */

@@ -20,6 +20,7 @@
 #include "engine/backends/cpu/cpu_kernels.h"
 #include "engine/backends/cpu/cpu_kernels_attn.h"
 #include "engine/backends/cpu/cpu_kernels_dense.h"
+#include "engine/backends/cpu/cpu_kernels_loss.h"
 #include "engine/backends/host.h"
 #include "store/events.h"
 #include "store/util/clock.h"
@@ -238,9 +239,9 @@ static int check_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, 
                  pdbx_op_name(op));
         return -1;
     }
-    if (op == PDBX_OP_OPTIMIZER && !(c->p.passes & PDBX_PASS_BIT(PDBX_PASS_BWD))) {
-        snprintf(err, errlen, "cpu backend: the optimizer steps a backward's gradients: it needs a "
-                 "point prepared with bwd in its passes");
+    if ((op == PDBX_OP_OPTIMIZER || op == PDBX_OP_LOSS) && !(c->p.passes & PDBX_PASS_BIT(PDBX_PASS_BWD))) {
+        snprintf(err, errlen, "cpu backend: %s is training's: it needs a point prepared with bwd "
+                 "in its passes", pdbx_op_name(op));
         return -1;
     }
     if (pass == PDBX_PASS_BWD && !pdbx_op_has_bwd(op)) {
@@ -376,6 +377,9 @@ static int run_fwd(pdbx_compute *c, pdbx_op op, int layer, char *err, size_t err
         break;
     case PDBX_OP_OPTIMIZER:
         return pdbx_cpu_opt_run(c, err, errlen);
+    case PDBX_OP_LOSS:   /* the token ids stand for the targets; the measured rank's shard is 0's */
+        pdbx_k_xent_fwd(c->pool, c->logits, c->ids, T, c->vloc, 0, c->grad.loss_stats);
+        break;
     case PDBX_OP_INPUT_NORM:
     case PDBX_OP_FINAL_NORM:
         run_norm(c, c->x, c->xn);

@@ -95,6 +95,8 @@ typedef struct {
     float *dnorm_b;              /* LayerNorm: the norms' shared bias gradient */
     float *dpos;                 /* learned positions: the table's gradient [max_positions, h] */
     float *dqk_norm_w;           /* qk_norm: the q and k norm weights' gradient [2, d] */
+    float *loss_stats;           /* the loss op: per row max, sum of exponentials, target logit
+                                  * (cpu_kernels_loss.h), the forward's for the backward */
 } cpu_grads;
 
 /* The optimizer op's flat arrays (cpu_optimizer.c; plan.h's PDBX_BUF_OPT_*; NULL without the

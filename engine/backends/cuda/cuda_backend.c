@@ -229,9 +229,9 @@ static int cuda_run_op(pdbx_compute *c, pdbx_op op, pdbx_pass pass, int layer, d
                  "backend)", pdbx_op_name(op));
         return -1;
     }
-    if (op == PDBX_OP_OPTIMIZER) {   /* the planner leaves it out of a cuda sweep (plan_shapes.c) */
-        snprintf(err, errlen, "cuda run_op(optimizer): the cuda backend has no optimizer kernel yet "
-                 "(docs/engine.md)");
+    if (op == PDBX_OP_OPTIMIZER || op == PDBX_OP_LOSS) {   /* left out of a cuda sweep (plan_shapes.c) */
+        snprintf(err, errlen, "cuda run_op(%s): the cuda backend has no %s kernel yet "
+                 "(docs/engine.md)", pdbx_op_name(op), pdbx_op_name(op));
         return -1;
     }
     if (!cuda_op_prepared(&c->point->d, op)) {
