@@ -21,7 +21,9 @@ Besides the iteration it times each op alone on the same shapes, forward and bac
 names pdbx's cells have (embed, input_norm, attn_q, attn_k, attn_v, attn_rope, attn_core, attn_o,
 attn_residual, post_attn_norm, mlp_gate, mlp_up, mlp_act_fn, mlp_down, mlp_residual, final_norm,
 lm_head), and the iteration's other parts (loss, optimizer, zero_grad): what
-bench/torch_step.sh puts in place of pdbx's measured cells.
+bench/torch_step.sh puts in place of pdbx's measured cells. An op with weights is timed backward
+as the iteration runs it, its weight gradient added into the existing .grad (AccumulateGrad);
+the others' input gradients as autograd.grad returns them.
 
 Prints a table; --json FILE writes every figure (ms, medians over --iters iterations after one
 warm-up). Threads: --threads (default 1); pin the process (taskset) for one core.
@@ -257,8 +259,19 @@ def op_times(d, args, model, opt):
         y = fwd()
         ys = y if isinstance(y, tuple) else (y,)
         gy = [torch.rand_like(t) for t in ys]
-        bwd = lambda: torch.autograd.grad(ys, leaves, gy, retain_graph=True)
+        if any(isinstance(t, nn.Parameter) for t in leaves):
+            # an op with weights: its backward as the iteration runs it, the weight gradient
+            # added into the existing .grad (zero_grad keeps the tensors in this version, so
+            # every micro-batch accumulates: AccumulateGrad's add); the activations' gradients
+            # accumulate too here (a leaf's), a small add beside the weights'
+            for t in leaves:
+                t.grad = torch.zeros_like(t)
+            bwd = lambda: torch.autograd.backward(ys, gy, retain_graph=True, inputs=leaves)
+        else:
+            bwd = lambda: torch.autograd.grad(ys, leaves, gy, retain_graph=True)
         out[op] = {"fwd": f, "bwd": timeit(bwd, args.op_reps)}
+        for t in leaves:
+            t.grad = None
         del y, ys, gy
     if args.ops_only:
         return out

@@ -355,6 +355,8 @@ typedef enum {
      * (weights: kept across a config's MBS sweep as the model's are), the main gradient
      * (grads), and in a 16-bit run the model's 16-bit copy the step writes (weights) */
     PDBX_BUF_OPT_MASTER, PDBX_BUF_OPT_M, PDBX_BUF_OPT_V, PDBX_BUF_OPT_MODEL_LP, PDBX_BUF_OPT_GRAD,
+    /* the gradient buffer the optimizer op zeroes for the next iteration (grads; n fp32) */
+    PDBX_BUF_OPT_GRAD_ZEROED,
     PDBX_BUF_COMM,
     PDBX_BUF_ROLES
 } pdbx_buf_role;
@@ -485,7 +487,8 @@ int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_o
  * op's shape is m 1 x n this, k 0; advise scales its cell by a stage's parameters over this. */
 double pdbx_optimizer_params(const pdbx_model *m, int tp, int ep);
 /* AdamW's work per parameter as the optimizer op counts it (its flops and bytes: fp32 master,
- * gradient, m and v read, master, m and v written; a 16-bit run also writes the model copy) */
+ * gradient, m and v read, master, m and v written; a 16-bit run also writes the model copy;
+ * the op's bytes add the fp32 gradient buffer zeroed for the next iteration) */
 #define PDBX_ADAMW_FLOPS_PER_PARAM 14.0
 /* The loss op's forward per logit as its shape counts it: the row max, the exponential of the
  * difference (one), its sum */

@@ -113,6 +113,7 @@ static const char *const role_names[PDBX_BUF_ROLES] = {
     [PDBX_BUF_OPT_MASTER] = "optimizer master weights", [PDBX_BUF_OPT_M] = "optimizer m",
     [PDBX_BUF_OPT_V] = "optimizer v", [PDBX_BUF_OPT_MODEL_LP] = "optimizer 16-bit model copy",
     [PDBX_BUF_OPT_GRAD] = "optimizer main gradient",
+    [PDBX_BUF_OPT_GRAD_ZEROED] = "gradient buffer (zeroed each step)",
     [PDBX_BUF_COMM] = "collective buffer",
 };
 

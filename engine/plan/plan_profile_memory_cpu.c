@@ -157,6 +157,9 @@ void plan_mem_cpu_grad_list(const pdbx_profile_point *p, pdbx_profile_memory *ou
     }
     plan_mem_weight_grads(p, out, 1);
     plan_mem_cpu_mla(p, out, 1);
-    if (HAS(OPTIMIZER))
-        plan_mem_add(out, PDBX_BUF_OPT_GRAD, G, plan_mem_lines(pdbx_optimizer_params(&p->model, p->tp, p->ep) * f), 1);
+    if (HAS(OPTIMIZER)) {
+        const double n = pdbx_optimizer_params(&p->model, p->tp, p->ep);
+        plan_mem_add(out, PDBX_BUF_OPT_GRAD, G, plan_mem_lines(n * f), 1);
+        plan_mem_add(out, PDBX_BUF_OPT_GRAD_ZEROED, G, plan_mem_lines(n * f), 1);
+    }
 }

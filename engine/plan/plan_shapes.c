@@ -309,11 +309,12 @@ static void shape_embed(const pdbx_model *m, int64_t T, int64_t h, int64_t s, do
         elementwise(out, T, h, 0, 2.0 * e * (double)T * h);
 }
 
-/* The optimizer op: AdamW over one layer's n parameters, 1 x n elementwise (plan.h) */
+/* The optimizer op: AdamW over one layer's n parameters, 1 x n elementwise (plan.h), and the
+ * zeroing of their fp32 gradient buffer */
 static void shape_optimizer(const pdbx_model *m, int tp, int ep, double e, pdbx_op_shape *out)
 {
     const double n = pdbx_optimizer_params(m, tp, ep);
-    elementwise(out, 1, (int64_t)n, PDBX_ADAMW_FLOPS_PER_PARAM, n * (7.0 * 4 + (e < 4 ? e : 0)));
+    elementwise(out, 1, (int64_t)n, PDBX_ADAMW_FLOPS_PER_PARAM, n * (7.0 * 4 + 4 + (e < 4 ? e : 0)));
 }
 
 int pdbx_op_shape_for(const pdbx_spec *spec, int tp, int mbs, pdbx_op op, pdbx_op_shape *out)

@@ -48,7 +48,7 @@ ev_py "$runfile" '
 O = [e for e in E if e["type"] == "op" and e["op"] == "optimizer"]
 P = [e for e in E if e["type"] == "point_end" and e["status"] == "ok"]
 assert len(O) == len(P) and all("pass" not in e for e in O), (len(O), len(P))
-assert all(e["flops"] > 0 and e["bytes"] == 28 * e["flops"] / 14 and e["stats"]["median"] > 0 for e in O), O[0]
+assert all(e["flops"] > 0 and e["bytes"] == 32 * e["flops"] / 14 and e["stats"]["median"] > 0 for e in O), O[0]
 # the loss's cells: fwd and bwd per point, over the vocabulary's logits read twice
 L = [e for e in E if e["type"] == "op" and e["op"] == "loss"]
 assert sorted(e.get("pass", "fwd") for e in L) == sorted(["fwd", "bwd"] * len(P)), L

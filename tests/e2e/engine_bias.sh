@@ -66,7 +66,8 @@ $CHECK" || fail "tiny qwen2 run"
 # The planner: the qwen2 point's profile memory is the Llama point's plus the bias vectors
 # (TP 2: q 128, k and v 64 fp32 values per layer, 2 layers) and their gradients (q 128, k/v 64),
 # and the optimizer's flat arrays of one layer's parameters, biases included: 256 more fp32
-# values in the master weights, m and v (weights) and the main gradient (grads).
+# values in the master weights, m and v (weights) and the main gradient and the gradient buffer
+# the step zeroes (grads).
 for m in qwen2 llama; do
     "$PDBX" plan --model "$FIX/engine-tiny-$m.json" --gpu cpu --seq-len 256 --layers 2 --tp 2 --mbs 1 --passes fwd,bwd \
         --format json >"$TMP/plan-$m.json" 2>"$TMP/err" || { cat "$TMP/err"; fail "pdbx plan $m"; }
@@ -78,7 +79,7 @@ assert q["refused"] is None and q["model"]["arch"]["bias"]["qkv"] is True, q["re
 pq, pl = q["points"][0]["profile"], l["points"][0]["profile"]
 opt = (128 + 64 + 64) * 4
 want_w = 2 * (128 + 64 + 64) * 4 + 3 * opt
-want_g = (128 + 64) * 4 + opt
+want_g = (128 + 64) * 4 + 2 * opt
 assert pq["weights"] - pl["weights"] == want_w, (pq, pl)
 assert pq["grads"] - pl["grads"] == want_g, (pq, pl)
 assert pq["activations"] == pl["activations"], (pq, pl)

@@ -426,8 +426,8 @@ static void test_backend_allocates_the_bwd_plan(void **state)
     /* every listed gradient role has its pointer */
     for (int i = 0; i < pm.nbufs; i++)
         if (pm.buf[i].kind == PDBX_MEM_GRADS || pm.buf[i].role == PDBX_BUF_ATTN_BWD_SCRATCH) {
-            void **slot = pm.buf[i].role == PDBX_BUF_OPT_GRAD ? pdbx_cpu_opt_slot(c, pm.buf[i].role)
-                                                              : pdbx_cpu_grad_slot(c, pm.buf[i].role);
+            void **slot = pdbx_cpu_opt_slot(c, pm.buf[i].role) ? pdbx_cpu_opt_slot(c, pm.buf[i].role)
+                                                               : pdbx_cpu_grad_slot(c, pm.buf[i].role);
             assert_non_null(slot);
             assert_non_null(*slot);
         }

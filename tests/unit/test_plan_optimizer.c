@@ -65,13 +65,13 @@ static void test_shape_flops_bytes(void **state)
     assert_int_equal(sh.n, 44044288);
     assert_int_equal(sh.k, 0);
     assert_true(sh.flops == PDBX_ADAMW_FLOPS_PER_PARAM * 44044288.0);
-    assert_true(sh.bytes == 28.0 * 44044288);   /* p, g, m, v read; p, m, v written */
+    assert_true(sh.bytes == 32.0 * 44044288);   /* p, g, m, v read; p, m, v written; g zeroed */
     pdbx_op_shape at8;   /* no dependence on the micro-batch */
     assert_int_equal(pdbx_op_shape_for(&s, 1, 8, PDBX_OP_OPTIMIZER, &at8), 0);
     assert_memory_equal(&sh, &at8, sizeof sh);
     spec_of(&s, TINYLLAMA, ", \"dtype\": \"bf16\", \"passes\": [\"fwd\", \"bwd\"]");
     assert_int_equal(pdbx_op_shape_for(&s, 2, 1, PDBX_OP_OPTIMIZER, &sh), 0);
-    assert_true(sh.bytes == 30.0 * 22024192);   /* and the bf16 copy written */
+    assert_true(sh.bytes == 34.0 * 22024192);   /* and the bf16 copy written */
     spec_of(&s, MIXTRAL, ", \"dtype\": \"fp32\", \"passes\": [\"fwd\", \"bwd\"]");
     assert_int_equal(pdbx_op_shape_ep(&s, 1, 2, 1, PDBX_OP_OPTIMIZER, &sh), 0);
     assert_int_equal(sh.n, (int64_t)pdbx_optimizer_params(&s.model, 1, 2));
@@ -129,12 +129,15 @@ static void test_cpu_profile_memory(void **state)
     }
     assert_true(listed(&s, PDBX_BUF_OPT_GRAD, &k) == lines);
     assert_int_equal(k, PDBX_MEM_GRADS);
+    assert_true(listed(&s, PDBX_BUF_OPT_GRAD_ZEROED, &k) == lines);   /* zero_grad_buffer's */
+    assert_int_equal(k, PDBX_MEM_GRADS);
     assert_true(listed(&s, PDBX_BUF_OPT_MODEL_LP, &k) == 0);   /* fp32: the master is the model */
     spec_of(&s, TINYLLAMA, ", \"dtype\": \"bf16\", \"passes\": [\"fwd\", \"bwd\"]");
     assert_true(listed(&s, PDBX_BUF_OPT_MODEL_LP, &k) == ceil(n * 2 / 64) * 64);
     spec_of(&s, TINYLLAMA, ", \"dtype\": \"fp32\", \"passes\": [\"fwd\"]");
     assert_true(listed(&s, PDBX_BUF_OPT_MASTER, &k) == 0);
     assert_true(listed(&s, PDBX_BUF_OPT_GRAD, &k) == 0);
+    assert_true(listed(&s, PDBX_BUF_OPT_GRAD_ZEROED, &k) == 0);
     assert_string_equal(pdbx_buf_role_name(PDBX_BUF_OPT_V), "optimizer v");
 }
 

@@ -100,10 +100,11 @@ typedef struct {
 } cpu_grads;
 
 /* The optimizer op's flat arrays (cpu_optimizer.c; plan.h's PDBX_BUF_OPT_*; NULL without the
- * op): fp32 master weights, m, v (kept with the weights), main gradient (a point's), the bf16
- * model copy of a bf16 run; n parameters; the step count AdamW's bias correction reads. */
+ * op): fp32 master weights, m, v (kept with the weights), main gradient (a point's), the
+ * gradient buffer zeroed for the next iteration, the bf16 model copy of a bf16 run; n
+ * parameters; the step count AdamW's bias correction reads. */
 typedef struct {
-    float *master, *m, *v, *grad;
+    float *master, *m, *v, *grad, *grad_zeroed;
     uint16_t *model_lp;
     int64_t n;
     int step;

@@ -1,7 +1,10 @@
 /* cpu_optimizer.c: the optimizer op on the cpu backend (store/ops.h): one AdamW step over one
  * layer's parameters on the rank, in the planner's flat fp32 arrays (plan.h, PDBX_BUF_OPT_*:
  * master weights, m, v, main gradient; the 16-bit model copy in a bf16 run), by the threaded
- * one-pass kernel of cpu_kernels_optim.h. */
+ * one-pass kernel of cpu_kernels_optim.h, then the zeroing of the gradient buffer for the next
+ * iteration (Megatron's zero_grad_buffer: a memset of the fp32 main gradients, once per
+ * iteration). The zeroed array is not the one AdamW reads: the backward here does not write
+ * the main gradient, and steps over zeros would decay m and v into denormals. */
 #include "engine/backends/cpu/cpu_internal.h"
 
 #include <stdio.h>
@@ -16,13 +19,14 @@ void **pdbx_cpu_opt_slot(pdbx_compute *c, pdbx_buf_role r)
     case PDBX_BUF_OPT_V: return (void **)&c->opt.v;
     case PDBX_BUF_OPT_MODEL_LP: return (void **)&c->opt.model_lp;
     case PDBX_BUF_OPT_GRAD: return (void **)&c->opt.grad;
+    case PDBX_BUF_OPT_GRAD_ZEROED: return (void **)&c->opt.grad_zeroed;
     default: return NULL;
     }
 }
 
 void pdbx_cpu_opt_forget(pdbx_compute *c, int weights)
 {
-    c->opt.grad = NULL;
+    c->opt.grad = c->opt.grad_zeroed = NULL;
     if (weights) {
         c->opt.master = c->opt.m = c->opt.v = NULL;
         c->opt.model_lp = NULL;
@@ -56,12 +60,13 @@ uint64_t pdbx_cpu_opt_fill(pdbx_compute *c, int new_weights, uint64_t seed)
 
 int pdbx_cpu_opt_run(pdbx_compute *c, char *err, size_t errlen)
 {
-    if (!c->opt.master || !c->opt.m || !c->opt.v || !c->opt.grad) {
+    if (!c->opt.master || !c->opt.m || !c->opt.v || !c->opt.grad || !c->opt.grad_zeroed) {
         snprintf(err, errlen, "cpu backend: the optimizer's buffers were not prepared");
         return -1;
     }
     pdbx_adamw_hyper hy = PDBX_ADAMW_DEFAULTS;
     hy.step = ++c->opt.step;
     pdbx_k_adamw(c->pool, c->opt.master, c->opt.grad, c->opt.m, c->opt.v, c->opt.model_lp, c->opt.n, &hy);
+    pdbx_cpu_fill_zero(c, c->opt.grad_zeroed, (size_t)c->opt.n * sizeof(float));
     return 0;
 }
