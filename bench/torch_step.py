@@ -56,6 +56,9 @@ def parse_args(argv):
     p.add_argument("--ops-only", action="store_true",
                    help="time each layer op alone, forward and backward, not the iteration, the loss or"
                         " the optimizer (bench/kernels_torch.sh --bwd)")
+    p.add_argument("--grad-only", action="store_true",
+                   help="every op's backward as autograd.grad returns its gradients, the weights' not"
+                        " added into .grad (the kernels alone: bench/kernels_torch.sh --bwd)")
     p.add_argument("--json", help="write every figure to this file")
     a = p.parse_args(argv)
     for name in ("layers", "seq", "mbs", "micro", "dp", "threads", "iters", "op_reps"):
@@ -259,7 +262,8 @@ def op_times(d, args, model, opt):
         y = fwd()
         ys = y if isinstance(y, tuple) else (y,)
         gy = [torch.rand_like(t) for t in ys]
-        if any(isinstance(t, nn.Parameter) for t in leaves):
+        kept = [t.grad for t in leaves]   # the model's own gradients: AdamW below steps them
+        if not args.grad_only and any(isinstance(t, nn.Parameter) for t in leaves):
             # an op with weights: its backward as the iteration runs it, the weight gradient
             # added into the existing .grad (zero_grad keeps the tensors in this version, so
             # every micro-batch accumulates: AccumulateGrad's add); the activations' gradients
@@ -270,8 +274,8 @@ def op_times(d, args, model, opt):
         else:
             bwd = lambda: torch.autograd.grad(ys, leaves, gy, retain_graph=True)
         out[op] = {"fwd": f, "bwd": timeit(bwd, args.op_reps)}
-        for t in leaves:
-            t.grad = None
+        for t, g0 in zip(leaves, kept):
+            t.grad = g0
         del y, ys, gy
     if args.ops_only:
         return out
@@ -282,14 +286,16 @@ def op_times(d, args, model, opt):
     out["loss"] = {"fwd": timeit(ce, args.op_reps),
                    "bwd": timeit(lambda: torch.autograd.grad(loss, logits, retain_graph=True), args.op_reps)}
     # the optimizer and zero_grad over the whole model, as the iteration runs them; "optimizer"
-    # also in pdbx's unit, one layer's parameters (AdamW is linear in them: pdbx's optimizer cell
-    # steps one layer's, docs/engine.md)
+    # also in pdbx's unit, one layer's parameters, with its share of zero_grad (AdamW and the
+    # zeroing are linear in them: pdbx's optimizer cell steps one layer's and zeroes its
+    # gradients, docs/engine.md)
     whole = timeit(opt.step, args.op_reps)
+    zero = timeit(opt.zero_grad, args.op_reps)
     total = sum(p.numel() for p in inner.parameters())
     per_layer = sum(p.numel() for p in layer.parameters())
     out["optimizer_model"] = {"fwd": whole}
-    out["optimizer"] = {"fwd": whole * per_layer / total}
-    out["zero_grad"] = {"fwd": timeit(opt.zero_grad, args.op_reps)}
+    out["optimizer"] = {"fwd": (whole + zero) * per_layer / total}
+    out["zero_grad"] = {"fwd": zero}
     return out
 
 

@@ -93,19 +93,42 @@ print("%-44s %10s %9s   %s" % ("", "ms", "vs real", "breakdown (ms)"))
 print("%-44s %10.1f %9s   fwd %.0f, bwd %.0f, loss %.0f, optimizer %.0f, zero_grad %.0f" % (
     "PyTorch iteration (median)", real, "", m["fwd"], m["bwd"], m["loss_fwd"] + m["loss_bwd"],
     m["optimizer"], m["zero_grad"]))
+opt_real = m["optimizer"] + m["zero_grad"]
 if p.get("optimizer_ms", 0) > 0:
-    print("%-44s %10.1f %+8.1f%%   PyTorch's AdamW step of the same parameters: %.1f ms" % (
+    print("%-44s %10.1f %+8.1f%%   PyTorch's AdamW step + zero_grad of the same parameters: %.1f ms" % (
         "pdbx optimizer_ms (its cell x parameters)", p["optimizer_ms"],
-        100 * (p["optimizer_ms"] - m["optimizer"]) / m["optimizer"], m["optimizer"]))
+        100 * (p["optimizer_ms"] - opt_real) / opt_real, opt_real))
+loss_real = m["loss_fwd"] + m["loss_bwd"]
+if p.get("loss_ms", 0) > 0:
+    print("%-44s %10.1f %+8.1f%%   PyTorch's cross-entropy, forward + backward: %.1f ms" % (
+        "pdbx loss_ms (its cells x micro-batches)", p["loss_ms"], 100 * (p["loss_ms"] - loss_real) / loss_real,
+        loss_real))
 for name, r in (("pdbx advise (pdbx's cells)", p), ("pdbx advise (PyTorch's per-op times)", q)):
-    print("%-44s %10.1f %+8.1f%%   compute %.0f (fwd %.0f, bwd %.0f per micro-batch x %d), comm %.0f, bubble %.0f%s" % (
+    print("%-44s %10.1f %+8.1f%%   compute %.0f (fwd %.0f, bwd %.0f per micro-batch x %d; loss %.0f), comm %.0f, bubble %.0f%s" % (
         name, r["step_ms"], 100 * (r["step_ms"] - real) / real, r["compute_ms"], r["stage_fwd_ms"],
-        r["stage_bwd_ms"], r["num_mb"], r["comm_ms"], r["bubble_ms"],
+        r["stage_bwd_ms"], r["num_mb"], r.get("loss_ms", 0), r["comm_ms"], r["bubble_ms"],
         ", optimizer %.0f" % r["optimizer_ms"] if "optimizer_ms" in r else ""))
 print()
-left = [("loss", m["loss_fwd"] + m["loss_bwd"]), ("zero_grad", m["zero_grad"])]
+left = []
+if not p.get("loss_ms", 0) > 0:
+    left.append(("loss", loss_real))
 if not p.get("optimizer_ms", 0) > 0:
-    left.insert(0, ("optimizer", m["optimizer"]))
-print("PyTorch's parts that pdbx's estimate does not model yet: %s: %.1f%% of the iteration" % (
-    ", ".join("%s %.1f ms" % kv for kv in left), 100 * sum(v for _, v in left) / real))
+    left += [("optimizer", m["optimizer"]), ("zero_grad", m["zero_grad"])]
+if left:
+    print("PyTorch's parts that pdbx's estimate does not model: %s: %.1f%% of the iteration" % (
+        ", ".join("%s %.1f ms" % kv for kv in left), 100 * sum(v for _, v in left) / real))
+# what is left between the estimate on PyTorch's own op times and the real iteration: PyTorch's
+# phases inside the iteration against the same work timed op by op
+alone = {k: sum(v.get(k, 0) for o, v in ops.items() if o not in ("loss", "optimizer", "optimizer_model", "zero_grad"))
+         for k in ("fwd", "bwd")}
+L = t["layers"]
+per_layer = {k: sum(v.get(k, 0) for o, v in ops.items() if o not in ("embed", "final_norm", "lm_head", "loss", "optimizer", "optimizer_model", "zero_grad")) for k in ("fwd", "bwd")}
+once = {k: alone[k] - per_layer[k] for k in alone}
+for k in ("fwd", "bwd"):
+    model = t["micro"] * (L * per_layer[k] + once[k])
+    print("PyTorch %s in the iteration %.0f ms, its ops alone x layers x micro-batches %.0f ms (%+.1f%%)" % (
+        k, m[k], model, 100 * (model - m[k]) / m[k]))
+print("PyTorch optimizer + zero_grad in the iteration %.0f ms, alone %.0f ms (%+.1f%%)" % (
+    opt_real, ops["optimizer_model"]["fwd"] + ops["zero_grad"]["fwd"],
+    100 * (ops["optimizer_model"]["fwd"] + ops["zero_grad"]["fwd"] - opt_real) / opt_real))
 PYEOF
