@@ -12,6 +12,10 @@
 # collectives sweep on (its all_reduce sizes bracket the dense gradients), validated at its 4
 # layers: the expert GEMMs at the rank's token share, the all-to-alls, the expert gradients over
 # their EDP group (docs/advise.md).
+# LAYOUTS=1: the training layouts of issue 25 instead, from the same dense sweep: 1x1x2 with the
+# distributed optimizer (--zero1 on: the gradients reduce-scattered, the parameters all-gathered,
+# AdamW over the rank's 1/DP shard), 1x1x2 and 2x1x1 with full recomputation (--recompute full),
+# each beside the same configuration without.
 # Usage: bash bench/advise_validate.sh [STORE]  (a given STORE keeps the run and its records)
 source "$(dirname "$0")/common.inc"
 MBS=${MBS:-2}
@@ -24,11 +28,15 @@ configs='[{"tp":1,"pp":1,"dp":2},{"tp":2,"pp":1,"dp":1},{"tp":1,"pp":2,"dp":1}'
 configs+=']'
 moe=${MOE:-0}
 [ "$moe" = 1 ] && configs='[{"tp":1,"pp":1,"dp":2},{"tp":1,"pp":1,"dp":2,"ep":2}]'
-"$PY" - "$TMP/spec.json" "$ROOT/configs/sweeps/quick.json" "$configs" "$moe" "$ROOT" <<'PYEOF'
+"$PY" - "$TMP/spec.json" "$ROOT/configs/sweeps/quick.json" "$configs" "$moe" "$ROOT" "${LAYOUTS:-0}" <<'PYEOF'
 import json, sys
 spec = json.load(open(sys.argv[2]))
 spec.update({"name": "advise-validate", "configs": json.loads(sys.argv[3]), "passes": ["fwd", "bwd"],
              "layers": 2, "mbs": "1:4", "timeout_s": 600})
+if sys.argv[6] == "1":
+    # the distributed optimizer's reduce-scatter and all-gather of the stage's gradients (836
+    # MiB of fp32 at TinyLlama's 2-layer stage 0): sizes up to half of it, as the all-reduce's
+    spec.update({"name": "advise-validate-layouts", "coll_sizes": [1 << k for k in (20, 26, 28, 29)]})
 if sys.argv[4] == "1":
     # all_reduce sizes on both sides of the DP messages (dense gradients about 3 MiB, the
     # experts' 12 MiB per layer): Open MPI 4.1's all-reduce on this VM jumps from 2.2 ms at 16 MiB
@@ -50,24 +58,34 @@ echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST), load average $(lo
 list="1x1x2 2x1x1 1x2x1"
 [ "${FOUR:-0}" = 1 ] && list+=" 2x1x2"
 [ "$moe" = 1 ] && list="1x1x2 1x1x2x2"
+[ "${LAYOUTS:-0}" = 1 ] && list="1x1x2 1x1x2:zero1 1x1x2:full 2x1x1 2x1x1:full"
 layers=()   # MOE=1: the model's 4 layers (every expert gradient of the job), else the run's
 [ "$moe" = 1 ] && layers=(--layers "${LAYERS:-4}")
 printf '%-7s %4s %4s %7s %12s %12s %8s   %s\n' config mbs gbs num_mb measured_ms estimated_ms error \
     "estimate (compute/bubble/tp/pp/dp/ep) | measured slowest rank (fwd/bwd/tp/pp/dp/ep)"
 for c in $list; do
+    lay=()   # CONFIG:zero1 or CONFIG:full
+    case "$c" in *:zero1) lay=(--zero1 on) ;; *:full) lay=(--recompute full) ;; esac
+    c=${c%%:*}
     if ! "$PDBX" validate "$id" --store "$ST" --config "$c" --mbs "$MBS" --gbs "$GBS" --iters "$ITERS" "${layers[@]}" \
-            --format json >"$TMP/v.json" 2>"$TMP/v.err"; then
+            "${lay[@]}" --format json >"$TMP/v.json" 2>"$TMP/v.err"; then
         echo "$c: validate failed: $(tail -3 "$TMP/v.err")"
         continue
     fi
     "$PY" - "$TMP/v.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1])); e = d["estimate"]; m = d["measured_parts"]
+lay = {(False, "none"): "", (True, "none"): ":zero1", (False, "full"): ":full", (True, "full"): ":full+z"}
 print("%-7s %4d %4d %7d %12.1f %12.1f %+7.1f%%   %.0f/%.0f/%.0f/%.0f/%.0f/%.1f | %.0f/%.0f/%.0f/%.0f/%.0f/%.1f  (iterations %s)" % (
-    d["config"], d["mbs"], d["gbs"], d["num_mb"], d["measured_ms"], d["estimated_ms"], d["error_pct"],
+    d["config"] + lay[(e.get("zero1", False), e.get("recompute", "none"))], d["mbs"], d["gbs"], d["num_mb"],
+    d["measured_ms"], d["estimated_ms"], d["error_pct"],
     e["compute_ms"], e["bubble_ms"], e["tp_comm_ms"], e["pp_comm_ms"], e["dp_comm_ms"], e.get("ep_comm_ms", 0),
     m["fwd_ms"], m["bwd_ms"], m["tp_comm_ms"], m["pp_comm_ms"], m["dp_comm_ms"], m.get("ep_comm_ms", 0),
     " ".join("%.0f" % x for x in d["iterations_ms"])))
+if e.get("recompute_ms") or m.get("recompute_ms"):
+    print("        recomputed forward: estimated %.1f, measured %.1f ms" % (e.get("recompute_ms", 0), m.get("recompute_ms", 0)))
+if e.get("optimizer_ms") or m.get("optimizer_ms"):
+    print("        optimizer: estimated %.1f, measured %.1f ms" % (e.get("optimizer_ms", 0), m.get("optimizer_ms", 0)))
 if e.get("note"):
     print("        note: %s" % e["note"])
 PYEOF

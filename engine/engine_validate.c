@@ -71,10 +71,11 @@ int pdbx_validate_resolve(pdbx_validate_args *v, const pdbx_spec *spec, int worl
 }
 
 /* ---- one validation ---------------------------------------------------------------------- */
-enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_OPT, PART_LOSS, PART_COUNT };
+enum { PART_FWD = 0, PART_BWD, PART_TP, PART_PP, PART_DP, PART_EP, PART_OPT, PART_LOSS, PART_RECOMP,
+       PART_COUNT };
 static const char *const part_names[PART_COUNT] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms",
                                                     "dp_comm_ms", "ep_comm_ms", "optimizer_ms",
-                                                    "loss_ms" };
+                                                    "loss_ms", "recompute_ms" };
 
 /* A two-rank group of one stage boundary and direction: group rank 0 sends. */
 typedef struct {
@@ -92,6 +93,7 @@ typedef struct {
     pair_group act_up, act_down, grad_up, grad_down;   /* send act / recv act / recv grad / send grad */
     int stage_layers, num_mb;
     int opt_reps;                 /* optimizer op executions: the rank's parameters / the op's */
+    int recomputing;              /* a layer's forward run again before its backward (full) */
     void *buf;
     double act_bytes, dp_bytes, bucket_bytes, ep_bytes;
     double edp_bytes, edp_bucket_bytes;   /* the routed experts' gradients over the EDP group */
@@ -189,7 +191,7 @@ static void compute(vrun *r, pdbx_op op, pdbx_pass pass, int layer)
     if (e->be.compute->run_op(e->compute, op, pass, layer, &ms, err, sizeof err) != 0)
         fail_once(r, err);
     r->part[op == PDBX_OP_OPTIMIZER ? PART_OPT : op == PDBX_OP_LOSS ? PART_LOSS
-            : pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
+            : r->recomputing ? PART_RECOMP : pass == PDBX_PASS_FWD ? PART_FWD : PART_BWD] += now_ms() - t0;
 }
 
 /* A layer op, or its TP all-reduce (comm ops: the two of the layer, fwd and bwd alike), or an
@@ -250,10 +252,18 @@ static void backward(vrun *r)
         compute(r, PDBX_OP_LM_HEAD, PDBX_PASS_BWD, -1);
         compute(r, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1);
     }
-    for (int l = r->stage_layers - 1; l >= 0; l--)
+    for (int l = r->stage_layers - 1; l >= 0; l--) {
+        if (r->e->spec.recompute == PDBX_RECOMPUTE_FULL) {   /* the layer's forward again, its comm too */
+            r->recomputing = 1;
+            for (int op = 0; op < PDBX_OP_COUNT; op++)
+                if (pdbx_op_is_per_layer((pdbx_op)op))
+                    layer_op(r, (pdbx_op)op, PDBX_PASS_FWD, l);
+            r->recomputing = 0;
+        }
         for (int op = PDBX_OP_COUNT - 1; op >= 0; op--)
             if (pdbx_op_is_per_layer((pdbx_op)op))
                 layer_op(r, (pdbx_op)op, PDBX_PASS_BWD, l);
+    }
     if (first)
         compute(r, PDBX_OP_EMBED, PDBX_PASS_BWD, -1);
 }
@@ -267,12 +277,21 @@ static void p2p(vrun *r, pair_group *pg)
     coll(r, pg->g, PDBX_COLL_SEND_RECV, r->e->spec.dtype, r->act_bytes, PART_PP);
 }
 
-/* total bytes of fp32 gradients all-reduced over g in Megatron's buckets, one after the other */
+/* total bytes of fp32 gradients reduced over g in Megatron's buckets, one after the other:
+ * all-reduced, or with the distributed optimizer (spec zero1) reduce-scattered, then the
+ * parameters all-gathered in the run's dtype (the same elements), bucket by bucket */
 static void bucketed_allreduce(vrun *r, pdbx_group *g, double total, double bucket)
 {
+    const pdbx_spec *sp = &r->e->spec;
+    const double esz = pdbx_dtype_bytes(sp->dtype);
     for (double left = total; left > 0; left -= bucket) {
-        double bytes = left < bucket ? left : bucket;
-        coll(r, g, PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_FP32, floor(bytes / 4) * 4, PART_DP);
+        double bytes = floor((left < bucket ? left : bucket) / 4) * 4;
+        if (!sp->zero1) {
+            coll(r, g, PDBX_COLL_ALL_REDUCE, PDBX_DTYPE_FP32, bytes, PART_DP);
+            continue;
+        }
+        coll(r, g, PDBX_COLL_REDUCE_SCATTER, PDBX_DTYPE_FP32, bytes, PART_DP);
+        coll(r, g, PDBX_COLL_ALL_GATHER, sp->dtype, bytes / 4 * esz, PART_DP);
     }
 }
 
@@ -426,8 +445,10 @@ static void sizes(vrun *r)
     pdbx_memory mem;
     pdbx_memory_predict(&one, &par, r->v->mbs, &mem);
     const double n = pdbx_optimizer_params(&sp->model, r->v->tp, par.ep);
+    /* the distributed optimizer steps the rank's 1/DP shard */
+    const double shard = sp->zero1 ? r->v->dp : 1;
     r->opt_reps = (pdbx_spec_ops(sp) & PDBX_OP_BIT(PDBX_OP_OPTIMIZER)) && n > 0
-                      ? (int)lround(mem.params_per_rank / n) : 0;
+                      ? (int)lround(mem.params_per_rank / shard / n) : 0;
 }
 
 static int setup(vrun *r, char *err, size_t errlen)

@@ -47,7 +47,15 @@ typedef struct {
     int mbs_max;             /* 0: the largest MBS the run measured x 2 (extrapolated rows
                               * carry a note) */
     pdbx_stat_kind stat;     /* statistic of the cells (median by default) */
+    /* Added for the training layouts (issue 25; source-compatible): the recomputation and
+     * optimizer layouts a row can have, as sets of PDBX_ADV_RECOMPUTE_BIT / PDBX_ADV_ZERO1_BIT;
+     * 0: the run spec's own (its recompute, its zero1). pdbx_advise enumerates every member;
+     * pdbx_advise_one takes a set of one. */
+    unsigned recompute_set, zero1_set;
 } pdbx_advise_query;
+
+#define PDBX_ADV_RECOMPUTE_BIT(r) (1u << (r))        /* pdbx_recompute: none, full */
+#define PDBX_ADV_ZERO1_BIT(on) (1u << ((on) != 0))   /* 0: off; 1: the distributed optimizer */
 
 #define PDBX_ADVISE_NOTE_MAX 192
 
@@ -92,6 +100,14 @@ typedef struct {
                               * parallel group (tp x dp / ep ranks; in dp_comm_ms) */
     double edp_msg_bytes;    /* its message: the stage's routed experts' gradients in fp32 (0:
                               * a dense model, or one rank per EDP group) */
+    /* The training layout (issue 25; at the end): */
+    int recompute;           /* pdbx_recompute: full reruns each layer's forward (its compute, TP
+                              * all-reduces and all-to-alls) before its backward */
+    int zero1;               /* the distributed optimizer: each rank steps 1/DP of the stage's
+                              * parameters; the gradients are reduce-scattered and the
+                              * parameters all-gathered instead of all-reduced */
+    double recompute_ms;     /* num_mb x the slowest stage's recomputed forward compute (in
+                              * compute_ms; its TP all-reduces in tp_comm_ms) */
 } pdbx_advise_row;
 
 typedef struct {

@@ -194,6 +194,29 @@ static double line_at(double m1, double v1, double m2, double v2, double m)
     return v > 0 ? v : 0;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The optimizer's cell does not depend on the MBS (one layer's parameters): the median over the
+ * samples that have one (0 when none), never a line through two MBS, so that one noisy point
+ * (two ranks stepping 880 MB each at once on this VM: 112-818 ms for a 120 ms step) does not
+ * stand for its MBS alone and an extrapolated MBS does not scale it. */
+static double optimizer_cell(const pdbx_adv_tp_cells *c)
+{
+    double v[64];
+    size_t n = 0;
+    for (size_t i = 0; i < c->n && n < sizeof v / sizeof v[0]; i++)
+        if (c->s[i].fwd[PDBX_ADV_OPT] > 0)
+            v[n++] = c->s[i].fwd[PDBX_ADV_OPT];
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof v[0], by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sample *out,
                                char *note, size_t len)
 {
@@ -213,6 +236,7 @@ pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sam
     for (size_t i = 0; i < c->n; i++)
         if (c->s[i].mbs == mbs) {
             *out = c->s[i];
+            out->fwd[PDBX_ADV_OPT] = optimizer_cell(c);
             return PDBX_ADV_EXACT;
         }
     if (mbs > c->s[c->n - 1].mbs) {
@@ -236,6 +260,7 @@ pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sam
         out->fwd[p] = line_at(a->mbs, a->fwd[p], b->mbs, b->fwd[p], mbs);
         out->bwd[p] = line_at(a->mbs, a->bwd[p], b->mbs, b->bwd[p], mbs);
     }
+    out->fwd[PDBX_ADV_OPT] = optimizer_cell(c);
     if (how == PDBX_ADV_INTERPOLATED)
         snprintf(note, len, "%s mbs %d: op cells interpolated between mbs %d and %d", who, mbs,
                  a->mbs, b->mbs);

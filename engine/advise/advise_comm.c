@@ -367,3 +367,43 @@ done:
     free(both.s);
     return how;
 }
+
+pdbx_adv_how pdbx_adv_sweep_time(const pdbx_run *run, const char *coll, int group, double bytes, int inter,
+                                 pdbx_stat_kind stat, double *ms, char *note, size_t len)
+{
+    if (len)
+        note[0] = '\0';
+    *ms = NAN;
+    sample_set set = { 0, run->ncoll + 1, malloc(sizeof(comm_sample) * (run->ncoll + 1)) };
+    pdbx_adv_how how = PDBX_ADV_NONE;
+    if (!set.s) {
+        snprintf(note, len, "dp %d %s: out of memory", group, coll);
+        return how;
+    }
+    for (int pass = 0; pass < 2 && how == PDBX_ADV_NONE; pass++) {   /* the asked placement first */
+        const int at = pass == 0 ? inter : !inter;
+        set.n = 0;
+        for (size_t i = 0; i < run->ncoll; i++) {
+            const pdbx_coll_result *c = &run->coll[i];
+            if (strcmp(c->coll, coll) == 0 && c->nranks == group && c->in_place && coll_spans(c) == at)
+                set_add(&set, c->bytes, pdbx_stats_get(&c->time, stat), 1);
+        }
+        set_collapse(&set);
+        double a, b;
+        how = set_at(&set, bytes, ms, &a, &b);
+        if (how == PDBX_ADV_NONE || (how == PDBX_ADV_EXACT && at == inter))
+            continue;
+        char where[48] = "";
+        if (at != inter)
+            snprintf(where, sizeof where, " (measured %s only)", at ? "across nodes" : "within a node");
+        if (how == PDBX_ADV_EXACT)
+            snprintf(note, len, "dp %d %s of %.0f MiB from the collectives sweep%s", group, coll, bytes / 1048576,
+                     where);
+        else
+            snprintf(note, len, "dp %d %s of %.0f MiB %s from the collectives sweep's %.0f..%.0f MiB%s", group,
+                     coll, bytes / 1048576, how == PDBX_ADV_INTERPOLATED ? "interpolated" : "scaled linearly by bytes",
+                     a / 1048576, b / 1048576, where);
+    }
+    free(set.s);
+    return how;
+}

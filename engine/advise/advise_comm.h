@@ -39,4 +39,12 @@ int pdbx_adv_spans(long last_rank, int per_node);
 pdbx_adv_how pdbx_adv_comm_time(const pdbx_run *run, int kind, int group, double bytes, int inter,
                                 pdbx_stat_kind stat, double *ms, char *note, size_t len);
 
+/* The time of one `coll` ("reduce_scatter", "all_gather": the distributed optimizer's) of `bytes`
+ * (nccl-tests' S) over `group` ranks from the collectives sweep alone (in place, nranks ==
+ * group; the asked placement, else the other with a note), interpolated between its sizes or
+ * scaled linearly by bytes outside them. NONE when the sweep has no such entry (the caller
+ * falls back on the all-reduce, and says so). */
+pdbx_adv_how pdbx_adv_sweep_time(const pdbx_run *run, const char *coll, int group, double bytes, int inter,
+                                 pdbx_stat_kind stat, double *ms, char *note, size_t len);
+
 #endif

@@ -108,6 +108,34 @@ for r in doc["rows"]:
 assert "tp 4 not measured: 4 configurations left out" in doc["notes"], doc["notes"]
 PYEOF
 
+phase "layouts"
+# every layout of the sets: four rows per configuration, each row's layout in the JSON; the
+# table's layout column; full recomputation never faster, the distributed optimizer's optimizer
+# step half the replicated one's at DP 2
+"$PDBX" advise "$id" --gpus 2 --gbs 8 --layers 4 --recompute all --zero1 all --format json >"$TMP/lay.json" \
+    || fail "advise --recompute all --zero1 all"
+"$PDBX" advise "$id" --gpus 2 --gbs 8 --layers 4 --recompute all >"$TMP/lay.table" || fail "advise --recompute all (table)"
+grep -qE '^  rank  tp  pp  dp  mbs  layout +num_mb' "$TMP/lay.table" || { cat "$TMP/lay.table"; fail "layout column"; }
+"$PY" - "$TMP/a.json" "$TMP/lay.json" <<'PYEOF' || fail "advise layouts"
+import json, sys
+base = json.load(open(sys.argv[1]))["rows"]; rows = json.load(open(sys.argv[2]))["rows"]
+assert len(rows) == 4 * len(base), (len(rows), len(base))
+assert all(r["recompute"] == "none" and r["zero1"] is False and r["recompute_ms"] == 0 for r in base), base[0]
+key = lambda r: (r["tp"], r["pp"], r["dp"], r["mbs"])
+by = {(key(r), r["recompute"], r["zero1"]): r for r in rows}
+for b in base:
+    k = key(b)
+    n, f, z = by[(k, "none", False)], by[(k, "full", False)], by[(k, "none", True)]
+    assert abs(n["step_ms"] - b["step_ms"]) <= 1e-9 * b["step_ms"], (n, b)
+    assert f["recompute_ms"] > 0 and f["step_ms"] > n["step_ms"] and f["mem_gb"] <= n["mem_gb"], (f, n)
+    assert abs(f["stage_bwd_ms"] - n["stage_bwd_ms"] - f["recompute_ms"] / f["num_mb"]) <= 1e-6 * f["stage_bwd_ms"], (f, n)
+    if b["dp"] == 2:
+        assert abs(z["optimizer_ms"] - n["optimizer_ms"] / 2) <= 1e-9 * n["optimizer_ms"], (z, n)
+        assert z["mem_gb"] < n["mem_gb"], (z, n)
+    else:
+        assert z["step_ms"] == n["step_ms"], (z, n)
+PYEOF
+
 phase "usage errors"
 usage() {   # usage 'expected text' ARGS...: exit 2 and exactly one line naming it
     local want=$1; shift
@@ -127,6 +155,8 @@ usage "--stat: 'std' is not a time" "$id" --gpus 2 --gbs 8 --stat std
 usage "--format: 'xml'" "$id" --gpus 2 --gbs 8 --format xml
 usage "--top: 0 is out of range" "$id" --gpus 2 --gbs 8 --top 0
 usage "nosuchrun" nosuchrun --gpus 2 --gbs 8
+usage "--recompute: 'half' is not one of none, full, all" "$id" --gpus 2 --gbs 8 --recompute half
+usage "--zero1: 'yes' is not one of off, on, all" "$id" --gpus 2 --gbs 8 --zero1 yes
 "$PDBX" advise --help | grep -q "^usage: pdbx advise RUN" || fail "advise --help"
 phase "done"
 echo "PASS: pdbx advise: table, JSON against show's cells, x3 on a forward-only run, unswept TP, usage errors"

@@ -89,9 +89,27 @@ grep -q "TP1 PP2 DP1, MBS 2, GBS 4, 2 layers, 2 micro-batches, 1 iterations (cpu
 grep -qE "^  iteration \(ms\) +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$TMP/v2.txt" || fail "no measured/estimated/error line: $(cat "$TMP/v2.txt")"
 grep -qE "measured .*PP [0-9.]*[1-9]" "$TMP/v2.txt" || fail "no measured PP time: $(cat "$TMP/v2.txt")"
 
+# the layouts: full recomputation and the distributed optimizer, run by the engine (the
+# recomputed forwards, the reduce-scatter and all-gather, AdamW over half the parameters) and
+# estimated by advise's row of the same layout
+"$PDBX" validate "$id" --store "$ST" --config 1x1x2 --mbs 1 --gbs 4 --iters 1 --recompute full --zero1 on \
+    --format json >"$TMP/v4.json" 2>"$TMP/v4.err" || fail "validate --recompute full --zero1 on: $(cat "$TMP/v4.err")"
+"$PDBX" advise "$id" --store "$ST" --gpus 2 --gbs 4 --layers 2 --recompute full --zero1 on --format json \
+    >"$TMP/adv4.json" 2>"$TMP/adv4.err" || fail "advise --recompute full --zero1 on: $(cat "$TMP/adv4.err")"
+"$PY" - "$TMP/v4.json" "$TMP/adv4.json" "$TMP/v1.json" <<'PYEOF' || fail "validate layouts: $(cat "$TMP/v4.json")"
+import json, sys
+v = json.load(open(sys.argv[1])); a = json.load(open(sys.argv[2])); v1 = json.load(open(sys.argv[3]))
+e, m = v["estimate"], v["measured_parts"]
+assert e["recompute"] == "full" and e["zero1"] is True and e["recompute_ms"] > 0, e
+assert m["recompute_ms"] > 0 and m["dp_comm_ms"] > 0 and m["optimizer_ms"] > 0, m
+r = [r for r in a["rows"] if (r["tp"], r["pp"], r["dp"], r["mbs"]) == (1, 1, 2, 1)]
+assert len(r) == 1 and abs(r[0]["step_ms"] - v["estimated_ms"]) <= 1e-6 * v["estimated_ms"], (r, v)
+assert abs(e["optimizer_ms"] - v1["estimate"]["optimizer_ms"] / 2) <= 1e-9 * e["optimizer_ms"], (e, v1["estimate"])
+PYEOF
+
 # recorded next to the run, the run file untouched, listed by show
 rec=$ST/runs/$id.validations.jsonl
-[ "$(wc -l <"$rec")" = 3 ] || fail "record: $(cat "$rec")"
+[ "$(wc -l <"$rec")" = 4 ] || fail "record: $(cat "$rec")"
 [ "$(md5sum <"$runfile")" = "$sum_before" ] || fail "validate changed the run file"
 "$PDBX" show "$id" --store "$ST" >"$TMP/show.txt" || fail "show"
 grep -q "^validations" "$TMP/show.txt" || fail "show has no validations section"
@@ -101,7 +119,7 @@ grep -qE "^  .* 1x2x1 +2 +4 +2 " "$TMP/show.txt" || fail "show lacks 1x2x1: $(ta
 "$PY" -c '
 import json, sys
 v = json.load(open(sys.argv[1]))["validations"]
-assert [x["config"] for x in v] == ["1x1x2", "1x1x2", "1x2x1"], v
+assert [x["config"] for x in v] == ["1x1x2", "1x1x2", "1x2x1", "1x1x2"], v
 assert all(x["measured_ms"] > 0 for x in v), v' "$TMP/show.json" || fail "show JSON validations"
 
 # bad input: one line naming the field, exit 2, nothing recorded
@@ -121,6 +139,8 @@ bad "--layers: 3 is not a multiple of pp = 2" "$id" --config 1x2x1 --mbs 1 --gbs
 bad "--mbs" "$id" --config 1x1x2 --mbs 0 --gbs 4
 bad "--stat: 'std' is not a time" "$id" --config 1x1x2 --mbs 1 --gbs 4 --stat std
 bad "no-such-run" no-such-run --config 1x1x2 --mbs 1 --gbs 4
+bad "--recompute: 'some' is not one of none, full" "$id" --config 1x1x2 --mbs 1 --gbs 4 --recompute some
+bad "--zero1: '2' is not one of off, on" "$id" --config 1x1x2 --mbs 1 --gbs 4 --zero1 2
 bad "is a path" "$runfile" --config 1x1x2 --mbs 1 --gbs 4
-[ "$(wc -l <"$rec")" = 3 ] || fail "bad input was recorded: $(cat "$rec")"
+[ "$(wc -l <"$rec")" = 4 ] || fail "bad input was recorded: $(cat "$rec")"
 echo "PASS: validate measured and estimated 1x1x2 and 1x2x1, recorded, listed; usage errors exit 2"

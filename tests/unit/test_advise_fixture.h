@@ -13,13 +13,6 @@
 #include "store/profiledb.h"
 #include "tests/unit/test_advise_util.h"
 
-#define assert_close(a, b)                                                                       \
-    do {                                                                                         \
-        double a_ = (a), b_ = (b);                                                               \
-        if (!(fabs(a_ - b_) <= 1e-9 * (fabs(b_) > 1 ? fabs(b_) : 1)))                            \
-            fail_msg("%s = %.17g, expected %s = %.17g", #a, a_, #b, b_);                         \
-    } while (0)
-
 static const double part_scale[PDBX_ADV_NPARTS] = { 0.5, 1.0, 2.0 };
 
 /* How many ops of store/ops.h fall in a part (the toy model is dense: no moe_* cells, which

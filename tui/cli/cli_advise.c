@@ -23,6 +23,8 @@ static const pdbx_cli_opt advise_opts[] = {
     { "layers", "L", "decoder layers of the job (default: the model's)" },
     { "mbs-max", "M", "largest micro-batch size tried (default: twice the largest measured)" },
     { "stat", "STAT", "statistic of the cells: median (default), mean, min, max" },
+    { "recompute", "R", "activation recomputation: none, full or all (both; default: the run spec's)" },
+    { "zero1", "Z", "distributed optimizer (ZeRO-1): off, on or all (both; default: the run spec's)" },
     { "top", "N", "only the N fastest configurations (default: all)" },
     { "format", "FMT", "table (default) or json" },
     { NULL, NULL, NULL },
@@ -43,8 +45,22 @@ static const pdbx_cli_spec advise_spec = {
 typedef struct {
     const char *store;
     int gpus, gbs, nodes, layers, mbs_max, stat, format, top;
+    unsigned recompute_set, zero1_set;   /* 0: the run spec's */
     int have_gpus, have_gbs;
 } advise_args;
+
+/* --recompute none|full|all, --zero1 off|on|all into a set of PDBX_ADV_RECOMPUTE_BIT or
+ * PDBX_ADV_ZERO1_BIT (the choice's index is the layout's bit) */
+static int layout_set(const char *opt, const char *value, int zero1, unsigned *out, char *err, size_t errlen)
+{
+    static const char *const recompute[] = { "none", "full", "all", NULL };
+    static const char *const zero1s[] = { "off", "on", "all", NULL };
+    int k;
+    if (pdbx_cli_choice(opt, value, zero1 ? zero1s : recompute, &k, err, errlen) != 0)
+        return -1;
+    *out = k == 2 ? 3u : 1u << k;
+    return 0;
+}
 
 static int advise_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *err, size_t errlen)
 {
@@ -75,6 +91,9 @@ static int advise_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, cha
     }
     if (strcmp(n, "format") == 0)
         return pdbx_cli_choice(n, value, advise_formats, &a->format, err, errlen);
+    if (strcmp(n, "recompute") == 0 || strcmp(n, "zero1") == 0)
+        return layout_set(n, value, strcmp(n, "zero1") == 0,
+                                   strcmp(n, "zero1") == 0 ? &a->zero1_set : &a->recompute_set, err, errlen);
     if (strcmp(n, "top") == 0)
         return pdbx_cli_int(n, value, 1, 1 << 30, &a->top, err, errlen);
     return 0;
@@ -94,6 +113,13 @@ static int all_bwd_measured(const pdbx_advise_result *r)
     return r->nrows > 0 && rows_bwd_measured(r) == r->nrows;
 }
 
+/* "-", "full", "zero1" or "full+zero1" */
+static const char *row_layout(const pdbx_advise_row *w)
+{
+    static const char *const names[2][2] = { { "-", "zero1" }, { "full", "full+zero1" } };
+    return names[w->recompute == PDBX_RECOMPUTE_FULL][w->zero1 != 0];
+}
+
 static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t shown, FILE *out)
 {
     const pdbx_advise_query *q = &r->query;
@@ -108,20 +134,26 @@ static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t
                                           "(see notes)");
     fprintf(out, "times: ms per iteration; step = compute + comm + bubble; mem_gb: training memory "
                  "per GPU (the planner's)\n\n");
-    /* an "ep" column only when a row has EP > 1: a dense run's table is unchanged */
-    int has_ep = 0;
-    for (size_t i = 0; i < shown; i++)
+    /* an "ep" column only when a row has EP > 1, a "layout" one only when a row recomputes or
+     * shards its optimizer: a dense run's default table is unchanged */
+    int has_ep = 0, has_layout = 0;
+    for (size_t i = 0; i < shown; i++) {
         has_ep |= r->rows[i].ep > 1;
-    static const char *const head[] = { "rank", "tp", "pp", "dp", "ep", "mbs", "num_mb", "step_ms",
-                                        "compute_ms", "comm_ms", "bubble_ms", "mem_gb", "fits", "" };
-    const size_t ncol = sizeof head / sizeof head[0] - !has_ep;
+        has_layout |= r->rows[i].recompute != 0 || r->rows[i].zero1;
+    }
+    static const char *const all[] = { "rank", "tp", "pp", "dp", "ep", "mbs", "layout", "num_mb", "step_ms",
+                                       "compute_ms", "comm_ms", "bubble_ms", "mem_gb", "fits", "" };
+    const char *head[sizeof all / sizeof all[0]];
+    size_t ncol = 0;
+    for (size_t h = 0; h < sizeof all / sizeof all[0]; h++)
+        if ((h != 4 || has_ep) && (h != 6 || has_layout))
+            head[ncol++] = all[h];
     pdbx_table *t = pdbx_table_new(ncol);
     if (!t)
         return;
-    for (size_t c = 0, h = 0; c < ncol; c++, h++) {
-        h += !has_ep && h == 4;
-        pdbx_table_header(t, c, head[h], c == ncol - 1 ? PDBX_ALIGN_LEFT : PDBX_ALIGN_RIGHT);
-    }
+    for (size_t c = 0; c < ncol; c++)
+        pdbx_table_header(t, c, head[c], c == ncol - 1 || strcmp(head[c], "layout") == 0 ? PDBX_ALIGN_LEFT
+                                                                                          : PDBX_ALIGN_RIGHT);
     for (size_t i = 0; i < shown; i++) {
         const pdbx_advise_row *w = &r->rows[i];
         char ms[4][24];
@@ -134,6 +166,8 @@ static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t
         if (has_ep)
             pdbx_table_set(t, c++, "%d", w->ep > 1 ? w->ep : 1);
         pdbx_table_set(t, c++, "%d", w->mbs);
+        if (has_layout)
+            pdbx_table_set(t, c++, "%s", row_layout(w));
         pdbx_table_set(t, c++, "%d", w->num_mb);
         pdbx_table_set(t, c++, "%s", pdbx_fmt_ms(w->step_ms, 1, ms[0], sizeof ms[0]));
         pdbx_table_set(t, c++, "%s", pdbx_fmt_ms(w->compute_ms, 1, ms[1], sizeof ms[1]));
@@ -168,7 +202,7 @@ static cJSON *row_json(const pdbx_advise_row *w)
         { "tp_comm_ms", w->tp_comm_ms }, { "pp_comm_ms", w->pp_comm_ms }, { "dp_comm_ms", w->dp_comm_ms },
         { "stage_fwd_ms", w->stage_fwd_ms }, { "stage_bwd_ms", w->stage_bwd_ms },
         { "optimizer_ms", w->optimizer_ms },
-        { "loss_ms", w->loss_ms },
+        { "loss_ms", w->loss_ms }, { "recompute_ms", w->recompute_ms },
         { "stage_tp_comm_ms", w->stage_tp_comm_ms }, { "slowest_stage", w->slowest_stage },
         { "tp_allreduce_ms", w->tp_allreduce_ms }, { "p2p_ms", w->p2p_ms },
         { "tp_msg_bytes", w->tp_msg_bytes }, { "pp_msg_bytes", w->pp_msg_bytes },
@@ -183,6 +217,9 @@ static cJSON *row_json(const pdbx_advise_row *w)
     if (ok && w->edp_msg_bytes > 0)   /* a MoE model's expert gradients (in dp_comm_ms) */
         ok = cJSON_AddNumberToObject(o, "edp_comm_ms", w->edp_comm_ms)
              && cJSON_AddNumberToObject(o, "edp_msg_bytes", w->edp_msg_bytes);
+    if (ok)
+        ok = cJSON_AddStringToObject(o, "recompute", pdbx_recompute_name((pdbx_recompute)w->recompute))
+             && cJSON_AddBoolToObject(o, "zero1", w->zero1);
     if (ok)
         ok = cJSON_AddBoolToObject(o, "fits", w->fits) && cJSON_AddBoolToObject(o, "pareto", w->pareto)
              && cJSON_AddBoolToObject(o, "bwd_measured", w->bwd_measured)
@@ -262,6 +299,7 @@ int pdbx_cmd_advise(int argc, char **argv)
     pdbx_advise_query_defaults(&q);
     q.gpus = a.gpus, q.gbs = a.gbs, q.nodes = a.nodes, q.layers = a.layers, q.mbs_max = a.mbs_max;
     q.stat = (pdbx_stat_kind)a.stat;
+    q.recompute_set = a.recompute_set, q.zero1_set = a.zero1_set;
     char err[512];
     if (pdbx_advise(&run, &q, &res, err, sizeof err) != 0) {
         /* the query's fields are the options (gpus -> --gpus); the run's are about RUN */

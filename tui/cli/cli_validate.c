@@ -26,6 +26,7 @@ typedef struct {
     const char *store, *config, *hosts, *hostfile, *launcher_args, *launcher;
     int mbs, gbs, layers, iters, format, simulate_nodes, stat;
     int tp, pp, dp, ep;
+    int recompute, zero1;   /* the layout (-1: the run spec's) */
 } val_args;
 
 static const pdbx_cli_opt val_opts[] = {
@@ -36,6 +37,8 @@ static const pdbx_cli_opt val_opts[] = {
     { "iters", "N", "measured iterations after one warm-up (default 3)" },
     { "format", "FMT", "table (default) or json" },
     { "stat", "STAT", "statistic of the estimate's cells: median (default, as advise), mean, min, max" },
+    { "recompute", "R", "activation recomputation: none or full (default: the run spec's)" },
+    { "zero1", "Z", "the distributed optimizer (ZeRO-1): off or on (default: the run spec's)" },
     { "launcher", "KIND", "auto (default: the run's), local, mpirun or srun" },
     { "hosts", "H:N,...", "mpirun on these hosts with N slots each (e.g. a:8,b:8)" },
     { "hostfile", "FILE", "mpirun on the hosts of an OpenMPI hostfile (NAME slots=N per line)" },
@@ -91,6 +94,13 @@ static int val_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
         a->launcher_args = value;
     else if (strcmp(n, "simulate-nodes") == 0)
         a->simulate_nodes = 1;
+    else if (strcmp(n, "recompute") == 0) {
+        static const char *const r[] = { "none", "full", NULL };   /* pdbx_recompute's order */
+        return pdbx_cli_choice("--recompute", value, r, &a->recompute, err, errlen);
+    } else if (strcmp(n, "zero1") == 0) {
+        static const char *const z[] = { "off", "on", NULL };
+        return pdbx_cli_choice("--zero1", value, z, &a->zero1, err, errlen);
+    }
     return 0;
 }
 
@@ -178,15 +188,15 @@ typedef struct {
     double median, min, max;
     double iters_ms[ITERS_MAX];
     int n, num_mb;
-    double parts[8];
+    double parts[9];
     char backend[16];
 } measured;
 
 /* the engine's parts; ep_comm_ms only at EP > 1, optimizer_ms and loss_ms only when the engine
  * ran those ops (a training run on the cpu backend) */
-enum { PART_EP = 5, PART_OPT = 6, PART_LOSS = 7, NPARTS = 8 };
+enum { PART_EP = 5, PART_OPT = 6, PART_LOSS = 7, PART_RECOMP = 8, NPARTS = 9 };
 static const char *const part_keys[NPARTS] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms",
-                                               "ep_comm_ms", "optimizer_ms", "loss_ms" };
+                                               "ep_comm_ms", "optimizer_ms", "loss_ms", "recompute_ms" };
 
 static double jnum(const cJSON *o, const char *k)
 {
@@ -251,6 +261,9 @@ static int print_json(const pdbx_run *run, const val_args *a, const measured *m,
         cJSON_AddItemToObject(e, "mem_gb", num_or_null(est->mem_gb));
         cJSON_AddItemToObject(e, "optimizer_ms", num_or_null(est->optimizer_ms));
         cJSON_AddItemToObject(e, "loss_ms", num_or_null(est->loss_ms));
+        cJSON_AddItemToObject(e, "recompute_ms", num_or_null(est->recompute_ms));
+        cJSON_AddStringToObject(e, "recompute", pdbx_recompute_name((pdbx_recompute)est->recompute));
+        cJSON_AddBoolToObject(e, "zero1", est->zero1);
     }
     cJSON *mp = cJSON_AddObjectToObject(o, "measured_parts");
     for (int i = 0; mp && i < NPARTS; i++)
@@ -263,9 +276,12 @@ static int print_json(const pdbx_run *run, const val_args *a, const measured *m,
 static void print_table(const pdbx_run *run, const val_args *a, const measured *m,
                         const pdbx_advise_row *est, const pdbx_validation *v)
 {
-    char epx[16] = "";
+    char epx[64] = "";
     if (a->ep > 1)
         snprintf(epx, sizeof epx, " EP%d", a->ep);
+    if (est->recompute == PDBX_RECOMPUTE_FULL || est->zero1)
+        snprintf(epx + strlen(epx), sizeof epx - strlen(epx), "%s%s", est->recompute ? ", full recompute" : "",
+                 est->zero1 ? ", zero1" : "");
     pdbx_cli_line(stdout, "validate %s: TP%d PP%d DP%d%s, MBS %d, GBS %d, %d layers, %d micro-batches, "
                   "%d iterations (%s)", run->id, a->tp, a->pp, a->dp, epx, a->mbs, a->gbs, a->layers,
                   v->num_mb, m->n, m->backend);
@@ -287,6 +303,9 @@ static void print_table(const pdbx_run *run, const val_args *a, const measured *
     if (est->optimizer_ms > 0 || (isfinite(m->parts[PART_OPT]) && m->parts[PART_OPT] > 0))
         printf("  optimizer step: estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
                est->optimizer_ms, m->parts[PART_OPT]);
+    if (est->recompute_ms > 0 || (isfinite(m->parts[PART_RECOMP]) && m->parts[PART_RECOMP] > 0))
+        printf("  recomputed forward: estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
+               est->recompute_ms, m->parts[PART_RECOMP]);
     if (est->loss_ms > 0 || (isfinite(m->parts[PART_LOSS]) && m->parts[PART_LOSS] > 0))
         printf("  loss (last stage): estimated %.2f ms, measured %.2f ms (slowest rank, median iteration)\n",
                est->loss_ms, m->parts[PART_LOSS]);
@@ -364,11 +383,34 @@ static void fill_record(const val_args *a, const measured *m, const pdbx_advise_
     pdbx_strcopy(v->note, sizeof v->note, est->note);
 }
 
+/* advise's estimate of the configuration in the layout asked (the run spec's unless given,
+ * which the engine's spec then carries too): 0, or the usage exit with its one line. */
+static int estimate(const val_args *a, const pdbx_run *run, pdbx_spec *spec, pdbx_advise_row *est)
+{
+    pdbx_advise_query q;
+    pdbx_advise_query_defaults(&q);
+    q.gpus = a->tp * a->pp * a->dp;
+    q.gbs = a->gbs;
+    q.layers = a->layers;
+    q.stat = (pdbx_stat_kind)a->stat;
+    if (a->recompute >= 0)
+        spec->recompute = (pdbx_recompute)a->recompute;
+    if (a->zero1 >= 0)
+        spec->zero1 = a->zero1;
+    q.recompute_set = PDBX_ADV_RECOMPUTE_BIT(spec->recompute);
+    q.zero1_set = PDBX_ADV_ZERO1_BIT(spec->zero1);
+    char err[1024];
+    if (pdbx_advise_one_ep(run, &q, a->tp, a->pp, a->dp, a->ep, a->mbs, est, err, sizeof err) != 0)
+        return pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "%s", err);
+    return 0;
+}
+
 int pdbx_cmd_validate(int argc, char **argv)
 {
     val_args a;
     memset(&a, 0, sizeof a);
     a.stat = PDBX_STAT_MEDIAN;
+    a.recompute = a.zero1 = -1;   /* the run spec's */
     char **pos;
     int npos;
     int rc = pdbx_cli_parse(&val_spec, argc, argv, val_opt, &a, &pos, &npos);
@@ -399,16 +441,8 @@ int pdbx_cmd_validate(int argc, char **argv)
     /* the estimate first: a configuration it cannot estimate is refused before anything runs */
     pdbx_advise_row est;
     memset(&est, 0, sizeof est);
-    if (rc == 0) {
-        pdbx_advise_query q;
-        pdbx_advise_query_defaults(&q);
-        q.gpus = a.tp * a.pp * a.dp;
-        q.gbs = a.gbs;
-        q.layers = a.layers;
-        q.stat = (pdbx_stat_kind)a.stat;
-        if (pdbx_advise_one_ep(&run, &q, a.tp, a.pp, a.dp, a.ep, a.mbs, &est, err, sizeof err) != 0)
-            rc = pdbx_cli_fail(PDBX_EXIT_USAGE, CMD, "%s", err);
-    }
+    if (rc == 0)
+        rc = estimate(&a, &run, &spec, &est);
     if (rc == 0) {
         /* the spec the engine reads: the run's, with this configuration as its only one */
         memset(spec.configs, 0, sizeof spec.configs);

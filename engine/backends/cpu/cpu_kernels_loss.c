@@ -64,12 +64,19 @@ static int64_t local_target(const xent_job *J, int64_t i)
     return t >= 0 && t < J->n ? t : -1;
 }
 
+/* the rows [*r0, return) of a chunk */
+static int64_t chunk_rows(const xent_job *J, long long chunk, int64_t *r0)
+{
+    *r0 = chunk * J->per_chunk;
+    return *r0 + J->per_chunk < J->rows ? *r0 + J->per_chunk : J->rows;
+}
+
 static void fwd_chunk(void *arg, long long chunk, int part)
 {
     (void)part;
     const xent_job *J = arg;
-    const int64_t r0 = chunk * J->per_chunk;
-    const int64_t r1 = r0 + J->per_chunk < J->rows ? r0 + J->per_chunk : J->rows;
+    int64_t r0;
+    const int64_t r1 = chunk_rows(J, chunk, &r0);
     for (int64_t i = r0; i < r1; i++) {
         const float *row = J->logits + i * J->n;
         const float m = row_max(row, J->n);
@@ -84,8 +91,8 @@ static void bwd_chunk(void *arg, long long chunk, int part)
 {
     (void)part;
     const xent_job *J = arg;
-    const int64_t r0 = chunk * J->per_chunk;
-    const int64_t r1 = r0 + J->per_chunk < J->rows ? r0 + J->per_chunk : J->rows;
+    int64_t r0;
+    const int64_t r1 = chunk_rows(J, chunk, &r0);
     for (int64_t i = r0; i < r1; i++) {
         float *row = J->logits + i * J->n;
         const int64_t t = local_target(J, i);
