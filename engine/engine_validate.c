@@ -253,13 +253,13 @@ static void backward(vrun *r)
         compute(r, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1);
     }
     for (int l = r->stage_layers - 1; l >= 0; l--) {
-        if (r->e->spec.recompute == PDBX_RECOMPUTE_FULL) {   /* the layer's forward again, its comm too */
-            r->recomputing = 1;
-            for (int op = 0; op < PDBX_OP_COUNT; op++)
-                if (pdbx_op_is_per_layer((pdbx_op)op))
-                    layer_op(r, (pdbx_op)op, PDBX_PASS_FWD, l);
-            r->recomputing = 0;
-        }
+        /* the layer's forward again, its comm too (full), or its attention core's (selective) */
+        const pdbx_recompute rc = r->e->spec.recompute;
+        r->recomputing = 1;
+        for (int op = 0; op < PDBX_OP_COUNT && rc != PDBX_RECOMPUTE_NONE; op++)
+            if (pdbx_op_is_per_layer((pdbx_op)op) && (rc == PDBX_RECOMPUTE_FULL || op == PDBX_OP_ATTN_CORE))
+                layer_op(r, (pdbx_op)op, PDBX_PASS_FWD, l);
+        r->recomputing = 0;
         for (int op = PDBX_OP_COUNT - 1; op >= 0; op--)
             if (pdbx_op_is_per_layer((pdbx_op)op))
                 layer_op(r, (pdbx_op)op, PDBX_PASS_BWD, l);

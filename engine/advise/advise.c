@@ -98,10 +98,12 @@ static void ctx_eps(adv_ctx *c)
 /* The layouts' sets resolved: 0 is the spec's own; bits outside the layouts refused. */
 static int ctx_layouts(adv_ctx *c, char *err, size_t errlen)
 {
-    const unsigned rall = PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_NONE) | PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_FULL);
+    const unsigned rall = PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_NONE) | PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_FULL) |
+                          PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_SELECTIVE);
     const unsigned zall = PDBX_ADV_ZERO1_BIT(0) | PDBX_ADV_ZERO1_BIT(1);
     if (c->q.recompute_set & ~rall)
-        return adv_fail(err, errlen, "recompute: set 0x%x has no such layout (allowed: none, full)", c->q.recompute_set);
+        return adv_fail(err, errlen, "recompute: set 0x%x has no such layout (allowed: none, full, selective)",
+                        c->q.recompute_set);
     if (c->q.zero1_set & ~zall)
         return adv_fail(err, errlen, "zero1: set 0x%x has no such layout (allowed: off, on)", c->q.zero1_set);
     if (c->q.recompute_set == 0)
@@ -218,8 +220,10 @@ static double stages(const adv_ctx *c, const pdbx_adv_sample *s, pdbx_advise_row
         double b = lps * s->bwd[PDBX_ADV_LAYER] + dense * s->bwd[PDBX_ADV_DENSE] + moe * s->bwd[PDBX_ADV_MOE];
         double a2a = moe * (s->fwd[PDBX_ADV_A2A] + s->bwd[PDBX_ADV_A2A]);
         /* full recomputation: each layer's forward again before its backward (compute here, its
-         * all-to-alls with the stage's, its TP all-reduces in stage_tp_comm_ms) */
-        const double rc = row->recompute == PDBX_RECOMPUTE_FULL ? f : 0;
+         * all-to-alls with the stage's, its TP all-reduces in stage_tp_comm_ms); selective: the
+         * attention core's forward of each layer */
+        const double rc = row->recompute == PDBX_RECOMPUTE_FULL ? f
+                          : row->recompute == PDBX_RECOMPUTE_SELECTIVE ? lps * s->core_fwd : 0;
         b += rc;
         a2a += row->recompute == PDBX_RECOMPUTE_FULL ? moe * s->fwd[PDBX_ADV_A2A] : 0;
         if (st == 0)
@@ -450,9 +454,10 @@ int pdbx_advise_one_ep(const pdbx_run *run, const pdbx_advise_query *q, int tp, 
                   "(allowed: a set of one each)");
     if (rc == 0) {
         char reason[PDBX_ADVISE_NOTE_MAX], epx[16] = "";
-        const adv_cfg k = { tp, pp, dp, ep, mbs, rs == PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_FULL)
-                                                      ? PDBX_RECOMPUTE_FULL : PDBX_RECOMPUTE_NONE,
-                            zs == PDBX_ADV_ZERO1_BIT(1) };
+        int recompute = PDBX_RECOMPUTE_NONE;
+        while (rs && !(rs & PDBX_ADV_RECOMPUTE_BIT(recompute)))   /* the set's one member */
+            recompute++;
+        const adv_cfg k = { tp, pp, dp, ep, mbs, recompute, zs == PDBX_ADV_ZERO1_BIT(1) };
         int r = adv_estimate(&c, &k, row, NULL, reason, sizeof reason);
         if (ep > 1)
             snprintf(epx, sizeof epx, "x%d", ep);

@@ -54,7 +54,7 @@ typedef struct {
     unsigned recompute_set, zero1_set;
 } pdbx_advise_query;
 
-#define PDBX_ADV_RECOMPUTE_BIT(r) (1u << (r))        /* pdbx_recompute: none, full */
+#define PDBX_ADV_RECOMPUTE_BIT(r) (1u << (r))        /* pdbx_recompute: none, full, selective */
 #define PDBX_ADV_ZERO1_BIT(on) (1u << ((on) != 0))   /* 0: off; 1: the distributed optimizer */
 
 #define PDBX_ADVISE_NOTE_MAX 192
@@ -102,7 +102,8 @@ typedef struct {
                               * a dense model, or one rank per EDP group) */
     /* The training layout (issue 25; at the end): */
     int recompute;           /* pdbx_recompute: full reruns each layer's forward (its compute, TP
-                              * all-reduces and all-to-alls) before its backward */
+                              * all-reduces and all-to-alls) before its backward; selective its
+                              * attention core's forward */
     int zero1;               /* the distributed optimizer: each rank steps 1/DP of the stage's
                               * parameters; the gradients are reduce-scattered and the
                               * parameters all-gathered instead of all-reduced */

@@ -139,7 +139,7 @@ int pdbx_advise(const pdbx_run *run, const pdbx_advise_query *q, pdbx_advise_res
                     if (c.q.gbs % (mbs * dp))
                         continue;
                     /* each layout of the query's sets */
-                    for (int r = PDBX_RECOMPUTE_NONE; r <= PDBX_RECOMPUTE_FULL && rc == 0; r++)
+                    for (int r = PDBX_RECOMPUTE_NONE; r <= PDBX_RECOMPUTE_SELECTIVE && rc == 0; r++)
                         for (int z = 0; z < 2 && rc == 0; z++) {
                             if (!(c.q.recompute_set & PDBX_ADV_RECOMPUTE_BIT(r)) ||
                                 !(c.q.zero1_set & PDBX_ADV_ZERO1_BIT(z)))

@@ -92,6 +92,8 @@ static int point_parts(const pdbx_rt_config *fc, const pdbx_rt_config *bc, size_
         if (!isfinite(f))
             return 0;
         s->fwd[part] += f;
+        if (op == PDBX_OP_ATTN_CORE)
+            s->core_fwd = f;
         any = 1;
         if (!pdbx_op_has_bwd((pdbx_op)op))
             continue;
@@ -260,6 +262,7 @@ pdbx_adv_how pdbx_adv_cells_at(const pdbx_adv_tp_cells *c, int mbs, pdbx_adv_sam
         out->fwd[p] = line_at(a->mbs, a->fwd[p], b->mbs, b->fwd[p], mbs);
         out->bwd[p] = line_at(a->mbs, a->bwd[p], b->mbs, b->bwd[p], mbs);
     }
+    out->core_fwd = line_at(a->mbs, a->core_fwd, b->mbs, b->core_fwd, mbs);
     out->fwd[PDBX_ADV_OPT] = optimizer_cell(c);
     if (how == PDBX_ADV_INTERPOLATED)
         snprintf(note, len, "%s mbs %d: op cells interpolated between mbs %d and %d", who, mbs,

@@ -42,6 +42,8 @@ typedef struct {
     int mbs;
     double fwd[PDBX_ADV_NPARTS];   /* ms: first-stage ops, one layer's compute, last-stage ops... */
     double bwd[PDBX_ADV_NPARTS];   /* measured, or 2 x fwd (see bwd_measured of the set) */
+    double core_fwd;               /* the attention core's forward alone (within LAYER): what
+                                    * selective recomputation runs again */
     int tp, pp, dp, ep;            /* the config the point belongs to */
 } pdbx_adv_sample;
 

@@ -56,11 +56,12 @@ typedef struct {
 
 typedef enum { PDBX_DTYPE_BF16 = 0, PDBX_DTYPE_FP16, PDBX_DTYPE_FP32 } pdbx_dtype;
 typedef enum { PDBX_BACKEND_AUTO = 0, PDBX_BACKEND_CPU, PDBX_BACKEND_CUDA } pdbx_backend_kind;
-/* Activation recomputation assumed by the training memory: none, or full (Megatron's
+/* Activation recomputation assumed by the training memory: none, full (Megatron's
  * --recompute-granularity full: only each layer's input is kept, a layer is recomputed in its
- * backward). */
-typedef enum { PDBX_RECOMPUTE_NONE = 0, PDBX_RECOMPUTE_FULL } pdbx_recompute;
-const char *pdbx_recompute_name(pdbx_recompute r);    /* "none", "full" */
+ * backward) or selective (--recompute-granularity selective: the attention core's scores are
+ * not kept, the core's forward is recomputed in its backward). */
+typedef enum { PDBX_RECOMPUTE_NONE = 0, PDBX_RECOMPUTE_FULL, PDBX_RECOMPUTE_SELECTIVE } pdbx_recompute;
+const char *pdbx_recompute_name(pdbx_recompute r);    /* "none", "full", "selective" */
 /* How many times an op is executed per point: adaptive repeats each op until the 95% CI of its
  * mean is within target_rel_ci (bounded by min_reps, max_reps, max_seconds_per_op); fixed runs
  * warmup + steps whole steps (docs/spec.md, "Repetition"). */

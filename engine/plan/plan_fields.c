@@ -74,8 +74,9 @@ const plan_field_def plan_fields[] = {
      NULL},
     {"flash_attention", PLAN_F_BOOL, NO_RANGE, "BOOL", "true, false",
      "drop the attention scores from the memory model", NULL},
-    {"recompute", PLAN_F_STR, NO_RANGE, "MODE", "none, full",
-     "activation recomputation of the training memory (full: layer inputs only)", NULL},
+    {"recompute", PLAN_F_STR, NO_RANGE, "MODE", "none, full, selective",
+     "activation recomputation of the training memory (full: layer inputs only; selective: no "
+     "attention scores)", NULL},
     {"moe_routing", PLAN_F_STR, NO_RANGE, "ROUTING", "balanced, or {\"imbalance\": F} with 1 <= F <= 64 "
      "(mixture-of-experts models only)", "routing the MoE layers are measured under: the busiest expert "
      "gets F x its balanced share (docs/engine-layers.md)", NULL},

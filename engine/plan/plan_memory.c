@@ -82,7 +82,7 @@ void pdbx_memory_predict(const pdbx_spec *spec, const pdbx_parallel *par, int mb
     }
     if (m->arch.qk_norm)   /* q and k before their norm, which its backward reads */
         per_layer += s * b * e * (a * d / t + kv * d);
-    if (!spec->flash_attention)
+    if (!spec->flash_attention && spec->recompute != PDBX_RECOMPUTE_SELECTIVE)   /* selective: recomputed */
         per_layer += (2 * e + 1) * (a / t) * s * s * b;
     /* stage 0's layers: a MoE model's first_dense_layers dense (DeepSeek), the rest MoE */
     const double moe_layers = plan_is_moe(m) ? L - fmin(L, fmax(0, m->arch.moe.first_dense_layers)) : 0;

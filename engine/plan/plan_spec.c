@@ -28,7 +28,7 @@ int pdbx_dtype_bytes(pdbx_dtype d)
 
 const char *pdbx_recompute_name(pdbx_recompute r)
 {
-    return r == PDBX_RECOMPUTE_FULL ? "full" : "none";
+    return r == PDBX_RECOMPUTE_FULL ? "full" : r == PDBX_RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
 const char *pdbx_fp32_math_name(pdbx_fp32_math m)

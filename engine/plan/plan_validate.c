@@ -107,8 +107,9 @@ static int check_model_and_run(const pdbx_spec *s, char *err, size_t errlen)
         return pdbx_fail(err, errlen, "layers: %d profiled layers of %s, whose window of %d alternates "
                          "with full attention (allowed: even and >= 2, so that its local and global "
                          "layers are profiled alike)", s->layers_profiled, m->name, a->sliding_window.size);
-    if ((int)s->recompute < PDBX_RECOMPUTE_NONE || (int)s->recompute > PDBX_RECOMPUTE_FULL)
-        return pdbx_fail(err, errlen, "recompute: %d is out of range (allowed: none, full)", (int)s->recompute);
+    if ((int)s->recompute < PDBX_RECOMPUTE_NONE || (int)s->recompute > PDBX_RECOMPUTE_SELECTIVE)
+        return pdbx_fail(err, errlen, "recompute: %d is out of range (allowed: none, full, selective)",
+                         (int)s->recompute);
     if ((int)s->launcher < PDBX_LAUNCHER_AUTO || (int)s->launcher > PDBX_LAUNCHER_SRUN)
         return pdbx_fail(err, errlen, "launcher: %d is out of range (allowed: auto, local, mpirun, "
                          "srun)", (int)s->launcher);

@@ -54,16 +54,16 @@ int plan_read_backend(const cJSON *v, pdbx_backend_kind *out, char *err, size_t 
 
 int plan_read_recompute(const cJSON *v, pdbx_recompute *out, char *err, size_t errlen)
 {
-    static const char *const names[] = {"none", "full"};
+    static const char *const names[] = {"none", "full", "selective"};   /* pdbx_recompute's order */
     const char *s;
     if (plan_json_string(v, "recompute", &s, err, errlen) != 0)
         return -1;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (strcasecmp(s, names[i]) == 0) {
             *out = (pdbx_recompute)i;
             return 0;
         }
-    return not_allowed("recompute", s, names, 2, err, errlen);
+    return not_allowed("recompute", s, names, 3, err, errlen);
 }
 
 int plan_read_fp32_math(const cJSON *v, pdbx_fp32_math *out, char *err, size_t errlen)

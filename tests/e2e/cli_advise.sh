@@ -109,7 +109,7 @@ assert "tp 4 not measured: 4 configurations left out" in doc["notes"], doc["note
 PYEOF
 
 phase "layouts"
-# every layout of the sets: four rows per configuration, each row's layout in the JSON; the
+# every layout of the sets: six rows per configuration (none, full, selective x off, on), each row's layout in the JSON; the
 # table's layout column; full recomputation never faster, the distributed optimizer's optimizer
 # step half the replicated one's at DP 2
 "$PDBX" advise "$id" --gpus 2 --gbs 8 --layers 4 --recompute all --zero1 all --format json >"$TMP/lay.json" \
@@ -119,13 +119,15 @@ grep -qE '^  rank  tp  pp  dp  mbs  layout +num_mb' "$TMP/lay.table" || { cat "$
 "$PY" - "$TMP/a.json" "$TMP/lay.json" <<'PYEOF' || fail "advise layouts"
 import json, sys
 base = json.load(open(sys.argv[1]))["rows"]; rows = json.load(open(sys.argv[2]))["rows"]
-assert len(rows) == 4 * len(base), (len(rows), len(base))
+assert len(rows) == 6 * len(base), (len(rows), len(base))   # none, full, selective x off, on
 assert all(r["recompute"] == "none" and r["zero1"] is False and r["recompute_ms"] == 0 for r in base), base[0]
 key = lambda r: (r["tp"], r["pp"], r["dp"], r["mbs"])
 by = {(key(r), r["recompute"], r["zero1"]): r for r in rows}
 for b in base:
     k = key(b)
     n, f, z = by[(k, "none", False)], by[(k, "full", False)], by[(k, "none", True)]
+    sel = by[(k, "selective", False)]
+    assert 0 < sel["recompute_ms"] < f["recompute_ms"] and n["step_ms"] < sel["step_ms"] < f["step_ms"], (sel, f)
     assert abs(n["step_ms"] - b["step_ms"]) <= 1e-9 * b["step_ms"], (n, b)
     assert f["recompute_ms"] > 0 and f["step_ms"] > n["step_ms"] and f["mem_gb"] <= n["mem_gb"], (f, n)
     assert abs(f["stage_bwd_ms"] - n["stage_bwd_ms"] - f["recompute_ms"] / f["num_mb"]) <= 1e-6 * f["stage_bwd_ms"], (f, n)
@@ -155,7 +157,7 @@ usage "--stat: 'std' is not a time" "$id" --gpus 2 --gbs 8 --stat std
 usage "--format: 'xml'" "$id" --gpus 2 --gbs 8 --format xml
 usage "--top: 0 is out of range" "$id" --gpus 2 --gbs 8 --top 0
 usage "nosuchrun" nosuchrun --gpus 2 --gbs 8
-usage "--recompute: 'half' is not one of none, full, all" "$id" --gpus 2 --gbs 8 --recompute half
+usage "--recompute: 'half' is not one of none, full, selective, all" "$id" --gpus 2 --gbs 8 --recompute half
 usage "--zero1: 'yes' is not one of off, on, all" "$id" --gpus 2 --gbs 8 --zero1 yes
 "$PDBX" advise --help | grep -q "^usage: pdbx advise RUN" || fail "advise --help"
 phase "done"

@@ -106,10 +106,20 @@ r = [r for r in a["rows"] if (r["tp"], r["pp"], r["dp"], r["mbs"]) == (1, 1, 2, 
 assert len(r) == 1 and abs(r[0]["step_ms"] - v["estimated_ms"]) <= 1e-6 * v["estimated_ms"], (r, v)
 assert abs(e["optimizer_ms"] - v1["estimate"]["optimizer_ms"] / 2) <= 1e-9 * e["optimizer_ms"], (e, v1["estimate"])
 PYEOF
+# selective: each layer's attention core recomputed alone, less than the whole forward
+"$PDBX" validate "$id" --store "$ST" --config 1x1x2 --mbs 1 --gbs 4 --iters 1 --recompute selective \
+    --format json >"$TMP/v5.json" 2>"$TMP/v5.err" || fail "validate --recompute selective: $(cat "$TMP/v5.err")"
+"$PY" - "$TMP/v5.json" "$TMP/v4.json" <<'PYEOF' || fail "validate selective: $(cat "$TMP/v5.json")"
+import json, sys
+v = json.load(open(sys.argv[1])); full = json.load(open(sys.argv[2]))
+e, m = v["estimate"], v["measured_parts"]
+assert e["recompute"] == "selective" and e["zero1"] is False, e
+assert 0 < e["recompute_ms"] < full["estimate"]["recompute_ms"] and m["recompute_ms"] > 0, (e, m)
+PYEOF
 
 # recorded next to the run, the run file untouched, listed by show
 rec=$ST/runs/$id.validations.jsonl
-[ "$(wc -l <"$rec")" = 4 ] || fail "record: $(cat "$rec")"
+[ "$(wc -l <"$rec")" = 5 ] || fail "record: $(cat "$rec")"
 [ "$(md5sum <"$runfile")" = "$sum_before" ] || fail "validate changed the run file"
 "$PDBX" show "$id" --store "$ST" >"$TMP/show.txt" || fail "show"
 grep -q "^validations" "$TMP/show.txt" || fail "show has no validations section"
@@ -119,7 +129,7 @@ grep -qE "^  .* 1x2x1 +2 +4 +2 " "$TMP/show.txt" || fail "show lacks 1x2x1: $(ta
 "$PY" -c '
 import json, sys
 v = json.load(open(sys.argv[1]))["validations"]
-assert [x["config"] for x in v] == ["1x1x2", "1x1x2", "1x2x1", "1x1x2"], v
+assert [x["config"] for x in v] == ["1x1x2", "1x1x2", "1x2x1", "1x1x2", "1x1x2"], v
 assert all(x["measured_ms"] > 0 for x in v), v' "$TMP/show.json" || fail "show JSON validations"
 
 # bad input: one line naming the field, exit 2, nothing recorded
@@ -139,8 +149,8 @@ bad "--layers: 3 is not a multiple of pp = 2" "$id" --config 1x2x1 --mbs 1 --gbs
 bad "--mbs" "$id" --config 1x1x2 --mbs 0 --gbs 4
 bad "--stat: 'std' is not a time" "$id" --config 1x1x2 --mbs 1 --gbs 4 --stat std
 bad "no-such-run" no-such-run --config 1x1x2 --mbs 1 --gbs 4
-bad "--recompute: 'some' is not one of none, full" "$id" --config 1x1x2 --mbs 1 --gbs 4 --recompute some
+bad "--recompute: 'some' is not one of none, full, selective" "$id" --config 1x1x2 --mbs 1 --gbs 4 --recompute some
 bad "--zero1: '2' is not one of off, on" "$id" --config 1x1x2 --mbs 1 --gbs 4 --zero1 2
 bad "is a path" "$runfile" --config 1x1x2 --mbs 1 --gbs 4
-[ "$(wc -l <"$rec")" = 4 ] || fail "bad input was recorded: $(cat "$rec")"
+[ "$(wc -l <"$rec")" = 5 ] || fail "bad input was recorded: $(cat "$rec")"
 echo "PASS: validate measured and estimated 1x1x2 and 1x2x1, recorded, listed; usage errors exit 2"

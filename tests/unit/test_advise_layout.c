@@ -6,7 +6,8 @@
  *  - the query's sets enumerate every layout: all x all gives four rows per configuration;
  *  - full recomputation adds each stage layer's forward to its backward (recompute_ms, in
  *    compute_ms), its TP all-reduces once more (3 per layer and kind instead of 2), and needs
- *    less memory;
+ *    less memory; selective adds each layer's attention core forward alone, no comm, and drops
+ *    the attention scores from the memory;
  *  - the distributed optimizer steps 1/DP of the parameters (optimizer_ms / dp), reduces the
  *    gradients by the sweep's reduce_scatter and all_gather at their sizes (fp32 gradients;
  *    the parameters in the run's dtype), and needs less memory; without those sweep entries
@@ -150,8 +151,32 @@ static void test_enumeration_and_default(void **state)
     for (size_t i = 0; i < def.nrows; i++)
         assert_true(def.rows[i].recompute == PDBX_RECOMPUTE_NONE && def.rows[i].zero1 == 0);
     assert_int_equal(def.nrows, 4);   /* 1x1x2 and 2x1x1 at MBS 1, 2 (gbs 4: mbs x dp divides it) */
+    pdbx_advise_free(&all);
+    advise(&run, 7, 3, &all);   /* none, full, selective */
+    assert_int_equal(all.nrows, 6 * def.nrows);
     pdbx_advise_free(&def);
     pdbx_advise_free(&all);
+    pdbx_run_free(&run);
+}
+
+static void test_selective_recompute(void **state)
+{
+    (void)state;
+    pdbx_run run;
+    build(&run, 1);
+    pdbx_advise_result r;
+    advise(&run, PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_NONE) | PDBX_ADV_RECOMPUTE_BIT(PDBX_RECOMPUTE_SELECTIVE), 1, &r);
+    for (int tp = 1; tp <= 2; tp++) {
+        const pdbx_advise_row *n = find(&r, tp, 3 - tp, 1, PDBX_RECOMPUTE_NONE, 0);
+        const pdbx_advise_row *s = find(&r, tp, 3 - tp, 1, PDBX_RECOMPUTE_SELECTIVE, 0);
+        assert_non_null(n);
+        assert_non_null(s);
+        assert_close(s->stage_bwd_ms, n->stage_bwd_ms + 4 * 1.0);   /* attn_core's 1 ms x 4 layers */
+        assert_close(s->recompute_ms, s->num_mb * 4 * 1.0);
+        assert_close(s->stage_tp_comm_ms, n->stage_tp_comm_ms);      /* the core has no comm */
+        assert_true(s->mem_gb < n->mem_gb);                           /* no scores kept */
+    }
+    pdbx_advise_free(&r);
     pdbx_run_free(&run);
 }
 
@@ -242,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_enumeration_and_default),
         cmocka_unit_test(test_full_recompute),
+        cmocka_unit_test(test_selective_recompute),
         cmocka_unit_test(test_distributed_optimizer),
         cmocka_unit_test(test_one_takes_one_layout),
     };

@@ -60,8 +60,10 @@ static void test_overrides(void **state)
     assert_int_equal(s.recompute, PDBX_RECOMPUTE_NONE);
     assert_int_equal(pdbx_spec_set(&s, "recompute", "full", err, sizeof err), 0);
     assert_int_equal(s.recompute, PDBX_RECOMPUTE_FULL);
-    assert_int_equal(pdbx_spec_set(&s, "recompute", "selective", err, sizeof err), -1);
-    assert_string_equal(err, "recompute: \"selective\" is not allowed (allowed: none, full)");
+    assert_int_equal(pdbx_spec_set(&s, "recompute", "selective", err, sizeof err), 0);
+    assert_int_equal(s.recompute, PDBX_RECOMPUTE_SELECTIVE);
+    assert_int_equal(pdbx_spec_set(&s, "recompute", "partial", err, sizeof err), -1);
+    assert_string_equal(err, "recompute: \"partial\" is not allowed (allowed: none, full, selective)");
     /* how the ranks are started (engine/launch/launch_argv.h): auto by default */
     assert_int_equal(s.launcher, PDBX_LAUNCHER_AUTO);
     assert_int_equal(pdbx_spec_set(&s, "launcher", "SRUN", err, sizeof err), 0);

@@ -23,7 +23,7 @@ static const pdbx_cli_opt advise_opts[] = {
     { "layers", "L", "decoder layers of the job (default: the model's)" },
     { "mbs-max", "M", "largest micro-batch size tried (default: twice the largest measured)" },
     { "stat", "STAT", "statistic of the cells: median (default), mean, min, max" },
-    { "recompute", "R", "activation recomputation: none, full or all (both; default: the run spec's)" },
+    { "recompute", "R", "activation recomputation: none, full, selective or all (default: the run spec's)" },
     { "zero1", "Z", "distributed optimizer (ZeRO-1): off, on or all (both; default: the run spec's)" },
     { "top", "N", "only the N fastest configurations (default: all)" },
     { "format", "FMT", "table (default) or json" },
@@ -49,16 +49,17 @@ typedef struct {
     int have_gpus, have_gbs;
 } advise_args;
 
-/* --recompute none|full|all, --zero1 off|on|all into a set of PDBX_ADV_RECOMPUTE_BIT or
+/* --recompute none|full|selective|all, --zero1 off|on|all into a set of PDBX_ADV_RECOMPUTE_BIT or
  * PDBX_ADV_ZERO1_BIT (the choice's index is the layout's bit) */
 static int layout_set(const char *opt, const char *value, int zero1, unsigned *out, char *err, size_t errlen)
 {
-    static const char *const recompute[] = { "none", "full", "all", NULL };
+    static const char *const recompute[] = { "none", "full", "selective", "all", NULL };   /* pdbx_recompute's order */
     static const char *const zero1s[] = { "off", "on", "all", NULL };
+    const int all = zero1 ? 2 : 3;
     int k;
     if (pdbx_cli_choice(opt, value, zero1 ? zero1s : recompute, &k, err, errlen) != 0)
         return -1;
-    *out = k == 2 ? 3u : 1u << k;
+    *out = k == all ? (1u << all) - 1 : 1u << k;
     return 0;
 }
 
@@ -113,11 +114,13 @@ static int all_bwd_measured(const pdbx_advise_result *r)
     return r->nrows > 0 && rows_bwd_measured(r) == r->nrows;
 }
 
-/* "-", "full", "zero1" or "full+zero1" */
+/* "-", "full", "selective", "zero1", "full+zero1" or "selective+zero1" */
 static const char *row_layout(const pdbx_advise_row *w)
 {
-    static const char *const names[2][2] = { { "-", "zero1" }, { "full", "full+zero1" } };
-    return names[w->recompute == PDBX_RECOMPUTE_FULL][w->zero1 != 0];
+    static const char *const names[3][2] = { { "-", "zero1" }, { "full", "full+zero1" },
+                                             { "selective", "selective+zero1" } };
+    const int r = w->recompute >= PDBX_RECOMPUTE_NONE && w->recompute <= PDBX_RECOMPUTE_SELECTIVE ? w->recompute : 0;
+    return names[r][w->zero1 != 0];
 }
 
 static void print_table(const pdbx_run *run, const pdbx_advise_result *r, size_t shown, FILE *out)

@@ -37,7 +37,7 @@ static const pdbx_cli_opt val_opts[] = {
     { "iters", "N", "measured iterations after one warm-up (default 3)" },
     { "format", "FMT", "table (default) or json" },
     { "stat", "STAT", "statistic of the estimate's cells: median (default, as advise), mean, min, max" },
-    { "recompute", "R", "activation recomputation: none or full (default: the run spec's)" },
+    { "recompute", "R", "activation recomputation: none, full or selective (default: the run spec's)" },
     { "zero1", "Z", "the distributed optimizer (ZeRO-1): off or on (default: the run spec's)" },
     { "launcher", "KIND", "auto (default: the run's), local, mpirun or srun" },
     { "hosts", "H:N,...", "mpirun on these hosts with N slots each (e.g. a:8,b:8)" },
@@ -95,7 +95,7 @@ static int val_opt(const pdbx_cli_opt *opt, const char *value, void *ctx, char *
     else if (strcmp(n, "simulate-nodes") == 0)
         a->simulate_nodes = 1;
     else if (strcmp(n, "recompute") == 0) {
-        static const char *const r[] = { "none", "full", NULL };   /* pdbx_recompute's order */
+        static const char *const r[] = { "none", "full", "selective", NULL };   /* pdbx_recompute's order */
         return pdbx_cli_choice("--recompute", value, r, &a->recompute, err, errlen);
     } else if (strcmp(n, "zero1") == 0) {
         static const char *const z[] = { "off", "on", NULL };
@@ -279,8 +279,10 @@ static void print_table(const pdbx_run *run, const val_args *a, const measured *
     char epx[64] = "";
     if (a->ep > 1)
         snprintf(epx, sizeof epx, " EP%d", a->ep);
-    if (est->recompute == PDBX_RECOMPUTE_FULL || est->zero1)
-        snprintf(epx + strlen(epx), sizeof epx - strlen(epx), "%s%s", est->recompute ? ", full recompute" : "",
+    if (est->recompute != PDBX_RECOMPUTE_NONE || est->zero1)
+        snprintf(epx + strlen(epx), sizeof epx - strlen(epx), "%s%s%s",
+                 est->recompute ? ", recompute " : "",
+                 est->recompute ? pdbx_recompute_name((pdbx_recompute)est->recompute) : "",
                  est->zero1 ? ", zero1" : "");
     pdbx_cli_line(stdout, "validate %s: TP%d PP%d DP%d%s, MBS %d, GBS %d, %d layers, %d micro-batches, "
                   "%d iterations (%s)", run->id, a->tp, a->pp, a->dp, epx, a->mbs, a->gbs, a->layers,
