@@ -15,7 +15,7 @@
 # LAYOUTS=1: the training layouts of issue 25 instead, from the same dense sweep: 1x1x2 with the
 # distributed optimizer (--zero1 on: the gradients reduce-scattered, the parameters all-gathered,
 # AdamW over the rank's 1/DP shard), 1x1x2 and 2x1x1 with full recomputation (--recompute full),
-# each beside the same configuration without.
+# 1x1x2 with selective (--recompute selective), each beside the same configuration without.
 # Usage: bash bench/advise_validate.sh [STORE]  (a given STORE keeps the run and its records)
 source "$(dirname "$0")/common.inc"
 MBS=${MBS:-2}
@@ -58,14 +58,14 @@ echo "sweep: run $id in $(( $(date +%s) - t0 )) s (store $ST), load average $(lo
 list="1x1x2 2x1x1 1x2x1"
 [ "${FOUR:-0}" = 1 ] && list+=" 2x1x2"
 [ "$moe" = 1 ] && list="1x1x2 1x1x2x2"
-[ "${LAYOUTS:-0}" = 1 ] && list="1x1x2 1x1x2:zero1 1x1x2:full 2x1x1 2x1x1:full"
+[ "${LAYOUTS:-0}" = 1 ] && list="1x1x2 1x1x2:zero1 1x1x2:full 1x1x2:selective 2x1x1 2x1x1:full"
 layers=()   # MOE=1: the model's 4 layers (every expert gradient of the job), else the run's
 [ "$moe" = 1 ] && layers=(--layers "${LAYERS:-4}")
 printf '%-7s %4s %4s %7s %12s %12s %8s   %s\n' config mbs gbs num_mb measured_ms estimated_ms error \
     "estimate (compute/bubble/tp/pp/dp/ep) | measured slowest rank (fwd/bwd/tp/pp/dp/ep)"
 for c in $list; do
     lay=()   # CONFIG:zero1 or CONFIG:full
-    case "$c" in *:zero1) lay=(--zero1 on) ;; *:full) lay=(--recompute full) ;; esac
+    case "$c" in *:zero1) lay=(--zero1 on) ;; *:full) lay=(--recompute full) ;; *:selective) lay=(--recompute selective) ;; esac
     c=${c%%:*}
     if ! "$PDBX" validate "$id" --store "$ST" --config "$c" --mbs "$MBS" --gbs "$GBS" --iters "$ITERS" "${layers[@]}" \
             "${lay[@]}" --format json >"$TMP/v.json" 2>"$TMP/v.err"; then
@@ -75,7 +75,8 @@ for c in $list; do
     "$PY" - "$TMP/v.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1])); e = d["estimate"]; m = d["measured_parts"]
-lay = {(False, "none"): "", (True, "none"): ":zero1", (False, "full"): ":full", (True, "full"): ":full+z"}
+lay = {(False, "none"): "", (True, "none"): ":zero1", (False, "full"): ":full", (True, "full"): ":full+z",
+       (False, "selective"): ":sel", (True, "selective"): ":sel+z"}
 print("%-7s %4d %4d %7d %12.1f %12.1f %+7.1f%%   %.0f/%.0f/%.0f/%.0f/%.0f/%.1f | %.0f/%.0f/%.0f/%.0f/%.0f/%.1f  (iterations %s)" % (
     d["config"] + lay[(e.get("zero1", False), e.get("recompute", "none"))], d["mbs"], d["gbs"], d["num_mb"],
     d["measured_ms"], d["estimated_ms"], d["error_pct"],
