@@ -252,9 +252,9 @@ static void backward(vrun *r)
         compute(r, PDBX_OP_LM_HEAD, PDBX_PASS_BWD, -1);
         compute(r, PDBX_OP_FINAL_NORM, PDBX_PASS_BWD, -1);
     }
+    const pdbx_recompute rc = r->e->spec.recompute;
     for (int l = r->stage_layers - 1; l >= 0; l--) {
         /* the layer's forward again, its comm too (full), or its attention core's (selective) */
-        const pdbx_recompute rc = r->e->spec.recompute;
         r->recomputing = 1;
         for (int op = 0; op < PDBX_OP_COUNT && rc != PDBX_RECOMPUTE_NONE; op++)
             if (pdbx_op_is_per_layer((pdbx_op)op) && (rc == PDBX_RECOMPUTE_FULL || op == PDBX_OP_ATTN_CORE))
@@ -280,7 +280,7 @@ static void p2p(vrun *r, pair_group *pg)
 /* total bytes of fp32 gradients reduced over g in Megatron's buckets, one after the other:
  * all-reduced, or with the distributed optimizer (spec zero1) reduce-scattered, then the
  * parameters all-gathered in the run's dtype (the same elements), bucket by bucket */
-static void bucketed_allreduce(vrun *r, pdbx_group *g, double total, double bucket)
+static void bucketed_grad_reduce(vrun *r, pdbx_group *g, double total, double bucket)
 {
     const pdbx_spec *sp = &r->e->spec;
     const double esz = pdbx_dtype_bytes(sp->dtype);
@@ -300,9 +300,9 @@ static void bucketed_allreduce(vrun *r, pdbx_group *g, double total, double buck
 static void dp_allreduce(vrun *r)
 {
     if (r->v->dp > 1)
-        bucketed_allreduce(r, r->cg.g[PDBX_GRID_DP], r->dp_bytes, r->bucket_bytes);
+        bucketed_grad_reduce(r, r->cg.g[PDBX_GRID_DP], r->dp_bytes, r->bucket_bytes);
     if (r->edp_bytes > 0)
-        bucketed_allreduce(r, r->cg.g[PDBX_GRID_EDP], r->edp_bytes, r->edp_bucket_bytes);
+        bucketed_grad_reduce(r, r->cg.g[PDBX_GRID_EDP], r->edp_bytes, r->edp_bucket_bytes);
 }
 
 /* The optimizer step once the gradients are reduced: the engine's op (one layer's parameters)

@@ -259,11 +259,11 @@ static int comm_time(const adv_ctx *c, int kind, int group, double bytes, int sp
  * run's dtype), each from the collectives sweep where it measured them, else half an
  * all-reduce of its bytes (a ring all-reduce is the two), noted. 1 with reason when the run
  * cannot give a time. */
-static int reduce_grads(const adv_ctx *c, const pdbx_advise_row *row, int n, double bytes, int spans,
-                        double *ms, pdbx_advise_row *noted, adv_notes *ns, char *reason, size_t rlen)
+static int reduce_grads(const adv_ctx *c, pdbx_advise_row *row, int n, double bytes, int spans, double *ms,
+                        adv_notes *ns, char *reason, size_t rlen)
 {
     if (!row->zero1)
-        return comm_time(c, PDBX_RT_COMM_DP, n, bytes, spans, ms, noted, ns, reason, rlen);
+        return comm_time(c, PDBX_RT_COMM_DP, n, bytes, spans, ms, row, ns, reason, rlen);
     /* the collectives sweep's reduce_scatter and all_gather where it measured them */
     const char *const colls[2] = { "reduce_scatter", "all_gather" };
     const double sizes[2] = { bytes, bytes * c->dtype_bytes / 4 };
@@ -273,13 +273,13 @@ static int reduce_grads(const adv_ctx *c, const pdbx_advise_row *row, int n, dou
         double t;
         if (pdbx_adv_sweep_time(c->run, colls[k], n, sizes[k], spans, c->q.stat, &t, note, sizeof note) !=
             PDBX_ADV_NONE) {
-            row_estimate_note(noted, ns, note);
+            row_estimate_note(row, ns, note);
         } else {
-            if (comm_time(c, PDBX_RT_COMM_DP, n, sizes[k], spans, &t, noted, ns, reason, rlen))
+            if (comm_time(c, PDBX_RT_COMM_DP, n, sizes[k], spans, &t, row, ns, reason, rlen))
                 return 1;
             snprintf(note, sizeof note, "dp %d %s: not in the collectives sweep: half an all-reduce of its bytes",
                      n, colls[k]);
-            row_estimate_note(noted, ns, note);
+            row_estimate_note(row, ns, note);
             t *= 0.5;
         }
         *ms += t;
@@ -297,20 +297,52 @@ static int grad_comm(const adv_ctx *c, const pdbx_plan_comm *sizes, pdbx_advise_
     if (dp > 1) {
         row->dp_msg_bytes = sizes->dp_full_bytes;   /* stage 0's (the largest) fp32 gradients */
         if (reduce_grads(c, row, dp, row->dp_msg_bytes, pdbx_adv_spans((long)tp * (dp - 1), gpn),
-                         &row->dp_comm_ms, row, ns, reason, rlen))
+                         &row->dp_comm_ms, ns, reason, rlen))
             return 1;
     }
     if (sizes->edp_full_bytes > 0) {
         row->edp_msg_bytes = sizes->edp_full_bytes;
         if (reduce_grads(c, row, sizes->edp, row->edp_msg_bytes, pdbx_adv_spans((long)tp * dp - ep, gpn),
-                         &row->edp_comm_ms, row, ns, reason, rlen))
+                         &row->edp_comm_ms, ns, reason, rlen))
             return 1;
         row->dp_comm_ms += row->edp_comm_ms;
     }
     return 0;
 }
 
-static void finish_row(adv_ctx *c, const pdbx_adv_sample *s, double bubble_ms, pdbx_advise_row *row);
+/* The row's totals from its stages and comm: per micro-batch times x num_mb, the bubble
+ * (given), the optimizer step and the loss, the memory of its layout. */
+static void finish_row(adv_ctx *c, const pdbx_adv_sample *s, double bubble_ms, pdbx_advise_row *row)
+{
+    const pdbx_parallel par = { row->tp, row->pp, row->dp, row->ep };
+    pdbx_memory mem;
+    const pdbx_recompute spec_recompute = c->spec.recompute;   /* the row's layout, for the planner */
+    const int spec_zero1 = c->spec.zero1;
+    c->spec.recompute = (pdbx_recompute)row->recompute, c->spec.zero1 = row->zero1;
+    pdbx_memory_predict(&c->spec, &par, row->mbs, &mem);
+    c->spec.recompute = spec_recompute, c->spec.zero1 = spec_zero1;
+    row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
+    row->ep_comm_ms = row->num_mb * row->stage_ep_comm_ms;
+    row->compute_ms = row->num_mb * (row->stage_fwd_ms + row->stage_bwd_ms);
+    row->recompute_ms *= row->num_mb;
+    /* 1F1B: the slowest stage works num_mb micro-batches back to back; filling and draining
+     * the pipeline costs one micro-batch of every other stage (forward on the way in, backward
+     * on the way out). With equal stages this is FASOP's (pp - 1) x t; with uneven ones (embed
+     * on the first, lm_head on the last) it is what a real 1F1B step takes (bench/advise_validate.sh:
+     * (pp - 1) x the slowest stage overestimated TP1/PP2 by 13-16%). */
+    row->bubble_ms = bubble_ms;
+    row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms + row->ep_comm_ms;
+    /* AdamW is linear in the parameters it steps: the cell's layer scaled to the rank's stage,
+     * its 1/DP shard with the distributed optimizer */
+    const double opt_n = pdbx_optimizer_params(&c->spec.model, row->tp, row->ep);
+    if (s->fwd[PDBX_ADV_OPT] > 0 && opt_n > 0)
+        row->optimizer_ms = s->fwd[PDBX_ADV_OPT] * mem.params_per_rank / opt_n / (row->zero1 ? row->dp : 1);
+    /* the last stage's loss, each micro-batch (in compute_ms with the stage's other ops) */
+    row->loss_ms = row->num_mb * (s->fwd[PDBX_ADV_LOSS] + s->bwd[PDBX_ADV_LOSS]);
+    row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms + row->optimizer_ms;
+    row->mem_gb = mem.total / 1e9;
+    row->fits = mem.total <= c->spec.gpu.mem_bytes;
+}
 
 /* 0 with *row; 1 refused (reason: why, a note's text); -1 out of memory (reason set). */
 int adv_estimate(adv_ctx *c, const adv_cfg *k, pdbx_advise_row *row, adv_notes *ns, char *reason,
@@ -380,39 +412,6 @@ int adv_estimate(adv_ctx *c, const adv_cfg *k, pdbx_advise_row *row, adv_notes *
     return 0;
 }
 
-/* The row's totals from its stages and comm: per micro-batch times x num_mb, the bubble
- * (given), the optimizer step and the loss, the memory of its layout. */
-static void finish_row(adv_ctx *c, const pdbx_adv_sample *s, double bubble_ms, pdbx_advise_row *row)
-{
-    const pdbx_parallel par = { row->tp, row->pp, row->dp, row->ep };
-    pdbx_memory mem;
-    const pdbx_recompute spec_recompute = c->spec.recompute;   /* the row's layout, for the planner */
-    const int spec_zero1 = c->spec.zero1;
-    c->spec.recompute = (pdbx_recompute)row->recompute, c->spec.zero1 = row->zero1;
-    pdbx_memory_predict(&c->spec, &par, row->mbs, &mem);
-    c->spec.recompute = spec_recompute, c->spec.zero1 = spec_zero1;
-    row->tp_comm_ms = row->num_mb * row->stage_tp_comm_ms;
-    row->ep_comm_ms = row->num_mb * row->stage_ep_comm_ms;
-    row->compute_ms = row->num_mb * (row->stage_fwd_ms + row->stage_bwd_ms);
-    row->recompute_ms *= row->num_mb;
-    /* 1F1B: the slowest stage works num_mb micro-batches back to back; filling and draining
-     * the pipeline costs one micro-batch of every other stage (forward on the way in, backward
-     * on the way out). With equal stages this is FASOP's (pp - 1) x t; with uneven ones (embed
-     * on the first, lm_head on the last) it is what a real 1F1B step takes (bench/advise_validate.sh:
-     * (pp - 1) x the slowest stage overestimated TP1/PP2 by 13-16%). */
-    row->bubble_ms = bubble_ms;
-    row->comm_ms = row->tp_comm_ms + row->pp_comm_ms + row->dp_comm_ms + row->ep_comm_ms;
-    /* AdamW is linear in the parameters it steps: the cell's layer scaled to the rank's stage,
-     * its 1/DP shard with the distributed optimizer */
-    const double opt_n = pdbx_optimizer_params(&c->spec.model, row->tp, row->ep);
-    if (s->fwd[PDBX_ADV_OPT] > 0 && opt_n > 0)
-        row->optimizer_ms = s->fwd[PDBX_ADV_OPT] * mem.params_per_rank / opt_n / (row->zero1 ? row->dp : 1);
-    /* the last stage's loss, each micro-batch (in compute_ms with the stage's other ops) */
-    row->loss_ms = row->num_mb * (s->fwd[PDBX_ADV_LOSS] + s->bwd[PDBX_ADV_LOSS]);
-    row->step_ms = row->compute_ms + row->comm_ms + row->bubble_ms + row->optimizer_ms;
-    row->mem_gb = mem.total / 1e9;
-    row->fits = mem.total <= c->spec.gpu.mem_bytes;
-}
 
 static int check_config(const adv_ctx *c, int tp, int pp, int dp, int mbs, char *err, size_t errlen)
 {

@@ -184,19 +184,20 @@ static int check_input(val_args *a, const pdbx_run *run)
 }
 
 /* ---- the result file ------------------------------------------------------------------- */
-typedef struct {
-    double median, min, max;
-    double iters_ms[ITERS_MAX];
-    int n, num_mb;
-    double parts[9];
-    char backend[16];
-} measured;
-
 /* the engine's parts; ep_comm_ms only at EP > 1, optimizer_ms and loss_ms only when the engine
  * ran those ops (a training run on the cpu backend) */
 enum { PART_EP = 5, PART_OPT = 6, PART_LOSS = 7, PART_RECOMP = 8, NPARTS = 9 };
 static const char *const part_keys[NPARTS] = { "fwd_ms", "bwd_ms", "tp_comm_ms", "pp_comm_ms", "dp_comm_ms",
                                                "ep_comm_ms", "optimizer_ms", "loss_ms", "recompute_ms" };
+
+typedef struct {
+    double median, min, max;
+    double iters_ms[ITERS_MAX];
+    int n, num_mb;
+    double parts[NPARTS];
+    char backend[16];
+} measured;
+
 
 static double jnum(const cJSON *o, const char *k)
 {
